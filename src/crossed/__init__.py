@@ -1,0 +1,24 @@
+"""crossed: mixed-effects analysis of evaluation results."""
+
+from crossed.api import lmer
+from crossed.datasets import list_datasets, load_dataset
+from crossed.design.frame import DataError
+from crossed.engines.native import ConvergenceWarning, LmerControl, SingularFitWarning
+from crossed.fit import LmerFit
+from crossed.formula import FormulaError, ModelSpec, parse
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ConvergenceWarning",
+    "DataError",
+    "FormulaError",
+    "LmerControl",
+    "LmerFit",
+    "ModelSpec",
+    "SingularFitWarning",
+    "list_datasets",
+    "lmer",
+    "load_dataset",
+    "parse",
+]

@@ -1,0 +1,5 @@
+import sys
+
+from crossed.cli import main
+
+sys.exit(main())

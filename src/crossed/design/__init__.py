@@ -1,0 +1,79 @@
+"""ModelSpec + data -> X, y and the random-effects blocks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from crossed.design.fixed import FixedDesign, build_fixed, build_response
+from crossed.design.frame import DataError, prepare
+from crossed.design.random import RandomDesign, ReBlock, ReTerm, build_random
+from crossed.formula.spec import ModelSpec
+
+__all__ = ["DataError", "Design", "ReBlock", "ReTerm", "build_design"]
+
+
+@dataclass(frozen=True)
+class Design:
+    """Everything an engine needs, built once from a ModelSpec and a table.
+
+    Attributes
+    ----------
+    spec : ModelSpec
+    y : numpy.ndarray
+        Response, length n.
+    fixed : FixedDesign
+        X (n x p) with lme4's column names, term labels and assignment.
+    random : RandomDesign
+        lme4's terms, the engine's blocks, theta's bounds and names.
+    n_dropped : int
+        Rows removed for missing values.
+    levels : dict
+        Factor levels of every categorical column used (R's order, reference first).
+    columns : tuple of str
+        Data columns used by the model.
+    """
+
+    spec: ModelSpec
+    y: np.ndarray
+    fixed: FixedDesign
+    random: RandomDesign
+    n_dropped: int
+    levels: dict
+    columns: tuple[str, ...]
+
+    @property
+    def X(self) -> np.ndarray:
+        return self.fixed.X
+
+    @property
+    def n(self) -> int:
+        return len(self.y)
+
+
+
+def build_design(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -> Design:
+    """Build the design of ``spec`` on ``data``.
+
+    Parameters
+    ----------
+    spec : ModelSpec
+    data : pandas.DataFrame
+    na_action : {"omit", "raise"}
+
+    Raises
+    ------
+    DataError
+        Naming the column, term or level at fault.
+    """
+    prepared = prepare(spec, data, na_action=na_action)
+    frame = prepared.data
+    y = build_response(spec.response, frame)
+    fixed = build_fixed(spec.fixed, frame)
+    if not spec.random:
+        raise DataError("no random-effects terms in the formula: use (expr | group)")
+    random = build_random(spec.random, frame)
+    return Design(spec=spec, y=y, fixed=fixed, random=random, n_dropped=prepared.n_dropped,
+                  levels=prepared.levels, columns=tuple(frame.columns))

@@ -1,0 +1,205 @@
+"""Fixed-effects model matrices through formulaic, with lme4's column names and checks."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from formulaic import model_matrix
+from formulaic.model_spec import ModelSpec as FormulaicSpec
+
+from crossed.design.frame import DataError, check_numeric_response, quote_dotted
+
+RANK_TOL = 1e-7
+
+
+@dataclass(frozen=True)
+class MatrixSpec:
+    """Rebuilds one model matrix on new data (formulaic's spec plus what lme4 adds)."""
+
+    formulaic: FormulaicSpec
+    names: tuple[str, ...]
+    keep: tuple[int, ...]
+    """Indices of formulaic's columns kept (rank-deficient columns dropped)."""
+
+    def build(self, frame: pd.DataFrame) -> np.ndarray:
+        mm = self.formulaic.get_model_matrix(frame, output="numpy")
+        return np.asarray(mm, dtype=float)[:, list(self.keep)]
+
+
+@dataclass(frozen=True)
+class FixedDesign:
+    """The fixed-effects matrix and its metadata."""
+
+    X: np.ndarray
+    names: tuple[str, ...]
+    term_labels: tuple[str, ...]
+    """Term labels in R's order, ``"(Intercept)"`` first when present."""
+    assign: tuple[int, ...]
+    """For each column of X, the index of its term in ``term_labels``."""
+    dropped: tuple[str, ...]
+    spec: MatrixSpec
+
+
+def _r_part(part: str, expr: str, categories: list | None) -> str | None:
+    """Translate one formulaic column-name part to R's ``factorlevel`` form."""
+    bare = expr[1:-1] if expr.startswith("`") and expr.endswith("`") else expr
+    for prefix in (expr, bare):
+        if not part.startswith(prefix):
+            continue
+        rest = part[len(prefix):]
+        if rest == "":
+            return bare
+        if categories is None:
+            return None
+        for lv in sorted(categories, key=lambda v: -len(str(v))):
+            if rest in (f"[T.{lv}]", f"[{lv}]"):
+                return f"{bare}{lv}"
+    return None
+
+
+def _r_column_names(spec: FormulaicSpec, columns: list[str]) -> tuple[list[str], list[str], list[int]]:
+    """R names for formulaic's columns, term labels and the column-to-term assignment."""
+    state = spec.encoder_state
+    names: list[str] = []
+    labels: list[str] = []
+    assign: list[int] = []
+    for t_index, struct in enumerate(spec.structure):
+        factors = list(struct.term.factors)
+        label = ":".join(_strip(str(f.expr)) for f in factors)
+        labels.append("(Intercept)" if label == "1" else label)
+        for col in struct.columns:
+            assign.append(t_index)
+            if label == "1":
+                names.append("(Intercept)")
+                continue
+            parts = _split_parts(col, len(factors))
+            out = []
+            for part, factor in zip(parts or [], factors, strict=False):
+                kind_state = state.get(str(factor.expr))
+                cats = None
+                if kind_state is not None and kind_state[1].get("categories") is not None:
+                    cats = list(kind_state[1]["categories"])
+                r = _r_part(part, str(factor.expr), cats)
+                if r is None:
+                    break
+                out.append(r)
+            names.append(":".join(out) if parts and len(out) == len(factors) else col)
+    return names, labels, assign
+
+
+def _strip(expr: str) -> str:
+    return expr[1:-1] if expr.startswith("`") and expr.endswith("`") else expr
+
+
+def _split_parts(col: str, k: int) -> list[str] | None:
+    """Split a column name into ``k`` parts on ':' outside brackets and parentheses."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(col):
+        if ch in "[(":
+            depth += 1
+        elif ch in "])":
+            depth -= 1
+        elif ch == ":" and depth == 0:
+            parts.append(col[start:i])
+            start = i + 1
+    parts.append(col[start:])
+    return parts if len(parts) == k else None
+
+
+def independent_columns(X: np.ndarray, tol: float = RANK_TOL) -> np.ndarray:
+    """Columns of X kept after dropping those linearly dependent on earlier ones.
+
+    Like R's ``qr()`` with limited pivoting (LINPACK dqrdc2, tolerance 1e-7): a column whose
+    part orthogonal to the earlier kept columns is below ``tol`` times its norm is dropped.
+    """
+    p = X.shape[1]
+    if p == 0:
+        return np.zeros(0, dtype=bool)
+    # X = QR with orthonormal Q preserves inner products: examine R's columns instead of X's
+    R = np.linalg.qr(X, mode="r") if X.shape[0] > p else X
+    norms = np.linalg.norm(R, axis=0)
+    keep = np.zeros(p, dtype=bool)
+    Q = np.zeros((R.shape[0], 0))
+    for j in range(p):
+        if norms[j] == 0:
+            continue
+        r = R[:, j] - Q @ (Q.T @ R[:, j])
+        r = r - Q @ (Q.T @ r)
+        rn = np.linalg.norm(r)
+        if rn > tol * norms[j]:
+            keep[j] = True
+            Q = np.column_stack([Q, r / rn])
+    return keep
+
+
+def build_fixed(rhs: str, frame: pd.DataFrame) -> FixedDesign:
+    """Fixed-effects design for a formulaic right-hand side on prepared data.
+
+    Rank-deficient columns are dropped with a warning naming them, as lme4 does.
+    """
+    text = quote_dotted(rhs, set(frame.columns))
+    try:
+        mm = model_matrix(text, frame, output="pandas", na_action="raise")
+    except DataError:
+        raise
+    except Exception as exc:  # formulaic's errors carry the expression at fault
+        raise DataError(f"cannot build the fixed-effects matrix for {rhs!r}: {exc}") from exc
+    fspec = mm.model_spec
+    X = np.asarray(mm.to_numpy(), dtype=float)
+    names, labels, assign = _r_column_names(fspec, list(mm.columns))
+    keep = independent_columns(X) if X.shape[1] else np.zeros(0, dtype=bool)
+    dropped = tuple(n for n, k in zip(names, keep, strict=True) if not k)
+    if dropped:
+        warnings.warn(
+            f"fixed-effect model matrix is rank deficient so dropping {len(dropped)} "
+            f"column{'s' if len(dropped) > 1 else ''} / coefficient"
+            f"{'s' if len(dropped) > 1 else ''}: {', '.join(dropped)}",
+            stacklevel=3,
+        )
+    idx = tuple(int(i) for i in np.flatnonzero(keep))
+    kept_names = tuple(names[i] for i in idx)
+    return FixedDesign(
+        X=X[:, list(idx)],
+        names=kept_names,
+        term_labels=tuple(labels),
+        assign=tuple(assign[i] for i in idx),
+        dropped=dropped,
+        spec=MatrixSpec(formulaic=fspec, names=kept_names, keep=idx),
+    )
+
+
+def build_matrix(expr: str, frame: pd.DataFrame) -> tuple[np.ndarray, tuple[str, ...], MatrixSpec]:
+    """Model matrix of a random-term expression (no rank reduction), with R names."""
+    text = quote_dotted(expr, set(frame.columns))
+    try:
+        mm = model_matrix(text, frame, output="pandas", na_action="raise")
+    except Exception as exc:
+        raise DataError(f"cannot build the random-effects matrix for {expr!r}: {exc}") from exc
+    names, _, _ = _r_column_names(mm.model_spec, list(mm.columns))
+    keep = tuple(range(len(names)))
+    return (
+        np.asarray(mm.to_numpy(), dtype=float),
+        tuple(names),
+        MatrixSpec(formulaic=mm.model_spec, names=tuple(names), keep=keep),
+    )
+
+
+def build_response(response: str, frame: pd.DataFrame) -> np.ndarray:
+    """The response vector; a column name or an expression (``np.log(y)``)."""
+    if response in frame.columns:
+        col = frame[response]
+        if isinstance(col.dtype, pd.CategoricalDtype) or not pd.api.types.is_numeric_dtype(col):
+            raise DataError(f"response {response!r} is not numeric (dtype {col.dtype})")
+        return check_numeric_response(col.to_numpy(), response)
+    text = quote_dotted(f"0 + {response}", set(frame.columns))
+    try:
+        mm = model_matrix(text, frame, output="numpy", na_action="raise")
+    except Exception as exc:
+        raise DataError(f"cannot evaluate the response {response!r}: {exc}") from exc
+    arr = np.asarray(mm, dtype=float)
+    if arr.ndim != 2 or arr.shape[1] != 1:
+        raise DataError(f"response {response!r} is not a single numeric column")
+    return check_numeric_response(arr[:, 0], response)

@@ -1,0 +1,238 @@
+"""Random-effects structure: lme4's terms, and the blocks the engine factors.
+
+lme4 keeps one term per ``(expr | g)`` (``||`` split into one term per column) sorted by
+number of levels; the order fixes theta's layout and names. The native engine merges terms
+that share a grouping factor into one *block* with a structured lower-triangular template,
+as MixedModels.jl does, so that e.g. eight uncorrelated slopes by ``model:dataset`` become a
+single block-diagonal first block instead of eight dense ones.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from crossed.design.fixed import MatrixSpec, build_matrix
+from crossed.design.frame import DataError
+from crossed.formula.spec import RandomTermSpec
+
+
+@dataclass(frozen=True)
+class ReTerm:
+    """One lme4 random-effects term (in lme4's order).
+
+    Attributes
+    ----------
+    group : str
+        Grouping factor name as lme4 prints it (``"Subject"``, ``"cask:batch"``).
+    columns : tuple of str
+        Names of the term's columns (``"(Intercept)"``, ``"Days"``).
+    block : int
+        Index of the engine block holding this term.
+    offset : int
+        First column of this term within its block.
+    theta_start : int
+        Position of the term's first parameter in theta.
+    """
+
+    group: str
+    columns: tuple[str, ...]
+    block: int
+    offset: int
+    theta_start: int
+
+    @property
+    def ntheta(self) -> int:
+        k = len(self.columns)
+        return k * (k + 1) // 2
+
+
+@dataclass(frozen=True)
+class ReBlock:
+    """All random-effects columns on one grouping factor.
+
+    Attributes
+    ----------
+    group : str
+        Grouping factor name.
+    factors : tuple of str
+        Data columns forming the grouping factor.
+    levels : tuple of str
+        Level labels (``"a1:b2"`` for interactions), in R's order.
+    codes : numpy.ndarray
+        Level index of each observation (int64, length n).
+    Z : numpy.ndarray
+        Covariate matrix, shape (n, q): the observation's value of each column.
+    theta_index : numpy.ndarray
+        (q, q) int array; entry (i, j), i >= j, is the index into theta of the relative
+        covariance factor's element, or -1 where it is fixed at zero.
+    column_names : tuple of str
+    exprs : tuple of MatrixSpec
+        Rebuilds ``Z``'s columns (per source term) on new data.
+    """
+
+    group: str
+    factors: tuple[str, ...]
+    levels: tuple[str, ...]
+    codes: np.ndarray
+    Z: np.ndarray
+    theta_index: np.ndarray
+    column_names: tuple[str, ...]
+    exprs: tuple[tuple[MatrixSpec, tuple[int, ...]], ...]
+
+    @property
+    def q(self) -> int:
+        return self.Z.shape[1]
+
+    @property
+    def nlevels(self) -> int:
+        return len(self.levels)
+
+    def template(self, theta: np.ndarray) -> np.ndarray:
+        """The block's q x q lower-triangular relative covariance factor at ``theta``."""
+        idx = self.theta_index
+        T = np.zeros(idx.shape)
+        mask = idx >= 0
+        T[mask] = theta[idx[mask]]
+        return T
+
+
+@dataclass(frozen=True)
+class RandomDesign:
+    """lme4's term list, the merged blocks (most levels first) and theta's bounds/names."""
+
+    terms: tuple[ReTerm, ...]
+    blocks: tuple[ReBlock, ...]
+    theta_lower: np.ndarray
+    theta_names: tuple[str, ...]
+
+    @property
+    def ntheta(self) -> int:
+        return len(self.theta_lower)
+
+    def theta_start(self) -> np.ndarray:
+        """lme4's starting value: 1 on diagonals, 0 off-diagonal."""
+        return np.where(np.isfinite(self.theta_lower), 1.0, 0.0)
+
+
+def group_codes(frame: pd.DataFrame, factors: tuple[str, ...]) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Codes and labels of the interaction of factor columns (first factor varies slowest)."""
+    key = np.zeros(len(frame), dtype=np.int64)
+    cats = []
+    for f in factors:
+        col = frame[f]
+        col = col.array if isinstance(col.dtype, pd.CategoricalDtype) else pd.Categorical(col)
+        c = np.asarray(col.codes, dtype=np.int64)
+        cats.append(list(col.categories))
+        key = key * len(col.categories) + c
+    uniq, codes = np.unique(key, return_inverse=True)
+    labels = []
+    for k in uniq:
+        parts = []
+        for cat in reversed(cats):
+            k, r = divmod(int(k), len(cat))
+            parts.append(str(cat[r]))
+        labels.append(":".join(reversed(parts)))
+    return codes.astype(np.int64), tuple(labels)
+
+
+def _lme4_order(nlevels: list[int]) -> list[int]:
+    """lme4's term order: ``rev(order(nl))`` when any term has more levels than the one before."""
+    idx = list(range(len(nlevels)))
+    if any(b > a for a, b in zip(nlevels, nlevels[1:], strict=False)):
+        idx = sorted(idx, key=lambda i: nlevels[i])[::-1]
+    return idx
+
+
+def build_random(terms: tuple[RandomTermSpec, ...], frame: pd.DataFrame) -> RandomDesign:
+    """Random-effects structure of a model on prepared data."""
+    n = len(frame)
+    # 1. lme4 terms as written, with || split into one term per column
+    raw: list[dict] = []
+    for spec in terms:
+        Zt, names, mspec = build_matrix(spec.expr, frame)
+        if Zt.shape[1] == 0:
+            raise DataError(f"random term ({spec.expr} | {spec.name}) has no columns")
+        codes, levels = group_codes(frame, spec.factors)
+        if len(levels) < 2:
+            raise DataError(
+                f"grouping factor {spec.name!r} has {len(levels)} level; a random effect "
+                "needs at least 2"
+            )
+        if len(levels) >= n:
+            raise DataError(
+                f"grouping factor {spec.name!r} has {len(levels)} levels for {n} observations; "
+                "the random effects and the residual are not identifiable"
+            )
+        col_sets = [(j,) for j in range(Zt.shape[1])] if spec.uncorrelated else [
+            tuple(range(Zt.shape[1]))
+        ]
+        for cols in col_sets:
+            nre = len(levels) * len(cols)
+            if nre >= n:
+                raise DataError(
+                    f"number of observations ({n}) <= number of random effects ({nre}) for "
+                    f"term ({spec.expr} | {spec.name}); the random-effects parameters are "
+                    "unidentifiable"
+                )
+            raw.append(dict(spec=spec, cols=cols, Z=Zt[:, list(cols)],
+                            names=tuple(names[j] for j in cols), codes=codes, levels=levels,
+                            mspec=mspec))
+    order = _lme4_order([len(r["levels"]) for r in raw])
+    raw = [raw[i] for i in order]
+
+    # 2. merge terms by grouping factor into blocks; blocks by number of levels, descending
+    block_keys: list[str] = []
+    for r in raw:
+        if r["spec"].name not in block_keys:
+            block_keys.append(r["spec"].name)
+    nl = {r["spec"].name: len(r["levels"]) for r in raw}
+    block_keys.sort(key=lambda k: -nl[k])  # stable: ties keep lme4's order
+
+    theta_pos, lower, theta_names = 0, [], []
+    re_terms: list[ReTerm] = []
+    members: dict[str, list[tuple[dict, int, int]]] = {k: [] for k in block_keys}
+    offsets = dict.fromkeys(block_keys, 0)
+    for r in raw:
+        key = r["spec"].name
+        k = len(r["names"])
+        b = block_keys.index(key)
+        re_terms.append(ReTerm(group=key, columns=r["names"], block=b, offset=offsets[key],
+                               theta_start=theta_pos))
+        members[key].append((r, offsets[key], theta_pos))
+        for c in range(k):
+            for rr in range(c, k):
+                lower.append(0.0 if rr == c else -np.inf)
+                if rr == c:
+                    theta_names.append(f"{key}.{r['names'][c]}")
+                else:
+                    theta_names.append(f"{key}.{r['names'][rr]}.{r['names'][c]}")
+        theta_pos += k * (k + 1) // 2
+        offsets[key] += k
+
+    blocks = []
+    for key in block_keys:
+        mem = members[key]
+        q = offsets[key]
+        tidx = -np.ones((q, q), dtype=np.int64)
+        Zs, names, exprs = [], [], []
+        for r, off, start in mem:
+            k = len(r["names"])
+            pos = start
+            for c in range(k):
+                for rr in range(c, k):
+                    tidx[off + rr, off + c] = pos
+                    pos += 1
+            Zs.append(r["Z"])
+            names.extend(r["names"])
+            exprs.append((r["mspec"], r["cols"]))
+        first = mem[0][0]
+        blocks.append(ReBlock(
+            group=key, factors=first["spec"].factors, levels=first["levels"],
+            codes=first["codes"], Z=np.column_stack(Zs), theta_index=tidx,
+            column_names=tuple(names), exprs=tuple(exprs),
+        ))
+    return RandomDesign(terms=tuple(re_terms), blocks=tuple(blocks),
+                        theta_lower=np.array(lower), theta_names=tuple(theta_names))

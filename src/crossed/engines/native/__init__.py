@@ -1,0 +1,6 @@
+"""Native engine: blocked-Cholesky penalised least squares + BOBYQA."""
+
+from crossed.engines.native.engine import ConvergenceWarning, SingularFitWarning, fit_native
+from crossed.engines.native.optimize import LmerControl, OptSummary
+
+__all__ = ["ConvergenceWarning", "LmerControl", "OptSummary", "SingularFitWarning", "fit_native"]

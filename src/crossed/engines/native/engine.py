@@ -1,0 +1,115 @@
+"""The native engine: lme4's profiled criterion minimised by BOBYQA over theta."""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import numpy as np
+
+from crossed.design import Design
+from crossed.engines.native.optimize import (
+    LmerControl,
+    OptSummary,
+    bobyqa,
+    check_convergence,
+    derivatives,
+)
+from crossed.engines.native.pls import PLS, profiled_deviance
+from crossed.fit import LmerFit
+
+
+class ConvergenceWarning(UserWarning):
+    """The optimiser did not converge cleanly (lme4's convergence warnings)."""
+
+
+class SingularFitWarning(UserWarning):
+    """A bounded variance parameter is on the boundary (lme4's ``boundary (singular) fit``)."""
+
+
+def fit_native(design: Design, reml: bool = True, control: LmerControl | None = None,
+               data_name: str = "data") -> LmerFit:
+    """Fit a design with the native engine.
+
+    Parameters
+    ----------
+    design : Design
+    reml : bool
+        REML (default) or maximum likelihood.
+    control : LmerControl, optional
+        Optimiser settings; lme4's defaults when omitted.
+
+    Returns
+    -------
+    LmerFit
+    """
+    control = control or LmerControl()
+    t0 = time.perf_counter()
+    pls = PLS(design.random.blocks, design.X, design.y)
+    n, p = design.X.shape
+
+    def crit(theta: np.ndarray) -> float:
+        return profiled_deviance(pls.factor(theta), n, p, reml)
+
+    lower = design.random.theta_lower
+    opt = bobyqa(crit, design.random.theta_start(), lower, control)
+    theta = opt.theta_final.copy()
+    f = pls.factor(theta)
+    dev = profiled_deviance(f, n, p, reml)
+    return finish_fit(design, pls, f, theta, dev, reml, "native", opt, control, t0, data_name,
+                      crit)
+
+
+def finish_fit(design: Design, pls: PLS, f, theta: np.ndarray, dev: float, reml: bool,
+               engine: str, opt: OptSummary | None, control: LmerControl, t0: float,
+               data_name: str, crit=None) -> LmerFit:
+    """Solve for β, u, σ and vcov at ``theta``, run the checks and build the result."""
+    n, p = design.X.shape
+    messages: list[str] = []
+    if design.n_dropped:
+        messages.append(f"{design.n_dropped} rows dropped for missing values")
+    if design.fixed.dropped:
+        messages.append("rank-deficient fixed-effect columns dropped: "
+                        + ", ".join(design.fixed.dropped))
+    lower = design.random.theta_lower
+    bounded = np.isfinite(lower)
+    singular = bool(np.any(theta[bounded] < control.singular_tol))
+    converged = True
+    if opt is not None:
+        if opt.return_code < 0 or opt.return_code == 5:
+            converged = False
+            messages.append(f"optimizer ({opt.optimizer}) stopped: {opt.message}")
+        if control.check_conv and crit is not None:
+            free = ~(bounded & (theta < control.singular_tol))
+            g, H = derivatives(crit, theta, free, dev)
+            conv_msgs = check_convergence(g, H, control.conv_tol)
+            opt = _with_derivs(opt, g, H, free)
+            if any("failed to converge" in m for m in conv_msgs):
+                converged = False
+            for m in conv_msgs:
+                messages.append(m)
+                warnings.warn(m, ConvergenceWarning, stacklevel=4)
+    if singular:
+        msg = "boundary (singular) fit: see help('isSingular')"
+        messages.append(msg)
+        warnings.warn(msg, SingularFitWarning, stacklevel=4)
+    beta, u = pls.solve(f)
+    denom = n - p if reml else n
+    sigma = float(np.sqrt(f.pwrss / denom))
+    Ri = pls.rx_inverse(f)
+    vcov = sigma**2 * (Ri.T @ Ri)
+    fit = LmerFit(
+        design=design, reml=reml, engine=engine, theta=theta, beta=beta, sigma=sigma,
+        deviance=float(dev), vcov_beta=vcov, u=tuple(u), opt=opt, is_singular=singular,
+        converged=converged, messages=tuple(messages), data_name=data_name,
+    )
+    fit._cache["pls"] = pls
+    fit._cache["factor"] = f
+    fit._cache["fit_seconds"] = time.perf_counter() - t0
+    return fit
+
+
+def _with_derivs(opt: OptSummary, g, H, free) -> OptSummary:
+    from dataclasses import replace
+
+    return replace(opt, gradient=g, hessian=H, free=free)

@@ -1,0 +1,160 @@
+"""Optimiser settings, the optimisation log (OptSummary) and lme4's convergence checks."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import nlopt
+import numpy as np
+
+_NLOPT_CODES = {
+    1: "success", 2: "stopval reached", 3: "ftol reached", 4: "xtol reached",
+    5: "maxeval reached", 6: "maxtime reached", -1: "failure", -2: "invalid arguments",
+    -3: "out of memory", -4: "roundoff limited", -5: "forced stop",
+}
+
+
+@dataclass(frozen=True)
+class LmerControl:
+    """Optimiser settings; the defaults are lme4's (``lmerControl()`` with ``nloptwrap``).
+
+    Attributes
+    ----------
+    optimizer : str
+        ``"bobyqa"`` (NLopt's LN_BOBYQA, lme4's default).
+    xtol_abs, ftol_abs : float
+        Absolute tolerances on theta and on the criterion (1e-8 each in lme4).
+    maxeval : int
+        Maximum number of criterion evaluations.
+    check_conv : bool
+        Run lme4's gradient/Hessian check at the optimum (costs about 2k² evaluations).
+    conv_tol : float
+        Tolerance on the scaled gradient (lme4's ``check.conv.grad``, 2e-3).
+    singular_tol : float
+        A bounded theta below this marks the fit singular (lme4's ``isSingular``, 1e-4).
+    """
+
+    optimizer: str = "bobyqa"
+    xtol_abs: float = 1e-8
+    ftol_abs: float = 1e-8
+    maxeval: int = 100_000
+    check_conv: bool = True
+    conv_tol: float = 2e-3
+    singular_tol: float = 1e-4
+
+
+@dataclass(frozen=True)
+class OptSummary:
+    """What the optimiser was asked and what it did.
+
+    Attributes
+    ----------
+    optimizer : str
+    theta_start, theta_final : numpy.ndarray
+    lower : numpy.ndarray
+    fmin : float
+        Criterion at ``theta_final``.
+    feval : int
+        Number of criterion evaluations by the optimiser.
+    return_code : int
+        NLopt's code (positive: converged by a tolerance).
+    message : str
+    log : tuple of (theta, criterion)
+        Every evaluation in order.
+    gradient, hessian : numpy.ndarray or None
+        Finite-difference derivatives of the criterion at the optimum over the parameters
+        not on a boundary (``free``); None when the check was skipped.
+    free : numpy.ndarray
+        Boolean mask of parameters off their bound at the optimum.
+    """
+
+    optimizer: str
+    theta_start: np.ndarray
+    theta_final: np.ndarray
+    lower: np.ndarray
+    fmin: float
+    feval: int
+    return_code: int
+    message: str
+    control: LmerControl
+    log: tuple[tuple[np.ndarray, float], ...] = field(repr=False, default=())
+    gradient: np.ndarray | None = None
+    hessian: np.ndarray | None = None
+    free: np.ndarray | None = None
+
+
+def bobyqa(fun: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.ndarray,
+           control: LmerControl) -> OptSummary:
+    """Minimise ``fun`` with NLopt's BOBYQA under lower bounds, logging every evaluation."""
+    if control.optimizer != "bobyqa":
+        raise ValueError(f"unknown optimizer {control.optimizer!r}; available: 'bobyqa'")
+    k = len(x0)
+    log: list[tuple[np.ndarray, float]] = []
+
+    def objective(x: np.ndarray, grad: np.ndarray) -> float:
+        val = float(fun(x))
+        log.append((x.copy(), val))
+        return val if np.isfinite(val) else 1e300
+
+    opt = nlopt.opt(nlopt.LN_BOBYQA, k)
+    opt.set_lower_bounds(np.where(np.isfinite(lower), lower, -np.inf))
+    opt.set_min_objective(objective)
+    opt.set_xtol_abs(control.xtol_abs)
+    opt.set_ftol_abs(control.ftol_abs)
+    opt.set_maxeval(control.maxeval)
+    x = opt.optimize(np.asarray(x0, dtype=float))
+    code = opt.last_optimize_result()
+    return OptSummary(
+        optimizer="NLOPT_LN_BOBYQA", theta_start=np.asarray(x0, dtype=float).copy(),
+        theta_final=np.asarray(x), lower=lower.copy(), fmin=float(opt.last_optimum_value()),
+        feval=len(log), return_code=int(code), message=_NLOPT_CODES.get(code, str(code)),
+        control=control, log=tuple(log),
+    )
+
+
+def derivatives(fun: Callable[[np.ndarray], float], x: np.ndarray, free: np.ndarray,
+                fx: float, delta: float = 1e-4) -> tuple[np.ndarray, np.ndarray]:
+    """Central-difference gradient and Hessian over the ``free`` coordinates (lme4's deriv12)."""
+    idx = np.flatnonzero(free)
+    m = len(idx)
+    g = np.zeros(m)
+    H = np.zeros((m, m))
+    plus, minus = np.zeros(m), np.zeros(m)
+    for a, i in enumerate(idx):
+        xp, xm = x.copy(), x.copy()
+        xp[i] += delta
+        xm[i] -= delta
+        plus[a], minus[a] = fun(xp), fun(xm)
+        g[a] = (plus[a] - minus[a]) / (2 * delta)
+        H[a, a] = (plus[a] - 2 * fx + minus[a]) / delta**2
+        for b in range(a):
+            j = idx[b]
+            vals = []
+            for si, sj in ((1, 1), (1, -1), (-1, 1), (-1, -1)):
+                xx = x.copy()
+                xx[i] += si * delta
+                xx[j] += sj * delta
+                vals.append(fun(xx))
+            H[a, b] = H[b, a] = (vals[0] - vals[1] - vals[2] + vals[3]) / (4 * delta**2)
+    return g, H
+
+
+def check_convergence(g: np.ndarray, H: np.ndarray, tol: float) -> list[str]:
+    """lme4's ``check.conv.grad`` and ``check.conv.hess`` messages (empty when fine)."""
+    msgs: list[str] = []
+    if len(g) == 0:
+        return msgs
+    ev = np.linalg.eigvalsh(H)
+    if ev[0] <= 0:
+        msgs.append("Model is nearly unidentifiable: the Hessian of the criterion at the "
+                    "optimum is not positive definite")
+        return msgs
+    Lh = np.linalg.cholesky(H)
+    scgrad = np.linalg.solve(Lh.T, g)  # lme4: solve(chol(Hessian), gradient)
+    maxmin = float(np.max(np.minimum(np.abs(scgrad), np.abs(g))))
+    if maxmin > tol:
+        msgs.append(f"Model failed to converge with max|grad| = {maxmin:.6g} (tol = {tol:g})")
+    if ev[0] / ev[-1] < 1e-6:
+        msgs.append("Model is nearly unidentifiable: large eigenvalue ratio - rescale variables?")
+    return msgs

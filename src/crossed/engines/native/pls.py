@@ -1,0 +1,311 @@
+"""Penalised least squares for LMMs with a blocked Cholesky factor (lme4 / MixedModels.jl).
+
+For relative covariance factor Λθ (block diagonal: one template T_k per block, repeated per
+level) the matrix
+
+    [ΛᵀZᵀZΛ + I   ΛᵀZᵀX   ΛᵀZᵀy]
+    [XᵀZΛ         XᵀX     Xᵀy  ]
+    [yᵀZΛ         yᵀX     yᵀy  ]
+
+is factored as L Lᵀ. Its first block (the grouping factor with most levels) is block
+diagonal with one q₁ x q₁ block per level, so it is factored level by level. The rest
+(later random blocks, X and y, of size r) is the dense Schur complement
+
+    C = S (A_rr − A_r1 G A_1r) Sᵀ + [I on the random part],   G = blockdiag_s T₁ B_s⁻¹ T₁ᵀ,
+
+with B_s = T₁ᵀ A_s T₁ + I and S = blockdiag(Λ_restᵀ, I). ``A_r1 G A_1r`` is a fixed sparse
+linear map of G's entries (``W``, built once), so an evaluation costs one sparse product,
+O(ℓ₁ q₁³) small factorisations and one dense Cholesky of size r. Z is never formed densely.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.linalg import lapack, solve_triangular
+
+from crossed.design.random import ReBlock
+
+MAX_DENSE = 20000
+
+
+@dataclass
+class Factor:
+    """The factorisation at one theta."""
+
+    theta: np.ndarray
+    ok: bool
+    ldL2: float = np.inf
+    """log det(ΛᵀZᵀZΛ + I)."""
+    ldRX2: float = np.inf
+    """log det(R_XᵀR_X)."""
+    pwrss: float = np.inf
+    """Penalised residual sum of squares r²."""
+    L: np.ndarray | None = None
+    """Dense Cholesky factor of the rest part (later random blocks, X, y)."""
+    B_chol: np.ndarray | None = None
+    """(ℓ₁, q₁, q₁) Cholesky factors of the first block's per-level matrices."""
+
+
+def _sparse_z(block: ReBlock) -> sp.csr_matrix:
+    n, q = block.Z.shape
+    rows = np.repeat(np.arange(n), q)
+    cols = (block.codes[:, None] * q + np.arange(q)[None, :]).ravel()
+    return sp.csr_matrix((block.Z.ravel(), (rows, cols)), shape=(n, block.nlevels * q))
+
+
+class PLS:
+    """Precomputed cross-products of ``[Z X y]`` for one design and fast evaluation.
+
+    Parameters
+    ----------
+    blocks : sequence of ReBlock
+        Random-effects blocks, most levels first.
+    X : numpy.ndarray
+        Fixed-effects matrix (n x p).
+    y : numpy.ndarray
+        Response (n).
+    """
+
+    def __init__(self, blocks: tuple[ReBlock, ...], X: np.ndarray, y: np.ndarray):
+        self.blocks = tuple(blocks)
+        self.n, self.p = X.shape
+        self.X, self.y = X, y
+        first = self.blocks[0]
+        self.q1, self.l1 = first.q, first.nlevels
+        rest = self.blocks[1:]
+        self.rest_sizes = [b.nlevels * b.q for b in rest]
+        self.r_rand = int(sum(self.rest_sizes))
+        self.r = self.r_rand + self.p + 1
+        if self.r_rand > MAX_DENSE:
+            raise ValueError(
+                f"the grouping factors after {first.group!r} have {self.r_rand} random effects "
+                f"together; the dense part of the blocked Cholesky is limited to {MAX_DENSE}"
+            )
+        dense = np.column_stack([X, y])
+        Z1 = _sparse_z(first)
+        Zr = sp.hstack([_sparse_z(b) for b in rest], format="csr") if rest else None
+        # first block: per-level q1 x q1 cross-products
+        z1 = first.Z
+        A11 = np.zeros((self.l1, self.q1, self.q1))
+        np.add.at(A11, first.codes, z1[:, :, None] * z1[:, None, :])
+        self.A11 = A11
+        # rest x rest, dense
+        Arr = np.empty((self.r, self.r))
+        if Zr is not None:
+            Arr[: self.r_rand, : self.r_rand] = (Zr.T @ Zr).toarray()
+            ZtD = np.asarray(Zr.T @ dense)
+            Arr[: self.r_rand, self.r_rand:] = ZtD
+            Arr[self.r_rand:, : self.r_rand] = ZtD.T
+        Arr[self.r_rand:, self.r_rand:] = dense.T @ dense
+        self.Arr = Arr
+        # first x rest: sparse, rows (level, column) of block 1
+        Z1t = Z1.T.tocsr()
+        A1r_parts = []
+        if Zr is not None:
+            A1r_parts.append((Z1t @ Zr).tocsr())
+        A1r_parts.append(sp.csr_matrix(np.asarray(Z1t @ dense)))
+        A1r = sp.hstack(A1r_parts, format="csr")
+        A1r.sum_duplicates()
+        A1r.sort_indices()
+        self.A1r = A1r
+        self._build_w(A1r)
+        self._rest_scalar = all(b.q == 1 for b in rest)
+
+    # ------------------------------------------------------------------ precomputation
+    def _build_w(self, A1r: sp.csr_matrix) -> None:
+        """The sparse map W: vec(G) -> lower-triangle entries of A_r1 G A_1r."""
+        q, l1, r = self.q1, self.l1, self.r
+        indptr = A1r.indptr
+        lev_start = indptr[np.arange(l1) * q]
+        lev_end = indptr[np.arange(1, l1 + 1) * q]
+        m = (lev_end - lev_start).astype(np.int64)
+        row_of_entry = np.repeat(np.arange(l1 * q), np.diff(indptr))
+        a_of_entry = row_of_entry % q
+        total = int(np.sum(m * m))
+        level = np.repeat(np.arange(l1), m * m)
+        pair_start = np.concatenate([[0], np.cumsum(m * m)[:-1]])
+        t = np.arange(total) - np.repeat(pair_start, m * m)
+        mm = m[level]
+        e1 = lev_start[level] + t // np.maximum(mm, 1)
+        e2 = lev_start[level] + t % np.maximum(mm, 1)
+        c1, c2 = A1r.indices[e1], A1r.indices[e2]
+        keep = c1 >= c2
+        e1, e2, c1, c2, level = e1[keep], e2[keep], c1[keep], c2[keep], level[keep]
+        vals = A1r.data[e1] * A1r.data[e2]
+        gcol = level * q * q + a_of_entry[e1] * q + a_of_entry[e2]
+        target = c1.astype(np.int64) * r + c2
+        uniq, tidx = np.unique(target, return_inverse=True)
+        self.W = sp.csr_matrix((vals, (tidx, gcol)), shape=(len(uniq), l1 * q * q))
+        self.w_rows, self.w_cols = np.divmod(uniq, r)
+        self.w_offdiag = self.w_rows != self.w_cols
+
+    # ------------------------------------------------------------------ evaluation
+    def _scale_vector(self, theta: np.ndarray) -> np.ndarray:
+        parts = [np.repeat(b.template(theta)[0, 0], b.nlevels) for b in self.blocks[1:]]
+        parts.append(np.ones(self.p + 1))
+        return np.concatenate(parts)
+
+    def _scale_matrix(self, theta: np.ndarray) -> sp.csr_matrix:
+        mats = [sp.kron(sp.identity(b.nlevels), b.template(theta).T) for b in self.blocks[1:]]
+        mats.append(sp.identity(self.p + 1))
+        return sp.block_diag(mats, format="csr")
+
+    def first_block(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, bool]:
+        """Per-level Cholesky factors of B_s, the matrices G_s and log det of block 1."""
+        T = self.blocks[0].template(theta)
+        if self.q1 == 1:
+            t = T[0, 0]
+            b = t * t * self.A11[:, 0, 0] + 1.0
+            chol = np.sqrt(b)[:, None, None]
+            G = (t * t / b)[:, None, None]
+            return chol, G, float(np.sum(np.log(b))), True
+        B = T.T @ self.A11 @ T + np.eye(self.q1)
+        try:
+            chol = np.linalg.cholesky(B)
+        except np.linalg.LinAlgError:
+            return B, B, np.inf, False
+        logdet = 2.0 * float(np.sum(np.log(np.diagonal(chol, axis1=1, axis2=2))))
+        # G_s = T B_s^{-1} T' = (chol^{-1} T')' (chol^{-1} T')
+        H = np.linalg.solve(chol, np.broadcast_to(T.T, B.shape))
+        G = np.swapaxes(H, 1, 2) @ H
+        return chol, G, logdet, True
+
+    def schur(self, theta: np.ndarray, G: np.ndarray) -> np.ndarray:
+        """The scaled dense Schur complement C (full, symmetric) before factorisation."""
+        M = self.W @ G.ravel()
+        C = self.Arr.copy()
+        C[self.w_rows, self.w_cols] -= M
+        off = self.w_offdiag
+        C[self.w_cols[off], self.w_rows[off]] -= M[off]
+        if self._rest_scalar:
+            s = self._scale_vector(theta)
+            C *= s[:, None]
+            C *= s[None, :]
+        else:
+            S = self._scale_matrix(theta)
+            C = np.asarray(S @ np.asarray(S @ C).T)
+        idx = np.arange(self.r_rand)
+        C[idx, idx] += 1.0
+        return C
+
+    def factor(self, theta: np.ndarray) -> Factor:
+        """Factor the PLS system at ``theta``; ``ok`` is False if it is not positive definite."""
+        theta = np.asarray(theta, dtype=float)
+        chol, G, ld1, ok = self.first_block(theta)
+        if not ok:
+            return Factor(theta=theta, ok=False)
+        C = self.schur(theta, G)
+        # C is symmetric: its transpose is the same matrix in Fortran order (no copy)
+        L, info = lapack.dpotrf(C.T, lower=1, clean=1, overwrite_a=1)
+        if info != 0:
+            return Factor(theta=theta, ok=False)
+        d = np.diag(L)
+        rr = self.r_rand
+        ldL2 = ld1 + 2.0 * float(np.sum(np.log(d[:rr])))
+        ldRX2 = 2.0 * float(np.sum(np.log(d[rr:-1])))
+        return Factor(theta=theta, ok=True, ldL2=ldL2, ldRX2=ldRX2, pwrss=float(d[-1] ** 2),
+                      L=L, B_chol=chol)
+
+    def objective(self, theta: np.ndarray, reml: bool) -> float:
+        """Profiled deviance (ML) or REML criterion at ``theta``."""
+        f = self.factor(theta)
+        return profiled_deviance(f, self.n, self.p, reml)
+
+    # ------------------------------------------------------------------ solutions
+    def solve(self, f: Factor) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Fixed effects β and spherical random effects u (one (ℓ, q) array per block)."""
+        L = f.L
+        rr, p = self.r_rand, self.p
+        Lx = L[:-1, :-1]
+        c = L[-1, :-1]
+        x = solve_triangular(Lx, c, lower=True, trans="T")
+        u_rest, beta = x[:rr], x[rr:]
+        theta = f.theta
+        # the rest blocks' u, per level; the first block from its own equations
+        u_blocks = []
+        pos = 0
+        for blk in self.blocks[1:]:
+            size = blk.nlevels * blk.q
+            u_blocks.append(u_rest[pos: pos + size].reshape(blk.nlevels, blk.q))
+            pos += size
+        # [b_rest, β, -1]: A_1r times it is Z1'[Zr X] (b, β) - Z1'y
+        xs = np.concatenate(
+            [(ub @ blk.template(theta).T).ravel()
+             for ub, blk in zip(u_blocks, self.blocks[1:], strict=True)]
+            + [beta, [-1.0]]
+        )
+        rhs = -(self.A1r @ xs).reshape(self.l1, self.q1)  # Z1'y - Z1'[Zr X] x
+        T1 = self.blocks[0].template(theta)
+        rhs = rhs @ T1  # Λ1' (…): per level T1' v
+        chol = f.B_chol
+        w = np.linalg.solve(chol, rhs[:, :, None])
+        u1 = np.linalg.solve(np.swapaxes(chol, 1, 2), w)[:, :, 0]
+        return beta, [u1] + u_blocks
+
+    def conditional_inverse_blocks(self, f: Factor) -> list[np.ndarray]:
+        """Diagonal blocks of (ΛᵀZᵀZΛ + I)⁻¹ per level, one (ℓ, q, q) array per block."""
+        L = f.L
+        rr = self.r_rand
+        theta = f.theta
+        Lrr = L[:rr, :rr]
+        out_rest: list[np.ndarray] = []
+        if rr:
+            Linv = solve_triangular(Lrr, np.eye(rr), lower=True)
+            pos = 0
+            for blk in self.blocks[1:]:
+                size = blk.nlevels * blk.q
+                sub = Linv[:, pos: pos + size].reshape(rr, blk.nlevels, blk.q)
+                out_rest.append(np.einsum("ila,ilb->lab", sub, sub))
+                pos += size
+        chol = f.B_chol
+        eye = np.broadcast_to(np.eye(self.q1), chol.shape)
+        Binv_half = np.linalg.solve(chol, eye)  # chol^{-1}
+        Binv = np.swapaxes(Binv_half, 1, 2) @ Binv_half
+        V1 = Binv.copy()
+        if rr:
+            T1 = self.blocks[0].template(theta)
+            Srand = self._scale_matrix(theta)[:rr, :rr]
+            A1R = self.A1r[:, :rr]
+            step = max(1, 2_000_000 // max(rr, 1))
+            for s0 in range(0, self.l1, step):
+                s1 = min(self.l1, s0 + step)
+                rows = slice(s0 * self.q1, s1 * self.q1)
+                # Ã_1R[s] = T1' A_1R[s] S_R'  -> (levels*q1, rr)
+                blockT = sp.kron(sp.identity(s1 - s0), T1.T, format="csr")
+                At = (blockT @ (A1R[rows] @ Srand.T)).toarray()
+                At = At.reshape(s1 - s0, self.q1, rr)
+                BA = Binv[s0:s1] @ At  # (ls, q1, rr)
+                K = solve_triangular(Lrr, BA.reshape(-1, rr).T, lower=True)
+                K = K.T.reshape(s1 - s0, self.q1, rr)
+                V1[s0:s1] += K @ np.swapaxes(K, 1, 2)
+        return [V1] + out_rest
+
+    def rx_inverse(self, f: Factor) -> np.ndarray:
+        """R_X⁻¹ with vcov(β) = σ² R_X⁻¹ R_X⁻ᵀ (R_X lower here)."""
+        rr = self.r_rand
+        Lx = f.L[rr:-1, rr:-1]
+        return solve_triangular(Lx, np.eye(self.p), lower=True)
+
+
+def profiled_deviance(f: Factor, n: int, p: int, reml: bool) -> float:
+    """lme4's profiled criterion from a factorisation (inf when not positive definite)."""
+    if not f.ok or f.pwrss <= 0:
+        return np.inf
+    if reml:
+        nmp = n - p
+        return f.ldL2 + f.ldRX2 + nmp * (1.0 + np.log(2.0 * np.pi * f.pwrss / nmp))
+    return f.ldL2 + n * (1.0 + np.log(2.0 * np.pi * f.pwrss / n))
+
+
+def deviance_at(f: Factor, sigma: float, n: int, p: int, reml: bool) -> float:
+    """Unprofiled deviance at (θ, σ) as lmerTest's ``devfun_vp`` computes it."""
+    if not f.ok:
+        return np.inf
+    s2 = sigma * sigma
+    dev = f.ldL2 + f.pwrss / s2 + n * np.log(2.0 * np.pi * s2)
+    if reml:
+        dev += f.ldRX2 - p * np.log(2.0 * np.pi * s2)
+    return dev

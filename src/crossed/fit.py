@@ -1,0 +1,339 @@
+"""The immutable fit result every engine returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from crossed.design import Design
+from crossed.design.frame import DataError, encode_new, expression_variables
+
+if TYPE_CHECKING:
+    from crossed.engines.native.optimize import OptSummary
+    from crossed.engines.native.pls import PLS, Factor
+
+
+@dataclass(frozen=True, eq=False)
+class LmerFit:
+    """A fitted linear mixed model (lme4's ``merMod`` with lmerTest's inference).
+
+    Every engine returns this class; inference only reads its fields and, where it needs
+    the likelihood at other parameter values, re-evaluates the penalised least squares
+    problem of ``design`` (engine independent).
+
+    Attributes
+    ----------
+    design : Design
+        Model matrices, random-effects blocks and factor levels (not the user's table).
+    reml : bool
+        True for the REML criterion, False for maximum likelihood.
+    engine : str
+        Name of the engine that produced the estimates.
+    theta : numpy.ndarray
+        Relative covariance factor parameters, lme4's order and parameterisation.
+    beta : numpy.ndarray
+        Fixed-effects estimates.
+    sigma : float
+        Residual standard deviation.
+    deviance : float
+        REML criterion for REML fits, −2 log-likelihood for ML fits.
+    vcov_beta : numpy.ndarray
+        Covariance matrix of the fixed effects (σ² R_X⁻¹ R_X⁻ᵀ).
+    u : tuple of numpy.ndarray
+        Spherical random effects per engine block, each (levels, q).
+    opt : OptSummary or None
+        Optimiser settings and log (None for engines that do not expose one).
+    is_singular : bool
+        Some bounded theta below 1e-4 (lme4's ``isSingular``).
+    converged : bool
+        The optimiser stopped on a tolerance and the convergence checks passed.
+    messages : tuple of str
+        Warnings raised while fitting (singularity, convergence, dropped rows/columns).
+    """
+
+    design: Design
+    reml: bool
+    engine: str
+    theta: np.ndarray
+    beta: np.ndarray
+    sigma: float
+    deviance: float
+    vcov_beta: np.ndarray
+    u: tuple[np.ndarray, ...]
+    opt: OptSummary | None
+    is_singular: bool
+    converged: bool
+    messages: tuple[str, ...] = ()
+    data_name: str = "data"
+    _cache: dict = field(default_factory=dict, repr=False, compare=False)
+
+    # ------------------------------------------------------------------ basic quantities
+    @property
+    def spec(self):
+        return self.design.spec
+
+    @property
+    def formula(self) -> str:
+        return self.design.spec.formula
+
+    @property
+    def fixef_names(self) -> tuple[str, ...]:
+        return self.design.fixed.names
+
+    @property
+    def theta_names(self) -> tuple[str, ...]:
+        return self.design.random.theta_names
+
+    @property
+    def fixef(self) -> pd.Series:
+        """Fixed-effects estimates with lme4's names, in lme4's order."""
+        return pd.Series(self.beta, index=list(self.fixef_names), name="estimate")
+
+    @property
+    def vcov(self) -> pd.DataFrame:
+        """Covariance matrix of the fixed effects, labelled like ``fixef``."""
+        names = list(self.fixef_names)
+        return pd.DataFrame(self.vcov_beta, index=names, columns=names)
+
+    @property
+    def nobs(self) -> int:
+        return self.design.n
+
+    @property
+    def n_dropped(self) -> int:
+        """Rows dropped for missing values before fitting."""
+        return self.design.n_dropped
+
+    @property
+    def ngroups(self) -> dict[str, int]:
+        """Number of levels of each grouping factor (lme4's ``ngrps``)."""
+        out: dict[str, int] = {}
+        for term in self.design.random.terms:
+            out.setdefault(term.group, self.design.random.blocks[term.block].nlevels)
+        return out
+
+    @property
+    def npar(self) -> int:
+        """Parameters counted by logLik's df: fixed effects, theta and sigma."""
+        return len(self.beta) + len(self.theta) + 1
+
+    @property
+    def loglik(self) -> float:
+        """Log-likelihood (REML log-likelihood for REML fits, as lme4's ``logLik``)."""
+        return -0.5 * self.deviance
+
+    @property
+    def aic(self) -> float:
+        return self.deviance + 2.0 * self.npar
+
+    @property
+    def bic(self) -> float:
+        return self.deviance + np.log(self.nobs) * self.npar
+
+    @property
+    def df_residual(self) -> int:
+        return self.nobs - len(self.beta)
+
+    # ------------------------------------------------------------------ PLS re-evaluation
+    @property
+    def pls(self) -> PLS:
+        """The penalised least squares problem of this design (built once, cached)."""
+        if "pls" not in self._cache:
+            from crossed.engines.native.pls import PLS
+
+            d = self.design
+            self._cache["pls"] = PLS(d.random.blocks, d.X, d.y)
+        return self._cache["pls"]
+
+    @property
+    def factor_at_optimum(self) -> Factor:
+        if "factor" not in self._cache:
+            self._cache["factor"] = self.pls.factor(self.theta)
+        return self._cache["factor"]
+
+    # ------------------------------------------------------------------ random effects
+    def _templates(self) -> list[np.ndarray]:
+        return [b.template(self.theta) for b in self.design.random.blocks]
+
+    @cached_property
+    def _b(self) -> list[np.ndarray]:
+        """Conditional modes b = Λu per block, each (levels, q)."""
+        return [u @ T.T for u, T in zip(self.u, self._templates(), strict=True)]
+
+    @cached_property
+    def _cond_var(self) -> list[np.ndarray]:
+        """Conditional covariance of b per block and level, σ² T V Tᵀ (lme4's condVar)."""
+        V = self.pls.conditional_inverse_blocks(self.factor_at_optimum)
+        return [self.sigma**2 * (T @ v @ T.T) for v, T in zip(V, self._templates(), strict=True)]
+
+    def varcorr(self) -> pd.DataFrame:
+        """Variance components, as ``as.data.frame(VarCorr(fit))``.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per variance, then per covariance of each term, then the residual:
+            ``group`` (grouping factor or ``"Residual"``), ``term1``, ``term2`` (None for a
+            variance), ``variance_or_cov`` (lme4's ``vcov``) and ``sd_or_cor`` (lme4's
+            ``sdcor``: SD for a variance, correlation for a covariance). Validated against
+            lme4 1.1-31 on the reference cases.
+        """
+        rows = []
+        s2 = self.sigma**2
+        for term in self.design.random.terms:
+            blk = self.design.random.blocks[term.block]
+            k = len(term.columns)
+            T = blk.template(self.theta)[term.offset: term.offset + k, term.offset: term.offset + k]
+            S = s2 * T @ T.T
+            sd = np.sqrt(np.diag(S))
+            for i in range(k):
+                rows.append((term.group, term.columns[i], None, S[i, i], sd[i]))
+            for j in range(k):
+                for i in range(j + 1, k):
+                    cor = S[i, j] / (sd[i] * sd[j]) if sd[i] > 0 and sd[j] > 0 else np.nan
+                    rows.append((term.group, term.columns[j], term.columns[i], S[i, j], cor))
+        rows.append(("Residual", None, None, s2, self.sigma))
+        return pd.DataFrame(rows, columns=["group", "term1", "term2", "variance_or_cov",
+                                           "sd_or_cor"])
+
+    def ranef(self) -> pd.DataFrame:
+        """Conditional modes of the random effects with their conditional SDs.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Long form: ``group``, ``level``, ``term`` (column of the random term),
+            ``estimate`` (conditional mode, lme4's ``ranef``) and ``cond_sd`` (square root
+            of the diagonal of lme4's ``condVar``: σ² Λ (ΛᵀZᵀZΛ + I)⁻¹ Λᵀ, given β̂).
+            Validated against lme4 1.1-31's ``ranef(fit, condVar = TRUE)``.
+        """
+        frames = []
+        seen = []
+        for term in self.design.random.terms:
+            if term.group in seen:
+                continue
+            seen.append(term.group)
+        for group in seen:
+            blocks = [i for i, b in enumerate(self.design.random.blocks) if b.group == group]
+            bi = blocks[0]
+            blk = self.design.random.blocks[bi]
+            b, cv = self._b[bi], self._cond_var[bi]
+            sd = np.sqrt(np.maximum(np.diagonal(cv, axis1=1, axis2=2), 0.0))
+            levels = np.array(blk.levels, dtype=object)
+            for j, name in enumerate(blk.column_names):
+                frames.append(pd.DataFrame({
+                    "group": group, "level": levels, "term": name,
+                    "estimate": b[:, j], "cond_sd": sd[:, j],
+                }))
+        return pd.concat(frames, ignore_index=True)
+
+    # ------------------------------------------------------------------ fitted values
+    def _random_part(self, blocks_codes: list[np.ndarray], Zs: list[np.ndarray]) -> np.ndarray:
+        n = len(blocks_codes[0]) if blocks_codes else 0
+        out = np.zeros(n)
+        for b, codes, Z in zip(self._b, blocks_codes, Zs, strict=True):
+            valid = codes >= 0
+            out[valid] += np.einsum("ij,ij->i", Z[valid], b[codes[valid]])
+        return out
+
+    def fitted(self) -> np.ndarray:
+        """Conditional fitted values Xβ̂ + Zb̂ (length nobs)."""
+        blocks = self.design.random.blocks
+        return self.design.X @ self.beta + self._random_part(
+            [b.codes for b in blocks], [b.Z for b in blocks])
+
+    def residuals(self) -> np.ndarray:
+        """Response minus conditional fitted values."""
+        return self.design.y - self.fitted()
+
+    def predict(self, newdata: pd.DataFrame | None = None, include_random: bool = True,
+                allow_new_levels: bool = False) -> np.ndarray:
+        """Predictions on new data, with or without the random effects.
+
+        Parameters
+        ----------
+        newdata : pandas.DataFrame, optional
+            Rows to predict; None gives the fitted values of the data used to fit.
+        include_random : bool
+            Add the conditional modes of the random effects (lme4's ``re.form = NULL``);
+            False gives population-level predictions Xβ̂ (``re.form = NA``).
+        allow_new_levels : bool
+            Levels of a grouping factor not seen when fitting contribute 0 (the population
+            mean); otherwise they raise an error naming the factor and the level.
+        """
+        if newdata is None:
+            return self.fitted() if include_random else self.design.X @ self.beta
+        spec = self.design.spec
+        cols = set(map(str, newdata.columns))
+        fixed_vars = expression_variables(spec.fixed, cols | set(self.design.columns))
+        rand_vars: set[str] = set()
+        if include_random:
+            for term in spec.random:
+                rand_vars |= expression_variables(term.expr, cols | set(self.design.columns))
+                rand_vars |= set(term.factors)
+        needed = [c for c in self.design.columns if c in fixed_vars | rand_vars]
+        frame = encode_new(newdata, self.design.levels, needed)
+        group_cols = set(spec.group_factors)
+        for col in needed:
+            if col in self.design.levels and col not in group_cols:
+                known = set(map(str, self.design.levels[col]))
+                bad = [v for v in frame[col].dropna().unique() if str(v) not in known]
+                if bad:
+                    raise DataError(f"column {col!r} has level {bad[0]!r} not seen when fitting")
+        X = self.design.fixed.spec.build(frame)
+        pred = X @ self.beta
+        if not include_random:
+            return pred
+        codes_list, Zs = [], []
+        for blk in self.design.random.blocks:
+            labels = frame[list(blk.factors)].astype(str).agg(":".join, axis=1).to_numpy()
+            index = {lv: i for i, lv in enumerate(blk.levels)}
+            codes = np.array([index.get(lv, -1) for lv in labels], dtype=np.int64)
+            if not allow_new_levels and np.any(codes < 0):
+                new = labels[np.flatnonzero(codes < 0)[0]]
+                raise DataError(
+                    f"level {new!r} of grouping factor {blk.group!r} was not in the fitted "
+                    "data; use allow_new_levels=True to predict it at the population level"
+                )
+            parts = [mspec.build(frame)[:, list(cols_)] for mspec, cols_ in blk.exprs]
+            codes_list.append(codes)
+            Zs.append(np.column_stack(parts))
+        return pred + self._random_part(codes_list, Zs)
+
+    # ------------------------------------------------------------------ inference
+    def coef_table(self, ddf: str = "satterthwaite", level: float = 0.95) -> pd.DataFrame:
+        """Fixed effects with standard errors, t tests and confidence intervals.
+
+        Parameters
+        ----------
+        ddf : {"satterthwaite", "none"}
+            Denominator df: lmerTest's Satterthwaite approximation, or ``"none"`` for
+            asymptotic z tests (df = inf).
+        level : float
+            Confidence level of ``conf_low``/``conf_high`` (stored in ``attrs``).
+
+        Returns
+        -------
+        pandas.DataFrame
+            ``term``, ``estimate``, ``std_error``, ``df``, ``statistic`` (t value),
+            ``p_value`` (two-sided), ``conf_low``, ``conf_high``. Validated against
+            ``summary(lmerTest::lmer(...))$coefficients`` (lmerTest 3.1-3).
+        """
+        from crossed.inference.coefs import coef_table
+
+        return coef_table(self, ddf=ddf, level=level)
+
+    def summary(self, ddf: str = "satterthwaite") -> str:
+        """The text ``summary(lmerTest::lmer(...))`` prints, as a string."""
+        from crossed.display import format_summary
+
+        return format_summary(self, ddf=ddf)
+
+    def __repr__(self) -> str:
+        kind = "REML" if self.reml else "ML"
+        return (f"<LmerFit {self.formula!r} by {kind} ({self.engine}): nobs={self.nobs}, "
+                f"deviance={self.deviance:.4f}{', singular' if self.is_singular else ''}>")

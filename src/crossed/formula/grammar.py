@@ -1,0 +1,204 @@
+"""Split an lme4 model formula into its response, fixed part and random terms.
+
+The fixed part is left as text for formulaic; this module only understands the lme4 syntax
+around it: ``response ~ rhs``, top-level ``+``/``-`` separated pieces, and parenthesised
+random terms ``(expr | g)`` / ``(expr || g)`` whose grouping side may use ``:`` and ``/``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_NAME = re.compile(r"`[^`]+`|[A-Za-z_.][A-Za-z0-9_.]*")
+
+
+class FormulaError(ValueError):
+    """A formula that cannot be parsed; the message shows where and what was expected."""
+
+    def __init__(self, formula: str, position: int, message: str):
+        self.formula = formula
+        self.position = position
+        pointer = " " * position + "^"
+        super().__init__(f"{message} at position {position}:\n  {formula}\n  {pointer}")
+
+
+@dataclass(frozen=True)
+class RawRandomTerm:
+    """One parenthesised random term as written: ``(expr | group)`` or ``(expr || group)``."""
+
+    expr: str
+    group: str
+    double_bar: bool
+    position: int
+
+
+@dataclass(frozen=True)
+class ParsedFormula:
+    """The lme4 formula split into pieces (text, not yet evaluated against data)."""
+
+    response: str
+    fixed: str
+    random: tuple[RawRandomTerm, ...]
+
+
+def _scan_depths(formula: str) -> list[int]:
+    """Parenthesis depth before each character; raises on unbalanced parentheses."""
+    depths, depth, stack, quote = [], 0, [], None
+    for i, ch in enumerate(formula):
+        depths.append(depth)
+        if quote:
+            if ch == quote:
+                quote = None
+            continue
+        if ch in "'\"`":
+            quote = ch
+        elif ch in "([":
+            depth += 1
+            stack.append(i)
+        elif ch in ")]":
+            if depth == 0:
+                raise FormulaError(formula, i, f"unmatched '{ch}'")
+            depth -= 1
+            stack.pop()
+    if quote:
+        raise FormulaError(formula, formula.rindex(quote), f"unterminated quote {quote}")
+    if stack:
+        raise FormulaError(formula, stack[-1], "unclosed '(': expected ')'")
+    return depths
+
+
+def _split_top(text: str, offset: int, formula: str, seps: str) -> list[tuple[str, str, int]]:
+    """Split ``text`` on top-level separator characters; returns (sign, piece, start)."""
+    depths = _scan_depths(text)
+    pieces, sign, start = [], "+", 0
+    for i, ch in enumerate(text):
+        if depths[i] == 0 and ch in seps and not _inside_quote(text, i):
+            if _is_exponent_sign(text, i):
+                continue
+            pieces.append((sign, text[start:i], offset + start))
+            sign, start = ch, i + 1
+    pieces.append((sign, text[start:], offset + start))
+    out = []
+    for sign, piece, pos in pieces:
+        stripped = piece.strip()
+        if not stripped:
+            if pos == offset and sign == "+":  # leading sign, e.g. "-1 + x"
+                continue
+            raise FormulaError(formula, pos, "expected a term")
+        out.append((sign, stripped, pos + (len(piece) - len(piece.lstrip()))))
+    return out
+
+
+def _inside_quote(text: str, index: int) -> bool:
+    quote = None
+    for ch in text[:index]:
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "'\"`":
+            quote = ch
+    return quote is not None
+
+
+def _is_exponent_sign(text: str, i: int) -> bool:
+    """True for the sign in a number such as ``1e-5``."""
+    return i >= 2 and text[i - 1] in "eE" and text[i - 2].isdigit() and i + 1 < len(text) and (
+        text[i + 1].isdigit()
+    )
+
+
+def _find_bar(inner: str) -> tuple[int, bool] | None:
+    """Position of the top-level ``|`` or ``||`` in a parenthesised piece, if any."""
+    depths = _scan_depths(inner)
+    for i, ch in enumerate(inner):
+        if ch == "|" and depths[i] == 0 and not _inside_quote(inner, i):
+            double = i + 1 < len(inner) and inner[i + 1] == "|"
+            return i, double
+    return None
+
+
+def parse_formula(formula: str) -> ParsedFormula:
+    """Parse an lme4 formula.
+
+    Parameters
+    ----------
+    formula : str
+        For example ``"y ~ a * b + (1 + a | g) + (1 | h/k)"``.
+
+    Returns
+    -------
+    ParsedFormula
+        The response text, the fixed part as a formulaic right-hand side, and the random
+        terms as written (expansion of ``/`` and ``||`` happens in :mod:`.spec`).
+
+    Raises
+    ------
+    FormulaError
+        With the position of the problem and what was expected there.
+    """
+    if not isinstance(formula, str) or not formula.strip():
+        raise FormulaError(str(formula), 0, "empty formula: expected 'response ~ terms'")
+    depths = _scan_depths(formula)
+    tildes = [i for i, ch in enumerate(formula) if ch == "~" and depths[i] == 0]
+    if not tildes:
+        raise FormulaError(formula, 0, "missing '~': expected 'response ~ terms'")
+    if len(tildes) > 1:
+        raise FormulaError(formula, tildes[1], "a second '~': expected one 'response ~ terms'")
+    tilde = tildes[0]
+    response = formula[:tilde].strip()
+    if not response:
+        raise FormulaError(formula, 0, "missing response: expected a column before '~'")
+    rhs_start = tilde + 1
+    rhs = formula[rhs_start:]
+    if not rhs.strip():
+        raise FormulaError(formula, len(formula), "expected terms after '~'")
+
+    fixed_parts: list[str] = []
+    random_terms: list[RawRandomTerm] = []
+    for sign, piece, pos in _split_top(rhs, rhs_start, formula, "+-"):
+        if piece.startswith("(") and piece.endswith(")") and _closes_at_end(piece):
+            inner = piece[1:-1]
+            bar = _find_bar(inner)
+            if bar is not None:
+                if sign == "-":
+                    raise FormulaError(formula, pos, "a random term cannot be subtracted")
+                random_terms.append(_random_term(formula, inner, pos + 1, *bar))
+                continue
+        if "|" in piece and not _inside_quote(piece, piece.index("|")):
+            raise FormulaError(
+                formula, pos + piece.index("|"),
+                "a '|' outside parentheses: expected a random term written as (expr | group)",
+            )
+        fixed_parts.append(piece if sign == "+" else f"- {piece}")
+    fixed = " + ".join(fixed_parts).replace("+ -", "-")
+    if not fixed:
+        fixed = "1"
+    return ParsedFormula(response=response, fixed=fixed, random=tuple(random_terms))
+
+
+def _closes_at_end(piece: str) -> bool:
+    """True when the opening parenthesis at 0 is closed by the last character."""
+    depths = _scan_depths(piece)
+    return all(d > 0 for d in depths[1:])
+
+
+def _random_term(formula: str, inner: str, pos: int, bar: int, double: bool) -> RawRandomTerm:
+    expr = inner[:bar].strip()
+    group_start = bar + (2 if double else 1)
+    group = inner[group_start:].strip()
+    if not expr:
+        raise FormulaError(formula, pos, "expected a model expression before '|' (e.g. 1)")
+    if not group:
+        raise FormulaError(formula, pos + group_start, "expected a grouping factor after '|'")
+    if "|" in group:
+        raise FormulaError(formula, pos + group_start + group.index("|"), "a second '|' in one term")
+    check = re.sub(r"\s+", "", group)
+    tokens = re.split(r"[:/]", check)
+    for tok in tokens:
+        if not tok or not _NAME.fullmatch(tok):
+            at = pos + group_start + max(0, inner[group_start:].find(tok)) if tok else pos + group_start
+            raise FormulaError(
+                formula, at,
+                f"expected a grouping factor name (or a:b, a/b) after '|', got {group!r}",
+            )
+    return RawRandomTerm(expr=expr, group=check, double_bar=double, position=pos)

@@ -1,0 +1,130 @@
+"""ModelSpec: the data-independent description of a linear mixed model."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from crossed.formula.grammar import FormulaError, RawRandomTerm, parse_formula
+
+
+@dataclass(frozen=True)
+class RandomTermSpec:
+    """One random-effects term after lme4's expansion of ``/``.
+
+    Attributes
+    ----------
+    expr : str
+        The model expression left of the bar, as formulaic text (``"1"``, ``"1 + Days"``).
+    factors : tuple of str
+        Data columns whose interaction defines the grouping factor.
+    name : str
+        lme4's name of the grouping factor (``"Subject"``, ``"cask:batch"``).
+    uncorrelated : bool
+        True for ``||``: every column of ``expr``'s model matrix gets its own independent
+        variance (afex's ``expand_re``; also for factors, unlike lme4).
+    """
+
+    expr: str
+    factors: tuple[str, ...]
+    name: str
+    uncorrelated: bool = False
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A parsed lme4 formula, independent of any data.
+
+    Attributes
+    ----------
+    formula : str
+        The formula as given.
+    response : str
+        Left-hand side (a column or an expression).
+    fixed : str
+        Right-hand side of the fixed part, as formulaic text.
+    random : tuple of RandomTermSpec
+        Random terms in formula order (``/`` expanded; lme4's sort by number of levels is
+        applied when the design is built, because it depends on the data).
+    reference : tuple of (str, str)
+        Reference level chosen per categorical column.
+    """
+
+    formula: str
+    response: str
+    fixed: str
+    random: tuple[RandomTermSpec, ...]
+    reference: tuple[tuple[str, str], ...] = field(default=())
+
+    @property
+    def reference_levels(self) -> dict[str, str]:
+        return dict(self.reference)
+
+    @property
+    def group_factors(self) -> tuple[str, ...]:
+        """Every data column used in a grouping factor, in order of first use."""
+        seen: dict[str, None] = {}
+        for term in self.random:
+            for f in term.factors:
+                seen.setdefault(f, None)
+        return tuple(seen)
+
+
+def _strip_ticks(name: str) -> str:
+    return name[1:-1] if name.startswith("`") and name.endswith("`") else name
+
+
+def expand_group(raw: RawRandomTerm) -> list[tuple[tuple[str, ...], str]]:
+    """Grouping factors of one written term: ``a/b`` -> ``a`` and ``b:a`` (lme4's names)."""
+    nested = raw.group.split("/")
+    out = []
+    outer: list[str] = []
+    for level in nested:
+        parts = [_strip_ticks(p) for p in level.split(":")]
+        factors = tuple(parts) + tuple(outer)
+        # lme4 names the inner factor first: (1 | batch/cask) -> cask:batch
+        out.append((factors, ":".join(factors)))
+        outer = list(factors)
+    return out
+
+
+def _normalise_expr(expr: str) -> str:
+    return re.sub(r"\s+", " ", expr.strip())
+
+
+def parse(formula: str, reference: dict[str, str] | None = None) -> ModelSpec:
+    """Parse an lme4 formula into a :class:`ModelSpec`.
+
+    Parameters
+    ----------
+    formula : str
+        lme4 formula, e.g. ``"delta ~ language * task + (1 | architecture/model)"``.
+    reference : dict, optional
+        Reference (baseline) level per categorical column, e.g. ``{"lr": "5e-5"}``.
+
+    Returns
+    -------
+    ModelSpec
+
+    Raises
+    ------
+    FormulaError
+        On a syntax error, naming the position and what was expected.
+    """
+    parsed = parse_formula(formula)
+    terms: list[RandomTermSpec] = []
+    for raw in parsed.random:
+        for factors, name in expand_group(raw):
+            if len(set(factors)) != len(factors):
+                raise FormulaError(formula, raw.position, f"grouping factor {name!r} repeats a column")
+            terms.append(
+                RandomTermSpec(
+                    expr=_normalise_expr(raw.expr), factors=factors, name=name,
+                    uncorrelated=raw.double_bar,
+                )
+            )
+    ref = tuple(sorted((str(k), str(v)) for k, v in (reference or {}).items()))
+    return ModelSpec(
+        formula=formula, response=parsed.response.strip(), fixed=parsed.fixed,
+        random=tuple(terms), reference=ref,
+    )
