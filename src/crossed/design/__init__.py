@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -34,6 +34,10 @@ class Design:
         Factor levels of every categorical column used (R's order, reference first).
     columns : tuple of str
         Data columns used by the model.
+    frame : pandas.DataFrame or None
+        Private copy of the used columns after dropping missing rows (factors encoded as
+        categoricals): what inference needs to rebuild reference grids, lmerTest's Type III
+        design and reduced or ML refits. Not the user's table.
     """
 
     spec: ModelSpec
@@ -43,6 +47,7 @@ class Design:
     n_dropped: int
     levels: dict
     columns: tuple[str, ...]
+    frame: pd.DataFrame | None = field(default=None, repr=False, compare=False)
 
     @property
     def X(self) -> np.ndarray:
@@ -76,4 +81,4 @@ def build_design(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -
         raise DataError("no random-effects terms in the formula: use (expr | group)")
     random = build_random(spec.random, frame)
     return Design(spec=spec, y=y, fixed=fixed, random=random, n_dropped=prepared.n_dropped,
-                  levels=prepared.levels, columns=tuple(frame.columns))
+                  levels=prepared.levels, columns=tuple(frame.columns), frame=frame)
