@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from crossed._threads import single_blas_thread
 from crossed.engines.native.pls import deviance_at
 from crossed.inference.numderiv import hessian, jacobian
 
@@ -70,6 +71,13 @@ class SatterthwaiteModel:
         cached = fit._cache.get("satterthwaite")
         if cached is not None:
             return cached
+        with single_blas_thread():
+            model = cls._compute(fit)
+        fit._cache["satterthwaite"] = model
+        return model
+
+    @classmethod
+    def _compute(cls, fit: LmerFit) -> SatterthwaiteModel:
         factors = _FactorCache(fit)
         n, p = fit.design.X.shape
         k = len(fit.theta)
@@ -87,9 +95,7 @@ class SatterthwaiteModel:
         A = 2.0 * _pinv_psd(H)
         J = jacobian(covbeta, varpar)  # (p*p, len φ)
         jac = np.moveaxis(J.reshape(p, p, k + 1), -1, 0)
-        model = cls(varpar=varpar, hessian=H, A=A, jac=jac, vcov=np.asarray(fit.vcov_beta))
-        fit._cache["satterthwaite"] = model
-        return model
+        return cls(varpar=varpar, hessian=H, A=A, jac=jac, vcov=np.asarray(fit.vcov_beta))
 
     def df(self, L: np.ndarray) -> np.ndarray:
         """Satterthwaite df for each row of the contrast matrix ``L`` (k x p)."""

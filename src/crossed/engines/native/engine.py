@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import time
 import warnings
+from dataclasses import replace
 
 import numpy as np
 
+from crossed._threads import single_blas_thread
 from crossed.design import Design
 from crossed.engines.native.optimize import (
     LmerControl,
@@ -43,7 +45,11 @@ def fit_native(design: Design, reml: bool = True, control: LmerControl | None = 
     -------
     LmerFit
     """
-    control = control or LmerControl()
+    with single_blas_thread():
+        return _fit_native(design, reml, control or LmerControl(), data_name)
+
+
+def _fit_native(design: Design, reml: bool, control: LmerControl, data_name: str) -> LmerFit:
     t0 = time.perf_counter()
     pls = PLS(design.random.blocks, design.X, design.y)
     n, p = design.X.shape
@@ -79,12 +85,13 @@ def finish_fit(design: Design, pls: PLS, f, theta: np.ndarray, dev: float, reml:
         if opt.return_code < 0 or opt.return_code == 5:
             converged = False
             messages.append(f"optimizer ({opt.optimizer}) stopped: {opt.message}")
-        if control.check_conv and crit is not None:
-            free = ~(bounded & (theta < control.singular_tol))
+        # lme4 skips the gradient and Hessian checks of singular fits
+        if control.check_conv and crit is not None and not singular:
+            free = np.ones(len(theta), dtype=bool)
             g, H = derivatives(crit, theta, free, dev)
             conv_msgs = check_convergence(g, H, control.conv_tol)
-            opt = _with_derivs(opt, g, H, free)
-            if any("failed to converge" in m for m in conv_msgs):
+            opt = replace(opt, gradient=g, hessian=H, free=free)
+            if any("converge" in m or "scaled gradient" in m for m in conv_msgs):
                 converged = False
             for m in conv_msgs:
                 messages.append(m)
@@ -107,9 +114,3 @@ def finish_fit(design: Design, pls: PLS, f, theta: np.ndarray, dev: float, reml:
     fit._cache["factor"] = f
     fit._cache["fit_seconds"] = time.perf_counter() - t0
     return fit
-
-
-def _with_derivs(opt: OptSummary, g, H, free) -> OptSummary:
-    from dataclasses import replace
-
-    return replace(opt, gradient=g, hessian=H, free=free)

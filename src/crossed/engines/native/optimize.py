@@ -140,21 +140,39 @@ def derivatives(fun: Callable[[np.ndarray], float], x: np.ndarray, free: np.ndar
     return g, H
 
 
-def check_convergence(g: np.ndarray, H: np.ndarray, tol: float) -> list[str]:
-    """lme4's ``check.conv.grad`` and ``check.conv.hess`` messages (empty when fine)."""
+def check_convergence(g: np.ndarray, H: np.ndarray, tol: float,
+                      hess_tol: float = 1e-6) -> list[str]:
+    """lme4's ``check.conv.grad`` and ``check.conv.hess`` messages (empty when fine).
+
+    lme4 runs these only for non-singular fits, on the derivatives of the criterion
+    with respect to theta.
+    """
     msgs: list[str] = []
     if len(g) == 0:
         return msgs
-    ev = np.linalg.eigvalsh(H)
-    if ev[0] <= 0:
-        msgs.append("Model is nearly unidentifiable: the Hessian of the criterion at the "
-                    "optimum is not positive definite")
-        return msgs
-    Lh = np.linalg.cholesky(H)
-    scgrad = np.linalg.solve(Lh.T, g)  # lme4: solve(chol(Hessian), gradient)
-    maxmin = float(np.max(np.minimum(np.abs(scgrad), np.abs(g))))
-    if maxmin > tol:
-        msgs.append(f"Model failed to converge with max|grad| = {maxmin:.6g} (tol = {tol:g})")
-    if ev[0] / ev[-1] < 1e-6:
-        msgs.append("Model is nearly unidentifiable: large eigenvalue ratio - rescale variables?")
+    try:
+        Lh = np.linalg.cholesky(H)
+        scgrad = np.linalg.solve(Lh.T, g)  # lme4: solve(chol(Hessian), gradient)
+    except np.linalg.LinAlgError:
+        msgs.append("unable to evaluate scaled gradient")
+    else:
+        maxmin = float(np.max(np.minimum(np.abs(scgrad), np.abs(g))))
+        if maxmin > tol:
+            comp = int(np.argmax(np.minimum(np.abs(scgrad), np.abs(g)))) + 1
+            msgs.append(f"Model failed to converge with max|grad| = {maxmin:.6g} "
+                        f"(tol = {tol:g}, component {comp})")
+    ev = np.linalg.eigvalsh(0.5 * (H + H.T))[::-1]
+    negative = int(np.sum(ev < -hess_tol))
+    if negative:
+        msgs.append(f"Model failed to converge: degenerate Hessian with {negative} negative "
+                    "eigenvalues")
+    elif np.any(np.abs(ev) < hess_tol) or ev[-1] <= 0:
+        msgs.append("Hessian is numerically singular: parameters are not uniquely determined")
+    else:
+        if ev[0] * hess_tol > 1:
+            msgs.append("Model is nearly unidentifiable: very large eigenvalue - Rescale "
+                        "variables?")
+        if ev[-1] / ev[0] < hess_tol:
+            msgs.append("Model is nearly unidentifiable: large eigenvalue ratio - Rescale "
+                        "variables?")
     return msgs

@@ -24,11 +24,27 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.linalg import lapack, solve_triangular
+from scipy.linalg import lapack
 
 from crossed.design.random import ReBlock
 
 MAX_DENSE = 20000
+
+
+def tri_solve(L: np.ndarray, B: np.ndarray, trans: bool = False) -> np.ndarray:
+    """Solve L x = B (or Lᵀ x = B) for lower-triangular L (LAPACK dtrtrs, no checks)."""
+    x, info = lapack.dtrtrs(L, B, lower=1, trans=1 if trans else 0)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"singular triangular factor (dtrtrs info={info})")
+    return x
+
+
+def tri_inverse(L: np.ndarray) -> np.ndarray:
+    """Inverse of a lower-triangular matrix (LAPACK dtrtri)."""
+    inv, info = lapack.dtrtri(L, lower=1)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"singular triangular factor (dtrtri info={info})")
+    return np.tril(inv)
 
 
 @dataclass
@@ -111,7 +127,15 @@ class PLS:
         A1r.sum_duplicates()
         A1r.sort_indices()
         self.A1r = A1r
-        self._build_w(A1r)
+        # A_r1 G A_1r: a dense product when A_1r is small enough, else the sparse map W
+        lev_nnz = np.diff(A1r.indptr[:: self.q1]).astype(np.float64)
+        sparse_cost = float(np.sum(lev_nnz * lev_nnz)) / 2.0
+        dense_cost = self.l1 * self.q1 * self.r * self.r / 8.0
+        self.A1r_dense = None
+        if dense_cost < sparse_cost and self.l1 * self.q1 * self.r <= 20_000_000:
+            self.A1r_dense = A1r.toarray().reshape(self.l1, self.q1, self.r)
+        else:
+            self._build_w(A1r)
         self._rest_scalar = all(b.q == 1 for b in rest)
 
     # ------------------------------------------------------------------ precomputation
@@ -175,11 +199,16 @@ class PLS:
 
     def schur(self, theta: np.ndarray, G: np.ndarray) -> np.ndarray:
         """The scaled dense Schur complement C (full, symmetric) before factorisation."""
-        M = self.W @ G.ravel()
-        C = self.Arr.copy()
-        C[self.w_rows, self.w_cols] -= M
-        off = self.w_offdiag
-        C[self.w_cols[off], self.w_rows[off]] -= M[off]
+        if self.A1r_dense is not None:
+            A3 = self.A1r_dense
+            GA = G @ A3
+            C = self.Arr - A3.reshape(-1, self.r).T @ GA.reshape(-1, self.r)
+        else:
+            M = self.W @ G.ravel()
+            C = self.Arr.copy()
+            C[self.w_rows, self.w_cols] -= M
+            off = self.w_offdiag
+            C[self.w_cols[off], self.w_rows[off]] -= M[off]
         if self._rest_scalar:
             s = self._scale_vector(theta)
             C *= s[:, None]
@@ -221,7 +250,7 @@ class PLS:
         rr, p = self.r_rand, self.p
         Lx = L[:-1, :-1]
         c = L[-1, :-1]
-        x = solve_triangular(Lx, c, lower=True, trans="T")
+        x = tri_solve(Lx, c, trans=True)
         u_rest, beta = x[:rr], x[rr:]
         theta = f.theta
         # the rest blocks' u, per level; the first block from its own equations
@@ -253,7 +282,7 @@ class PLS:
         Lrr = L[:rr, :rr]
         out_rest: list[np.ndarray] = []
         if rr:
-            Linv = solve_triangular(Lrr, np.eye(rr), lower=True)
+            Linv = tri_inverse(Lrr)
             pos = 0
             for blk in self.blocks[1:]:
                 size = blk.nlevels * blk.q
@@ -278,7 +307,7 @@ class PLS:
                 At = (blockT @ (A1R[rows] @ Srand.T)).toarray()
                 At = At.reshape(s1 - s0, self.q1, rr)
                 BA = Binv[s0:s1] @ At  # (ls, q1, rr)
-                K = solve_triangular(Lrr, BA.reshape(-1, rr).T, lower=True)
+                K = tri_solve(Lrr, np.ascontiguousarray(BA.reshape(-1, rr).T))
                 K = K.T.reshape(s1 - s0, self.q1, rr)
                 V1[s0:s1] += K @ np.swapaxes(K, 1, 2)
         return [V1] + out_rest
@@ -287,7 +316,7 @@ class PLS:
         """R_X⁻¹ with vcov(β) = σ² R_X⁻¹ R_X⁻ᵀ (R_X lower here)."""
         rr = self.r_rand
         Lx = f.L[rr:-1, rr:-1]
-        return solve_triangular(Lx, np.eye(self.p), lower=True)
+        return tri_inverse(np.ascontiguousarray(Lx))
 
 
 def profiled_deviance(f: Factor, n: int, p: int, reml: bool) -> float:

@@ -1,0 +1,1 @@
+"""NLP-evaluation workflows (resampling, leaderboard uncertainty, evaluation-set size)."""
