@@ -98,8 +98,6 @@ def _term_matrices(fit: LmerFit):
                 E = np.zeros((k, k))
                 E[r, c] = E[c, r] = 1.0
                 D = sp.kron(sp.identity(nl), sp.csr_matrix(E), format="csr")
-                full = sp.csr_matrix((Q, Q))
-                full = sp.bmat([[None] * 0], format="csr") if False else full  # noqa: SIM108
                 Ds.append((off, off + nl * k, D))
     Z = sp.hstack(Zs, format="csr")
     Lam = sp.block_diag(lam_blocks, format="csr")
@@ -170,7 +168,7 @@ def _compute(fit: LmerFit) -> KRModel:
                 Qm[i, j] = (Di @ U[ai:bi]).T @ ZSX2[ai:bi]
                 Kt[i, j] = float(np.sum((Di @ ZSZ2[ai:bi, ai:bi]).diagonal()))
             else:
-                Qm[i, j] = XSX2 @ Phi @ XSX2 * 0.0 + _resid_q(X, ZX, K, N, R, s2)
+                Qm[i, j] = _resid_q(X, ZX, K, N, R, s2)
                 Kt[i, j] = trS2
             Kt[j, i] = Kt[i, j]
     IE2 = np.zeros((ng, ng))
@@ -178,7 +176,7 @@ def _compute(fit: LmerFit) -> KRModel:
         PhiPi = Phi @ P[i]
         for j in range(i, ng):
             IE2[i, j] = IE2[j, i] = (Kt[i, j] - 2.0 * np.sum(Phi * Qm[i, j])
-                                     + np.sum(PhiPi * (P[j] @ Phi).T))
+                                     + np.sum(PhiPi * (P[j] @ Phi)))
     ev = np.linalg.eigvalsh(0.5 * (IE2 + IE2.T))
     W = 2.0 * (np.linalg.inv(IE2) if np.min(np.abs(ev)) > 1e-10 else np.linalg.pinv(IE2))
     W = 0.5 * (W + W.T)
