@@ -1,0 +1,69 @@
+# Time lme4::lmer on one benchmark case; called by benchmarks/run.py.
+#
+# Usage: Rscript benchmarks/r/fit_lmer.R SPEC.json RESULT.json
+#
+# SPEC.json (written by run.py): data (CSV path, may be gzipped), formula, factors (columns
+# read as character), reference (reference level per factor, R's relevel), indicators
+# (list of {name, column, level}: numeric 0/1 column name = (column == level)), repeat
+# (number of timed fits), budget (stop repeating once the fits took this many seconds).
+# lme4 is warmed up on sleepstudy first; the data are read before timing; each timed fit
+# is the lme4::lmer call alone, measured with proc.time. RESULT.json gets the times, the
+# REML criterion, convergence, singularity, evaluation count, warnings and versions.
+
+args <- commandArgs(trailingOnly = TRUE)
+spec <- jsonlite::fromJSON(args[1], simplifyVector = FALSE)
+suppressPackageStartupMessages(library(lme4))
+
+peak_rss_mb <- function() {
+  status <- readLines("/proc/self/status")
+  line <- grep("^VmHWM:", status, value = TRUE)
+  as.numeric(gsub("[^0-9]", "", line)) / 1024
+}
+
+invisible(lmer(Reaction ~ Days + (Days | Subject), sleepstudy))
+
+factors <- unlist(spec$factors)
+col_classes <- setNames(rep("character", length(factors)), factors)
+data <- read.csv(spec$data, colClasses = col_classes)
+for (ind in spec$indicators) {
+  data[[ind$name]] <- as.numeric(data[[ind$column]] == ind$level)
+}
+for (column in names(spec$reference)) {
+  data[[column]] <- relevel(factor(data[[column]]), ref = spec$reference[[column]])
+}
+form <- as.formula(spec$formula)
+rss_before <- peak_rss_mb()
+
+times <- numeric(0)
+messages <- character(0)
+repeat {
+  start <- proc.time()[["elapsed"]]
+  fit <- withCallingHandlers(
+    lme4::lmer(form, data = data, REML = TRUE),
+    warning = function(w) {
+      messages <<- c(messages, conditionMessage(w))
+      invokeRestart("muffleWarning")
+    },
+    message = function(m) {
+      messages <<- c(messages, conditionMessage(m))
+      invokeRestart("muffleMessage")
+    }
+  )
+  times <- c(times, proc.time()[["elapsed"]] - start)
+  if (length(times) >= spec$`repeat` || sum(times) >= spec$budget) break
+}
+
+conv_messages <- fit@optinfo$conv$lme4$messages
+result <- list(
+  times = I(times),
+  criterion = REMLcrit(fit),
+  converged = fit@optinfo$conv$opt == 0 && is.null(conv_messages),
+  singular = isSingular(fit),
+  feval = fit@optinfo$feval,
+  theta = I(unname(getME(fit, "theta"))),
+  rss_before_fit_mb = rss_before,
+  warnings = as.list(unique(c(messages, conv_messages))),
+  version = sprintf("lme4 %s (%s)", packageVersion("lme4"),
+                    sub("R version ([0-9.]+).*", "R \\1", R.version.string))
+)
+jsonlite::write_json(result, args[2], auto_unbox = TRUE, digits = NA)
