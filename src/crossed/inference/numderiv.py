@@ -78,3 +78,62 @@ def hessian(fun: Callable[[np.ndarray], float], x: np.ndarray, d: float = 0.1,
                              - H[j, j] * hj * hj) / (2 * hi * hj)
             H[i, j] = H[j, i] = _richardson(approx, v)
     return H
+
+
+def central_derivatives(fun: Callable[[np.ndarray], np.ndarray], x: np.ndarray,
+                        d: float = 0.1, eps: float = 1e-4, r: int = 4,
+                        v: float = 2.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """First and pure second derivatives of a vector-valued ``fun`` along each coordinate.
+
+    Uses the points x ± h e_i of numDeriv's ``genD`` diagonal (Richardson-extrapolated).
+
+    Returns
+    -------
+    f0 : numpy.ndarray
+        ``fun(x)``.
+    first, second : numpy.ndarray
+        Shape (len(f0), len(x)): ∂f/∂x_i and ∂²f/∂x_i².
+    """
+    x = np.asarray(x, dtype=float)
+    f0 = np.asarray(fun(x), dtype=float)
+    h0 = _steps(x, d, eps)
+    first = np.zeros((f0.size, len(x)))
+    second = np.zeros((f0.size, len(x)))
+    for i in range(len(x)):
+        d1, d2 = [], []
+        h = h0[i]
+        for _ in range(r):
+            xp, xm = x.copy(), x.copy()
+            xp[i] += h
+            xm[i] -= h
+            fp, fm = np.asarray(fun(xp), dtype=float), np.asarray(fun(xm), dtype=float)
+            d1.append((fp - fm) / (2 * h))
+            d2.append((fp - 2 * f0 + fm) / (h * h))
+            h /= v
+        first[:, i] = _richardson(np.stack(d1, axis=-1), v)
+        second[:, i] = _richardson(np.stack(d2, axis=-1), v)
+    return f0, first, second
+
+
+def mixed_second(fun: Callable[[np.ndarray], float], x: np.ndarray, diag: np.ndarray,
+                 f0: float, d: float = 0.1, eps: float = 1e-4, r: int = 4,
+                 v: float = 2.0) -> np.ndarray:
+    """Full Hessian of scalar ``fun`` given its diagonal (numDeriv's ``genD`` off-diagonals)."""
+    x = np.asarray(x, dtype=float)
+    n = len(x)
+    H = np.diag(np.asarray(diag, dtype=float))
+    hs = np.array([_steps(x, d, eps) / v**k for k in range(r)])
+    for i in range(n):
+        for j in range(i):
+            approx = np.zeros(r)
+            for k in range(r):
+                hi, hj = hs[k, i], hs[k, j]
+                xp, xm = x.copy(), x.copy()
+                xp[i] += hi
+                xp[j] += hj
+                xm[i] -= hi
+                xm[j] -= hj
+                approx[k] = (fun(xp) - 2 * f0 + fun(xm) - H[i, i] * hi * hi
+                             - H[j, j] * hj * hj) / (2 * hi * hj)
+            H[i, j] = H[j, i] = _richardson(approx, v)
+    return H

@@ -17,7 +17,7 @@ import numpy as np
 
 from crossed._threads import single_blas_thread
 from crossed.engines.native.pls import deviance_at
-from crossed.inference.numderiv import hessian, jacobian
+from crossed.inference.numderiv import central_derivatives, mixed_second
 
 if TYPE_CHECKING:
     from crossed.fit import LmerFit
@@ -79,22 +79,35 @@ class SatterthwaiteModel:
     @classmethod
     def _compute(cls, fit: LmerFit) -> SatterthwaiteModel:
         factors = _FactorCache(fit)
+        pls = fit.pls
         n, p = fit.design.X.shape
         k = len(fit.theta)
-        varpar = np.concatenate([fit.theta, [fit.sigma]])
+        sigma = float(fit.sigma)
+        n_eff = n - p if fit.reml else n
 
-        def dev(phi: np.ndarray) -> float:
-            return deviance_at(factors(phi[:k]), phi[k], n, p, fit.reml)
+        # Everything at a theta comes from one factorisation: the deviance at σ̂, the
+        # penalised RSS (for the σ derivatives, which are analytic) and the unscaled vcov.
+        def at_theta(theta: np.ndarray) -> np.ndarray:
+            f = factors(theta)
+            if not f.ok:
+                return np.full(2 + p * p, np.nan)
+            Ri = pls.rx_inverse(f)
+            dev = deviance_at(f, sigma, n, p, fit.reml)
+            return np.concatenate([[dev, f.pwrss], (Ri.T @ Ri).ravel()])
 
-        def covbeta(phi: np.ndarray) -> np.ndarray:
-            f = factors(phi[:k])
-            Ri = fit.pls.rx_inverse(f)
-            return (phi[k] ** 2 * (Ri.T @ Ri)).ravel()
-
-        H = hessian(dev, varpar)
+        f0, first, second = central_derivatives(at_theta, fit.theta)
+        H_tt = mixed_second(lambda th: at_theta(th)[0], fit.theta, second[0], f0[0])
+        pwrss = f0[1]
+        H = np.zeros((k + 1, k + 1))
+        H[:k, :k] = H_tt
+        H[:k, k] = H[k, :k] = -2.0 * first[1] / sigma**3  # ∂²dev/∂θ_i∂σ
+        H[k, k] = 6.0 * pwrss / sigma**4 - 2.0 * n_eff / sigma**2
         A = 2.0 * _pinv_psd(H)
-        J = jacobian(covbeta, varpar)  # (p*p, len φ)
-        jac = np.moveaxis(J.reshape(p, p, k + 1), -1, 0)
+        unscaled = f0[2:].reshape(p, p)
+        jac = np.empty((k + 1, p, p))
+        jac[:k] = sigma**2 * np.moveaxis(first[2:].reshape(p, p, k), -1, 0)
+        jac[k] = 2.0 * sigma * unscaled
+        varpar = np.concatenate([fit.theta, [sigma]])
         return cls(varpar=varpar, hessian=H, A=A, jac=jac, vcov=np.asarray(fit.vcov_beta))
 
     def df(self, L: np.ndarray) -> np.ndarray:

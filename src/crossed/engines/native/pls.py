@@ -160,11 +160,10 @@ class PLS:
         e1, e2, c1, c2, level = e1[keep], e2[keep], c1[keep], c2[keep], level[keep]
         vals = A1r.data[e1] * A1r.data[e2]
         gcol = level * q * q + a_of_entry[e1] * q + a_of_entry[e2]
-        target = c1.astype(np.int64) * r + c2
-        uniq, tidx = np.unique(target, return_inverse=True)
-        self.W = sp.csr_matrix((vals, (tidx, gcol)), shape=(len(uniq), l1 * q * q))
-        self.w_rows, self.w_cols = np.divmod(uniq, r)
-        self.w_offdiag = self.w_rows != self.w_cols
+        # row-major position of the upper-triangle entry (c2, c1) of the dense r x r matrix
+        target = c2.astype(np.int64) * r + c1
+        self.W = sp.csr_matrix((vals, (target, gcol)), shape=(r * r, l1 * q * q))
+        self.W.sum_duplicates()
 
     # ------------------------------------------------------------------ evaluation
     def _scale_vector(self, theta: np.ndarray) -> np.ndarray:
@@ -198,17 +197,19 @@ class PLS:
         return chol, G, logdet, True
 
     def schur(self, theta: np.ndarray, G: np.ndarray) -> np.ndarray:
-        """The scaled dense Schur complement C (full, symmetric) before factorisation."""
+        """The scaled dense Schur complement C before factorisation.
+
+        Its upper triangle (row-major) is exact; the factorisation reads only that part.
+        """
         if self.A1r_dense is not None:
             A3 = self.A1r_dense
             GA = G @ A3
             C = self.Arr - A3.reshape(-1, self.r).T @ GA.reshape(-1, self.r)
         else:
-            M = self.W @ G.ravel()
-            C = self.Arr.copy()
-            C[self.w_rows, self.w_cols] -= M
-            off = self.w_offdiag
-            C[self.w_cols[off], self.w_rows[off]] -= M[off]
+            # only the upper triangle is filled: that is all the factorisation reads
+            C = self.Arr - (self.W @ G.ravel()).reshape(self.r, self.r)
+            if not self._rest_scalar:
+                C = np.triu(C) + np.triu(C, 1).T
         if self._rest_scalar:
             s = self._scale_vector(theta)
             C *= s[:, None]
@@ -227,7 +228,7 @@ class PLS:
         if not ok:
             return Factor(theta=theta, ok=False)
         C = self.schur(theta, G)
-        # C is symmetric: its transpose is the same matrix in Fortran order (no copy)
+        # C's transpose is a Fortran-order view whose lower triangle is C's upper one
         L, info = lapack.dpotrf(C.T, lower=1, clean=1, overwrite_a=1)
         if info != 0:
             return Factor(theta=theta, ok=False)

@@ -1,0 +1,179 @@
+"""Text display of fits, laid out as ``summary(lmerTest::lmer(...))`` prints them.
+
+Display only formats numbers the fit and the inference layer computed.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from crossed.fit import LmerFit
+
+_VOWELS = set("aeiou")
+
+
+def r_abbreviate(name: str, minlength: int = 6) -> str:
+    """R's ``abbreviate()``: drop lower-case vowels, then lower-case letters, from the end."""
+    chars = list(name)
+    for drop in (lambda c: c in _VOWELS, lambda c: c.islower()):
+        i = len(chars) - 1
+        while len(chars) > minlength and i > 0:
+            if drop(chars[i]):
+                del chars[i]
+            i -= 1
+    return "".join(chars[: max(minlength, 0)]) if len(chars) > minlength else "".join(chars)
+
+
+def format_pvalue(p: float) -> str:
+    """R's ``format.pval`` as summary tables use it (``< 2e-16`` below machine eps)."""
+    if not np.isfinite(p):
+        return "NA"
+    if p < 2.2e-16:
+        return "< 2e-16"
+    return f"{p:.3g}" if p >= 1e-4 else f"{p:.2e}"
+
+
+def signif_stars(p: float) -> str:
+    if not np.isfinite(p):
+        return ""
+    for cut, star in ((0.001, "***"), (0.01, "**"), (0.05, "*"), (0.1, ".")):
+        if p < cut:
+            return star
+    return ""
+
+
+def _table(rows: list[list[str]], header: list[str], align_left: set[int]) -> list[str]:
+    widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
+    out = []
+    for r in [header] + rows:
+        cells = [r[i].ljust(widths[i]) if i in align_left else r[i].rjust(widths[i])
+                 for i in range(len(header))]
+        out.append(" ".join(cells).rstrip())
+    return out
+
+
+def _num(x: float, digits: int = 4) -> str:
+    if x is None or not np.isfinite(x):
+        return "NA" if x is None or np.isnan(x) else str(x)
+    return f"{x:.{digits}g}" if abs(x) >= 1e5 or abs(x) < 1e-3 and x != 0 else (
+        f"{x:.{max(digits - 1 - int(np.floor(np.log10(abs(x)))), 0)}f}" if x != 0 else "0")
+
+
+def _column_decimals(values: np.ndarray) -> int:
+    """Decimals for a column: 3 for values of order 1 or more, more for small ones."""
+    finite = np.abs(values[np.isfinite(values) & (values != 0)])
+    if finite.size == 0:
+        return 3
+    top = float(np.max(finite))
+    return 3 if top >= 1 else int(min(6, 3 - np.floor(np.log10(top))))
+
+
+def format_random_effects(fit: LmerFit) -> list[str]:
+    """The ``Random effects:`` block (variances, SDs and correlations)."""
+    vc = fit.varcorr()
+    rows: list[list[str]] = []
+    for term in fit.design.random.terms:
+        sub = vc[(vc.group == term.group) & vc.term1.isin(term.columns)]
+        var = sub[sub.term2.isna()]
+        cors = sub[sub.term2.notna()]
+        k = len(term.columns)
+        for i, col in enumerate(term.columns):
+            r = var[var.term1 == col].iloc[0]
+            cells = [term.group if i == 0 else "", col, _num(r.variance_or_cov),
+                     _num(r.sd_or_cor)]
+            corr = []
+            for j in range(i):
+                c = cors[(cors.term1 == term.columns[j]) & (cors.term2 == col)]
+                corr.append(f"{c.sd_or_cor.iloc[0]:.2f}" if len(c) else "")
+            cells.append(" ".join(corr))
+            rows.append(cells)
+        if k == 1:
+            rows[-1][-1] = ""
+    res = vc[vc.group == "Residual"].iloc[0]
+    rows.append(["Residual", "", _num(res.variance_or_cov), _num(res.sd_or_cor), ""])
+    has_corr = any(r[-1] for r in rows)
+    header = ["Groups", "Name", "Variance", "Std.Dev."] + (["Corr"] if has_corr else [])
+    if not has_corr:
+        rows = [r[:-1] for r in rows]
+    lines = _table(rows, header, {0, 1, 4})
+    groups = ", ".join(f"{g}, {n}" for g, n in fit.ngroups.items())
+    return [" " + line for line in lines] + [f"Number of obs: {fit.nobs}, groups:  {groups}"]
+
+
+def format_fixed_effects(fit: LmerFit, ddf: str) -> list[str]:
+    """The ``Fixed effects:`` coefficient table with significance stars."""
+    tab = fit.coef_table(ddf=ddf)
+    with_df = ddf != "none"
+    dec = _column_decimals(np.concatenate([tab.estimate.to_numpy(), tab.std_error.to_numpy()]))
+    rows = []
+    for r in tab.itertuples():
+        cells = [r.term, f"{r.estimate:.{dec}f}", f"{r.std_error:.{dec}f}"]
+        if with_df:
+            cells.append(f"{r.df:.3f}")
+        cells += [f"{r.statistic:.3f}"]
+        if with_df:
+            cells += [format_pvalue(r.p_value), signif_stars(r.p_value)]
+        rows.append(cells)
+    header = ["", "Estimate", "Std. Error"] + (["df"] if with_df else []) + ["t value"]
+    if with_df:
+        header += ["Pr(>|t|)", ""]
+    lines = _table(rows, header, {0, len(header) - 1} if with_df else {0})
+    if with_df:
+        lines += ["---", "Signif. codes:  0 '***' 0.001 '**' 0.01 '*' 0.05 '.' 0.1 ' ' 1"]
+    return lines
+
+
+def format_correlation(fit: LmerFit) -> list[str]:
+    """``Correlation of Fixed Effects`` (lower triangle, abbreviated names), or a note."""
+    p = len(fit.beta)
+    if p <= 1:
+        return []
+    if p > 12:
+        return [f"Correlation matrix not shown by default, as p = {p} > 12."]
+    sd = np.sqrt(np.diag(fit.vcov_beta))
+    corr = fit.vcov_beta / np.outer(sd, sd)
+    names = list(fit.fixef_names)
+    abbr = [r_abbreviate(n) for n in names]
+    rows = [[names[i]] + [f"{corr[i, j]:.3f}" for j in range(i)] + [""] * (p - 1 - i)
+            for i in range(1, p)]
+    header = [""] + abbr[:-1]
+    return _table(rows, header, {0})
+
+
+def format_summary(fit: LmerFit, ddf: str = "satterthwaite") -> str:
+    """The full summary text (see :meth:`crossed.fit.LmerFit.summary`)."""
+    method = {"satterthwaite": "Satterthwaite's method",
+              "kenward-roger": "Kenward-Roger's method"}.get(ddf)
+    kind = "REML" if fit.reml else "maximum likelihood"
+    head = f"Linear mixed model fit by {kind}"
+    if method:
+        head += f". t-tests use {method}"
+    lines = [head + f" [{fit.engine} engine]", f"Formula: {fit.formula}",
+             f"   Data: {fit.data_name}"]
+    if fit.n_dropped:
+        lines.append(f"   ({fit.n_dropped} rows dropped for missing values)")
+    lines.append("")
+    if fit.reml:
+        lines.append(f"REML criterion at convergence: {fit.deviance:.1f}")
+    else:
+        vals = [fit.aic, fit.bic, fit.loglik, fit.deviance, fit.df_residual]
+        head_cells = ["AIC", "BIC", "logLik", "deviance", "df.resid"]
+        cells = [f"{v:.1f}" for v in vals[:4]] + [str(int(vals[4]))]
+        w = [max(len(a), len(b)) + 2 for a, b in zip(head_cells, cells, strict=True)]
+        lines.append("".join(h.rjust(x) for h, x in zip(head_cells, w, strict=True)))
+        lines.append("".join(c.rjust(x) for c, x in zip(cells, w, strict=True)))
+    lines += ["", "Scaled residuals: "]
+    q = np.quantile(fit.residuals() / fit.sigma, [0, 0.25, 0.5, 0.75, 1.0])
+    lines += _table([[f"{v:.4f}" for v in q]], ["Min", "1Q", "Median", "3Q", "Max"], set())
+    lines += ["", "Random effects:"] + format_random_effects(fit)
+    lines += ["", "Fixed effects:"] + format_fixed_effects(fit, ddf)
+    corr = format_correlation(fit)
+    if corr:
+        lines += ["", "Correlation of Fixed Effects:" if len(corr) > 1 else ""] + corr
+    notes = [m for m in fit.messages]
+    if notes:
+        lines += [""] + [f"note: {m}" for m in notes]
+    return "\n".join(lines)

@@ -1,0 +1,421 @@
+"""Estimated marginal means, their contrasts and joint tests, as emmeans 1.8.4 computes them.
+
+The reference grid crosses every level of every factor of the fixed part with each numeric
+covariate at its mean (emmeans' default ``cov.reduce = mean``). An EMM is the equally
+weighted average of the grid's predictions over the factors not in ``specs``/``by``; its
+linear function ℓ (a row over β) gives the estimate ℓβ̂, SE √(ℓVℓᵀ) and df per emmeans'
+rules for lmer fits (``lmer.df``): Satterthwaite (lmerTest), Kenward–Roger (pbkrtest: V is
+the adjusted covariance, df ``Lb_ddf``) or asymptotic (df = inf).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import warnings
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from crossed.design.frame import expression_variables
+from crossed.inference.adjust import adjust_p, critical_values
+from crossed.inference.coefs import contrast_tests, normalise_ddf
+from crossed.inference.hypotheses import TermInfo
+
+if TYPE_CHECKING:
+    from crossed.fit import LmerFit
+
+INTERACTION_NOTE = "NOTE: Results may be misleading due to involvement in interactions"
+
+
+def _as_list(x) -> list[str]:
+    if x is None:
+        return []
+    if isinstance(x, str):
+        return [v.strip() for v in x.replace("*", ":").split(":") if v.strip()]
+    return [str(v) for v in x]
+
+
+def grid_variables(fit: LmerFit) -> list[str]:
+    """Data columns of the fixed part, in order of first appearance in the terms."""
+    cols = set(fit.design.columns)
+    used = expression_variables(fit.design.spec.fixed, cols) if fit.design.spec.fixed else set()
+    info = TermInfo(fit)
+    order: list[str] = []
+    for t in info.labels:
+        for v in info.vars[t]:
+            for c in ([v] if v in cols else sorted(expression_variables(v, cols))):
+                if c in used and c not in order:
+                    order.append(c)
+    order += sorted(used - set(order))
+    return order
+
+
+def reference_grid(fit: LmerFit, cov_reduce: str = "mean") -> tuple[pd.DataFrame, np.ndarray]:
+    """emmeans' reference grid and its model matrix.
+
+    Parameters
+    ----------
+    fit : LmerFit
+    cov_reduce : {"mean", "meanint"}
+        Numeric covariates at their mean, or at mean − 1 and mean + 1 (``meanint``, what
+        ``joint_tests`` uses).
+
+    Returns
+    -------
+    grid : pandas.DataFrame
+        One row per combination, the first variable varying fastest (``expand.grid``).
+    X : numpy.ndarray
+        The fixed-effects model matrix of the grid (rows x p).
+    """
+    frame = fit.design.frame
+    if frame is None:
+        raise ValueError("the fit keeps no data columns; a reference grid needs them")
+    levels = fit.design.levels
+    values: dict[str, list] = {}
+    for v in grid_variables(fit):
+        if v in levels:
+            values[v] = list(levels[v])
+        else:
+            m = float(np.mean(frame[v].to_numpy(dtype=float)))
+            values[v] = [m] if cov_reduce == "mean" else [m - 1.0, m + 1.0]
+    names = list(values)
+    combos = list(itertools.product(*[values[n] for n in reversed(names)]))
+    grid = pd.DataFrame([tuple(reversed(c)) for c in combos], columns=names)
+    build = grid.copy()
+    for v in names:
+        if v in levels:
+            build[v] = pd.Categorical(build[v], categories=levels[v])
+    X = fit.design.fixed.spec.build(build) if names else np.ones((1, len(fit.beta)))
+    return grid, X
+
+
+def _marginal_linfct(grid: pd.DataFrame, X: np.ndarray, facs: list[str]):
+    """Equally weighted averages of grid rows per combination of ``facs`` (first fastest)."""
+    for f in facs:
+        if f not in grid.columns:
+            raise ValueError(f"{f!r} is not a variable of the fixed part (reference grid has "
+                             f"{', '.join(grid.columns)})")
+    levs = [list(dict.fromkeys(grid[f])) for f in facs]
+    combos = [tuple(reversed(c)) for c in itertools.product(*reversed(levs))]
+    keys = list(zip(*[grid[f] for f in facs], strict=True)) if facs else [()] * len(grid)
+    rows = []
+    for c in combos:
+        idx = [i for i, k in enumerate(keys) if k == c]
+        rows.append(X[idx].mean(axis=0))
+    return pd.DataFrame(combos, columns=facs), np.vstack(rows)
+
+
+def _involved_in_interactions(fit: LmerFit, facs: list[str]) -> bool:
+    """emmeans' ``.some.term.contains``: a term holds all ``facs`` and other variables."""
+    info = TermInfo(fit)
+    for t in info.labels:
+        vs = set(info.vars[t])
+        if set(facs) <= vs and len(vs) > len(facs):
+            return True
+    return False
+
+
+def _is_num(values) -> bool:
+    try:
+        [float(str(v)) for v in values]
+    except ValueError:
+        return False
+    return True
+
+
+def _labels(sub: pd.DataFrame) -> list[str]:
+    """emmeans' contrast labels: numeric-looking levels get the factor's name as prefix
+    (``enhance.levels``), labels containing - + / * are parenthesised (``parens``)."""
+    cols = []
+    for c in sub.columns:
+        vals = [str(v) for v in sub[c]]
+        cols.append([f"{c}{v}" for v in vals] if _is_num(vals) else vals)
+    labels = [" ".join(parts) for parts in zip(*cols, strict=True)]
+    return [f"({lb})" if re.search(r"-|\+|/|\*", lb) else lb for lb in labels]
+
+
+@dataclass
+class EMMeans:
+    """Estimated marginal means of a fit (emmeans' ``emmGrid``).
+
+    Attributes
+    ----------
+    fit : LmerFit
+    specs, by : list of str
+        Factors whose means are estimated, and the grouping factors.
+    grid : pandas.DataFrame
+        One row per mean: the ``by`` and ``specs`` columns.
+    linfct : numpy.ndarray
+        Linear functions of β, one row per mean.
+    ddf : str
+        ``"satterthwaite"``, ``"kenward-roger"`` or ``"none"``.
+    level : float
+        Confidence level of the intervals.
+    """
+
+    fit: LmerFit
+    specs: list[str]
+    by: list[str]
+    grid: pd.DataFrame
+    linfct: np.ndarray
+    ddf: str
+    level: float = 0.95
+    messages: list[str] = field(default_factory=list)
+
+    def _tests(self, L: np.ndarray, level: float) -> pd.DataFrame:
+        return contrast_tests(self.fit, L, ddf=self.ddf, level=level)
+
+    def table(self) -> pd.DataFrame:
+        """The EMMs (emmeans' ``summary(emmeans(...))``).
+
+        Returns
+        -------
+        pandas.DataFrame
+            Key columns (``by`` then ``specs``), ``estimate`` (EMM), ``std_error``, ``df``,
+            ``conf_low``, ``conf_high`` (t intervals at ``attrs["conf_level"]``). Validated
+            against emmeans 1.8.4 (``lmer.df = "satterthwaite"`` and ``"kenward-roger"``).
+        """
+        res = self._tests(self.linfct, self.level)
+        out = pd.concat([self.grid.reset_index(drop=True),
+                         res[["estimate", "std_error", "df", "conf_low", "conf_high"]]], axis=1)
+        out.attrs.update(conf_level=self.level, ddf=self.ddf, messages=list(self.messages))
+        return out
+
+    # ------------------------------------------------------------------ contrasts
+    def _groups(self, by: list[str]) -> list[np.ndarray]:
+        if not by:
+            return [np.arange(len(self.grid))]
+        keys = list(zip(*[self.grid[b] for b in by], strict=True))
+        seen = list(dict.fromkeys(keys))
+        return [np.array([i for i, k in enumerate(keys) if k == s]) for s in seen]
+
+    def contrast(self, method: str | dict = "pairwise", adjust: str | None = None,
+                 by: list[str] | str | None = None, ref: int = 0,
+                 level: float | None = None) -> pd.DataFrame:
+        """Contrasts among the EMMs (emmeans' ``contrast``), within each ``by`` group.
+
+        Parameters
+        ----------
+        method : {"pairwise", "revpairwise", "trt.vs.ctrl"} or dict
+            Pairwise differences (first minus later levels), their reverse, each level minus
+            the reference level ``ref``, or custom weights ``{name: weights over the means
+            of a group}``.
+        adjust : str, optional
+            Multiplicity adjustment (:mod:`crossed.inference.adjust`); emmeans' defaults:
+            ``tukey`` for pairwise, ``dunnettx`` for trt.vs.ctrl, ``none`` for custom.
+            ``tukey`` on non-pairwise contrasts becomes ``sidak``, as in emmeans.
+        by : list of str, optional
+            Grouping factors (default: those of the EMMs).
+        ref : int
+            Index of the control level for ``trt.vs.ctrl``.
+        level : float, optional
+            Confidence level (default: the EMMs').
+
+        Returns
+        -------
+        pandas.DataFrame
+            ``contrast`` (label such as ``"A - B"``), the ``by`` columns, ``estimate``,
+            ``std_error``, ``df``, ``statistic`` (t ratio), ``p_value`` (adjusted),
+            ``conf_low``, ``conf_high`` (adjusted intervals). ``attrs``: ``adjust``,
+            ``conf_level``. Validated against emmeans 1.8.4 ``pairs()`` (Tukey and none).
+        """
+        by = self.by if by is None else _as_list(by)
+        level = self.level if level is None else level
+        pairwise = isinstance(method, str) and method in ("pairwise", "revpairwise")
+        if adjust is None:
+            adjust = ("tukey" if pairwise else "dunnettx" if method == "trt.vs.ctrl"
+                      else "none")
+        if adjust == "tukey" and not pairwise:
+            adjust = "sidak"
+        inner = [f for f in list(self.grid.columns) if f not in by]
+        frames = []
+        for rows in self._groups(by):
+            sub = self.grid.iloc[rows]
+            labels = _labels(sub[inner])
+            W, names = _contrast_weights(method, labels, ref)
+            L = W @ self.linfct[rows]
+            res = self._tests(L, level)
+            k = len(rows)
+            res["p_value"] = adjust_p(res["statistic"], res["df"], res["p_value"], adjust, k)
+            crit = critical_values(res["df"].to_numpy(), level, adjust, k, len(names))
+            res["conf_low"] = res["estimate"] - crit * res["std_error"]
+            res["conf_high"] = res["estimate"] + crit * res["std_error"]
+            res.insert(0, "contrast", names)
+            for j, b in enumerate(by):
+                res.insert(1 + j, b, sub[b].iloc[0])
+            frames.append(res)
+        out = pd.concat(frames, ignore_index=True)
+        out.attrs.update(adjust=adjust, conf_level=level, ddf=self.ddf)
+        return out
+
+    def pairs(self, adjust: str = "tukey", reverse: bool = False,
+              by: list[str] | str | None = None) -> pd.DataFrame:
+        """Pairwise differences of the EMMs (emmeans' ``pairs``); see :meth:`contrast`."""
+        return self.contrast("revpairwise" if reverse else "pairwise", adjust=adjust, by=by)
+
+    def joint_tests(self) -> pd.DataFrame:
+        """emmeans' ``joint_tests`` of the fit, within this object's ``by`` groups."""
+        return joint_tests(self.fit, by=self.by or None, ddf=self.ddf)
+
+
+def _contrast_weights(method, labels: list[str], ref: int) -> tuple[np.ndarray, list[str]]:
+    k = len(labels)
+    rows, names = [], []
+    if isinstance(method, dict):
+        for name, w in method.items():
+            w = np.asarray(w, dtype=float)
+            if len(w) != k:
+                raise ValueError(f"contrast {name!r} has {len(w)} weights for {k} means")
+            rows.append(w)
+            names.append(str(name))
+        return np.vstack(rows), names
+    if method in ("pairwise", "revpairwise"):
+        for i in range(k):
+            for j in range(i + 1, k):
+                w = np.zeros(k)
+                if method == "pairwise":
+                    w[i], w[j] = 1.0, -1.0
+                    names.append(f"{labels[i]} - {labels[j]}")
+                else:
+                    w[j], w[i] = 1.0, -1.0
+                    names.append(f"{labels[j]} - {labels[i]}")
+                rows.append(w)
+        if method == "revpairwise":  # emmeans lists them by the later level
+            order = sorted(range(len(rows)), key=lambda r: (
+                np.flatnonzero(rows[r] > 0)[0], np.flatnonzero(rows[r] < 0)[0]))
+            rows, names = [rows[o] for o in order], [names[o] for o in order]
+    elif method == "trt.vs.ctrl":
+        for i in range(k):
+            if i == ref:
+                continue
+            w = np.zeros(k)
+            w[i], w[ref] = 1.0, -1.0
+            rows.append(w)
+            names.append(f"{labels[i]} - {labels[ref]}")
+    else:
+        raise ValueError(f"unknown contrast method {method!r}; use 'pairwise', 'revpairwise', "
+                         "'trt.vs.ctrl' or a dict of weights")
+    return np.vstack(rows), names
+
+
+def emmeans(fit: LmerFit, specs: str | list[str], by: str | list[str] | None = None,
+            ddf: str = "satterthwaite", level: float = 0.95) -> EMMeans:
+    """Estimated marginal means (emmeans' ``emmeans(fit, ~ specs, by = by)``).
+
+    Parameters
+    ----------
+    fit : LmerFit
+    specs : str or list of str
+        Factor(s) whose means are wanted: ``"language"``, ``"language:task"`` or a list.
+    by : str or list of str, optional
+        Factors to condition on (means and contrasts within each of their levels).
+    ddf : {"satterthwaite", "kenward-roger", "none"}
+        emmeans' ``lmer.df``.
+    level : float
+        Confidence level of the intervals.
+
+    Returns
+    -------
+    EMMeans
+        ``table()``, ``pairs(adjust=...)``, ``contrast(method=...)``, ``joint_tests()``.
+        Warns with emmeans' note when a factor of ``specs``/``by`` is involved in an
+        interaction (the means average over the other factors of that interaction).
+    """
+    specs_l, by_l = _as_list(specs), _as_list(by)
+    method = normalise_ddf(ddf)
+    grid, X = reference_grid(fit)
+    facs = specs_l + [b for b in by_l if b not in specs_l]
+    keys, L = _marginal_linfct(grid, X, facs)  # specs vary fastest, by groups contiguous
+    messages = []
+    if _involved_in_interactions(fit, facs):
+        messages.append(INTERACTION_NOTE)
+        warnings.warn(INTERACTION_NOTE, UserWarning, stacklevel=3)
+    return EMMeans(fit=fit, specs=specs_l, by=by_l, grid=keys, linfct=L, ddf=method,
+                   level=level, messages=messages)
+
+
+# ---------------------------------------------------------------------- joint tests
+def _consec(k: int) -> np.ndarray:
+    """emmeans' ``consec.emmc``: level i+1 minus level i (rows: contrasts)."""
+    C = np.zeros((k - 1, k))
+    for i in range(k - 1):
+        C[i, i], C[i, i + 1] = -1.0, 1.0
+    return C
+
+
+def _joint_f(fit: LmerFit, LL: np.ndarray, ddf: str) -> dict:
+    """emmeans' ``test(..., joint = TRUE)``: F on an orthonormal basis of the rows of LL,
+    denominator df the smallest df of the basis rows."""
+    LL = np.where(np.abs(LL) < 1e-7, 0.0, LL)
+    LL = LL[~np.all(LL == 0, axis=1)]
+    if LL.shape[0] == 0:
+        return {"df1": 0, "df2": np.nan, "statistic": np.nan, "p_value": np.nan}
+    Qm, R = np.linalg.qr(LL.T)
+    d = np.abs(np.diag(R))
+    r = int(np.sum(d > 1e-7 * max(d.max(), 1e-300)))
+    tQ = Qm[:, :r].T
+    res = contrast_tests(fit, tQ, ddf=ddf)
+    z = res["estimate"].to_numpy()
+    if ddf == "kenward-roger":
+        from crossed.inference.kenward_roger import KRModel
+
+        V = KRModel.from_fit(fit).vcov_adj
+    else:
+        V = np.asarray(fit.vcov_beta)
+    F = float(z @ np.linalg.solve(tQ @ V @ tQ.T, z)) / r
+    df2 = float(np.min(res["df"]))
+    p = float(stats.f.sf(F, r, df2)) if np.isfinite(df2) else float(stats.chi2.sf(F * r, r))
+    return {"df1": r, "df2": df2, "statistic": F, "p_value": p}
+
+
+def joint_tests(fit: LmerFit, by: str | list[str] | None = None,
+                ddf: str = "satterthwaite") -> pd.DataFrame:
+    """emmeans' ``joint_tests``: F tests of every model term from the reference grid.
+
+    Covariates enter the grid at mean ± 1 (``cov.reduce = meanint``). For each set of grid
+    variables contained together in some model term, the interaction of consecutive
+    differences among their EMMs is tested jointly: F on an orthonormal basis of the
+    contrasts, denominator df the smallest df of the basis rows (emmeans' rule).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``term`` (emmeans' "model term"), the ``by`` columns, ``num_df``, ``den_df``,
+        ``statistic`` (F ratio, unrounded), ``p_value``; sorted by the order of the term.
+    """
+    method = normalise_ddf(ddf)
+    by_l = _as_list(by)
+    grid, X = reference_grid(fit, cov_reduce="meanint")
+    facs = [v for v in grid.columns if v not in by_l]
+    info = TermInfo(fit)
+    term_vars = [set(info.vars[t]) for t in info.labels]
+    rows = []
+    for size in range(1, len(facs) + 1):
+        for these in itertools.combinations(facs, size):
+            if not any(set(these) <= tv for tv in term_vars):
+                continue
+            keys, L = _marginal_linfct(grid, X, list(these) + by_l)
+            groups = [np.arange(len(keys))]
+            if by_l:
+                kk = list(zip(*[keys[b] for b in by_l], strict=True))
+                groups = [np.array([i for i, k in enumerate(kk) if k == s])
+                          for s in dict.fromkeys(kk)]
+            for g in groups:
+                nlev = [len(dict.fromkeys(keys[f].iloc[g])) for f in these]
+                C = np.ones((1, 1))
+                for k in nlev:  # first factor fastest
+                    C = np.kron(_consec(k), C)
+                res = _joint_f(fit, C @ L[g], method)
+                row = {"term": ":".join(these)}
+                for b in by_l:
+                    row[b] = keys[b].iloc[g[0]]
+                rows.append({**row, "num_df": res["df1"], "den_df": res["df2"],
+                             "statistic": res["statistic"], "p_value": res["p_value"]})
+    out = pd.DataFrame(rows)
+    out = out[out["num_df"] > 0].reset_index(drop=True)
+    out.attrs["ddf"] = method
+    return out
