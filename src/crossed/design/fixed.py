@@ -60,7 +60,9 @@ def _r_part(part: str, expr: str, categories: list | None) -> str | None:
     return None
 
 
-def _r_column_names(spec: FormulaicSpec, columns: list[str]) -> tuple[list[str], list[str], list[int]]:
+def _r_column_names(
+    spec: FormulaicSpec, columns: list[str]
+) -> tuple[list[str], list[str], list[int]]:
     """R names for formulaic's columns, term labels and the column-to-term assignment."""
     state = spec.encoder_state
     names: list[str] = []

@@ -140,7 +140,9 @@ def prepare(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -> Pre
             frame[col] = pd.Categorical(s, categories=lv)
     for col in reference:
         if col not in levels:
-            raise DataError(f"reference level given for {col!r}, which is not a factor in the model")
+            raise DataError(
+                f"reference level given for {col!r}, which is not a factor in the model"
+            )
     return PreparedFrame(data=frame, n_dropped=n_dropped, levels=levels)
 
 

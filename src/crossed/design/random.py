@@ -117,7 +117,9 @@ class RandomDesign:
         return np.where(np.isfinite(self.theta_lower), 1.0, 0.0)
 
 
-def group_codes(frame: pd.DataFrame, factors: tuple[str, ...]) -> tuple[np.ndarray, tuple[str, ...]]:
+def group_codes(
+    frame: pd.DataFrame, factors: tuple[str, ...]
+) -> tuple[np.ndarray, tuple[str, ...]]:
     """Codes and labels of the interaction of factor columns (first factor varies slowest)."""
     key = np.zeros(len(frame), dtype=np.int64)
     cats = []

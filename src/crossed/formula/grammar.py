@@ -191,12 +191,15 @@ def _random_term(formula: str, inner: str, pos: int, bar: int, double: bool) -> 
     if not group:
         raise FormulaError(formula, pos + group_start, "expected a grouping factor after '|'")
     if "|" in group:
-        raise FormulaError(formula, pos + group_start + group.index("|"), "a second '|' in one term")
+        at = pos + group_start + group.index("|")
+        raise FormulaError(formula, at, "a second '|' in one term")
     check = re.sub(r"\s+", "", group)
     tokens = re.split(r"[:/]", check)
     for tok in tokens:
         if not tok or not _NAME.fullmatch(tok):
-            at = pos + group_start + max(0, inner[group_start:].find(tok)) if tok else pos + group_start
+            at = pos + group_start
+            if tok:
+                at += max(0, inner[group_start:].find(tok))
             raise FormulaError(
                 formula, at,
                 f"expected a grouping factor name (or a:b, a/b) after '|', got {group!r}",

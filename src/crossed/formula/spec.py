@@ -116,7 +116,9 @@ def parse(formula: str, reference: dict[str, str] | None = None) -> ModelSpec:
     for raw in parsed.random:
         for factors, name in expand_group(raw):
             if len(set(factors)) != len(factors):
-                raise FormulaError(formula, raw.position, f"grouping factor {name!r} repeats a column")
+                raise FormulaError(
+                    formula, raw.position, f"grouping factor {name!r} repeats a column"
+                )
             terms.append(
                 RandomTermSpec(
                     expr=_normalise_expr(raw.expr), factors=factors, name=name,

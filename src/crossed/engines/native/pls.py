@@ -248,7 +248,7 @@ class PLS:
     def solve(self, f: Factor) -> tuple[np.ndarray, list[np.ndarray]]:
         """Fixed effects β and spherical random effects u (one (ℓ, q) array per block)."""
         L = f.L
-        rr, p = self.r_rand, self.p
+        rr = self.r_rand
         Lx = L[:-1, :-1]
         c = L[-1, :-1]
         x = tri_solve(Lx, c, trans=True)
