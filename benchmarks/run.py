@@ -592,7 +592,9 @@ def md_escape(text: str) -> str:
 
 
 def fmt_time(seconds: float) -> str:
-    """Seconds as ``23.5 ms``, ``2.35 s`` or ``173 s``."""
+    """Seconds as ``23.5 ms``, ``2.35 s`` or ``173 s`` (negative: ``-1.2 ms``)."""
+    if seconds < 0:
+        return "-" + fmt_time(-seconds)
     if seconds < 1.0:
         return f"{seconds * 1000:.3g} ms"
     if seconds < 100.0:
@@ -721,7 +723,7 @@ def render(results: dict[str, dict[str, dict]], cases: list[Case], peers: list[s
             continue
         cost = "—"
         if nocheck and nocheck["status"] == "ok":
-            cost = fmt_time(max(base["median_s"] - nocheck["median_s"], 0.0))
+            cost = fmt_time(base["median_s"] - nocheck["median_s"])
         lme4 = rec.get("lme4") or {}
         mlm = rec.get("mixedlm") or {}
         lines.append(
