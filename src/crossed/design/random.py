@@ -130,14 +130,16 @@ def group_codes(
         cats.append(list(col.categories))
         key = key * len(col.categories) + c
     uniq, codes = np.unique(key, return_inverse=True)
-    labels = []
-    for k in uniq:
-        parts = []
-        for cat in reversed(cats):
-            k, r = divmod(int(k), len(cat))
-            parts.append(str(cat[r]))
-        labels.append(":".join(reversed(parts)))
-    return codes.astype(np.int64), tuple(labels)
+    # labels "a:b" of the observed combinations, vectorised over levels
+    parts = []
+    rest = uniq
+    for cat in reversed(cats):
+        rest, r = np.divmod(rest, len(cat))
+        parts.append(np.asarray([str(c) for c in cat], dtype=object)[r])
+    labels = parts[-1]
+    for part in reversed(parts[:-1]):
+        labels = labels + ":" + part
+    return codes.astype(np.int64), tuple(labels.tolist())
 
 
 def _lme4_order(nlevels: list[int]) -> list[int]:
