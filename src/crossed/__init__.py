@@ -4,6 +4,7 @@ from crossed.api import lmer
 from crossed.datasets import list_datasets, load_dataset
 from crossed.design.frame import DataError
 from crossed.engines.native import ConvergenceWarning, LmerControl, SingularFitWarning
+from crossed.evaluation import resample
 from crossed.fit import LmerFit
 from crossed.formula import FormulaError, ModelSpec, parse
 
@@ -21,4 +22,5 @@ __all__ = [
     "lmer",
     "load_dataset",
     "parse",
+    "resample",
 ]

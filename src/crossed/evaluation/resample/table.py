@@ -123,7 +123,8 @@ def _complete(mean: np.ndarray, systems: tuple, tasks: tuple, missing: str):
         dropped = [tasks[i] for i in np.flatnonzero(~keep_t)]
         kind = "tasks"
     else:
-        raise ValueError(f"missing must be 'drop_systems', 'drop_tasks' or 'error', got {missing!r}")
+        raise ValueError("missing must be 'drop_systems', 'drop_tasks' or 'error', "
+                         f"got {missing!r}")
     if keep_s.sum() < 2 or keep_t.sum() < 1:
         raise ValueError(f"dropping incomplete {kind} leaves too little data")
     warnings.warn(f"dropped {len(dropped)} {kind} without a score on every "

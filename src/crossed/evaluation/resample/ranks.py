@@ -1,0 +1,80 @@
+"""Distribution of each system's rank across resamples of the leaderboard."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy.stats import rankdata
+
+from crossed.evaluation.resample._util import SeedLike, as_generator
+from crossed.evaluation.resample.aggregates import (
+    AGGREGATES,
+    Resamples,
+    resample_aggregates,
+)
+from crossed.evaluation.resample.table import as_score_table
+
+
+def ranks_from_resamples(res: Resamples) -> pd.DataFrame:
+    """Share of resamples in which each system takes each rank, for every aggregate.
+
+    Rank 1 is the best (highest score when ``higher_is_better``); ties share the lowest
+    rank of their group (``method="min"``).
+
+    Returns
+    -------
+    DataFrame
+        One row per aggregate × system × rank (1..S). Columns: ``aggregate``, ``system``,
+        ``rank``; ``share`` (share of resamples at that rank; sums to 1 per aggregate and
+        system); ``observed_rank`` (rank on the observed aggregates); ``mean_rank`` (mean
+        rank over resamples). attrs: ``tasks``, ``replication``, ``n_resamples``.
+    """
+    sign = -1.0 if res.higher_is_better else 1.0
+    R, S, A = res.draws.shape
+    ranks = rankdata(sign * res.draws, axis=1, method="min").astype(np.int64)       # (R, S, A)
+    obs = rankdata(sign * res.observed, axis=0, method="min").astype(np.int64)      # (S, A)
+    # counts[s, a, k] = resamples where system s has rank k+1 under aggregate a
+    flat = (np.arange(S)[None, :, None] * A + np.arange(A)[None, None, :]) * S + ranks - 1
+    counts = np.bincount(flat.ravel(), minlength=S * A * S).reshape(S, A, S)
+    share = counts / R
+    mean_rank = ranks.mean(axis=0)
+    a_idx, s_idx, k_idx = np.meshgrid(np.arange(A), np.arange(S), np.arange(S), indexing="ij")
+    df = pd.DataFrame({
+        "aggregate": np.asarray(res.aggregates)[a_idx.ravel()],
+        "system": np.asarray(res.systems, dtype=object)[s_idx.ravel()],
+        "rank": k_idx.ravel() + 1,
+        "share": share[s_idx.ravel(), a_idx.ravel(), k_idx.ravel()],
+        "observed_rank": obs[s_idx.ravel(), a_idx.ravel()],
+        "mean_rank": mean_rank[s_idx.ravel(), a_idx.ravel()],
+    })
+    df.attrs.update(tasks=res.tasks, replication=res.replication, n_resamples=R)
+    return df
+
+
+def rank_distribution(table, aggregates=AGGREGATES, n_resamples: int = 10_000,
+                      tasks: str = "bootstrap", n_tasks: int | None = None,
+                      replication: str = "parametric", higher_is_better: bool = True,
+                      seed: SeedLike = None, progress_bar: bool | None = None,
+                      **columns) -> pd.DataFrame:
+    """Rank distribution of each system under each aggregate (see :func:`ranks_from_resamples`).
+
+    Resampling as in :func:`resample_aggregates`; by default tasks are drawn with
+    replacement and replications parametrically.
+    """
+    rng = as_generator(seed)
+    if "seed_col" in columns:
+        columns["seed"] = columns.pop("seed_col")
+    st = as_score_table(table, random_state=rng, **columns)
+    res = resample_aggregates(st, aggregates, n_resamples, tasks, n_tasks, replication,
+                              higher_is_better, seed=rng, progress_bar=progress_bar)
+    return ranks_from_resamples(res)
+
+
+def rank_table(ranks: pd.DataFrame, aggregate: str = "mean") -> pd.DataFrame:
+    """Systems × ranks table of shares for one aggregate (rows ordered by mean rank)."""
+    d = ranks[ranks["aggregate"] == aggregate]
+    m = d.pivot(index="system", columns="rank", values="share")
+    order = d.drop_duplicates("system").sort_values("mean_rank")["system"]
+    m = m.reindex(index=list(order))
+    m.index.name, m.columns.name = None, "rank"
+    return m
