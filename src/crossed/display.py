@@ -106,6 +106,8 @@ def format_random_effects(fit: LmerFit) -> list[str]:
 def format_fixed_effects(fit: LmerFit, ddf: str) -> list[str]:
     """The ``Fixed effects:`` coefficient table with significance stars."""
     tab = fit.coef_table(ddf=ddf)
+    if len(tab) == 0:
+        return ["(none)"]
     with_df = ddf != "none"
     dec = _column_decimals(np.concatenate([tab.estimate.to_numpy(), tab.std_error.to_numpy()]))
     rows = []

@@ -95,11 +95,11 @@ def finish_fit(design: Design, pls: PLS, f, theta: np.ndarray, dev: float, reml:
                 converged = False
             for m in conv_msgs:
                 messages.append(m)
-                warnings.warn(m, ConvergenceWarning, stacklevel=4)
+                warnings.warn(m, ConvergenceWarning, stacklevel=6)
     if singular:
         msg = "boundary (singular) fit: see help('isSingular')"
         messages.append(msg)
-        warnings.warn(msg, SingularFitWarning, stacklevel=4)
+        warnings.warn(msg, SingularFitWarning, stacklevel=6)
     beta, u = pls.solve(f)
     denom = n - p if reml else n
     sigma = float(np.sqrt(f.pwrss / denom))

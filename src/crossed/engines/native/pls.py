@@ -33,6 +33,8 @@ MAX_DENSE = 20000
 
 def tri_solve(L: np.ndarray, B: np.ndarray, trans: bool = False) -> np.ndarray:
     """Solve L x = B (or Lᵀ x = B) for lower-triangular L (LAPACK dtrtrs, no checks)."""
+    if L.shape[0] == 0:
+        return np.zeros(np.shape(B))
     x, info = lapack.dtrtrs(L, B, lower=1, trans=1 if trans else 0)
     if info != 0:
         raise np.linalg.LinAlgError(f"singular triangular factor (dtrtrs info={info})")
@@ -41,6 +43,8 @@ def tri_solve(L: np.ndarray, B: np.ndarray, trans: bool = False) -> np.ndarray:
 
 def tri_inverse(L: np.ndarray) -> np.ndarray:
     """Inverse of a lower-triangular matrix (LAPACK dtrtri)."""
+    if L.shape[0] == 0:
+        return np.zeros((0, 0))
     inv, info = lapack.dtrtri(L, lower=1)
     if info != 0:
         raise np.linalg.LinAlgError(f"singular triangular factor (dtrtri info={info})")
