@@ -2,7 +2,8 @@
 
 Within one family (one ``by`` group) of m contrasts among k means:
 
-- ``tukey``: studentized range, p = P(Q_{k,df} > √2·|t|); intervals ± q_{k,df}(level)/√2·SE.
+- ``tukey``: studentized range, p = P(Q_{k,df} > √2·|t|) (R's ``ptukey`` quadrature);
+  intervals ± q_{k,df}(level)/√2·SE.
 - ``dunnettx``: emmeans' approximation to Dunnett's test, a weighted mix of the Tukey and
   Šidák probabilities (``.pdunnx``); intervals by inverting it.
 - ``sidak``: 1 − (1 − p)^m; ``bonferroni``: min(1, m·p); ``holm`` and ``fdr`` (Benjamini–
@@ -13,8 +14,10 @@ Within one family (one ``by`` group) of m contrasts among k means:
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
-from scipy import optimize, stats
+from scipy import optimize, special, stats
 
 METHODS = ("tukey", "dunnettx", "sidak", "bonferroni", "holm", "fdr", "none")
 
@@ -28,14 +31,90 @@ def _check(method: str) -> str:
     return m
 
 
+_X12, _A12 = np.polynomial.legendre.leggauss(12)
+_X16, _A16 = np.polynomial.legendre.leggauss(16)
+
+
+def _wprob(w: np.ndarray, rr: float, cc: float) -> np.ndarray:
+    """P(range of cc standard normals < w) ^ rr by the quadrature of Copenhaver & Holland
+    (1988, algorithm AS 190 as used by R's ``ptukey``), vectorised over w."""
+    w = np.asarray(w, dtype=float)
+    c1, c3, bb = -30.0, 60.0, 8.0
+    half = 0.5 * w
+    pr = 2.0 * special.ndtr(half) - 1.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pr = np.where(pr >= np.exp(c1 / cc), pr**cc, 0.0)
+    n_panels = np.where(w > 3.0, 2, 3)
+    extra = np.zeros_like(w)
+    for npan in (2, 3):
+        mask = n_panels == npan
+        if not np.any(mask):
+            continue
+        wm = w[mask]
+        lo = 0.5 * wm
+        step = (bb - lo) / npan
+        acc = np.zeros_like(wm)
+        for _ in range(npan):
+            hi = lo + step
+            a, b = 0.5 * (hi + lo), 0.5 * (hi - lo)
+            ac = a[:, None] + b[:, None] * _X12[None, :]
+            sq = ac * ac
+            inner = special.ndtr(ac) - special.ndtr(ac - wm[:, None])
+            with np.errstate(divide="ignore", invalid="ignore"):
+                term = np.where((inner >= np.exp(c1 / (cc - 1.0))) & (sq <= c3),
+                                _A12[None, :] * np.exp(-0.5 * sq) * inner ** (cc - 1.0), 0.0)
+            acc += np.sum(term, axis=1) * (2.0 * b) * cc / np.sqrt(2.0 * np.pi)
+            lo = hi
+        extra[mask] = acc
+    pr = pr + extra
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where(pr <= np.exp(c1 / rr), 0.0, pr**rr)
+    return np.minimum(np.where(half >= bb, 1.0, out), 1.0)
+
+
+def ptukey_sf(q: float, k: float, df: float) -> float:
+    """Upper tail of the studentized range distribution, P(Q_{k,df} > q).
+
+    The quadrature of algorithm AS 190 (Copenhaver & Holland 1988) that R's ``ptukey``
+    uses, so that p values agree with emmeans' to ~1e-9 relative, including where that
+    quadrature loses accuracy (df > 800, p < 1e-8).
+    """
+    if not q > 0:
+        return 1.0
+    if not np.isfinite(df) or df > 25000:
+        return float(1.0 - _wprob(np.array([q]), 1.0, k)[0])
+    f2 = 0.5 * df
+    lconst = f2 * np.log(df) - df * np.log(2.0) - special.gammaln(f2)
+    ulen = 1.0 if df <= 100 else 0.5 if df <= 800 else 0.25 if df <= 5000 else 0.125
+    lconst += np.log(ulen)
+    total = 0.0
+    for i in range(1, 51):
+        x = (2 * i - 1) * ulen + _X16 * ulen
+        lt = lconst + (f2 - 1.0) * np.log(x) - 0.25 * df * x
+        ok = lt >= -30.0
+        part = float(np.sum(_wprob(q * np.sqrt(0.5 * x[ok]), 1.0, k) * _A16[ok]
+                            * np.exp(lt[ok])))
+        if i * ulen >= 1.0 and part <= 1e-14:
+            break
+        total += part
+    return float(1.0 - min(total, 1.0))
+
+
+def qtukey(level: float, k: float, df: float) -> float:
+    """Quantile of the studentized range distribution (inverse of :func:`ptukey_sf`)."""
+    return _qtukey(float(level), float(k), float(np.round(df, 6)) if np.isfinite(df) else df)
+
+
+@functools.lru_cache(maxsize=512)
+def _qtukey(level: float, k: float, df: float) -> float:
+    return float(optimize.brentq(lambda q: ptukey_sf(q, k, df) - (1.0 - level), 1e-8, 100.0,
+                                 xtol=1e-10))
+
+
 def _ptukey_sf(q: float, k: int, df: float) -> float:
-    if not np.isfinite(q):
-        return 0.0
     if k < 2:
-        return float(2.0 * stats.t.sf(q / np.sqrt(2.0), df)) if np.isfinite(df) else float(
-            2.0 * stats.norm.sf(q / np.sqrt(2.0)))
-    df = 1e7 if not np.isfinite(df) else df  # scipy needs a finite df; 1e7 is the limit
-    return float(stats.studentized_range.sf(q, k, df))
+        return float(2.0 * stats.t.sf(q / np.sqrt(2.0), df))
+    return ptukey_sf(q, k, df)
 
 
 def _pdunnx(x: float, m: int, df: float) -> float:
@@ -43,8 +122,7 @@ def _pdunnx(x: float, m: int, df: float) -> float:
     k = (1.0 + np.sqrt(1.0 + 8.0 * m)) / 2.0
     twt = (m - 1.0) / m
     tuk = 1.0 - _ptukey_sf(np.sqrt(2.0) * x, k, df) if m > 1 else 0.0
-    dfx = 1e7 if not np.isfinite(df) else df
-    sid = stats.f.cdf(x * x, 1, dfx) ** m
+    sid = (stats.f.cdf(x * x, 1, df) if np.isfinite(df) else stats.chi2.cdf(x * x, 1)) ** m
     return twt * tuk + (1.0 - twt) * sid
 
 
@@ -95,7 +173,7 @@ def critical_values(df: np.ndarray, level: float, method: str, n_means: int,
     for i, d in enumerate(df):
         dd = d if np.isfinite(d) else 1e7
         if method == "tukey" and n_means >= 2:
-            out[i] = stats.studentized_range.ppf(level, n_means, dd) / np.sqrt(2.0)
+            out[i] = qtukey(level, n_means, d) / np.sqrt(2.0)
         elif method == "dunnettx" and m > 1:
             out[i] = optimize.brentq(lambda x, d=d: _pdunnx(x, m, d) - level, 1e-6, 100.0)
         elif method == "sidak":
