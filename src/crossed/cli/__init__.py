@@ -12,6 +12,7 @@ import sys
 
 _COMMAND_MODULES = (
     "crossed.cli.fit",
+    "crossed.cli.resample",
 )
 
 

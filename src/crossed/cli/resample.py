@@ -1,0 +1,216 @@
+"""``crossed resample`` and ``crossed eval-size``: leaderboard uncertainty from the command line.
+
+``crossed resample TABLE`` reads a published result table (XQuAD, FLORES-200, OpenNER,
+EA-MT formats are recognised; any long CSV with system/task/seed columns works too) and
+prints its variance components, aggregates with intervals, pairwise differences with
+effect sizes, rank distributions and (``--predict``) leave-one-language-out performance
+prediction. ``crossed eval-size TABLE`` prints the ranking stability on subsets of the
+evaluation set (per-item tables, or the tasks of a result table as the items).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pandas as pd
+
+ANALYSES = ("variance", "aggregates", "pairwise", "ranks", "predict")
+
+
+def _load(args: argparse.Namespace):
+    from crossed.datasets import list_datasets, load_dataset
+    from crossed.evaluation.resample.io import read_table
+
+    src = args.table
+    data = src
+    if not Path(src).exists():
+        if src not in list_datasets():
+            raise FileNotFoundError(f"no file {src!r}, and it is not a bundled dataset")
+        data = load_dataset(src)
+    return read_table(data, fmt=args.format, metric=args.metric, score=args.score,
+                      system=args.system, task=args.task, seed=args.seed_col, boot=args.boot)
+
+
+def _print(title: str, df: pd.DataFrame, digits: int) -> None:
+    print(f"\n## {title}\n")
+    with pd.option_context("display.width", 200, "display.max_columns", 30,
+                           "display.max_rows", 500):
+        print(df.round(digits).to_string(index=False))
+
+
+def _save(df: pd.DataFrame, outdir: str | None, name: str) -> None:
+    if outdir:
+        Path(outdir).mkdir(parents=True, exist_ok=True)
+        df.to_csv(Path(outdir) / f"{name}.csv", index=False)
+
+
+def _add_table_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("table", help="result table (.jsonl, .json, .csv[.gz]) or bundled dataset")
+    p.add_argument("--format", default=None,
+                   help="xquad, flores, openner, ea_mt or long (default: detected)")
+    p.add_argument("--metric", default=None,
+                   help="score of a multi-metric table (flores: bleu/chrf/comet; "
+                        "ea_mt: overall/comet/meta)")
+    p.add_argument("--score", default=None, help="score column of a long table")
+    p.add_argument("--system", default="system", help="system column of a long table")
+    p.add_argument("--task", default="task", help="task column of a long table")
+    p.add_argument("--seed-col", default=None, help="seed column of a long table")
+    p.add_argument("--boot", default=None, help="bootstrap-replicate column of a long table")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--digits", type=int, default=3, help="digits printed (default 3)")
+    p.add_argument("--output-dir", default=None, help="also write each table as CSV here")
+    p.add_argument("--progress", action="store_true", help="show progress bars")
+
+
+def _run_resample(args: argparse.Namespace) -> int:
+    from crossed.evaluation.resample import (
+        analyze,
+        difference_matrix,
+        leave_one_task_out,
+        prediction_frame,
+        rank_table,
+    )
+
+    st = _load(args)
+    wanted = ANALYSES[:4] if args.analysis == ["all"] else args.analysis
+    if args.predict and "predict" not in wanted:
+        wanted = [*wanted, "predict"]
+    print(f"# {args.table}: {st.shape[0]} systems × {st.shape[1]} tasks, score {st.score!r} "
+          f"({st.kind}); {args.n_resamples} resamples, replication {args.replication}, "
+          f"seed {args.seed}")
+    res = analyze(st, n_resamples=args.n_resamples, replication=args.replication,
+                  n_tasks_subsample=args.n_tasks, seed=args.seed,
+                  progress_bar=True if args.progress else None)
+    d = args.digits
+    if "variance" in wanted:
+        vc = res.variance
+        _print("Variance components (estimate)", vc.wide().reset_index(), d)
+        _print("Variance components (standard error)", vc.wide("std_error").reset_index(), d)
+        _save(vc.components, args.output_dir, "variance_components")
+    if "aggregates" in wanted:
+        cols = ["tasks", "system", "aggregate", "estimate", "std_error", "conf_low",
+                "conf_high", "pct_low", "pct_high", "half_width"]
+        _print("Aggregates over tasks (95 % intervals: normal conf_*, percentile pct_*)",
+               res.aggregates[cols], d)
+        _save(res.aggregates, args.output_dir, "aggregates")
+    if "pairwise" in wanted:
+        for mode in ("fixed", "subsample"):
+            es = difference_matrix(res.pairwise, args.aggregate, "effect_size", tasks=mode)
+            _print(f"Effect sizes of {args.aggregate} differences (row − column) / SD, "
+                   f"tasks {mode}; |ES| >= 2 is large", es.reset_index(names="system"), 2)
+        large = res.pairwise[(res.pairwise["large"]) & (res.pairwise["estimate"] > 0)
+                             & (res.pairwise["aggregate"] == args.aggregate)]
+        _print(f"Large positive differences ({args.aggregate})",
+               large[["tasks", "system_a", "system_b", "estimate", "std_error",
+                      "effect_size"]], d)
+        _save(res.pairwise, args.output_dir, "pairwise")
+    if "ranks" in wanted:
+        for agg in res.aggregates["aggregate"].unique():
+            sub = res.ranks[res.ranks["tasks"] == "bootstrap"]
+            _print(f"Rank distribution ({agg}, tasks resampled)",
+                   rank_table(sub, agg).reset_index(names="system"), d)
+        _save(res.ranks, args.output_dir, "ranks")
+    if "predict" in wanted:
+        frame = prediction_frame(st)
+        numeric = ["latin_script", "n_tasks_language"]
+        categorical = [c for c in ("script", "direction") if frame[c].nunique() > 1]
+        pred = leave_one_task_out(frame, numeric=numeric, categorical=categorical,
+                                  group="family", seed=args.seed,
+                                  progress_bar=True if args.progress else None)
+        _print("Leave-one-language-out MAE (random intercept per family for 'mixed')",
+               pred.mae, d)
+        wide = pred.mae_by_task.pivot(index="task", columns="model", values="mae")
+        wide = wide.reindex(columns=list(pd.unique(pred.mae_by_task["model"])))
+        _print("MAE per held-out language", wide.reset_index(), d)
+        _save(pred.predictions, args.output_dir, "predictions")
+    if args.figure:
+        from crossed.plots.resample import plot_rank_distribution
+
+        ax = plot_rank_distribution(res.ranks, args.aggregate, tasks="bootstrap")
+        ax.figure.savefig(args.figure, bbox_inches="tight")
+        print(f"\nfigure: {args.figure}")
+    return 0
+
+
+def _run_eval_size(args: argparse.Namespace) -> int:
+    from crossed.evaluation.resample import eval_size
+
+    if args.item:
+        path = Path(args.table)
+        from crossed.evaluation.resample.io import read_frame
+
+        data = read_frame(path)
+        counts = tuple(args.counts.split(",")) if args.counts else None
+        result = eval_size(data, score=args.score or "score", system=args.system,
+                           item=args.item, seed_col=args.seed_col, tokens=args.tokens,
+                           counts=counts, sizes=args.sizes, unit=args.unit,
+                           strategies=args.strategies, n_subsamples=args.n_subsamples,
+                           level=args.level, quantile=args.quantile, aso=not args.no_aso,
+                           aso_threshold=args.aso_threshold, seed=args.seed,
+                           progress_bar=True if args.progress else None)
+        what = f"{len(result.full)} systems, items {args.item!r}"
+    else:
+        st = _load(args)
+        result = eval_size(st, sizes=args.sizes, strategies=args.strategies,
+                           n_subsamples=args.n_subsamples, level=args.level,
+                           quantile=args.quantile, aso=not args.no_aso,
+                           aso_threshold=args.aso_threshold, seed=args.seed,
+                           progress_bar=True if args.progress else None)
+        what = f"{st.shape[0]} systems, the {st.shape[1]} tasks as items"
+    print(f"# {args.table}: {what}; {args.n_subsamples} subsets per size, seed {args.seed}")
+    _print("Full-set ranking", result.full, args.digits)
+    _print("Ranking agreement by size (Kendall τ-b, weighted τ, ASO decision agreement)",
+           result.summary, args.digits)
+    _print(f"Smallest size with τ >= {args.level}", result.min_size, args.digits)
+    _save(result.subsamples, args.output_dir, "eval_size_subsamples")
+    _save(result.summary, args.output_dir, "eval_size_summary")
+    if args.figure:
+        from crossed.plots.resample import plot_tau_by_size
+
+        ax = plot_tau_by_size(result)
+        ax.figure.savefig(args.figure, bbox_inches="tight")
+        print(f"\nfigure: {args.figure}")
+    return 0
+
+
+def _floats(text: str) -> list[float]:
+    return [float(x) for x in text.split(",") if x.strip()]
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("resample", help="leaderboard uncertainty: variance components, "
+                                        "aggregates, differences, ranks, prediction")
+    _add_table_arguments(p)
+    p.add_argument("--analysis", nargs="+", default=["all"],
+                   choices=["all", *ANALYSES], help="analyses to print (default: all but predict)")
+    p.add_argument("--predict", action="store_true",
+                   help="add leave-one-language-out performance prediction")
+    p.add_argument("--n-resamples", type=int, default=10_000)
+    p.add_argument("--replication", default="parametric",
+                   choices=["parametric", "nonparametric", "none"])
+    p.add_argument("--n-tasks", type=int, default=None,
+                   help="tasks per subsample for the differences (default half)")
+    p.add_argument("--aggregate", default="mean", choices=["mean", "geometric_mean", "median"],
+                   help="aggregate of the difference matrices and figure")
+    p.add_argument("--figure", default=None, help="save a rank-distribution figure here")
+    p.set_defaults(func=_run_resample)
+
+    q = sub.add_parser("eval-size", help="how ranking agreement grows with evaluation-set size")
+    _add_table_arguments(q)
+    q.add_argument("--item", default=None,
+                   help="item column: the table holds per-item scores (else tasks are items)")
+    q.add_argument("--tokens", default=None, help="item length column (for --unit tokens)")
+    q.add_argument("--counts", default=None, help="tp,fp,fn columns: score subsets by micro-F1")
+    q.add_argument("--unit", default="items", choices=["items", "tokens"])
+    q.add_argument("--sizes", type=_floats, default=None, help="comma-separated sizes")
+    q.add_argument("--strategies", nargs="+", default=["seq", "rand", "rand_seq"],
+                   choices=["seq", "rand", "rand_seq"])
+    q.add_argument("--n-subsamples", type=int, default=50)
+    q.add_argument("--level", type=float, default=0.9, help="τ level for the smallest size")
+    q.add_argument("--quantile", type=float, default=None,
+                   help="judge the smallest size by this quantile of τ instead of its mean")
+    q.add_argument("--no-aso", action="store_true", help="skip ASO agreement")
+    q.add_argument("--aso-threshold", type=float, default=0.5)
+    q.add_argument("--figure", default=None, help="save the τ-by-size figure here")
+    q.set_defaults(func=_run_eval_size)
