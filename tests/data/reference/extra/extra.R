@@ -6,7 +6,7 @@
 # exist_multi_missing_cell.csv: exist_multi without language == "es" & task == "t3";
 # sleepstudy_days2.csv: sleepstudy with Days2 = 2 * Days).
 # Factor columns are read as character and turned into factors, as tools/r_reference.R does.
-suppressMessages({ library(jsonlite); library(lme4) })
+suppressMessages({ library(jsonlite); library(lme4); library(lmerTest) })
 args <- commandArgs(trailingOnly = TRUE)
 out <- if (length(args)) args[1] else "tests/data/reference/extra/extra.json"
 
@@ -33,11 +33,11 @@ tight <- lmerControl(optCtrl = list(xtol_abs = 1e-13, ftol_abs = 1e-15, xtol_rel
                                     ftol_rel = 0, maxeval = 1e6))
 
 fit_entry <- function(file, factors, formula, reml = TRUE, levels = NULL, relevel = NULL,
-                      mutate = NULL, control = lmerControl()) {
+                      mutate = NULL, control = lmerControl(), coefs = FALSE) {
   d <- read_case(file, factors, levels, relevel, mutate)
   msgs <- character()
   m <- withCallingHandlers(
-    lmer(as.formula(formula), data = d, REML = reml, control = control),
+    lme4::lmer(as.formula(formula), data = d, REML = reml, control = control),
     message = function(c) { msgs <<- c(msgs, conditionMessage(c)); invokeRestart("muffleMessage") },
     warning = function(c) { msgs <<- c(msgs, conditionMessage(c)); invokeRestart("muffleWarning") })
   X <- model.matrix(m)
@@ -51,24 +51,32 @@ fit_entry <- function(file, factors, formula, reml = TRUE, levels = NULL, releve
        deviance = if (reml) unname(REMLcrit(m)) else deviance(m),
        sigma = sigma(m), nobs = nobs(m), ngrps = as.list(ngrps(m)),
        singular = isSingular(m), varcorr = as.data.frame(VarCorr(m)),
-       messages = unique(c(msgs, m@optinfo$conv$lme4$messages)))
+       messages = unique(c(msgs, m@optinfo$conv$lme4$messages)),
+       coef_satterthwaite = if (coefs) {
+         x <- as.data.frame(summary(as_lmerModLmerTest(m), ddf = "Satterthwaite")$coefficients)
+         x$term <- rownames(x); rownames(x) <- NULL; x
+       })
 }
 
 r <- list()
 # 1. lme4's default optimum vs a tightly converged one (how exact is the reference itself?)
 r$tight_carrots_slopes <- fit_entry("carrots.csv", c("Consumer", "Homesize"),
-  "Preference ~ sens2 + Homesize + (1 + sens2 | Consumer)", control = tight)
+  "Preference ~ sens2 + Homesize + (1 + sens2 | Consumer)", control = tight, coefs = TRUE)
 r$tight_blurb_ccmem_slopes <- fit_entry("blurb_like.csv", c("model", "dataset", "seed", "lr", "batch_size"),
   "score ~ seed + lr + batch_size + num_epochs + (1 | model) + (1 | dataset) + (1 | model:dataset) + (0 + s20 + s47 + lr1 + lr2 + lr3 + lr4 + b16 + num_epochs || model:dataset)",
   relevel = list(seed = "59", lr = "5e-5", batch_size = "32"),
   mutate = c("s20 <- as.numeric(seed == '20')", "s47 <- as.numeric(seed == '47')",
              "lr1 <- as.numeric(lr == '1e-5')", "lr2 <- as.numeric(lr == '2e-5')",
              "lr3 <- as.numeric(lr == '3e-5')", "lr4 <- as.numeric(lr == '4e-5')",
-             "b16 <- as.numeric(batch_size == '16')"), control = tight)
+             "b16 <- as.numeric(batch_size == '16')"), control = tight, coefs = TRUE)
 r$tight_sleepstudy_ml <- fit_entry("sleepstudy.csv", "Subject",
-  "Reaction ~ Days + (Days | Subject)", reml = FALSE, control = tight)
+  "Reaction ~ Days + (Days | Subject)", reml = FALSE, control = tight, coefs = TRUE)
 r$tight_penicillin_crossed <- fit_entry("Penicillin.csv", c("plate", "sample"),
-  "diameter ~ 1 + (1 | plate) + (1 | sample)", control = tight)
+  "diameter ~ 1 + (1 | plate) + (1 | sample)", control = tight, coefs = TRUE)
+r$tight_exist_mono_nested <- fit_entry("exist_mono.csv", c("language", "task", "mode", "architecture", "model"),
+  "delta ~ language * task * mode + (1 | architecture/model)", control = tight, coefs = TRUE)
+r$tight_ner_crossed <- fit_entry("ner_like.csv", c("model", "language", "seed"),
+  "f1 ~ model + (1 | language) + (1 | model:language)", control = tight, coefs = TRUE)
 
 # 2. theta order: lme4 sorts terms by number of levels (rev(order(nl))) only when some term
 #    has more levels than the one before it; g1, g3, g4 have 5 levels, g2 has 10

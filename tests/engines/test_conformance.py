@@ -1,0 +1,490 @@
+"""Conformance of every engine with lme4/lmerTest on every reference case (issue 2).
+
+One suite, parametrised over ``crossed.engines.AVAILABLE`` x the cases of
+tests/data/reference/cases.json: an engine added to AVAILABLE is checked against R's answers
+without touching this file. Each quantity is its own test so a failure names what differs.
+
+Tolerances (issue 2, "How it is checked"); ``R`` is the value in the case's JSON:
+
+* REML/ML criterion: |ours - R| <= 1e-6 |R|, and ours <= R + 1e-6 |R| (never a worse optimum);
+  logLik, AIC and BIC the same; the parameter count behind AIC/BIC exactly.
+* fixed effects: |ours - R| <= 1e-6 max(|R|, SE_R). The floor SE_R (R's standard error of
+  that coefficient) applies to estimates that are near 0 relative to their uncertainty: they
+  are compared to a millionth of their standard error.
+* standard errors and sigma: 1e-4 relative; the whole vcov: |V - V_R| <= 2e-4 sqrt(V_ii V_jj)
+  (what 1e-4 on the SEs implies for every entry).
+* theta: |ours - R| <= 1e-3 |R| + 1e-4. theta is a ratio of SDs; the absolute floor 1e-4 is
+  lme4's singularity threshold, the resolution at which a theta is "zero".
+* variance components (VarCorr): 1e-4 relative, floor 1e-4 sigma_R^2 for variances and
+  covariances, 1e-4 sigma_R for SDs, 1e-4 for correlations (components on the boundary).
+* Satterthwaite df 1e-3 relative; p-values 1e-4 relative (no floor, as the issue states; see
+  _P_SMALL); t values 1e-4 relative (follows from the SEs).
+* conditional modes 1e-4 relative, floor 1e-4 max|mode| of the same term (modes near 0);
+  conditional SDs 1e-4 relative. For a term whose variance R puts on the boundary (SD below
+  1e-4 sigma_R, lme4's singular theta) modes and SDs are 0 up to the optimiser's resolution:
+  floor 1e-4 sigma_R, the theta floor on the response scale.
+* exact: nobs, ngroups (names, values, order), is_singular, fixef names and order, theta
+  names and order, the singular-fit warning.
+
+Known mismatches are listed in KNOWN (xfail, strict): they fail today and the lead decides.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import crossed
+from crossed.engines import AVAILABLE
+from reference import as_array, as_list, as_matrix, case_names, fit_case, load_case, r_answers
+
+ENGINES = list(AVAILABLE)
+CASES = case_names()
+# InstEval (73k rows): 6-11 s for the native fit on the 2-core machines; marked slow so it
+# can be deselected locally (-m "not slow") but it is part of the default run and of CI.
+SLOW = {"insteval_crossed"}
+
+CRIT_RTOL = 1e-6
+FIXEF_RTOL = 1e-6
+SE_RTOL = 1e-4
+SIGMA_RTOL = 1e-4
+THETA_RTOL, THETA_ATOL = 1e-3, 1e-4
+VC_RTOL = 1e-4
+DF_RTOL = 1e-3
+P_RTOL = 1e-4
+T_RTOL = 1e-4
+RANEF_RTOL = 1e-4
+BOUNDARY_FLOOR = 1e-4  # times sigma_R: modes and SDs of a term whose theta is on the boundary
+
+_TIGHT = ("lme4's default optimum is not converged this far: against a tightly converged lme4 "
+          "(tests/data/reference/extra/extra.json, tight_carrots_slopes) crossed agrees to 1e-8")
+# (case, quantity) -> reason; quantity is the name of the test function without "test_"
+KNOWN: dict[tuple[str, str], str] = {
+    ("carrots_slopes", "fixef"): (
+        "Homesize3: crossed -0.249038875 vs R -0.2490394288 (2.2e-6 relative > 1e-6); crossed's "
+        "REML criterion is lower than R's (by 3.9e-7); " + _TIGHT),
+    ("blurb_ccmem_slopes", "fixef"): (
+        "seed20 0.4548442928 vs R 0.4548460757 (3.9e-6 rel), lr2e-5 0.4637910757 vs "
+        "0.4637888388 (4.8e-6), seed47 3.6e-6, num_epochs 2.9e-6, batch_size16 2.1e-6: flat "
+        "criterion (singular, 11 theta); also 1.3e-6 abs from a tightly converged lme4"),
+    ("blurb_ccmem_slopes", "std_errors"): (
+        "(Intercept) SE 5.3e-4 relative from R's (tolerance 1e-4); the optimum differs"),
+    ("blurb_ccmem_slopes", "coef_table_layout"): (
+        "std_error (Intercept) 1.906636 vs R 1.905937 (3.7e-4 relative > 1e-4)"),
+    ("blurb_ccmem_slopes", "vcov"): "follows the (Intercept) SE mismatch (5.3e-4 relative)",
+    ("blurb_ccmem_slopes", "varcorr"): (
+        "model (Intercept) variance 5.6998 vs R 5.6896 (1.8e-3 relative > 1e-4), dataset "
+        "23.376 vs 23.361 (6.5e-4): the optimum differs from lme4's (flat, singular)"),
+    ("blurb_ccmem_slopes", "satterthwaite_df"): (
+        "(Intercept) df 8.68205 vs R 8.69241 (1.2e-3 relative > 1e-3): the optimum differs"),
+    ("blurb_ccmem_slopes", "t_values"): (
+        "(Intercept) t 38.893795 vs R 38.908054 (3.7e-4 relative > 1e-4): follows the SE"),
+    ("blurb_ccmem_slopes", "p_values"): (
+        "(Intercept) p 4.80323e-11 vs R 4.68303e-11 (2.6e-2 rel), batch_size16 1.22557e-05 vs "
+        "1.22669e-05 (9.1e-4), lr1e-5 4.4e-4, seed20 1.2e-4, lr2e-5 1.9e-4, lr3e-5 1.7e-4"),
+    ("sleepstudy_ml", "p_values"): (
+        "(Intercept) p 1.26649e-18 vs R 1.26375e-18 (2.2e-3 rel; df 18.000091 vs 18.001135, t "
+        "2e-5 rel). " + "{small}"),
+    ("penicillin_crossed", "p_values"): (
+        "(Intercept) p 3.61889e-07 vs R 3.62352e-07 (1.3e-3 rel; df 5.48713 vs 5.48659 = "
+        "9.8e-5 rel, t 2.9e-5 rel). " + "{small}"),
+    ("carrots_slopes", "p_values"): (
+        "(Intercept) p 2.26317e-87 vs R 2.29992e-87 (1.6e-2 rel), sens2 3.89165e-11 vs "
+        "3.8875e-11 (1.1e-3), Homesize3 0.0200245 vs 0.0200285 (2.0e-4; df 8.7e-5 rel, t 3.2e-5 "
+        "rel). " + "{small}"),
+    ("exist_mono_nested", "p_values"): (
+        "(Intercept) p 5.13333e-06 vs R 5.1341e-06 (1.5e-4 rel; df 6.2476753 vs 6.2475788, t "
+        "3.1e-6 rel). " + "{small}"),
+    ("ner_crossed", "p_values"): (
+        "(Intercept) p 2.2032e-99 vs R 2.20388e-99 (3.1e-4 rel) with df 1.5e-6 and t 4.2e-7 "
+        "relative and a criterion 2.4e-7 below lme4's. " + "{small}"),
+    ("insteval_crossed", "p_values"): (
+        "(Intercept) p 8.7495e-24 vs R 8.75576e-24 (7.1e-4 rel; df 15.35977 vs 15.359548 = "
+        "1.4e-5 rel, t 4.8e-6 rel). " + "{small}"),
+}
+_P_SMALL = (
+    "A p-value's relative error is about t^2 (df+1)/(df+t^2) times t's relative error plus a "
+    "df term: for p < 1e-5, 1e-4 on p needs t and df to ~1e-6, far inside the stated SE "
+    "(1e-4) and df (1e-3) tolerances and inside the inexactness of lme4's default optimum "
+    "(see extra.json tight_*). Either the p tolerance gets a floor or the optimum must match "
+    "lme4's own stopping point")
+KNOWN = {k: v.replace("{small}", _P_SMALL) for k, v in KNOWN.items()}
+
+
+def params(quantity: str, only: set[str] | None = None) -> list:
+    """(engine, case) parameters for one quantity, with the slow and known-mismatch marks."""
+    out = []
+    for engine in ENGINES:
+        for case in CASES:
+            if only is not None and case not in only:
+                continue
+            marks = []
+            if case in SLOW:
+                marks.append(pytest.mark.slow)
+            if (case, quantity) in KNOWN:
+                marks.append(pytest.mark.xfail(strict=True, reason=KNOWN[(case, quantity)]))
+            out.append(pytest.param(engine, case, marks=marks, id=f"{engine}-{case}"))
+    return out
+
+
+def cases_with(key: str) -> set[str]:
+    return {c for c in CASES if r_answers(c).get(key) is not None}
+
+
+@functools.cache
+def fitted(engine: str, case: str) -> tuple[crossed.LmerFit, tuple[warnings.WarningMessage, ...]]:
+    """Each (engine, case) is fitted once per session; the warnings it raised are kept."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit = fit_case(case, engine=engine)
+    return fit, tuple(caught)
+
+
+def r_se(r: dict) -> np.ndarray:
+    return np.sqrt(np.diag(as_matrix(r["vcov"])))
+
+
+def assert_close(ours, theirs, rtol, atol=0.0, what="", labels=None):
+    ours, theirs = np.asarray(ours, dtype=float), np.asarray(theirs, dtype=float)
+    assert ours.shape == theirs.shape, f"{what}: shape {ours.shape} vs R {theirs.shape}"
+    tol = rtol * np.abs(theirs) + atol
+    bad = ~(np.abs(ours - theirs) <= tol)
+    if np.any(bad):
+        idx = np.flatnonzero(bad.ravel())
+        lab = [str(labels[i]) if labels is not None else str(i) for i in idx]
+        detail = "; ".join(
+            f"{lb}: ours {o:.10g} R {t:.10g} (|diff| {abs(o - t):.2e}, tol {tl:.2e})"
+            for lb, o, t, tl in zip(lab, ours.ravel()[idx], theirs.ravel()[idx],
+                                    np.broadcast_to(tol, theirs.shape).ravel()[idx],
+                                    strict=True))
+        raise AssertionError(f"{what} differs from R: {detail}")
+
+
+# ---------------------------------------------------------------- criterion and likelihood
+@pytest.mark.parametrize("engine,case", params("criterion"))
+def test_criterion(engine, case):
+    fit, _ = fitted(engine, case)
+    r = r_answers(case)
+    assert fit.reml == r["reml"]
+    assert_close(fit.deviance, r["deviance"], CRIT_RTOL, what="REML/ML criterion")
+    # never a worse optimum than lme4's (lower is better)
+    assert fit.deviance <= r["deviance"] + CRIT_RTOL * abs(r["deviance"]), (
+        f"criterion {fit.deviance!r} worse than lme4's {r['deviance']!r}")
+
+
+@pytest.mark.parametrize("engine,case", params("criterion_at_r_theta"))
+def test_criterion_at_r_theta(engine, case):
+    """The profiled criterion itself (no optimiser) reproduces R's at R's theta (1e-8)."""
+    from crossed.engines.native.pls import profiled_deviance
+
+    fit, _ = fitted(engine, case)
+    r = r_answers(case)
+    n, p = fit.design.X.shape
+    dev = profiled_deviance(fit.pls.factor(as_array(r["theta"])), n, p, fit.reml)
+    assert_close(dev, r["deviance"], 1e-8, what="criterion at R's theta")
+
+
+@pytest.mark.parametrize("engine,case", params("loglik_aic_bic"))
+def test_loglik_aic_bic(engine, case):
+    fit, _ = fitted(engine, case)
+    r = r_answers(case)
+    assert_close(fit.loglik, r["loglik"], CRIT_RTOL, what="logLik")
+    assert_close(fit.aic, r["aic"], CRIT_RTOL, what="AIC")
+    assert_close(fit.bic, r["bic"], CRIT_RTOL, what="BIC")
+    # the parameter count (fixed effects + theta + sigma) exactly
+    assert round((fit.aic + 2 * fit.loglik) / 2) == round((r["aic"] + 2 * r["loglik"]) / 2)
+    assert fit.bic + 2 * fit.loglik == pytest.approx(r["bic"] + 2 * r["loglik"], rel=1e-8)
+
+
+# ---------------------------------------------------------------- fixed effects
+@pytest.mark.parametrize("engine,case", params("fixef_names"))
+def test_fixef_names(engine, case):
+    fit, _ = fitted(engine, case)
+    r = r_answers(case)
+    assert list(fit.fixef.index) == as_list(r["fixef_names"])
+    assert list(fit.vcov.index) == list(fit.vcov.columns) == as_list(r["fixef_names"])
+
+
+@pytest.mark.parametrize("engine,case", params("fixef"))
+def test_fixef(engine, case):
+    fit, _ = fitted(engine, case)
+    r = r_answers(case)
+    est = np.array([row["Estimate"] for row in r["coef_satterthwaite"]])
+    scale = np.maximum(np.abs(est), r_se(r))
+    assert isinstance(fit.fixef, pd.Series)
+    assert_close(fit.fixef.to_numpy(), est, 0.0, FIXEF_RTOL * scale, what="fixef",
+                 labels=list(fit.fixef.index))
+
+
+@pytest.mark.parametrize("engine,case", params("std_errors"))
+def test_std_errors(engine, case):
+    fit, _ = fitted(engine, case)
+    r = r_answers(case)
+    ours = np.sqrt(np.diag(fit.vcov.to_numpy()))
+    assert_close(ours, r_se(r), SE_RTOL, what="standard errors", labels=list(fit.fixef.index))
+
+
+@pytest.mark.parametrize("engine,case", params("vcov"))
+def test_vcov(engine, case):
+    fit, _ = fitted(engine, case)
+    V = fit.vcov.to_numpy()
+    VR = as_matrix(as_matrix(r_answers(case)["vcov"]))
+    np.testing.assert_allclose(V, V.T, rtol=1e-12, atol=0)
+    d = np.sqrt(np.outer(np.diag(VR), np.diag(VR)))
+    assert_close(V, VR, 0.0, 2 * SE_RTOL * d, what="vcov")
+
+
+@pytest.mark.parametrize("engine,case", params("sigma"))
+def test_sigma(engine, case):
+    fit, _ = fitted(engine, case)
+    assert_close(fit.sigma, r_answers(case)["sigma"], SIGMA_RTOL, what="sigma")
+
+
+# ---------------------------------------------------------------- random-effects parameters
+@pytest.mark.parametrize("engine,case", params("theta_names"))
+def test_theta_names(engine, case):
+    fit, _ = fitted(engine, case)
+    assert list(fit.theta_names) == as_list(r_answers(case)["theta_names"])
+    assert len(fit.theta) == len(fit.theta_names)
+
+
+@pytest.mark.parametrize("engine,case", params("theta"))
+def test_theta(engine, case):
+    fit, _ = fitted(engine, case)
+    assert_close(fit.theta, as_array(r_answers(case)["theta"]), THETA_RTOL, THETA_ATOL,
+                 what="theta", labels=list(fit.theta_names))
+
+
+def _r_group(name: str, ours: str) -> bool:
+    """R's VarCorr names: ':' -> '.' and '.1', '.2', ... suffixes for the terms of ``||``."""
+    if name == ours:
+        return True
+    return re.sub(r"\.\d+$", "", name) in (ours, ours.replace(":", "."))
+
+
+@pytest.mark.parametrize("engine,case", params("varcorr"))
+def test_varcorr(engine, case):
+    fit, _ = fitted(engine, case)
+    r = r_answers(case)
+    vc = fit.varcorr()
+    assert list(vc.columns) == ["group", "term1", "term2", "variance_or_cov", "sd_or_cor"]
+    rows = r["varcorr"]
+    assert len(vc) == len(rows), vc
+    s2 = r["sigma"] ** 2
+    for (_, ours), theirs in zip(vc.iterrows(), rows, strict=True):
+        label = f"{theirs['grp']}/{theirs.get('var1')}/{theirs.get('var2')}"
+        assert _r_group(theirs["grp"], ours["group"]), (ours["group"], theirs["grp"])
+        t1, t2 = theirs.get("var1"), theirs.get("var2")
+        assert (ours["term1"] if pd.notna(ours["term1"]) else None) == t1, label
+        assert (ours["term2"] if pd.notna(ours["term2"]) else None) == t2, label
+        is_cor = t2 is not None
+        assert_close(ours["variance_or_cov"], theirs["vcov"], VC_RTOL, VC_RTOL * s2,
+                     what=f"variance/covariance {label}")
+        assert_close(ours["sd_or_cor"], theirs["sdcor"], VC_RTOL,
+                     VC_RTOL if is_cor else VC_RTOL * r["sigma"], what=f"sd/cor {label}")
+
+
+# ---------------------------------------------------------------- counts and flags
+@pytest.mark.parametrize("engine,case", params("nobs"))
+def test_nobs(engine, case):
+    fit, _ = fitted(engine, case)
+    assert fit.nobs == r_answers(case)["nobs"]
+    assert len(fit.fitted()) == fit.nobs
+
+
+@pytest.mark.parametrize("engine,case", params("ngroups"))
+def test_ngroups(engine, case):
+    fit, _ = fitted(engine, case)
+    theirs = r_answers(case)["ngrps"]
+    assert dict(fit.ngroups) == dict(theirs)
+    assert list(fit.ngroups) == list(theirs)  # lme4's order of the grouping factors
+
+
+@pytest.mark.parametrize("engine,case", params("singular"))
+def test_singular(engine, case):
+    fit, caught = fitted(engine, case)
+    r = r_answers(case)
+    assert fit.is_singular is bool(r["singular"])
+    warned = [w for w in caught if issubclass(w.category, crossed.SingularFitWarning)]
+    assert bool(warned) is bool(r["singular"]), [str(w.message) for w in caught]
+    assert any("singular" in m for m in fit.messages) is bool(r["singular"])
+
+
+@pytest.mark.parametrize("engine,case", params("converged"))
+def test_converged(engine, case):
+    """lme4 reported no convergence problem on any case: neither may we."""
+    fit, caught = fitted(engine, case)
+    r_msgs = as_list(r_answers(case).get("optimizer_messages"))
+    r_converged = not any("converge" in m for m in r_msgs)
+    assert fit.converged is r_converged, fit.messages
+    conv = [str(w.message) for w in caught if issubclass(w.category, crossed.ConvergenceWarning)]
+    assert (not conv) is r_converged, conv
+
+
+# ---------------------------------------------------------------- conditional modes
+@pytest.mark.parametrize("engine,case", params("ranef", only=cases_with("ranef")))
+def test_ranef(engine, case):
+    fit, _ = fitted(engine, case)
+    re_tab = fit.ranef()
+    assert list(re_tab.columns) == ["group", "level", "term", "estimate", "cond_sd"]
+    groups = r_answers(case)["ranef"]
+    sigma = r_answers(case)["sigma"]
+    assert list(dict.fromkeys(re_tab["group"])) == [g["group"] for g in groups]
+    for g in groups:
+        terms = as_list(g["terms"])
+        levels = as_list(g["levels"])
+        values = np.asarray(g["values"], dtype=float).reshape(len(levels), len(terms))
+        csd = np.asarray(g["cond_sd"], dtype=float).reshape(len(levels), len(terms))
+        sub = re_tab[re_tab["group"] == g["group"]]
+        assert list(dict.fromkeys(sub["term"])) == terms
+        for j, term in enumerate(terms):
+            rows = sub[sub["term"] == term]
+            assert [str(v) for v in rows["level"]] == levels, f"{g['group']}/{term} levels"
+            if _on_boundary(case, g["group"], term):
+                mode_floor = sd_floor = BOUNDARY_FLOOR * sigma
+            else:
+                mode_floor, sd_floor = RANEF_RTOL * np.max(np.abs(values[:, j])), 0.0
+            assert_close(rows["estimate"].to_numpy(), values[:, j], RANEF_RTOL, mode_floor,
+                         what=f"conditional modes {g['group']}/{term}", labels=levels)
+            assert_close(rows["cond_sd"].to_numpy(), csd[:, j], RANEF_RTOL, sd_floor,
+                         what=f"conditional SDs {g['group']}/{term}", labels=levels)
+
+
+def _on_boundary(case: str, group: str, term: str) -> bool:
+    """R's SD of this random effect is below 1e-4 sigma (theta on lme4's boundary)."""
+    r = r_answers(case)
+    for row in r["varcorr"]:
+        if _r_group(row["grp"], group) and row.get("var1") == term and row.get("var2") is None:
+            return row["sdcor"] < 1e-4 * r["sigma"]
+    raise AssertionError(f"no VarCorr row for {group}/{term}")
+
+
+# ---------------------------------------------------------------- lmerTest's coefficient table
+def _coef_table(engine, case, ddf):
+    fit, _ = fitted(engine, case)
+    return fit, fit.coef_table(ddf=ddf)
+
+
+def _r_coefs(case: str) -> tuple[list[str], dict[str, np.ndarray]]:
+    rows = r_answers(case)["coef_satterthwaite"]
+    cols = {k: np.array([row[k] for row in rows], dtype=float)
+            for k in ("Estimate", "Std. Error", "df", "t value", "Pr(>|t|)")}
+    return [row["term"] for row in rows], cols
+
+
+@pytest.mark.parametrize("engine,case", params("coef_table_layout"))
+def test_coef_table_layout(engine, case):
+    fit, tab = _coef_table(engine, case, "satterthwaite")
+    terms, col = _r_coefs(case)
+    assert list(tab.columns) == ["term", "estimate", "std_error", "df", "statistic", "p_value",
+                                 "conf_low", "conf_high"]
+    assert list(tab["term"]) == terms
+    assert tab.attrs.get("conf_level") == 0.95
+    # estimates and SEs are those of fixef/vcov (compared with R in test_fixef/test_std_errors)
+    assert_close(tab["std_error"], col["Std. Error"], SE_RTOL, what="std_error", labels=terms)
+
+
+@pytest.mark.parametrize("engine,case", params("satterthwaite_df"))
+def test_satterthwaite_df(engine, case):
+    _, tab = _coef_table(engine, case, "satterthwaite")
+    terms, col = _r_coefs(case)
+    assert_close(tab["df"], col["df"], DF_RTOL, what="Satterthwaite df", labels=terms)
+
+
+@pytest.mark.parametrize("engine,case", params("t_values"))
+def test_t_values(engine, case):
+    _, tab = _coef_table(engine, case, "satterthwaite")
+    terms, col = _r_coefs(case)
+    assert_close(tab["statistic"], col["t value"], T_RTOL, what="t value", labels=terms)
+
+
+@pytest.mark.parametrize("engine,case", params("p_values"))
+def test_p_values(engine, case):
+    _, tab = _coef_table(engine, case, "satterthwaite")
+    terms, col = _r_coefs(case)
+    assert_close(tab["p_value"], col["Pr(>|t|)"], P_RTOL, what="p-value", labels=terms)
+
+
+@pytest.mark.parametrize("engine,case", params("coef_table_consistency"))
+def test_coef_table_consistency(engine, case):
+    """Internal consistency of both tables: t = est/se, p and CI from t(df) / normal."""
+    from scipy import stats
+
+    fit, tab = _coef_table(engine, case, "satterthwaite")
+    np.testing.assert_allclose(tab["estimate"], fit.fixef.to_numpy(), rtol=1e-12)
+    np.testing.assert_allclose(tab["std_error"], np.sqrt(np.diag(fit.vcov)), rtol=1e-10)
+    np.testing.assert_allclose(tab["statistic"], tab["estimate"] / tab["std_error"], rtol=1e-12)
+    np.testing.assert_allclose(tab["p_value"], 2 * stats.t.sf(np.abs(tab["statistic"]), tab["df"]),
+                               rtol=1e-10)
+    q = stats.t.ppf(0.975, tab["df"])
+    np.testing.assert_allclose(tab["conf_low"], tab["estimate"] - q * tab["std_error"], rtol=1e-10)
+    np.testing.assert_allclose(tab["conf_high"], tab["estimate"] + q * tab["std_error"], rtol=1e-10)
+    assert np.all(tab["df"] > 0)
+    none = fit.coef_table(ddf="none")
+    assert np.all(np.isinf(none["df"]))
+    np.testing.assert_allclose(none["p_value"], 2 * stats.norm.sf(np.abs(none["statistic"])),
+                               rtol=1e-10, atol=1e-300)
+    z = stats.norm.ppf(0.975)
+    np.testing.assert_allclose(none["conf_high"], none["estimate"] + z * none["std_error"],
+                               rtol=1e-10)
+
+
+# ---------------------------------------------------------------- tightly converged lme4
+TIGHT = {f"tight_{c}": c for c in ("carrots_slopes", "blurb_ccmem_slopes", "sleepstudy_ml",
+                                    "penicillin_crossed", "exist_mono_nested", "ner_crossed")}
+TIGHT_KNOWN = {
+    "tight_blurb_ccmem_slopes": (
+        "fixef 1.3e-6 absolute from a tightly converged lme4 (seed20 0.4548442928 vs "
+        "0.4548455789, 2.8e-6 rel) and crossed's criterion 2.2e-6 above it: the native "
+        "optimum is not as well converged on this flat, singular 11-theta problem"),
+}
+
+
+@pytest.mark.parametrize("engine,name", [
+    pytest.param(e, n, id=f"{e}-{n}", marks=[pytest.mark.xfail(strict=True, reason=TIGHT_KNOWN[n])]
+                 if n in TIGHT_KNOWN else []) for e in ENGINES for n in TIGHT])
+def test_matches_tightly_converged_lme4(engine, name, extra):
+    """Against lme4 rerun with xtol_abs 1e-13, ftol_abs 1e-15 (extra.R), where R's default
+    stopping leaves the reference itself inexact: criterion and fixef 1e-6, theta 1e-4."""
+    fit, _ = fitted(engine, TIGHT[name])
+    t = extra[name]
+    assert fit.deviance <= t["deviance"] + CRIT_RTOL * abs(t["deviance"])
+    assert_close(fit.deviance, t["deviance"], CRIT_RTOL, what="criterion")
+    scale = np.maximum(np.abs(as_array(t["fixef"])), as_array(t["se"]))
+    assert_close(fit.fixef.to_numpy(), as_array(t["fixef"]), 0.0, FIXEF_RTOL * scale, "fixef",
+                 list(fit.fixef.index))
+    assert_close(fit.theta, as_array(t["theta"]), 1e-4, 1e-5, "theta", list(fit.theta_names))
+    # Satterthwaite against the tight optimum: df and t 1e-4; p 1e-4 where p > 1e-10 (below,
+    # p's relative error is ~t^2 times t's, see _P_SMALL)
+    tab = fit.coef_table()
+    rows = t["coef_satterthwaite"]
+    terms = [row["term"] for row in rows]
+    assert list(tab["term"]) == terms
+    assert_close(tab["df"], [row["df"] for row in rows], 1e-4, what="df", labels=terms)
+    assert_close(tab["statistic"], [row["t value"] for row in rows], 1e-4, what="t", labels=terms)
+    p_r = np.array([row["Pr(>|t|)"] for row in rows])
+    big = p_r > 1e-10
+    assert_close(tab["p_value"].to_numpy()[big], p_r[big], 1e-4, what="p",
+                 labels=[x for x, b in zip(terms, big, strict=True) if b])
+
+
+@pytest.fixture(scope="module")
+def extra():
+    import json
+
+    from reference import EXTRA_DIR
+
+    with open(EXTRA_DIR / "extra.json") as fh:
+        return json.load(fh)
+
+
+def test_engine_list_is_the_public_one():
+    assert "native" in ENGINES
+    with pytest.raises(ValueError, match="unknown engine"):
+        case = load_case("dyestuff")
+        crossed.lmer(case.formula, case.data, engine="no-such-engine")
