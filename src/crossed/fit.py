@@ -304,6 +304,44 @@ class LmerFit:
             Zs.append(np.column_stack(parts))
         return pred + self._random_part(codes_list, Zs)
 
+    # ------------------------------------------------------------------ refits, simulation
+    def refit(self, y: np.ndarray | None = None, rows: np.ndarray | None = None,
+              reml: bool | None = None) -> LmerFit:
+        """Fit the same model again on a new response and/or a subset of the rows.
+
+        The stored design is reused: no formula parsing, no model-matrix building (lme4's
+        ``refit``). The same engine and optimiser settings are used.
+
+        Parameters
+        ----------
+        y : array-like, optional
+            New response, one value per row of the (subset) design.
+        rows : array of int or bool, optional
+            Rows of the fitted data to keep (e.g. to drop a random fraction).
+        reml : bool, optional
+            Criterion of the refit; defaults to the original one.
+        """
+        from crossed.engines import fit_with
+
+        design = self.design if rows is None else self.design.subset(rows)
+        if y is not None:
+            design = design.with_response(y)
+        control = self.opt.control if self.opt is not None else None
+        return fit_with(self.engine, design, reml=self.reml if reml is None else reml,
+                        control=control, data_name=self.data_name)
+
+    def simulate(self, nsim: int = 1, seed: int | np.random.Generator | None = None,
+                 use_ranef: bool = False) -> np.ndarray:
+        """Simulated responses, shape (nobs, nsim), with lme4's ``simulate()`` semantics.
+
+        ``use_ranef=False`` draws new random effects for each simulation (lme4's default);
+        ``use_ranef=True`` conditions on the estimated ones. See
+        :func:`crossed.simulate.simulate_responses`.
+        """
+        from crossed.simulate import simulate_responses
+
+        return simulate_responses(self, nsim=nsim, seed=seed, use_ranef=use_ranef)
+
     # ------------------------------------------------------------------ inference
     def coef_table(self, ddf: str = "satterthwaite", level: float = 0.95) -> pd.DataFrame:
         """Fixed effects with standard errors, t tests and confidence intervals.

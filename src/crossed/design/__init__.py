@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
 
-from crossed.design.fixed import FixedDesign, build_fixed, build_response
+from crossed.design.fixed import FixedDesign, build_fixed, build_response, subset_fixed
 from crossed.design.frame import DataError, prepare
-from crossed.design.random import RandomDesign, ReBlock, ReTerm, build_random
+from crossed.design.random import (
+    RandomDesign,
+    ReBlock,
+    ReTerm,
+    build_random,
+    subset_random,
+)
 from crossed.formula.spec import ModelSpec
 
 __all__ = ["DataError", "Design", "ReBlock", "ReTerm", "build_design"]
@@ -57,7 +63,34 @@ class Design:
     def n(self) -> int:
         return len(self.y)
 
+    def with_response(self, y: np.ndarray) -> Design:
+        """The same design with another response vector (e.g. a simulated one)."""
+        y = np.asarray(y, dtype=float)
+        if y.shape != self.y.shape:
+            raise DataError(f"new response has shape {y.shape}, the design has {self.y.shape}")
+        if not np.all(np.isfinite(y)):
+            raise DataError("new response has missing or infinite values")
+        return replace(self, y=y)
 
+    def subset(self, rows: np.ndarray) -> Design:
+        """The same model on a subset of rows, without re-evaluating the formula.
+
+        Grouping factors lose the levels left without rows; fixed-effect columns that become
+        linearly dependent are dropped with a warning (as a fit on the subset would). Term
+        and theta order stay those of the full design, so refits are comparable.
+
+        Parameters
+        ----------
+        rows : array of int or bool
+            Row positions (or a mask) into this design.
+        """
+        idx = np.arange(self.n)[np.asarray(rows)]
+        if idx.size == 0:
+            raise DataError("the subset has no rows")
+        fixed = subset_fixed(self.fixed, idx)
+        random = subset_random(self.random, idx)
+        frame = self.frame.iloc[idx].reset_index(drop=True) if self.frame is not None else None
+        return replace(self, y=self.y[idx], fixed=fixed, random=random, frame=frame)
 
 def build_design(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -> Design:
     """Build the design of ``spec`` on ``data``.

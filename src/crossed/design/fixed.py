@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -181,6 +181,27 @@ def build_fixed(rhs: str, frame: pd.DataFrame) -> FixedDesign:
         dropped=dropped,
         spec=MatrixSpec(formulaic=fspec, names=kept_names, keep=idx),
     )
+
+
+def subset_fixed(fixed: FixedDesign, rows: np.ndarray) -> FixedDesign:
+    """The fixed design on a subset of rows; columns that become dependent are dropped."""
+    X = fixed.X[rows]
+    keep = independent_columns(X) if X.shape[1] else np.zeros(0, dtype=bool)
+    if keep.all():
+        return replace(fixed, X=X)
+    dropped = tuple(n for n, k in zip(fixed.names, keep, strict=True) if not k)
+    warnings.warn(
+        f"fixed-effect model matrix is rank deficient on this subset so dropping "
+        f"{len(dropped)} column(s): {', '.join(dropped)}",
+        stacklevel=4,
+    )
+    idx = np.flatnonzero(keep)
+    names = tuple(fixed.names[i] for i in idx)
+    spec = MatrixSpec(formulaic=fixed.spec.formulaic, names=names,
+                      keep=tuple(fixed.spec.keep[i] for i in idx))
+    return FixedDesign(X=X[:, idx], names=names, term_labels=fixed.term_labels,
+                       assign=tuple(fixed.assign[i] for i in idx),
+                       dropped=fixed.dropped + dropped, spec=spec)
 
 
 def build_matrix(expr: str, frame: pd.DataFrame) -> tuple[np.ndarray, tuple[str, ...], MatrixSpec]:

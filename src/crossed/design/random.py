@@ -9,7 +9,7 @@ single block-diagonal first block instead of eight dense ones.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -240,3 +240,24 @@ def build_random(terms: tuple[RandomTermSpec, ...], frame: pd.DataFrame) -> Rand
         ))
     return RandomDesign(terms=tuple(re_terms), blocks=tuple(blocks),
                         theta_lower=np.array(lower), theta_names=tuple(theta_names))
+
+
+def subset_random(random: RandomDesign, rows: np.ndarray) -> RandomDesign:
+    """The random-effects structure on a subset of rows (empty levels dropped)."""
+    n = len(rows)
+    blocks = []
+    for blk in random.blocks:
+        used, codes = np.unique(blk.codes[rows], return_inverse=True)
+        if len(used) < 2:
+            raise DataError(
+                f"grouping factor {blk.group!r} has {len(used)} level in the subset; a random "
+                "effect needs at least 2"
+            )
+        if len(used) * blk.q >= n:
+            raise DataError(
+                f"number of observations ({n}) <= number of random effects "
+                f"({len(used) * blk.q}) for grouping factor {blk.group!r} in the subset"
+            )
+        blocks.append(replace(blk, codes=codes.astype(np.int64), Z=blk.Z[rows],
+                              levels=tuple(blk.levels[i] for i in used)))
+    return replace(random, blocks=tuple(blocks))

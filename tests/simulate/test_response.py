@@ -1,0 +1,75 @@
+"""simulate() and refit(): lme4's semantics on the stored design."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import crossed as cx
+
+
+@pytest.fixture(scope="module")
+def fit():
+    data = cx.load_dataset("exist_multi")
+    return cx.lmer("delta ~ language * task * mode + (1 | architecture)", data)
+
+
+def test_simulate_is_reproducible_and_shaped(fit):
+    a = fit.simulate(5, seed=3)
+    b = fit.simulate(5, seed=np.random.default_rng(3))
+    assert a.shape == (fit.nobs, 5)
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a, fit.simulate(5, seed=4))
+
+
+def test_simulate_moments_match_the_model(fit):
+    y = fit.simulate(4000, seed=1)
+    # marginal mean Xβ, marginal variance σ²(1 + θ²) for one random intercept
+    np.testing.assert_allclose(y.mean(axis=1), fit.design.X @ fit.beta, atol=0.005)
+    var = fit.sigma**2 * (1 + fit.theta[0] ** 2)
+    assert abs(y.var(axis=1).mean() / var - 1) < 0.05
+
+
+def test_simulate_conditional_on_ranef(fit):
+    y = fit.simulate(4000, seed=2, use_ranef=True)
+    np.testing.assert_allclose(y.mean(axis=1), fit.fitted(), atol=0.002)
+    assert abs(y.var(axis=1).mean() / fit.sigma**2 - 1) < 0.05
+
+
+def test_refit_same_response_reproduces_fit(fit):
+    again = fit.refit(fit.design.y)
+    np.testing.assert_allclose(again.deviance, fit.deviance, rtol=1e-10)
+    np.testing.assert_allclose(again.beta, fit.beta, rtol=1e-8)
+
+
+def test_refit_recovers_parameters_on_average(fit):
+    ys = fit.simulate(150, seed=11)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        betas = np.array([fit.refit(ys[:, i]).beta for i in range(ys.shape[1])])
+    se = np.sqrt(np.diag(fit.vcov_beta)) / np.sqrt(len(betas))
+    assert np.all(np.abs(betas.mean(axis=0) - fit.beta) < 4 * se)
+
+
+def test_refit_rows_equals_fit_on_subset(fit):
+    data = cx.load_dataset("exist_multi")
+    keep = np.arange(fit.nobs) % 5 != 0
+    sub = fit.refit(rows=keep)
+    direct = cx.lmer(fit.formula, data.loc[keep])
+    np.testing.assert_allclose(sub.deviance, direct.deviance, rtol=1e-8)
+    np.testing.assert_allclose(sub.beta, direct.beta, rtol=1e-6)
+    assert sub.nobs == keep.sum()
+
+
+def test_refit_rows_drops_columns_of_removed_cells():
+    data = cx.load_dataset("exist_multi")
+    fit = cx.lmer("delta ~ language * task + (1 | architecture)", data)
+    keep = ~((data.language == "es") & (data.task == "t3")).to_numpy()
+    with pytest.warns(UserWarning, match="languagees:taskt3"):
+        sub = fit.refit(rows=keep)
+    assert "languagees:taskt3" not in sub.fixef_names
+
+
+def test_refit_rejects_bad_response(fit):
+    with pytest.raises(cx.DataError, match="shape"):
+        fit.refit(np.zeros(3))
