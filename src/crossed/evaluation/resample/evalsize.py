@@ -164,6 +164,9 @@ def _arrays_from_long(data: pd.DataFrame, score, system, item, seed_col, tokens,
     else:
         k_codes = np.zeros(len(df), np.int64)
     K = int(k_codes.max()) + 1
+    if pd.DataFrame({"s": s_codes, "i": i_codes, "k": k_codes}).duplicated().any():
+        raise ValueError("several rows per system × item (× seed): name the seed column "
+                         "(seed_col=)")
     cols = list(counts) if counts is not None else [score]
     vals = np.full((len(items), len(systems), K, len(cols)), np.nan)
     vals[i_codes, s_codes, k_codes] = df[cols].to_numpy(float)
