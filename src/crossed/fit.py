@@ -348,9 +348,9 @@ class LmerFit:
 
         Parameters
         ----------
-        ddf : {"satterthwaite", "none"}
-            Denominator df: lmerTest's Satterthwaite approximation, or ``"none"`` for
-            asymptotic z tests (df = inf).
+        ddf : {"satterthwaite", "kenward-roger", "none"}
+            Denominator df: lmerTest's Satterthwaite approximation, Kenward–Roger (pbkrtest:
+            adjusted SEs and df, REML fits) or ``"none"`` for asymptotic z tests (df = inf).
         level : float
             Confidence level of ``conf_low``/``conf_high`` (stored in ``attrs``).
 
@@ -364,6 +364,44 @@ class LmerFit:
         from crossed.inference.coefs import coef_table
 
         return coef_table(self, ddf=ddf, level=level)
+
+    def anova(self, type: int | str = 3, ddf: str = "satterthwaite") -> pd.DataFrame:
+        """ANOVA table of the fixed terms; see :func:`crossed.inference.anova.anova`."""
+        from crossed.inference.anova import anova
+
+        return anova(self, type=type, ddf=ddf)
+
+    def emmeans(self, specs: str | list[str], by: str | list[str] | None = None,
+                ddf: str = "satterthwaite", level: float = 0.95):
+        """Estimated marginal means; see :func:`crossed.inference.emmeans.emmeans`."""
+        from crossed.inference.emmeans import emmeans
+
+        return emmeans(self, specs, by=by, ddf=ddf, level=level)
+
+    def eta_squared(self, partial: bool = True, ci: float | None = 0.95,
+                    alternative: str = "two-sided") -> pd.DataFrame:
+        """Partial η² per fixed term; see :func:`crossed.inference.effect_sizes.eta_squared`."""
+        from crossed.inference.effect_sizes import eta_squared
+
+        return eta_squared(self, partial=partial, ci=ci, alternative=alternative)
+
+    def r2(self) -> pd.DataFrame:
+        """Nakagawa's marginal and conditional R²; see :func:`crossed.inference.r2.r2_nakagawa`."""
+        from crossed.inference.r2 import r2_nakagawa
+
+        return r2_nakagawa(self)
+
+    def ranova(self) -> pd.DataFrame:
+        """Likelihood-ratio test per random term; see :func:`crossed.inference.lrt.ranova`."""
+        from crossed.inference.lrt import ranova
+
+        return ranova(self)
+
+    def variance_components(self, test: bool = True) -> pd.DataFrame:
+        """Variances, shares and LRTs; see :func:`crossed.inference.lrt.variance_components`."""
+        from crossed.inference.lrt import variance_components
+
+        return variance_components(self, test=test)
 
     def summary(self, ddf: str = "satterthwaite") -> str:
         """The text ``summary(lmerTest::lmer(...))`` prints, as a string."""
