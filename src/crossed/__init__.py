@@ -7,6 +7,7 @@ from crossed.engines.native import ConvergenceWarning, LmerControl, SingularFitW
 from crossed.evaluation import resample
 from crossed.fit import LmerFit
 from crossed.formula import FormulaError, ModelSpec, parse
+from crossed.inference.lrt import compare
 
 __version__ = "0.1.0"
 
@@ -18,6 +19,7 @@ __all__ = [
     "LmerFit",
     "ModelSpec",
     "SingularFitWarning",
+    "compare",
     "list_datasets",
     "lmer",
     "load_dataset",

@@ -1,7 +1,31 @@
 """Inference on fitted models: Satterthwaite and Kenward-Roger tests, ANOVA, EMMs, effect
 sizes, R², likelihood-ratio tests."""
 
+from crossed.inference.anova import anova, f_test
 from crossed.inference.coefs import coef_table, contrast_tests
+from crossed.inference.effect_sizes import cohens_f2, eta_squared, omega_squared
+from crossed.inference.emmeans import EMMeans, emmeans, joint_tests
+from crossed.inference.kenward_roger import KRModel
+from crossed.inference.lrt import compare, ranova, variance_components
+from crossed.inference.r2 import r2_nakagawa
 from crossed.inference.satterthwaite import SatterthwaiteModel, satterthwaite_t
 
-__all__ = ["SatterthwaiteModel", "coef_table", "contrast_tests", "satterthwaite_t"]
+__all__ = [
+    "EMMeans",
+    "KRModel",
+    "SatterthwaiteModel",
+    "anova",
+    "coef_table",
+    "cohens_f2",
+    "compare",
+    "contrast_tests",
+    "emmeans",
+    "eta_squared",
+    "f_test",
+    "joint_tests",
+    "omega_squared",
+    "r2_nakagawa",
+    "ranova",
+    "satterthwaite_t",
+    "variance_components",
+]
