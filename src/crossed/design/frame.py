@@ -129,7 +129,7 @@ def prepare(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -> Pre
     reference = spec.reference_levels
     for col in frame.columns:
         s = frame[col]
-        if is_categorical(s) or col in groups:
+        if is_categorical(s):  # numeric grouping columns stay numeric (codes come later)
             if pd.api.types.is_bool_dtype(s):
                 s = s.map({True: "TRUE", False: "FALSE"})
             lv = r_level_order(s)
