@@ -80,7 +80,7 @@ def _run_resample(args: argparse.Namespace) -> int:
           f"({st.kind}); {args.n_resamples} resamples, replication {args.replication}, "
           f"seed {args.seed}")
     res = analyze(st, n_resamples=args.n_resamples, replication=args.replication,
-                  n_tasks_subsample=args.n_tasks, seed=args.seed,
+                  n_tasks_subsample=args.n_tasks, threshold=args.threshold, seed=args.seed,
                   progress_bar=True if args.progress else None)
     d = args.digits
     if "variance" in wanted:
@@ -95,21 +95,46 @@ def _run_resample(args: argparse.Namespace) -> int:
                res.aggregates[cols], d)
         _save(res.aggregates, args.output_dir, "aggregates")
     if "pairwise" in wanted:
+        pw = res.pairwise
+        n_sys = st.shape[0]
         for mode in ("fixed", "subsample"):
-            es = difference_matrix(res.pairwise, args.aggregate, "effect_size", tasks=mode)
-            _print(f"Effect sizes of {args.aggregate} differences (row − column) / SD, "
-                   f"tasks {mode}; |ES| >= 2 is large", es.reset_index(names="system"), 2)
-        large = res.pairwise[(res.pairwise["large"]) & (res.pairwise["estimate"] > 0)
-                             & (res.pairwise["aggregate"] == args.aggregate)]
-        _print(f"Large positive differences ({args.aggregate})",
-               large[["tasks", "system_a", "system_b", "estimate", "std_error",
-                      "effect_size"]], d)
-        _save(res.pairwise, args.output_dir, "pairwise")
+            if n_sys > args.max_matrix:
+                break
+            est = difference_matrix(pw, args.aggregate, "estimate", tasks=mode)
+            sd = difference_matrix(pw, args.aggregate, "std_error", tasks=mode)
+            es = difference_matrix(pw, args.aggregate, "effect_size", tasks=mode)
+            big = difference_matrix(pw, args.aggregate, "large", tasks=mode)
+            cells = est.copy().astype(object)
+            for r in est.index:
+                for c in est.columns:
+                    cells.loc[r, c] = "" if r == c else (
+                        f"{est.loc[r, c]:.{d}f} ± {sd.loc[r, c]:.{d}f} "
+                        f"(ES {es.loc[r, c]:.1f}{'*' if big.loc[r, c] else ''})")
+            how = "fixed" if mode == "fixed" else (
+                f"subsampled ({args.n_tasks or max(2, st.shape[1] // 2)} of {st.shape[1]}, "
+                f"without replacement)")
+            print(f"\n## Differences in {args.aggregate} (row − column) ± resampled SD "
+                  f"(effect size; * |ES| >= {args.threshold:g}), tasks {how}\n")
+            with pd.option_context("display.width", 250, "display.max_columns", 30):
+                print(cells.reset_index(names="system").to_string(index=False))
+        if n_sys > args.max_matrix:
+            print(f"\n({n_sys} systems: difference matrices not printed; "
+                  f"raise --max-matrix or use --output-dir)")
+        sel = pw[(pw["aggregate"] == args.aggregate) & pw["large"] & (pw["estimate"] > 0)]
+        wins = (sel.groupby(["system_a", "tasks"]).size().unstack("tasks")
+                .reindex(index=list(st.systems), columns=["fixed", "subsample"]).fillna(0)
+                .astype(int).rename(columns=lambda c: f"beats_{c}"))
+        _print(f"How many systems each system beats with effect size >= {args.threshold:g} "
+               f"({args.aggregate})", wins.reset_index(names="system"), d)
+        _save(pw, args.output_dir, "pairwise")
     if "ranks" in wanted:
+        sub = res.ranks[res.ranks["tasks"] == "bootstrap"]
         for agg in res.aggregates["aggregate"].unique():
-            sub = res.ranks[res.ranks["tasks"] == "bootstrap"]
-            _print(f"Rank distribution ({agg}, tasks resampled)",
-                   rank_table(sub, agg).reset_index(names="system"), d)
+            tab = rank_table(sub, agg)
+            if tab.shape[1] > args.max_matrix:       # many systems: the first ranks only
+                tab = tab.iloc[:, :args.max_matrix]
+            _print(f"Rank distribution ({agg}, tasks resampled): share of resamples at "
+                   f"each rank", tab.reset_index(names="system"), d)
         _save(res.ranks, args.output_dir, "ranks")
     if "predict" in wanted:
         frame = prediction_frame(st)
@@ -193,6 +218,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="tasks per subsample for the differences (default half)")
     p.add_argument("--aggregate", default="mean", choices=["mean", "geometric_mean", "median"],
                    help="aggregate of the difference matrices and figure")
+    p.add_argument("--threshold", type=float, default=2.0,
+                   help="|effect size| counted as large (default 2)")
+    p.add_argument("--max-matrix", type=int, default=12,
+                   help="print difference matrices for at most this many systems (default 12)")
     p.add_argument("--figure", default=None, help="save a rank-distribution figure here")
     p.set_defaults(func=_run_resample)
 

@@ -61,7 +61,7 @@ def test_cli_resample(real_files, name, capsys):
         code = main(["resample", str(real_files[name]), "--n-resamples", "200", "--seed", "1"])
     out = capsys.readouterr().out
     assert code == 0
-    for title in ("Variance components", "Aggregates over tasks", "Effect sizes",
+    for title in ("Variance components", "Aggregates over tasks", "beats_subsample",
                   "Rank distribution"):
         assert title in out
 
