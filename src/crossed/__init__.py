@@ -4,7 +4,10 @@ from crossed.api import lmer
 from crossed.datasets import list_datasets, load_dataset
 from crossed.design.frame import DataError
 from crossed.engines.native import ConvergenceWarning, LmerControl, SingularFitWarning
-from crossed.evaluation import resample
+from crossed.evaluation import resample, specs
+from crossed.evaluation.compare_specs import compare_specs
+from crossed.evaluation.crossval import cross_validate
+from crossed.evaluation.headroom import headroom
 from crossed.fit import LmerFit
 from crossed.formula import FormulaError, ModelSpec, parse
 from crossed.inference.lrt import compare
@@ -20,9 +23,13 @@ __all__ = [
     "ModelSpec",
     "SingularFitWarning",
     "compare",
+    "compare_specs",
+    "cross_validate",
+    "headroom",
     "list_datasets",
     "lmer",
     "load_dataset",
     "parse",
     "resample",
+    "specs",
 ]

@@ -403,6 +403,18 @@ class LmerFit:
 
         return variance_components(self, test=test)
 
+    def adjusted_means(self, group: str, level: float = 0.95) -> pd.DataFrame:
+        """Population mean + conditional mode per level; see ``evaluation.adjusted``."""
+        from crossed.evaluation.adjusted import adjusted_means
+
+        return adjusted_means(self, group, level=level)
+
+    def interaction_effects(self, a: str, b: str, level: float = 0.95) -> pd.DataFrame:
+        """Conditional modes of ``(1 | a:b)``; see ``evaluation.adjusted``."""
+        from crossed.evaluation.adjusted import interaction_effects
+
+        return interaction_effects(self, a, b, level=level)
+
     def summary(self, ddf: str = "satterthwaite") -> str:
         """The text ``summary(lmerTest::lmer(...))`` prints, as a string."""
         from crossed.display import format_summary

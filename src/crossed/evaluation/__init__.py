@@ -1,1 +1,19 @@
-"""NLP-evaluation workflows (resampling, leaderboard uncertainty, evaluation-set size)."""
+"""NLP-evaluation workflows (resampling, leaderboard uncertainty, evaluation-set size;
+headroom normalisation, specification builders, spec comparison, cross-validation)."""
+
+from crossed.evaluation import specs
+from crossed.evaluation.adjusted import adjusted_means, interaction_effects
+from crossed.evaluation.compare_specs import SpecComparison, compare_specs
+from crossed.evaluation.crossval import CrossValidation, cross_validate
+from crossed.evaluation.headroom import headroom
+
+__all__ = [
+    "CrossValidation",
+    "SpecComparison",
+    "adjusted_means",
+    "compare_specs",
+    "cross_validate",
+    "headroom",
+    "interaction_effects",
+    "specs",
+]

@@ -1,0 +1,282 @@
+"""Specification builders: write the lme4 formula of a common evaluation design, and explain it.
+
+The templates live in the repository's ``formulas/`` folder (one TOML file per design:
+``name``, ``summary``, ``formula``, optional ``formula_<variant>``, ``example``, ``notes``),
+so the documented design and the formula the code writes are the same text. Fields in a
+template (``{response}``, ``{within_product}``, ...) are filled from the builder's arguments.
+
+>>> from crossed import specs
+>>> str(specs.repeated_measures("delta", within=["language", "task", "mode"]))
+'delta ~ language * task * mode + (1 | architecture/model)'
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+__all__ = ["Specification", "cross_classified", "from_name", "list_named", "load_named",
+           "repeated_measures", "resolve_formula"]
+
+_FIELD_HELP = {
+    "response": "the response column",
+    "within": "within-system conditions (list), crossed with all interactions",
+    "subjects": "the systems' grouping factor(s), e.g. architecture/model",
+    "systems": "the systems' grouping factor, e.g. model",
+    "datasets": "the datasets' grouping factor, e.g. dataset",
+    "nuisance": "nuisance factors of the runs (list), fixed effects",
+    "slopes": "'uncorrelated' or 'none'",
+}
+
+
+def formula_dirs() -> list[Path]:
+    """Folders searched for named specifications, in order.
+
+    ``$CROSSED_FORMULAS`` (a folder) if set, then the repository's ``formulas/`` folder
+    (present in a source checkout, which the editable install uses).
+    """
+    dirs = []
+    env = os.environ.get("CROSSED_FORMULAS")
+    if env:
+        dirs.append(Path(env))
+    repo = Path(__file__).resolve().parents[3] / "formulas"
+    if repo.is_dir():
+        dirs.append(repo)
+    return dirs
+
+
+def list_named() -> list[str]:
+    """Names of the named specifications found in :func:`formula_dirs`."""
+    names: set[str] = set()
+    for d in formula_dirs():
+        names |= {p.stem for p in d.glob("*.toml")}
+    return sorted(names)
+
+
+def load_named(name: str) -> dict:
+    """The TOML record of a named specification (or of a ``.toml`` file path)."""
+    path = Path(name)
+    if path.suffix == ".toml" and path.exists():
+        return tomllib.loads(path.read_text())
+    for d in formula_dirs():
+        candidate = d / f"{name}.toml"
+        if candidate.exists():
+            return tomllib.loads(candidate.read_text())
+    raise ValueError(f"no named specification {name!r}; available: "
+                     f"{', '.join(list_named()) or '(none found; set CROSSED_FORMULAS)'}")
+
+
+@dataclass(frozen=True)
+class Specification:
+    """A model formula written for a named design, with the reasons for each term.
+
+    Attributes
+    ----------
+    design : str
+        Name of the design (the TOML file's ``name``).
+    formula : str
+        The lme4 formula; ``str(spec)`` gives it, and it can be passed to :func:`crossed.lmer`.
+    fields : dict
+        The values the template was filled with.
+    terms : list of (str, str)
+        Each term of the formula with what it stands for.
+    notes : str
+        The design's documentation (from ``formulas/``).
+    """
+
+    design: str
+    formula: str
+    fields: dict = field(default_factory=dict)
+    terms: tuple[tuple[str, str], ...] = ()
+    notes: str = ""
+
+    def __str__(self) -> str:
+        return self.formula
+
+    def explain(self) -> str:
+        """A plain-text explanation: the formula, one line per term, the design notes."""
+        width = max((len(t) for t, _ in self.terms), default=0)
+        lines = [f"{self.design}: {self.formula}", ""]
+        lines += [f"  {t:<{width}}  {why}" for t, why in self.terms]
+        if self.notes:
+            lines += ["", self.notes.strip()]
+        return "\n".join(lines)
+
+    def terms_table(self) -> pd.DataFrame:
+        """The terms as a table: ``term`` (as written in the formula), ``meaning``."""
+        return pd.DataFrame(list(self.terms), columns=["term", "meaning"])
+
+    def fit(self, data: pd.DataFrame, **kwargs):
+        """``crossed.lmer(self.formula, data, **kwargs)``."""
+        from crossed.api import lmer
+
+        return lmer(self.formula, data, **kwargs)
+
+
+def _list(x: str | Sequence[str] | None, what: str) -> list[str]:
+    if x is None:
+        return []
+    out = [x] if isinstance(x, str) else list(x)
+    for v in out:
+        if not isinstance(v, str) or not v.strip():
+            raise ValueError(f"{what} must be column names, got {v!r}")
+    return [v.strip() for v in out]
+
+
+def _subjects_terms(subjects: str) -> list[tuple[str, str]]:
+    parts = [p.strip() for p in subjects.split("/")]
+    out = [(f"(1 | {parts[0]})", f"random intercept: each {parts[0]}'s overall level")]
+    for i in range(1, len(parts)):
+        inner = ":".join(reversed(parts[: i + 1]))
+        out.append((f"(1 | {inner})",
+                    f"random intercept: each {parts[i]} within its {parts[i - 1]}"))
+    return out
+
+
+def repeated_measures(response: str, within: Sequence[str],
+                      subjects: str = "architecture/model") -> Specification:
+    """Systems measured under every combination of within-system conditions.
+
+    Writes ``{response} ~ a * b * ... + (1 | {subjects})`` from ``formulas/
+    repeated_measures.toml``: the fixed part crosses the conditions with all their
+    interactions, the random intercept(s) absorb each system's overall level (``a/b``
+    nests b in a).
+
+    Parameters
+    ----------
+    response : str
+        The response column (e.g. the headroom ``delta``).
+    within : list of str
+        Conditions every system is measured under (e.g. ``["language", "task", "mode"]``).
+    subjects : str
+        Grouping factor(s) of the systems, ``"architecture/model"`` for models nested in
+        architectures or a single column.
+
+    Returns
+    -------
+    Specification
+        ``str(spec)`` is the formula, e.g. ``delta ~ language * task * mode +
+        (1 | architecture/model)``; ``spec.explain()`` says what each term is for.
+    """
+    within_l = _list(within, "within")
+    if not within_l:
+        raise ValueError("repeated_measures needs at least one within-system condition")
+    rec = load_named("repeated_measures")
+    fields = {"response": response, "within_product": " * ".join(within_l),
+              "subjects": subjects.strip()}
+    formula = rec["formula"].format(**fields)
+    terms = [(" * ".join(within_l),
+              "fixed effects of the conditions and all their interactions")]
+    terms += _subjects_terms(subjects)
+    return Specification(design=rec["name"], formula=formula,
+                         fields={"response": response, "within": within_l,
+                                 "subjects": subjects},
+                         terms=tuple(terms), notes=rec.get("notes", ""))
+
+
+def cross_classified(response: str, systems: str = "model", datasets: str = "dataset",
+                     nuisance: Sequence[str] | None = None,
+                     slopes: str = "uncorrelated") -> Specification:
+    """Systems crossed with datasets (a cross-classified mixed-effects model, CCMEM).
+
+    Writes, from ``formulas/cross_classified.toml``::
+
+        {response} ~ n1 + n2 + ... + (1 | systems) + (1 | datasets) + (1 | systems:datasets)
+                     [+ (0 + n1 + n2 + ... || systems:datasets)]
+
+    Parameters
+    ----------
+    response : str
+        The score column.
+    systems, datasets : str
+        Grouping factors of the systems and of the datasets.
+    nuisance : list of str, optional
+        Nuisance factors of the runs (seeds, learning rates, batch sizes, epochs): fixed
+        effects, so their influence is estimated and tested rather than averaged away.
+    slopes : {"uncorrelated", "none"}
+        ``"uncorrelated"`` adds random slopes of the nuisance factors by system × dataset
+        cell with independent variances (``||``; factors get one indicator per level), so
+        the effect of a seed or a learning rate may differ per cell; ``"none"`` keeps
+        random intercepts only. Ignored without nuisance factors.
+
+    Returns
+    -------
+    Specification
+        ``str(spec)`` is the formula; ``spec.explain()`` says what each term is for.
+    """
+    nuis = _list(nuisance, "nuisance")
+    if slopes not in ("uncorrelated", "none"):
+        raise ValueError(f"slopes must be 'uncorrelated' or 'none', got {slopes!r}")
+    rec = load_named("cross_classified")
+    fields = {"response": response, "systems": systems.strip(), "datasets": datasets.strip(),
+              "nuisance_sum": " + ".join(nuis) if nuis else "1",
+              "nuisance_indicators": " + ".join(nuis)}
+    use_slopes = slopes == "uncorrelated" and bool(nuis)
+    template = rec["formula_slopes"] if use_slopes else rec["formula"]
+    formula = template.format(**fields)
+    s, d = fields["systems"], fields["datasets"]
+    terms = []
+    if nuis:
+        terms.append((" + ".join(nuis), "fixed effects of the nuisance factors of the runs"))
+    terms += [(f"(1 | {s})", f"random intercept: each {s}'s overall level"),
+              (f"(1 | {d})", f"random intercept: each {d}'s difficulty"),
+              (f"(1 | {s}:{d})", f"random intercept: how much a {s}'s level depends on the "
+                                 f"{d} ({s} × {d} interaction)")]
+    if use_slopes:
+        terms.append((f"(0 + {fields['nuisance_indicators']} || {s}:{d})",
+                      f"uncorrelated random slopes: the nuisance effects vary by {s} × {d} "
+                      "cell"))
+    return Specification(design=rec["name"], formula=formula,
+                         fields={"response": response, "systems": systems,
+                                 "datasets": datasets, "nuisance": nuis, "slopes": slopes},
+                         terms=tuple(terms), notes=rec.get("notes", ""))
+
+
+_BUILDERS = {"repeated_measures": repeated_measures, "cross_classified": cross_classified}
+_LIST_FIELDS = {"within", "nuisance"}
+
+
+def from_name(name: str, **fields) -> Specification:
+    """Build a named specification (a file in :func:`formula_dirs`) from its fields.
+
+    ``repeated_measures`` and ``cross_classified`` go through their builders (keyword
+    arguments as theirs); any other TOML file's ``formula`` template is filled with
+    ``fields`` as given (lists are joined with ``" + "``).
+    """
+    if name in _BUILDERS:
+        return _BUILDERS[name](**fields)
+    rec = load_named(name)
+    filled = {k: " + ".join(v) if isinstance(v, list | tuple) else v for k, v in fields.items()}
+    try:
+        formula = rec["formula"].format(**filled)
+    except KeyError as exc:
+        raise ValueError(f"specification {name!r} needs field {exc.args[0]!r}") from None
+    return Specification(design=rec.get("name", name), formula=formula, fields=fields,
+                         notes=rec.get("notes", ""))
+
+
+def resolve_formula(text: str) -> str:
+    """A formula as given, or the formula of a named specification written as text.
+
+    A text containing ``~`` is returned unchanged. Otherwise it names a specification with
+    its fields, ``NAME:key=value;key=value``, list values comma-separated; e.g.
+    ``repeated_measures:response=delta;within=language,task,mode;subjects=architecture``
+    (this is how the command line accepts named specifications wherever it takes a formula).
+    """
+    text = text.strip()
+    if "~" in text:
+        return text
+    name, _, rest = text.partition(":")
+    fields: dict = {}
+    for item in filter(None, (p.strip() for p in rest.split(";"))):
+        if "=" not in item:
+            raise ValueError(f"named specification fields are key=value, got {item!r}")
+        key, value = (s.strip() for s in item.split("=", 1))
+        fields[key] = [v.strip() for v in value.split(",") if v.strip()] \
+            if key in _LIST_FIELDS else value
+    return from_name(name.strip(), **fields).formula
