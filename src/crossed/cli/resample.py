@@ -28,8 +28,15 @@ def _load(args: argparse.Namespace):
         if src not in list_datasets():
             raise FileNotFoundError(f"no file {src!r}, and it is not a bundled dataset")
         data = load_dataset(src)
-    return read_table(data, fmt=args.format, metric=args.metric, score=args.score,
-                      system=args.system, task=args.task, seed=args.seed_col, boot=args.boot)
+    st = read_table(data, fmt=args.format, metric=args.metric, score=args.score,
+                    system=args.system, task=args.task, seed=args.seed_col, boot=args.boot)
+    if getattr(args, "n_boot", None) and st.kind == "summary":
+        import dataclasses
+
+        import numpy as np
+
+        st = dataclasses.replace(st, n_boot=np.full(st.shape, float(args.n_boot)))
+    return st
 
 
 def _print(title: str, df: pd.DataFrame, digits: int) -> None:
@@ -60,6 +67,8 @@ def _add_table_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--digits", type=int, default=3, help="digits printed (default 3)")
     p.add_argument("--output-dir", default=None, help="also write each table as CSV here")
+    p.add_argument("--n-boot", type=int, default=None,
+                   help="bootstrap replicates behind a summary table's boot SDs (for their SEs)")
     p.add_argument("--progress", action="store_true", help="show progress bars")
 
 

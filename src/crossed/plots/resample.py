@@ -49,9 +49,12 @@ def plot_tau_by_size(result, ax=None, show_weighted: bool = True, level: float |
     if lv is not None:
         ax.axhline(lv, color="grey", lw=0.8, ls=":")
     ax.set_xscale("log")
+    all_sizes = np.asarray(sorted(subs["size"].unique()), float)
+    ax.set_xticks(all_sizes, [f"{v:g}" for v in all_sizes])
+    ax.minorticks_off()
     ax.set_xlabel(f"evaluation-set size ({result.unit})")
     ax.set_ylabel("Kendall τ with the full-set ranking")
-    ax.legend(fontsize="small")
+    ax.legend(fontsize="small", loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
     return ax
 
 
@@ -75,7 +78,8 @@ def plot_rank_distribution(ranks: pd.DataFrame, aggregate: str = "mean", tasks: 
         left += m[col].to_numpy()
     ax.invert_yaxis()
     ax.set_xlabel("share of resamples")
-    ax.legend(title="rank", fontsize="small", ncol=min(6, m.shape[1]), loc="lower right")
+    ax.legend(title="rank", fontsize="small", ncol=min(10, m.shape[1]), loc="lower center",
+              bbox_to_anchor=(0.5, 1.0), frameon=False)
     return ax
 
 
