@@ -554,8 +554,12 @@ def run_one(case: Case, peer: str, repeat: int, budget: float, timeout: float,
 
     start = time.perf_counter()
     with open(log_path, "w") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
-                                   cwd=REPO, start_new_session=True)
+        try:
+            process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                                       cwd=REPO, start_new_session=True)
+        except OSError as error:
+            return {"status": "error", "message": f"cannot start {command[0]}: {error}",
+                    "wall_s": 0.0, "peak_rss_mb": 0.0}
         status, usage, timed_out = None, None, False
         while True:
             pid, status, usage = os.wait4(process.pid, os.WNOHANG)
@@ -799,7 +803,7 @@ def make_header(argv: list[str], results: dict[str, dict[str, dict]]) -> str:
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     return "\n".join([
         f"Measured {now} on {os.cpu_count()} cores ({cpu_model()}), crossed at commit"
-        f" {git_commit()}; {', '.join(versions)}.",
+        f" {git_commit()}" + (f"; {', '.join(versions)}." if versions else "."),
         "",
         "Command: `" + " ".join(["python", "benchmarks/run.py", *argv]) + "`",
     ])
@@ -865,6 +869,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"[{case.name} / {peer}] {record['status']}: {cell(record, True)}{criterion}"
                       + (f" — {record['message']}" if record.get("message") else ""),
                       file=sys.stderr, flush=True)
+                if args.out:  # keep a partial report in case the run is cut short
+                    done = [c for c in cases if c.name in results]
+                    args.out.write_text(render(results, done, peers, make_header(argv, results))
+                                        + "\n(partial: the run is still going)\n")
 
     report = render(results, cases, peers, make_header(argv, results))
     print(report)
