@@ -3,7 +3,7 @@
 Usage::
 
     .venv/bin/python benchmarks/run.py [--cases a,b] [--peers crossed,lme4,...]
-        [--repeat N] [--budget S] [--timeout S] [--all] [--out results.md]
+        [--repeat N] [--budget S] [--timeout S] [--all] [--out results.md] [--json raw.json]
 
 Every (case, peer) pair runs in its own subprocess, so that its peak resident memory can be
 read from the kernel (``os.wait4``) and a crash or a timeout of one peer does not stop the
@@ -320,7 +320,7 @@ def prepare_crossed(case: Case, check_conv: bool):
 
 
 def with_reference_levels(data, reference: dict[str, str]):
-    """Make the reference levels first, as ordered pandas Categoricals.
+    """Put each reference level first, as the first category of a pandas Categorical.
 
     Parameters
     ----------
@@ -826,6 +826,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--all", action="store_true",
                         help="also run statsmodels where it did not finish in the issue")
     parser.add_argument("--out", type=Path, help="also write the markdown report here")
+    parser.add_argument("--json", type=Path,
+                        help="also write every (case, peer) record (all times) as JSON here")
     parser.add_argument("--worker", choices=[p for p in ALL_PEERS if p != "lme4"],
                         help=argparse.SUPPRESS)
     parser.add_argument("--result", type=Path, help=argparse.SUPPRESS)
@@ -878,6 +880,8 @@ def main(argv: list[str] | None = None) -> int:
     print(report)
     if args.out:
         args.out.write_text(report)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
     return 0
 
 
