@@ -11,10 +11,26 @@ from crossed.evaluation.headroom import headroom
 from crossed.fit import LmerFit
 from crossed.formula import FormulaError, ModelSpec, parse
 from crossed.inference.lrt import compare
+from crossed.simulate import (
+    ablation,
+    bootstrap,
+    emm_contrast,
+    extend,
+    power_curve,
+    power_sim,
+    specify,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "ablation",
+    "bootstrap",
+    "emm_contrast",
+    "extend",
+    "power_curve",
+    "power_sim",
+    "specify",
     "ConvergenceWarning",
     "DataError",
     "FormulaError",

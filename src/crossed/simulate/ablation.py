@@ -1,0 +1,255 @@
+"""Missing-data robustness: remove random parts of the data, refit, test again.
+
+For each fraction and repetition a random subset of rows (or of whole cells/groups) is
+removed, the mixed model is refitted on the rest (stored design, no formula parsing) and
+the test is applied; optionally the repeated-measures ANOVA is run on the same subset,
+where it must drop every subject that lost a cell. The detection rate (p < alpha) per
+fraction gets a Clopper–Pearson interval; failed fits and non-estimable tests are counted
+separately and excluded from the rate.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from crossed.design.frame import DataError
+from crossed.simulate.execution import run_tasks, seed_sequence
+from crossed.simulate.fastrefit import Refitter
+from crossed.simulate.intervals import clopper_pearson
+from crossed.simulate.rmanova import PreparedRMAnova, RMAnova
+from crossed.simulate.simtests import RESULT_KEYS, bind_test, label_of
+
+if TYPE_CHECKING:
+    from crossed.fit import LmerFit
+
+DEFAULT_FRACTIONS = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5)
+COLUMNS = ["fraction", "rep", "method", "n_removed", "nobs", "status", *RESULT_KEYS,
+           "detected", "n_subjects", "message"]
+
+
+@dataclass
+class _AblationJob:
+    fit: LmerFit
+    test: Any
+    refitter: Refitter
+    groups: np.ndarray | None  # group code per row (unit removal), None: rows
+    n_groups: int
+    alpha: float
+    rm: PreparedRMAnova | None
+
+
+def _removed_rows(job: _AblationJob, fraction: float, rng: np.random.Generator) -> tuple:
+    n = job.fit.nobs
+    if job.groups is None:
+        k = int(round(fraction * n))
+        drop = rng.choice(n, size=k, replace=False)
+        keep = np.ones(n, dtype=bool)
+        keep[drop] = False
+        return keep, k
+    k = int(round(fraction * job.n_groups))
+    drop = rng.choice(job.n_groups, size=k, replace=False)
+    keep = ~np.isin(job.groups, drop)
+    return keep, k
+
+
+def _one_ablation(job: _AblationJob, item: tuple) -> list[dict]:
+    fraction, rep, ss = item
+    rng = np.random.default_rng(ss)
+    keep, k = _removed_rows(job, fraction, rng)
+    base = {"fraction": fraction, "rep": rep, "n_removed": k, "nobs": int(keep.sum())}
+    msg = ""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            refit = job.refitter.refit(rows=keep)
+            res = job.test(refit, keep)
+        except (DataError, ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
+            res = {"status": "failed", **dict.fromkeys(RESULT_KEYS, np.nan)}
+            msg = f"{type(exc).__name__}: {exc}"
+    p = res.get("p_value", np.nan)
+    rows = [{**base, "method": "lmm", **{c: res.get(c, np.nan) for c in ("status",
+                                                                          *RESULT_KEYS)},
+             "detected": bool(np.isfinite(p) and p < job.alpha), "n_subjects": np.nan,
+             "message": msg}]
+    if job.rm is not None:
+        r = job.rm(keep)
+        p = r["p_value"]
+        rows.append({**base, "method": "rm_anova", "status": r["status"], "estimate": np.nan,
+                     "std_error": np.nan, "df": r["den_df"], "statistic": r["statistic"],
+                     "p_value": p, "detected": bool(np.isfinite(p) and p < job.alpha),
+                     "n_subjects": r["n_subjects"],
+                     "message": "" if r["status"] == "ok" else
+                     f"{r['n_subjects']} complete subject(s) left"})
+    return rows
+
+
+@dataclass
+class AblationResult:
+    """Result of :func:`ablation`.
+
+    Attributes
+    ----------
+    test : str
+        Label of the mixed-model test.
+    alpha, level : float
+        Significance level; confidence level of the Clopper–Pearson intervals.
+    unit : str
+        ``"rows"`` or the columns whose combinations were removed.
+    full : pandas.DataFrame
+        The tests on the complete data (fraction 0), same columns as ``replicates``.
+    replicates : pandas.DataFrame
+        Long form, one row per (fraction, rep, method): ``fraction``, ``rep``, ``method``
+        (``"lmm"`` or ``"rm_anova"``), ``n_removed`` (rows or groups), ``nobs`` (rows
+        left), ``status`` ("ok", "failed", "non_estimable"), ``estimate``, ``std_error``,
+        ``df`` (Satterthwaite df; RM-ANOVA: denominator df), ``statistic`` (t; RM-ANOVA:
+        F), ``p_value``, ``detected`` (p < alpha), ``n_subjects`` (complete subjects of
+        the RM-ANOVA), ``message``.
+    """
+
+    test: str
+    alpha: float
+    level: float
+    unit: str
+    full: pd.DataFrame
+    replicates: pd.DataFrame
+
+    def summary(self) -> pd.DataFrame:
+        """Detection rate per method and fraction.
+
+        Returns
+        -------
+        pandas.DataFrame
+            ``method``, ``fraction``, ``reps``, ``n_ok``, ``n_failed``,
+            ``n_non_estimable``, ``detections``, ``rate`` (detections / n_ok),
+            ``conf_low``, ``conf_high`` (Clopper–Pearson, ``attrs["conf_level"]``),
+            ``mean_nobs`` (rows left), ``mean_subjects`` (RM-ANOVA: complete subjects
+            used, failed analyses counted with their 0 or 1 subject).
+        """
+        rows = []
+        for (method, fraction), g in self.replicates.groupby(["method", "fraction"],
+                                                            sort=False):
+            ok = g["status"] == "ok"
+            n_ok = int(ok.sum())
+            det = int((g["detected"] & ok).sum())
+            lo, hi = clopper_pearson(det, n_ok, self.level)
+            rows.append({"method": method, "fraction": fraction, "reps": len(g), "n_ok": n_ok,
+                         "n_failed": int((g["status"] == "failed").sum()),
+                         "n_non_estimable": int((g["status"] == "non_estimable").sum()),
+                         "detections": det, "rate": det / n_ok if n_ok else np.nan,
+                         "conf_low": float(lo), "conf_high": float(hi),
+                         "mean_nobs": float(g["nobs"].mean()),
+                         "mean_subjects": float(g["n_subjects"].mean())})
+        out = pd.DataFrame(rows).sort_values(["method", "fraction"], ignore_index=True)
+        out.attrs.update(conf_level=self.level, alpha=self.alpha, test=self.test)
+        return out
+
+    def plot(self, axes=None):
+        """Detection rate and usable analyses against the fraction removed (matplotlib)."""
+        from crossed.plots.simulate import plot_ablation
+
+        return plot_ablation(self, axes=axes)
+
+    def __repr__(self) -> str:
+        return (f"<AblationResult: {self.test}, unit={self.unit}, alpha={self.alpha:g}>\n"
+                + self.summary().to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+
+
+def ablation(data: pd.DataFrame, formula: str, test: Any, fractions=DEFAULT_FRACTIONS,
+             reps: int = 100, seed: Any = None, unit: str | list[str] | None = None,
+             alpha: float = 0.05, rm_anova: RMAnova | dict | None = None,
+             reml: bool = True, reference: dict[str, str] | None = None,
+             level: float = 0.95, check_conv: bool = False, n_jobs: int | None = 1,
+             backend: str = "joblib", scheduler: Any = None,
+             progress: bool | None = None) -> AblationResult:
+    """Missing-data robustness of a test: remove data at random, refit, test.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame
+    formula : str
+        lme4 formula of the mixed model (fitted once on the full data; refits reuse its
+        design).
+    test : test factory, str or callable
+        E.g. ``crossed.simulate.emm_contrast("language")`` (EMM contrast, Satterthwaite
+        df), ``crossed.simulate.fixed(...)``, ``crossed.simulate.lrt(...)``.
+    fractions : sequence of float
+        Fractions of rows (or of groups) removed; default 0.05, 0.10, ..., 0.50.
+    reps : int
+        Random removals per fraction.
+    seed : int or numpy.random.Generator
+        Identical seeds give identical removals and results for any ``n_jobs``/backend.
+    unit : str or list of str, optional
+        Remove whole groups (combinations of these columns, e.g. ``["model", "task"]``)
+        instead of single rows; the fraction is then of groups.
+    alpha : float
+        Significance level of a detection.
+    rm_anova : RMAnova or dict, optional
+        Also run the repeated-measures ANOVA on every subset, e.g.
+        ``{"subject": "model", "within": ["language", "task", "mode"],
+        "effect": "language"}`` (response: the formula's); it keeps complete subjects only.
+    reml, reference
+        As :func:`crossed.lmer`.
+    level : float
+        Confidence level of the Clopper–Pearson intervals.
+    check_conv : bool
+        lme4's convergence derivative check on each refit (estimates unchanged).
+    n_jobs, backend, scheduler, progress
+        Execution (:func:`crossed.simulate.execution.run_tasks`).
+
+    Returns
+    -------
+    AblationResult
+        ``summary()`` (rate per fraction with intervals), ``replicates``, ``full``,
+        ``plot()``.
+    """
+    from crossed.api import lmer
+
+    unit_l = [unit] if isinstance(unit, str) else (list(unit) if unit is not None else None)
+    rm = None
+    if rm_anova is not None:
+        rm = rm_anova if isinstance(rm_anova, RMAnova) else None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = lmer(formula, data, reml=reml, reference=reference)
+    if rm_anova is not None and rm is None:
+        rm = RMAnova(response=fit.design.spec.response, **rm_anova)
+    extra = list(unit_l or []) + ([rm.subject, *rm.within] if rm else [])
+    needed = list(dict.fromkeys([*fit.design.columns, *extra]))
+    missing = [c for c in needed if c not in data.columns]
+    if missing:
+        raise ValueError(f"columns {missing} are not in the data")
+    complete = data[needed].notna().all(axis=1).to_numpy()
+    if not complete.all() or fit.n_dropped:
+        data = data.loc[complete]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fit = lmer(formula, data, reml=reml, reference=reference)
+    data = data.reset_index(drop=True)
+    groups, n_groups = None, 0
+    if unit_l is not None:
+        codes = data[unit_l].astype(str).agg(":".join, axis=1)
+        cat = pd.Categorical(codes)
+        groups, n_groups = np.asarray(cat.codes, dtype=np.int64), len(cat.categories)
+    bound = bind_test(test, fit)
+    job = _AblationJob(fit=fit, test=bound, refitter=Refitter(fit, check_conv=check_conv),
+                       groups=groups, n_groups=n_groups, alpha=alpha,
+                       rm=rm.prepare(data) if rm is not None else None)
+    fractions = [float(f) for f in fractions]
+    if any(not 0 <= f < 1 for f in fractions):
+        raise ValueError("fractions must be in [0, 1)")
+    children = seed_sequence(seed).spawn(len(fractions))
+    items = [(f, r, ss) for f, child in zip(fractions, children, strict=True)
+             for r, ss in enumerate(child.spawn(reps))]
+    res = run_tasks(_one_ablation, job, items, n_jobs=n_jobs, backend=backend,
+                    scheduler=scheduler, progress=progress, desc="ablation")
+    reps_df = pd.DataFrame([row for rows in res for row in rows], columns=COLUMNS)
+    full_rows = _one_ablation(job, (0.0, 0, np.random.SeedSequence(0)))
+    return AblationResult(test=label_of(bound), alpha=alpha, level=level,
+                          unit="rows" if unit_l is None else ":".join(unit_l),
+                          full=pd.DataFrame(full_rows, columns=COLUMNS),
+                          replicates=reps_df)

@@ -1,0 +1,227 @@
+"""Parametric bootstrap of any statistic of a fit (lme4's ``bootMer``)."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from crossed.simulate.execution import run_tasks, seed_sequence
+from crossed.simulate.fastrefit import Refitter
+from crossed.simulate.intervals import boot_interval
+from crossed.simulate.response import simulate_responses
+from crossed.simulate.simtests import ContrastTest
+
+if TYPE_CHECKING:
+    from crossed.fit import LmerFit
+
+CI_TYPES = ("percentile", "basic", "normal")
+
+
+def _sdcor(fit: LmerFit) -> pd.Series:
+    vc = fit.varcorr()
+    names = []
+    for g, t1, t2 in zip(vc["group"], vc["term1"], vc["term2"], strict=True):
+        if g == "Residual":
+            names.append("sigma")
+        elif t2 is None:
+            names.append(f"sd_{t1}|{g}")
+        else:
+            names.append(f"cor_{t1}.{t2}|{g}")
+    return pd.Series(vc["sd_or_cor"].to_numpy(), index=names)
+
+
+def _fixef(fit: LmerFit) -> pd.Series:
+    return fit.fixef
+
+
+def _theta(fit: LmerFit) -> pd.Series:
+    return pd.Series(fit.theta, index=list(fit.theta_names))
+
+
+def _sigma(fit: LmerFit) -> pd.Series:
+    return pd.Series([fit.sigma], index=["sigma"])
+
+
+STATS: dict[str, Callable[[Any], pd.Series]] = {
+    "fixef": _fixef, "theta": _theta, "sdcor": _sdcor, "sigma": _sigma,
+}
+
+
+def _as_series(value: Any) -> pd.Series:
+    if isinstance(value, pd.Series):
+        return value.astype(float)
+    if isinstance(value, dict):
+        return pd.Series(value, dtype=float)
+    arr = np.atleast_1d(np.asarray(value, dtype=float))
+    return pd.Series(arr, index=[f"t{i + 1}" for i in range(len(arr))])
+
+
+def _stat_function(stat: Any, fit: LmerFit) -> Callable[[LmerFit], pd.Series]:
+    if isinstance(stat, str):
+        if stat not in STATS:
+            raise ValueError(f"unknown stat {stat!r}; use one of {', '.join(STATS)} "
+                             "or a function of a fit")
+        return STATS[stat]
+    if callable(stat) and hasattr(stat, "label"):  # an emm_contrast / fixed test factory
+        bound = stat(fit)
+        if not isinstance(bound, ContrastTest):
+            raise ValueError("only contrast tests (fixed, emm_contrast) give a statistic")
+        return _ContrastStat(bound)
+    if callable(stat):
+        return stat
+    raise TypeError(f"stat must be a name ({', '.join(STATS)}) or a callable, not {stat!r}")
+
+
+@dataclass
+class _ContrastStat:
+    test: ContrastTest
+
+    def __call__(self, fit: LmerFit) -> pd.Series:
+        return pd.Series([self.test(fit)["estimate"]], index=[self.test.name])
+
+
+@dataclass
+class _BootJob:
+    fit: LmerFit
+    stat: Callable
+    refitter: Refitter
+    use_ranef: bool
+
+
+def _one_replicate(job: _BootJob, item: tuple) -> tuple[int, pd.Series | None, str]:
+    i, ss = item
+    rng = np.random.default_rng(ss)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            y = simulate_responses(job.fit, 1, rng, use_ranef=job.use_ranef)[:, 0]
+            value = _as_series(job.stat(job.refitter.refit(y=y)))
+            return i, value, ""
+        except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
+            return i, None, f"{type(exc).__name__}: {exc}"
+
+
+@dataclass
+class BootResult:
+    """Result of :func:`bootstrap`.
+
+    Attributes
+    ----------
+    t0 : pandas.Series
+        The statistic on the original fit.
+    replicates : pandas.DataFrame
+        Wide: one row per bootstrap replicate (``replicate`` column, then one column per
+        component of the statistic); NaN for failed refits.
+    failures : pandas.DataFrame
+        ``replicate``, ``message`` of refits that failed.
+    ci : str
+        Interval type of ``intervals()``'s default.
+    level : float
+    """
+
+    t0: pd.Series
+    replicates: pd.DataFrame
+    failures: pd.DataFrame
+    ci: str
+    level: float
+
+    def intervals(self, ci: str | None = None, level: float | None = None) -> pd.DataFrame:
+        """Bootstrap summary and intervals, one row per component.
+
+        Returns
+        -------
+        pandas.DataFrame
+            ``term``, ``estimate`` (on the original fit), ``bias`` (mean of replicates
+            minus estimate), ``std_error`` (SD of the replicates), ``n_boot`` (finite
+            replicates), ``conf_low``, ``conf_high`` (``attrs``: ``ci``, ``conf_level``).
+            Percentile/basic/normal as ``boot.ci`` (boot 1.3-28) computes them.
+        """
+        ci = ci or self.ci
+        level = level or self.level
+        rows = []
+        for term, t0 in self.t0.items():
+            t = self.replicates[term].to_numpy(dtype=float)
+            ok = t[np.isfinite(t)]
+            lo, hi = boot_interval(float(t0), ok, ci, level)
+            rows.append({"term": term, "estimate": float(t0),
+                         "bias": float(np.mean(ok) - t0) if len(ok) else np.nan,
+                         "std_error": float(np.std(ok, ddof=1)) if len(ok) > 1 else np.nan,
+                         "n_boot": len(ok), "conf_low": lo, "conf_high": hi})
+        out = pd.DataFrame(rows)
+        out.attrs.update(ci=ci, conf_level=level)
+        return out
+
+    def plot(self, terms: list[str] | None = None):
+        """Histograms of the replicates with the estimate and the interval (matplotlib)."""
+        from crossed.plots.simulate import plot_bootstrap
+
+        return plot_bootstrap(self, terms=terms)
+
+    def __repr__(self) -> str:
+        return (f"<BootResult: {len(self.replicates)} replicates, {len(self.failures)} failed;"
+                f" {self.ci} intervals at {self.level:.0%}>\n"
+                + self.intervals().to_string(index=False))
+
+
+def bootstrap(fit: LmerFit, stat: str | Callable = "fixef", nsim: int = 1000,
+              seed: Any = None, ci: str = "percentile", level: float = 0.95,
+              use_ranef: bool = False, check_conv: bool = False, n_jobs: int | None = 1,
+              backend: str = "joblib", scheduler: Any = None,
+              progress: bool | None = None) -> BootResult:
+    """Parametric bootstrap (lme4's ``bootMer``): simulate, refit, recompute ``stat``.
+
+    Parameters
+    ----------
+    fit : LmerFit
+    stat : str or callable
+        ``"fixef"``, ``"theta"``, ``"sdcor"`` (random-effect SDs/correlations and sigma,
+        named ``sd_<term>|<group>``, ``cor_<a>.<b>|<group>``, ``sigma``), ``"sigma"``, a
+        test factory giving a contrast (``crossed.simulate.emm_contrast("language")``,
+        ``crossed.simulate.fixed("x")``), or any function of a fit returning a number,
+        array, dict or Series.
+    nsim : int
+        Bootstrap replicates.
+    seed : int or numpy.random.Generator
+        Identical seeds give identical replicates for any ``n_jobs`` and backend.
+    ci : {"percentile", "basic", "normal"}
+        Default interval of ``intervals()``.
+    level : float
+        Confidence level.
+    use_ranef : bool
+        False (bootMer's default ``use.u = FALSE``): new random effects per replicate;
+        True: conditional on the estimated ones.
+    check_conv : bool
+        lme4's convergence derivative check on each refit (does not change estimates).
+    n_jobs, backend, scheduler, progress
+        Execution (:func:`crossed.simulate.execution.run_tasks`).
+
+    Returns
+    -------
+    BootResult
+        ``replicates``, ``intervals(ci, level)``, ``plot()``.
+    """
+    if ci not in CI_TYPES:
+        raise ValueError(f"unknown ci {ci!r}; use one of {', '.join(CI_TYPES)}")
+    func = _stat_function(stat, fit)
+    t0 = _as_series(func(fit))
+    job = _BootJob(fit=fit, stat=func, refitter=Refitter(fit, check_conv=check_conv),
+                   use_ranef=use_ranef)
+    items = list(enumerate(seed_sequence(seed).spawn(nsim)))
+    res = run_tasks(_one_replicate, job, items, n_jobs=n_jobs, backend=backend,
+                    scheduler=scheduler, progress=progress, desc="bootstrap")
+    values = np.full((nsim, len(t0)), np.nan)
+    fails = []
+    for i, val, msg in res:
+        if val is None:
+            fails.append({"replicate": i, "message": msg})
+        else:
+            values[i] = val.reindex(t0.index).to_numpy(dtype=float)
+    reps = pd.DataFrame(values, columns=list(t0.index))
+    reps.insert(0, "replicate", np.arange(nsim))
+    failures = pd.DataFrame(fails, columns=["replicate", "message"])
+    return BootResult(t0=t0, replicates=reps, failures=failures, ci=ci, level=level)

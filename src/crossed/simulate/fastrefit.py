@@ -1,0 +1,169 @@
+"""Refits for simulation loops: same numbers as ``LmerFit.refit``, less set-up per refit.
+
+``LmerFit.refit`` rebuilds the penalised least squares (PLS) cross-products from scratch.
+When only the response changes (parametric bootstrap, power analysis) most of them do not
+depend on y: the sparse indicator matrices, ZᵀZ blocks and Z₁ᵀZ_rest. :class:`Refitter`
+computes those once and, for each new response, only the products with y (same
+expressions, same order, so the factorisations are bit-for-bit those of a plain refit).
+Row subsets (missing-data ablation) change everything, so they build a fresh PLS, but skip
+copying the private data frame that reference grids need.
+
+``check_conv=False`` skips lme4's post-fit gradient/Hessian check (2k² extra criterion
+evaluations for k variance parameters). Estimates are unchanged; only ``converged`` and the
+convergence messages are not computed.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+import scipy.sparse as sp
+
+from crossed._threads import single_blas_thread
+from crossed.engines.native.engine import finish_fit
+from crossed.engines.native.optimize import LmerControl, bobyqa
+from crossed.engines.native.pls import PLS, _sparse_z, profiled_deviance
+
+if TYPE_CHECKING:
+    from crossed.design import Design
+    from crossed.fit import LmerFit
+
+
+class Refitter:
+    """Repeated refits of one fitted model (native engine).
+
+    Parameters
+    ----------
+    fit : LmerFit
+        The model whose design is reused.
+    check_conv : bool, optional
+        Run lme4's convergence derivative check after each refit (default: as the fit's
+        own control). Skipping it does not change any estimate.
+    keep_frame : bool
+        Keep the private data frame on row-subset refits (needed for EMMs computed from
+        scratch on the refit, e.g. ``refit.emmeans(...)``); off by default for speed.
+
+    Notes
+    -----
+    Validated by ``tests/simulate/test_fastrefit.py``: theta, beta, sigma, deviance and
+    vcov are identical (``assert_array_equal``) to those of ``fit.refit``.
+    """
+
+    def __init__(self, fit: LmerFit, check_conv: bool | None = None, keep_frame: bool = False):
+        if fit.engine != "native":
+            raise ValueError(f"Refitter supports the native engine, not {fit.engine!r}")
+        self.fit = fit
+        base = fit.opt.control if fit.opt is not None else LmerControl()
+        if check_conv is not None:
+            base = replace(base, check_conv=check_conv)
+        self.control = base
+        self.keep_frame = keep_frame
+        self._parts: dict | None = None
+
+    # ------------------------------------------------------------------ public
+    def refit(self, y: np.ndarray | None = None, rows: np.ndarray | None = None,
+              reml: bool | None = None) -> LmerFit:
+        """As :meth:`crossed.LmerFit.refit` (new response and/or subset of rows)."""
+        fit = self.fit
+        reml = fit.reml if reml is None else reml
+        if rows is None:
+            design = fit.design if y is None else fit.design.with_response(y)
+            with single_blas_thread():
+                pls = self._pls_with_response(design.y)
+                return self._optimise(design, pls, reml)
+        design = fit.design if self.keep_frame else replace(fit.design, frame=None)
+        design = design.subset(rows)
+        if y is not None:
+            design = design.with_response(y)
+        return fit_design(design, reml, self.control, fit.data_name)
+
+    # ------------------------------------------------------------------ internals
+    def _optimise(self, design: Design, pls: PLS, reml: bool) -> LmerFit:
+        return _optimise(design, pls, reml, self.control, self.fit.data_name)
+
+    def _y_independent(self) -> dict:
+        """Cross-products that do not involve y, built once (the expressions of PLS)."""
+        if self._parts is None:
+            blocks = self.fit.design.random.blocks
+            Z1 = _sparse_z(blocks[0])
+            rest = blocks[1:]
+            Zr = sp.hstack([_sparse_z(b) for b in rest], format="csr") if rest else None
+            Z1t = Z1.T.tocsr()
+            self._parts = {
+                "Zr": Zr,
+                "Z1t": Z1t,
+                "Z1tZr": (Z1t @ Zr).tocsr() if Zr is not None else None,
+                "template": PLS.__new__(PLS),
+            }
+            base = self.fit.pls
+            tpl = self._parts["template"]
+            for name in ("blocks", "n", "p", "q1", "l1", "rest_sizes", "r_rand", "r", "X",
+                         "A11", "_rest_scalar"):
+                setattr(tpl, name, getattr(base, name))
+            self._parts["ZrtZr"] = base.Arr[: base.r_rand, : base.r_rand].copy()
+        return self._parts
+
+    def _pls_with_response(self, y: np.ndarray) -> PLS:
+        """A PLS for the fit's design with response ``y`` (same arrays as ``PLS(...)``)."""
+        parts = self._y_independent()
+        pls = copy.copy(parts["template"])
+        X = pls.X
+        pls.y = y
+        rr, r = pls.r_rand, pls.r
+        dense = np.column_stack([X, y])
+        Zr, Z1t = parts["Zr"], parts["Z1t"]
+        Arr = np.empty((r, r))
+        if Zr is not None:
+            Arr[:rr, :rr] = parts["ZrtZr"]
+            ZtD = np.asarray(Zr.T @ dense)
+            Arr[:rr, rr:] = ZtD
+            Arr[rr:, :rr] = ZtD.T
+        Arr[rr:, rr:] = dense.T @ dense
+        pls.Arr = Arr
+        A1r_parts = []
+        if Zr is not None:
+            A1r_parts.append(parts["Z1tZr"])
+        A1r_parts.append(sp.csr_matrix(np.asarray(Z1t @ dense)))
+        A1r = sp.hstack(A1r_parts, format="csr")
+        A1r.sum_duplicates()
+        A1r.sort_indices()
+        pls.A1r = A1r
+        # the same dense/sparse decision as PLS.__init__
+        lev_nnz = np.diff(A1r.indptr[:: pls.q1]).astype(np.float64)
+        sparse_cost = float(np.sum(lev_nnz * lev_nnz)) / 2.0
+        dense_cost = pls.l1 * pls.q1 * r * r / 50.0
+        pls.A1r_dense = None
+        if dense_cost < sparse_cost and pls.l1 * pls.q1 * r <= 20_000_000:
+            pls.A1r_dense = A1r.toarray().reshape(pls.l1, pls.q1, r)
+        else:
+            pls._build_w(A1r)
+        return pls
+
+
+def _optimise(design: Design, pls: PLS, reml: bool, control: LmerControl,
+              data_name: str) -> LmerFit:
+    """The native engine's optimisation (``fit_native``) on a prepared PLS."""
+    t0 = time.perf_counter()
+    n, p = design.X.shape
+
+    def crit(theta: np.ndarray) -> float:
+        return profiled_deviance(pls.factor(theta), n, p, reml)
+
+    opt = bobyqa(crit, design.random.theta_start(), design.random.theta_lower, control)
+    theta = opt.theta_final.copy()
+    f = pls.factor(theta)
+    dev = profiled_deviance(f, n, p, reml)
+    return finish_fit(design, pls, f, theta, dev, reml, "native", opt, control, t0, data_name,
+                      crit)
+
+
+def fit_design(design: Design, reml: bool, control: LmerControl,
+               data_name: str = "data") -> LmerFit:
+    """Fit a prepared design with the native engine and the given control."""
+    with single_blas_thread():
+        pls = PLS(design.random.blocks, design.X, design.y)
+        return _optimise(design, pls, reml, control, data_name)

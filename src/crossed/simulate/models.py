@@ -1,0 +1,212 @@
+"""Models to simulate from: user-specified parameters and extended designs (simr's
+``makeLmer`` and ``extend``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from crossed.design import build_design
+from crossed.formula import parse
+
+if TYPE_CHECKING:
+    from crossed.fit import LmerFit
+
+
+def _theta_from_varcorr(design, varcorr: Mapping[str, Any], sigma: float) -> np.ndarray:
+    theta = np.zeros(design.random.ntheta)
+    groups = [t.group for t in design.random.terms]
+    for term in design.random.terms:
+        k = len(term.columns)
+        key_col = f"{term.group}.{term.columns[0]}"
+        if k == 1 and key_col in varcorr:
+            value = varcorr[key_col]
+        elif term.group in varcorr and groups.count(term.group) == 1:
+            value = varcorr[term.group]
+        elif term.group in varcorr:
+            raise ValueError(f"group {term.group!r} has several terms; give each as "
+                             f"'{term.group}.<column>' (e.g. {key_col!r})")
+        else:
+            raise ValueError(f"no variance given for the random term of {term.group!r} "
+                             f"({', '.join(term.columns)}); keys: group names "
+                             f"{sorted(set(groups))}")
+        arr = np.atleast_2d(np.asarray(value, dtype=float))
+        if k == 1:
+            if arr.size != 1 or arr[0, 0] < 0:
+                raise ValueError(f"the SD of {term.group!r} must be one number >= 0")
+            T = arr / sigma  # an SD
+        else:
+            if arr.shape != (k, k):
+                raise ValueError(f"the covariance of {term.group!r} must be {k} x {k} "
+                                 f"({', '.join(term.columns)})")
+            T = np.linalg.cholesky(0.5 * (arr + arr.T)) / sigma
+        pos = term.theta_start
+        for c in range(k):
+            for r in range(c, k):
+                theta[pos] = T[r, c]
+                pos += 1
+    return theta
+
+
+def specify(formula: str, data: pd.DataFrame, fixef: Mapping[str, float],
+            varcorr: Mapping[str, Any], sigma: float, reml: bool = True,
+            reference: dict[str, str] | None = None) -> LmerFit:
+    """A model with parameters given by the user, to simulate from (simr's ``makeLmer``).
+
+    Parameters
+    ----------
+    formula : str
+        lme4 formula. The response column may be absent from ``data`` (it is filled with
+        zeros: only the design matters).
+    data : pandas.DataFrame
+        The design: one row per observation to simulate.
+    fixef : mapping
+        Coefficient name -> value, for every column of the fixed part (lme4's names, e.g.
+        ``{"(Intercept)": 70, "lr1e-5": -1.2, ...}``).
+    varcorr : mapping
+        Random-effect SDs by grouping factor (``{"dataset": 2.0, "model:dataset": 1.0}``);
+        a covariance matrix for a vector-valued term (``(1 + x | g)``); for ``||`` terms,
+        one SD per ``"group.column"`` key.
+    sigma : float
+        Residual SD.
+    reml : bool
+        Criterion of the refits.
+    reference : dict, optional
+        Reference levels, as :func:`crossed.lmer`.
+
+    Returns
+    -------
+    LmerFit
+        With the given β, θ (Λ = chol(Σ)/σ, lme4's parameterisation) and σ; ``deviance`` and
+        ``vcov`` are NaN. Use it with :func:`power_sim`, :func:`power_curve`,
+        :func:`extend` or ``simulate``.
+    """
+    from crossed.fit import LmerFit
+
+    if sigma <= 0:
+        raise ValueError("sigma must be positive")
+    spec = parse(formula, reference=reference)
+    frame = data.copy()
+    if spec.response not in frame.columns and spec.response.isidentifier():
+        frame[spec.response] = 0.0
+    design = build_design(spec, frame)
+    names = list(design.fixed.names)
+    missing = [n for n in names if n not in fixef]
+    extra = [n for n in fixef if n not in names]
+    if missing or extra:
+        raise ValueError(f"fixef must give every coefficient: missing {missing}, unknown "
+                         f"{extra}; the coefficients are {names}")
+    beta = np.array([float(fixef[n]) for n in names])
+    theta = _theta_from_varcorr(design, varcorr, sigma)
+    p = len(beta)
+    u = tuple(np.zeros((b.nlevels, b.q)) for b in design.random.blocks)
+    bounded = np.isfinite(design.random.theta_lower)
+    return LmerFit(design=design, reml=reml, engine="native", theta=theta, beta=beta,
+                   sigma=float(sigma), deviance=np.nan, vcov_beta=np.full((p, p), np.nan),
+                   u=u, opt=None, is_singular=bool(np.any(theta[bounded] < 1e-4)),
+                   converged=True, messages=("parameters specified by the user",),
+                   data_name="specified")
+
+
+def _plain_frame(fit: LmerFit) -> pd.DataFrame:
+    frame = fit.design.frame
+    if frame is None:
+        raise ValueError("the fit keeps no data columns; extend needs them")
+    return frame.copy()
+
+
+def extend(fit: LmerFit, along: str | None = None, within: str | list[str] | None = None,
+           n: int = 10) -> LmerFit:
+    """The same model on a larger design, keeping its parameters (simr's ``extend``).
+
+    Parameters
+    ----------
+    fit : LmerFit
+        Fitted (or :func:`specify`-d) model.
+    along : str, optional
+        A grouping column of the random part (``"dataset"``, ``"seed"`` when seeds are a
+        random factor): new levels are added, each a copy of the rows of an existing level
+        (cycling through them), labelled ``"<level>.<copy>"``, until there are ``n`` levels.
+        Columns of the fixed part cannot be extended (their new coefficients would be
+        unknown; use :func:`specify`).
+    within : str or list of str, optional
+        Instead, add rows within each combination of these columns (copies of its rows,
+        cycling) until each has ``n`` rows (simr's ``within``).
+    n : int
+        Target number of levels (``along``) or rows per combination (``within``).
+
+    Returns
+    -------
+    LmerFit
+        Parameters (β, θ, σ) of ``fit``; conditional modes of existing levels kept, new
+        levels 0. ``deviance`` and ``vcov`` still describe the original data.
+    """
+    if (along is None) == (within is None):
+        raise ValueError("give exactly one of along= or within=")
+    frame = _plain_frame(fit)
+    design = fit.design
+    if along is not None:
+        if along not in frame.columns:
+            raise ValueError(f"{along!r} is not a column of the model's data "
+                             f"({', '.join(frame.columns)})")
+        if along in _fixed_columns(fit):
+            raise ValueError(f"{along!r} is in the fixed part; extending it would need "
+                             "coefficients for new levels (use crossed.simulate.specify)")
+        col = frame[along]
+        if not isinstance(col.dtype, pd.CategoricalDtype):
+            raise ValueError(f"{along!r} is not a factor column")
+        levels = [lv for lv in col.cat.categories if (col == lv).any()]
+        m = len(levels)
+        if n <= m:
+            raise ValueError(f"{along!r} already has {m} levels; n must be larger")
+        parts = [frame]
+        new_levels = []
+        for j in range(m, n):
+            src = levels[j % m]
+            label = f"{src}.{j // m + 1}"
+            new_levels.append(label)
+            block = frame[col == src].copy()
+            block[along] = label
+            parts.append(block)
+        out = pd.concat(parts, ignore_index=True)
+        out[along] = pd.Categorical(out[along].astype(str),
+                                    categories=[str(v) for v in levels] + new_levels)
+    else:
+        within_l = [within] if isinstance(within, str) else list(within)
+        parts = []
+        for _, grp in frame.groupby(within_l, observed=True, sort=False):
+            reps = -(-n // len(grp))
+            parts.append(pd.concat([grp] * reps).iloc[:n])
+        out = pd.concat(parts, ignore_index=True)
+    for c in out.columns:  # keep category order (and reference levels) of the fit
+        if c in design.levels and c != along:
+            out[c] = pd.Categorical(out[c], categories=list(design.levels[c]))
+    new = build_design(design.spec, out)
+    if new.fixed.names != design.fixed.names:
+        raise ValueError("the extended design has other fixed-effect columns: "
+                         f"{new.fixed.names} vs {design.fixed.names}")
+    u = []
+    for blk_old, blk_new, u_old in zip(design.random.blocks, new.random.blocks, fit.u,
+                                       strict=True):
+        index = {lv: i for i, lv in enumerate(blk_old.levels)}
+        un = np.zeros((blk_new.nlevels, blk_new.q))
+        for i, lv in enumerate(blk_new.levels):
+            if lv in index:
+                un[i] = u_old[index[lv]]
+        u.append(un)
+    what = f"along {along} to {n} levels" if along else f"within {within} to {n} rows"
+    return replace(fit, design=new, u=tuple(u), _cache={},
+                   messages=fit.messages + (f"design extended {what}",))
+
+
+def _fixed_columns(fit: LmerFit) -> set[str]:
+    from crossed.design.frame import expression_variables
+
+    spec = fit.design.spec
+    if not spec.fixed:
+        return set()
+    return expression_variables(spec.fixed, set(fit.design.columns))

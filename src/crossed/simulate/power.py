@@ -1,0 +1,289 @@
+"""Power by simulation (simr's ``powerSim`` and ``powerCurve``).
+
+Each simulation draws a response from the model (new random effects, lme4's
+``simulate``), refits the same model to it (on all rows, or on the rows of a smaller
+design for a power curve), applies the test and records whether p < alpha. Power is the
+rate of significant results among the simulations whose fit and test succeeded, with a
+Clopper–Pearson interval; failed fits are counted separately.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from crossed.simulate.execution import run_tasks, seed_sequence
+from crossed.simulate.fastrefit import Refitter
+from crossed.simulate.intervals import clopper_pearson
+from crossed.simulate.response import simulate_responses
+from crossed.simulate.simtests import RESULT_KEYS, bind_test, label_of
+
+if TYPE_CHECKING:
+    from crossed.fit import LmerFit
+
+REPLICATE_COLUMNS = ["sim", "status", *RESULT_KEYS, "significant", "message"]
+
+
+@dataclass
+class _PowerJob:
+    """What every simulation task needs (shipped once per chunk)."""
+
+    fit: LmerFit
+    test: Any
+    refitter: Refitter
+    alpha: float
+    rows: dict  # break -> row positions (None: all rows)
+
+
+def _one_simulation(job: _PowerJob, item: tuple) -> dict:
+    key, sim, ss = item
+    rng = np.random.default_rng(ss)
+    rows = job.rows.get(key)
+    out = {"sim": sim, "key": key}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            y = simulate_responses(job.fit, 1, rng)[:, 0]
+            if rows is not None:
+                y = y[rows]
+            refit = job.refitter.refit(y=y, rows=rows)
+            res = job.test(refit, rows)
+            msg = ""
+        except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
+            res = {"status": "failed", **dict.fromkeys(RESULT_KEYS, np.nan)}
+            msg = f"{type(exc).__name__}: {exc}"
+    p = res.get("p_value", np.nan)
+    out.update({k: res.get(k, np.nan) for k in ("status", *RESULT_KEYS)})
+    out["significant"] = bool(np.isfinite(p) and p < job.alpha)
+    out["message"] = msg
+    return out
+
+
+def _summarise(reps: pd.DataFrame, level: float) -> dict:
+    ok = reps["status"] == "ok"
+    n_ok = int(ok.sum())
+    k = int((reps["significant"] & ok).sum())
+    lo, hi = clopper_pearson(k, n_ok, level)
+    return {"nsim": len(reps), "n_ok": n_ok, "n_failed": int((reps["status"] == "failed").sum()),
+            "n_non_estimable": int((reps["status"] == "non_estimable").sum()),
+            "successes": k, "power": k / n_ok if n_ok else np.nan,
+            "conf_low": float(lo), "conf_high": float(hi)}
+
+
+@dataclass
+class PowerResult:
+    """Result of :func:`power_sim`.
+
+    Attributes
+    ----------
+    test : str
+        Label of the test.
+    alpha : float
+        Significance level.
+    level : float
+        Confidence level of the Clopper–Pearson interval.
+    replicates : pandas.DataFrame
+        One row per simulation: ``sim``, ``status`` ("ok", "failed", "non_estimable"),
+        ``estimate``, ``std_error``, ``df``, ``statistic``, ``p_value``, ``significant``
+        (p < alpha), ``message`` (why a fit failed).
+    """
+
+    test: str
+    alpha: float
+    level: float
+    replicates: pd.DataFrame
+
+    def summary(self) -> pd.DataFrame:
+        """One row: ``test``, ``nsim``, ``n_ok``, ``n_failed``, ``n_non_estimable``,
+        ``successes``, ``power``, ``conf_low``, ``conf_high`` (Clopper–Pearson at
+        ``attrs["conf_level"]``), ``alpha``."""
+        out = pd.DataFrame([{"test": self.test, **_summarise(self.replicates, self.level),
+                             "alpha": self.alpha}])
+        out.attrs["conf_level"] = self.level
+        return out
+
+    @property
+    def power(self) -> float:
+        return float(self.summary()["power"].iloc[0])
+
+    def __str__(self) -> str:
+        s = self.summary().iloc[0]
+        fails = f", {s.n_failed} failed fits" if s.n_failed else ""
+        return (f"Power for {self.test} (alpha = {self.alpha:g}), "
+                f"{self.level:.0%} confidence interval:\n"
+                f"      {100 * s.power:.2f}% ({100 * s.conf_low:.2f}, {100 * s.conf_high:.2f})\n"
+                f"based on {s.n_ok} of {s.nsim} simulations{fails}")
+
+    __repr__ = __str__
+
+
+def power_sim(fit: LmerFit, test: Any, nsim: int = 1000, seed: Any = None,
+              alpha: float = 0.05, level: float = 0.95, check_conv: bool = False,
+              n_jobs: int | None = 1, backend: str = "joblib", scheduler: Any = None,
+              progress: bool | None = None) -> PowerResult:
+    """Power of a test by simulation from a fitted or specified model (simr's ``powerSim``).
+
+    Parameters
+    ----------
+    fit : LmerFit
+        A fitted model, :func:`crossed.simulate.specify` (effect sizes and variance
+        components given by the user) or :func:`crossed.simulate.extend` (a larger design).
+        Its estimates are the true parameters of the simulations.
+    test : str, test factory or callable
+        :func:`~crossed.simulate.fixed` (t test of a coefficient, Satterthwaite by default),
+        :func:`~crossed.simulate.emm_contrast`, :func:`~crossed.simulate.lrt`, a coefficient
+        name or term label, or ``f(fit) -> p_value``.
+    nsim : int
+        Number of simulations.
+    seed : int or numpy.random.Generator
+        Identical seeds give identical results for any ``n_jobs`` and backend.
+    alpha : float
+        Significance level.
+    level : float
+        Confidence level of the Clopper–Pearson interval.
+    check_conv : bool
+        Run lme4's convergence derivative check on every refit (off: same estimates, faster).
+    n_jobs, backend, scheduler, progress
+        Execution (see :func:`crossed.simulate.execution.run_tasks`).
+
+    Returns
+    -------
+    PowerResult
+        ``summary()`` gives power with its interval; ``replicates`` every simulation.
+    """
+    bound = bind_test(test, fit)
+    job = _PowerJob(fit=fit, test=bound, refitter=Refitter(fit, check_conv=check_conv),
+                    alpha=alpha, rows={0: None})
+    seeds = seed_sequence(seed).spawn(nsim)
+    items = [(0, i, ss) for i, ss in enumerate(seeds)]
+    res = run_tasks(_one_simulation, job, items, n_jobs=n_jobs, backend=backend,
+                    scheduler=scheduler, progress=progress, desc="power")
+    reps = pd.DataFrame(res).drop(columns="key")[REPLICATE_COLUMNS]
+    return PowerResult(test=label_of(bound), alpha=alpha, level=level, replicates=reps)
+
+
+def _curve_rows(fit: LmerFit, along: str, within: list[str] | None,
+                breaks: list[int]) -> tuple[dict, list]:
+    frame = fit.design.frame
+    if frame is None or along not in frame.columns and within is None:
+        raise ValueError(f"{along!r} is not a column of the model's data")
+    rows: dict[int, np.ndarray] = {}
+    if within is None:
+        col = frame[along]
+        levels = (list(col.cat.categories) if isinstance(col.dtype, pd.CategoricalDtype)
+                  else sorted(pd.unique(col)))
+        present = [lv for lv in levels if (col == lv).any()]
+        for b in breaks:
+            rows[b] = np.flatnonzero(col.isin(present[:b]).to_numpy())
+        return rows, present
+    rank = frame.groupby(within, observed=True, sort=False).cumcount().to_numpy()
+    for b in breaks:
+        rows[b] = np.flatnonzero(rank < b)
+    return rows, list(range(1, int(rank.max()) + 2))
+
+
+def _default_breaks(n: int) -> list[int]:
+    """simr's default: up to 10 points from 3 to n, evenly spaced."""
+    lo = min(3, n)
+    return sorted({int(round(v)) for v in np.linspace(lo, n, min(10, n - lo + 1))})
+
+
+@dataclass
+class PowerCurve:
+    """Result of :func:`power_curve`.
+
+    Attributes
+    ----------
+    along : str
+        The design dimension varied.
+    table : pandas.DataFrame
+        One row per break: ``break`` (levels of ``along`` used, or observations per
+        ``within`` cell), ``nobs``, ``nsim``, ``n_ok``, ``n_failed``, ``n_non_estimable``,
+        ``successes``, ``power``, ``conf_low``, ``conf_high``.
+    replicates : pandas.DataFrame
+        One row per (break, simulation), columns as :class:`PowerResult`'s plus ``break``.
+    """
+
+    along: str
+    test: str
+    alpha: float
+    level: float
+    table: pd.DataFrame
+    replicates: pd.DataFrame
+
+    def plot(self, ax=None, target: float | None = 0.8):
+        """Power against the design dimension with Clopper–Pearson bars (matplotlib)."""
+        from crossed.plots.simulate import plot_power_curve
+
+        return plot_power_curve(self, ax=ax, target=target)
+
+    def __str__(self) -> str:
+        lines = [f"Power for {self.test} (alpha = {self.alpha:g}) by {self.along}, "
+                 f"{self.level:.0%} confidence intervals:"]
+        for r in self.table.to_dict("records"):
+            lines.append(f"  {r['break']!s:>4} ({r['nobs']} rows): {100 * r['power']:6.2f}% "
+                         f"({100 * r['conf_low']:.2f}, {100 * r['conf_high']:.2f}) - "
+                         f"{r['n_ok']} sims")
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+
+def power_curve(fit: LmerFit, test: Any, along: str, breaks: list[int] | None = None,
+                within: str | list[str] | None = None, nsim: int = 1000, seed: Any = None,
+                alpha: float = 0.05, level: float = 0.95, check_conv: bool = False,
+                n_jobs: int | None = 1, backend: str = "joblib", scheduler: Any = None,
+                progress: bool | None = None) -> PowerCurve:
+    """Power along a design dimension (simr's ``powerCurve``).
+
+    For each break b the model is refitted to the rows of the first b levels of ``along``
+    (R's level order), or — with ``within`` — to the first b rows of each combination of
+    the ``within`` columns. Responses are simulated from ``fit`` on all its rows and then
+    subset, as simr does; typically ``fit`` comes from :func:`extend`.
+
+    Parameters
+    ----------
+    along : str
+        Column of the model's data (e.g. ``"dataset"``, ``"seed"``).
+    breaks : list of int, optional
+        Numbers of levels (or rows per cell) to use; default up to 10 evenly spaced values
+        from 3 to all.
+    within : str or list of str, optional
+        Grow the number of rows per combination of these columns instead of the levels of
+        ``along`` (simr's ``within``).
+    Other parameters as :func:`power_sim`.
+
+    Returns
+    -------
+    PowerCurve
+        ``table`` (power with Clopper–Pearson intervals per break), ``plot()``.
+    """
+    within_l = [within] if isinstance(within, str) else within
+    if breaks is None:
+        _, levels = _curve_rows(fit, along, within_l, [1])
+        breaks = _default_breaks(len(levels))
+    breaks = [int(b) for b in breaks]
+    rows, _ = _curve_rows(fit, along, within_l, breaks)
+    bound = bind_test(test, fit)
+    job = _PowerJob(fit=fit, test=bound, refitter=Refitter(fit, check_conv=check_conv),
+                    alpha=alpha, rows=rows)
+    children = seed_sequence(seed).spawn(len(breaks))
+    items = [(b, i, ss) for b, child in zip(breaks, children, strict=True)
+             for i, ss in enumerate(child.spawn(nsim))]
+    res = run_tasks(_one_simulation, job, items, n_jobs=n_jobs, backend=backend,
+                    scheduler=scheduler, progress=progress, desc="power curve")
+    reps = pd.DataFrame(res).rename(columns={"key": "break"})
+    reps = reps[["break", *REPLICATE_COLUMNS]]
+    table = []
+    for b in breaks:
+        table.append({"break": b, "nobs": len(rows[b]),
+                      **_summarise(reps[reps["break"] == b], level)})
+    tab = pd.DataFrame(table)
+    tab.attrs.update(conf_level=level, alpha=alpha, along=along)
+    return PowerCurve(along=along if within_l is None else "rows per " + ":".join(within_l),
+                      test=label_of(bound), alpha=alpha, level=level, table=tab,
+                      replicates=reps)
