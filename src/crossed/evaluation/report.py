@@ -1,0 +1,205 @@
+"""A self-contained HTML report of one analysis: tables and figures (embedded PNG).
+
+The report fits the model, and shows what the evaluation analyses ask of it: the model
+summary, fixed effects, ANOVA with partial η², R², variance components, EMMs of the focus
+factor with pairwise contrasts, and optionally other specifications side by side; figures:
+the interaction plot of the design, the EMMs with intervals, caterpillar plots of the
+conditional modes and residual checks. Nothing is loaded from the network: the figures are
+base64 PNG ``<img>`` elements and the style sheet is inline.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import warnings
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from crossed.api import lmer
+from crossed.design.frame import expression_variables
+from crossed.fit import LmerFit
+
+__all__ = ["build_report", "write_report"]
+
+_STYLE = """
+body { font-family: system-ui, sans-serif; max-width: 980px; margin: 2em auto; padding: 0 1em;
+       color: #222; }
+h1 { font-size: 1.6em; } h2 { font-size: 1.25em; margin-top: 1.8em; border-bottom: 1px solid #ddd; }
+table { border-collapse: collapse; font-size: 0.85em; margin: 0.6em 0; }
+th, td { border: 1px solid #ddd; padding: 3px 7px; text-align: right; }
+th { background: #f4f4f4; } td:first-child, th:first-child { text-align: left; }
+pre { background: #f8f8f8; padding: 0.8em; overflow-x: auto; font-size: 0.8em; }
+figure { margin: 1em 0; } figcaption { font-size: 0.85em; color: #555; }
+img { max-width: 100%; } .note { color: #8a5a00; font-size: 0.9em; }
+"""
+
+
+def _fmt(x) -> str:
+    if isinstance(x, bool | np.bool_):
+        return "yes" if x else "no"
+    if isinstance(x, float | np.floating):
+        if np.isnan(x):
+            return ""
+        return f"{x:.4g}" if abs(x) >= 1e-4 or x == 0 else f"{x:.2e}"
+    return "" if x is None else str(x)
+
+
+def _table(df: pd.DataFrame) -> str:
+    return df.map(_fmt).to_html(index=False, escape=True, border=0, na_rep="")
+
+
+def _figure_html(fig, fig_id: str, caption: str) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    import matplotlib.pyplot as pyplot
+
+    pyplot.close(fig)
+    data = base64.b64encode(buf.getvalue()).decode("ascii")
+    return (f'<figure class="crossed-figure" id="{fig_id}">'
+            f'<img alt="{html.escape(caption)}" src="data:image/png;base64,{data}">'
+            f"<figcaption>{html.escape(caption)}</figcaption></figure>")
+
+
+def _fixed_factors(fit: LmerFit) -> list[str]:
+    cols = set(fit.design.columns)
+    used = expression_variables(fit.spec.fixed, cols)
+    return [c for c in fit.design.columns if c in used and c in fit.design.levels]
+
+
+def _section(title: str, body: str) -> str:
+    return f"<section><h2>{html.escape(title)}</h2>\n{body}\n</section>"
+
+
+def build_report(data: pd.DataFrame, formula: str, focus: str | None = None,
+                 compare: Sequence[str] | None = None, title: str | None = None,
+                 data_name: str = "data", ddf: str = "satterthwaite",
+                 reference: dict[str, str] | None = None, reml: bool = True,
+                 fit: LmerFit | None = None) -> str:
+    """The HTML text of a report on ``formula`` fitted to ``data``.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame
+    formula : str
+        The main specification.
+    focus : str, optional
+        Factor whose EMMs and pairwise contrasts are reported (default: the first factor
+        of the fixed part, if any).
+    compare : list of str, optional
+        Other specifications compared with the main one (:func:`compare_specs`).
+    title : str, optional
+    data_name : str
+        Name of the data shown in the report.
+    ddf : {"satterthwaite", "kenward-roger", "none"}
+    reference : dict, optional
+        Reference levels, as :func:`crossed.lmer`.
+    reml : bool
+    fit : LmerFit, optional
+        An existing fit of ``formula`` to report instead of fitting again.
+
+    Returns
+    -------
+    str
+        A complete HTML document; every figure is a ``<figure class="crossed-figure">``
+        holding a base64 PNG ``<img>``.
+    """
+    from crossed.evaluation.compare_specs import compare_specs, residual_checks
+    from crossed.plots.design import interaction_plot
+    from crossed.plots.emmeans import plot_emmeans
+    from crossed.plots.ranef import caterpillar
+    from crossed.plots.residuals import residual_plots
+
+    notes: list[str] = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if fit is None:
+            fit = lmer(formula, data, reml=reml, reference=reference, data_name=data_name)
+        factors = _fixed_factors(fit)
+        focus = focus or (factors[0] if factors else None)
+        parts = []
+        parts.append(_section("Model", f"<pre>{html.escape(fit.summary(ddf=ddf))}</pre>"))
+        parts.append(_section("Fixed effects", _table(fit.coef_table(ddf=ddf))))
+        if len(fit.fixef_names) > 1:
+            an = fit.anova(type=3, ddf=ddf)
+            body = _table(an)
+            try:
+                body += "<p>Partial η² (95% interval):</p>" + _table(fit.eta_squared())
+            except Exception as exc:  # an effect size that cannot be computed is reported
+                notes.append(f"partial eta squared: {exc}")
+            parts.append(_section("ANOVA (Type III)", body))
+        parts.append(_section("Variance explained and variance components",
+                              _table(fit.r2()) + _table(fit.variance_components(test=True))))
+        frame = fit.design.frame.copy()
+        response = fit.spec.response
+        frame[response] = fit.design.y
+        if focus is not None:
+            others = [f for f in factors if f != focus]
+            fig = interaction_plot(frame, response, focus, trace=others[0] if others else None,
+                                   panel=others[1] if len(others) > 1 else None)
+            parts.append(_section("Design", _figure_html(
+                fig, "fig-interaction", f"Mean {response} by {focus}"
+                + (f" and {others[0]}" if others else "")
+                + (f", panels by {others[1]}" if len(others) > 1 else "")
+                + " (±1 SE of the cell mean; raw data, no model).")))
+            emm = fit.emmeans(focus, ddf=ddf)
+            tab = emm.table()
+            body = _table(tab) + "<p>Pairwise contrasts (Tukey):</p>" + _table(emm.pairs())
+            fig = plot_emmeans(tab, focus)
+            body += _figure_html(fig, "fig-emmeans",
+                                 f"Estimated marginal means of {response} by {focus}.")
+            parts.append(_section(f"Estimated marginal means: {focus}", body))
+        body = ""
+        re = fit.ranef()
+        for g in dict.fromkeys(re["group"]):
+            if not ((re["group"] == g) & (re["term"] == "(Intercept)")).any():
+                continue
+            fig = caterpillar(re, g)
+            body += _figure_html(fig, f"fig-ranef-{len(body)}",
+                                 f"Conditional modes of (1 | {g}) with 95% intervals.")
+        parts.append(_section("Random effects", body))
+        checks = pd.DataFrame([residual_checks(fit)])
+        parts.append(_section("Residual checks", _table(checks) + _figure_html(
+            residual_plots(fit), "fig-residuals",
+            "Conditional residuals against fitted values, and their normal Q-Q plot.")))
+        if compare:
+            forms = [formula] + list(compare)
+            names = ["main"] + [f"alt_{i + 1}" for i in range(len(compare))]
+            if focus is None:
+                notes.append("no focus factor: specifications not compared")
+            else:
+                cmp = compare_specs(data, forms, focus=focus, names=names, ddf=ddf,
+                                    reference=reference, reml=reml,
+                                    fits=[fit] + [lmer(f, data, reml=reml, reference=reference)
+                                                  for f in compare])
+                body = "<ul>" + "".join(f"<li><b>{html.escape(n)}</b>: "
+                                        f"<code>{html.escape(f)}</code></li>"
+                                        for n, f in zip(names, forms, strict=True)) + "</ul>"
+                body += _table(cmp.table.drop(columns=["formula"]))
+                if len(cmp.lrt):
+                    body += "<p>Likelihood-ratio tests (ML refits):</p>" + _table(cmp.lrt)
+                parts.append(_section("Specifications compared", body))
+    notes += sorted({str(w.message) for w in caught})
+    title = title or f"crossed report: {formula}"
+    head = (f"<p><code>{html.escape(fit.formula)}</code> on <b>{html.escape(data_name)}</b>: "
+            f"{fit.nobs} observations, "
+            + ", ".join(f"{n} {html.escape(g)}" for g, n in fit.ngroups.items())
+            + f". {'REML' if fit.reml else 'ML'} fit, {ddf} degrees of freedom; generated "
+            f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC by crossed.</p>")
+    if notes:
+        head += "".join(f'<p class="note">note: {html.escape(n)}</p>' for n in notes)
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>"
+            f"<h1>{html.escape(title)}</h1>{head}\n" + "\n".join(parts) + "</body></html>\n")
+
+
+def write_report(path: str | Path, data: pd.DataFrame, formula: str, **kwargs) -> Path:
+    """Write :func:`build_report` to ``path`` (UTF-8) and return the path."""
+    path = Path(path)
+    path.write_text(build_report(data, formula, **kwargs), encoding="utf-8")
+    return path

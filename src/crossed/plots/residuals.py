@@ -1,0 +1,47 @@
+"""Residual checks of a fit: residuals against fitted values, and a normal Q-Q plot."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import stats
+
+from crossed.plots._mpl import plt
+
+__all__ = ["residual_plots"]
+
+
+def residual_plots(fit, axes=None):
+    """Two panels: conditional residuals against fitted values, and their normal Q-Q plot.
+
+    Parameters
+    ----------
+    fit : LmerFit
+    axes : pair of matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    pyplot = plt()
+    if axes is None:
+        fig, axes = pyplot.subplots(1, 2, figsize=(8.5, 3.4))
+    else:
+        fig = axes[0].figure
+    r = fit.residuals()
+    f = fit.fitted()
+    a, b = axes
+    a.scatter(f, r, s=10, alpha=0.6)
+    a.axhline(0.0, color="grey", lw=0.8)
+    a.set_xlabel("fitted value")
+    a.set_ylabel("residual")
+    a.set_title("Residuals vs fitted")
+    std = r / fit.sigma if fit.sigma > 0 else r
+    theo = stats.norm.ppf((np.arange(1, len(std) + 1) - 0.5) / len(std))
+    b.scatter(theo, np.sort(std), s=10, alpha=0.6)
+    lim = [min(theo.min(), std.min()), max(theo.max(), std.max())]
+    b.plot(lim, lim, color="grey", lw=0.8)
+    b.set_xlabel("normal quantile")
+    b.set_ylabel("residual / sigma")
+    b.set_title("Normal Q-Q")
+    fig.tight_layout()
+    return fig
