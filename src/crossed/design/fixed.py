@@ -19,14 +19,40 @@ RANK_TOL = 1e-7
 class MatrixSpec:
     """Rebuilds one model matrix on new data (formulaic's spec plus what lme4 adds)."""
 
-    formulaic: FormulaicSpec
+    formulaic: FormulaicSpec | None
     names: tuple[str, ...]
     keep: tuple[int, ...]
     """Indices of formulaic's columns kept (rank-deficient columns dropped)."""
+    plain: tuple[str, ...] = ()
+    """Without formulaic: the columns, ``"1"`` for the intercept (simple random terms)."""
 
     def build(self, frame: pd.DataFrame) -> np.ndarray:
+        if self.formulaic is None:
+            return _plain_matrix(self.plain, frame)
         mm = self.formulaic.get_model_matrix(frame, output="numpy")
         return np.asarray(mm, dtype=float)[:, list(self.keep)]
+
+
+def _plain_matrix(columns: tuple[str, ...], frame: pd.DataFrame) -> np.ndarray:
+    n = len(frame)
+    return np.column_stack([np.ones(n) if c == "1" else frame[c].to_numpy(dtype=float)
+                            for c in columns])
+
+
+def _plain_columns(expr: str, frame: pd.DataFrame) -> tuple[str, ...] | None:
+    """``1``, ``0`` and numeric column names joined by ``+`` (``"1 + Days"``, ``"0 + x"``);
+    None for anything formulaic must evaluate."""
+    tokens = [t.strip() for t in expr.split("+")]
+    if not tokens or any(not t for t in tokens) or len(set(tokens)) != len(tokens):
+        return None
+    cols = [t for t in tokens if t not in ("0", "1")]
+    for c in cols:
+        if c not in frame.columns or not pd.api.types.is_numeric_dtype(frame[c]) or (
+                pd.api.types.is_bool_dtype(frame[c])):
+            return None
+    if "0" in tokens and "1" in tokens:
+        return None
+    return (() if "0" in tokens else ("1",)) + tuple(cols)
 
 
 @dataclass(frozen=True)
@@ -206,6 +232,12 @@ def subset_fixed(fixed: FixedDesign, rows: np.ndarray) -> FixedDesign:
 
 def build_matrix(expr: str, frame: pd.DataFrame) -> tuple[np.ndarray, tuple[str, ...], MatrixSpec]:
     """Model matrix of a random-term expression (no rank reduction), with R names."""
+    plain = _plain_columns(expr, frame)
+    if plain:
+        names = tuple("(Intercept)" if c == "1" else c for c in plain)
+        spec = MatrixSpec(formulaic=None, names=names, keep=tuple(range(len(plain))),
+                          plain=plain)
+        return _plain_matrix(plain, frame), names, spec
     text = quote_dotted(expr, set(frame.columns))
     try:
         mm = model_matrix(text, frame, output="pandas", na_action="raise")

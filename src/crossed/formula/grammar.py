@@ -156,7 +156,10 @@ def parse_formula(formula: str) -> ParsedFormula:
     fixed_parts: list[str] = []
     random_terms: list[RawRandomTerm] = []
     for sign, piece, pos in _split_top(rhs, rhs_start, formula, "+-"):
-        if piece.startswith("(") and piece.endswith(")") and _closes_at_end(piece):
+        while _is_wrapped(piece) and _is_wrapped(piece[1:-1].strip()):
+            piece = piece[1:-1].strip()  # ((1 | g)) is (1 | g), as lme4's findbars reads it
+            pos += 1
+        if _is_wrapped(piece):
             inner = piece[1:-1]
             bar = _find_bar(inner)
             if bar is not None:
@@ -170,10 +173,37 @@ def parse_formula(formula: str) -> ParsedFormula:
                 "a '|' outside parentheses: expected a random term written as (expr | group)",
             )
         fixed_parts.append(piece if sign == "+" else f"- {piece}")
-    fixed = " + ".join(fixed_parts).replace("+ -", "-")
+    fixed = _power_in_calls(" + ".join(fixed_parts).replace("+ -", "-"))
     if not fixed:
         fixed = "1"
     return ParsedFormula(response=response, fixed=fixed, random=tuple(random_terms))
+
+
+def _power_in_calls(text: str) -> str:
+    """R's ``^`` inside a function call (``I(x^2)``, ``log(x^2)``) is arithmetic power:
+    written ``**`` for formulaic; a ``^`` outside calls, ``(a + b)^2``, stays a formula
+    operator."""
+    out, stack, quote = [], [], None
+    for i, ch in enumerate(text):
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "'\"`":
+            quote = ch
+        elif ch == "(":
+            before = text[:i].rstrip()
+            stack.append(bool(before) and (before[-1].isalnum() or before[-1] in "._"))
+        elif ch == ")" and stack:
+            stack.pop()
+        elif ch == "^" and any(stack):
+            out.append("**")
+            continue
+        out.append(ch)
+    return "".join(out)
+
+
+def _is_wrapped(piece: str) -> bool:
+    """True for ``( ... )`` whose opening parenthesis is closed by the last character."""
+    return piece.startswith("(") and piece.endswith(")") and _closes_at_end(piece)
 
 
 def _closes_at_end(piece: str) -> bool:
@@ -193,15 +223,18 @@ def _random_term(formula: str, inner: str, pos: int, bar: int, double: bool) -> 
     if "|" in group:
         at = pos + group_start + group.index("|")
         raise FormulaError(formula, at, "a second '|' in one term")
-    check = re.sub(r"\s+", "", group)
-    tokens = re.split(r"[:/]", check)
-    for tok in tokens:
+    names = [tok.strip() for tok in re.split(r"[:/]", group)]
+    for tok in names:
         if not tok or not _NAME.fullmatch(tok):
             at = pos + group_start
             if tok:
                 at += max(0, inner[group_start:].find(tok))
+                bad = re.search(r"\s", tok)
+                if bad:
+                    at += bad.start() + 1
             raise FormulaError(
                 formula, at,
                 f"expected a grouping factor name (or a:b, a/b) after '|', got {group!r}",
             )
-    return RawRandomTerm(expr=expr, group=check, double_bar=double, position=pos)
+    check = re.sub(r"\s+", "", group)
+    return RawRandomTerm(expr=_power_in_calls(expr), group=check, double_bar=double, position=pos)

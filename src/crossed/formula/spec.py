@@ -75,17 +75,23 @@ def _strip_ticks(name: str) -> str:
 
 
 def expand_group(raw: RawRandomTerm) -> list[tuple[tuple[str, ...], str]]:
-    """Grouping factors of one written term: ``a/b`` -> ``a`` and ``b:a`` (lme4's names)."""
-    nested = raw.group.split("/")
+    """Grouping factors of one written term, as lme4's ``findbars`` expands them.
+
+    ``a/b`` gives ``b:a`` then ``a``; ``a/b/c`` gives ``c:(b:a)``, ``b:a``, ``a`` (innermost
+    first, lme4's names). Returns (data columns, name) pairs.
+    """
     out = []
-    outer: list[str] = []
-    for level in nested:
-        parts = [_strip_ticks(p) for p in level.split(":")]
-        factors = tuple(parts) + tuple(outer)
-        # lme4 names the inner factor first: (1 | batch/cask) -> cask:batch
-        out.append((factors, ":".join(factors)))
-        outer = list(factors)
-    return out
+    outer: tuple[str, ...] = ()
+    name = ""
+    for level in raw.group.split("/"):
+        parts = tuple(_strip_ticks(p) for p in level.split(":"))
+        if not outer:
+            name = ":".join(parts)
+        else:
+            name = ":".join(parts) + ":" + (f"({name})" if ":" in name else name)
+        outer = parts + outer
+        out.append((outer, name))
+    return out[::-1]
 
 
 def _normalise_expr(expr: str) -> str:

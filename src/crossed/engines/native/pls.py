@@ -172,9 +172,12 @@ class PLS:
 
     # ------------------------------------------------------------------ evaluation
     def _scale_vector(self, theta: np.ndarray) -> np.ndarray:
-        parts = [np.repeat(b.template(theta)[0, 0], b.nlevels) for b in self.blocks[1:]]
-        parts.append(np.ones(self.p + 1))
-        return np.concatenate(parts)
+        """Diagonal of S when every later block is scalar: its theta, repeated per level."""
+        if not hasattr(self, "_scale_index"):
+            idx = [np.full(b.nlevels, b.theta_index[0, 0]) for b in self.blocks[1:]]
+            self._scale_index = np.concatenate(idx + [np.full(self.p + 1, -1)])
+        idx = self._scale_index
+        return np.where(idx >= 0, theta[idx], 1.0)
 
     def _scale_matrix(self, theta: np.ndarray) -> sp.csr_matrix:
         mats = [sp.kron(sp.identity(b.nlevels), b.template(theta).T) for b in self.blocks[1:]]
@@ -191,6 +194,8 @@ class PLS:
             G = (t * t / b)[:, None, None]
             return chol, G, float(np.sum(np.log(b))), True
         B = T.T @ self.A11 @ T + np.eye(self.q1)
+        if self.q1 == 2:
+            return _first_block_2x2(B, T)
         try:
             chol = np.linalg.cholesky(B)
         except np.linalg.LinAlgError:
@@ -323,6 +328,25 @@ class PLS:
         rr = self.r_rand
         Lx = f.L[rr:-1, rr:-1]
         return tri_inverse(np.ascontiguousarray(Lx))
+
+
+def _first_block_2x2(B: np.ndarray, T: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, bool]:
+    """``first_block`` for q = 2 in closed form (no per-call LAPACK overhead)."""
+    a, b, c = B[:, 0, 0], B[:, 1, 0], B[:, 1, 1]
+    det = a * c - b * b
+    if np.any(a <= 0) or np.any(det <= 0):
+        return B, B, np.inf, False
+    l00 = np.sqrt(a)
+    l10 = b / l00
+    chol = np.zeros_like(B)
+    chol[:, 0, 0] = l00
+    chol[:, 1, 0] = l10
+    chol[:, 1, 1] = np.sqrt(det) / l00
+    inv = np.empty_like(B)
+    inv[:, 0, 0] = c / det
+    inv[:, 1, 1] = a / det
+    inv[:, 0, 1] = inv[:, 1, 0] = -b / det
+    return chol, T @ inv @ T.T, float(np.sum(np.log(det))), True
 
 
 def profiled_deviance(f: Factor, n: int, p: int, reml: bool) -> float:
