@@ -10,10 +10,11 @@ From an F test with num_df = df₁, den_df = df₂ (lmerTest's Type III table by
 Confidence intervals invert the noncentral F distribution: the noncentrality λ with
 P(F' ≤ F | λ) = 1 − α/2 (lower) and α/2 (upper) (α = 1 − ci two-sided; 2(1 − ci) one-sided,
 ``alternative = "greater"`` then reports an upper limit of 1), a limit set to 0 when F is
-below the corresponding central quantile, and λ mapped back with λ/(λ + df₂). effectsize
-maps λ through η² for every index (also ω² and ε²), and so does this module; Cohen's f²
-limits are the η² limits transformed. effectsize finds λ with Nelder–Mead to 1e-9; here it
-is the root found by Brent's method.
+below the corresponding central quantile, and λ mapped back with λ/(λ + df₂). As in
+effectsize, the inverted F is the one implied by the index's own estimate,
+(e/df₁)/((1 − e)/df₂) (F itself for η²), and λ is always mapped back through η²'s formula;
+Cohen's f² limits are the η² limits transformed. effectsize finds λ with Nelder–Mead to
+1e-9; here it is the root found by Brent's method.
 """
 
 from __future__ import annotations
@@ -102,8 +103,12 @@ def f_to_effect(F: np.ndarray, df1: np.ndarray, df2: np.ndarray, es: str = "eta2
         out["conf_high"] = np.nan
         return out
     level = ci if alt == "two-sided" else 2.0 * ci - 1.0
+    # effectsize inverts the F implied by the index's own estimate (F itself for η² and f²)
+    base = eta if es == "f2" else est
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f_ci = np.maximum(0.0, (base / df1) / ((1.0 - base) / df2))
     lows, highs = [], []
-    for f, a, b in zip(F, df1, df2, strict=True):
+    for f, a, b in zip(f_ci, df1, df2, strict=True):
         lo, hi = ncp_interval(float(f), float(a), float(b), level)
         lows.append(lo / (lo + b))
         highs.append(hi / (hi + b))

@@ -22,8 +22,6 @@ from scipy import stats
 
 from crossed.design.frame import DataError
 from crossed.design.reduce import TermPiece, reduced_design
-from crossed.formula.grammar import parse_formula
-from crossed.formula.spec import expand_group
 
 if TYPE_CHECKING:
     from crossed.fit import LmerFit
@@ -35,19 +33,9 @@ COMPARE_COLUMNS = ["model", "formula", "npar", "aic", "bic", "loglik", "deviance
 
 # ---------------------------------------------------------------------- written terms
 def _spec_order(fit: LmerFit) -> list[int]:
-    """Indices of the random-term specs in lme4's ``findbars`` order: as written, with the
-    terms of a nested ``(e | a/b)`` innermost first."""
-    specs = list(fit.design.spec.random)
-    try:
-        raw = parse_formula(fit.design.spec.formula).random
-    except Exception:  # pragma: no cover - the formula parsed when the model was fitted
-        return list(range(len(specs)))
-    order, pos = [], 0
-    for r in raw:
-        k = len(expand_group(r))
-        order.extend(range(pos + k - 1, pos - 1, -1))
-        pos += k
-    return order if sorted(order) == list(range(len(specs))) else list(range(len(specs)))
+    """Indices of the random-term specs in lme4's ``findbars`` order (the ModelSpec keeps
+    that order: as written, the terms of a nested ``(e | a/b)`` innermost first)."""
+    return list(range(len(fit.design.spec.random)))
 
 
 def _term_exprs(fit: LmerFit) -> list:
@@ -66,6 +54,9 @@ def _structure(expr, ncols: int) -> list[tuple[str, list[int]]]:
     """(label, column positions) of each model term of a random term's left-hand side."""
     if expr is None:
         return [("1", [0])] if ncols == 1 else [(str(j), [j]) for j in range(ncols)]
+    mspec = expr[0]
+    if mspec.formulaic is None:  # plain numeric columns: one model term per column
+        return [(c, [j]) for j, c in enumerate(mspec.plain)]
     out, pos = [], 0
     for struct in expr[0].formulaic.structure:
         k = len(struct.columns)
