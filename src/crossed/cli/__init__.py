@@ -13,6 +13,11 @@ import sys
 _COMMAND_MODULES = (
     "crossed.cli.fit",
     "crossed.cli.resample",
+    "crossed.cli.anova",
+    "crossed.cli.emmeans",
+    "crossed.cli.specs",
+    "crossed.cli.report",
+    "crossed.cli.headroom",
 )
 
 

@@ -58,7 +58,9 @@ def fit_from_args(args: argparse.Namespace):
         if col not in data.columns:
             raise ValueError(f"--factor: column {col!r} is not in the data")
         data[col] = data[col].astype(str)
-    return lmer(args.formula, data, reml=not args.ml, engine=args.engine,
+    from crossed.evaluation.specs import resolve_formula
+
+    return lmer(resolve_formula(args.formula), data, reml=not args.ml, engine=args.engine,
                 reference=parse_reference(args.reference), data_name=name)
 
 

@@ -1,0 +1,44 @@
+"""``crossed anova``: ANOVA table (Type I/II/III F tests) of a fitted model, with partial η²."""
+
+from __future__ import annotations
+
+import argparse
+import warnings
+
+from crossed.cli._tables import dump_json, text_table
+from crossed.cli.fit import add_model_arguments, fit_from_args
+
+
+def _run(args: argparse.Namespace) -> int:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit = fit_from_args(args)
+        table = fit.anova(type=args.type, ddf=args.ddf)
+        eta = fit.eta_squared(partial=True, ci=args.level) if args.eta else None
+    notes = sorted({str(w.message) for w in caught})
+    if args.json:
+        print(dump_json({"formula": fit.formula, "type": args.type, "ddf": args.ddf,
+                         "anova": table, "eta_squared": eta, "notes": notes}))
+        return 0
+    print(f"Type {args.type} ANOVA ({args.ddf} degrees of freedom): {fit.formula}")
+    print(text_table(table))
+    if eta is not None:
+        print()
+        print(text_table(eta, f"Partial eta squared ({args.level:.0%} interval)"))
+    for n in notes:
+        print(f"note: {n}")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("anova", help="F tests of the fixed terms (lmerTest's anova)")
+    add_model_arguments(p)
+    p.add_argument("--type", default="3", choices=["1", "2", "3", "I", "II", "III"],
+                   help="type of the hypotheses (default: 3)")
+    p.add_argument("--ddf", default="satterthwaite",
+                   help="satterthwaite, kenward-roger or none")
+    p.add_argument("--no-eta", dest="eta", action="store_false",
+                   help="leave out partial eta squared")
+    p.add_argument("--level", type=float, default=0.95, help="interval level for eta squared")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=_run)

@@ -1,0 +1,49 @@
+"""``crossed emmeans``: estimated marginal means of a factor and their pairwise contrasts."""
+
+from __future__ import annotations
+
+import argparse
+import warnings
+
+from crossed.cli._tables import dump_json, text_table
+from crossed.cli.fit import add_model_arguments, fit_from_args
+
+
+def _run(args: argparse.Namespace) -> int:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit = fit_from_args(args)
+        emm = fit.emmeans(args.specs, by=args.by or None, ddf=args.ddf, level=args.level)
+        table = emm.table()
+        pairs = emm.pairs(adjust=args.adjust)
+    notes = sorted({str(w.message) for w in caught})
+    if args.json:
+        print(dump_json({"formula": fit.formula, "specs": args.specs, "by": args.by,
+                         "ddf": args.ddf, "adjust": pairs.attrs.get("adjust"),
+                         "emmeans": table, "contrasts": pairs, "notes": notes}))
+        return 0
+    print(f"Estimated marginal means of {args.specs}"
+          + (f" by {', '.join(args.by)}" if args.by else "")
+          + f" ({args.ddf} df, {args.level:.0%} intervals): {fit.formula}")
+    print(text_table(table))
+    print()
+    print(text_table(pairs, f"Pairwise contrasts (p-values adjusted: "
+                            f"{pairs.attrs.get('adjust')})"))
+    for n in notes:
+        print(f"note: {n}")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("emmeans", help="estimated marginal means and pairwise contrasts")
+    add_model_arguments(p)
+    p.add_argument("specs", help="factor(s) whose means are estimated, e.g. language or "
+                                 "language:task")
+    p.add_argument("--by", nargs="*", default=[], help="factors to condition on")
+    p.add_argument("--adjust", default="tukey",
+                   help="multiplicity adjustment: tukey, holm, bonferroni, sidak, none, ...")
+    p.add_argument("--ddf", default="satterthwaite",
+                   help="satterthwaite, kenward-roger or none")
+    p.add_argument("--level", type=float, default=0.95, help="confidence level")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=_run)

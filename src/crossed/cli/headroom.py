@@ -1,0 +1,44 @@
+"""``crossed headroom``: gold-standard normalisation and fraction of headroom of raw scores."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from crossed.cli.fit import read_table
+from crossed.evaluation.headroom import headroom
+
+
+def _source(text: str):
+    """A column name, or a number."""
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def _run(args: argparse.Namespace) -> int:
+    data, _ = read_table(args.data)
+    out = headroom(data, score=args.score, gold=_source(args.gold),
+                   baseline=_source(args.baseline), name=args.name)
+    if args.output:
+        if args.output.endswith(".parquet"):
+            out.to_parquet(args.output, index=False)
+        else:
+            out.to_csv(args.output, index=False)
+        print(f"wrote {args.output} ({len(out)} rows, column {args.name!r})")
+    else:
+        out.to_csv(sys.stdout, index=False)
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("headroom", help="normalise raw scores by the gold standard and "
+                                        "compute the fraction of headroom over a baseline")
+    p.add_argument("data", help="CSV or Parquet file, or a bundled dataset name")
+    p.add_argument("--score", required=True, help="raw score column")
+    p.add_argument("--gold", required=True, help="gold-standard score column (or a number)")
+    p.add_argument("--baseline", required=True, help="baseline score column (or a number)")
+    p.add_argument("--name", default="delta", help="name of the headroom column")
+    p.add_argument("-o", "--output", help="CSV/Parquet file to write (default: stdout)")
+    p.set_defaults(func=_run)

@@ -1,0 +1,43 @@
+"""``crossed report``: a self-contained HTML report of one analysis (tables and figures)."""
+
+from __future__ import annotations
+
+import argparse
+
+from crossed.cli.fit import parse_reference, read_table
+from crossed.evaluation.specs import resolve_formula
+
+
+def _run(args: argparse.Namespace) -> int:
+    from crossed.evaluation.report import write_report
+
+    data, name = read_table(args.data)
+    for col in args.factor:
+        if col not in data.columns:
+            raise ValueError(f"--factor: column {col!r} is not in the data")
+        data[col] = data[col].astype(str)
+    path = write_report(args.output, data, resolve_formula(args.formula), focus=args.focus,
+                        compare=[resolve_formula(f) for f in args.compare] or None,
+                        title=args.title, data_name=name, ddf=args.ddf,
+                        reference=parse_reference(args.reference), reml=not args.ml)
+    print(f"wrote {path}")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("report", help="write a self-contained HTML report (tables, figures)")
+    p.add_argument("data", help="CSV or Parquet file, or a bundled dataset name")
+    p.add_argument("formula", help="lme4 formula or named specification (NAME:key=value;...)")
+    p.add_argument("-o", "--output", default="report.html", help="HTML file to write")
+    p.add_argument("--focus", help="factor whose EMMs are reported (default: the first)")
+    p.add_argument("--compare", nargs="*", default=[], metavar="FORMULA",
+                   help="other specifications compared with the main one")
+    p.add_argument("--title", help="title of the report")
+    p.add_argument("--ddf", default="satterthwaite",
+                   help="satterthwaite, kenward-roger or none")
+    p.add_argument("--ml", action="store_true", help="maximum likelihood instead of REML")
+    p.add_argument("--reference", nargs="*", metavar="COLUMN=LEVEL",
+                   help="reference level of a factor column")
+    p.add_argument("--factor", nargs="*", default=[], metavar="COLUMN",
+                   help="treat these numeric columns as factors")
+    p.set_defaults(func=_run)
