@@ -1,8 +1,8 @@
 """Specification builders: write the lme4 formula of a common evaluation design, and explain it.
 
-The templates live in the repository's ``formulas/`` folder (one TOML file per design:
-``name``, ``summary``, ``formula``, optional ``formula_<variant>``, ``example``, ``notes``),
-so the documented design and the formula the code writes are the same text. Fields in a
+The templates live in the repository's ``formulas/`` folder, shipped as ``crossed/formulas``
+(one TOML file per design: ``name``, ``summary``, ``formula``, optional
+``formula_<variant>``, ``example``, ``notes``), so the documented design and the formula the code writes are the same text. Fields in a
 template (``{response}``, ``{within_product}``, ...) are filled from the builder's arguments.
 
 >>> from crossed import specs
@@ -37,16 +37,17 @@ _FIELD_HELP = {
 def formula_dirs() -> list[Path]:
     """Folders searched for named specifications, in order.
 
-    ``$CROSSED_FORMULAS`` (a folder) if set, then the repository's ``formulas/`` folder
-    (present in a source checkout, which the editable install uses).
+    ``$CROSSED_FORMULAS`` (a folder) if set, then the package's ``crossed/formulas``
+    (in a source checkout a link to the repository's ``formulas/`` folder; installed
+    packages carry a copy of its TOML files).
     """
     dirs = []
     env = os.environ.get("CROSSED_FORMULAS")
     if env:
         dirs.append(Path(env))
-    repo = Path(__file__).resolve().parents[3] / "formulas"
-    if repo.is_dir():
-        dirs.append(repo)
+    packaged = Path(__file__).resolve().parents[1] / "formulas"
+    if packaged.is_dir():
+        dirs.append(packaged)
     return dirs
 
 
