@@ -3,7 +3,8 @@
 The templates live in the repository's ``formulas/`` folder, shipped as ``crossed/formulas``
 (one TOML file per design: ``name``, ``summary``, ``formula``, optional
 ``formula_<variant>``, ``example``, ``notes``), so the documented design and the formula
-the code writes are the same text. Fields in a template (``{response}``, ``{within_product}``, ...) are filled from the builder's arguments.
+the code writes are the same text. Fields in a template (``{response}``,
+``{within_product}``, ...) are filled from the builder's arguments.
 
 >>> from crossed import specs
 >>> str(specs.repeated_measures("delta", within=["language", "task", "mode"]))
