@@ -13,6 +13,8 @@ _DATASETS: dict[str, tuple[str, tuple[str, ...]]] = {
     "exist_raw": ("exist_raw.csv", ("architecture", "model", "language", "task", "mode")),
     "blurb_like": ("blurb_like.csv", ("model", "dataset", "seed", "lr", "batch_size")),
     "ner_like": ("ner_like.csv", ("model", "language", "seed")),
+    # real: 6 pretrained models x 36 datasets x 20 seeds (model-recycling; see data/README.md)
+    "model_recycling_seeds": ("model_recycling_seeds.csv.gz", ("model", "dataset", "seed")),
 }
 
 
