@@ -48,9 +48,10 @@ def test_anova_matches_lmertest(name, key, type_, ddf):
 
 
 EXTRA = json.loads((EXTRA_DIR / "inference.json").read_text())
+EXTRA_CASES = sorted(n for n in EXTRA if "anova2_satterthwaite" in EXTRA[n])
 
 
-@pytest.mark.parametrize("name", sorted(EXTRA))
+@pytest.mark.parametrize("name", EXTRA_CASES)
 def test_type2_matches_lmertest(name):
     _check(fitted(name).anova(type=2), as_list(EXTRA[name]["anova2_satterthwaite"]))
 

@@ -41,9 +41,10 @@ def test_fit_eta_squared(name, key, alternative):
 
 
 EXTRA = json.loads((EXTRA_DIR / "inference.json").read_text())
+EXTRA_CASES = sorted(n for n in EXTRA if "anova2_satterthwaite" in EXTRA[n])
 
 
-@pytest.mark.parametrize("name", sorted(EXTRA))
+@pytest.mark.parametrize("name", EXTRA_CASES)
 def test_omega2_and_f2(name):
     fit = fitted(name)
     om = omega_squared(fit, alternative="two-sided")

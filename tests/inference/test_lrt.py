@@ -25,6 +25,22 @@ def test_ranova(name):
     assert np.allclose(tab["df"][1:], [r["Df"] for r in ref[1:]])
 
 
+def test_ranova_slope_only_term():
+    """(0 + Days | Subject) is replaced by (1 | Subject): same npar, df 0 (lmerTest)."""
+    import json
+
+    from reference import EXTRA_DIR, load_table
+
+    ref = json.loads((EXTRA_DIR / "inference.json").read_text())["sleepstudy_slope_only"]
+    fit = crossed.lmer(ref["formula"], load_table("sleepstudy.csv", ("Subject",)))
+    tab = fit.ranova()
+    rr = as_list(ref["ranova"])
+    assert list(tab["term"]) == [r["term"] for r in rr]
+    assert list(tab["npar"]) == [r["npar"] for r in rr]
+    assert tab["statistic"][1] == pytest.approx(rr[1]["LRT"], rel=1e-4)
+    assert tab["df"][1] == 0 and np.isnan(tab["p_value"][1])
+
+
 def test_compare_against_lme4():
     case = load_case("exist_multi_full")
     fit = fitted("exist_multi_full")

@@ -1,6 +1,7 @@
 # Extra reference numbers from R for the inference tests of issue 3 (lmerTest 3.1-3,
 # emmeans 1.8.4, effectsize 0.8.3, pbkrtest 0.5.2): Type II ANOVA, joint_tests, contrast
-# methods and adjustments beyond Tukey/none, partial omega^2 and Cohen's f^2.
+# methods and adjustments beyond Tukey/none, partial omega^2 and Cohen's f^2, ranova of a
+# slope-only random term.
 # usage (from the repository root):
 #   Rscript tests/data/reference/extra/inference.R tests/data/reference/extra/inference.json
 # Data read as tools/r_reference.R does (factor columns as character, then factor()).
@@ -55,4 +56,9 @@ for (cs in cases) {
   }
   res[[cs$name]] <- r
 }
+# ranova of a slope-only term: lmerTest replaces (0 + Days | Subject) by (1 | Subject)
+d <- read_case("tests/data/sleepstudy.csv", "Subject")
+m <- lmerTest::lmer(Reaction ~ Days + (0 + Days | Subject), data = d)
+res$sleepstudy_slope_only <- list(formula = "Reaction ~ Days + (0 + Days | Subject)",
+                                  ranova = tab(ranova(m)))
 write_json(res, out, digits = NA, auto_unbox = TRUE, pretty = TRUE)
