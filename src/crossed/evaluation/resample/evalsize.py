@@ -201,7 +201,8 @@ def eval_size(data, score: str = "score", system: str = "system", item: str = "i
     counts : (tp, fp, fn) column names, optional
         Score subsets by micro-F1 from summed counts instead of the mean item score.
     sizes : sequence of numbers, optional
-        Subset sizes in ``unit``; default 8 sizes spaced geometrically from 5 % to 100 %.
+        Subset sizes in ``unit``; default up to 8 sizes spaced geometrically from 5 % of
+        the set (at least 2 items, or the longest item's tokens) to all of it.
     unit : {"items", "tokens"}
     strategies : sequence of {"seq", "rand", "rand_seq"}
     n_subsamples : int
@@ -239,8 +240,11 @@ def eval_size(data, score: str = "score", system: str = "system", item: str = "i
     weights = tok if unit == "tokens" else np.ones(vals.shape[0])
     total = float(weights.sum())
     if sizes is None:
-        sizes = np.unique(np.round(np.geomspace(0.05 * total, total, 8)))
+        smallest = max(0.05 * total, 2.0 if unit == "items" else float(weights.max()))
+        sizes = np.unique(np.round(np.geomspace(min(smallest, total), total, 8)))
     sizes = sorted(float(s) for s in sizes)
+    if sizes[0] <= 0:
+        raise ValueError("subset sizes must be positive")
     sign = 1.0 if higher_is_better else -1.0
     S, K = vals.shape[1], vals.shape[2]
     use_aso = aso and S > 1 and (K >= 2 or unit == "items")
