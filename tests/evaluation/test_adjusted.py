@@ -1,0 +1,67 @@
+"""fit.adjusted_means / interaction_effects against R (tests/data/reference/extra/adjusted.R)."""
+
+import json
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import crossed as cx
+from reference import EXTRA_DIR
+
+
+@pytest.fixture(scope="module")
+def ref():
+    return json.loads((EXTRA_DIR / "adjusted.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def fit(ref):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return cx.lmer(ref["formula"], cx.load_dataset("blurb_like"))
+
+
+def test_adjusted_means_match_r(fit, ref):
+    out = fit.adjusted_means("model")
+    assert list(out.columns) == ["level", "estimate", "std_error", "conf_low", "conf_high",
+                                 "population_mean", "conditional_mode", "cond_sd", "rank"]
+    want = pd.DataFrame(ref["adjusted_means"]).set_index("level").loc[out["level"]]
+    for col in ("estimate", "population_mean", "std_error"):
+        np.testing.assert_allclose(out[col], want[col], rtol=1e-5, err_msg=col)
+    np.testing.assert_allclose(out["conditional_mode"], want["conditional_mode"],
+                               rtol=1e-3, atol=1e-4)
+    np.testing.assert_allclose(out["cond_sd"], want["cond_sd"], rtol=1e-4)
+    assert out["estimate"].is_monotonic_decreasing
+    assert list(out["rank"]) == [1, 2, 3, 4]
+    z = 1.959963984540054
+    np.testing.assert_allclose(out["conf_high"] - out["estimate"], z * out["std_error"])
+    assert out.attrs["kind"] == "random"
+
+
+def test_interaction_effects_match_r(fit, ref):
+    out = fit.interaction_effects("model", "dataset")
+    assert len(out) == 4 * 13
+    assert list(out.columns[:2]) == ["model", "dataset"]
+    want = pd.DataFrame(ref["interaction"]).set_index("level")
+    labels = out["model"] + ":" + out["dataset"]
+    np.testing.assert_allclose(out["estimate"], want.loc[labels, "estimate"], atol=2e-4)
+    np.testing.assert_allclose(out["cond_sd"], want.loc[labels, "cond_sd"], rtol=1e-4)
+    main = fit.ranef().query("group == 'model'").set_index("level")["estimate"]
+    np.testing.assert_allclose(out["main_effect"], main.loc[out["model"]].to_numpy())
+    np.testing.assert_allclose(out["combined"], out["main_effect"] + out["estimate"])
+    # same cells whichever order the factors are named in
+    swapped = fit.interaction_effects("dataset", "model")
+    assert set(swapped["dataset"]) == set(out["dataset"])
+    assert (swapped["main_effect"] != 0).any()
+
+
+def test_fixed_factor_and_errors(fit):
+    lr = fit.adjusted_means("lr")
+    assert lr.attrs["kind"] == "fixed" and len(lr) == 5
+    assert lr["conditional_mode"].isna().all()
+    with pytest.raises(ValueError, match="neither a grouping factor"):
+        fit.adjusted_means("nope")
+    with pytest.raises(ValueError, match="no \\(1 \\| model:lr\\) term"):
+        fit.interaction_effects("model", "lr")

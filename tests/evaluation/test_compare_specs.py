@@ -1,0 +1,94 @@
+"""compare_specs on exist_multi reproduces the EMM contrasts of the three R reference fits."""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import crossed as cx
+from crossed.evaluation.compare_specs import nested_in, residual_checks
+from reference import r_answers
+
+CASES = ["exist_multi_full", "exist_multi_arch_fixed", "exist_multi_additive"]
+
+
+@pytest.fixture(scope="module")
+def comparison():
+    df = cx.load_dataset("exist_multi")
+    formulas = [r_answers(c)["formula"] for c in CASES]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return cx.compare_specs(df, formulas, focus="language", names=CASES)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_focus_contrast_matches_emmeans(comparison, case):
+    ref = r_answers(case)["emmeans"][0]
+    assert ref["spec"] == "language"
+    pair = ref["pairs_satterthwaite"][0]
+    row = comparison.table.set_index("spec").loc[case]
+    assert row["contrast"] == pair["contrast"]
+    assert row["estimate"] == pytest.approx(pair["estimate"], rel=1e-6)
+    assert row["std_error"] == pytest.approx(pair["SE"], rel=1e-4)
+    assert row["df"] == pytest.approx(pair["df"], rel=1e-4)
+    assert row["statistic"] == pytest.approx(pair["t.ratio"], rel=1e-4)
+    assert row["p_value"] == pytest.approx(pair["p.value"], rel=1e-3)
+    emm = comparison.emmeans[case]
+    want = pd.DataFrame(ref["emm_satterthwaite"])
+    np.testing.assert_allclose(emm["estimate"], want["emmean"], rtol=1e-6)
+    np.testing.assert_allclose(emm["std_error"], want["SE"], rtol=1e-4)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_r2_and_flags(comparison, case):
+    ref = r_answers(case)
+    row = comparison.table.set_index("spec").loc[case]
+    assert row["r2_marginal"] == pytest.approx(ref["r2"]["marginal"], rel=1e-4)
+    assert row["r2_conditional"] == pytest.approx(ref["r2"]["conditional"], rel=1e-4)
+    assert bool(row["is_singular"]) == bool(ref["singular"])
+    assert row["converged"]
+    assert row["nobs"] == 36
+    for col in ("resid_normality_p", "resid_spread_p"):
+        assert 0.0 <= row[col] <= 1.0
+
+
+def test_ml_information_criteria_and_lrt(comparison):
+    """AIC/BIC are those of lme4's anova() (ML refits); the nested pair gets an LRT."""
+    full = r_answers("exist_multi_full")["compare"]
+    table = comparison.table.set_index("spec")
+    for entry, name in zip(full, ["exist_multi_arch_fixed", "exist_multi_additive"],
+                           strict=True):
+        small, big = entry["table"]
+        assert table.loc[name, "aic"] == pytest.approx(small["AIC"], rel=1e-5)
+        assert table.loc[name, "bic"] == pytest.approx(small["BIC"], rel=1e-5)
+        assert table.loc["exist_multi_full", "aic"] == pytest.approx(big["AIC"], rel=1e-5)
+    lrt = comparison.lrt
+    assert len(lrt) == 1  # additive is nested in full; arch_fixed is nested in neither
+    row = lrt.iloc[0]
+    assert (row["smaller"], row["larger"]) == ("exist_multi_additive", "exist_multi_full")
+    ref = full[1]["table"][1]
+    assert row["statistic"] == pytest.approx(ref["Chisq"], rel=1e-4)
+    assert row["df"] == ref["Df"]
+    assert row["p_value"] == pytest.approx(ref["Pr(>Chisq)"], rel=1e-3)
+    assert "Likelihood-ratio" in comparison.summary()
+
+
+def test_nesting_rules(comparison):
+    f = comparison.fits
+    assert nested_in(f["exist_multi_additive"], f["exist_multi_full"])
+    assert not nested_in(f["exist_multi_full"], f["exist_multi_additive"])
+    assert not nested_in(f["exist_multi_arch_fixed"], f["exist_multi_full"])
+
+
+def test_residual_checks_and_errors():
+    df = cx.load_dataset("exist_multi")
+    fit = cx.lmer("delta ~ language + (1 | task)", df)
+    checks = residual_checks(fit)
+    assert set(checks) == {"resid_normality_p", "resid_spread_p", "resid_max_abs"}
+    assert checks["resid_max_abs"] > 0
+    with pytest.raises(ValueError, match="focus 'nope'"):
+        cx.compare_specs(df, ["delta ~ language + (1 | task)"], focus="nope")
+    with pytest.raises(ValueError, match="one label per formula"):
+        cx.compare_specs(df, ["delta ~ language + (1 | task)"], focus="language",
+                         names=["a", "b"])

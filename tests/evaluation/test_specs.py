@@ -1,0 +1,76 @@
+"""Specification builders and named specifications (formulas/*.toml)."""
+
+import pytest
+
+import crossed as cx
+from crossed.evaluation import specs
+
+
+def test_repeated_measures_formula():
+    s = cx.specs.repeated_measures("delta", within=["language", "task", "mode"],
+                                   subjects="architecture/model")
+    assert str(s) == "delta ~ language * task * mode + (1 | architecture/model)"
+    assert s.design == "repeated_measures"
+    text = s.explain()
+    assert "(1 | model:architecture)" in text and "language * task * mode" in text
+    assert list(s.terms_table().columns) == ["term", "meaning"]
+    assert str(cx.specs.repeated_measures("delta", ["language"], subjects="architecture")) \
+        == "delta ~ language + (1 | architecture)"
+
+
+def test_cross_classified_formulas():
+    nuis = ["seed", "lr", "batch_size", "num_epochs"]
+    plain = cx.specs.cross_classified("score", systems="model", datasets="dataset",
+                                      nuisance=nuis, slopes="none")
+    assert str(plain) == ("score ~ seed + lr + batch_size + num_epochs + (1 | model) + "
+                          "(1 | dataset) + (1 | model:dataset)")
+    slopes = cx.specs.cross_classified("score", nuisance=nuis, slopes="uncorrelated")
+    assert str(slopes) == (
+        "score ~ seed + lr + batch_size + num_epochs + (1 | model) + (1 | dataset) + "
+        "(1 | model:dataset) + (0 + seed + lr + batch_size + num_epochs || model:dataset)")
+    bare = cx.specs.cross_classified("score")
+    assert str(bare) == "score ~ 1 + (1 | model) + (1 | dataset) + (1 | model:dataset)"
+    with pytest.raises(ValueError, match="slopes"):
+        cx.specs.cross_classified("score", nuisance=nuis, slopes="correlated")
+
+
+@pytest.mark.filterwarnings("ignore::crossed.SingularFitWarning")
+def test_the_issue_specifications_fit():
+    """The builders' formulas fit on the bundled data they were written for."""
+    mono = cx.load_dataset("exist_mono")
+    fit = cx.specs.repeated_measures("delta", ["language", "task", "mode"]).fit(mono)
+    assert fit.ngroups == {"model:architecture": 6, "architecture": 3}
+    blurb = cx.load_dataset("blurb_like")
+    spec = cx.specs.cross_classified("score", nuisance=["seed", "lr", "batch_size",
+                                                        "num_epochs"], slopes="none")
+    fit = spec.fit(blurb)
+    assert set(fit.ngroups) == {"model", "dataset", "model:dataset"}
+
+
+def test_named_specifications():
+    assert {"repeated_measures", "cross_classified"} <= set(specs.list_named())
+    rec = specs.load_named("cross_classified")
+    assert "{response}" in rec["formula"]
+    s = specs.from_name("repeated_measures", response="delta", within=["language", "task"],
+                        subjects="architecture")
+    assert str(s) == "delta ~ language * task + (1 | architecture)"
+    text = "repeated_measures:response=delta;within=language,task,mode;subjects=architecture"
+    assert specs.resolve_formula(text) == \
+        "delta ~ language * task * mode + (1 | architecture)"
+    assert specs.resolve_formula("y ~ x + (1 | g)") == "y ~ x + (1 | g)"
+    text = "cross_classified:response=score;nuisance=seed;slopes=none"
+    assert specs.resolve_formula(text) == \
+        "score ~ seed + (1 | model) + (1 | dataset) + (1 | model:dataset)"
+    with pytest.raises(ValueError, match="no named specification"):
+        specs.load_named("nonexistent_design")
+
+
+def test_user_folder(tmp_path, monkeypatch):
+    (tmp_path / "paired.toml").write_text(
+        'name = "paired"\nformula = "{response} ~ {system} + (1 | {item})"\n')
+    monkeypatch.setenv("CROSSED_FORMULAS", str(tmp_path))
+    assert "paired" in specs.list_named()
+    s = specs.from_name("paired", response="y", system="model", item="dataset")
+    assert str(s) == "y ~ model + (1 | dataset)"
+    with pytest.raises(ValueError, match="needs field 'item'"):
+        specs.from_name("paired", response="y", system="model")
