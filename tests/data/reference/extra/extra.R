@@ -129,6 +129,7 @@ r$interaction_group <- fit_entry("Pastes.csv", c("batch", "cask", "sample"), "st
 # expansion order b:a, a (no reordering on ties)
 r$nested_tied <- fit_entry("exist_multi.csv", em, "delta ~ 1 + (1 | architecture/model)")
 r$nested_three <- fit_entry("theta_order.csv", to, "y ~ 1 + (1 | g1/g3/g4)")
+r$tight_nested_three <- fit_entry("theta_order.csv", to, "y ~ 1 + (1 | g1/g3/g4)", control = tight)
 r$findbars <- list(
   nested2 = sapply(findbars(y ~ (1 | a/b)), deparse),
   nested3 = sapply(findbars(y ~ (1 | a/b/c)), deparse),

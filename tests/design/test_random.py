@@ -1,0 +1,149 @@
+"""Random-effects design: lme4's term order, theta's names and layout, grouping-factor names.
+
+lme4 (``mkReTrms``) keeps the terms in formula order (``/`` expanded as ``b:a`` then ``a``,
+``||`` split into one term per column) unless some term has more levels than the one
+before it; then it orders them by ``rev(order(nlevels))``, which puts tied terms in reverse
+formula order. R's answers: tests/data/reference/extra/extra.json (extra.R beside it).
+Tolerances as in the conformance suite: criterion 1e-6 relative, theta 1e-3 relative + 1e-4.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import crossed
+from reference import EXTRA_DIR, as_array, as_list, load_table
+
+
+@pytest.fixture(scope="module")
+def extra():
+    with open(EXTRA_DIR / "extra.json") as fh:
+        return json.load(fh)
+
+
+def _data(entry: dict) -> pd.DataFrame:
+    factors = tuple(as_list(entry["factors"]))
+    path = EXTRA_DIR / entry["data"]
+    if path.exists():
+        return pd.read_csv(path, dtype=dict.fromkeys(factors, str))
+    return load_table(entry["data"], factors)
+
+
+def _fit(entry: dict) -> crossed.LmerFit:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return crossed.lmer(entry["formula"], _data(entry), reml=entry["reml"],
+                            reference=entry.get("relevel"))
+
+
+def _check_against_r(fit, r):
+    assert list(fit.theta_names) == as_list(r["theta_names"])
+    assert list(fit.ngroups.items()) == list(r["ngrps"].items())
+    assert fit.deviance == pytest.approx(r["deviance"], rel=1e-6)
+    assert fit.deviance <= r["deviance"] + 1e-6 * abs(r["deviance"])
+    np.testing.assert_allclose(fit.theta, as_array(r["theta"]), rtol=1e-3, atol=1e-4)
+    assert fit.is_singular is bool(r["singular"])
+
+
+ORDER_CASES = [
+    # (1|g1) + (1|g3), 5 and 5 levels: no reordering
+    "order_tie",
+    # 5, 10, 5 levels: rev(order(nl)) -> g2, g3, g1 (the tie g1/g3 reversed)
+    "order_untied",
+    # (1|g1) + (x|g2) + (1|g4) + (1|g3): 5, 10, 5, 5 -> g2, g3, g4, g1
+    "order_mixed",
+    # (x||g1) + (1|g2): g1.(Intercept), g1.x, g2 = 5, 5, 10 -> g2, g1.x, g1.(Intercept)
+    "order_zerocorr",
+    # (1|g2) + (0+x|g2) + (1|g1): 10, 10, 5 never increases: formula order
+    "order_same_factor",
+    # (x|g2) + (1|g1) + (1|g3): 10, 5, 5: formula order
+    "order_decreasing",
+    # (1 | architecture/model) on exist_mono: model:architecture (6), architecture (3)
+    "nested_exist_mono",
+    # (1 | batch:cask) + (1 | batch)
+    "interaction_group",
+]
+
+
+@pytest.mark.parametrize("name", ORDER_CASES)
+def test_theta_order_and_names_match_lme4(extra, name):
+    r = extra[name]
+    _check_against_r(_fit(r), r)
+
+
+def test_nested_terms_with_tied_levels_keep_lme4_order(extra):
+    r = extra["nested_tied"]
+    fit = _fit(r)
+    assert list(fit.theta_names) == as_list(r["theta_names"])
+    assert list(fit.ngroups) == list(r["ngrps"])
+
+
+def test_three_level_nesting_names(extra):
+    r = extra["nested_three"]
+    fit = _fit(r)
+    assert list(fit.theta_names) == as_list(r["theta_names"])
+    assert list(fit.ngroups) == list(r["ngrps"])
+
+
+def test_three_level_nesting_values(extra):
+    """Names aside, the three-level nested fit is lme4's (104, 25 and 5 levels).
+
+    lme4's default stopping leaves theta[0] at 0.108489 on this flat criterion (2.2e-3 from
+    the tightly converged 0.108243); theta is compared with the tight fit (tight_nested_three).
+    """
+    r, tight = extra["nested_three"], extra["tight_nested_three"]
+    fit = _fit(r)
+    assert list(fit.ngroups.values()) == list(r["ngrps"].values())
+    assert fit.deviance == pytest.approx(r["deviance"], rel=1e-6)
+    assert fit.deviance <= r["deviance"] + 1e-6 * abs(r["deviance"])
+    assert fit.deviance <= tight["deviance"] + 1e-6 * abs(tight["deviance"])
+    np.testing.assert_allclose(fit.theta, as_array(tight["theta"]), rtol=1e-3, atol=1e-4)
+
+
+def test_theta_layout_of_correlated_term():
+    """(1 + Days | Subject): theta is the lower triangle of the 2x2 factor, column-wise."""
+    ss = load_table("sleepstudy.csv", ("Subject",))
+    fit = crossed.lmer("Reaction ~ Days + (Days | Subject)", ss)
+    assert fit.theta_names == ("Subject.(Intercept)", "Subject.Days.(Intercept)", "Subject.Days")
+    t = fit.theta
+    L = np.array([[t[0], 0.0], [t[1], t[2]]])
+    S = fit.sigma**2 * L @ L.T
+    vc = fit.varcorr()
+    np.testing.assert_allclose(vc["variance_or_cov"].iloc[:3], [S[0, 0], S[1, 1], S[1, 0]],
+                               rtol=1e-10)
+    # lower bounds: 0 on the diagonal, -inf off it; start at 1/0 (lme4's defaults)
+    rd = fit.design.random
+    assert list(rd.theta_lower) == [0.0, -np.inf, 0.0]
+    assert list(rd.theta_start()) == [1.0, 0.0, 1.0]
+
+
+def test_interaction_grouping_levels_are_observed_combinations():
+    """(1 | a:b) has one level per observed combination (R's interaction with drop)."""
+    pastes = load_table("Pastes.csv", ("batch", "cask", "sample"))
+    sub = pastes[~((pastes["batch"] == "A") & (pastes["cask"] == "a"))]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = crossed.lmer("strength ~ 1 + (1 | cask:batch) + (1 | batch)", sub)
+    assert fit.ngroups == {"cask:batch": 29, "batch": 10}
+    levels = fit.ranef().query("group == 'cask:batch'")["level"].tolist()
+    assert "a:A" not in levels and levels[0] == "a:B"  # first factor varies slowest
+
+
+def test_group_factor_levels_from_numbers_and_categoricals():
+    """A numeric grouping column is a factor of its values; a Categorical keeps its order."""
+    ss = load_table("sleepstudy.csv", ("Subject",))
+    num = ss.assign(Subject=ss["Subject"].astype(int))
+    a = crossed.lmer("Reaction ~ Days + (1 | Subject)", ss)
+    b = crossed.lmer("Reaction ~ Days + (1 | Subject)", num)
+    assert a.deviance == pytest.approx(b.deviance, rel=1e-12)
+    assert b.ngroups == {"Subject": 18}
+    order = sorted(ss["Subject"].unique(), reverse=True)
+    cat = ss.assign(Subject=pd.Categorical(ss["Subject"], categories=order))
+    c = crossed.lmer("Reaction ~ Days + (1 | Subject)", cat)
+    assert c.ranef()["level"].astype(str).tolist() == order
+    assert c.deviance == pytest.approx(a.deviance, rel=1e-12)
