@@ -343,12 +343,13 @@ class LmerFit:
         return simulate_responses(self, nsim=nsim, seed=seed, use_ranef=use_ranef)
 
     def check(self, nsim: int = 250, seed: int | np.random.Generator | None = None,
-              use_ranef: bool = False, alpha: float = 0.05):
+              use_ranef: bool = False, alpha: float = 0.05, calibrate: int = 0, **kwargs):
         """Simulated-residual (DHARMa) diagnostics, explained in words: uniformity (KS),
         dispersion and outlier tests, ``plot()``. See :func:`crossed.simulate.check`."""
         from crossed.simulate.diagnostics import check
 
-        return check(self, nsim=nsim, seed=seed, use_ranef=use_ranef, alpha=alpha)
+        return check(self, nsim=nsim, seed=seed, use_ranef=use_ranef, alpha=alpha,
+                     calibrate=calibrate, **kwargs)
 
     # ------------------------------------------------------------------ inference
     def coef_table(self, ddf: str = "satterthwaite", level: float = 0.95) -> pd.DataFrame:

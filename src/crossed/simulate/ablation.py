@@ -17,9 +17,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from crossed.design.frame import DataError
 from crossed.simulate.execution import run_tasks, seed_sequence
-from crossed.simulate.fastrefit import Refitter
+from crossed.simulate.fastrefit import FIT_ERRORS, Refitter
 from crossed.simulate.intervals import clopper_pearson
 from crossed.simulate.rmanova import PreparedRMAnova, RMAnova
 from crossed.simulate.simtests import RESULT_KEYS, bind_test, label_of
@@ -68,7 +67,7 @@ def _one_ablation(job: _AblationJob, item: tuple) -> list[dict]:
         try:
             refit = job.refitter.refit(rows=keep)
             res = job.test(refit, keep)
-        except (DataError, ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
+        except FIT_ERRORS as exc:
             res = {"status": "failed", **dict.fromkeys(RESULT_KEYS, np.nan)}
             msg = f"{type(exc).__name__}: {exc}"
     p = res.get("p_value", np.nan)

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from crossed.simulate.execution import run_tasks, seed_sequence
-from crossed.simulate.fastrefit import Refitter
+from crossed.simulate.fastrefit import FIT_ERRORS, Refitter
 from crossed.simulate.intervals import boot_interval
 from crossed.simulate.response import simulate_responses
 from crossed.simulate.simtests import ContrastTest
@@ -82,7 +82,7 @@ class _ContrastStat:
     test: ContrastTest
 
     def __call__(self, fit: LmerFit) -> pd.Series:
-        return pd.Series([self.test(fit)["estimate"]], index=[self.test.name])
+        return pd.Series([self.test.estimate(fit)], index=[self.test.name])
 
 
 @dataclass
@@ -102,7 +102,7 @@ def _one_replicate(job: _BootJob, item: tuple) -> tuple[int, pd.Series | None, s
             y = simulate_responses(job.fit, 1, rng, use_ranef=job.use_ranef)[:, 0]
             value = _as_series(job.stat(job.refitter.refit(y=y)))
             return i, value, ""
-        except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
+        except FIT_ERRORS as exc:
             return i, None, f"{type(exc).__name__}: {exc}"
 
 

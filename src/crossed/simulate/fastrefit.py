@@ -20,6 +20,7 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+import nlopt
 import numpy as np
 import scipy.sparse as sp
 
@@ -31,6 +32,11 @@ from crossed.engines.native.pls import PLS, _sparse_z, profiled_deviance
 if TYPE_CHECKING:
     from crossed.design import Design
     from crossed.fit import LmerFit
+
+
+FIT_ERRORS = (ValueError, ArithmeticError, RuntimeError, np.linalg.LinAlgError,
+              nlopt.RoundoffLimited, nlopt.ForcedStop)
+"""Exceptions a refit in a simulation may raise; they are recorded as failed fits."""
 
 
 class Refitter:

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from crossed.simulate.execution import run_tasks, seed_sequence
-from crossed.simulate.fastrefit import Refitter
+from crossed.simulate.fastrefit import FIT_ERRORS, Refitter
 from crossed.simulate.intervals import clopper_pearson
 from crossed.simulate.response import simulate_responses
 from crossed.simulate.simtests import RESULT_KEYS, bind_test, label_of
@@ -53,7 +53,7 @@ def _one_simulation(job: _PowerJob, item: tuple) -> dict:
             refit = job.refitter.refit(y=y, rows=rows)
             res = job.test(refit, rows)
             msg = ""
-        except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
+        except FIT_ERRORS as exc:
             res = {"status": "failed", **dict.fromkeys(RESULT_KEYS, np.nan)}
             msg = f"{type(exc).__name__}: {exc}"
     p = res.get("p_value", np.nan)

@@ -88,6 +88,14 @@ class ContrastTest:
         L = np.array([self.weights.get(n, 0.0) for n in refit_names])
         return _t_row(fit, L, self.ddf)
 
+    def estimate(self, fit: LmerFit, rows: np.ndarray | None = None) -> float:
+        """The contrast's estimate only (no standard error or df); NaN if not estimable."""
+        missing = [n for n in self.weights if n not in fit.fixef_names and self.weights[n] != 0]
+        if missing and not self._estimable(rows):
+            return np.nan
+        return float(sum(self.weights.get(n, 0.0) * b
+                         for n, b in zip(fit.fixef_names, fit.beta, strict=True)))
+
     def _estimable(self, rows: np.ndarray | None) -> bool:
         """emmeans' rule: L is estimable if it is orthogonal to the null space of X[rows]."""
         if self.X is None or rows is None:

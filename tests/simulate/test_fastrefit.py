@@ -1,0 +1,75 @@
+"""Refitter gives the numbers of LmerFit.refit (identical arrays), only faster."""
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import crossed as cx
+from crossed.simulate import Refitter
+
+BLURB = ("score ~ seed + lr + batch_size + num_epochs + (1 | model) + (1 | dataset) "
+         "+ (1 | model:dataset)")
+REF = {"batch_size": "32", "lr": "5e-5", "seed": "59"}
+
+
+@pytest.fixture(scope="module")
+def fits():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exist = cx.lmer("delta ~ language * task * mode + (1 | architecture)",
+                        cx.load_dataset("exist_multi"))
+        blurb = cx.lmer(BLURB, cx.load_dataset("blurb_like"), reference=REF)
+        sleep = cx.lmer("Reaction ~ Days + (Days | Subject)", _sleepstudy())
+    return {"exist": exist, "blurb": blurb, "sleep": sleep}
+
+
+def _sleepstudy():
+    return pd.read_csv(Path(__file__).resolve().parents[1] / "data" / "sleepstudy.csv",
+                       dtype={"Subject": str})
+
+
+def _same(a, b):
+    np.testing.assert_array_equal(a.theta, b.theta)
+    np.testing.assert_array_equal(a.beta, b.beta)
+    np.testing.assert_array_equal(a.vcov_beta, b.vcov_beta)
+    assert a.sigma == b.sigma and a.deviance == b.deviance
+    assert a.fixef_names == b.fixef_names
+
+
+@pytest.mark.parametrize("name", ["exist", "blurb", "sleep"])
+@pytest.mark.parametrize("check_conv", [True, False])
+def test_new_response_identical_to_refit(fits, name, check_conv):
+    fit = fits[name]
+    ys = fit.simulate(3, seed=5)
+    fast = Refitter(fit, check_conv=check_conv)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for i in range(ys.shape[1]):
+            _same(fit.refit(ys[:, i]), fast.refit(ys[:, i]))
+        _same(fit.refit(reml=False), fast.refit(reml=False))
+
+
+@pytest.mark.parametrize("name", ["exist", "blurb"])
+def test_row_subsets_identical_to_refit(fits, name):
+    fit = fits[name]
+    rng = np.random.default_rng(3)
+    fast = Refitter(fit, check_conv=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(3):
+            keep = rng.random(fit.nobs) > 0.2
+            y = rng.normal(size=int(keep.sum()))
+            _same(fit.refit(rows=keep), fast.refit(rows=keep))
+            _same(fit.refit(y=y, rows=keep), fast.refit(y=y, rows=keep))
+
+
+def test_refitter_skips_only_the_check(fits):
+    fit = fits["blurb"]
+    y = fit.simulate(1, seed=1)[:, 0]
+    plain = Refitter(fit, check_conv=False).refit(y)
+    checked = Refitter(fit, check_conv=True).refit(y)
+    assert plain.opt.gradient is None and checked.opt.gradient is not None
+    _same(plain, checked)
