@@ -112,3 +112,16 @@ def test_figure(ner, tmp_path):
     ax = plot_tau_by_size(r)
     ax.figure.savefig(tmp_path / "tau.png")
     assert (tmp_path / "tau.png").stat().st_size > 0
+
+
+def test_subset_tau_equals_scipy_on_the_subset(ner):
+    r = cx.resample.eval_size(ner, score="f1", system="model", item="language",
+                              seed_col="seed", sizes=[7, 20], strategies=["seq"], aso=False)
+    languages = list(pd.unique(ner["language"]))
+    full = ner.groupby("model", sort=False)["f1"].mean()
+    for size in (7, 20):
+        last = languages[-size:]
+        sub = ner[ner["language"].isin(last)].groupby("model", sort=False)["f1"].mean()
+        ref = kendalltau(full.to_numpy(), sub.reindex(full.index).to_numpy()).statistic
+        got = r.subsamples.set_index("size").loc[float(size), "kendall_tau"]
+        assert got == pytest.approx(ref, abs=1e-12)

@@ -109,3 +109,17 @@ def test_incomplete_systems_are_dropped_with_a_warning():
         cx.resample.from_summary(df, "m", missing="error")
     with pytest.warns(UserWarning, match="dropped 1 tasks"):
         assert cx.resample.from_summary(df, "m", missing="drop_tasks").tasks == ("x",)
+
+
+def test_ragged_replications(ner):
+    rag = ner.drop(index=ner.sample(frac=0.1, random_state=1).index)
+    st = cx.resample.from_replicates(rag, "f1", "model", "language", seed="seed")
+    assert st.replications()[1].min() < 10
+    vc = cx.resample.variance_components(st, n_resamples=100, random_state=0)
+    cell = rag.groupby(["model", "language"])["f1"].std()
+    expect = np.sqrt((cell**2).groupby("model").mean())
+    assert np.allclose(vc.wide()["seed_sd"], expect.reindex(vc.wide().index))
+    assert np.isfinite(vc.wide("std_error")["seed_sd"]).all()
+    r = cx.resample.aggregates(st, replication="nonparametric", n_resamples=200, seed=0,
+                               progress_bar=True)
+    assert np.isfinite(r["std_error"]).all()

@@ -145,6 +145,13 @@ def resample_aggregates(table, aggregates: tuple[str, ...] | list[str] = AGGREGA
     seed : int or numpy Generator, optional
     progress_bar : bool, optional
         Progress over chunks of resamples; default only in an interactive terminal.
+
+    Notes
+    -----
+    Validated on ``ner_like`` against closed forms: with tasks fixed and parametric
+    replication the SE of the mean is sqrt(Σ within_sd²)/T; with tasks bootstrapped and
+    no replication noise it is SD_ddof0(task means)/sqrt(T); with one stored seed drawn per
+    cell, the variance of the mean is Σ var_ddof0(seeds)/T² (test_resample_aggregates.py).
     """
     rng = as_generator(seed)
     if "seed_col" in columns:
