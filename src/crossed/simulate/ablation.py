@@ -42,24 +42,49 @@ class _AblationJob:
     rm: PreparedRMAnova | None
 
 
-def _removed_rows(job: _AblationJob, fraction: float, rng: np.random.Generator) -> tuple:
-    n = job.fit.nobs
-    if job.groups is None:
-        k = int(round(fraction * n))
-        drop = rng.choice(n, size=k, replace=False)
-        keep = np.ones(n, dtype=bool)
+def _draw_keep(nobs: int, groups: np.ndarray | None, n_groups: int, fraction: float,
+               rng: np.random.Generator) -> tuple[np.ndarray, int]:
+    """Rows kept after removing round(fraction · n) rows (or groups) at random."""
+    if groups is None:
+        k = int(round(fraction * nobs))
+        drop = rng.choice(nobs, size=k, replace=False)
+        keep = np.ones(nobs, dtype=bool)
         keep[drop] = False
         return keep, k
-    k = int(round(fraction * job.n_groups))
-    drop = rng.choice(job.n_groups, size=k, replace=False)
-    keep = ~np.isin(job.groups, drop)
-    return keep, k
+    k = int(round(fraction * n_groups))
+    drop = rng.choice(n_groups, size=k, replace=False)
+    return ~np.isin(groups, drop), k
+
+
+def _tasks(fractions: list[float], reps: int, seed: Any) -> list[tuple]:
+    children = seed_sequence(seed).spawn(len(fractions))
+    return [(f, r, ss) for f, child in zip(fractions, children, strict=True)
+            for r, ss in enumerate(child.spawn(reps))]
+
+
+def removal_masks(nobs: int, fractions=DEFAULT_FRACTIONS, reps: int = 100, seed: Any = None,
+                  groups: np.ndarray | None = None) -> pd.DataFrame:
+    """The subsets :func:`ablation` uses for the same arguments (e.g. to rerun them in R).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (fraction, rep): ``fraction``, ``rep``, then ``keep_<i>`` (1 if data
+        row i is kept) for every row of the (complete-case) data.
+    """
+    fractions = [float(f) for f in fractions]
+    n_groups = int(groups.max()) + 1 if groups is not None else 0
+    rows = []
+    for f, r, ss in _tasks(fractions, reps, seed):
+        keep, _ = _draw_keep(nobs, groups, n_groups, f, np.random.default_rng(ss))
+        rows.append([f, r, *keep.astype(int)])
+    return pd.DataFrame(rows, columns=["fraction", "rep", *[f"keep_{i}" for i in range(nobs)]])
 
 
 def _one_ablation(job: _AblationJob, item: tuple) -> list[dict]:
     fraction, rep, ss = item
     rng = np.random.default_rng(ss)
-    keep, k = _removed_rows(job, fraction, rng)
+    keep, k = _draw_keep(job.fit.nobs, job.groups, job.n_groups, fraction, rng)
     base = {"fraction": fraction, "rep": rep, "n_removed": k, "nobs": int(keep.sum())}
     msg = ""
     with warnings.catch_warnings():
@@ -241,9 +266,7 @@ def ablation(data: pd.DataFrame, formula: str, test: Any, fractions=DEFAULT_FRAC
     fractions = [float(f) for f in fractions]
     if any(not 0 <= f < 1 for f in fractions):
         raise ValueError("fractions must be in [0, 1)")
-    children = seed_sequence(seed).spawn(len(fractions))
-    items = [(f, r, ss) for f, child in zip(fractions, children, strict=True)
-             for r, ss in enumerate(child.spawn(reps))]
+    items = _tasks(fractions, reps, seed)
     res = run_tasks(_one_ablation, job, items, n_jobs=n_jobs, backend=backend,
                     scheduler=scheduler, progress=progress, desc="ablation")
     reps_df = pd.DataFrame([row for rows in res for row in rows], columns=COLUMNS)
