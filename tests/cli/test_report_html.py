@@ -74,3 +74,16 @@ def test_report_renders_in_headless_chromium(report, tmp_path):
     total, rendered = int(m.group(1)), int(m.group(2))
     assert total >= 4
     assert rendered == total
+
+
+def test_cross_classified_report(tmp_path):
+    """A CCMEM report shows the system × dataset design and the systems' adjusted means."""
+    path = tmp_path / "ccmem.html"
+    code = main(["report", "blurb_like",
+                 "cross_classified:response=score;nuisance=lr;slopes=none",
+                 "--systems", "model", "-o", str(path)])
+    assert code == 0
+    text = path.read_text(encoding="utf-8")
+    assert 'id="fig-crossed-design"' in text
+    assert "Adjusted means: model" in text and "BioLinkBERT" in text
+    assert "Largest model × dataset interaction effects" in text

@@ -19,7 +19,8 @@ def _run(args: argparse.Namespace) -> int:
     path = write_report(args.output, data, resolve_formula(args.formula), focus=args.focus,
                         compare=[resolve_formula(f) for f in args.compare] or None,
                         title=args.title, data_name=name, ddf=args.ddf,
-                        reference=parse_reference(args.reference), reml=not args.ml)
+                        reference=parse_reference(args.reference), reml=not args.ml,
+                        systems=args.systems)
     print(f"wrote {path}")
     return 0
 
@@ -32,6 +33,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--focus", help="factor whose EMMs are reported (default: the first)")
     p.add_argument("--compare", nargs="*", default=[], metavar="FORMULA",
                    help="other specifications compared with the main one")
+    p.add_argument("--systems", help="grouping factor whose adjusted means are reported "
+                                     "(e.g. model in a cross-classified model)")
     p.add_argument("--title", help="title of the report")
     p.add_argument("--ddf", default="satterthwaite",
                    help="satterthwaite, kenward-roger or none")

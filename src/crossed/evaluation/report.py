@@ -72,6 +72,15 @@ def _fixed_factors(fit: LmerFit) -> list[str]:
     return [c for c in fit.design.columns if c in used and c in fit.design.levels]
 
 
+def _crossed_pair(fit: LmerFit) -> tuple[str, str] | None:
+    """The two data columns of the first ``(1 | a:b)`` term (a cross-classified design)."""
+    for term in fit.design.random.terms:
+        parts = term.group.split(":")
+        if len(parts) == 2 and all(p in fit.design.columns for p in parts):
+            return parts[0], parts[1]
+    return None
+
+
 def _section(title: str, body: str) -> str:
     return f"<section><h2>{html.escape(title)}</h2>\n{body}\n</section>"
 
@@ -80,7 +89,7 @@ def build_report(data: pd.DataFrame, formula: str, focus: str | None = None,
                  compare: Sequence[str] | None = None, title: str | None = None,
                  data_name: str = "data", ddf: str = "satterthwaite",
                  reference: dict[str, str] | None = None, reml: bool = True,
-                 fit: LmerFit | None = None) -> str:
+                 fit: LmerFit | None = None, systems: str | None = None) -> str:
     """The HTML text of a report on ``formula`` fitted to ``data``.
 
     Parameters
@@ -102,6 +111,10 @@ def build_report(data: pd.DataFrame, formula: str, focus: str | None = None,
     reml : bool
     fit : LmerFit, optional
         An existing fit of ``formula`` to report instead of fitting again.
+    systems : str, optional
+        A grouping factor with a random intercept (e.g. ``"model"`` in a cross-classified
+        model) whose adjusted means (population mean + conditional mode) are reported, with
+        the largest interaction effects of its ``(1 | systems:datasets)`` term if any.
 
     Returns
     -------
@@ -138,11 +151,32 @@ def build_report(data: pd.DataFrame, formula: str, focus: str | None = None,
         frame = fit.design.frame.copy()
         response = fit.spec.response
         frame[response] = fit.design.y
+        pair = _crossed_pair(fit)
+        if pair is not None:
+            a, b = sorted(pair, key=lambda c: frame[c].nunique())
+            fig = interaction_plot(frame, response, b, trace=a, error=None)
+            fig.set_size_inches(min(2.0 + 0.28 * frame[b].nunique(), 16), 4.2)
+            for ax in fig.axes:
+                ax.tick_params(axis="x", labelrotation=90)
+            parts.append(_section("Design", _figure_html(
+                fig, "fig-crossed-design", f"Mean {response} of each {a} on each {b} "
+                f"(raw cell means): the {a} × {b} interaction of the design.")))
+        if systems is not None:
+            am = fit.adjusted_means(systems)
+            body = ("<p>Population mean of the fixed part plus each level's conditional mode, "
+                    "with 95% intervals.</p>" + _table(am))
+            partner = [g for g in (pair or ()) if g != systems]
+            if partner and systems in (pair or ()):
+                ie = fit.interaction_effects(systems, partner[0])
+                top = ie.reindex(ie["estimate"].abs().sort_values(ascending=False).index)
+                body += (f"<p>Largest {systems} × {partner[0]} interaction effects "
+                         "(conditional modes):</p>" + _table(top.head(10)))
+            parts.append(_section(f"Adjusted means: {systems}", body))
         if focus is not None:
             others = [f for f in factors if f != focus]
             fig = interaction_plot(frame, response, focus, trace=others[0] if others else None,
                                    panel=others[1] if len(others) > 1 else None)
-            parts.append(_section("Design", _figure_html(
+            parts.append(_section(f"Design by {focus}", _figure_html(
                 fig, "fig-interaction", f"Mean {response} by {focus}"
                 + (f" and {others[0]}" if others else "")
                 + (f", panels by {others[1]}" if len(others) > 1 else "")
