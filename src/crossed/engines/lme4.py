@@ -1,0 +1,423 @@
+"""The lme4 engine: R's ``lme4::lmer`` through rpy2, returning crossed's fit result.
+
+Needs R (4.2 tested) with the R package lme4 (lmerTest for :func:`lmertest_tables`,
+pbkrtest for its Kenward-Roger tables) and the Python package rpy2 (3.5.x for R 4.2;
+rpy2 3.6 needs R >= 4.3): ``pip install 'crossed[r]'``. On Debian::
+
+    apt-get install -y --no-install-recommends r-base-core r-cran-lme4 r-cran-lmertest \\
+        r-cran-pbkrtest
+
+Everything reported is lme4's own: β, vcov, θ, σ, the REML criterion (or −2 logLik), the
+spherical random effects u, ``isSingular`` and the convergence messages. The model is fitted
+on the design's private copy of the used columns (factor levels in crossed's order, so
+reference levels carry over), with the formula as written.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import time
+import warnings
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from crossed.design import Design
+from crossed.design.frame import expression_variables
+from crossed.engines.errors import EngineUnavailableError, UnsupportedModelError
+from crossed.engines.native.optimize import LmerControl
+from crossed.fit import LmerFit
+
+R_PACKAGES_DEBIAN = {"lme4": "r-cran-lme4", "lmerTest": "r-cran-lmertest",
+                     "pbkrtest": "r-cran-pbkrtest"}
+INSTALL_R = ("apt-get install -y --no-install-recommends r-base-core r-cran-lme4 "
+             "r-cran-lmertest r-cran-pbkrtest (Debian/Ubuntu), or R from r-project.org "
+             "and install.packages(c('lme4', 'lmerTest', 'pbkrtest')) in R")
+INSTALL_RPY2 = "pip install 'crossed[r]' (rpy2 >= 3.5, < 3.6 for R 4.2; rpy2 3.6 needs R >= 4.3)"
+
+_R_CODE = r"""
+crossed_extract <- function(fit, msgs, secs) {
+  cnms <- fit@cnms
+  flist <- lme4::getME(fit, "flist")
+  fe <- lme4::fixef(fit)
+  V <- as.matrix(stats::vcov(fit))
+  th <- lme4::getME(fit, "theta")
+  conv <- unlist(fit@optinfo$conv$lme4$messages)
+  list(
+    fixef = unname(as.numeric(fe)), fixef_names = names(fe),
+    vcov = as.numeric(V), theta = unname(as.numeric(th)), theta_names = names(th),
+    sigma = stats::sigma(fit), reml = lme4::isREML(fit),
+    criterion = if (lme4::isREML(fit)) lme4::REMLcrit(fit) else stats::deviance(fit),
+    u = as.numeric(lme4::getME(fit, "u")),
+    term_groups = names(cnms),
+    term_columns = lapply(unname(cnms), as.character),
+    term_levels = lapply(names(cnms), function(g) as.character(levels(flist[[g]]))),
+    singular = lme4::isSingular(fit),
+    conv_messages = if (is.null(conv)) character(0) else as.character(conv),
+    messages = as.character(msgs), seconds = secs,
+    optimizer = as.character(fit@optinfo$optimizer), feval = as.numeric(fit@optinfo$feval)
+  )
+}
+crossed_lmer <- function(formula, data, REML) {
+  msgs <- character(0)
+  t0 <- proc.time()[["elapsed"]]
+  fit <- withCallingHandlers(
+    lme4::lmer(stats::as.formula(formula), data = data, REML = REML),
+    warning = function(w) {
+      msgs <<- c(msgs, conditionMessage(w)); invokeRestart("muffleWarning")
+    },
+    message = function(m) {
+      msgs <<- c(msgs, trimws(conditionMessage(m))); invokeRestart("muffleMessage")
+    })
+  secs <- proc.time()[["elapsed"]] - t0
+  list(fit = fit, info = crossed_extract(fit, msgs, secs))
+}
+crossed_lmertest <- function(fit, ddf, type) {
+  m <- suppressMessages(lmerTest::as_lmerModLmerTest(fit))
+  co <- summary(m, ddf = ddf)$coefficients
+  an <- stats::anova(m, type = type, ddf = ddf)
+  list(coef = as.numeric(as.matrix(co)), coef_rows = rownames(co), coef_cols = colnames(co),
+       anova = as.numeric(as.matrix(an)), anova_rows = rownames(an),
+       anova_cols = colnames(an))
+}
+crossed_is_mermod <- function(x) inherits(x, "merMod")
+crossed_is_lmermod <- function(x) inherits(x, "lmerMod")
+"""
+
+
+class _R:
+    """The embedded R session: rpy2's ``robjects`` and crossed's R helper functions."""
+
+    def __init__(self) -> None:
+        if not (os.environ.get("R_HOME") or shutil.which("R")):
+            raise EngineUnavailableError(
+                f"the lme4 engine needs R, which was not found (no R on PATH, R_HOME unset): "
+                f"install {INSTALL_R}; then {INSTALL_RPY2}"
+            )
+        try:
+            import rpy2.robjects as ro
+        except ImportError as exc:
+            raise EngineUnavailableError(
+                f"the lme4 engine needs the Python package rpy2 ({exc}): {INSTALL_RPY2}"
+            ) from exc
+        except Exception as exc:  # rpy2 present but libR cannot be loaded
+            raise EngineUnavailableError(
+                f"rpy2 could not start R ({type(exc).__name__}: {exc}): check that R is "
+                f"installed ({INSTALL_R}) and that rpy2 matches it ({INSTALL_RPY2})"
+            ) from exc
+        self.ro = ro
+        self.require("lme4")
+        ro.r(_R_CODE)
+        self.lmer = ro.globalenv["crossed_lmer"]
+        self.extract = ro.globalenv["crossed_extract"]
+        self.lmertest = ro.globalenv["crossed_lmertest"]
+        self.is_mermod = ro.globalenv["crossed_is_mermod"]
+        self.is_lmermod = ro.globalenv["crossed_is_lmermod"]
+
+    def require(self, package: str) -> None:
+        """Raise naming the Debian package (and the R command) when ``package`` is missing."""
+        ok = self.ro.r(
+            f"isTRUE(suppressWarnings(requireNamespace('{package}', quietly = TRUE)))")[0]
+        if not ok:
+            deb = R_PACKAGES_DEBIAN.get(package, f"r-cran-{package.lower()}")
+            raise EngineUnavailableError(
+                f"the R package {package} is not installed: apt-get install -y "
+                f"--no-install-recommends {deb} (Debian/Ubuntu), or in R: "
+                f"install.packages('{package}')"
+            )
+
+
+@functools.cache
+def r_session() -> _R:
+    """Start R once per process (a few seconds) and load crossed's helpers.
+
+    Raises
+    ------
+    EngineUnavailableError
+        Naming what to install when R, rpy2 or lme4 is missing.
+    """
+    return _R()
+
+
+def r_available() -> bool:
+    """True when the lme4 engine can run here (R, rpy2 and lme4 installed)."""
+    try:
+        r_session()
+    except EngineUnavailableError:
+        return False
+    return True
+
+
+def to_r_frame(frame: pd.DataFrame):
+    """An R data.frame of a prepared frame: categoricals become factors with their levels.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        The design's frame (used columns, factors as pandas Categoricals).
+
+    Returns
+    -------
+    rpy2.robjects.DataFrame
+    """
+    ro = r_session().ro
+    columns = []
+    for name in frame.columns:
+        s = frame[name]
+        if isinstance(s.dtype, pd.CategoricalDtype):
+            levels = ro.StrVector([str(c) for c in s.cat.categories])
+            vec = ro.FactorVector(ro.StrVector(s.astype(str).tolist()), levels=levels)
+        elif pd.api.types.is_bool_dtype(s):
+            vec = ro.BoolVector(s.to_numpy().tolist())
+        elif pd.api.types.is_numeric_dtype(s):
+            vec = ro.FloatVector(np.asarray(s, dtype=float).tolist())
+        else:
+            vec = ro.StrVector(s.astype(str).tolist())
+        columns.append((str(name), vec))
+    columns += [("check.names", ro.BoolVector([False])),
+                ("stringsAsFactors", ro.BoolVector([False]))]
+    return ro.baseenv["data.frame"].rcall(columns, ro.globalenv)
+
+
+def _check_expressible(design: Design) -> None:
+    """crossed's ``||`` expands factors into one variance per indicator column (afex's
+    ``expand_re``); lme4's does not, so such a term would be a different model in R."""
+    cols = set(design.frame.columns)
+    for term in design.spec.random:
+        if not term.uncorrelated:
+            continue
+        factors = [v for v in expression_variables(term.expr, cols) if v in design.levels]
+        if factors:
+            raise UnsupportedModelError(
+                f"({term.expr} || {term.name}) has the factor {factors[0]!r} left of '||': "
+                "crossed gives every indicator column its own variance (as afex's "
+                "expand_re), lme4's '||' does not, so lme4 would fit a different model. "
+                "Write the indicator columns out as numeric variables, or use "
+                "engine='native'"
+            )
+
+
+def _r_list(res) -> dict[str, Any]:
+    return dict(zip(res.names, list(res), strict=True))
+
+
+def _num(x) -> np.ndarray:
+    return np.asarray(list(x), dtype=float)
+
+
+def _strs(x) -> list[str]:
+    return [str(v) for v in x]
+
+
+def info_from_r(r_info) -> dict[str, Any]:
+    """Python values of ``crossed_extract``'s list."""
+    d = _r_list(r_info)
+    p = len(d["fixef"])
+    return {
+        "fixef": _num(d["fixef"]), "fixef_names": _strs(d["fixef_names"]),
+        "vcov": _num(d["vcov"]).reshape((p, p), order="F"),
+        "theta": _num(d["theta"]), "theta_names": _strs(d["theta_names"]),
+        "sigma": float(d["sigma"][0]), "reml": bool(d["reml"][0]),
+        "criterion": float(d["criterion"][0]), "u": _num(d["u"]),
+        "term_groups": _strs(d["term_groups"]),
+        "term_columns": [_strs(c) for c in d["term_columns"]],
+        "term_levels": [_strs(lv) for lv in d["term_levels"]],
+        "singular": bool(d["singular"][0]),
+        "conv_messages": _strs(d["conv_messages"]), "messages": _strs(d["messages"]),
+        "seconds": float(d["seconds"][0]), "optimizer": " ".join(_strs(d["optimizer"])),
+        "feval": _num(d["feval"]),
+    }
+
+
+def _map_u(design: Design, info: dict[str, Any]) -> tuple[np.ndarray, ...] | None:
+    """lme4's u (term by term, level-major) as crossed's blocks (levels, q); None when
+    the level labels do not match."""
+    blocks = design.random.blocks
+    out = [np.zeros((b.nlevels, b.q)) for b in blocks]
+    pos = 0
+    for term, levels in zip(design.random.terms, info["term_levels"], strict=True):
+        k = len(term.columns)
+        vals = info["u"][pos:pos + len(levels) * k].reshape(len(levels), k)
+        pos += len(levels) * k
+        index = {lv: i for i, lv in enumerate(blocks[term.block].levels)}
+        rows = [index.get(lv, -1) for lv in levels]
+        if len(levels) != blocks[term.block].nlevels or min(rows, default=0) < 0:
+            return None
+        out[term.block][rows, term.offset:term.offset + k] = vals
+    return tuple(out)
+
+
+def assemble_fit(design: Design, info: dict[str, Any], engine: str, data_name: str,
+                 seconds: float) -> LmerFit:
+    """crossed's fit result from lme4's values (checked against the design's layout).
+
+    Parameters
+    ----------
+    design : Design
+    info : dict
+        From :func:`info_from_r`.
+    engine : str
+        ``"lme4"`` or ``"pymer4"``.
+    data_name : str
+    seconds : float
+        Wall time of the fit, formula to result.
+
+    Returns
+    -------
+    LmerFit
+
+    Raises
+    ------
+    RuntimeError
+        When lme4's fixed-effect or θ names differ from crossed's design (e.g. other
+        factor levels or contrasts), so that the numbers cannot be put side by side.
+    """
+    from crossed.engines.native.engine import ConvergenceWarning, SingularFitWarning
+
+    if info["fixef_names"] != list(design.fixed.names):
+        raise RuntimeError(
+            f"lme4's fixed effects {info['fixef_names']} differ from crossed's "
+            f"{list(design.fixed.names)}: check the factor levels and reference levels"
+        )
+    if info["theta_names"] != list(design.random.theta_names):
+        raise RuntimeError(
+            f"lme4's theta {info['theta_names']} differs from crossed's "
+            f"{list(design.random.theta_names)}"
+        )
+    theta = info["theta"]
+    messages: list[str] = []
+    if design.n_dropped:
+        messages.append(f"{design.n_dropped} rows dropped for missing values")
+    # lme4 lists the singular-fit message among its convergence messages: reported once
+    # below, as a SingularFitWarning (as the native engine does)
+    conv = [m for m in info["conv_messages"] if "singular" not in m]
+    for m in info["messages"]:
+        if m in conv:
+            continue
+        if "singular" in m:
+            continue  # reported once below, as the native engine does
+        messages.append(f"lme4: {m}")
+        category = ConvergenceWarning if "converge" in m else UserWarning
+        warnings.warn(f"lme4: {m}", category, stacklevel=4)
+    for m in conv:
+        messages.append(m)
+        warnings.warn(m, ConvergenceWarning, stacklevel=4)
+    converged = not any("converge" in m for m in conv + info["messages"])
+    if info["singular"]:
+        msg = "boundary (singular) fit: see help('isSingular')"
+        messages.append(msg)
+        warnings.warn(msg, SingularFitWarning, stacklevel=4)
+    u = _map_u(design, info)
+    fit = LmerFit(
+        design=design, reml=info["reml"], engine=engine, theta=theta, beta=info["fixef"],
+        sigma=info["sigma"], deviance=info["criterion"], vcov_beta=info["vcov"],
+        u=u if u is not None else tuple(np.zeros((b.nlevels, b.q))
+                                        for b in design.random.blocks),
+        opt=None, is_singular=info["singular"], converged=converged,
+        messages=tuple(messages), data_name=data_name,
+    )
+    if u is None:  # level labels differ: conditional modes from the PLS problem at θ
+        _, u_pls = fit.pls.solve(fit.factor_at_optimum)
+        fit = replace(fit, u=tuple(u_pls), messages=fit.messages + (
+            "u computed from theta (lme4's level labels differ from crossed's)",))
+    fit._cache.update(fit_seconds=seconds, r_seconds=info["seconds"],
+                      r_optimizer=info["optimizer"], r_feval=info["feval"])
+    return fit
+
+
+def fit_lme4(design: Design, reml: bool = True, control: LmerControl | None = None,
+             data_name: str = "data") -> LmerFit:
+    """Fit a design with R's ``lme4::lmer`` (its defaults: nloptwrap BOBYQA).
+
+    Parameters
+    ----------
+    design : Design
+    reml : bool
+    control : LmerControl, optional
+        Must be None (the native engine's optimiser settings).
+    data_name : str
+
+    Returns
+    -------
+    LmerFit
+        ``engine="lme4"``; the R fit is kept for :func:`lmertest_tables`.
+
+    Raises
+    ------
+    EngineUnavailableError
+        When R, rpy2 or lme4 is missing (the message says what to install).
+    UnsupportedModelError
+        For a ``||`` term with a factor (crossed and lme4 expand it differently).
+    """
+    if control is not None:
+        raise ValueError("control= sets the native engine's optimiser; the lme4 engine runs "
+                         "lme4's defaults (pass control=None)")
+    t0 = time.perf_counter()
+    r = r_session()
+    _check_expressible(design)
+    df = to_r_frame(design.frame)
+    res = r.lmer(design.spec.formula, df, r.ro.BoolVector([bool(reml)]))
+    r_fit, r_info = res[0], res[1]
+    info = info_from_r(r_info)
+    fit = assemble_fit(design, info, "lme4", data_name, time.perf_counter() - t0)
+    fit._cache["r_fit"] = r_fit
+    return fit
+
+
+_DDF = {"satterthwaite": "Satterthwaite", "kenward-roger": "Kenward-Roger"}
+
+
+def lmertest_tables(fit: LmerFit, ddf: str = "satterthwaite", type: int = 3,
+                    level: float = 0.95) -> dict[str, pd.DataFrame]:
+    """lmerTest's coefficient table and ANOVA, computed in R, for cross-checking.
+
+    Parameters
+    ----------
+    fit : LmerFit
+        A fit of any engine: the lme4 engine's R model is reused; otherwise the fit's
+        design is refitted with lme4 (same REML/ML).
+    ddf : {"satterthwaite", "kenward-roger"}
+    type : {1, 2, 3}
+        ANOVA type.
+    level : float
+        Confidence level of the coefficient table's intervals (from lmerTest's df).
+
+    Returns
+    -------
+    dict
+        ``"coefficients"``: term, estimate, std_error, df, statistic, p_value, conf_low,
+        conf_high; ``"anova"``: term, sum_sq, mean_sq, num_df, den_df, statistic,
+        p_value. Tidy tables in crossed's schema, numbers from lmerTest.
+    """
+    from scipy import stats
+
+    if ddf not in _DDF:
+        raise ValueError(f"ddf must be one of {sorted(_DDF)}, got {ddf!r}")
+    r = r_session()
+    r.require("lmerTest")
+    if ddf == "kenward-roger":
+        r.require("pbkrtest")
+    r_fit = fit._cache.get("r_fit")
+    if r_fit is None:
+        r_fit = fit_lme4(fit.design, reml=fit.reml, data_name=fit.data_name)._cache["r_fit"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = _r_list(r.lmertest(r_fit, _DDF[ddf], r.ro.IntVector([int(type)])))
+    rows, cols = _strs(res["coef_rows"]), _strs(res["coef_cols"])
+    co = _num(res["coef"]).reshape((len(rows), len(cols)), order="F")
+    est, se, df = co[:, 0], co[:, 1], co[:, 2]
+    q = stats.t.ppf(0.5 + level / 2, df)
+    coefs = pd.DataFrame({"term": rows, "estimate": est, "std_error": se, "df": df,
+                          "statistic": co[:, 3], "p_value": co[:, 4],
+                          "conf_low": est - q * se, "conf_high": est + q * se})
+    coefs.attrs["conf_level"] = level
+    arows, acols = _strs(res["anova_rows"]), _strs(res["anova_cols"])
+    an = _num(res["anova"]).reshape((len(arows), len(acols)), order="F")
+    anova = pd.DataFrame({"term": arows, "sum_sq": an[:, 0], "mean_sq": an[:, 1],
+                          "num_df": an[:, 2], "den_df": an[:, 3], "statistic": an[:, 4],
+                          "p_value": an[:, 5]})
+    return {"coefficients": coefs, "anova": anova}
