@@ -49,7 +49,8 @@ def test_r2_and_flags(comparison, case):
     assert bool(row["is_singular"]) == bool(ref["singular"])
     assert row["converged"]
     assert row["nobs"] == 36
-    for col in ("resid_normality_p", "resid_spread_p"):
+    for col in ("resid_normality_p", "resid_spread_p", "sim_uniformity_p",
+                "sim_dispersion_p", "sim_outliers_p"):
         assert 0.0 <= row[col] <= 1.0
 
 
@@ -92,3 +93,13 @@ def test_residual_checks_and_errors():
     with pytest.raises(ValueError, match="one label per formula"):
         cx.compare_specs(df, ["delta ~ language + (1 | task)"], focus="language",
                          names=["a", "b"])
+
+
+def test_simulated_checks_are_seeded_and_optional():
+    df = cx.load_dataset("exist_multi")
+    f = ["delta ~ language + task + (1 | architecture)"]
+    a = cx.compare_specs(df, f, focus="language", seed=3, nsim=100).table
+    b = cx.compare_specs(df, f, focus="language", seed=3, nsim=100).table
+    assert a["sim_uniformity_p"].iloc[0] == b["sim_uniformity_p"].iloc[0]
+    off = cx.compare_specs(df, f, focus="language", check=False).table
+    assert off[["sim_uniformity_p", "sim_dispersion_p", "sim_outliers_p"]].isna().all().all()

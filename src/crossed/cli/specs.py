@@ -23,7 +23,7 @@ def _run_compare(args: argparse.Namespace) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         res = compare_specs(data, formulas, focus=args.focus, names=names, ddf=args.ddf,
-                            adjust=args.adjust, reml=not args.ml,
+                            adjust=args.adjust, reml=not args.ml, check=not args.no_check,
                             reference=parse_reference(args.reference))
     notes = sorted({str(w.message) for w in caught} | set(res.messages))
     if args.json:
@@ -40,9 +40,11 @@ def _run_compare(args: argparse.Namespace) -> int:
     print(text_table(res.table[cols], "Focus contrast (EMM pairs)"))
     print()
     cols = ["spec", "r2_marginal", "r2_conditional", "aic", "bic", "npar", "is_singular",
-            "converged", "resid_normality_p", "resid_spread_p"]
+            "converged", "resid_normality_p", "resid_spread_p", "sim_uniformity_p",
+            "sim_dispersion_p", "sim_outliers_p"]
     print(text_table(res.table[cols].drop_duplicates("spec"),
-                     "Fit (AIC/BIC of ML fits), flags and residual checks"))
+                     "Fit (AIC/BIC of ML fits), flags, residual checks (resid_*: Shapiro-Wilk, "
+                     "|residual| vs fitted; sim_*: simulated residuals)"))
     if len(res.lrt):
         print()
         print(text_table(res.lrt, "Likelihood-ratio tests of nested specifications "
@@ -98,6 +100,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="reference level of a factor column")
     p.add_argument("--factor", nargs="*", default=[], metavar="COLUMN",
                    help="treat these numeric columns as factors")
+    p.add_argument("--no-check", action="store_true",
+                   help="skip the simulated-residual (DHARMa-style) tests")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_run_compare)
 

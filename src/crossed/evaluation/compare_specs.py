@@ -21,14 +21,17 @@ from crossed.api import lmer
 from crossed.fit import LmerFit
 from crossed.inference.lrt import compare
 
-__all__ = ["SpecComparison", "compare_specs", "nested_in", "residual_checks"]
+__all__ = ["SpecComparison", "compare_specs", "nested_in", "residual_checks",
+           "simulated_checks"]
 
 TABLE_COLUMNS = [
     "spec", "formula", "contrast", "estimate", "std_error", "df", "statistic", "p_value",
     "conf_low", "conf_high", "r2_marginal", "r2_conditional", "aic", "bic", "loglik",
     "npar", "nobs", "is_singular", "converged", "resid_normality_p", "resid_spread_p",
-    "resid_max_abs",
+    "resid_max_abs", "sim_uniformity_p", "sim_dispersion_p", "sim_outliers_p",
 ]
+_SIM_TESTS = {"uniformity": "sim_uniformity_p", "dispersion": "sim_dispersion_p",
+              "outliers": "sim_outliers_p"}
 
 
 def residual_checks(fit: LmerFit) -> dict[str, float]:
@@ -51,6 +54,22 @@ def residual_checks(fit: LmerFit) -> dict[str, float]:
     if len(r) >= 4 and np.ptp(f) > 0 and np.ptp(r) > 0:
         out["resid_spread_p"] = float(stats.spearmanr(np.abs(r), f).pvalue)
     return out
+
+
+def simulated_checks(fit: LmerFit, nsim: int = 250,
+                     seed: int | np.random.Generator | None = 0) -> dict[str, float]:
+    """p-values of the simulated-residual (DHARMa-style) tests of ``fit.check()``.
+
+    Returns
+    -------
+    dict
+        ``sim_uniformity_p`` (Kolmogorov–Smirnov test of the scaled residuals against
+        Uniform(0, 1)), ``sim_dispersion_p`` (observed against simulated residual variance),
+        ``sim_outliers_p`` (observations outside all simulations); nominal, uncalibrated
+        p-values from :func:`crossed.simulate.check`.
+    """
+    tests = fit.check(nsim=nsim, seed=seed).tests.set_index("test")["p_value"]
+    return {col: float(tests.get(name, np.nan)) for name, col in _SIM_TESTS.items()}
 
 
 def _random_signature(fit: LmerFit) -> set[tuple[str, str]]:
@@ -108,7 +127,7 @@ class SpecComparison:
         """A readable text version of the tables."""
         cols = ["spec", "contrast", "estimate", "std_error", "df", "statistic", "p_value",
                 "r2_marginal", "r2_conditional", "aic", "bic", "is_singular", "converged",
-                "resid_normality_p"]
+                "resid_normality_p", "sim_uniformity_p"]
         lines = [f"Focus: {self.focus}", ""]
         for name, fit in self.fits.items():
             lines.append(f"  {name}: {fit.formula}")
@@ -140,7 +159,8 @@ def compare_specs(data: pd.DataFrame, formulas: Sequence[str], focus: str,
                   names: Sequence[str] | None = None, ddf: str = "satterthwaite",
                   adjust: str = "tukey", reml: bool = True,
                   reference: dict[str, str] | None = None, level: float = 0.95,
-                  fits: Sequence[LmerFit] | None = None) -> SpecComparison:
+                  fits: Sequence[LmerFit] | None = None, check: bool = True,
+                  nsim: int = 250, seed: int | None = 0) -> SpecComparison:
     """Fit each specification and compare the focus contrast, fit and checks side by side.
 
     Parameters
@@ -166,6 +186,9 @@ def compare_specs(data: pd.DataFrame, formulas: Sequence[str], focus: str,
         Confidence level of the intervals.
     fits : list of LmerFit, optional
         Already fitted models to use instead of fitting ``formulas`` again.
+    check : bool
+        Also run the simulated-residual tests of ``fit.check()`` (``nsim`` simulations,
+        ``seed``) on every specification.
 
     Returns
     -------
@@ -180,7 +203,10 @@ def compare_specs(data: pd.DataFrame, formulas: Sequence[str], focus: str,
         different fixed parts are comparable, as lme4's ``anova()`` does; validated against
         its table); ``npar``, ``nobs``; ``is_singular``, ``converged``; and the residual
         checks of :func:`residual_checks` (``resid_normality_p``, ``resid_spread_p``,
-        ``resid_max_abs``). ``lrt`` holds likelihood-ratio tests for every nested pair.
+        ``resid_max_abs``) and, with ``check=True``, the simulated-residual tests of
+        :func:`simulated_checks` (``sim_uniformity_p``, ``sim_dispersion_p``,
+        ``sim_outliers_p``; NaN otherwise). ``lrt`` holds likelihood-ratio tests for every
+        nested pair.
     """
     formulas = [str(f) for f in formulas]
     names = list(names) if names is not None else [f"spec_{i + 1}" for i in range(len(formulas))]
@@ -214,6 +240,14 @@ def compare_specs(data: pd.DataFrame, formulas: Sequence[str], focus: str,
                   "nobs": fit.nobs, "is_singular": bool(fit.is_singular),
                   "converged": bool(fit.converged)}
         common.update(residual_checks(fit))
+        common.update(dict.fromkeys(_SIM_TESTS.values(), np.nan))
+        if check:
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    common.update(simulated_checks(fit, nsim=nsim, seed=seed))
+            except Exception as exc:  # a failed diagnostic is reported, not fatal
+                messages.append(f"{name}: simulated residual checks failed: {exc}")
         for _, p in pairs.iterrows():
             row = dict(common)
             row.update({k: p[k] for k in ("contrast", "estimate", "std_error", "df",

@@ -122,7 +122,11 @@ def build_report(data: pd.DataFrame, formula: str, focus: str | None = None,
         A complete HTML document; every figure is a ``<figure class="crossed-figure">``
         holding a base64 PNG ``<img>``.
     """
-    from crossed.evaluation.compare_specs import compare_specs, residual_checks
+    from crossed.evaluation.compare_specs import (
+        compare_specs,
+        residual_checks,
+        simulated_checks,
+    )
     from crossed.plots.design import interaction_plot
     from crossed.plots.emmeans import plot_emmeans
     from crossed.plots.ranef import caterpillar
@@ -197,7 +201,12 @@ def build_report(data: pd.DataFrame, formula: str, focus: str | None = None,
             body += _figure_html(fig, f"fig-ranef-{len(body)}",
                                  f"Conditional modes of (1 | {g}) with 95% intervals.")
         parts.append(_section("Random effects", body))
-        checks = pd.DataFrame([residual_checks(fit)])
+        checks = residual_checks(fit)
+        try:
+            checks.update(simulated_checks(fit))
+        except Exception as exc:  # a failed diagnostic is reported, not fatal
+            notes.append(f"simulated residual checks failed: {exc}")
+        checks = pd.DataFrame([checks])
         parts.append(_section("Residual checks", _table(checks) + _figure_html(
             residual_plots(fit), "fig-residuals",
             "Conditional residuals against fitted values, and their normal Q-Q plot.")))
