@@ -9,6 +9,11 @@ from crossed.evaluation.specs import resolve_formula
 
 
 def _run(args: argparse.Namespace) -> int:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise ValueError("the report's figures need matplotlib: pip install "
+                         "'crossed[plots]'") from None
     from crossed.evaluation.report import write_report
 
     data, name = read_table(args.data)

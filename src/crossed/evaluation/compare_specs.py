@@ -131,7 +131,7 @@ class SpecComparison:
         lines = [f"Focus: {self.focus}", ""]
         for name, fit in self.fits.items():
             lines.append(f"  {name}: {fit.formula}")
-        lines += ["", _format(self.table[cols].drop(columns=[]))]
+        lines += ["", _format(self.table[cols])]
         if len(self.lrt):
             lines += ["", "Likelihood-ratio tests of nested specifications (ML refits):",
                       _format(self.lrt)]
