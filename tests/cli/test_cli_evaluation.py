@@ -96,6 +96,19 @@ def test_headroom_command(capsys, tmp_path):
         "--baseline", "baseline_icm", "--name", "dh", "-o", str(out_path))
     out = pd.read_csv(out_path)
     np.testing.assert_allclose(out["dh"], out["delta"], rtol=1e-8)
+    raw = cx.load_dataset("exist_raw")
+    keys = ["language", "task", "mode"]
+    raw[keys + ["gold_icm"]].drop_duplicates().to_csv(tmp_path / "gold.csv", index=False)
+    base = raw[keys + ["baseline_icm"]].drop_duplicates()
+    pd.concat([base.assign(run=1, baseline_icm=base["baseline_icm"] - 0.1),
+               base.assign(run=2, baseline_icm=base["baseline_icm"] + 0.1)]).to_csv(
+        tmp_path / "base.csv", index=False)
+    raw.drop(columns=["gold_icm", "baseline_icm"]).to_csv(tmp_path / "scores.csv", index=False)
+    run(capsys, "headroom", str(tmp_path / "scores.csv"), "--score", "icm",
+        "--gold", str(tmp_path / "gold.csv"), "--baseline", str(tmp_path / "base.csv"),
+        "--on", *keys, "--name", "dh", "-o", str(out_path))
+    out = pd.read_csv(out_path)
+    np.testing.assert_allclose(out["dh"], raw["delta"], rtol=1e-8)
 
 
 def test_errors_are_reported(capsys):

@@ -4,23 +4,27 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from crossed.cli.fit import read_table
 from crossed.evaluation.headroom import headroom
 
 
 def _source(text: str):
-    """A column name, or a number."""
+    """A number, a lookup table (CSV/Parquet file), or a column name."""
     try:
         return float(text)
     except ValueError:
-        return text
+        pass
+    if Path(text).is_file():
+        return read_table(text)[0]
+    return text
 
 
 def _run(args: argparse.Namespace) -> int:
     data, _ = read_table(args.data)
     out = headroom(data, score=args.score, gold=_source(args.gold),
-                   baseline=_source(args.baseline), name=args.name)
+                   baseline=_source(args.baseline), on=args.on or None, name=args.name)
     if args.output:
         if args.output.endswith(".parquet"):
             out.to_parquet(args.output, index=False)
@@ -37,8 +41,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                                         "compute the fraction of headroom over a baseline")
     p.add_argument("data", help="CSV or Parquet file, or a bundled dataset name")
     p.add_argument("--score", required=True, help="raw score column")
-    p.add_argument("--gold", required=True, help="gold-standard score column (or a number)")
-    p.add_argument("--baseline", required=True, help="baseline score column (or a number)")
+    p.add_argument("--gold", required=True,
+                   help="gold-standard score: a column, a number, or a CSV/Parquet lookup "
+                        "table (key columns of --on and one value column)")
+    p.add_argument("--baseline", required=True,
+                   help="baseline score, given like --gold; a lookup table may hold several "
+                        "runs per group (averaged)")
+    p.add_argument("--on", nargs="*", default=[], metavar="COLUMN",
+                   help="key columns matching lookup tables to rows")
     p.add_argument("--name", default="delta", help="name of the headroom column")
     p.add_argument("-o", "--output", help="CSV/Parquet file to write (default: stdout)")
     p.set_defaults(func=_run)
