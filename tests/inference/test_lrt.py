@@ -69,9 +69,10 @@ def test_compare_rejects_different_rows():
 
 def test_variance_components():
     vc = fitted("ham_crossed").variance_components()
-    assert list(vc.columns) == ["group", "term", "variance", "sd", "share", "statistic", "df",
-                                "p_value"]
+    assert list(vc.columns) == ["group", "term", "variance", "sd", "share", "share_random",
+                                "statistic", "df", "p_value"]
     assert vc["share"].sum() == pytest.approx(1.0)
+    assert vc["share_random"].sum() == pytest.approx(1.0)
     ref = {r["term"]: r for r in as_list(r_answers("ham_crossed")["ranova"])}
     row = vc[vc["group"] == "Product:Consumer"].iloc[0]
     assert row["statistic"] == pytest.approx(ref["(1 | Product:Consumer)"]["LRT"], rel=1e-4)

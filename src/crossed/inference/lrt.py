@@ -266,7 +266,8 @@ def variance_components(fit: LmerFit, test: bool = True) -> pd.DataFrame:
         One row per variance (covariances are left out) and a ``Residual`` row: ``group``,
         ``term`` (column of the random term), ``variance``, ``sd``, ``share`` (variance over
         the sum of all variances, residual included: the proportions cross-classified
-        evaluation papers report), and from :func:`ranova` ``statistic``, ``df``,
+        evaluation papers report), ``share_random`` (over the random-effect variances only;
+        NaN for the residual), and from :func:`ranova` ``statistic``, ``df``,
         ``p_value`` of the test dropping that variance (the whole term for an intercept-only
         term, the column for a slope; NaN where lmerTest has no such test, e.g. the
         intercept of a term with slopes, and for the residual). ``test=False`` skips the
@@ -280,6 +281,10 @@ def variance_components(fit: LmerFit, test: bool = True) -> pd.DataFrame:
         "variance": vc["variance_or_cov"], "sd": vc["sd_or_cor"],
         "share": vc["variance_or_cov"] / total if total > 0 else np.nan,
     })
+    rand = vc["group"] != "Residual"
+    total_random = float(vc.loc[rand, "variance_or_cov"].sum())
+    out["share_random"] = np.where(rand, vc["variance_or_cov"] / total_random
+                                   if total_random > 0 else np.nan, np.nan)
     out["statistic"] = np.nan
     out["df"] = np.nan
     out["p_value"] = np.nan
