@@ -18,6 +18,7 @@ _COMMAND_MODULES = (
     "crossed.cli.specs",
     "crossed.cli.report",
     "crossed.cli.headroom",
+    "crossed.cli.engines",
 )
 
 

@@ -1,0 +1,46 @@
+"""``crossed compare-engines``: fit one model with every engine and print them side by side."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from crossed.cli.fit import add_model_arguments, parse_reference, read_table
+from crossed.engines.compare import compare_engines, format_comparison
+
+
+def _run(args: argparse.Namespace) -> int:
+    data, _ = read_table(args.data)
+    for col in args.factor:
+        if col not in data.columns:
+            raise ValueError(f"--factor: column {col!r} is not in the data")
+        data[col] = data[col].astype(str)
+    engines = [e.strip() for e in args.engines.split(",")] if args.engines else None
+    table = compare_engines(args.formula, data, engines=engines, reml=not args.ml,
+                            reference=parse_reference(args.reference))
+    if args.json:
+        out = {
+            "formula": args.formula, "reml": not args.ml,
+            "table": json.loads(table.to_json(orient="records")),
+            "errors": table.attrs["errors"], "messages": table.attrs["messages"],
+        }
+        print(json.dumps(out, indent=2))
+    else:
+        print(format_comparison(table, digits=args.digits))
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "compare-engines",
+        help="fit a model with every engine (native, statsmodels, lme4) and compare",
+        description="Fit one lme4 formula with several engines and print estimates, standard "
+                    "errors, variance components, criterion and time side by side.",
+    )
+    add_model_arguments(p)
+    p._option_string_actions["--engine"].help = argparse.SUPPRESS  # see --engines
+    p.add_argument("--engines", default=None, metavar="A,B",
+                   help="comma-separated engines (default: all of native, statsmodels, lme4)")
+    p.add_argument("--digits", type=int, default=7, help="significant digits (default 7)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=_run)
