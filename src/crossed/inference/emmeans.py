@@ -97,8 +97,9 @@ def _marginal_linfct(grid: pd.DataFrame, X: np.ndarray, facs: list[str]):
     """Equally weighted averages of grid rows per combination of ``facs`` (first fastest)."""
     for f in facs:
         if f not in grid.columns:
+            have = ", ".join(grid.columns) or "no variables: the fixed part is an intercept"
             raise ValueError(f"{f!r} is not a variable of the fixed part (reference grid has "
-                             f"{', '.join(grid.columns)})")
+                             f"{have})")
     levs = [list(dict.fromkeys(grid[f])) for f in facs]
     combos = [tuple(reversed(c)) for c in itertools.product(*reversed(levs))]
     keys = list(zip(*[grid[f] for f in facs], strict=True)) if facs else [()] * len(grid)
