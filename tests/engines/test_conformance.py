@@ -32,6 +32,7 @@ Known mismatches are listed in KNOWN (xfail, strict): they fail today and the le
 from __future__ import annotations
 
 import functools
+import os
 import re
 import warnings
 
@@ -52,7 +53,6 @@ SLOW = {"insteval_crossed"}
 # (engine, case) pairs not run at all, with the reason (the suite must stay fast)
 NOT_RUN: dict[tuple[str, str], str] = {
     ("lme4", "insteval_crossed"): "lme4 takes 55-143 s on InstEval (issue 2's timing table)",
-    ("statsmodels", "insteval_crossed"): "statsmodels did not finish InstEval in 15 min",
 }
 
 
@@ -75,6 +75,27 @@ P_RTOL = 1e-4
 T_RTOL = 1e-4
 RANEF_RTOL = 1e-4
 BOUNDARY_FLOOR = 1e-4  # times sigma_R: modes and SDs of a term whose theta is on the boundary
+TIGHT_RTOL = 1e-4  # Satterthwaite df, t and p against the tightly converged lme4
+TIGHT_THETA_RTOL, TIGHT_THETA_ATOL = 1e-4, 1e-5
+
+# Per-engine tolerances (issue 4), overriding the names above. statsmodels: criterion 1e-5,
+# fixed effects 1e-5, SEs 1e-3 (the issue); what follows from them: t values 1e-3 (t = b/SE);
+# variance components and conditional modes 1e-3 (statsmodels stops at its own gradient
+# tolerance in a different parameterisation: theta agrees to ~1e-4 absolute); p-values 5e-2
+# relative (p's relative error is ~t^2 (df+1)/(df+t^2) times t's: the intercepts here have
+# |t| of 10-70); against the tightly converged lme4 the same (df 1e-3, t 1e-3, p 5e-2, theta
+# 1e-3 relative + 1e-4 absolute, lme4's singularity threshold).
+TOL_BY_ENGINE: dict[str, dict[str, float]] = {
+    "statsmodels": dict(CRIT_RTOL=1e-5, FIXEF_RTOL=1e-5, SE_RTOL=1e-3, T_RTOL=1e-3,
+                        VC_RTOL=1e-3, RANEF_RTOL=1e-3, P_RTOL=5e-2, TIGHT_RTOL=1e-3,
+                        TIGHT_THETA_RTOL=1e-3, TIGHT_THETA_ATOL=1e-4),
+}
+
+
+def tol(engine: str, name: str) -> float:
+    """The tolerance ``name`` for ``engine`` (TOL_BY_ENGINE, else the module constant)."""
+    return TOL_BY_ENGINE.get(engine, {}).get(name, globals()[name])
+
 
 _TIGHT = ("lme4's default optimum is not converged this far: against a tightly converged lme4 "
           "(tests/data/reference/extra/extra.json, tight_carrots_slopes) crossed agrees to 1e-8")
@@ -130,7 +151,32 @@ _P_SMALL = (
     "(see extra.json tight_*). Either the p tolerance gets a floor or the optimum must match "
     "lme4's own stopping point")
 KNOWN = {k: v.replace("{small}", _P_SMALL) for k, v in KNOWN.items()}
-KNOWN_BY_ENGINE: dict[str, dict[tuple[str, str], str]] = {"native": KNOWN}
+_SM_VCOV = (
+    "documented statsmodels limitation (docs/engines.md): statsmodels' covariance of the fixed "
+    "effects is the beta block of the inverse observed information over (beta, covariance "
+    "parameters), lme4's is sigma^2 (X'V^-1 X)^-1; on this random-slope model the cross terms "
+    "move the SEs by 5e-3 relative ((Intercept) 0.070722 vs R 0.070563, Homesize3 0.105909 vs "
+    "0.105378), and df, t and p follow. test_agreement.py asserts the limitation: lme4's "
+    "formula at statsmodels' theta gives R's SEs to 1e-4")
+_LME4_FLAT = (
+    "lme4 1.1-31 run here through rpy2 stops elsewhere on this flat, singular 11-theta "
+    "criterion than the lme4 that wrote the reference (criterion equal to 6e-11, fixef 1.3e-6 "
+    "absolute, (Intercept) SE 4e-4 relative; the reference is singular, this fit is not): "
+    "lme4's default optimum is not reproducible to these tolerances on this case")
+KNOWN_BY_ENGINE: dict[str, dict[tuple[str, str], str]] = {
+    "native": KNOWN,
+    "statsmodels": {("carrots_slopes", q): _SM_VCOV for q in (
+        "std_errors", "vcov", "coef_table_layout", "satterthwaite_df", "t_values", "p_values")},
+    "lme4": {("blurb_ccmem_slopes", q): _LME4_FLAT for q in (
+        "fixef", "std_errors", "vcov", "varcorr", "singular", "coef_table_layout",
+        "satterthwaite_df", "t_values", "p_values")},
+}
+# (engine, case) -> what the engine's UnsupportedModelError says (asserted by
+# test_cannot_express; the case's other tests skip with that message)
+CANNOT_EXPRESS: dict[tuple[str, str], str] = {
+    ("statsmodels", "blurb_ccmem_slopes"): "dense per-group matrices",
+    ("statsmodels", "insteval_crossed"): "dense matrix per group",
+}
 
 
 def params(quantity: str, only: set[str] | None = None) -> list:
@@ -175,6 +221,8 @@ def fitted(engine: str, case: str) -> tuple[crossed.LmerFit, tuple[warnings.Warn
     """
     fit, caught = _fitted(engine, case)
     if fit is None:
+        if isinstance(caught, crossed.EngineUnavailableError) and os.environ.get("CI"):
+            pytest.fail(f"CI must provide engine {engine!r}: {caught}")
         pytest.skip(f"engine {engine!r} cannot fit {case}: {caught}")
     return fit, caught
 
@@ -205,9 +253,10 @@ def test_criterion(engine, case):
     fit, _ = fitted(engine, case)
     r = r_answers(case)
     assert fit.reml == r["reml"]
-    assert_close(fit.deviance, r["deviance"], CRIT_RTOL, what="REML/ML criterion")
+    crit_rtol = tol(engine, "CRIT_RTOL")
+    assert_close(fit.deviance, r["deviance"], crit_rtol, what="REML/ML criterion")
     # never a worse optimum than lme4's (lower is better)
-    assert fit.deviance <= r["deviance"] + CRIT_RTOL * abs(r["deviance"]), (
+    assert fit.deviance <= r["deviance"] + crit_rtol * abs(r["deviance"]), (
         f"criterion {fit.deviance!r} worse than lme4's {r['deviance']!r}")
 
 
@@ -231,9 +280,10 @@ def test_criterion_at_r_theta(case):
 def test_loglik_aic_bic(engine, case):
     fit, _ = fitted(engine, case)
     r = r_answers(case)
-    assert_close(fit.loglik, r["loglik"], CRIT_RTOL, what="logLik")
-    assert_close(fit.aic, r["aic"], CRIT_RTOL, what="AIC")
-    assert_close(fit.bic, r["bic"], CRIT_RTOL, what="BIC")
+    crit_rtol = tol(engine, "CRIT_RTOL")
+    assert_close(fit.loglik, r["loglik"], crit_rtol, what="logLik")
+    assert_close(fit.aic, r["aic"], crit_rtol, what="AIC")
+    assert_close(fit.bic, r["bic"], crit_rtol, what="BIC")
     # the parameter count (fixed effects + theta + sigma) exactly
     assert round((fit.aic + 2 * fit.loglik) / 2) == round((r["aic"] + 2 * r["loglik"]) / 2)
     assert fit.bic + 2 * fit.loglik == pytest.approx(r["bic"] + 2 * r["loglik"], rel=1e-8)
@@ -255,7 +305,7 @@ def test_fixef(engine, case):
     est = np.array([row["Estimate"] for row in r["coef_satterthwaite"]])
     scale = np.maximum(np.abs(est), r_se(r))
     assert isinstance(fit.fixef, pd.Series)
-    assert_close(fit.fixef.to_numpy(), est, 0.0, FIXEF_RTOL * scale, what="fixef",
+    assert_close(fit.fixef.to_numpy(), est, 0.0, tol(engine, "FIXEF_RTOL") * scale, what="fixef",
                  labels=list(fit.fixef.index))
 
 
@@ -264,7 +314,8 @@ def test_std_errors(engine, case):
     fit, _ = fitted(engine, case)
     r = r_answers(case)
     ours = np.sqrt(np.diag(fit.vcov.to_numpy()))
-    assert_close(ours, r_se(r), SE_RTOL, what="standard errors", labels=list(fit.fixef.index))
+    assert_close(ours, r_se(r), tol(engine, "SE_RTOL"), what="standard errors",
+                 labels=list(fit.fixef.index))
 
 
 @pytest.mark.parametrize("engine,case", params("vcov"))
@@ -274,13 +325,13 @@ def test_vcov(engine, case):
     VR = as_matrix(as_matrix(r_answers(case)["vcov"]))
     np.testing.assert_allclose(V, V.T, rtol=1e-12, atol=0)
     d = np.sqrt(np.outer(np.diag(VR), np.diag(VR)))
-    assert_close(V, VR, 0.0, 2 * SE_RTOL * d, what="vcov")
+    assert_close(V, VR, 0.0, 2 * tol(engine, "SE_RTOL") * d, what="vcov")
 
 
 @pytest.mark.parametrize("engine,case", params("sigma"))
 def test_sigma(engine, case):
     fit, _ = fitted(engine, case)
-    assert_close(fit.sigma, r_answers(case)["sigma"], SIGMA_RTOL, what="sigma")
+    assert_close(fit.sigma, r_answers(case)["sigma"], tol(engine, "SIGMA_RTOL"), what="sigma")
 
 
 # ---------------------------------------------------------------- random-effects parameters
@@ -294,7 +345,8 @@ def test_theta_names(engine, case):
 @pytest.mark.parametrize("engine,case", params("theta"))
 def test_theta(engine, case):
     fit, _ = fitted(engine, case)
-    assert_close(fit.theta, as_array(r_answers(case)["theta"]), THETA_RTOL, THETA_ATOL,
+    assert_close(fit.theta, as_array(r_answers(case)["theta"]), tol(engine, "THETA_RTOL"),
+                 tol(engine, "THETA_ATOL"),
                  what="theta", labels=list(fit.theta_names))
 
 
@@ -314,6 +366,7 @@ def test_varcorr(engine, case):
     rows = r["varcorr"]
     assert len(vc) == len(rows), vc
     s2 = r["sigma"] ** 2
+    vc_rtol = tol(engine, "VC_RTOL")
     for (_, ours), theirs in zip(vc.iterrows(), rows, strict=True):
         label = f"{theirs['grp']}/{theirs.get('var1')}/{theirs.get('var2')}"
         assert _r_group(theirs["grp"], ours["group"]), (ours["group"], theirs["grp"])
@@ -321,10 +374,10 @@ def test_varcorr(engine, case):
         assert (ours["term1"] if pd.notna(ours["term1"]) else None) == t1, label
         assert (ours["term2"] if pd.notna(ours["term2"]) else None) == t2, label
         is_cor = t2 is not None
-        assert_close(ours["variance_or_cov"], theirs["vcov"], VC_RTOL, VC_RTOL * s2,
+        assert_close(ours["variance_or_cov"], theirs["vcov"], vc_rtol, vc_rtol * s2,
                      what=f"variance/covariance {label}")
-        assert_close(ours["sd_or_cor"], theirs["sdcor"], VC_RTOL,
-                     VC_RTOL if is_cor else VC_RTOL * r["sigma"], what=f"sd/cor {label}")
+        assert_close(ours["sd_or_cor"], theirs["sdcor"], vc_rtol,
+                     vc_rtol if is_cor else vc_rtol * r["sigma"], what=f"sd/cor {label}")
 
 
 # ---------------------------------------------------------------- counts and flags
@@ -372,6 +425,7 @@ def test_ranef(engine, case):
     assert list(re_tab.columns) == ["group", "level", "term", "estimate", "cond_sd"]
     groups = r_answers(case)["ranef"]
     sigma = r_answers(case)["sigma"]
+    ranef_rtol = tol(engine, "RANEF_RTOL")
     assert list(dict.fromkeys(re_tab["group"])) == [g["group"] for g in groups]
     for g in groups:
         terms = as_list(g["terms"])
@@ -386,10 +440,10 @@ def test_ranef(engine, case):
             if _on_boundary(case, g["group"], term):
                 mode_floor = sd_floor = BOUNDARY_FLOOR * sigma
             else:
-                mode_floor, sd_floor = RANEF_RTOL * np.max(np.abs(values[:, j])), 0.0
-            assert_close(rows["estimate"].to_numpy(), values[:, j], RANEF_RTOL, mode_floor,
+                mode_floor, sd_floor = ranef_rtol * np.max(np.abs(values[:, j])), 0.0
+            assert_close(rows["estimate"].to_numpy(), values[:, j], ranef_rtol, mode_floor,
                          what=f"conditional modes {g['group']}/{term}", labels=levels)
-            assert_close(rows["cond_sd"].to_numpy(), csd[:, j], RANEF_RTOL, sd_floor,
+            assert_close(rows["cond_sd"].to_numpy(), csd[:, j], ranef_rtol, sd_floor,
                          what=f"conditional SDs {g['group']}/{term}", labels=levels)
 
 
@@ -424,28 +478,32 @@ def test_coef_table_layout(engine, case):
     assert list(tab["term"]) == terms
     assert tab.attrs.get("conf_level") == 0.95
     # estimates and SEs are those of fixef/vcov (compared with R in test_fixef/test_std_errors)
-    assert_close(tab["std_error"], col["Std. Error"], SE_RTOL, what="std_error", labels=terms)
+    assert_close(tab["std_error"], col["Std. Error"], tol(engine, "SE_RTOL"), what="std_error",
+                 labels=terms)
 
 
 @pytest.mark.parametrize("engine,case", params("satterthwaite_df"))
 def test_satterthwaite_df(engine, case):
     _, tab = _coef_table(engine, case, "satterthwaite")
     terms, col = _r_coefs(case)
-    assert_close(tab["df"], col["df"], DF_RTOL, what="Satterthwaite df", labels=terms)
+    assert_close(tab["df"], col["df"], tol(engine, "DF_RTOL"), what="Satterthwaite df",
+                 labels=terms)
 
 
 @pytest.mark.parametrize("engine,case", params("t_values"))
 def test_t_values(engine, case):
     _, tab = _coef_table(engine, case, "satterthwaite")
     terms, col = _r_coefs(case)
-    assert_close(tab["statistic"], col["t value"], T_RTOL, what="t value", labels=terms)
+    assert_close(tab["statistic"], col["t value"], tol(engine, "T_RTOL"), what="t value",
+                 labels=terms)
 
 
 @pytest.mark.parametrize("engine,case", params("p_values"))
 def test_p_values(engine, case):
     _, tab = _coef_table(engine, case, "satterthwaite")
     terms, col = _r_coefs(case)
-    assert_close(tab["p_value"], col["Pr(>|t|)"], P_RTOL, what="p-value", labels=terms)
+    assert_close(tab["p_value"], col["Pr(>|t|)"], tol(engine, "P_RTOL"), what="p-value",
+                 labels=terms)
 
 
 @pytest.mark.parametrize("engine,case", params("coef_table_consistency"))
@@ -483,31 +541,50 @@ TIGHT_KNOWN = {  # native engine
 }
 
 
+_LME4_DEFAULT = ("the lme4 engine is lme4 with its default stopping rule: it reproduces the "
+                 "reference (default) optimum, which this test shows is inexact")
+TIGHT_KNOWN_BY_ENGINE = {
+    "native": TIGHT_KNOWN,
+    "lme4": {f"tight_{c}": _LME4_DEFAULT for c in (
+        "carrots_slopes", "blurb_ccmem_slopes", "sleepstudy_ml", "penicillin_crossed",
+        "exist_mono_nested")},
+    "statsmodels": {"tight_carrots_slopes": _SM_VCOV},
+}
+
+
+def _tight_marks(engine: str, name: str) -> list:
+    known = TIGHT_KNOWN_BY_ENGINE.get(engine, {})
+    if name not in known or (engine, TIGHT[name]) in CANNOT_EXPRESS:
+        return []
+    return [pytest.mark.xfail(strict=True, reason=known[name])]
+
+
 @pytest.mark.parametrize("engine,name", [
-    pytest.param(e, n, id=f"{e}-{n}", marks=[pytest.mark.xfail(strict=True, reason=TIGHT_KNOWN[n])]
-                 if e == "native" and n in TIGHT_KNOWN else []) for e in ENGINES for n in TIGHT])
+    pytest.param(e, n, id=f"{e}-{n}", marks=_tight_marks(e, n)) for e in ENGINES for n in TIGHT])
 def test_matches_tightly_converged_lme4(engine, name, extra):
     """Against lme4 rerun with xtol_abs 1e-13, ftol_abs 1e-15 (extra.R), where R's default
     stopping leaves the reference itself inexact: criterion and fixef 1e-6, theta 1e-4."""
     fit, _ = fitted(engine, TIGHT[name])
     t = extra[name]
-    assert fit.deviance <= t["deviance"] + CRIT_RTOL * abs(t["deviance"])
-    assert_close(fit.deviance, t["deviance"], CRIT_RTOL, what="criterion")
+    crit_rtol, rtol = tol(engine, "CRIT_RTOL"), tol(engine, "TIGHT_RTOL")
+    assert fit.deviance <= t["deviance"] + crit_rtol * abs(t["deviance"])
+    assert_close(fit.deviance, t["deviance"], crit_rtol, what="criterion")
     scale = np.maximum(np.abs(as_array(t["fixef"])), as_array(t["se"]))
-    assert_close(fit.fixef.to_numpy(), as_array(t["fixef"]), 0.0, FIXEF_RTOL * scale, "fixef",
-                 list(fit.fixef.index))
-    assert_close(fit.theta, as_array(t["theta"]), 1e-4, 1e-5, "theta", list(fit.theta_names))
+    assert_close(fit.fixef.to_numpy(), as_array(t["fixef"]), 0.0,
+                 tol(engine, "FIXEF_RTOL") * scale, "fixef", list(fit.fixef.index))
+    assert_close(fit.theta, as_array(t["theta"]), tol(engine, "TIGHT_THETA_RTOL"),
+                 tol(engine, "TIGHT_THETA_ATOL"), "theta", list(fit.theta_names))
     # Satterthwaite against the tight optimum: df and t 1e-4; p 1e-4 where p > 1e-10 (below,
     # p's relative error is ~t^2 times t's, see _P_SMALL)
     tab = fit.coef_table()
     rows = t["coef_satterthwaite"]
     terms = [row["term"] for row in rows]
     assert list(tab["term"]) == terms
-    assert_close(tab["df"], [row["df"] for row in rows], 1e-4, what="df", labels=terms)
-    assert_close(tab["statistic"], [row["t value"] for row in rows], 1e-4, what="t", labels=terms)
+    assert_close(tab["df"], [row["df"] for row in rows], rtol, what="df", labels=terms)
+    assert_close(tab["statistic"], [row["t value"] for row in rows], rtol, what="t", labels=terms)
     p_r = np.array([row["Pr(>|t|)"] for row in rows])
     big = p_r > 1e-10
-    assert_close(tab["p_value"].to_numpy()[big], p_r[big], 1e-4, what="p",
+    assert_close(tab["p_value"].to_numpy()[big], p_r[big], tol(engine, "P_RTOL"), what="p",
                  labels=[x for x, b in zip(terms, big, strict=True) if b])
 
 
@@ -526,3 +603,14 @@ def test_engine_list_is_the_public_one():
     with pytest.raises(ValueError, match="unknown engine"):
         case = load_case("dyestuff")
         crossed.lmer(case.formula, case.data, engine="no-such-engine")
+
+
+@pytest.mark.parametrize("engine,case", [
+    pytest.param(e, c, id=f"{e}-{c}", marks=[pytest.mark.slow] if c in SLOW else [])
+    for (e, c) in CANNOT_EXPRESS if e in ENGINES])
+def test_cannot_express(engine, case):
+    """The cases an engine cannot fit raise UnsupportedModelError with its own message."""
+    fit, exc = _fitted(engine, case)
+    assert fit is None and isinstance(exc, crossed.UnsupportedModelError), (fit, exc)
+    assert CANNOT_EXPRESS[(engine, case)] in str(exc)
+    assert "engine='native'" in str(exc)  # and it suggests another engine
