@@ -70,8 +70,11 @@ def test_extend_and_power_curve():
     assert tab["nobs"].iloc[0] < tab["nobs"].iloc[1] == ext.nobs
     assert tab["power"].iloc[0] <= tab["power"].iloc[1]
     assert set(curve.replicates["break"]) == {4, 20}
-    with pytest.raises(ValueError, match="fixed part"):
+    with pytest.raises(ValueError, match="new_fixef"):
         cx.extend(fit, along="seed", n=5)
+    seeds = cx.extend(fit, along="seed", n=5, new_fixef={"seed59.2": 0.0, "seed20.2": 0.3})
+    assert seeds.fixef["seed20.2"] == 0.3 and seeds.fixef["seed47"] == fit.fixef["seed47"]
+    assert seeds.nobs == fit.nobs + fit.design.frame["seed"].isin(["59", "20"]).sum()
     within = cx.extend(fit, within=["model", "dataset"], n=80)
     assert within.nobs == 4 * 13 * 80
 

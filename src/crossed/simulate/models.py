@@ -120,7 +120,7 @@ def _plain_frame(fit: LmerFit) -> pd.DataFrame:
 
 
 def extend(fit: LmerFit, along: str | None = None, within: str | list[str] | None = None,
-           n: int = 10) -> LmerFit:
+           n: int = 10, new_fixef: Mapping[str, float] | None = None) -> LmerFit:
     """The same model on a larger design, keeping its parameters (simr's ``extend``).
 
     Parameters
@@ -128,16 +128,19 @@ def extend(fit: LmerFit, along: str | None = None, within: str | list[str] | Non
     fit : LmerFit
         Fitted (or :func:`specify`-d) model.
     along : str, optional
-        A grouping column of the random part (``"dataset"``, ``"seed"`` when seeds are a
-        random factor): new levels are added, each a copy of the rows of an existing level
-        (cycling through them), labelled ``"<level>.<copy>"``, until there are ``n`` levels.
-        Columns of the fixed part cannot be extended (their new coefficients would be
-        unknown; use :func:`specify`).
+        A factor column (``"dataset"``, ``"model"``, ``"seed"``, ``"language"``): new
+        levels are added, each a copy of the rows of an existing level (cycling through
+        them), labelled ``"<level>.<copy>"``, until there are ``n`` levels. New levels of a
+        grouping factor get new random effects when simulating; a factor of the fixed part
+        gets new coefficients, whose values must be given in ``new_fixef``.
     within : str or list of str, optional
         Instead, add rows within each combination of these columns (copies of its rows,
         cycling) until each has ``n`` rows (simr's ``within``).
     n : int
         Target number of levels (``along``) or rows per combination (``within``).
+    new_fixef : mapping, optional
+        Values of the coefficients the new levels of a fixed-part factor create (lme4
+        names, e.g. ``{"seed20.2": 0.0, "seed47.2": 0.0}``); the error message lists them.
 
     Returns
     -------
@@ -153,9 +156,6 @@ def extend(fit: LmerFit, along: str | None = None, within: str | list[str] | Non
         if along not in frame.columns:
             raise ValueError(f"{along!r} is not a column of the model's data "
                              f"({', '.join(frame.columns)})")
-        if along in _fixed_columns(fit):
-            raise ValueError(f"{along!r} is in the fixed part; extending it would need "
-                             "coefficients for new levels (use crossed.simulate.specify)")
         col = frame[along]
         if not isinstance(col.dtype, pd.CategoricalDtype):
             raise ValueError(f"{along!r} is not a factor column")
@@ -186,9 +186,9 @@ def extend(fit: LmerFit, along: str | None = None, within: str | list[str] | Non
         if c in design.levels and c != along:
             out[c] = pd.Categorical(out[c], categories=list(design.levels[c]))
     new = build_design(design.spec, out)
+    beta, vcov = fit.beta, fit.vcov_beta
     if new.fixed.names != design.fixed.names:
-        raise ValueError("the extended design has other fixed-effect columns: "
-                         f"{new.fixed.names} vs {design.fixed.names}")
+        beta, vcov = _extended_beta(fit, new.fixed.names, new_fixef or {})
     u = []
     for blk_old, blk_new, u_old in zip(design.random.blocks, new.random.blocks, fit.u,
                                        strict=True):
@@ -199,14 +199,27 @@ def extend(fit: LmerFit, along: str | None = None, within: str | list[str] | Non
                 un[i] = u_old[index[lv]]
         u.append(un)
     what = f"along {along} to {n} levels" if along else f"within {within} to {n} rows"
-    return replace(fit, design=new, u=tuple(u), _cache={},
+    return replace(fit, design=new, beta=beta, vcov_beta=vcov, u=tuple(u), _cache={},
                    messages=fit.messages + (f"design extended {what}",))
 
 
-def _fixed_columns(fit: LmerFit) -> set[str]:
-    from crossed.design.frame import expression_variables
-
-    spec = fit.design.spec
-    if not spec.fixed:
-        return set()
-    return expression_variables(spec.fixed, set(fit.design.columns))
+def _extended_beta(fit: LmerFit, names: tuple[str, ...],
+                   new_fixef: Mapping[str, float]) -> tuple[np.ndarray, np.ndarray]:
+    """β over the extended design's columns: old values, and ``new_fixef`` for new ones."""
+    old = dict(zip(fit.fixef_names, fit.beta, strict=True))
+    lost = [nm for nm in old if nm not in names]
+    if lost:
+        raise ValueError(f"the extended design lost fixed-effect columns {lost}")
+    added = [nm for nm in names if nm not in old]
+    missing = [nm for nm in added if nm not in new_fixef]
+    if missing:
+        raise ValueError(f"the new levels create fixed-effect columns {added}; give their "
+                         f"values with new_fixef= (missing: {missing})")
+    beta = np.array([old[nm] if nm in old else float(new_fixef[nm]) for nm in names])
+    idx = {nm: i for i, nm in enumerate(fit.fixef_names)}
+    vcov = np.full((len(names), len(names)), np.nan)
+    for a, na in enumerate(names):
+        for b, nb in enumerate(names):
+            if na in idx and nb in idx:
+                vcov[a, b] = fit.vcov_beta[idx[na], idx[nb]]
+    return beta, vcov
