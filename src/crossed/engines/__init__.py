@@ -44,7 +44,7 @@ def fit_with(engine: str, design: Design, reml: bool, control: LmerControl | Non
         from crossed.engines.statsmodels import fit_statsmodels
 
         return fit_statsmodels(design, reml=reml, control=control, data_name=data_name)
-    if engine == "lme4":
+    if engine in ("lme4", "pymer4"):  # refits of a from_pymer4 fit: lme4 is what pymer4 ran
         from crossed.engines.lme4 import fit_lme4
 
         return fit_lme4(design, reml=reml, control=control, data_name=data_name)

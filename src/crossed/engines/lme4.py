@@ -8,9 +8,15 @@ rpy2 3.6 needs R >= 4.3): ``pip install 'crossed[r]'``. On Debian::
         r-cran-pbkrtest
 
 Everything reported is lme4's own: β, vcov, θ, σ, the REML criterion (or −2 logLik), the
-spherical random effects u, ``isSingular`` and the convergence messages. The model is fitted
-on the design's private copy of the used columns (factor levels in crossed's order, so
-reference levels carry over), with the formula as written.
+spherical random effects u, ``isSingular`` and the convergence messages. lme4 is given the
+design itself: the response, each fixed-effects column and each random-effects column as a
+numeric variable and each grouping factor with crossed's levels, in a formula such as
+``.y ~ 0 + .x0 + .x1 + (1 + .z0_1 | .g0)``, so that it fits exactly the model of the
+design (also the reduced, subset and simulated designs of ranova, refit and the bootstrap,
+and ``||`` on factors, which crossed expands as afex does). lme4 keeps the terms in the
+design's order (already sorted by number of levels), so θ, β and u map back by position.
+:func:`lmertest_tables` instead refits the formula as written on the design's data, so that
+lmerTest's ANOVA sees the model terms.
 """
 
 from __future__ import annotations
@@ -27,8 +33,7 @@ import numpy as np
 import pandas as pd
 
 from crossed.design import Design
-from crossed.design.frame import expression_variables
-from crossed.engines.errors import EngineUnavailableError, UnsupportedModelError
+from crossed.engines.errors import EngineUnavailableError
 from crossed.engines.native.optimize import LmerControl
 from crossed.fit import LmerFit
 
@@ -152,6 +157,60 @@ def r_available() -> bool:
     return True
 
 
+def _factor(ro, labels: np.ndarray, levels) -> object:
+    return ro.FactorVector(ro.StrVector([str(v) for v in labels]),
+                           levels=ro.StrVector([str(v) for v in levels]))
+
+
+def _data_frame(ro, columns: list[tuple[str, object]]):
+    columns = columns + [("check.names", ro.BoolVector([False])),
+                         ("stringsAsFactors", ro.BoolVector([False]))]
+    return ro.baseenv["data.frame"].rcall(columns, ro.globalenv)
+
+
+def design_to_r(design: Design) -> tuple[object, str]:
+    """The design as an R data.frame of numeric columns and factors, and its lme4 formula.
+
+    Parameters
+    ----------
+    design : Design
+
+    Returns
+    -------
+    data : rpy2.robjects.DataFrame
+        ``.y`` (response), ``.x<j>`` (fixed-effects columns), ``.g<b>`` (grouping factor of
+        block b, crossed's levels) and ``.z<i>_<j>`` (column j of random term i).
+    formula : str
+        e.g. ``".y ~ 0 + .x0 + .x1 + (1 + .z0_1 | .g0)"``, terms in the design's (lme4's)
+        order; an intercept column of a random term is written ``1``.
+    """
+    ro = r_session().ro
+    columns: list[tuple[str, object]] = [(".y", ro.FloatVector(design.y.tolist()))]
+    xs = []
+    for j in range(design.X.shape[1]):
+        xs.append(f".x{j}")
+        columns.append((xs[-1], ro.FloatVector(design.X[:, j].tolist())))
+    blocks = design.random.blocks
+    groups: dict[int, str] = {}
+    terms = []
+    for i, term in enumerate(design.random.terms):
+        blk = blocks[term.block]
+        if term.block not in groups:
+            groups[term.block] = f".g{term.block}"
+            labels = np.asarray(blk.levels, dtype=object)[blk.codes]
+            columns.append((groups[term.block], _factor(ro, labels, blk.levels)))
+        # an intercept is written as lme4's "1" (lme4 takes a slightly different path
+        # for an all-ones variable: same optimum, other last digits)
+        z0 = blk.Z[:, term.offset]
+        zs = ["1"] if term.columns[0] == "(Intercept)" and np.all(z0 == 1.0) else ["0"]
+        for j in range(1 if zs == ["1"] else 0, len(term.columns)):
+            zs.append(f".z{i}_{j}")
+            columns.append((zs[-1], ro.FloatVector(blk.Z[:, term.offset + j].tolist())))
+        terms.append(f"({' + '.join(zs)} | {groups[term.block]})")
+    formula = ".y ~ " + " + ".join(["0", *xs, *terms])
+    return _data_frame(ro, columns), formula
+
+
 def to_r_frame(frame: pd.DataFrame):
     """An R data.frame of a prepared frame: categoricals become factors with their levels.
 
@@ -169,8 +228,7 @@ def to_r_frame(frame: pd.DataFrame):
     for name in frame.columns:
         s = frame[name]
         if isinstance(s.dtype, pd.CategoricalDtype):
-            levels = ro.StrVector([str(c) for c in s.cat.categories])
-            vec = ro.FactorVector(ro.StrVector(s.astype(str).tolist()), levels=levels)
+            vec = _factor(ro, s.astype(str).to_numpy(), s.cat.categories)
         elif pd.api.types.is_bool_dtype(s):
             vec = ro.BoolVector(s.to_numpy().tolist())
         elif pd.api.types.is_numeric_dtype(s):
@@ -178,27 +236,7 @@ def to_r_frame(frame: pd.DataFrame):
         else:
             vec = ro.StrVector(s.astype(str).tolist())
         columns.append((str(name), vec))
-    columns += [("check.names", ro.BoolVector([False])),
-                ("stringsAsFactors", ro.BoolVector([False]))]
-    return ro.baseenv["data.frame"].rcall(columns, ro.globalenv)
-
-
-def _check_expressible(design: Design) -> None:
-    """crossed's ``||`` expands factors into one variance per indicator column (afex's
-    ``expand_re``); lme4's does not, so such a term would be a different model in R."""
-    cols = set(design.frame.columns)
-    for term in design.spec.random:
-        if not term.uncorrelated:
-            continue
-        factors = [v for v in expression_variables(term.expr, cols) if v in design.levels]
-        if factors:
-            raise UnsupportedModelError(
-                f"({term.expr} || {term.name}) has the factor {factors[0]!r} left of '||': "
-                "crossed gives every indicator column its own variance (as afex's "
-                "expand_re), lme4's '||' does not, so lme4 would fit a different model. "
-                "Write the indicator columns out as numeric variables, or use "
-                "engine='native'"
-            )
+    return _data_frame(ro, columns)
 
 
 def _r_list(res) -> dict[str, Any]:
@@ -252,7 +290,7 @@ def _map_u(design: Design, info: dict[str, Any]) -> tuple[np.ndarray, ...] | Non
 
 
 def assemble_fit(design: Design, info: dict[str, Any], engine: str, data_name: str,
-                 seconds: float) -> LmerFit:
+                 seconds: float, positional: bool = False) -> LmerFit:
     """crossed's fit result from lme4's values (checked against the design's layout).
 
     Parameters
@@ -265,6 +303,10 @@ def assemble_fit(design: Design, info: dict[str, Any], engine: str, data_name: s
     data_name : str
     seconds : float
         Wall time of the fit, formula to result.
+    positional : bool
+        lme4 fitted :func:`design_to_r`'s variables: β, θ and the terms map by position
+        (their names are ``.x0``, ``.g0``, ...). Otherwise (a user's formula, pymer4) the
+        names must be crossed's.
 
     Returns
     -------
@@ -278,12 +320,22 @@ def assemble_fit(design: Design, info: dict[str, Any], engine: str, data_name: s
     """
     from crossed.engines.native.engine import ConvergenceWarning, SingularFitWarning
 
-    if info["fixef_names"] != list(design.fixed.names):
+    if positional:
+        if (len(info["fixef"]) != design.X.shape[1]
+                or len(info["theta"]) != design.random.ntheta):
+            raise RuntimeError(
+                f"lme4 dropped columns or terms: {len(info['fixef'])} fixed effects and "
+                f"{len(info['theta'])} theta for crossed's {design.X.shape[1]} and "
+                f"{design.random.ntheta}"
+            )
+        info = {**info, "term_levels": [list(design.random.blocks[t.block].levels)
+                                        for t in design.random.terms]}
+    elif info["fixef_names"] != list(design.fixed.names):
         raise RuntimeError(
             f"lme4's fixed effects {info['fixef_names']} differ from crossed's "
             f"{list(design.fixed.names)}: check the factor levels and reference levels"
         )
-    if info["theta_names"] != list(design.random.theta_names):
+    if not positional and info["theta_names"] != list(design.random.theta_names):
         raise RuntimeError(
             f"lme4's theta {info['theta_names']} differs from crossed's "
             f"{list(design.random.theta_names)}"
@@ -350,22 +402,30 @@ def fit_lme4(design: Design, reml: bool = True, control: LmerControl | None = No
     ------
     EngineUnavailableError
         When R, rpy2 or lme4 is missing (the message says what to install).
-    UnsupportedModelError
-        For a ``||`` term with a factor (crossed and lme4 expand it differently).
     """
     if control is not None:
         raise ValueError("control= sets the native engine's optimiser; the lme4 engine runs "
                          "lme4's defaults (pass control=None)")
     t0 = time.perf_counter()
     r = r_session()
-    _check_expressible(design)
-    df = to_r_frame(design.frame)
-    res = r.lmer(design.spec.formula, df, r.ro.BoolVector([bool(reml)]))
-    r_fit, r_info = res[0], res[1]
-    info = info_from_r(r_info)
-    fit = assemble_fit(design, info, "lme4", data_name, time.perf_counter() - t0)
-    fit._cache["r_fit"] = r_fit
-    return fit
+    df, formula = design_to_r(design)
+    res = r.lmer(formula, df, r.ro.BoolVector([bool(reml)]))
+    info = info_from_r(res[1])
+    return assemble_fit(design, info, "lme4", data_name, time.perf_counter() - t0,
+                        positional=True)
+
+
+def _formula_fit(fit: LmerFit):
+    """lme4's fit of the formula as written on the fit's data (cached on the fit)."""
+    if "r_formula_fit" not in fit._cache:
+        r = r_session()
+        design = fit.design
+        frame = design.frame.copy()
+        if design.spec.response in frame.columns:
+            frame[design.spec.response] = design.y  # a refit's or simulation's response
+        res = r.lmer(design.spec.formula, to_r_frame(frame), r.ro.BoolVector([fit.reml]))
+        fit._cache["r_formula_fit"] = res[0]
+    return fit._cache["r_formula_fit"]
 
 
 _DDF = {"satterthwaite": "Satterthwaite", "kenward-roger": "Kenward-Roger"}
@@ -378,8 +438,8 @@ def lmertest_tables(fit: LmerFit, ddf: str = "satterthwaite", type: int = 3,
     Parameters
     ----------
     fit : LmerFit
-        A fit of any engine: the lme4 engine's R model is reused; otherwise the fit's
-        design is refitted with lme4 (same REML/ML).
+        A fit of any engine: its formula is fitted by lme4 on the fit's data (same
+        REML/ML; cached on the fit; a pymer4 model's own R fit is used as it is).
     ddf : {"satterthwaite", "kenward-roger"}
     type : {1, 2, 3}
         ANOVA type.
@@ -401,9 +461,7 @@ def lmertest_tables(fit: LmerFit, ddf: str = "satterthwaite", type: int = 3,
     r.require("lmerTest")
     if ddf == "kenward-roger":
         r.require("pbkrtest")
-    r_fit = fit._cache.get("r_fit")
-    if r_fit is None:
-        r_fit = fit_lme4(fit.design, reml=fit.reml, data_name=fit.data_name)._cache["r_fit"]
+    r_fit = _formula_fit(fit)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = _r_list(r.lmertest(r_fit, _DDF[ddf], r.ro.IntVector([int(type)])))
