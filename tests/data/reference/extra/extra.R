@@ -2,7 +2,7 @@
 # usage (from the repository root):
 #   Rscript tests/data/reference/extra/extra.R tests/data/reference/extra/extra.json
 # Data: tests/data/*.csv, src/crossed/data/*.csv (bundled tables) and the small CSVs beside
-# this script (theta_order.csv: synthetic, see its generator in the test suite's history;
+# this script (made by make_extra_data.py: theta_order.csv, synthetic;
 # exist_multi_missing_cell.csv: exist_multi without language == "es" & task == "t3";
 # sleepstudy_days2.csv: sleepstudy with Days2 = 2 * Days).
 # Factor columns are read as character and turned into factors, as tools/r_reference.R does.
