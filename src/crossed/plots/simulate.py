@@ -34,12 +34,12 @@ def plot_ablation(result: Any, axes=None):
     axes[0].set_xlabel(f"fraction of {result.unit} removed")
     axes[0].set_ylabel(f"detection rate (p < {result.alpha:g})")
     axes[0].set_ylim(-0.02, 1.02)
-    axes[0].set_title(result.test)
+    axes[0].set_title(f"test: {result.test}")
     axes[0].legend()
     axes[1].set_xlabel(f"fraction of {result.unit} removed")
     axes[1].set_ylabel("share of analyses possible")
     axes[1].set_ylim(-0.02, 1.02)
-    axes[1].set_title("failed fits / too few complete subjects")
+    axes[1].set_title("fits that worked and tests that were estimable")
     fig.tight_layout()
     return fig
 
