@@ -43,9 +43,18 @@ def spawn_seeds(seed: Seed, n: int) -> list[np.random.SeedSequence]:
 
 
 def show_progress(progress: bool | None) -> bool:
-    """Whether to draw a progress bar: ``None`` means only on an interactive terminal."""
+    """Whether to draw a progress bar: ``None`` means only on an interactive terminal or
+    in a Jupyter kernel (never in logs, pipes or CI)."""
     if progress is not None:
         return bool(progress)
+    if "ipykernel" in sys.modules and hasattr(sys, "ps1") is False:
+        try:
+            from IPython import get_ipython
+
+            if get_ipython() is not None:
+                return True
+        except ImportError:
+            pass
     try:
         return sys.stderr.isatty()
     except (AttributeError, ValueError):
