@@ -47,7 +47,7 @@ def show_progress(progress: bool | None) -> bool:
     in a Jupyter kernel (never in logs, pipes or CI)."""
     if progress is not None:
         return bool(progress)
-    if "ipykernel" in sys.modules and hasattr(sys, "ps1") is False:
+    if "ipykernel" in sys.modules:
         try:
             from IPython import get_ipython
 
