@@ -178,7 +178,8 @@ def build_model(design: Design, layout: Layout):
             "statsmodels' MixedLM stores each variance component as a dense matrix per group; "
             f"for this model ({layout.describe(design)}) that is {entries:,} entries "
             f"(> {MAX_DENSE_ENTRIES:,}), beyond what it can fit in reasonable time and "
-            f"memory (crossed factors all fall into one group). {SUGGEST}"
+            "memory (crossed factors all fall into one group). Use engine='native' (or "
+            "engine='lme4')."
         )
 
     q_g = np.zeros(ngroups)
@@ -194,7 +195,7 @@ def build_model(design: Design, layout: Layout):
             f"({layout.describe(design)}) has groups of up to {int(q_g.max()) + nre} "
             f"random-effect columns and {npar} covariance parameters, an estimated "
             f"{cost:.1e} operations per gradient (limit {MAX_COST:.0e}; 8e9 took 9 minutes "
-            f"for a 3,120-row table). {SUGGEST}"
+            f"for a 3,120-row table). Use engine='native' (or engine='lme4')."
         )
 
     names, colnames, mats = [], [], []
