@@ -65,10 +65,6 @@ def test_returned_tables_are_copies():
     np.testing.assert_array_equal(fit.fitted(), before[4])
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "LmerFit is a frozen dataclass but its numpy arrays are writeable: fit.theta[0] = 5.0, "
-    "fit.beta[...] and fit.vcov_beta[...] change the fit in place (and design.X is writeable "
-    "too); mark them read-only (arr.flags.writeable = False) or return copies"))
 @pytest.mark.parametrize("attr", ["theta", "beta", "vcov_beta"])
 def test_arrays_are_read_only(attr):
     fit = fit_case("dyestuff")
@@ -241,9 +237,6 @@ def test_summary_singular_note():
     assert "singular" not in fit_of("dyestuff").summary()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "lme4 separates grouping factors with '; ' ('groups:  cask:batch, 30; batch, 10'); "
-    "crossed prints 'groups:  cask:batch, 30, batch, 10'"))
 def test_summary_groups_line_lists_every_factor():
     text = fit_of("pastes_nested").summary()
     assert "Number of obs: 60, groups:  cask:batch, 30; batch, 10" in text

@@ -99,7 +99,7 @@ def format_random_effects(fit: LmerFit) -> list[str]:
     if not has_corr:
         rows = [r[:-1] for r in rows]
     lines = _table(rows, header, {0, 1, 4})
-    groups = ", ".join(f"{g}, {n}" for g, n in fit.ngroups.items())
+    groups = "; ".join(f"{g}, {n}" for g, n in fit.ngroups.items())
     return [" " + line for line in lines] + [f"Number of obs: {fit.nobs}, groups:  {groups}"]
 
 

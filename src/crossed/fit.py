@@ -71,6 +71,12 @@ class LmerFit:
     data_name: str = "data"
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
+    def __post_init__(self) -> None:
+        # a frozen result: its arrays are read-only too
+        for arr in (self.theta, self.beta, self.vcov_beta, *self.u):
+            if isinstance(arr, np.ndarray):
+                arr.flags.writeable = False
+
     # ------------------------------------------------------------------ basic quantities
     @property
     def spec(self):

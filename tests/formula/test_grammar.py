@@ -337,9 +337,6 @@ def test_r_formula_verbatim_gives_r_fit(extra):
     np.testing.assert_allclose(fit.fixef.to_numpy(), as_array(r["fixef"]), rtol=1e-6)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "log(Reaction) ~ Days + I(Days^2): lme4 names the column 'I(Days^2)' (the term as "
-    "written); crossed names it 'I(Days ** 2)' (formulaic's rewrite)"))
 def test_r_formula_verbatim_gives_r_names(extra):
     ss = load_table("sleepstudy.csv", ("Subject",))
     r = extra["fixed_I_log"]

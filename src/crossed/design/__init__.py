@@ -55,6 +55,11 @@ class Design:
     columns: tuple[str, ...]
     frame: pd.DataFrame | None = field(default=None, repr=False, compare=False)
 
+    def __post_init__(self) -> None:
+        for arr in (self.y, self.fixed.X, *(b.Z for b in self.random.blocks),
+                    *(b.codes for b in self.random.blocks)):
+            arr.flags.writeable = False
+
     @property
     def X(self) -> np.ndarray:
         return self.fixed.X
@@ -109,9 +114,11 @@ def build_design(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -
     prepared = prepare(spec, data, na_action=na_action)
     frame = prepared.data
     y = build_response(spec.response, frame)
-    fixed = build_fixed(spec.fixed, frame)
+    # a formula written with R's ^ gets R's column names (I(x^2)) back
+    caret = "^" in spec.formula
+    fixed = build_fixed(spec.fixed, frame, caret=caret)
     if not spec.random:
         raise DataError("no random-effects terms in the formula: use (expr | group)")
-    random = build_random(spec.random, frame)
+    random = build_random(spec.random, frame, caret=caret)
     return Design(spec=spec, y=y, fixed=fixed, random=random, n_dropped=prepared.n_dropped,
                   levels=prepared.levels, columns=tuple(frame.columns), frame=frame)

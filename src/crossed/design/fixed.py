@@ -87,7 +87,7 @@ def _r_part(part: str, expr: str, categories: list | None) -> str | None:
 
 
 def _r_column_names(
-    spec: FormulaicSpec, columns: list[str]
+    spec: FormulaicSpec, columns: list[str], caret: bool = False
 ) -> tuple[list[str], list[str], list[int]]:
     """R names for formulaic's columns, term labels and the column-to-term assignment."""
     state = spec.encoder_state
@@ -96,34 +96,48 @@ def _r_column_names(
     assign: list[int] = []
     for t_index, struct in enumerate(spec.structure):
         factors = list(struct.term.factors)
-        label = ":".join(_strip(str(f.expr)) for f in factors)
+        label = _power(":".join(_strip(str(f.expr)) for f in factors), caret)
         labels.append("(Intercept)" if label == "1" else label)
         for col in struct.columns:
             assign.append(t_index)
             if label == "1":
                 names.append("(Intercept)")
                 continue
-            parts = _split_parts(col, len(factors))
-            out = []
-            for part, factor in zip(parts or [], factors, strict=False):
-                kind_state = state.get(str(factor.expr))
-                cats = None
-                if kind_state is not None and kind_state[1].get("categories") is not None:
-                    cats = list(kind_state[1]["categories"])
-                r = _r_part(part, str(factor.expr), cats)
-                if r is None:
-                    break
-                out.append(r)
-            names.append(":".join(out) if parts and len(out) == len(factors) else col)
+            names.append(_power(_r_column_name(col, factors, state), caret))
     return names, labels, assign
+
+
+def _r_column_name(col: str, factors: list, state: dict) -> str:
+    """R's name of one formulaic column (``language[T.es]:task[T.t2]`` ->
+    ``languagees:taskt2``); each part is matched against the term's factors (formulaic may
+    code a term with a subset of them). Untranslatable names are kept as they are."""
+    out = []
+    for part in _split_parts(col):
+        for factor in factors:
+            kind_state = state.get(str(factor.expr))
+            cats = None
+            if kind_state is not None and kind_state[1].get("categories") is not None:
+                cats = list(kind_state[1]["categories"])
+            r = _r_part(part, str(factor.expr), cats)
+            if r is not None:
+                out.append(r)
+                break
+        else:
+            return col
+    return ":".join(out)
+
+
+def _power(name: str, caret: bool) -> str:
+    """A formula written with R's ``x^2`` gets R's names back (formulaic prints x ** 2)."""
+    return name.replace(" ** ", "^") if caret else name
 
 
 def _strip(expr: str) -> str:
     return expr[1:-1] if expr.startswith("`") and expr.endswith("`") else expr
 
 
-def _split_parts(col: str, k: int) -> list[str] | None:
-    """Split a column name into ``k`` parts on ':' outside brackets and parentheses."""
+def _split_parts(col: str) -> list[str]:
+    """Split a column name into its parts on ':' outside brackets and parentheses."""
     parts, depth, start = [], 0, 0
     for i, ch in enumerate(col):
         if ch in "[(":
@@ -134,7 +148,7 @@ def _split_parts(col: str, k: int) -> list[str] | None:
             parts.append(col[start:i])
             start = i + 1
     parts.append(col[start:])
-    return parts if len(parts) == k else None
+    return parts
 
 
 def independent_columns(X: np.ndarray, tol: float = RANK_TOL) -> np.ndarray:
@@ -173,7 +187,7 @@ def independent_columns(X: np.ndarray, tol: float = RANK_TOL) -> np.ndarray:
     return keep
 
 
-def build_fixed(rhs: str, frame: pd.DataFrame) -> FixedDesign:
+def build_fixed(rhs: str, frame: pd.DataFrame, caret: bool = False) -> FixedDesign:
     """Fixed-effects design for a formulaic right-hand side on prepared data.
 
     Rank-deficient columns are dropped with a warning naming them, as lme4 does.
@@ -187,7 +201,7 @@ def build_fixed(rhs: str, frame: pd.DataFrame) -> FixedDesign:
         raise DataError(f"cannot build the fixed-effects matrix for {rhs!r}: {exc}") from exc
     fspec = mm.model_spec
     X = np.asarray(mm.to_numpy(), dtype=float)
-    names, labels, assign = _r_column_names(fspec, list(mm.columns))
+    names, labels, assign = _r_column_names(fspec, list(mm.columns), caret)
     keep = independent_columns(X) if X.shape[1] else np.zeros(0, dtype=bool)
     dropped = tuple(n for n, k in zip(names, keep, strict=True) if not k)
     if dropped:
@@ -230,7 +244,9 @@ def subset_fixed(fixed: FixedDesign, rows: np.ndarray) -> FixedDesign:
                        dropped=fixed.dropped + dropped, spec=spec)
 
 
-def build_matrix(expr: str, frame: pd.DataFrame) -> tuple[np.ndarray, tuple[str, ...], MatrixSpec]:
+def build_matrix(
+    expr: str, frame: pd.DataFrame, caret: bool = False
+) -> tuple[np.ndarray, tuple[str, ...], MatrixSpec]:
     """Model matrix of a random-term expression (no rank reduction), with R names."""
     plain = _plain_columns(expr, frame)
     if plain:
@@ -243,7 +259,7 @@ def build_matrix(expr: str, frame: pd.DataFrame) -> tuple[np.ndarray, tuple[str,
         mm = model_matrix(text, frame, output="pandas", na_action="raise")
     except Exception as exc:
         raise DataError(f"cannot build the random-effects matrix for {expr!r}: {exc}") from exc
-    names, _, _ = _r_column_names(mm.model_spec, list(mm.columns))
+    names, _, _ = _r_column_names(mm.model_spec, list(mm.columns), caret)
     keep = tuple(range(len(names)))
     return (
         np.asarray(mm.to_numpy(), dtype=float),

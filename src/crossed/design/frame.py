@@ -137,7 +137,8 @@ def prepare(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -> Pre
                 ref = _match_level(reference[col], lv, col)
                 lv = [ref] + [v for v in lv if v != ref]
             levels[col] = lv
-            frame[col] = pd.Categorical(s, categories=lv)
+            values = s.astype(object) if isinstance(s.dtype, pd.CategoricalDtype) else s
+            frame[col] = pd.Categorical(values, categories=lv)
     for col in reference:
         if col not in levels:
             raise DataError(

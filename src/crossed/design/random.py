@@ -150,13 +150,14 @@ def _lme4_order(nlevels: list[int]) -> list[int]:
     return idx
 
 
-def build_random(terms: tuple[RandomTermSpec, ...], frame: pd.DataFrame) -> RandomDesign:
+def build_random(terms: tuple[RandomTermSpec, ...], frame: pd.DataFrame,
+                 caret: bool = False) -> RandomDesign:
     """Random-effects structure of a model on prepared data."""
     n = len(frame)
     # 1. lme4 terms as written, with || split into one term per column
     raw: list[dict] = []
     for spec in terms:
-        Zt, names, mspec = build_matrix(spec.expr, frame)
+        Zt, names, mspec = build_matrix(spec.expr, frame, caret=caret)
         if Zt.shape[1] == 0:
             raise DataError(f"random term ({spec.expr} | {spec.name}) has no columns")
         codes, levels = group_codes(frame, spec.factors)
