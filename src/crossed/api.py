@@ -27,8 +27,9 @@ def lmer(formula: str, data: pd.DataFrame, reml: bool = True, engine: str = "nat
         first level = reference: sorted, or the order of a pandas Categorical).
     reml : bool
         REML (default, as lme4) or maximum likelihood.
-    engine : {"native"}
-        Fitting engine.
+    engine : {"native", "statsmodels", "lme4"}
+        Fitting engine (docs/engines.md): crossed's own, statsmodels' ``MixedLM`` or R's
+        lme4 through rpy2 (``pip install 'crossed[r]'``); all return the same result.
     reference : dict, optional
         Reference level per factor column, e.g. ``{"lr": "5e-5"}`` (R's ``relevel``).
     na_action : {"omit", "raise"}
