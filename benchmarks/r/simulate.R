@@ -12,7 +12,7 @@
 #     score ~ seed + lr + batch_size + num_epochs + (1 | model) + (1 | dataset) +
 #     (1 | model:dataset) is fitted once, then refitted to each response (lme4's refit) and
 #     the coefficient seed20 tested with Satterthwaite df (lmerTest's summary).
-# RESULT.json: elapsed seconds of the loop (packages loaded and data read before timing),
+# RESULT.json: elapsed and CPU (user + system) seconds of the loop (packages loaded and data read before timing),
 # and per task the p-value (NA when the fit failed or the contrast is not estimable).
 
 args <- commandArgs(trailingOnly = TRUE)
@@ -44,8 +44,9 @@ if (mode == "ablation") {
       s$p.value[1]
     }, error = function(e) NA_real_)
   }
-  elapsed <- (proc.time() - t0)[["elapsed"]]
-  out <- list(elapsed = elapsed, n = nrow(masks), fraction = fractions, p_value = p)
+  tt <- proc.time() - t0
+  out <- list(elapsed = tt[["elapsed"]], cpu = tt[["user.self"]] + tt[["sys.self"]],
+              n = nrow(masks), fraction = fractions, p_value = p)
 } else if (mode == "power") {
   data <- read.csv(args[2], colClasses = c(model = "character", dataset = "character",
                                            seed = "character", lr = "character",
@@ -67,8 +68,9 @@ if (mode == "ablation") {
       cf["seed20", "Pr(>|t|)"]
     }, error = function(e) NA_real_)
   }
-  elapsed <- (proc.time() - t0)[["elapsed"]]
-  out <- list(elapsed = elapsed, n = ncol(ys), p_value = p)
+  tt <- proc.time() - t0
+  out <- list(elapsed = tt[["elapsed"]], cpu = tt[["user.self"]] + tt[["sys.self"]],
+              n = ncol(ys), p_value = p)
 } else {
   stop("mode must be 'ablation' or 'power'")
 }
