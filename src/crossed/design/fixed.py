@@ -112,7 +112,7 @@ def _r_column_name(col: str, factors: list, state: dict) -> str:
     ``languagees:taskt2``); each part is matched against the term's factors (formulaic may
     code a term with a subset of them). Untranslatable names are kept as they are."""
     out = []
-    for part in _split_parts(col):
+    for part in split_colons(col):
         for factor in factors:
             kind_state = state.get(str(factor.expr))
             cats = None
@@ -136,18 +136,18 @@ def _strip(expr: str) -> str:
     return expr[1:-1] if expr.startswith("`") and expr.endswith("`") else expr
 
 
-def _split_parts(col: str) -> list[str]:
-    """Split a column name into its parts on ':' outside brackets and parentheses."""
+def split_colons(text: str) -> list[str]:
+    """Split a column name or term label on ':' outside brackets and parentheses."""
     parts, depth, start = [], 0, 0
-    for i, ch in enumerate(col):
-        if ch in "[(":
+    for i, ch in enumerate(text):
+        if ch in "[({":
             depth += 1
-        elif ch in "])":
+        elif ch in "])}":
             depth -= 1
         elif ch == ":" and depth == 0:
-            parts.append(col[start:i])
+            parts.append(text[start:i])
             start = i + 1
-    parts.append(col[start:])
+    parts.append(text[start:])
     return parts
 
 

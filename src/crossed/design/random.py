@@ -150,12 +150,39 @@ def _lme4_order(nlevels: list[int]) -> list[int]:
     return idx
 
 
+@dataclass(frozen=True)
+class TermColumns:
+    """One lme4 term before assembly: its grouping factor and its columns.
+
+    Attributes
+    ----------
+    group : str
+        lme4's name of the grouping factor.
+    factors, levels, codes
+        The grouping factor's data columns, level labels and per-row level codes.
+    Z : numpy.ndarray
+        (n, k) covariate columns of the term.
+    names : tuple of str
+        Names of the k columns.
+    source : tuple of (MatrixSpec, tuple of int)
+        Rebuilds the columns on new data (the expression's spec and the columns taken).
+    """
+
+    group: str
+    factors: tuple[str, ...]
+    levels: tuple[str, ...]
+    codes: np.ndarray
+    Z: np.ndarray
+    names: tuple[str, ...]
+    source: tuple[MatrixSpec, tuple[int, ...]] | None = None
+
+
 def build_random(terms: tuple[RandomTermSpec, ...], frame: pd.DataFrame,
                  caret: bool = False) -> RandomDesign:
     """Random-effects structure of a model on prepared data."""
     n = len(frame)
-    # 1. lme4 terms as written, with || split into one term per column
-    raw: list[dict] = []
+    # lme4 terms as written, with || split into one term per column
+    out: list[TermColumns] = []
     for spec in terms:
         Zt, names, mspec = build_matrix(spec.expr, frame, caret=caret)
         if Zt.shape[1] == 0:
@@ -182,62 +209,62 @@ def build_random(terms: tuple[RandomTermSpec, ...], frame: pd.DataFrame,
                     f"term ({spec.expr} | {spec.name}); the random-effects parameters are "
                     "unidentifiable"
                 )
-            raw.append(dict(spec=spec, cols=cols, Z=Zt[:, list(cols)],
-                            names=tuple(names[j] for j in cols), codes=codes, levels=levels,
-                            mspec=mspec))
-    order = _lme4_order([len(r["levels"]) for r in raw])
-    raw = [raw[i] for i in order]
+            out.append(TermColumns(group=spec.name, factors=spec.factors, levels=levels,
+                                   codes=codes, Z=Zt[:, list(cols)],
+                                   names=tuple(names[j] for j in cols), source=(mspec, cols)))
+    return assemble_random(out)
 
-    # 2. merge terms by grouping factor into blocks; blocks by number of levels, descending
+
+def assemble_random(terms: list[TermColumns]) -> RandomDesign:
+    """lme4's term order, theta layout and names; terms merged into blocks per factor.
+
+    Terms are sorted as lme4 sorts them; blocks (one per grouping factor) by number of
+    levels, descending, ties in lme4's order.
+    """
+    order = _lme4_order([len(t.levels) for t in terms])
+    terms = [terms[i] for i in order]
     block_keys: list[str] = []
-    for r in raw:
-        if r["spec"].name not in block_keys:
-            block_keys.append(r["spec"].name)
-    nl = {r["spec"].name: len(r["levels"]) for r in raw}
+    for t in terms:
+        if t.group not in block_keys:
+            block_keys.append(t.group)
+    nl = {t.group: len(t.levels) for t in terms}
     block_keys.sort(key=lambda k: -nl[k])  # stable: ties keep lme4's order
 
     theta_pos, lower, theta_names = 0, [], []
     re_terms: list[ReTerm] = []
-    members: dict[str, list[tuple[dict, int, int]]] = {k: [] for k in block_keys}
+    members: dict[str, list[tuple[TermColumns, int, int]]] = {k: [] for k in block_keys}
     offsets = dict.fromkeys(block_keys, 0)
-    for r in raw:
-        key = r["spec"].name
-        k = len(r["names"])
-        b = block_keys.index(key)
-        re_terms.append(ReTerm(group=key, columns=r["names"], block=b, offset=offsets[key],
-                               theta_start=theta_pos))
-        members[key].append((r, offsets[key], theta_pos))
+    for t in terms:
+        key, k = t.group, len(t.names)
+        re_terms.append(ReTerm(group=key, columns=t.names, block=block_keys.index(key),
+                               offset=offsets[key], theta_start=theta_pos))
+        members[key].append((t, offsets[key], theta_pos))
         for c in range(k):
             for rr in range(c, k):
                 lower.append(0.0 if rr == c else -np.inf)
-                if rr == c:
-                    theta_names.append(f"{key}.{r['names'][c]}")
-                else:
-                    theta_names.append(f"{key}.{r['names'][rr]}.{r['names'][c]}")
+                theta_names.append(f"{key}.{t.names[c]}" if rr == c
+                                   else f"{key}.{t.names[rr]}.{t.names[c]}")
         theta_pos += k * (k + 1) // 2
         offsets[key] += k
 
     blocks = []
     for key in block_keys:
-        mem = members[key]
         q = offsets[key]
         tidx = -np.ones((q, q), dtype=np.int64)
-        Zs, names, exprs = [], [], []
-        for r, off, start in mem:
-            k = len(r["names"])
+        for t, off, start in members[key]:
+            k = len(t.names)
             pos = start
             for c in range(k):
                 for rr in range(c, k):
                     tidx[off + rr, off + c] = pos
                     pos += 1
-            Zs.append(r["Z"])
-            names.extend(r["names"])
-            exprs.append((r["mspec"], r["cols"]))
-        first = mem[0][0]
+        first = members[key][0][0]
+        sources = [t.source for t, _, _ in members[key]]
         blocks.append(ReBlock(
-            group=key, factors=first["spec"].factors, levels=first["levels"],
-            codes=first["codes"], Z=np.column_stack(Zs), theta_index=tidx,
-            column_names=tuple(names), exprs=tuple(exprs),
+            group=key, factors=first.factors, levels=first.levels, codes=first.codes,
+            Z=np.column_stack([t.Z for t, _, _ in members[key]]), theta_index=tidx,
+            column_names=tuple(n for t, _, _ in members[key] for n in t.names),
+            exprs=tuple(sources) if all(src is not None for src in sources) else (),
         ))
     return RandomDesign(terms=tuple(re_terms), blocks=tuple(blocks),
                         theta_lower=np.array(lower), theta_names=tuple(theta_names))

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from crossed.design.fixed import build_matrix
+from crossed.design.fixed import build_matrix, split_colons
 
 if TYPE_CHECKING:
     from crossed.fit import LmerFit
@@ -29,17 +29,7 @@ if TYPE_CHECKING:
 
 def split_term(label: str) -> list[str]:
     """Variables of a term label (``"a:b"`` -> ``["a", "b"]``), ':' inside brackets kept."""
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(label):
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == ":" and depth == 0:
-            parts.append(label[start:i])
-            start = i + 1
-    parts.append(label[start:])
-    return [p.strip().strip("`") for p in parts]
+    return [p.strip().strip("`") for p in split_colons(label)]
 
 
 def zapsmall(x: np.ndarray, digits: int = 7) -> np.ndarray:

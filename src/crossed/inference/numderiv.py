@@ -27,59 +27,6 @@ def _richardson(approx: np.ndarray, v: float = 2.0) -> np.ndarray:
     return a[..., 0]
 
 
-def jacobian(fun: Callable[[np.ndarray], np.ndarray], x: np.ndarray, d: float = 1e-4,
-             eps: float = 1e-4, r: int = 4, v: float = 2.0) -> np.ndarray:
-    """Jacobian of a vector-valued ``fun`` at ``x``: array (len(f), len(x))."""
-    x = np.asarray(x, dtype=float)
-    h0 = _steps(x, d, eps)
-    cols = []
-    for i in range(len(x)):
-        approx = []
-        h = h0[i]
-        for _ in range(r):
-            xp, xm = x.copy(), x.copy()
-            xp[i] += h
-            xm[i] -= h
-            approx.append((np.asarray(fun(xp)) - np.asarray(fun(xm))) / (2 * h))
-            h /= v
-        cols.append(_richardson(np.stack(approx, axis=-1), v))
-    return np.stack(cols, axis=-1)
-
-
-def hessian(fun: Callable[[np.ndarray], float], x: np.ndarray, d: float = 0.1,
-            eps: float = 1e-4, r: int = 4, v: float = 2.0) -> np.ndarray:
-    """Hessian of a scalar ``fun`` at ``x`` (numDeriv's ``genD`` scheme)."""
-    x = np.asarray(x, dtype=float)
-    n = len(x)
-    f0 = float(fun(x))
-    h0 = _steps(x, d, eps)
-    H = np.zeros((n, n))
-    hs = np.array([h0 / v**k for k in range(r)])  # (r, n)
-    diag_levels = np.zeros((n, r))
-    for i in range(n):
-        for k in range(r):
-            h = hs[k, i]
-            xp, xm = x.copy(), x.copy()
-            xp[i] += h
-            xm[i] -= h
-            diag_levels[i, k] = (fun(xp) - 2 * f0 + fun(xm)) / (h * h)
-        H[i, i] = _richardson(diag_levels[i], v)
-    for i in range(n):
-        for j in range(i):
-            approx = np.zeros(r)
-            for k in range(r):
-                hi, hj = hs[k, i], hs[k, j]
-                xp, xm = x.copy(), x.copy()
-                xp[i] += hi
-                xp[j] += hj
-                xm[i] -= hi
-                xm[j] -= hj
-                approx[k] = (fun(xp) - 2 * f0 + fun(xm) - H[i, i] * hi * hi
-                             - H[j, j] * hj * hj) / (2 * hi * hj)
-            H[i, j] = H[j, i] = _richardson(approx, v)
-    return H
-
-
 def central_derivatives(fun: Callable[[np.ndarray], np.ndarray], x: np.ndarray,
                         d: float = 0.1, eps: float = 1e-4, r: int = 4,
                         v: float = 2.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
