@@ -143,7 +143,8 @@ class Refitter:
     Parameters
     ----------
     fit : LmerFit
-        The model whose design is reused.
+        The model whose design is reused. Fits from other engines are refitted with their
+        own ``fit.refit`` (no speed-up).
     check_conv : bool, optional
         Run lme4's convergence derivative check after each refit (default: as the fit's
         own control). Skipping it does not change any estimate.
@@ -158,9 +159,8 @@ class Refitter:
     """
 
     def __init__(self, fit: LmerFit, check_conv: bool | None = None, keep_frame: bool = False):
-        if fit.engine != "native":
-            raise ValueError(f"Refitter supports the native engine, not {fit.engine!r}")
         self.fit = fit
+        self.native = fit.engine == "native"
         base = fit.opt.control if fit.opt is not None else LmerControl()
         if check_conv is not None:
             base = replace(base, check_conv=check_conv)
@@ -173,6 +173,8 @@ class Refitter:
               reml: bool | None = None) -> LmerFit:
         """As :meth:`crossed.LmerFit.refit` (new response and/or subset of rows)."""
         fit = self.fit
+        if not self.native:  # other engines: their own refit
+            return fit.refit(y=y, rows=rows, reml=reml)
         reml = fit.reml if reml is None else reml
         if rows is None:
             design = fit.design if y is None else fit.design.with_response(y)
