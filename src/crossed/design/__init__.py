@@ -77,7 +77,7 @@ class Design:
             raise DataError("new response has missing or infinite values")
         return replace(self, y=y)
 
-    def subset(self, rows: np.ndarray) -> Design:
+    def subset(self, rows: np.ndarray, keep_frame: bool = True) -> Design:
         """The same model on a subset of rows, without re-evaluating the formula.
 
         Grouping factors lose the levels left without rows; fixed-effect columns that become
@@ -88,13 +88,18 @@ class Design:
         ----------
         rows : array of int or bool
             Row positions (or a mask) into this design.
+        keep_frame : bool
+            Keep the private copy of the used columns (needed by EMMs and ANOVA computed on
+            the subset); simulation loops that only need estimates skip it.
         """
         idx = np.arange(self.n)[np.asarray(rows)]
         if idx.size == 0:
             raise DataError("the subset has no rows")
         fixed = subset_fixed(self.fixed, idx)
         random = subset_random(self.random, idx)
-        frame = self.frame.iloc[idx].reset_index(drop=True) if self.frame is not None else None
+        frame = None
+        if keep_frame and self.frame is not None:
+            frame = self.frame.iloc[idx].reset_index(drop=True)
         return replace(self, y=self.y[idx], fixed=fixed, random=random, frame=frame)
 
 def build_design(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -> Design:

@@ -197,7 +197,7 @@ class LikelihoodRatioTest:
     control: Any = None
 
     def __call__(self, fit: LmerFit, rows: np.ndarray | None = None) -> dict:
-        from crossed.simulate.fastrefit import fit_design
+        from crossed.engines.native.engine import fit_native
 
         design = fit.design
         fx = design.fixed
@@ -213,8 +213,8 @@ class LikelihoodRatioTest:
             from crossed.engines.native import LmerControl
 
             control = LmerControl()
-        full = fit if not fit.reml else fit_design(design, False, control)
-        reduced = fit_design(replace(design, fixed=reduced_fixed), False, control)
+        full = fit if not fit.reml else fit_native(design, False, control)
+        reduced = fit_native(replace(design, fixed=reduced_fixed), False, control)
         stat = max(reduced.deviance - full.deviance, 0.0)
         df = int(drop.sum())
         return {"status": "ok", "estimate": np.nan, "std_error": np.nan, "df": float(df),

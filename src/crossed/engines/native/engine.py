@@ -46,19 +46,21 @@ def fit_native(design: Design, reml: bool = True, control: LmerControl | None = 
     LmerFit
     """
     with single_blas_thread():
-        return _fit_native(design, reml, control or LmerControl(), data_name)
+        pls = PLS(design.random.blocks, design.X, design.y)
+        return fit_pls(design, pls, reml, control or LmerControl(), data_name)
 
 
-def _fit_native(design: Design, reml: bool, control: LmerControl, data_name: str) -> LmerFit:
+def fit_pls(design: Design, pls: PLS, reml: bool, control: LmerControl,
+            data_name: str = "data") -> LmerFit:
+    """Optimise theta for a design whose PLS problem is already built (e.g. by
+    :meth:`PLS.with_response` in simulation loops)."""
     t0 = time.perf_counter()
-    pls = PLS(design.random.blocks, design.X, design.y)
     n, p = design.X.shape
 
     def crit(theta: np.ndarray) -> float:
         return profiled_deviance(pls.factor(theta), n, p, reml)
 
-    lower = design.random.theta_lower
-    opt = bobyqa(crit, design.random.theta_start(), lower, control)
+    opt = bobyqa(crit, design.random.theta_start(), design.random.theta_lower, control)
     theta = opt.theta_final.copy()
     f = pls.factor(theta)
     dev = profiled_deviance(f, n, p, reml)

@@ -20,6 +20,7 @@ O(ℓ₁ q₁³) small factorisations and one dense Cholesky of size r. Z is nev
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 import numpy as np
@@ -92,7 +93,7 @@ class PLS:
     def __init__(self, blocks: tuple[ReBlock, ...], X: np.ndarray, y: np.ndarray):
         self.blocks = tuple(blocks)
         self.n, self.p = X.shape
-        self.X, self.y = X, y
+        self.X = X
         first = self.blocks[0]
         self.q1, self.l1 = first.q, first.nlevels
         rest = self.blocks[1:]
@@ -104,29 +105,39 @@ class PLS:
                 f"the grouping factors after {first.group!r} have {self.r_rand} random effects "
                 f"together; the dense part of the blocked Cholesky is limited to {MAX_DENSE}"
             )
-        dense = np.column_stack([X, y])
+        # cross-products that do not involve y (shared by with_response)
         Z1 = _sparse_z(first)
         Zr = sp.hstack([_sparse_z(b) for b in rest], format="csr") if rest else None
-        # first block: per-level q1 x q1 cross-products
         z1 = first.Z
         A11 = np.zeros((self.l1, self.q1, self.q1))
         np.add.at(A11, first.codes, z1[:, :, None] * z1[:, None, :])
         self.A11 = A11
-        # rest x rest, dense
+        self._Zr = Zr
+        self._Z1t = Z1.T.tocsr()
+        self._Z1tZr = (self._Z1t @ Zr).tocsr() if Zr is not None else None
+        self._ZrtZr = (Zr.T @ Zr).toarray() if Zr is not None else None
+        self._rest_scalar = all(b.q == 1 for b in rest)
+        # evaluation shortcuts: theta positions of scalar templates
+        self._t1 = int(first.theta_index[0, 0]) if self.q1 == 1 else -1
+        idx = [np.full(b.nlevels, b.theta_index[0, 0]) for b in rest] if self._rest_scalar else []
+        self._scale_index = np.concatenate(idx + [np.full(self.p + 1, -1)]).astype(np.int64)
+        self._set_response(np.asarray(y, dtype=float))
+
+    def _set_response(self, y: np.ndarray) -> None:
+        """The cross-products with y, and the first-to-rest product they complete."""
+        self.y = y
+        rr = self.r_rand
+        dense = np.column_stack([self.X, y])
         Arr = np.empty((self.r, self.r))
-        if Zr is not None:
-            Arr[: self.r_rand, : self.r_rand] = (Zr.T @ Zr).toarray()
-            ZtD = np.asarray(Zr.T @ dense)
-            Arr[: self.r_rand, self.r_rand:] = ZtD
-            Arr[self.r_rand:, : self.r_rand] = ZtD.T
-        Arr[self.r_rand:, self.r_rand:] = dense.T @ dense
+        if self._Zr is not None:
+            Arr[:rr, :rr] = self._ZrtZr
+            ZtD = np.asarray(self._Zr.T @ dense)
+            Arr[:rr, rr:] = ZtD
+            Arr[rr:, :rr] = ZtD.T
+        Arr[rr:, rr:] = dense.T @ dense
         self.Arr = Arr
-        # first x rest: sparse, rows (level, column) of block 1
-        Z1t = Z1.T.tocsr()
-        A1r_parts = []
-        if Zr is not None:
-            A1r_parts.append((Z1t @ Zr).tocsr())
-        A1r_parts.append(sp.csr_matrix(np.asarray(Z1t @ dense)))
+        A1r_parts = [] if self._Z1tZr is None else [self._Z1tZr]
+        A1r_parts.append(sp.csr_matrix(np.asarray(self._Z1t @ dense)))
         A1r = sp.hstack(A1r_parts, format="csr")
         A1r.sum_duplicates()
         A1r.sort_indices()
@@ -141,7 +152,13 @@ class PLS:
             self.A1r_dense = A1r.toarray().reshape(self.l1, self.q1, self.r)
         else:
             self._build_w(A1r)
-        self._rest_scalar = all(b.q == 1 for b in rest)
+
+    def with_response(self, y: np.ndarray) -> PLS:
+        """The same design with another response: every product not involving y is reused
+        (simulations refit thousands of responses)."""
+        new = copy.copy(self)
+        new._set_response(np.asarray(y, dtype=float))
+        return new
 
     # ------------------------------------------------------------------ precomputation
     def _build_w(self, A1r: sp.csr_matrix) -> None:
@@ -173,9 +190,6 @@ class PLS:
     # ------------------------------------------------------------------ evaluation
     def _scale_vector(self, theta: np.ndarray) -> np.ndarray:
         """Diagonal of S when every later block is scalar: its theta, repeated per level."""
-        if not hasattr(self, "_scale_index"):
-            idx = [np.full(b.nlevels, b.theta_index[0, 0]) for b in self.blocks[1:]]
-            self._scale_index = np.concatenate(idx + [np.full(self.p + 1, -1)])
         idx = self._scale_index
         return np.where(idx >= 0, theta[idx], 1.0)
 
@@ -186,13 +200,13 @@ class PLS:
 
     def first_block(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, bool]:
         """Per-level Cholesky factors of B_s, the matrices G_s and log det of block 1."""
-        T = self.blocks[0].template(theta)
         if self.q1 == 1:
-            t = T[0, 0]
+            t = theta[self._t1]
             b = t * t * self.A11[:, 0, 0] + 1.0
             chol = np.sqrt(b)[:, None, None]
             G = (t * t / b)[:, None, None]
-            return chol, G, float(np.sum(np.log(b))), True
+            return chol, G, float(np.log(b).sum()), True
+        T = self.blocks[0].template(theta)
         B = T.T @ self.A11 @ T + np.eye(self.q1)
         if self.q1 == 2:
             return _first_block_2x2(B, T)
@@ -207,16 +221,16 @@ class PLS:
         return chol, G, logdet, True
 
     def schur(self, theta: np.ndarray, G: np.ndarray) -> np.ndarray:
-        """The scaled dense Schur complement C before factorisation.
+        """The scaled dense Schur complement C, in Fortran order, before factorisation.
 
-        Its upper triangle (row-major) is exact; the factorisation reads only that part.
+        Only its lower triangle is guaranteed: that is all the factorisation reads.
         """
         if self.A1r_dense is not None:
             A3 = self.A1r_dense
             GA = G @ A3
             C = self.Arr - A3.reshape(-1, self.r).T @ GA.reshape(-1, self.r)
         else:
-            # only the upper triangle is filled: that is all the factorisation reads
+            # W fills the upper triangle (row-major)
             C = self.Arr - (self.W @ G.ravel()).reshape(self.r, self.r)
             if not self._rest_scalar:
                 C = np.triu(C) + np.triu(C, 1).T
@@ -229,7 +243,8 @@ class PLS:
             C = np.asarray(S @ np.asarray(S @ C).T)
         idx = np.arange(self.r_rand)
         C[idx, idx] += 1.0
-        return C
+        # the transpose is a Fortran-order view whose lower triangle is C's upper one
+        return C.T
 
     def factor(self, theta: np.ndarray) -> Factor:
         """Factor the PLS system at ``theta``; ``ok`` is False if it is not positive definite."""
@@ -238,14 +253,13 @@ class PLS:
         if not ok:
             return Factor(theta=theta, ok=False)
         C = self.schur(theta, G)
-        # C's transpose is a Fortran-order view whose lower triangle is C's upper one
-        L, info = lapack.dpotrf(C.T, lower=1, clean=1, overwrite_a=1)
+        L, info = lapack.dpotrf(C, lower=1, clean=1, overwrite_a=1)
         if info != 0:
             return Factor(theta=theta, ok=False)
-        d = np.diag(L)
+        d = L.diagonal()
         rr = self.r_rand
-        ldL2 = ld1 + 2.0 * float(np.sum(np.log(d[:rr])))
-        ldRX2 = 2.0 * float(np.sum(np.log(d[rr:-1])))
+        ldL2 = ld1 + 2.0 * float(np.log(d[:rr]).sum())
+        ldRX2 = 2.0 * float(np.log(d[rr:-1]).sum())
         return Factor(theta=theta, ok=True, ldL2=ldL2, ldRX2=ldRX2, pwrss=float(d[-1] ** 2),
                       L=L, B_chol=chol)
 
