@@ -27,6 +27,18 @@ def r_abbreviate(name: str, minlength: int = 6) -> str:
     return "".join(chars[: max(minlength, 0)]) if len(chars) > minlength else "".join(chars)
 
 
+def format_cell(x) -> str:
+    """One table cell for people: booleans as yes/no, floats to 4 significant digits
+    (scientific below 1e-4), missing values empty."""
+    if isinstance(x, bool | np.bool_):
+        return "yes" if x else "no"
+    if isinstance(x, float | np.floating):
+        if np.isnan(x):
+            return ""
+        return f"{x:.4g}" if abs(x) >= 1e-4 or x == 0 else f"{x:.2e}"
+    return "" if x is None else str(x)
+
+
 def format_pvalue(p: float) -> str:
     """R's ``format.pval`` as summary tables use it (``< 2e-16`` below machine eps)."""
     if not np.isfinite(p):

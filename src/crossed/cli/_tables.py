@@ -8,20 +8,12 @@ import math
 import numpy as np
 import pandas as pd
 
-
-def _cell(x) -> str:
-    if isinstance(x, bool | np.bool_):
-        return "yes" if x else "no"
-    if isinstance(x, float | np.floating):
-        if math.isnan(x):
-            return ""
-        return f"{x:.4g}" if abs(x) >= 1e-4 or x == 0 else f"{x:.2e}"
-    return "" if x is None else str(x)
+from crossed.display import format_cell
 
 
 def text_table(df: pd.DataFrame, title: str | None = None) -> str:
     """Aligned text of a table (4 significant digits; empty cells for missing values)."""
-    body = df.map(_cell).to_string(index=False) if len(df) else "(no rows)"
+    body = df.map(format_cell).to_string(index=False) if len(df) else "(no rows)"
     return f"{title}\n{body}" if title else body
 
 

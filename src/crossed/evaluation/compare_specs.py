@@ -18,6 +18,7 @@ import pandas as pd
 from scipy import stats
 
 from crossed.api import lmer
+from crossed.display import format_cell
 from crossed.fit import LmerFit
 from crossed.inference.lrt import compare
 
@@ -144,15 +145,7 @@ class SpecComparison:
 
 
 def _format(df: pd.DataFrame) -> str:
-    def fmt(x):
-        if isinstance(x, bool | np.bool_):
-            return "yes" if x else "no"
-        if isinstance(x, float | np.floating):
-            if np.isnan(x):
-                return ""
-            return f"{x:.4g}" if abs(x) >= 1e-4 or x == 0 else f"{x:.2e}"
-        return str(x)
-    return df.map(fmt).to_string(index=False)
+    return df.map(format_cell).to_string(index=False)
 
 
 def compare_specs(data: pd.DataFrame, formulas: Sequence[str], focus: str,

@@ -18,11 +18,11 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from crossed.api import lmer
 from crossed.design.frame import expression_variables
+from crossed.display import format_cell
 from crossed.fit import LmerFit
 
 __all__ = ["build_report", "write_report"]
@@ -40,18 +40,8 @@ img { max-width: 100%; } .note { color: #8a5a00; font-size: 0.9em; }
 """
 
 
-def _fmt(x) -> str:
-    if isinstance(x, bool | np.bool_):
-        return "yes" if x else "no"
-    if isinstance(x, float | np.floating):
-        if np.isnan(x):
-            return ""
-        return f"{x:.4g}" if abs(x) >= 1e-4 or x == 0 else f"{x:.2e}"
-    return "" if x is None else str(x)
-
-
 def _table(df: pd.DataFrame) -> str:
-    return df.map(_fmt).to_html(index=False, escape=True, border=0, na_rep="")
+    return df.map(format_cell).to_html(index=False, escape=True, border=0, na_rep="")
 
 
 def _figure_html(fig, fig_id: str, caption: str) -> str:
