@@ -135,3 +135,22 @@ def fit_case(name: str, engine: str = "native", **kwargs) -> crossed.LmerFit:
 def load_table(file: str, factors: tuple[str, ...] = ()) -> pd.DataFrame:
     """Any table under tests/data (or bundled with crossed), factor columns read as str."""
     return _read_table(file, tuple(factors)).copy()
+
+
+def extra_answers() -> dict:
+    """R's answers for the extra cases (tests/data/reference/extra/extra.json)."""
+    with open(EXTRA_DIR / "extra.json") as fh:
+        return json.load(fh)
+
+
+def extra_table(entry: dict) -> pd.DataFrame:
+    """The table of an extra case: its factor columns as strings, its level orders set."""
+    factors = tuple(as_list(entry["factors"]))
+    path = EXTRA_DIR / entry["data"]
+    if path.exists():
+        df = pd.read_csv(path, dtype=dict.fromkeys(factors, str))
+    else:
+        df = load_table(entry["data"], factors)
+    for col, levels in (entry.get("levels") or {}).items():
+        df[col] = pd.Categorical(df[col], categories=as_list(levels))
+    return df

@@ -7,7 +7,6 @@ lme4's), fixed effects 1e-6 relative with the floor 1e-6 SE_R.
 
 from __future__ import annotations
 
-import json
 import warnings
 
 import numpy as np
@@ -15,31 +14,13 @@ import pandas as pd
 import pytest
 
 import crossed
-from reference import EXTRA_DIR, as_array, as_list, load_table
-
-
-@pytest.fixture(scope="module")
-def extra():
-    with open(EXTRA_DIR / "extra.json") as fh:
-        return json.load(fh)
-
-
-def _data(entry: dict) -> pd.DataFrame:
-    factors = tuple(as_list(entry["factors"]))
-    path = EXTRA_DIR / entry["data"]
-    if path.exists():
-        df = pd.read_csv(path, dtype=dict.fromkeys(factors, str))
-    else:
-        df = load_table(entry["data"], factors)
-    for col, levels in (entry.get("levels") or {}).items():
-        df[col] = pd.Categorical(df[col], categories=as_list(levels))
-    return df
+from reference import as_array, as_list, extra_table, load_table
 
 
 def _fit(entry: dict, **kw) -> crossed.LmerFit:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return crossed.lmer(entry["formula"], _data(entry), reml=entry["reml"], **kw)
+        return crossed.lmer(entry["formula"], extra_table(entry), reml=entry["reml"], **kw)
 
 
 def _check_fixef(fit, r):
@@ -186,7 +167,7 @@ def test_rank_deficient_columns_dropped_like_lme4(extra, name, dropped):
     assert as_list(r["dropped"]) == dropped  # what lme4 dropped
     assert any("rank deficient" in m for m in as_list(r["messages"]))
     with pytest.warns(UserWarning, match="rank deficient") as rec:
-        fit = crossed.lmer(r["formula"], _data(r), reml=r["reml"])
+        fit = crossed.lmer(r["formula"], extra_table(r), reml=r["reml"])
     msg = " ".join(str(w.message) for w in rec if "rank deficient" in str(w.message))
     for col in dropped:
         assert col in msg  # the warning names the dropped columns

@@ -9,7 +9,6 @@ Tolerances as in the conformance suite: criterion 1e-6 relative, theta 1e-3 rela
 
 from __future__ import annotations
 
-import json
 import warnings
 
 import numpy as np
@@ -17,27 +16,13 @@ import pandas as pd
 import pytest
 
 import crossed
-from reference import EXTRA_DIR, as_array, as_list, load_table
-
-
-@pytest.fixture(scope="module")
-def extra():
-    with open(EXTRA_DIR / "extra.json") as fh:
-        return json.load(fh)
-
-
-def _data(entry: dict) -> pd.DataFrame:
-    factors = tuple(as_list(entry["factors"]))
-    path = EXTRA_DIR / entry["data"]
-    if path.exists():
-        return pd.read_csv(path, dtype=dict.fromkeys(factors, str))
-    return load_table(entry["data"], factors)
+from reference import as_array, as_list, extra_table, load_table
 
 
 def _fit(entry: dict) -> crossed.LmerFit:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return crossed.lmer(entry["formula"], _data(entry), reml=entry["reml"],
+        return crossed.lmer(entry["formula"], extra_table(entry), reml=entry["reml"],
                             reference=entry.get("relevel"))
 
 

@@ -588,14 +588,6 @@ def test_matches_tightly_converged_lme4(engine, name, extra):
                  labels=[x for x, b in zip(terms, big, strict=True) if b])
 
 
-@pytest.fixture(scope="module")
-def extra():
-    import json
-
-    from reference import EXTRA_DIR
-
-    with open(EXTRA_DIR / "extra.json") as fh:
-        return json.load(fh)
 
 
 def test_engine_list_is_the_public_one():

@@ -7,7 +7,6 @@ the end check that the expansions mean what lme4 (or, for ``||`` with a factor, 
 
 from __future__ import annotations
 
-import json
 import warnings
 
 import numpy as np
@@ -15,13 +14,7 @@ import pytest
 
 import crossed
 from crossed.formula import RandomTermSpec
-from reference import EXTRA_DIR, as_array, as_list, load_table
-
-
-@pytest.fixture(scope="module")
-def extra():
-    with open(EXTRA_DIR / "extra.json") as fh:
-        return json.load(fh)
+from reference import as_array, as_list, load_table
 
 
 def T(expr, factors, name=None, uncorrelated=False):  # noqa: N802 - table shorthand
