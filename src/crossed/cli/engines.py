@@ -5,16 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 
-from crossed.cli.fit import add_model_arguments, parse_reference, read_table
+from crossed.cli.fit import add_model_arguments, parse_reference, read_model_table
 from crossed.engines.compare import compare_engines, format_comparison
 
 
 def _run(args: argparse.Namespace) -> int:
-    data, _ = read_table(args.data)
-    for col in args.factor:
-        if col not in data.columns:
-            raise ValueError(f"--factor: column {col!r} is not in the data")
-        data[col] = data[col].astype(str)
+    data, _ = read_model_table(args)
     engines = [e.strip() for e in args.engines.split(",")] if args.engines else None
     table = compare_engines(args.formula, data, engines=engines, reml=not args.ml,
                             reference=parse_reference(args.reference))

@@ -39,25 +39,36 @@ def parse_reference(items: list[str] | None) -> dict[str, str] | None:
     return out
 
 
-def add_model_arguments(p: argparse.ArgumentParser) -> None:
-    """DATA FORMULA and the model options shared by the commands that fit a model."""
-    p.add_argument("data", help="CSV or Parquet file, or a bundled dataset name")
-    p.add_argument("formula", help="lme4 formula, e.g. 'y ~ x + (1 | g)'")
+def add_model_options(p: argparse.ArgumentParser) -> None:
+    """--ml, --reference and --factor, shared by every command that fits models."""
     p.add_argument("--ml", action="store_true", help="maximum likelihood instead of REML")
-    p.add_argument("--engine", default="native", help="fitting engine (default: native)")
     p.add_argument("--reference", nargs="*", metavar="COLUMN=LEVEL",
                    help="reference level of a factor column")
     p.add_argument("--factor", nargs="*", default=[], metavar="COLUMN",
                    help="treat these numeric columns as factors")
 
 
-def fit_from_args(args: argparse.Namespace):
-    """Fit the model the arguments describe."""
+def add_model_arguments(p: argparse.ArgumentParser) -> None:
+    """DATA FORMULA, --engine and the model options of the commands that fit one model."""
+    p.add_argument("data", help="CSV or Parquet file, or a bundled dataset name")
+    p.add_argument("formula", help="lme4 formula, e.g. 'y ~ x + (1 | g)'")
+    p.add_argument("--engine", default="native", help="fitting engine (default: native)")
+    add_model_options(p)
+
+
+def read_model_table(args: argparse.Namespace) -> tuple[pd.DataFrame, str]:
+    """The table named by ``args.data`` with the ``--factor`` columns as strings."""
     data, name = read_table(args.data)
     for col in args.factor:
         if col not in data.columns:
             raise ValueError(f"--factor: column {col!r} is not in the data")
         data[col] = data[col].astype(str)
+    return data, name
+
+
+def fit_from_args(args: argparse.Namespace):
+    """Fit the model the arguments describe."""
+    data, name = read_model_table(args)
     from crossed.evaluation.specs import resolve_formula
 
     return lmer(resolve_formula(args.formula), data, reml=not args.ml, engine=args.engine,

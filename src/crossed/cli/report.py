@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from crossed.cli.fit import parse_reference, read_table
+from crossed.cli.fit import add_model_options, parse_reference, read_model_table
 from crossed.evaluation.specs import resolve_formula
 
 
@@ -16,11 +16,7 @@ def _run(args: argparse.Namespace) -> int:
                          "'crossed[plots]'") from None
     from crossed.evaluation.report import write_report
 
-    data, name = read_table(args.data)
-    for col in args.factor:
-        if col not in data.columns:
-            raise ValueError(f"--factor: column {col!r} is not in the data")
-        data[col] = data[col].astype(str)
+    data, name = read_model_table(args)
     path = write_report(args.output, data, resolve_formula(args.formula), focus=args.focus,
                         compare=[resolve_formula(f) for f in args.compare] or None,
                         title=args.title, data_name=name, ddf=args.ddf,
@@ -43,9 +39,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--title", help="title of the report")
     p.add_argument("--ddf", default="satterthwaite",
                    help="satterthwaite, kenward-roger or none")
-    p.add_argument("--ml", action="store_true", help="maximum likelihood instead of REML")
-    p.add_argument("--reference", nargs="*", metavar="COLUMN=LEVEL",
-                   help="reference level of a factor column")
-    p.add_argument("--factor", nargs="*", default=[], metavar="COLUMN",
-                   help="treat these numeric columns as factors")
+    add_model_options(p)
     p.set_defaults(func=_run)

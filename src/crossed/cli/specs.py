@@ -7,17 +7,13 @@ import argparse
 import warnings
 
 from crossed.cli._tables import dump_json, text_table
-from crossed.cli.fit import parse_reference, read_table
+from crossed.cli.fit import add_model_options, parse_reference, read_model_table
 from crossed.evaluation import specs as specs_mod
 from crossed.evaluation.compare_specs import compare_specs
 
 
 def _run_compare(args: argparse.Namespace) -> int:
-    data, name = read_table(args.data)
-    for col in args.factor:
-        if col not in data.columns:
-            raise ValueError(f"--factor: column {col!r} is not in the data")
-        data[col] = data[col].astype(str)
+    data, name = read_model_table(args)
     formulas = [specs_mod.resolve_formula(f) for f in args.formulas]
     names = args.names or None
     with warnings.catch_warnings(record=True) as caught:
@@ -95,11 +91,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ddf", default="satterthwaite",
                    help="satterthwaite, kenward-roger or none")
     p.add_argument("--adjust", default="tukey", help="adjustment of the pairwise contrasts")
-    p.add_argument("--ml", action="store_true", help="maximum likelihood instead of REML")
-    p.add_argument("--reference", nargs="*", metavar="COLUMN=LEVEL",
-                   help="reference level of a factor column")
-    p.add_argument("--factor", nargs="*", default=[], metavar="COLUMN",
-                   help="treat these numeric columns as factors")
+    add_model_options(p)
     p.add_argument("--no-check", action="store_true",
                    help="skip the simulated-residual (DHARMa-style) tests")
     p.add_argument("--json", action="store_true", help="machine-readable output")
