@@ -143,7 +143,8 @@ def test_reference_changes_parameterisation_not_fit():
     b = crossed.lmer("delta ~ language * task + (1 | architecture)", df,
                      reference={"task": "t3"})
     assert a.deviance == pytest.approx(b.deviance, rel=1e-9)
-    np.testing.assert_allclose(a.fitted(), b.fitted(), rtol=1e-8)
+    # the same optimum up to where lme4's stopping rule (xtol_rel 1e-4) leaves BOBYQA
+    np.testing.assert_allclose(a.fitted(), b.fitted(), rtol=1e-7)
     assert a.fixef["(Intercept)"] != pytest.approx(b.fixef["(Intercept)"])
 
 

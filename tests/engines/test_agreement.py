@@ -5,7 +5,8 @@ session). Tolerances, engine against engine:
 
 * native vs lme4: criterion 1e-6 relative; fixed effects 1e-5 max(|b|, SE) (both stop by
   lme4's default rule; on the flat blurb_ccmem_slopes criterion they differ by 8e-6); SEs
-  1e-4; theta 1e-3 relative + 1e-4 absolute; sigma 1e-4.
+  1e-4 (blurb_ccmem_slopes: 4.8e-4, strict xfail); theta 1e-3 relative + 1e-4 absolute;
+  sigma 1e-4.
 * native vs statsmodels: the issue's statsmodels tolerances, criterion and fixed effects
   1e-5, SEs 1e-3 (except the documented vcov limitation on carrots_slopes, asserted below);
   theta and sigma as for lme4.
@@ -30,6 +31,11 @@ TOL = {
 }
 KNOWN = {
     ("statsmodels", "carrots_slopes", "se"): conf._SM_VCOV,
+    ("lme4", "blurb_ccmem_slopes", "se"): (
+        "(Intercept) SE 1.906692 (lme4 here) vs 1.905776 (native; 4.8e-4 relative), lr2e-5 "
+        "1.1e-4: both stop by lme4's rule on this flat, singular criterion, at points that "
+        "move with last-bit differences; native matches the reference's SEs to 1e-4, the lme4 "
+        "engine does not (test_conformance._LME4_FLAT)"),
 }
 CASES = [c for c in case_names() if c != "insteval_crossed"]  # see conf.NOT_RUN / CANNOT
 

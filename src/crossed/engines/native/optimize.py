@@ -25,6 +25,9 @@ class LmerControl:
         ``"bobyqa"`` (NLopt's LN_BOBYQA, lme4's default).
     xtol_abs, ftol_abs : float
         Absolute tolerances on theta and on the criterion (1e-8 each in lme4).
+    xtol_rel : float
+        Relative tolerance on theta: 1e-4, the default of R's ``nloptr``, which lme4's
+        ``nloptwrap`` does not override, so lme4 stops on it too.
     maxeval : int
         Maximum number of criterion evaluations.
     check_conv : bool
@@ -38,6 +41,7 @@ class LmerControl:
     optimizer: str = "bobyqa"
     xtol_abs: float = 1e-8
     ftol_abs: float = 1e-8
+    xtol_rel: float = 1e-4
     maxeval: int = 100_000
     check_conv: bool = True
     conv_tol: float = 2e-3
@@ -102,6 +106,7 @@ def bobyqa(fun: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.ndarray
     opt.set_min_objective(objective)
     opt.set_xtol_abs(control.xtol_abs)
     opt.set_ftol_abs(control.ftol_abs)
+    opt.set_xtol_rel(control.xtol_rel)
     opt.set_maxeval(control.maxeval)
     x = opt.optimize(np.asarray(x0, dtype=float))
     code = opt.last_optimize_result()
