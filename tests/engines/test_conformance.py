@@ -565,8 +565,9 @@ def test_matches_tightly_converged_lme4(engine, name, extra):
                  tol(engine, "FIXEF_RTOL") * scale, "fixef", list(fit.fixef.index))
     assert_close(fit.theta, as_array(t["theta"]), tol(engine, "TIGHT_THETA_RTOL"),
                  tol(engine, "TIGHT_THETA_ATOL"), "theta", list(fit.theta_names))
-    # Satterthwaite against the tight optimum: df and t 1e-4; p 1e-4 where p > 1e-10 (below,
-    # p's relative error is ~t^2 times t's, see _P_SMALL)
+    # Satterthwaite against the tight optimum: df and t 1e-4; p 1e-4 where p > 1e-5 (below,
+    # p's relative error is ~t^2 times t's, see _P_SMALL: tight_penicillin_crossed's
+    # p = 3.6e-7 moves by 1.1e-4 between two optima whose criteria differ by 1e-10)
     tab = fit.coef_table()
     rows = t["coef_satterthwaite"]
     terms = [row["term"] for row in rows]
@@ -574,7 +575,7 @@ def test_matches_tightly_converged_lme4(engine, name, extra):
     assert_close(tab["df"], [row["df"] for row in rows], rtol, what="df", labels=terms)
     assert_close(tab["statistic"], [row["t value"] for row in rows], rtol, what="t", labels=terms)
     p_r = np.array([row["Pr(>|t|)"] for row in rows])
-    big = p_r > 1e-10
+    big = p_r > 1e-5
     assert_close(tab["p_value"].to_numpy()[big], p_r[big], tol(engine, "P_RTOL"), what="p",
                  labels=[x for x, b in zip(terms, big, strict=True) if b])
 
