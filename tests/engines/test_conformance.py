@@ -533,8 +533,7 @@ _LME4_DEFAULT = ("the lme4 engine is lme4 with its default stopping rule: it rep
 TIGHT_KNOWN_BY_ENGINE = {
     "native": TIGHT_KNOWN,
     "lme4": {f"tight_{c}": _LME4_DEFAULT for c in (
-        "carrots_slopes", "blurb_ccmem_slopes", "sleepstudy_ml", "penicillin_crossed",
-        "exist_mono_nested")},
+        "carrots_slopes", "blurb_ccmem_slopes", "exist_mono_nested")},
     "statsmodels": {"tight_carrots_slopes": _SM_VCOV},
 }
 
