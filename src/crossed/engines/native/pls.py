@@ -28,6 +28,7 @@ import scipy.sparse as sp
 from scipy.linalg import blas, lapack
 
 from crossed.design.random import ReBlock
+from crossed.engines.native.banded import BandedBlocks
 
 MAX_DENSE = 20000
 
@@ -67,7 +68,8 @@ class Factor:
     L: np.ndarray | None = None
     """Dense Cholesky factor of the rest part (later random blocks, X, y)."""
     B_chol: np.ndarray | None = None
-    """(ℓ₁, q₁, q₁) Cholesky factors of the first block's per-level matrices."""
+    """Cholesky factors of the first block's per-level matrices: (ℓ₁, q₁, q₁), or for
+    q₁ > 2 their LAPACK band storage (``PLS.first_chol`` unpacks)."""
 
 
 def _sparse_z(block: ReBlock) -> sp.csr_matrix:
@@ -88,9 +90,16 @@ class PLS:
         Fixed-effects matrix (n x p).
     y : numpy.ndarray
         Response (n).
+    update : {None, "groups", "sparse"}
+        How A_r1 G A_1r is formed at each evaluation: dense rank-k updates over groups of
+        levels, or the sparse map W; None chooses the cheaper by an operation count.
     """
 
-    def __init__(self, blocks: tuple[ReBlock, ...], X: np.ndarray, y: np.ndarray):
+    def __init__(self, blocks: tuple[ReBlock, ...], X: np.ndarray, y: np.ndarray,
+                 update: str | None = None):
+        if update not in (None, "groups", "sparse"):
+            raise ValueError(f"update must be None, 'groups' or 'sparse', got {update!r}")
+        self.update = update
         self.blocks = tuple(blocks)
         self.n, self.p = X.shape
         self.X = X
@@ -112,6 +121,7 @@ class PLS:
         A11 = np.zeros((self.l1, self.q1, self.q1))
         np.add.at(A11, first.codes, z1[:, :, None] * z1[:, None, :])
         self.A11 = A11
+        self._band = BandedBlocks(A11, first.theta_index) if self.q1 > 2 else None
         self._Zr = Zr
         self._Z1t = Z1.T.tocsr()
         self._Z1tZr = (self._Z1t @ Zr).tocsr() if Zr is not None else None
@@ -121,6 +131,7 @@ class PLS:
         self._t1 = int(first.theta_index[0, 0]) if self.q1 == 1 else -1
         idx = [np.full(b.nlevels, b.theta_index[0, 0]) for b in rest] if self._rest_scalar else []
         self._scale_index = np.concatenate(idx + [np.full(self.p + 1, -1)]).astype(np.int64)
+        self._diag_rand = np.arange(self.r_rand)
         self._plan_update()
         self._set_response(np.asarray(y, dtype=float))
 
@@ -145,7 +156,8 @@ class PLS:
         self.A1r = A1r
         # A_r1 G A_1r: dense rank-k updates over groups of levels, else the sparse map W
         self._groups = None
-        if self._group_cost <= self._w_cost and self.l1 * self.q1 * self.r <= 20_000_000:
+        cheaper = self._group_cost <= self._w_cost and self.l1 * self.q1 * self.r <= 20_000_000
+        if self.update == "groups" or (self.update is None and cheaper):
             self._Arr_F = np.asfortranarray(Arr)
             self._groups = [self._group_block(A1r, levels, cols)
                             for levels, cols in self._level_groups]
@@ -238,8 +250,8 @@ class PLS:
     # ------------------------------------------------------------------ evaluation
     def _scale_vector(self, theta: np.ndarray) -> np.ndarray:
         """Diagonal of S when every later block is scalar: its theta, repeated per level."""
-        idx = self._scale_index
-        return np.where(idx >= 0, theta[idx], 1.0)
+        # index -1 (the X and y columns) reads the appended 1
+        return np.append(theta, 1.0)[self._scale_index]
 
     def _scale_matrix(self, theta: np.ndarray) -> sp.csr_matrix:
         mats = [sp.kron(sp.identity(b.nlevels), b.template(theta).T) for b in self.blocks[1:]]
@@ -257,46 +269,53 @@ class PLS:
             chol = root[:, None, None]
             G = (t * t / b)[:, None, None]
             return chol, G, (t / root)[:, None, None], float(np.log(b).sum()), True
-        T = self.blocks[0].template(theta)
-        B = T.T @ self.A11 @ T + np.eye(self.q1)
         if self.q1 == 2:
-            return _first_block_2x2(B, T)
-        try:
-            chol = np.linalg.cholesky(B)
-        except np.linalg.LinAlgError:
-            return B, B, B, np.inf, False
-        logdet = 2.0 * float(np.sum(np.log(np.diagonal(chol, axis1=1, axis2=2))))
-        # G_s = T B_s^{-1} T' = (chol^{-1} T')' (chol^{-1} T')
-        H = np.linalg.solve(chol, np.broadcast_to(T.T, B.shape))
-        G = np.swapaxes(H, 1, 2) @ H
-        return chol, G, H, logdet, True
+            T = self.blocks[0].template(theta)
+            return _first_block_2x2(T.T @ self.A11 @ T + np.eye(2), T)
+        # q1 > 2: one banded factor of all levels (chol is its band storage); G and H are
+        # formed in schur only where the update needs them
+        Lb, logdet, ok = self._band.factor(theta)
+        return Lb, None, None, logdet, ok
 
-    def schur(self, theta: np.ndarray, G: np.ndarray, H: np.ndarray) -> np.ndarray:
+    def schur(self, theta: np.ndarray, chol: np.ndarray, G: np.ndarray | None,
+              H: np.ndarray | None) -> np.ndarray:
         """The scaled dense Schur complement C, in Fortran order, before factorisation.
+
+        ``chol``, ``G`` and ``H`` are :meth:`first_block`'s (G and H None for q1 > 2).
 
         Only its lower triangle is guaranteed: that is all the factorisation reads.
         """
-        if self._groups is not None:
-            # A_r1 G A_1r = Σ_s Mᵀ_s M_s with M_s = H_s A_s: per group of levels one symmetric
-            # rank-k update (dsyrk) on the group's columns
-            if len(self._groups) == 1 and len(self._groups[0][1]) == self.r:
-                levels, _, block = self._groups[0]
-                if self.q1 > 1:  # small per-level matrices: G A_1r by batched products
-                    GA = (G[levels] @ block).reshape(-1, self.r)
-                    C = self.Arr - block.reshape(-1, self.r).T @ GA  # symmetric, row-major
-                    return self._finish_schur(theta, C).T
+        single = self._groups is not None and len(self._groups) == 1 and (
+            len(self._groups[0][1]) == self.r)
+        if self._band is not None:
+            H = self._band.half(theta, chol)
+            if single:
+                # M = (H_s A_s)_s, C = A_rr - MᵀM; Mᵀ is M's row-major data read as Fortran
+                M = (H @ self._groups[0][2]).reshape(-1, self.r)
                 return self._finish_schur(theta, blas.dsyrk(
-                    -1.0, self._group_rows(self._groups[0], H), beta=1.0, c=self._Arr_F,
-                    trans=0, lower=1))
-            C = self._Arr_F.copy(order="F")
-            for group in self._groups:
-                cols = group[1]
-                C[np.ix_(cols, cols)] -= blas.dsyrk(1.0, self._group_rows(group, H), trans=0,
-                                                    lower=1)
-        else:
+                    -1.0, M.T, beta=1.0, c=self._Arr_F, trans=0, lower=1))
+            G = np.swapaxes(H, 1, 2) @ H
+        if self._groups is None:
             # W fills the upper triangle (row-major); its transpose is a Fortran-order view
             # whose lower triangle is that upper one
             C = (self.Arr - (self.W @ G.ravel()).reshape(self.r, self.r)).T
+            return self._finish_schur(theta, C)
+        # A_r1 G A_1r = Σ_s Mᵀ_s M_s with M_s = H_s A_s: per group of levels one symmetric
+        # rank-k update (dsyrk) on the group's columns
+        if single and self.q1 == 2:  # G A_1r by batched 2 x 2 products, one GEMM
+            levels, _, block = self._groups[0]
+            GA = (G[levels] @ block).reshape(-1, self.r)
+            C = self.Arr - block.reshape(-1, self.r).T @ GA  # symmetric, row-major
+            return self._finish_schur(theta, C).T
+        if single:
+            return self._finish_schur(theta, blas.dsyrk(
+                -1.0, self._group_rows(self._groups[0], H), beta=1.0, c=self._Arr_F,
+                trans=0, lower=1))
+        C = self._Arr_F.copy(order="F")
+        for group in self._groups:
+            cols = group[1]
+            C[np.ix_(cols, cols)] -= blas.dsyrk(1.0, self._group_rows(group, H), trans=0,
+                                                lower=1)
         return self._finish_schur(theta, C)
 
     def _group_rows(self, group: tuple[np.ndarray, np.ndarray, np.ndarray], H: np.ndarray
@@ -318,7 +337,7 @@ class PLS:
             C = np.tril(C) + np.tril(C, -1).T
             S = self._scale_matrix(theta)
             C = np.asfortranarray(S @ np.asarray(S @ C).T)
-        idx = np.arange(self.r_rand)
+        idx = self._diag_rand
         C[idx, idx] += 1.0
         return C
 
@@ -328,7 +347,7 @@ class PLS:
         chol, G, H, ld1, ok = self.first_block(theta)
         if not ok:
             return Factor(theta=theta, ok=False)
-        C = self.schur(theta, G, H)
+        C = self.schur(theta, chol, G, H)
         L, info = lapack.dpotrf(C, lower=1, clean=1, overwrite_a=1)
         if info != 0:
             return Factor(theta=theta, ok=False)
@@ -370,7 +389,7 @@ class PLS:
         rhs = -(self.A1r @ xs).reshape(self.l1, self.q1)  # Z1'y - Z1'[Zr X] x
         T1 = self.blocks[0].template(theta)
         rhs = rhs @ T1  # Λ1' (…): per level T1' v
-        chol = f.B_chol
+        chol = self.first_chol(f)
         w = np.linalg.solve(chol, rhs[:, :, None])
         u1 = np.linalg.solve(np.swapaxes(chol, 1, 2), w)[:, :, 0]
         return beta, [u1] + u_blocks
@@ -390,7 +409,7 @@ class PLS:
                 sub = Linv[:, pos: pos + size].reshape(rr, blk.nlevels, blk.q)
                 out_rest.append(np.einsum("ila,ilb->lab", sub, sub))
                 pos += size
-        chol = f.B_chol
+        chol = self.first_chol(f)
         eye = np.broadcast_to(np.eye(self.q1), chol.shape)
         Binv_half = np.linalg.solve(chol, eye)  # chol^{-1}
         Binv = np.swapaxes(Binv_half, 1, 2) @ Binv_half
@@ -412,6 +431,10 @@ class PLS:
                 K = K.T.reshape(s1 - s0, self.q1, rr)
                 V1[s0:s1] += K @ np.swapaxes(K, 1, 2)
         return [V1] + out_rest
+
+    def first_chol(self, f: Factor) -> np.ndarray:
+        """The first block's per-level Cholesky factors, (ℓ₁, q₁, q₁)."""
+        return f.B_chol if self._band is None else self._band.unpack(f.B_chol)
 
     def rx_inverse(self, f: Factor) -> np.ndarray:
         """R_X⁻¹ with vcov(β) = σ² R_X⁻¹ R_X⁻ᵀ (R_X lower here)."""
