@@ -28,7 +28,7 @@ class MatrixSpec:
 
     def build(self, frame: pd.DataFrame) -> np.ndarray:
         if self.formulaic is None:
-            return _plain_matrix(self.plain, frame)
+            return _plain_matrix(self.plain, frame)[:, list(self.keep)]
         mm = self.formulaic.get_model_matrix(frame, output="numpy")
         return np.asarray(mm, dtype=float)[:, list(self.keep)]
 
@@ -192,16 +192,24 @@ def build_fixed(rhs: str, frame: pd.DataFrame, caret: bool = False) -> FixedDesi
 
     Rank-deficient columns are dropped with a warning naming them, as lme4 does.
     """
-    text = quote_dotted(rhs, set(frame.columns))
-    try:
-        mm = model_matrix(text, frame, output="pandas", na_action="raise")
-    except DataError:
-        raise
-    except Exception as exc:  # formulaic's errors carry the expression at fault
-        raise DataError(f"cannot build the fixed-effects matrix for {rhs!r}: {exc}") from exc
-    fspec = mm.model_spec
-    X = np.asarray(mm.to_numpy(), dtype=float)
-    names, labels, assign = _r_column_names(fspec, list(mm.columns), caret)
+    plain = _plain_columns(rhs, frame)
+    fspec = None
+    if plain:  # intercept and numeric columns only: no formulaic round trip
+        X = _plain_matrix(plain, frame)
+        names = ["(Intercept)" if c == "1" else c for c in plain]
+        labels, assign = list(names), list(range(len(names)))
+    else:
+        text = quote_dotted(rhs, set(frame.columns))
+        try:
+            mm = model_matrix(text, frame, output="pandas", na_action="raise")
+        except DataError:
+            raise
+        except Exception as exc:  # formulaic's errors carry the expression at fault
+            raise DataError(f"cannot build the fixed-effects matrix for {rhs!r}: {exc}"
+                            ) from exc
+        fspec = mm.model_spec
+        X = np.asarray(mm.to_numpy(), dtype=float)
+        names, labels, assign = _r_column_names(fspec, list(mm.columns), caret)
     keep = independent_columns(X) if X.shape[1] else np.zeros(0, dtype=bool)
     dropped = tuple(n for n, k in zip(names, keep, strict=True) if not k)
     if dropped:
@@ -219,7 +227,7 @@ def build_fixed(rhs: str, frame: pd.DataFrame, caret: bool = False) -> FixedDesi
         term_labels=tuple(labels),
         assign=tuple(assign[i] for i in idx),
         dropped=dropped,
-        spec=MatrixSpec(formulaic=fspec, names=kept_names, keep=idx),
+        spec=MatrixSpec(formulaic=fspec, names=kept_names, keep=idx, plain=plain or ()),
     )
 
 

@@ -13,9 +13,14 @@ diagonal with one q₁ x q₁ block per level, so it is factored level by level.
 
     C = S (A_rr − A_r1 G A_1r) Sᵀ + [I on the random part],   G = blockdiag_s T₁ B_s⁻¹ T₁ᵀ,
 
-with B_s = T₁ᵀ A_s T₁ + I and S = blockdiag(Λ_restᵀ, I). ``A_r1 G A_1r`` is a fixed sparse
-linear map of G's entries (``W``, built once), so an evaluation costs one sparse product,
-O(ℓ₁ q₁³) small factorisations and one dense Cholesky of size r. Z is never formed densely.
+with B_s = T₁ᵀ A_s T₁ + I and S = blockdiag(Λ_restᵀ, I). With G_s = H_sᵀH_s,
+``A_r1 G A_1r = Σ_s (H_s A_s)ᵀ(H_s A_s)``: it is formed either by dense rank-k updates
+(dsyrk) over groups of levels whose rows of A_1r share few columns (models nested in a
+family touch only that family's columns), or as a fixed sparse linear map of G's entries
+(``W``, built once), whichever costs fewer operations for the design. The B_s are factored
+in closed form for q₁ ≤ 2 and as one banded matrix for q₁ > 2 (``banded.py``). An
+evaluation costs that update, the first block's factorisation and one dense Cholesky of
+size r. Z is never formed densely.
 """
 
 from __future__ import annotations
@@ -66,10 +71,12 @@ class Factor:
     pwrss: float = np.inf
     """Penalised residual sum of squares r²."""
     L: np.ndarray | None = None
-    """Dense Cholesky factor of the rest part (later random blocks, X, y)."""
-    B_chol: np.ndarray | None = None
-    """Cholesky factors of the first block's per-level matrices: (ℓ₁, q₁, q₁), or for
-    q₁ > 2 their LAPACK band storage (``PLS.first_chol`` unpacks)."""
+    """Dense Cholesky factor of the rest part (later random blocks, X, y), in its lower
+    triangle (the upper one is not cleared; only triangular LAPACK routines read it)."""
+    first: np.ndarray | None = None
+    """The first block's per-level matrices as :meth:`PLS.first_block` leaves them: their
+    Cholesky factors (q₁ = 1), B_s itself (q₁ = 2) or the LAPACK band storage of the factors
+    (q₁ > 2); :meth:`PLS.first_chol` gives the (ℓ₁, q₁, q₁) factors."""
 
 
 def _sparse_z(block: ReBlock) -> sp.csr_matrix:
@@ -122,6 +129,9 @@ class PLS:
         np.add.at(A11, first.codes, z1[:, :, None] * z1[:, None, :])
         self.A11 = A11
         self._band = BandedBlocks(A11, first.theta_index) if self.q1 > 2 else None
+        if self.q1 == 2:  # T = [[t0, 0], [t1, t2]] (theta positions, -1 = 0) and A_s entries
+            self._t_2x2 = first.theta_index[[0, 1, 1], [0, 0, 1]]
+            self._a_2x2 = (A11[:, 0, 0].copy(), A11[:, 1, 0].copy(), A11[:, 1, 1].copy())
         self._Zr = Zr
         self._Z1t = Z1.T.tocsr()
         self._Z1tZr = (self._Z1t @ Zr).tocsr() if Zr is not None else None
@@ -244,8 +254,10 @@ class PLS:
         gcol = level * q * q + a_of_entry[e1] * q + a_of_entry[e2]
         # row-major position of the upper-triangle entry (c2, c1) of the dense r x r matrix
         target = c2.astype(np.int64) * r + c1
-        self.W = sp.csr_matrix((vals, (target, gcol)), shape=(r * r, l1 * q * q))
-        self.W.sum_duplicates()
+        W = sp.csr_matrix((vals, (target, gcol)), shape=(r * r, l1 * q * q))
+        W.sum_duplicates()
+        # a small map is faster as a dense matrix (no sparse-product call overhead)
+        self.W = W.toarray() if W.shape[0] * W.shape[1] <= 50_000 else W
 
     # ------------------------------------------------------------------ evaluation
     def _scale_vector(self, theta: np.ndarray) -> np.ndarray:
@@ -270,8 +282,8 @@ class PLS:
             G = (t * t / b)[:, None, None]
             return chol, G, (t / root)[:, None, None], float(np.log(b).sum()), True
         if self.q1 == 2:
-            T = self.blocks[0].template(theta)
-            return _first_block_2x2(T.T @ self.A11 @ T + np.eye(2), T)
+            t0, t1, t2 = np.append(theta, 0.0)[self._t_2x2]
+            return _first_block_2x2(self._a_2x2, t0, t1, t2)
         # q1 > 2: one banded factor of all levels (chol is its band storage); G and H are
         # formed in schur only where the update needs them
         Lb, logdet, ok = self._band.factor(theta)
@@ -295,6 +307,9 @@ class PLS:
                 return self._finish_schur(theta, blas.dsyrk(
                     -1.0, M.T, beta=1.0, c=self._Arr_F, trans=0, lower=1))
             G = np.swapaxes(H, 1, 2) @ H
+        elif self.q1 == 2 and self._groups is not None and not single:
+            # H_s = L_s⁻¹ Tᵀ from B_s (first_block leaves B for q1 = 2)
+            H = np.linalg.inv(np.linalg.cholesky(chol)) @ self.blocks[0].template(theta).T
         if self._groups is None:
             # W fills the upper triangle (row-major); its transpose is a Fortran-order view
             # whose lower triangle is that upper one
@@ -348,7 +363,7 @@ class PLS:
         if not ok:
             return Factor(theta=theta, ok=False)
         C = self.schur(theta, chol, G, H)
-        L, info = lapack.dpotrf(C, lower=1, clean=1, overwrite_a=1)
+        L, info = lapack.dpotrf(C, lower=1, clean=0, overwrite_a=1)
         if info != 0:
             return Factor(theta=theta, ok=False)
         d = L.diagonal()
@@ -356,7 +371,7 @@ class PLS:
         ldL2 = ld1 + 2.0 * float(np.log(d[:rr]).sum())
         ldRX2 = 2.0 * float(np.log(d[rr:-1]).sum())
         return Factor(theta=theta, ok=True, ldL2=ldL2, ldRX2=ldRX2, pwrss=float(d[-1] ** 2),
-                      L=L, B_chol=chol)
+                      L=L, first=chol)
 
     def objective(self, theta: np.ndarray, reml: bool) -> float:
         """Profiled deviance (ML) or REML criterion at ``theta``."""
@@ -434,7 +449,9 @@ class PLS:
 
     def first_chol(self, f: Factor) -> np.ndarray:
         """The first block's per-level Cholesky factors, (ℓ₁, q₁, q₁)."""
-        return f.B_chol if self._band is None else self._band.unpack(f.B_chol)
+        if self.q1 == 2:
+            return np.linalg.cholesky(f.first)
+        return f.first if self._band is None else self._band.unpack(f.first)
 
     def rx_inverse(self, f: Factor) -> np.ndarray:
         """R_X⁻¹ with vcov(β) = σ² R_X⁻¹ R_X⁻ᵀ (R_X lower here)."""
@@ -443,29 +460,29 @@ class PLS:
         return tri_inverse(np.ascontiguousarray(Lx))
 
 
-def _first_block_2x2(B: np.ndarray, T: np.ndarray
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, bool]:
-    """``first_block`` for q = 2 in closed form (no per-call LAPACK overhead)."""
-    a, b, c = B[:, 0, 0], B[:, 1, 0], B[:, 1, 1]
-    det = a * c - b * b
-    if np.any(a <= 0) or np.any(det <= 0):
-        return B, B, B, np.inf, False
-    l00 = np.sqrt(a)
-    l10 = b / l00
-    l11 = np.sqrt(det) / l00
-    chol = np.zeros_like(B)
-    chol[:, 0, 0] = l00
-    chol[:, 1, 0] = l10
-    chol[:, 1, 1] = l11
-    inv = np.empty_like(B)
-    inv[:, 0, 0] = c / det
-    inv[:, 1, 1] = a / det
-    inv[:, 0, 1] = inv[:, 1, 0] = -b / det
-    chol_inv = np.zeros_like(B)
-    chol_inv[:, 0, 0] = 1.0 / l00
-    chol_inv[:, 1, 0] = -l10 / (l00 * l11)
-    chol_inv[:, 1, 1] = 1.0 / l11
-    return chol, T @ inv @ T.T, chol_inv @ T.T, float(np.sum(np.log(det))), True
+def _first_block_2x2(a: tuple[np.ndarray, np.ndarray, np.ndarray], t0: float, t1: float,
+                     t2: float) -> tuple[np.ndarray, np.ndarray, None, float, bool]:
+    """``first_block`` for q = 2 in closed form on the entries (few small-array operations
+    instead of batched LAPACK calls): B_s = TᵀA_sT + I, G_s = T B_s⁻¹ Tᵀ, log det; B is
+    returned in place of its Cholesky factor (see :meth:`PLS.first_chol`)."""
+    a00, a10, a11 = a
+    u0 = a00 * t0 + a10 * t1  # (A T)[0, 0]
+    u1 = a10 * t0 + a11 * t1  # (A T)[1, 0]
+    b00 = t0 * u0 + t1 * u1 + 1.0
+    b10 = t2 * u1
+    b11 = t2 * t2 * a11 + 1.0
+    det = b00 * b11 - b10 * b10
+    if np.any(b00 <= 0) or np.any(det <= 0):
+        return None, None, None, np.inf, False
+    B = np.empty((len(b00), 2, 2))
+    B[:, 0, 0], B[:, 1, 0], B[:, 0, 1], B[:, 1, 1] = b00, b10, b10, b11
+    # B⁻¹ = [[b11, -b10], [-b10, b00]] / det;  G = T B⁻¹ Tᵀ
+    i00, i10, i11 = b11 / det, -b10 / det, b00 / det
+    G = np.empty_like(B)
+    G[:, 0, 0] = t0 * t0 * i00
+    G[:, 1, 0] = G[:, 0, 1] = t0 * (t1 * i00 + t2 * i10)
+    G[:, 1, 1] = t1 * t1 * i00 + 2.0 * t1 * t2 * i10 + t2 * t2 * i11
+    return B, G, None, float(np.sum(np.log(det))), True
 
 
 def profiled_deviance(f: Factor, n: int, p: int, reml: bool) -> float:
