@@ -36,6 +36,7 @@ from crossed.design.random import ReBlock
 from crossed.engines.native.banded import BandedBlocks
 
 MAX_DENSE = 20000
+MAX_GROUPED_LEVELS = 50_000
 
 
 def tri_solve(L: np.ndarray, B: np.ndarray, trans: bool = False) -> np.ndarray:
@@ -192,33 +193,54 @@ class PLS:
         each group's rows touch few columns; a group costs one dense rank-k update (dsyrk)
         on its columns. The alternative is the sparse map W, costing Σ_s m_s²/2 scattered
         multiply-adds for m_s nonzeros in level s's rows. Costs are in units of one
-        scattered update (~50 dense flops, ~2.5 ns; a group's fixed cost ~15 µs)."""
-        q, dense_cols = self.q1, np.arange(self.r_rand, self.r)
+        scattered update (~50 dense flops, ~2.5 ns; a group's fixed cost ~15 µs). The
+        grouping is skipped when even its lower bound costs more than W, or when there are
+        more than ``MAX_GROUPED_LEVELS`` levels (the greedy pass is a Python loop)."""
+        q, l1 = self.q1, self.l1
+        dense_cols = np.arange(self.r_rand, self.r)
         P = self._Z1tZr
-        supports = []
-        for lev in range(self.l1):
-            cols = (np.unique(P.indices[P.indptr[lev * q]:P.indptr[(lev + 1) * q]])
-                    if P is not None else np.zeros(0, dtype=np.int64))
-            supports.append(np.concatenate([cols, dense_cols]))
-        m = np.array([len(c) for c in supports], dtype=np.float64) * q
-        self._w_cost = float(np.sum(m * m)) / 2.0
+        if P is None:
+            pattern = sp.csr_matrix((l1, 0))
+        else:  # the columns each level's q rows touch, one row per level
+            rows = np.arange(l1 * q)
+            agg = sp.csr_matrix((np.ones(l1 * q), (rows // q, rows)), shape=(l1, l1 * q))
+            pattern = (agg @ abs(P)).tocsr()
+            pattern.sum_duplicates()
+            pattern.sort_indices()
+        u = (np.diff(pattern.indptr) + len(dense_cols)).astype(np.float64)
+        self._w_cost = float(np.sum((q * u) ** 2)) / 2.0
+        self._group_cost, self._level_groups = np.inf, None
 
-        def cost(n: int, u: int) -> float:
-            return n * q * u * u / 50.0 + u * u + 6000.0
+        def cost(n: int, width: int) -> float:
+            return n * q * width * width / 50.0 + width * width + 6000.0
 
-        order = sorted(range(self.l1), key=lambda lev: (supports[lev][0], len(supports[lev])))
+        lower = float(np.sum(q * u * u) / 50.0 + np.max(u) ** 2 + 6000.0)
+        if self.update != "groups" and (lower > self._w_cost or l1 > MAX_GROUPED_LEVELS):
+            return
+        indptr, indices = pattern.indptr, pattern.indices
+        first_col = np.full(l1, self.r_rand)
+        has = np.diff(indptr) > 0
+        first_col[has] = indices[indptr[:-1][has]]
+        order = np.lexsort((u, first_col))
+        in_group = np.zeros(self.r, dtype=bool)  # the current group's columns
+        in_group[dense_cols] = True
         groups: list[tuple[list[int], np.ndarray]] = []
-        for lev in order:
-            sup = supports[lev]
-            if groups:
-                levels, cols = groups[-1]
-                merged = np.union1d(cols, sup)
-                if cost(len(levels) + 1, len(merged)) <= (cost(len(levels), len(cols))
-                                                          + cost(1, len(sup))):
-                    levels.append(lev)
-                    groups[-1] = (levels, merged)
-                    continue
-            groups.append(([lev], sup))
+        levels: list[int] = []
+        width = len(dense_cols)
+        for lev in order.tolist():
+            sup = indices[indptr[lev]:indptr[lev + 1]]
+            new = sup[~in_group[sup]]
+            own = len(sup) + len(dense_cols)
+            if levels and cost(len(levels) + 1, width + len(new)) > (
+                    cost(len(levels), width) + cost(1, own)):
+                groups.append((levels, np.flatnonzero(in_group)))
+                in_group[:] = False
+                in_group[dense_cols] = True
+                levels, width, new = [], len(dense_cols), sup
+            levels.append(lev)
+            in_group[new] = True
+            width += len(new)
+        groups.append((levels, np.flatnonzero(in_group)))
         self._group_cost = sum(cost(len(levels), len(cols)) for levels, cols in groups)
         self._level_groups = [(np.sort(np.array(levels, dtype=np.int64)), cols)
                               for levels, cols in groups]
