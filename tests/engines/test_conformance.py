@@ -118,11 +118,6 @@ KNOWN: dict[tuple[str, str], str] = {
         "(Intercept) p 4.95132e-11 vs R 4.68303e-11 (5.7e-2 rel), lr1e-5 2.8e-3, batch_size16 "
         "5.1e-4, seed20 2.6e-4, lr3e-5 4.6e-4, num_epochs 2.0e-4, lr2e-5 1.4e-4: follows the "
         "fixef, SE and df differences. {flat}"),
-    ("insteval_crossed", "fixef"): (
-        "service1 -0.09264159222 vs R -0.09264173808 (1.6e-6 rel > 1e-6) with the criterion equal "
-        "to 5e-13 relative: lme4 1.1-31 run on this machine stops at -0.0926416086431, itself "
-        "1.4e-6 from the reference (and 1.7e-7 from crossed); its default stopping rule "
-        "(xtol_rel 1e-4) does not pin this coefficient to 1e-6 across machines"),
     ("penicillin_crossed", "p_values"): (
         "(Intercept) p 3.61889e-07 vs R 3.62352e-07 (1.3e-3 rel; df 5.48713 vs 5.48659 = "
         "9.8e-5 rel, t 2.9e-5 rel). " + "{small}"),

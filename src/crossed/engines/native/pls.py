@@ -143,6 +143,9 @@ class PLS:
         idx = [np.full(b.nlevels, b.theta_index[0, 0]) for b in rest] if self._rest_scalar else []
         self._scale_index = np.concatenate(idx + [np.full(self.p + 1, -1)]).astype(np.int64)
         self._diag_rand = np.arange(self.r_rand)
+        # scalar later blocks: the index ranges of each block, then of X and y (scale 1)
+        bounds = np.cumsum([0] + self.rest_sizes + [self.p + 1])
+        self._scalar_ranges = list(zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True))
         self._plan_update()
         self._set_response(np.asarray(y, dtype=float))
 
@@ -278,6 +281,10 @@ class PLS:
         target = c2.astype(np.int64) * r + c1
         W = sp.csr_matrix((vals, (target, gcol)), shape=(r * r, l1 * q * q))
         W.sum_duplicates()
+        # only the rows of entries that receive an update (most of C is untouched)
+        rows = np.flatnonzero(np.diff(W.indptr))
+        W = W[rows]
+        self._w_rows, self._w_i, self._w_j = rows, rows // r, rows % r
         # a small map is faster as a dense matrix (no sparse-product call overhead)
         self.W = W.toarray() if W.shape[0] * W.shape[1] <= 50_000 else W
 
@@ -333,10 +340,7 @@ class PLS:
             # H_s = L_s⁻¹ Tᵀ from B_s (first_block leaves B for q1 = 2)
             H = np.linalg.inv(np.linalg.cholesky(chol)) @ self.blocks[0].template(theta).T
         if self._groups is None:
-            # W fills the upper triangle (row-major); its transpose is a Fortran-order view
-            # whose lower triangle is that upper one
-            C = (self.Arr - (self.W @ G.ravel()).reshape(self.r, self.r)).T
-            return self._finish_schur(theta, C)
+            return self._sparse_schur(theta, G)
         # A_r1 G A_1r = Σ_s Mᵀ_s M_s with M_s = H_s A_s: per group of levels one symmetric
         # rank-k update (dsyrk) on the group's columns
         if single and self.q1 == 2:  # G A_1r by batched 2 x 2 products, one GEMM
@@ -354,6 +358,28 @@ class PLS:
             C[np.ix_(cols, cols)] -= blas.dsyrk(1.0, self._group_rows(group, H), trans=0,
                                                 lower=1)
         return self._finish_schur(theta, C)
+
+    def _sparse_schur(self, theta: np.ndarray, G: np.ndarray) -> np.ndarray:
+        """C by the sparse map W, which fills the upper triangle (row-major); the result is
+        its transpose, a Fortran-order view whose lower triangle is that upper one."""
+        r = self.r
+        update = self.W @ G.ravel()
+        if not self._rest_scalar:
+            C = self.Arr.copy()
+            C.reshape(-1)[self._w_rows] -= update
+            return self._finish_schur(theta, C.T)
+        # S (A_rr - W g) S with S diagonal and constant on each block: copy-and-scale A_rr
+        # block by block (upper block pairs), then subtract the scaled updates
+        s = self._scale_vector(theta)
+        C = np.empty((r, r))
+        for i, (a0, a1) in enumerate(self._scalar_ranges):
+            for b0, b1 in self._scalar_ranges[i:]:
+                np.multiply(self.Arr[a0:a1, b0:b1], s[a0] * s[b0], out=C[a0:a1, b0:b1])
+        update *= s[self._w_i] * s[self._w_j]
+        C.reshape(-1)[self._w_rows] -= update
+        idx = self._diag_rand
+        C[idx, idx] += 1.0
+        return C.T
 
     def _group_rows(self, group: tuple[np.ndarray, np.ndarray, np.ndarray], H: np.ndarray
                     ) -> np.ndarray:
