@@ -76,7 +76,7 @@ class Factor:
     triangle (the upper one is not cleared; only triangular LAPACK routines read it)."""
     first: np.ndarray | None = None
     """The first block's per-level matrices as :meth:`PLS.first_block` leaves them: their
-    Cholesky factors (q₁ = 1), B_s itself (q₁ = 2) or the LAPACK band storage of the factors
+    Cholesky factors (q₁ = 1), B_s's entries (q₁ = 2) or the LAPACK band storage of the factors
     (q₁ > 2); :meth:`PLS.first_chol` gives the (ℓ₁, q₁, q₁) factors."""
 
 
@@ -132,7 +132,7 @@ class PLS:
         self._band = BandedBlocks(A11, first.theta_index) if self.q1 > 2 else None
         if self.q1 == 2:  # T = [[t0, 0], [t1, t2]] (theta positions, -1 = 0) and A_s entries
             self._t_2x2 = first.theta_index[[0, 1, 1], [0, 0, 1]]
-            self._a_2x2 = (A11[:, 0, 0].copy(), A11[:, 1, 0].copy(), A11[:, 1, 1].copy())
+            self._a_2x2 = np.stack([A11[:, 0, 0], A11[:, 1, 0], A11[:, 1, 1]])
         self._Zr = Zr
         self._Z1t = Z1.T.tocsr()
         self._Z1tZr = (self._Z1t @ Zr).tocsr() if Zr is not None else None
@@ -276,7 +276,8 @@ class PLS:
         keep = c1 >= c2
         e1, e2, c1, c2, level = e1[keep], e2[keep], c1[keep], c2[keep], level[keep]
         vals = A1r.data[e1] * A1r.data[e2]
-        gcol = level * q * q + a_of_entry[e1] * q + a_of_entry[e2]
+        # G's entries in entry-major order: (a, b) of every level, then the next (a, b)
+        gcol = (a_of_entry[e1] * q + a_of_entry[e2]) * l1 + level
         # row-major position of the upper-triangle entry (c2, c1) of the dense r x r matrix
         target = c2.astype(np.int64) * r + c1
         W = sp.csr_matrix((vals, (target, gcol)), shape=(r * r, l1 * q * q))
@@ -338,7 +339,9 @@ class PLS:
             G = np.swapaxes(H, 1, 2) @ H
         elif self.q1 == 2 and self._groups is not None and not single:
             # H_s = L_s⁻¹ Tᵀ from B_s (first_block leaves B for q1 = 2)
-            H = np.linalg.inv(np.linalg.cholesky(chol)) @ self.blocks[0].template(theta).T
+            b00, b10, b11 = chol
+            B = np.stack([b00, b10, b10, b11], axis=1).reshape(-1, 2, 2)
+            H = np.linalg.inv(np.linalg.cholesky(B)) @ self.blocks[0].template(theta).T
         if self._groups is None:
             return self._sparse_schur(theta, G)
         # A_r1 G A_1r = Σ_s Mᵀ_s M_s with M_s = H_s A_s: per group of levels one symmetric
@@ -363,11 +366,11 @@ class PLS:
         """C by the sparse map W, which fills the upper triangle (row-major); the result is
         its transpose, a Fortran-order view whose lower triangle is that upper one."""
         r = self.r
-        update = self.W @ G.ravel()
-        if not self._rest_scalar:
+        update = self.W @ G.transpose(1, 2, 0).reshape(-1)  # entry-major, as W's columns
+        if not self._rest_scalar or self.r_rand == 0:  # (no later blocks: S = I)
             C = self.Arr.copy()
             C.reshape(-1)[self._w_rows] -= update
-            return self._finish_schur(theta, C.T)
+            return self._finish_schur(theta, C.T) if self.r_rand else C.T
         # S (A_rr - W g) S with S diagonal and constant on each block: copy-and-scale A_rr
         # block by block (upper block pairs), then subtract the scaled updates
         s = self._scale_vector(theta)
@@ -497,8 +500,9 @@ class PLS:
 
     def first_chol(self, f: Factor) -> np.ndarray:
         """The first block's per-level Cholesky factors, (ℓ₁, q₁, q₁)."""
-        if self.q1 == 2:
-            return np.linalg.cholesky(f.first)
+        if self.q1 == 2:  # first_block left B's entries (b00, b10, b11) per level
+            b00, b10, b11 = f.first
+            return np.linalg.cholesky(np.stack([b00, b10, b10, b11], axis=1).reshape(-1, 2, 2))
         return f.first if self._band is None else self._band.unpack(f.first)
 
     def rx_inverse(self, f: Factor) -> np.ndarray:
@@ -508,29 +512,32 @@ class PLS:
         return tri_inverse(np.ascontiguousarray(Lx))
 
 
-def _first_block_2x2(a: tuple[np.ndarray, np.ndarray, np.ndarray], t0: float, t1: float,
-                     t2: float) -> tuple[np.ndarray, np.ndarray, None, float, bool]:
-    """``first_block`` for q = 2 in closed form on the entries (few small-array operations
-    instead of batched LAPACK calls): B_s = TᵀA_sT + I, G_s = T B_s⁻¹ Tᵀ, log det; B is
-    returned in place of its Cholesky factor (see :meth:`PLS.first_chol`)."""
-    a00, a10, a11 = a
-    u0 = a00 * t0 + a10 * t1  # (A T)[0, 0]
-    u1 = a10 * t0 + a11 * t1  # (A T)[1, 0]
-    b00 = t0 * u0 + t1 * u1 + 1.0
-    b10 = t2 * u1
-    b11 = t2 * t2 * a11 + 1.0
-    det = b00 * b11 - b10 * b10
-    if np.any(b00 <= 0) or np.any(det <= 0):
+_B_OFFSET = np.array([[1.0], [0.0], [1.0]])
+_INV_SIGN = np.array([[1.0], [-1.0], [1.0]])
+
+
+def _first_block_2x2(a: np.ndarray, t0: float, t1: float, t2: float
+                     ) -> tuple[np.ndarray, np.ndarray, None, float, bool]:
+    """``first_block`` for q = 2 in closed form on the entries, a few operations on (3, ℓ)
+    arrays instead of batched LAPACK calls.
+
+    With T = [[t0, 0], [t1, t2]] and ``a`` = (a00, a10, a11) per level, the entries of
+    B_s = TᵀA_sT + I and of G_s = T B_s⁻¹ Tᵀ are linear in those of A_s and B_s⁻¹:
+    (b00, b10, b11) = M (a00, a10, a11) + (1, 0, 1) and (g00, g10, g10, g11) = N (i00, i10,
+    i11). Returns B's entries (3, ℓ) in place of a Cholesky factor (see
+    :meth:`PLS.first_chol`) and G as an (ℓ, 2, 2) view of its entry-major array.
+    """
+    M = np.array([[t0 * t0, 2.0 * t0 * t1, t1 * t1], [0.0, t0 * t2, t1 * t2],
+                  [0.0, 0.0, t2 * t2]])
+    b = M @ a + _B_OFFSET
+    det = b[0] * b[2] - b[1] * b[1]
+    if not (b[0].min() > 0 and det.min() > 0):
         return None, None, None, np.inf, False
-    B = np.empty((len(b00), 2, 2))
-    B[:, 0, 0], B[:, 1, 0], B[:, 0, 1], B[:, 1, 1] = b00, b10, b10, b11
-    # B⁻¹ = [[b11, -b10], [-b10, b00]] / det;  G = T B⁻¹ Tᵀ
-    i00, i10, i11 = b11 / det, -b10 / det, b00 / det
-    G = np.empty_like(B)
-    G[:, 0, 0] = t0 * t0 * i00
-    G[:, 1, 0] = G[:, 0, 1] = t0 * (t1 * i00 + t2 * i10)
-    G[:, 1, 1] = t1 * t1 * i00 + 2.0 * t1 * t2 * i10 + t2 * t2 * i11
-    return B, G, None, float(np.sum(np.log(det))), True
+    inv = b[::-1] * _INV_SIGN / det  # (b11, -b10, b00) / det = (i00, i10, i11)
+    N = np.array([[t0 * t0, 0.0, 0.0], [t0 * t1, t0 * t2, 0.0], [t0 * t1, t0 * t2, 0.0],
+                  [t1 * t1, 2.0 * t1 * t2, t2 * t2]])
+    G = (N @ inv).reshape(2, 2, -1).transpose(2, 0, 1)
+    return b, G, None, float(np.log(det).sum()), True
 
 
 def profiled_deviance(f: Factor, n: int, p: int, reml: bool) -> float:
