@@ -37,6 +37,7 @@ from crossed.engines.native.banded import BandedBlocks
 
 MAX_DENSE = 20000
 MAX_GROUPED_LEVELS = 50_000
+_ONE = np.ones(1)
 
 
 def tri_solve(L: np.ndarray, B: np.ndarray, trans: bool = False) -> np.ndarray:
@@ -131,7 +132,7 @@ class PLS:
         self.A11 = A11
         self._band = BandedBlocks(A11, first.theta_index) if self.q1 > 2 else None
         if self.q1 == 2:  # T = [[t0, 0], [t1, t2]] (theta positions, -1 = 0) and A_s entries
-            self._t_2x2 = first.theta_index[[0, 1, 1], [0, 0, 1]]
+            self._t_2x2 = first.theta_index[[0, 1, 1], [0, 0, 1]].tolist()
             self._a_2x2 = np.stack([A11[:, 0, 0], A11[:, 1, 0], A11[:, 1, 1]])
         self._Zr = Zr
         self._Z1t = Z1.T.tocsr()
@@ -293,7 +294,7 @@ class PLS:
     def _scale_vector(self, theta: np.ndarray) -> np.ndarray:
         """Diagonal of S when every later block is scalar: its theta, repeated per level."""
         # index -1 (the X and y columns) reads the appended 1
-        return np.append(theta, 1.0)[self._scale_index]
+        return np.concatenate((theta, _ONE))[self._scale_index]
 
     def _scale_matrix(self, theta: np.ndarray) -> sp.csr_matrix:
         mats = [sp.kron(sp.identity(b.nlevels), b.template(theta).T) for b in self.blocks[1:]]
@@ -312,7 +313,8 @@ class PLS:
             G = (t * t / b)[:, None, None]
             return chol, G, (t / root)[:, None, None], float(np.log(b).sum()), True
         if self.q1 == 2:
-            t0, t1, t2 = np.append(theta, 0.0)[self._t_2x2]
+            th = theta.tolist() + [0.0]
+            t0, t1, t2 = (th[i] for i in self._t_2x2)
             return _first_block_2x2(self._a_2x2, t0, t1, t2)
         # q1 > 2: one banded factor of all levels (chol is its band storage); G and H are
         # formed in schur only where the update needs them
