@@ -47,8 +47,13 @@ def r_level_order(values: pd.Series) -> list:
     if isinstance(values.dtype, pd.CategoricalDtype):
         used = set(values.dropna().unique())
         return [c for c in values.cat.categories if c in used]
-    uniq = pd.unique(values.dropna())
-    if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
+    numeric = pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)
+    return _r_sorted(list(pd.unique(values.dropna())), numeric)
+
+
+def _r_sorted(uniq: list, numeric: bool) -> list:
+    """Distinct values in R's ``factor()`` order (see :func:`r_level_order`)."""
+    if numeric:
         return sorted(uniq)
     return sorted(uniq, key=lambda s: (str(s).lower(), str(s).swapcase()))
 
@@ -132,13 +137,23 @@ def prepare(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -> Pre
         if is_categorical(s):  # numeric grouping columns stay numeric (codes come later)
             if pd.api.types.is_bool_dtype(s):
                 s = s.map({True: "TRUE", False: "FALSE"})
-            lv = r_level_order(s)
+            if isinstance(s.dtype, pd.CategoricalDtype):
+                codes, uniq = None, []
+                lv = r_level_order(s)
+            else:  # hash once, sort the distinct values only, recode by a permutation
+                codes, uniques = pd.factorize(s)
+                uniq = list(uniques)
+                lv = _r_sorted(uniq, numeric=False)
             if col in reference:
                 ref = _match_level(reference[col], lv, col)
                 lv = [ref] + [v for v in lv if v != ref]
             levels[col] = lv
-            values = s.astype(object) if isinstance(s.dtype, pd.CategoricalDtype) else s
-            frame[col] = pd.Categorical(values, categories=lv)
+            if codes is None:
+                frame[col] = pd.Categorical(s.astype(object), categories=lv)
+            else:
+                position = {v: i for i, v in enumerate(lv)}
+                perm = np.array([position[v] for v in uniq], dtype=np.int64)
+                frame[col] = pd.Categorical.from_codes(perm[codes], categories=lv)
     for col in reference:
         if col not in levels:
             raise DataError(
