@@ -111,10 +111,10 @@ def prepare(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -> Pre
         raise ValueError(f"na_action must be 'omit' or 'raise', got {na_action!r}")
     if len(data) == 0:
         raise DataError("the data table is empty (0 rows)")
-    columns = [str(c) for c in data.columns]
-    used, groups = used_columns(spec, columns)
-    frame = data.loc[:, used].copy()
-    frame.columns = [str(c) for c in frame.columns]
+    label = {str(c): c for c in data.columns}
+    used, groups = used_columns(spec, list(label))
+    # a new frame of the used columns (cheaper than .loc for a few columns of a wide table)
+    frame = pd.DataFrame({c: data[label[c]].array.copy() for c in used})
     missing = frame.isna()
     n_dropped = int(missing.any(axis=1).sum())
     if n_dropped:

@@ -281,14 +281,17 @@ class PLS:
         gcol = (a_of_entry[e1] * q + a_of_entry[e2]) * l1 + level
         # row-major position of the upper-triangle entry (c2, c1) of the dense r x r matrix
         target = c2.astype(np.int64) * r + c1
-        W = sp.csr_matrix((vals, (target, gcol)), shape=(r * r, l1 * q * q))
-        W.sum_duplicates()
         # only the rows of entries that receive an update (most of C is untouched)
-        rows = np.flatnonzero(np.diff(W.indptr))
-        W = W[rows]
+        rows, row_of = np.unique(target, return_inverse=True)
         self._w_rows, self._w_i, self._w_j = rows, rows // r, rows % r
-        # a small map is faster as a dense matrix (no sparse-product call overhead)
-        self.W = W.toarray() if W.shape[0] * W.shape[1] <= 50_000 else W
+        shape = (len(rows), l1 * q * q)
+        if shape[0] * shape[1] <= 50_000:  # small: dense (no sparse-product call overhead)
+            W = np.zeros(shape)
+            np.add.at(W, (row_of, gcol), vals)
+            self.W = W
+        else:
+            self.W = sp.csr_matrix((vals, (row_of, gcol)), shape=shape)
+            self.W.sum_duplicates()
 
     # ------------------------------------------------------------------ evaluation
     def _scale_vector(self, theta: np.ndarray) -> np.ndarray:
