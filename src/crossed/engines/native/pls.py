@@ -344,9 +344,8 @@ class PLS:
             G = np.swapaxes(H, 1, 2) @ H
         elif self.q1 == 2 and self._groups is not None and not single:
             # H_s = L_s⁻¹ Tᵀ from B_s (first_block leaves B for q1 = 2)
-            b00, b10, b11 = chol
-            B = np.stack([b00, b10, b10, b11], axis=1).reshape(-1, 2, 2)
-            H = np.linalg.inv(np.linalg.cholesky(B)) @ self.blocks[0].template(theta).T
+            H = (np.linalg.inv(np.linalg.cholesky(_matrices_2x2(chol)))
+                 @ self.blocks[0].template(theta).T)
         if self._groups is None:
             return self._sparse_schur(theta, G)
         # A_r1 G A_1r = Σ_s Mᵀ_s M_s with M_s = H_s A_s: per group of levels one symmetric
@@ -506,8 +505,7 @@ class PLS:
     def first_chol(self, f: Factor) -> np.ndarray:
         """The first block's per-level Cholesky factors, (ℓ₁, q₁, q₁)."""
         if self.q1 == 2:  # first_block left B's entries (b00, b10, b11) per level
-            b00, b10, b11 = f.first
-            return np.linalg.cholesky(np.stack([b00, b10, b10, b11], axis=1).reshape(-1, 2, 2))
+            return np.linalg.cholesky(_matrices_2x2(f.first))
         return f.first if self._band is None else self._band.unpack(f.first)
 
     def rx_inverse(self, f: Factor) -> np.ndarray:
@@ -519,6 +517,12 @@ class PLS:
 
 _B_OFFSET = np.array([[1.0], [0.0], [1.0]])
 _INV_SIGN = np.array([[1.0], [-1.0], [1.0]])
+
+
+def _matrices_2x2(entries: np.ndarray) -> np.ndarray:
+    """(ℓ, 2, 2) symmetric matrices from their entries (b00, b10, b11), a (3, ℓ) array."""
+    b00, b10, b11 = entries
+    return np.stack([b00, b10, b10, b11], axis=1).reshape(-1, 2, 2)
 
 
 def _first_block_2x2(a: np.ndarray, t0: float, t1: float, t2: float
