@@ -137,23 +137,18 @@ def prepare(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -> Pre
         if is_categorical(s):  # numeric grouping columns stay numeric (codes come later)
             if pd.api.types.is_bool_dtype(s):
                 s = s.map({True: "TRUE", False: "FALSE"})
-            if isinstance(s.dtype, pd.CategoricalDtype):
-                codes, uniq = None, []
-                lv = r_level_order(s)
-            else:  # hash once, sort the distinct values only, recode by a permutation
-                codes, uniques = pd.factorize(s)
-                uniq = list(uniques)
-                lv = _r_sorted(uniq, numeric=False)
+            # hash once, order the distinct values only, recode by a permutation
+            codes, uniques = pd.factorize(s)
+            uniq = list(uniques)
+            categorical = isinstance(s.dtype, pd.CategoricalDtype)
+            lv = r_level_order(s) if categorical else _r_sorted(uniq, numeric=False)
             if col in reference:
                 ref = _match_level(reference[col], lv, col)
                 lv = [ref] + [v for v in lv if v != ref]
             levels[col] = lv
-            if codes is None:
-                frame[col] = pd.Categorical(s.astype(object), categories=lv)
-            else:
-                position = {v: i for i, v in enumerate(lv)}
-                perm = np.array([position[v] for v in uniq], dtype=np.int64)
-                frame[col] = pd.Categorical.from_codes(perm[codes], categories=lv)
+            position = {v: i for i, v in enumerate(lv)}
+            perm = np.array([position[v] for v in uniq], dtype=np.int64)
+            frame[col] = pd.Categorical.from_codes(perm[codes], categories=lv)
     for col in reference:
         if col not in levels:
             raise DataError(

@@ -336,12 +336,8 @@ class PLS:
             len(self._groups[0][1]) == self.r)
         if self._band is not None:
             H = self._band.half(theta, chol)
-            if single:
-                # M = (H_s A_s)_s, C = A_rr - MᵀM; Mᵀ is M's row-major data read as Fortran
-                M = (H @ self._groups[0][2]).reshape(-1, self.r)
-                return self._finish_schur(theta, blas.dsyrk(
-                    -1.0, M.T, beta=1.0, c=self._Arr_F, trans=0, lower=1))
-            G = np.swapaxes(H, 1, 2) @ H
+            if self._groups is None:  # the sparse map reads G = HᵀH
+                G = np.swapaxes(H, 1, 2) @ H
         elif self.q1 == 2 and self._groups is not None and not single:
             # H_s = L_s⁻¹ Tᵀ from B_s (first_block leaves B for q1 = 2)
             H = (np.linalg.inv(np.linalg.cholesky(_matrices_2x2(chol)))
