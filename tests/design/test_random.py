@@ -79,15 +79,16 @@ def test_three_level_nesting_values(extra):
     """Names aside, the three-level nested fit is lme4's (104, 25 and 5 levels).
 
     lme4's default stopping leaves theta[0] at 0.108489 on this flat criterion (2.2e-3 from
-    the tightly converged 0.108243); theta is compared with the tight fit (tight_nested_three).
+    the tightly converged 0.108243, tight_nested_three); crossed follows lme4's path (its
+    moment-based start for random intercepts and its stopping rule) to the same point.
     """
     r, tight = extra["nested_three"], extra["tight_nested_three"]
     fit = _fit(r)
     assert list(fit.ngroups.values()) == list(r["ngrps"].values())
     assert fit.deviance == pytest.approx(r["deviance"], rel=1e-6)
     assert fit.deviance <= r["deviance"] + 1e-6 * abs(r["deviance"])
-    assert fit.deviance <= tight["deviance"] + 1e-6 * abs(tight["deviance"])
-    np.testing.assert_allclose(fit.theta, as_array(tight["theta"]), rtol=1e-3, atol=1e-4)
+    assert fit.deviance == pytest.approx(tight["deviance"], rel=1e-6)
+    np.testing.assert_allclose(fit.theta, as_array(r["theta"]), rtol=1e-4)
 
 
 def test_theta_layout_of_correlated_term():
@@ -132,3 +133,24 @@ def test_group_factor_levels_from_numbers_and_categoricals():
     c = crossed.lmer("Reaction ~ Days + (1 | Subject)", cat)
     assert c.ranef()["level"].astype(str).tolist() == order
     assert c.deviance == pytest.approx(a.deviance, rel=1e-12)
+
+
+# R (lme4 1.1-31): the theta lme4 starts BOBYQA from
+#   start <- function(f, d) {lf <- lFormula(f, d); environment(do.call(mkLmerDevfun, lf))$pp$theta}
+#   start(diameter ~ 1 + (1|plate) + (1|sample), Penicillin)   # 1.74491502214429 3.59401348179836
+#   start(strength ~ 1 + (1|batch/cask), Pastes)               # 1 1 (var(y) < sum of v_f)
+#   start(Reaction ~ Days + (1|Subject) + (0+Days|Subject), sleepstudy)  # 1 1 (shared factor)
+@pytest.mark.parametrize("table,formula,factors,expected", [
+    ("Penicillin.csv", "diameter ~ 1 + (1|plate) + (1|sample)", ("plate", "sample"),
+     [1.74491502214429, 3.59401348179836]),
+    ("Pastes.csv", "strength ~ 1 + (1|batch/cask)", ("batch", "cask"), [1.0, 1.0]),
+    ("sleepstudy.csv", "Reaction ~ Days + (1|Subject) + (0+Days|Subject)", ("Subject",),
+     [1.0, 1.0]),
+    ("sleepstudy.csv", "Reaction ~ Days + (Days|Subject)", ("Subject",), [1.0, 0.0, 1.0]),
+])
+def test_theta_start_is_lme4s(table, formula, factors, expected):
+    """Random intercepts on distinct factors start from lme4's moment estimates
+    sqrt(var(ave(y, f)) / (var(y) - Σ var(ave(y, f)))); otherwise from 1 (0 off-diagonal)."""
+    fit = crossed.lmer(formula, load_table(table, factors))
+    np.testing.assert_allclose(fit.opt.theta_start, expected, rtol=1e-12)
+    assert list(fit.design.random.theta_start()) == [1.0 if e != 0 else 0.0 for e in expected]

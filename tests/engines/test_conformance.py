@@ -118,12 +118,6 @@ KNOWN: dict[tuple[str, str], str] = {
         "(Intercept) p 4.95132e-11 vs R 4.68303e-11 (5.7e-2 rel), lr1e-5 2.8e-3, batch_size16 "
         "5.1e-4, seed20 2.6e-4, lr3e-5 4.6e-4, num_epochs 2.0e-4, lr2e-5 1.4e-4: follows the "
         "fixef, SE and df differences. {flat}"),
-    ("penicillin_crossed", "p_values"): (
-        "(Intercept) p 3.61889e-07 vs R 3.62352e-07 (1.3e-3 rel; df 5.48713 vs 5.48659 = "
-        "9.8e-5 rel, t 2.9e-5 rel). " + "{small}"),
-    ("exist_mono_nested", "p_values"): (
-        "(Intercept) p 5.13333e-06 vs R 5.1341e-06 (1.5e-4 rel; df 6.2476753 vs 6.2475788, t "
-        "3.1e-6 rel). " + "{small}"),
     ("ner_crossed", "p_values"): (
         "(Intercept) p 2.2032e-99 vs R 2.20388e-99 (3.0e-4 rel), modelmBERT (c) 3.1612e-38 vs "
         "3.16168e-38 (1.5e-4), with df 1.5e-6 and t 4.2e-7 relative. " + "{small}"),

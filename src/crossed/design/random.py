@@ -112,9 +112,31 @@ class RandomDesign:
     def ntheta(self) -> int:
         return len(self.theta_lower)
 
-    def theta_start(self) -> np.ndarray:
-        """lme4's starting value: 1 on diagonals, 0 off-diagonal."""
-        return np.where(np.isfinite(self.theta_lower), 1.0, 0.0)
+    def theta_start(self, y: np.ndarray | None = None) -> np.ndarray:
+        """lme4's starting value of theta for the response ``y``.
+
+        By default 1 on diagonals and 0 off-diagonal. When every term is a random intercept
+        on its own grouping factor, lme4 (``mkLmerDevfun``) starts instead from moment
+        estimates: with v_f = var(ave(y, f)) per factor and v_e = var(y) - Σ v_f, theta =
+        sqrt(v_f / v_e) when v_e > 0. Without ``y`` the default is returned.
+        """
+        default = np.where(np.isfinite(self.theta_lower), 1.0, 0.0)
+        groups = [t.group for t in self.terms]
+        if (y is None or len(y) < 2 or len(set(groups)) != len(groups)
+                or any(t.columns != ("(Intercept)",) for t in self.terms)):
+            return default
+        y = np.asarray(y, dtype=float)
+        mean = y.mean()
+        v = np.empty(len(self.terms))
+        for i, term in enumerate(self.terms):  # var(ave(y, f)), R's n - 1 denominator
+            codes = self.blocks[term.block].codes
+            counts = np.bincount(codes)
+            means = np.bincount(codes, weights=y) / np.maximum(counts, 1)
+            v[i] = float(np.sum(counts * (means - mean) ** 2)) / (len(y) - 1)
+        v_e = float(np.var(y, ddof=1)) - float(v.sum())
+        if not v_e > 0:
+            return default
+        return np.sqrt(v / v_e)
 
 
 def group_codes(

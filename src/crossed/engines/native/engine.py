@@ -60,7 +60,7 @@ def fit_pls(design: Design, pls: PLS, reml: bool, control: LmerControl,
     def crit(theta: np.ndarray) -> float:
         return profiled_deviance(pls.factor(theta), n, p, reml)
 
-    opt = bobyqa(crit, design.random.theta_start(), design.random.theta_lower, control)
+    opt = bobyqa(crit, design.random.theta_start(pls.y), design.random.theta_lower, control)
     theta = opt.theta_final.copy()
     f = pls.factor(theta)
     dev = profiled_deviance(f, n, p, reml)
