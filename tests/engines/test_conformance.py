@@ -121,9 +121,6 @@ KNOWN: dict[tuple[str, str], str] = {
     ("ner_crossed", "p_values"): (
         "(Intercept) p 2.2032e-99 vs R 2.20388e-99 (3.0e-4 rel), modelmBERT (c) 3.1612e-38 vs "
         "3.16168e-38 (1.5e-4), with df 1.5e-6 and t 4.2e-7 relative. " + "{small}"),
-    ("insteval_crossed", "p_values"): (
-        "(Intercept) p 8.70821e-24 vs R 8.75576e-24 (5.4e-3 rel), t and df within 1e-5. "
-        + "{small}"),
 }
 _P_SMALL = (
     "A p-value's relative error is about t^2 (df+1)/(df+t^2) times t's relative error plus a "

@@ -188,3 +188,31 @@ def test_fit_uses_each_path_to_the_same_optimum():
         pls = PLS(design.random.blocks, design.X, design.y, update=update)
         assert profiled_deviance(pls.factor(fit.theta), n, p, True) == pytest.approx(
             fit.deviance, rel=1e-12)
+
+
+def _ratings(seed: int = 3) -> pd.DataFrame:
+    """InstEval-like: students rate 3 of 120 lecturers each (lecturers in 6 departments)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for s in range(300):
+        for d in rng.choice(120, size=3, replace=False):
+            rows.append((f"s{s}", f"d{d}", f"dept{d % 6}", rng.normal()))
+    df = pd.DataFrame(rows, columns=["s", "d", "dept", "x"])
+    df["y"] = df["x"] + rng.normal(size=len(df)) + df["d"].str.len()
+    return df
+
+
+def test_sparse_support_assembly_matches_dense_formula():
+    """When A_rr and the update are sparse, C is assembled on their support alone (in a
+    reused work array for criterion evaluations): same criterion as the dense formula, and
+    a reused work array leaves no trace in the next evaluation."""
+    design = build_design(parse("y ~ x + (1 | s) + (1 | d) + (1 | dept)"), _ratings())
+    pls = PLS(design.random.blocks, design.X, design.y, update="sparse")
+    assert pls._w_arr is not None  # the support path is the one under test
+    n, p = design.X.shape
+    for theta in _thetas(design) + [design.random.theta_start()]:
+        for reml in (True, False):
+            expected = _dense_criterion(design, theta, reml)
+            assert pls.objective(theta, reml) == pytest.approx(expected, rel=1e-10)
+            assert profiled_deviance(pls.factor(theta), n, p, reml) == pytest.approx(
+                expected, rel=1e-10)

@@ -58,7 +58,7 @@ def fit_pls(design: Design, pls: PLS, reml: bool, control: LmerControl,
     n, p = design.X.shape
 
     def crit(theta: np.ndarray) -> float:
-        return profiled_deviance(pls.factor(theta), n, p, reml)
+        return pls.objective(theta, reml)
 
     opt = bobyqa(crit, design.random.theta_start(pls.y), design.random.theta_lower, control)
     theta = opt.theta_final.copy()

@@ -26,6 +26,7 @@ size r. Z is never formed densely.
 from __future__ import annotations
 
 import copy
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,6 +38,8 @@ from crossed.engines.native.banded import BandedBlocks
 
 MAX_DENSE = 20000
 MAX_GROUPED_LEVELS = 50_000
+SUPPORT_FRACTION = 0.4
+MAX_MARKED = 1 << 25
 _ONE = np.ones(1)
 
 
@@ -252,7 +255,7 @@ class PLS:
     def with_response(self, y: np.ndarray) -> PLS:
         """The same design with another response: every product not involving y is reused
         (simulations refit thousands of responses)."""
-        new = copy.copy(self)
+        new = copy.copy(self)  # (without the work arrays: __getstate__)
         new._set_response(np.asarray(y, dtype=float))
         return new
 
@@ -266,24 +269,33 @@ class PLS:
         m = (lev_end - lev_start).astype(np.int64)
         row_of_entry = np.repeat(np.arange(l1 * q), np.diff(indptr))
         a_of_entry = row_of_entry % q
-        total = int(np.sum(m * m))
-        level = np.repeat(np.arange(l1), m * m)
-        pair_start = np.concatenate([[0], np.cumsum(m * m)[:-1]])
-        t = np.arange(total) - np.repeat(pair_start, m * m)
-        mm = m[level]
-        e1 = lev_start[level] + t // np.maximum(mm, 1)
-        e2 = lev_start[level] + t % np.maximum(mm, 1)
+        level_of_entry = row_of_entry // q
+        # every pair (e1, e2) of entries in the same level's rows: e1 repeated m times
+        m_e = m[level_of_entry]
+        e1 = np.repeat(np.arange(len(row_of_entry)), m_e)
+        first = np.cumsum(m_e) - m_e
+        e2 = np.arange(len(e1)) - np.repeat(first - lev_start[level_of_entry], m_e)
         c1, c2 = A1r.indices[e1], A1r.indices[e2]
         keep = c1 >= c2
-        e1, e2, c1, c2, level = e1[keep], e2[keep], c1[keep], c2[keep], level[keep]
+        e1, e2, c1, c2 = e1[keep], e2[keep], c1[keep], c2[keep]
+        level = level_of_entry[e1]
         vals = A1r.data[e1] * A1r.data[e2]
         # G's entries in entry-major order: (a, b) of every level, then the next (a, b)
         gcol = (a_of_entry[e1] * q + a_of_entry[e2]) * l1 + level
         # row-major position of the upper-triangle entry (c2, c1) of the dense r x r matrix
         target = c2.astype(np.int64) * r + c1
-        # only the rows of entries that receive an update (most of C is untouched)
-        rows, row_of = np.unique(target, return_inverse=True)
+        # only the entries that receive an update (most of C is untouched); with scalar
+        # later blocks also every other nonzero of A_rr's upper triangle (the support), so
+        # that C is assembled on it alone when it is sparse
+        marked = _Marker(r * r, target)
+        self._w_arr = None
+        if self._rest_scalar and self.r_rand:
+            with_arr = marked.union(np.flatnonzero(np.triu(self.Arr)))
+            if len(with_arr.rows) <= SUPPORT_FRACTION * r * (r + 1) / 2:
+                marked, self._w_arr = with_arr, self.Arr.reshape(-1)[with_arr.rows]
+        rows = marked.rows
         self._w_rows, self._w_i, self._w_j = rows, rows // r, rows % r
+        row_of = marked.position(target)
         shape = (len(rows), l1 * q * q)
         if shape[0] * shape[1] <= 50_000:  # small: dense (no sparse-product call overhead)
             W = np.zeros(shape)
@@ -325,10 +337,11 @@ class PLS:
         return Lb, None, None, logdet, ok
 
     def schur(self, theta: np.ndarray, chol: np.ndarray, G: np.ndarray | None,
-              H: np.ndarray | None) -> np.ndarray:
+              H: np.ndarray | None, out: np.ndarray | None = None) -> np.ndarray:
         """The scaled dense Schur complement C, in Fortran order, before factorisation.
 
         ``chol``, ``G`` and ``H`` are :meth:`first_block`'s (G and H None for q1 > 2).
+        ``out``, an r x r array, may be used as storage (its contents are overwritten).
 
         Only its lower triangle is guaranteed: that is all the factorisation reads.
         """
@@ -343,7 +356,7 @@ class PLS:
             H = (np.linalg.inv(np.linalg.cholesky(_matrices_2x2(chol)))
                  @ self.blocks[0].template(theta).T)
         if self._groups is None:
-            return self._sparse_schur(theta, G)
+            return self._sparse_schur(theta, G, out)
         # A_r1 G A_1r = Σ_s Mᵀ_s M_s with M_s = H_s A_s: per group of levels one symmetric
         # rank-k update (dsyrk) on the group's columns
         if single and self.q1 == 2:  # G A_1r by batched 2 x 2 products, one GEMM
@@ -362,9 +375,11 @@ class PLS:
                                                 lower=1)
         return self._finish_schur(theta, C)
 
-    def _sparse_schur(self, theta: np.ndarray, G: np.ndarray) -> np.ndarray:
+    def _sparse_schur(self, theta: np.ndarray, G: np.ndarray, out: np.ndarray | None = None
+                      ) -> np.ndarray:
         """C by the sparse map W, which fills the upper triangle (row-major); the result is
-        its transpose, a Fortran-order view whose lower triangle is that upper one."""
+        its transpose, a Fortran-order view whose lower triangle is that upper one. ``out``
+        (r x r, C order) is overwritten when C is assembled on a sparse support."""
         r = self.r
         update = self.W @ G.transpose(1, 2, 0).reshape(-1)  # entry-major, as W's columns
         if not self._rest_scalar or self.r_rand == 0:  # (no later blocks: S = I)
@@ -374,12 +389,21 @@ class PLS:
         # S (A_rr - W g) S with S diagonal and constant on each block: copy-and-scale A_rr
         # block by block (upper block pairs), then subtract the scaled updates
         s = self._scale_vector(theta)
-        C = np.empty((r, r))
-        for i, (a0, a1) in enumerate(self._scalar_ranges):
-            for b0, b1 in self._scalar_ranges[i:]:
-                np.multiply(self.Arr[a0:a1, b0:b1], s[a0] * s[b0], out=C[a0:a1, b0:b1])
-        update *= s[self._w_i] * s[self._w_j]
-        C.reshape(-1)[self._w_rows] -= update
+        scale = s[self._w_i] * s[self._w_j]
+        if self._w_arr is not None:  # A_rr and the update are sparse: C on their support
+            if out is None:
+                C = np.zeros((r, r))
+            else:
+                C = out
+                C.fill(0.0)
+            C.reshape(-1)[self._w_rows] = (self._w_arr - update) * scale
+        else:
+            C = np.empty((r, r))
+            for i, (a0, a1) in enumerate(self._scalar_ranges):
+                for b0, b1 in self._scalar_ranges[i:]:
+                    np.multiply(self.Arr[a0:a1, b0:b1], s[a0] * s[b0], out=C[a0:a1, b0:b1])
+            update *= scale
+            C.reshape(-1)[self._w_rows] -= update
         idx = self._diag_rand
         C[idx, idx] += 1.0
         return C.T
@@ -407,13 +431,16 @@ class PLS:
         C[idx, idx] += 1.0
         return C
 
-    def factor(self, theta: np.ndarray) -> Factor:
-        """Factor the PLS system at ``theta``; ``ok`` is False if it is not positive definite."""
+    def factor(self, theta: np.ndarray, scratch: bool = False) -> Factor:
+        """Factor the PLS system at ``theta``; ``ok`` is False if it is not positive definite.
+
+        With ``scratch`` the dense factor may live in storage that the thread's next call
+        with ``scratch`` overwrites (for criterion evaluations, which keep no factor)."""
         theta = np.asarray(theta, dtype=float)
         chol, G, H, ld1, ok = self.first_block(theta)
         if not ok:
             return Factor(theta=theta, ok=False)
-        C = self.schur(theta, chol, G, H)
+        C = self.schur(theta, chol, G, H, self._scratch() if scratch else None)
         L, info = lapack.dpotrf(C, lower=1, clean=0, overwrite_a=1)
         if info != 0:
             return Factor(theta=theta, ok=False)
@@ -426,8 +453,20 @@ class PLS:
 
     def objective(self, theta: np.ndarray, reml: bool) -> float:
         """Profiled deviance (ML) or REML criterion at ``theta``."""
-        f = self.factor(theta)
-        return profiled_deviance(f, self.n, self.p, reml)
+        return profiled_deviance(self.factor(theta, scratch=True), self.n, self.p, reml)
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state.pop("_local", None)  # per-thread work arrays are neither copied nor pickled
+        return state
+
+    def _scratch(self) -> np.ndarray:
+        """This thread's r x r work array (allocated on first use)."""
+        local = self.__dict__.setdefault("_local", threading.local())
+        buf = getattr(local, "buf", None)
+        if buf is None:
+            buf = local.buf = np.empty((self.r, self.r))
+        return buf
 
     # ------------------------------------------------------------------ solutions
     def solve(self, f: Factor) -> tuple[np.ndarray, list[np.ndarray]]:
@@ -509,6 +548,31 @@ class PLS:
         rr = self.r_rand
         Lx = f.L[rr:-1, rr:-1]
         return tri_inverse(np.ascontiguousarray(Lx))
+
+
+class _Marker:
+    """The sorted distinct values of an index array over range(size), and their positions:
+    a boolean mark per value when ``size`` is moderate (linear time), else a sort."""
+
+    def __init__(self, size: int, values: np.ndarray):
+        self.size = size
+        if size <= MAX_MARKED:
+            mark = np.zeros(size, dtype=bool)
+            mark[values] = True
+            self.rows = np.flatnonzero(mark)
+        else:
+            self.rows = np.unique(values)
+
+    def union(self, values: np.ndarray) -> _Marker:
+        return _Marker(self.size, np.concatenate([self.rows, values]))
+
+    def position(self, values: np.ndarray) -> np.ndarray:
+        """Index of each value in ``rows``."""
+        if self.size <= MAX_MARKED:
+            index = np.zeros(self.size, dtype=np.int64)
+            index[self.rows] = np.arange(len(self.rows))
+            return index[values]
+        return np.searchsorted(self.rows, values)
 
 
 _B_OFFSET = np.array([[1.0], [0.0], [1.0]])
