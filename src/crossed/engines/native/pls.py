@@ -261,7 +261,7 @@ class PLS:
 
     # ------------------------------------------------------------------ precomputation
     def _build_w(self, A1r: sp.csr_matrix) -> None:
-        """The sparse map W: vec(G) -> lower-triangle entries of A_r1 G A_1r."""
+        """The sparse map W: G's entries -> upper-triangle entries of A_r1 G A_1r."""
         q, l1, r = self.q1, self.l1, self.r
         indptr = A1r.indptr
         lev_start = indptr[np.arange(l1) * q]
@@ -280,8 +280,12 @@ class PLS:
         e1, e2, c1, c2 = e1[keep], e2[keep], c1[keep], c2[keep]
         level = level_of_entry[e1]
         vals = A1r.data[e1] * A1r.data[e2]
-        # G's entries in entry-major order: (a, b) of every level, then the next (a, b)
-        gcol = (a_of_entry[e1] * q + a_of_entry[e2]) * l1 + level
+        # G_s depends on level s only through A_s: W's columns are G's entries per class of
+        # levels with equal A_s, entry-major ((a, b) of every class, then the next (a, b))
+        _, self._w_rep, class_of = np.unique(self.A11.reshape(l1, q * q), axis=0,
+                                             return_index=True, return_inverse=True)
+        ncls = len(self._w_rep)
+        gcol = (a_of_entry[e1] * q + a_of_entry[e2]) * ncls + class_of.reshape(-1)[level]
         # row-major position of the upper-triangle entry (c2, c1) of the dense r x r matrix
         target = c2.astype(np.int64) * r + c1
         # only the entries that receive an update (most of C is untouched); with scalar
@@ -296,7 +300,7 @@ class PLS:
         rows = marked.rows
         self._w_rows, self._w_i, self._w_j = rows, rows // r, rows % r
         row_of = marked.position(target)
-        shape = (len(rows), l1 * q * q)
+        shape = (len(rows), ncls * q * q)
         if shape[0] * shape[1] <= 50_000:  # small: dense (no sparse-product call overhead)
             W = np.zeros(shape)
             np.add.at(W, (row_of, gcol), vals)
@@ -381,7 +385,8 @@ class PLS:
         its transpose, a Fortran-order view whose lower triangle is that upper one. ``out``
         (r x r, C order) is overwritten when C is assembled on a sparse support."""
         r = self.r
-        update = self.W @ G.transpose(1, 2, 0).reshape(-1)  # entry-major, as W's columns
+        # entry-major, one representative level per class, as W's columns
+        update = self.W @ G[self._w_rep].transpose(1, 2, 0).reshape(-1)
         if not self._rest_scalar or self.r_rand == 0:  # (no later blocks: S = I)
             C = self.Arr.copy()
             C.reshape(-1)[self._w_rows] -= update
