@@ -58,9 +58,10 @@ def _r_sorted(uniq: list, numeric: bool) -> list:
     return sorted(uniq, key=lambda s: (str(s).lower(), str(s).swapcase()))
 
 
-def is_categorical(values: pd.Series) -> bool:
+def is_categorical(values: pd.Series | pd.api.extensions.ExtensionArray) -> bool:
     """Columns treated as factors: strings, objects, categoricals, booleans."""
-    return not pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values)
+    dtype = values.dtype
+    return not pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype)
 
 
 @dataclass(frozen=True)
@@ -113,42 +114,49 @@ def prepare(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -> Pre
         raise DataError("the data table is empty (0 rows)")
     label = {str(c): c for c in data.columns}
     used, groups = used_columns(spec, list(label))
-    # a new frame of the used columns (cheaper than .loc for a few columns of a wide table)
-    frame = pd.DataFrame({c: data[label[c]].array.copy() for c in used})
-    missing = frame.isna()
-    n_dropped = int(missing.any(axis=1).sum())
+    # the used columns as arrays (a frame is built once, at the end: cheaper than .loc or
+    # column-wise frame operations for a few columns)
+    arrays = {c: data[label[c]].array for c in used}
+    missing = {c: np.asarray(pd.isna(a), dtype=bool) for c, a in arrays.items()}
+    any_missing = np.logical_or.reduce(list(missing.values())) if missing else None
+    n_dropped = int(any_missing.sum()) if any_missing is not None else 0
     if n_dropped:
-        counts = missing.sum()
-        where = ", ".join(f"{c} ({int(k)})" for c, k in counts.items() if k)
+        where = ", ".join(f"{c} ({int(m.sum())})" for c, m in missing.items() if m.any())
         if na_action == "raise":
             raise DataError(f"{n_dropped} rows have missing values in: {where}")
         warnings.warn(
-            f"{n_dropped} of {len(frame)} rows dropped for missing values in: {where}",
+            f"{n_dropped} of {len(data)} rows dropped for missing values in: {where}",
             stacklevel=3,
         )
-        frame = frame.loc[~missing.any(axis=1)]
-    if len(frame) == 0:
+        keep = ~any_missing
+        arrays = {c: a[keep] for c, a in arrays.items()}
+    else:
+        arrays = {c: a.copy() for c, a in arrays.items()}
+    if len(data) == n_dropped:
         raise DataError("no rows left after dropping rows with missing values")
-    frame = frame.reset_index(drop=True)
     levels: dict[str, list] = {}
     reference = spec.reference_levels
-    for col in frame.columns:
-        s = frame[col]
-        if is_categorical(s):  # numeric grouping columns stay numeric (codes come later)
-            if pd.api.types.is_bool_dtype(s):
-                s = s.map({True: "TRUE", False: "FALSE"})
-            # hash once, order the distinct values only, recode by a permutation
-            codes, uniques = pd.factorize(s)
-            uniq = list(uniques)
-            categorical = isinstance(s.dtype, pd.CategoricalDtype)
-            lv = r_level_order(s) if categorical else _r_sorted(uniq, numeric=False)
-            if col in reference:
-                ref = _match_level(reference[col], lv, col)
-                lv = [ref] + [v for v in lv if v != ref]
-            levels[col] = lv
-            position = {v: i for i, v in enumerate(lv)}
-            perm = np.array([position[v] for v in uniq], dtype=np.int64)
-            frame[col] = pd.Categorical.from_codes(perm[codes], categories=lv)
+    for col, values in arrays.items():
+        if not is_categorical(values):  # numeric grouping columns stay numeric
+            continue
+        if pd.api.types.is_bool_dtype(values.dtype):
+            values = pd.array(np.where(np.asarray(values, dtype=bool), "TRUE", "FALSE"),
+                              dtype=object)
+        # hash once, order the distinct values only, recode by a permutation
+        codes, uniques = pd.factorize(values)
+        uniq = uniques.tolist()
+        categorical = isinstance(values.dtype, pd.CategoricalDtype)
+        lv = r_level_order(pd.Series(values)) if categorical else _r_sorted(uniq, False)
+        if col in reference:
+            ref = _match_level(reference[col], lv, col)
+            lv = [ref] + [v for v in lv if v != ref]
+        levels[col] = lv
+        position = {v: i for i, v in enumerate(lv)}
+        perm = np.array([position[v] for v in uniq], dtype=np.int64)
+        arrays[col] = pd.Categorical.from_codes(perm[codes],
+                                                dtype=pd.CategoricalDtype(lv, ordered=False),
+                                                validate=False)
+    frame = pd.DataFrame(arrays, copy=False)
     for col in reference:
         if col not in levels:
             raise DataError(

@@ -174,6 +174,7 @@ class PLS:
         self.A1r = A1r
         # A_r1 G A_1r: dense rank-k updates over groups of levels, else the sparse map W
         self._groups = None
+        self._w_arr = None  # set by _build_w when C is assembled on a sparse support
         cheaper = self._group_cost <= self._w_cost and self.l1 * self.q1 * self.r <= 20_000_000
         if self.update == "groups" or (self.update is None and cheaper):
             self._Arr_F = np.asfortranarray(Arr)
@@ -445,14 +446,16 @@ class PLS:
         chol, G, H, ld1, ok = self.first_block(theta)
         if not ok:
             return Factor(theta=theta, ok=False)
-        C = self.schur(theta, chol, G, H, self._scratch() if scratch else None)
+        out = self._scratch() if scratch and self._w_arr is not None else None
+        C = self.schur(theta, chol, G, H, out)
         L, info = lapack.dpotrf(C, lower=1, clean=0, overwrite_a=1)
         if info != 0:
             return Factor(theta=theta, ok=False)
         d = L.diagonal()
         rr = self.r_rand
-        ldL2 = ld1 + 2.0 * float(np.log(d[:rr]).sum())
-        ldRX2 = 2.0 * float(np.log(d[rr:-1]).sum())
+        logd = np.log(d[:-1])
+        ldL2 = ld1 + 2.0 * float(logd[:rr].sum()) if rr else ld1
+        ldRX2 = 2.0 * float(logd[rr:].sum())
         return Factor(theta=theta, ok=True, ldL2=ldL2, ldRX2=ldRX2, pwrss=float(d[-1] ** 2),
                       L=L, first=chol)
 
@@ -467,7 +470,9 @@ class PLS:
 
     def _scratch(self) -> np.ndarray:
         """This thread's r x r work array (allocated on first use)."""
-        local = self.__dict__.setdefault("_local", threading.local())
+        local = self.__dict__.get("_local")
+        if local is None:
+            local = self._local = threading.local()
         buf = getattr(local, "buf", None)
         if buf is None:
             buf = local.buf = np.empty((self.r, self.r))
@@ -603,15 +608,18 @@ def _first_block_2x2(a: np.ndarray, t0: float, t1: float, t2: float
     """
     M = np.array([[t0 * t0, 2.0 * t0 * t1, t1 * t1], [0.0, t0 * t2, t1 * t2],
                   [0.0, 0.0, t2 * t2]])
-    b = M @ a + _B_OFFSET
-    det = b[0] * b[2] - b[1] * b[1]
-    if not (b[0].min() > 0 and det.min() > 0):
+    b = M @ a
+    b += _B_OFFSET
+    det = b[0] * b[2] - b[1] * b[1]  # >= 1 (B = TᵀAT + I), unless theta is not finite
+    logdet = float(np.log(det).sum())
+    if not np.isfinite(logdet):
         return None, None, None, np.inf, False
-    inv = b[::-1] * _INV_SIGN / det  # (b11, -b10, b00) / det = (i00, i10, i11)
+    inv = b[::-1] * _INV_SIGN
+    inv /= det  # (b11, -b10, b00) / det = (i00, i10, i11)
     N = np.array([[t0 * t0, 0.0, 0.0], [t0 * t1, t0 * t2, 0.0], [t0 * t1, t0 * t2, 0.0],
                   [t1 * t1, 2.0 * t1 * t2, t2 * t2]])
     G = (N @ inv).reshape(2, 2, -1).transpose(2, 0, 1)
-    return b, G, None, float(np.log(det).sum()), True
+    return b, G, None, logdet, True
 
 
 def profiled_deviance(f: Factor, n: int, p: int, reml: bool) -> float:
