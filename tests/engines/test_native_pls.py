@@ -14,6 +14,7 @@ import pytest
 
 import crossed
 from crossed.design import build_design
+from crossed.engines.native import pls as pls_module
 from crossed.engines.native.banded import BandedBlocks
 from crossed.engines.native.pls import PLS, profiled_deviance
 from crossed.formula.spec import parse
@@ -191,24 +192,28 @@ def test_fit_uses_each_path_to_the_same_optimum():
 
 
 def _ratings(seed: int = 3) -> pd.DataFrame:
-    """InstEval-like: students rate 3 of 120 lecturers each (lecturers in 6 departments)."""
+    """InstEval-like: students rate 2 to 5 of 120 lecturers (lecturers in 6 departments)."""
     rng = np.random.default_rng(seed)
     rows = []
     for s in range(300):
-        for d in rng.choice(120, size=3, replace=False):
+        for d in rng.choice(120, size=rng.integers(2, 6), replace=False):
             rows.append((f"s{s}", f"d{d}", f"dept{d % 6}", rng.normal()))
     df = pd.DataFrame(rows, columns=["s", "d", "dept", "x"])
     df["y"] = df["x"] + rng.normal(size=len(df)) + df["d"].str.len()
     return df
 
 
-def test_sparse_support_assembly_matches_dense_formula():
+@pytest.mark.parametrize("classed", [False, True])
+def test_sparse_support_assembly_matches_dense_formula(classed, monkeypatch):
     """When A_rr and the update are sparse, C is assembled on their support alone (in a
     reused work array for criterion evaluations): same criterion as the dense formula, and
-    a reused work array leaves no trace in the next evaluation."""
+    a reused work array leaves no trace in the next evaluation. ``classed``: W has one column
+    per class of students with the same number of ratings (as for many levels)."""
+    monkeypatch.setattr(pls_module, "MIN_CLASSED_LEVELS", 0 if classed else 10**9)
     design = build_design(parse("y ~ x + (1 | s) + (1 | d) + (1 | dept)"), _ratings())
     pls = PLS(design.random.blocks, design.X, design.y, update="sparse")
     assert pls._w_arr is not None  # the support path is the one under test
+    assert (pls.W.shape[1] < pls.l1) == classed
     n, p = design.X.shape
     for theta in _thetas(design) + [design.random.theta_start()]:
         for reml in (True, False):

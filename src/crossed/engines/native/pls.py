@@ -40,6 +40,7 @@ MAX_DENSE = 20000
 MAX_GROUPED_LEVELS = 50_000
 SUPPORT_FRACTION = 0.4
 MAX_MARKED = 1 << 25
+MIN_CLASSED_LEVELS = 500
 _ONE = np.ones(1)
 
 
@@ -85,10 +86,11 @@ class Factor:
 
 
 def _sparse_z(block: ReBlock) -> sp.csr_matrix:
+    """Z of one block: row i holds the q values of observation i in its level's columns."""
     n, q = block.Z.shape
-    rows = np.repeat(np.arange(n), q)
     cols = (block.codes[:, None] * q + np.arange(q)[None, :]).ravel()
-    return sp.csr_matrix((block.Z.ravel(), (rows, cols)), shape=(n, block.nlevels * q))
+    return sp.csr_matrix((block.Z.ravel(), cols, np.arange(0, n * q + 1, q)),
+                         shape=(n, block.nlevels * q))
 
 
 class PLS:
@@ -130,8 +132,11 @@ class PLS:
         Z1 = _sparse_z(first)
         Zr = sp.hstack([_sparse_z(b) for b in rest], format="csr") if rest else None
         z1 = first.Z
-        A11 = np.zeros((self.l1, self.q1, self.q1))
-        np.add.at(A11, first.codes, z1[:, :, None] * z1[:, None, :])
+        A11 = np.empty((self.l1, self.q1, self.q1))
+        for a in range(self.q1):
+            for b in range(a + 1):
+                A11[:, a, b] = A11[:, b, a] = np.bincount(
+                    first.codes, weights=z1[:, a] * z1[:, b], minlength=self.l1)
         self.A11 = A11
         self._band = BandedBlocks(A11, first.theta_index) if self.q1 > 2 else None
         if self.q1 == 2:  # T = [[t0, 0], [t1, t2]] (theta positions, -1 = 0) and A_s entries
@@ -283,10 +288,14 @@ class PLS:
         vals = A1r.data[e1] * A1r.data[e2]
         # G_s depends on level s only through A_s: W's columns are G's entries per class of
         # levels with equal A_s, entry-major ((a, b) of every class, then the next (a, b))
-        _, self._w_rep, class_of = np.unique(self.A11.reshape(l1, q * q), axis=0,
-                                             return_index=True, return_inverse=True)
+        if l1 >= MIN_CLASSED_LEVELS:
+            _, self._w_rep, class_of = np.unique(self.A11.reshape(l1, q * q), axis=0,
+                                                 return_index=True, return_inverse=True)
+            class_of = class_of.reshape(-1)
+        else:  # few levels: one column per level, nothing to gain
+            self._w_rep = class_of = np.arange(l1)
         ncls = len(self._w_rep)
-        gcol = (a_of_entry[e1] * q + a_of_entry[e2]) * ncls + class_of.reshape(-1)[level]
+        gcol = (a_of_entry[e1] * q + a_of_entry[e2]) * ncls + class_of[level]
         # row-major position of the upper-triangle entry (c2, c1) of the dense r x r matrix
         target = c2.astype(np.int64) * r + c1
         # only the entries that receive an update (most of C is untouched); with scalar
