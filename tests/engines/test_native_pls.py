@@ -14,7 +14,7 @@ import pytest
 
 import crossed
 from crossed.design import build_design
-from crossed.engines.native import pls as pls_module
+from crossed.engines.native import sparse_map
 from crossed.engines.native.banded import BandedBlocks
 from crossed.engines.native.pls import PLS, profiled_deviance
 from crossed.formula.spec import parse
@@ -209,11 +209,11 @@ def test_sparse_support_assembly_matches_dense_formula(classed, monkeypatch):
     reused work array for criterion evaluations): same criterion as the dense formula, and
     a reused work array leaves no trace in the next evaluation. ``classed``: W has one column
     per class of students with the same number of ratings (as for many levels)."""
-    monkeypatch.setattr(pls_module, "MIN_CLASSED_LEVELS", 0 if classed else 10**9)
+    monkeypatch.setattr(sparse_map, "MIN_CLASSED_LEVELS", 0 if classed else 10**9)
     design = build_design(parse("y ~ x + (1 | s) + (1 | d) + (1 | dept)"), _ratings())
     pls = PLS(design.random.blocks, design.X, design.y, update="sparse")
-    assert pls._w_arr is not None  # the support path is the one under test
-    assert (pls.W.shape[1] < pls.l1) == classed
+    assert pls._map.arr is not None  # the support path is the one under test
+    assert (pls._map.W.shape[1] < pls.l1) == classed
     n, p = design.X.shape
     for theta in _thetas(design) + [design.random.theta_start()]:
         for reml in (True, False):

@@ -17,10 +17,11 @@ with B_s = T₁ᵀ A_s T₁ + I and S = blockdiag(Λ_restᵀ, I). With G_s = H_s
 ``A_r1 G A_1r = Σ_s (H_s A_s)ᵀ(H_s A_s)``: it is formed either by dense rank-k updates
 (dsyrk) over groups of levels whose rows of A_1r share few columns (models nested in a
 family touch only that family's columns), or as a fixed sparse linear map of G's entries
-(``W``, built once), whichever costs fewer operations for the design. The B_s are factored
-in closed form for q₁ ≤ 2 and as one banded matrix for q₁ > 2 (``banded.py``). An
-evaluation costs that update, the first block's factorisation and one dense Cholesky of
-size r. Z is never formed densely.
+(``W``, built once in ``sparse_map.py``), whichever costs fewer operations for the
+design. The B_s are factored in closed form for q₁ ≤ 2 and as one banded matrix for q₁ > 2
+(``banded.py``). An evaluation costs that update, the first block's factorisation and one
+dense Cholesky of size r (assembled on its nonzeros alone when they are few). Z is never
+formed densely.
 """
 
 from __future__ import annotations
@@ -35,12 +36,10 @@ from scipy.linalg import blas, lapack
 
 from crossed.design.random import ReBlock
 from crossed.engines.native.banded import BandedBlocks
+from crossed.engines.native.sparse_map import SparseMap, build_sparse_map
 
 MAX_DENSE = 20000
 MAX_GROUPED_LEVELS = 50_000
-SUPPORT_FRACTION = 0.4
-MAX_MARKED = 1 << 25
-MIN_CLASSED_LEVELS = 500
 _ONE = np.ones(1)
 
 
@@ -179,14 +178,15 @@ class PLS:
         self.A1r = A1r
         # A_r1 G A_1r: dense rank-k updates over groups of levels, else the sparse map W
         self._groups = None
-        self._w_arr = None  # set by _build_w when C is assembled on a sparse support
+        self._map: SparseMap | None = None
         cheaper = self._group_cost <= self._w_cost and self.l1 * self.q1 * self.r <= 20_000_000
         if self.update == "groups" or (self.update is None and cheaper):
             self._Arr_F = np.asfortranarray(Arr)
             self._groups = [self._group_block(A1r, levels, cols)
                             for levels, cols in self._level_groups]
         else:
-            self._build_w(A1r)
+            self._map = build_sparse_map(A1r, self.A11, self.Arr,
+                                         support=self._rest_scalar and self.r_rand > 0)
 
     def _group_block(self, A1r: sp.csr_matrix, levels: np.ndarray, cols: np.ndarray
                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -266,59 +266,6 @@ class PLS:
         return new
 
     # ------------------------------------------------------------------ precomputation
-    def _build_w(self, A1r: sp.csr_matrix) -> None:
-        """The sparse map W: G's entries -> upper-triangle entries of A_r1 G A_1r."""
-        q, l1, r = self.q1, self.l1, self.r
-        indptr = A1r.indptr
-        lev_start = indptr[np.arange(l1) * q]
-        lev_end = indptr[np.arange(1, l1 + 1) * q]
-        m = (lev_end - lev_start).astype(np.int64)
-        row_of_entry = np.repeat(np.arange(l1 * q), np.diff(indptr))
-        a_of_entry = row_of_entry % q
-        level_of_entry = row_of_entry // q
-        # every pair (e1, e2) of entries in the same level's rows: e1 repeated m times
-        m_e = m[level_of_entry]
-        e1 = np.repeat(np.arange(len(row_of_entry)), m_e)
-        first = np.cumsum(m_e) - m_e
-        e2 = np.arange(len(e1)) - np.repeat(first - lev_start[level_of_entry], m_e)
-        c1, c2 = A1r.indices[e1], A1r.indices[e2]
-        keep = c1 >= c2
-        e1, e2, c1, c2 = e1[keep], e2[keep], c1[keep], c2[keep]
-        level = level_of_entry[e1]
-        vals = A1r.data[e1] * A1r.data[e2]
-        # G_s depends on level s only through A_s: W's columns are G's entries per class of
-        # levels with equal A_s, entry-major ((a, b) of every class, then the next (a, b))
-        if l1 >= MIN_CLASSED_LEVELS:
-            _, self._w_rep, class_of = np.unique(self.A11.reshape(l1, q * q), axis=0,
-                                                 return_index=True, return_inverse=True)
-            class_of = class_of.reshape(-1)
-        else:  # few levels: one column per level, nothing to gain
-            self._w_rep = class_of = np.arange(l1)
-        ncls = len(self._w_rep)
-        gcol = (a_of_entry[e1] * q + a_of_entry[e2]) * ncls + class_of[level]
-        # row-major position of the upper-triangle entry (c2, c1) of the dense r x r matrix
-        target = c2.astype(np.int64) * r + c1
-        # only the entries that receive an update (most of C is untouched); with scalar
-        # later blocks also every other nonzero of A_rr's upper triangle (the support), so
-        # that C is assembled on it alone when it is sparse
-        marked = _Marker(r * r, target)
-        self._w_arr = None
-        if self._rest_scalar and self.r_rand:
-            with_arr = marked.union(np.flatnonzero(np.triu(self.Arr)))
-            if len(with_arr.rows) <= SUPPORT_FRACTION * r * (r + 1) / 2:
-                marked, self._w_arr = with_arr, self.Arr.reshape(-1)[with_arr.rows]
-        rows = marked.rows
-        self._w_rows, self._w_i, self._w_j = rows, rows // r, rows % r
-        row_of = marked.position(target)
-        shape = (len(rows), ncls * q * q)
-        if shape[0] * shape[1] <= 50_000:  # small: dense (no sparse-product call overhead)
-            W = np.zeros(shape)
-            np.add.at(W, (row_of, gcol), vals)
-            self.W = W
-        else:
-            self.W = sp.csr_matrix((vals, (row_of, gcol)), shape=shape)
-            self.W.sum_duplicates()
-
     # ------------------------------------------------------------------ evaluation
     def _scale_vector(self, theta: np.ndarray) -> np.ndarray:
         """Diagonal of S when every later block is scalar: its theta, repeated per level."""
@@ -395,30 +342,29 @@ class PLS:
         its transpose, a Fortran-order view whose lower triangle is that upper one. ``out``
         (r x r, C order) is overwritten when C is assembled on a sparse support."""
         r = self.r
-        # entry-major, one representative level per class, as W's columns
-        update = self.W @ G[self._w_rep].transpose(1, 2, 0).reshape(-1)
+        m = self._map
+        update = m.update(G)
         if not self._rest_scalar or self.r_rand == 0:  # (no later blocks: S = I)
             C = self.Arr.copy()
-            C.reshape(-1)[self._w_rows] -= update
+            C.reshape(-1)[m.rows] -= update
             return self._finish_schur(theta, C.T) if self.r_rand else C.T
-        # S (A_rr - W g) S with S diagonal and constant on each block: copy-and-scale A_rr
-        # block by block (upper block pairs), then subtract the scaled updates
+        # S (A_rr - W g) S with S diagonal and constant on each block
         s = self._scale_vector(theta)
-        scale = s[self._w_i] * s[self._w_j]
-        if self._w_arr is not None:  # A_rr and the update are sparse: C on their support
+        scale = s[m.i] * s[m.j]
+        if m.arr is not None:  # A_rr and the update are sparse: C on their support
             if out is None:
                 C = np.zeros((r, r))
             else:
                 C = out
                 C.fill(0.0)
-            C.reshape(-1)[self._w_rows] = (self._w_arr - update) * scale
-        else:
+            C.reshape(-1)[m.rows] = (m.arr - update) * scale
+        else:  # copy-and-scale A_rr block by block (upper block pairs), subtract the update
             C = np.empty((r, r))
             for i, (a0, a1) in enumerate(self._scalar_ranges):
                 for b0, b1 in self._scalar_ranges[i:]:
                     np.multiply(self.Arr[a0:a1, b0:b1], s[a0] * s[b0], out=C[a0:a1, b0:b1])
             update *= scale
-            C.reshape(-1)[self._w_rows] -= update
+            C.reshape(-1)[m.rows] -= update
         idx = self._diag_rand
         C[idx, idx] += 1.0
         return C.T
@@ -455,7 +401,8 @@ class PLS:
         chol, G, H, ld1, ok = self.first_block(theta)
         if not ok:
             return Factor(theta=theta, ok=False)
-        out = self._scratch() if scratch and self._w_arr is not None else None
+        on_support = self._map is not None and self._map.arr is not None
+        out = self._scratch() if scratch and on_support else None
         C = self.schur(theta, chol, G, H, out)
         L, info = lapack.dpotrf(C, lower=1, clean=0, overwrite_a=1)
         if info != 0:
@@ -567,31 +514,6 @@ class PLS:
         rr = self.r_rand
         Lx = f.L[rr:-1, rr:-1]
         return tri_inverse(np.ascontiguousarray(Lx))
-
-
-class _Marker:
-    """The sorted distinct values of an index array over range(size), and their positions:
-    a boolean mark per value when ``size`` is moderate (linear time), else a sort."""
-
-    def __init__(self, size: int, values: np.ndarray):
-        self.size = size
-        if size <= MAX_MARKED:
-            mark = np.zeros(size, dtype=bool)
-            mark[values] = True
-            self.rows = np.flatnonzero(mark)
-        else:
-            self.rows = np.unique(values)
-
-    def union(self, values: np.ndarray) -> _Marker:
-        return _Marker(self.size, np.concatenate([self.rows, values]))
-
-    def position(self, values: np.ndarray) -> np.ndarray:
-        """Index of each value in ``rows``."""
-        if self.size <= MAX_MARKED:
-            index = np.zeros(self.size, dtype=np.int64)
-            index[self.rows] = np.arange(len(self.rows))
-            return index[values]
-        return np.searchsorted(self.rows, values)
 
 
 _B_OFFSET = np.array([[1.0], [0.0], [1.0]])

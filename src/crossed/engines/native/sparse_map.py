@@ -1,0 +1,135 @@
+"""The sparse map W of the Schur update A_r1 G A_1r, built once per design (see pls.py).
+
+G = blockdiag_s G_s holds one q₁ x q₁ matrix per level of the first grouping factor, and
+the update A_r1 G A_1r is linear in G's entries: each upper-triangle entry (i, j) of it is
+Σ_s Σ_ab A_1r[(s, a), i] G_s[a, b] A_1r[(s, b), j]. W stores those products once, so that an
+evaluation is one sparse matrix-vector product. G_s depends on s only through A_s = Z_sᵀZ_s,
+so levels with equal A_s (InstEval's students with the same number of ratings) share one
+column per entry of G.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+SUPPORT_FRACTION = 0.4
+"""C is assembled on its support when that is at most this fraction of its upper triangle."""
+MAX_MARKED = 1 << 25
+"""Distinct entries are found with a mark array up to this many positions, else by sorting."""
+MIN_CLASSED_LEVELS = 500
+"""Levels are merged into classes of equal A_s from this many levels on."""
+
+
+@dataclass(frozen=True)
+class SparseMap:
+    """W and the entries of the r x r Schur complement it updates.
+
+    Attributes
+    ----------
+    W : numpy.ndarray or scipy.sparse.csr_matrix
+        (len(rows), classes·q₁²): G's entries, entry-major per class -> the update.
+    rows : numpy.ndarray
+        Row-major positions (i·r + j, i <= j) of the entries W updates, sorted; with ``arr``
+        also every other nonzero of A_rr's upper triangle (the support of C).
+    i, j : numpy.ndarray
+        Row and column of each position.
+    arr : numpy.ndarray or None
+        A_rr at ``rows`` when C is assembled on its support alone, else None.
+    rep : numpy.ndarray
+        One level per class (the level whose G_s stands for the class).
+    """
+
+    W: np.ndarray | sp.csr_matrix
+    rows: np.ndarray
+    i: np.ndarray
+    j: np.ndarray
+    arr: np.ndarray | None
+    rep: np.ndarray
+
+    def update(self, G: np.ndarray) -> np.ndarray:
+        """The update's entries at ``rows`` from the per-level G (ℓ₁, q₁, q₁)."""
+        return self.W @ G[self.rep].transpose(1, 2, 0).reshape(-1)
+
+
+def build_sparse_map(A1r: sp.csr_matrix, A11: np.ndarray, Arr: np.ndarray,
+                     support: bool) -> SparseMap:
+    """Build W from A_1r (ℓ₁·q₁ x r, sorted indices), the first block's A_s (ℓ₁, q₁, q₁) and
+    the dense A_rr; with ``support``, C may be assembled on the nonzeros of A_rr and the
+    update alone (scalar later blocks) when they are few."""
+    l1, q = A11.shape[0], A11.shape[1]
+    r = Arr.shape[0]
+    indptr = A1r.indptr
+    lev_start = indptr[np.arange(l1) * q]
+    lev_end = indptr[np.arange(1, l1 + 1) * q]
+    m = (lev_end - lev_start).astype(np.int64)
+    row_of_entry = np.repeat(np.arange(l1 * q), np.diff(indptr))
+    a_of_entry = row_of_entry % q
+    level_of_entry = row_of_entry // q
+    # every pair (e1, e2) of entries in the same level's rows: e1 repeated m times
+    m_e = m[level_of_entry]
+    e1 = np.repeat(np.arange(len(row_of_entry)), m_e)
+    first = np.cumsum(m_e) - m_e
+    e2 = np.arange(len(e1)) - np.repeat(first - lev_start[level_of_entry], m_e)
+    c1, c2 = A1r.indices[e1], A1r.indices[e2]
+    keep = c1 >= c2
+    e1, e2, c1, c2 = e1[keep], e2[keep], c1[keep], c2[keep]
+    level = level_of_entry[e1]
+    vals = A1r.data[e1] * A1r.data[e2]
+    # W's columns: G's entries per class of levels with equal A_s, entry-major ((a, b) of
+    # every class, then the next (a, b))
+    if l1 >= MIN_CLASSED_LEVELS:
+        _, rep, class_of = np.unique(A11.reshape(l1, q * q), axis=0, return_index=True,
+                                     return_inverse=True)
+        class_of = class_of.reshape(-1)
+    else:  # few levels: one column per level, nothing to gain
+        rep = class_of = np.arange(l1)
+    ncls = len(rep)
+    gcol = (a_of_entry[e1] * q + a_of_entry[e2]) * ncls + class_of[level]
+    # row-major position of the upper-triangle entry (c2, c1) of the dense r x r matrix
+    target = c2.astype(np.int64) * r + c1
+    # only the entries that receive an update (most of C is untouched); with ``support``
+    # also every other nonzero of A_rr's upper triangle, if together they are few
+    marked = _Marker(r * r, target)
+    arr = None
+    if support:
+        with_arr = marked.union(np.flatnonzero(np.triu(Arr)))
+        if len(with_arr.rows) <= SUPPORT_FRACTION * r * (r + 1) / 2:
+            marked, arr = with_arr, Arr.reshape(-1)[with_arr.rows]
+    rows = marked.rows
+    row_of = marked.position(target)
+    shape = (len(rows), ncls * q * q)
+    if shape[0] * shape[1] <= 50_000:  # small: dense (no sparse-product call overhead)
+        W = np.zeros(shape)
+        np.add.at(W, (row_of, gcol), vals)
+    else:
+        W = sp.csr_matrix((vals, (row_of, gcol)), shape=shape)
+        W.sum_duplicates()
+    return SparseMap(W=W, rows=rows, i=rows // r, j=rows % r, arr=arr, rep=rep)
+
+
+class _Marker:
+    """The sorted distinct values of an index array over range(size), and their positions:
+    a boolean mark per value when ``size`` is moderate (linear time), else a sort."""
+
+    def __init__(self, size: int, values: np.ndarray):
+        self.size = size
+        if size <= MAX_MARKED:
+            mark = np.zeros(size, dtype=bool)
+            mark[values] = True
+            self.rows = np.flatnonzero(mark)
+        else:
+            self.rows = np.unique(values)
+
+    def union(self, values: np.ndarray) -> _Marker:
+        return _Marker(self.size, np.concatenate([self.rows, values]))
+
+    def position(self, values: np.ndarray) -> np.ndarray:
+        """Index of each value in ``rows``."""
+        if self.size <= MAX_MARKED:
+            index = np.zeros(self.size, dtype=np.int64)
+            index[self.rows] = np.arange(len(self.rows))
+            return index[values]
+        return np.searchsorted(self.rows, values)
