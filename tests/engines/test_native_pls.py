@@ -205,10 +205,10 @@ def _ratings(seed: int = 3) -> pd.DataFrame:
 
 @pytest.mark.parametrize("classed", [False, True])
 def test_sparse_support_assembly_matches_dense_formula(classed, monkeypatch):
-    """When A_rr and the update are sparse, C is assembled on their support alone (in a
-    reused work array for criterion evaluations): same criterion as the dense formula, and
-    a reused work array leaves no trace in the next evaluation. ``classed``: W has one column
-    per class of students with the same number of ratings (as for many levels)."""
+    """When A_rr and the update are sparse, C is assembled on their support alone (zero
+    elsewhere): same criterion as the dense formula, through ``objective`` and ``factor``,
+    at several theta in turn. ``classed``: W has one column per class of students with the
+    same number of ratings (as for many levels)."""
     monkeypatch.setattr(sparse_map, "MIN_CLASSED_LEVELS", 0 if classed else 10**9)
     design = build_design(parse("y ~ x + (1 | s) + (1 | d) + (1 | dept)"), _ratings())
     pls = PLS(design.random.blocks, design.X, design.y, update="sparse")

@@ -118,8 +118,8 @@ def prepare(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -> Pre
     # column-wise frame operations for a few columns)
     arrays = {c: data[label[c]].array for c in used}
     missing = {c: np.asarray(pd.isna(a), dtype=bool) for c, a in arrays.items()}
-    any_missing = np.logical_or.reduce(list(missing.values())) if missing else None
-    n_dropped = int(any_missing.sum()) if any_missing is not None else 0
+    any_missing = np.logical_or.reduce(list(missing.values()))  # (the response is used)
+    n_dropped = int(any_missing.sum())
     if n_dropped:
         where = ", ".join(f"{c} ({int(m.sum())})" for c, m in missing.items() if m.any())
         if na_action == "raise":

@@ -27,7 +27,6 @@ formed densely.
 from __future__ import annotations
 
 import copy
-import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -261,7 +260,7 @@ class PLS:
     def with_response(self, y: np.ndarray) -> PLS:
         """The same design with another response: every product not involving y is reused
         (simulations refit thousands of responses)."""
-        new = copy.copy(self)  # (without the work arrays: __getstate__)
+        new = copy.copy(self)
         new._set_response(np.asarray(y, dtype=float))
         return new
 
@@ -298,11 +297,10 @@ class PLS:
         return Lb, None, None, logdet, ok
 
     def schur(self, theta: np.ndarray, chol: np.ndarray, G: np.ndarray | None,
-              H: np.ndarray | None, out: np.ndarray | None = None) -> np.ndarray:
+              H: np.ndarray | None) -> np.ndarray:
         """The scaled dense Schur complement C, in Fortran order, before factorisation.
 
         ``chol``, ``G`` and ``H`` are :meth:`first_block`'s (G and H None for q1 > 2).
-        ``out``, an r x r array, may be used as storage (its contents are overwritten).
 
         Only its lower triangle is guaranteed: that is all the factorisation reads.
         """
@@ -317,7 +315,7 @@ class PLS:
             H = (np.linalg.inv(np.linalg.cholesky(_matrices_2x2(chol)))
                  @ self.blocks[0].template(theta).T)
         if self._groups is None:
-            return self._sparse_schur(theta, G, out)
+            return self._sparse_schur(theta, G)
         # A_r1 G A_1r = Σ_s Mᵀ_s M_s with M_s = H_s A_s: per group of levels one symmetric
         # rank-k update (dsyrk) on the group's columns
         if single and self.q1 == 2:  # G A_1r by batched 2 x 2 products, one GEMM
@@ -336,11 +334,9 @@ class PLS:
                                                 lower=1)
         return self._finish_schur(theta, C)
 
-    def _sparse_schur(self, theta: np.ndarray, G: np.ndarray, out: np.ndarray | None = None
-                      ) -> np.ndarray:
+    def _sparse_schur(self, theta: np.ndarray, G: np.ndarray) -> np.ndarray:
         """C by the sparse map W, which fills the upper triangle (row-major); the result is
-        its transpose, a Fortran-order view whose lower triangle is that upper one. ``out``
-        (r x r, C order) is overwritten when C is assembled on a sparse support."""
+        its transpose, a Fortran-order view whose lower triangle is that upper one."""
         r = self.r
         m = self._map
         update = m.update(G)
@@ -352,11 +348,7 @@ class PLS:
         s = self._scale_vector(theta)
         scale = s[m.i] * s[m.j]
         if m.arr is not None:  # A_rr and the update are sparse: C on their support
-            if out is None:
-                C = np.zeros((r, r))
-            else:
-                C = out
-                C.fill(0.0)
+            C = np.zeros((r, r))
             C.reshape(-1)[m.rows] = (m.arr - update) * scale
         else:  # copy-and-scale A_rr block by block (upper block pairs), subtract the update
             C = np.empty((r, r))
@@ -392,47 +384,27 @@ class PLS:
         C[idx, idx] += 1.0
         return C
 
-    def factor(self, theta: np.ndarray, scratch: bool = False) -> Factor:
-        """Factor the PLS system at ``theta``; ``ok`` is False if it is not positive definite.
-
-        With ``scratch`` the dense factor may live in storage that the thread's next call
-        with ``scratch`` overwrites (for criterion evaluations, which keep no factor)."""
+    def factor(self, theta: np.ndarray) -> Factor:
+        """Factor the PLS system at ``theta``; ``ok`` is False if it is not positive definite."""
         theta = np.asarray(theta, dtype=float)
         chol, G, H, ld1, ok = self.first_block(theta)
         if not ok:
             return Factor(theta=theta, ok=False)
-        on_support = self._map is not None and self._map.arr is not None
-        out = self._scratch() if scratch and on_support else None
-        C = self.schur(theta, chol, G, H, out)
+        C = self.schur(theta, chol, G, H)
         L, info = lapack.dpotrf(C, lower=1, clean=0, overwrite_a=1)
         if info != 0:
             return Factor(theta=theta, ok=False)
         d = L.diagonal()
         rr = self.r_rand
         logd = np.log(d[:-1])
-        ldL2 = ld1 + 2.0 * float(logd[:rr].sum()) if rr else ld1
+        ldL2 = ld1 + 2.0 * float(logd[:rr].sum())
         ldRX2 = 2.0 * float(logd[rr:].sum())
         return Factor(theta=theta, ok=True, ldL2=ldL2, ldRX2=ldRX2, pwrss=float(d[-1] ** 2),
                       L=L, first=chol)
 
     def objective(self, theta: np.ndarray, reml: bool) -> float:
         """Profiled deviance (ML) or REML criterion at ``theta``."""
-        return profiled_deviance(self.factor(theta, scratch=True), self.n, self.p, reml)
-
-    def __getstate__(self) -> dict:
-        state = self.__dict__.copy()
-        state.pop("_local", None)  # per-thread work arrays are neither copied nor pickled
-        return state
-
-    def _scratch(self) -> np.ndarray:
-        """This thread's r x r work array (allocated on first use)."""
-        local = self.__dict__.get("_local")
-        if local is None:
-            local = self._local = threading.local()
-        buf = getattr(local, "buf", None)
-        if buf is None:
-            buf = local.buf = np.empty((self.r, self.r))
-        return buf
+        return profiled_deviance(self.factor(theta), self.n, self.p, reml)
 
     # ------------------------------------------------------------------ solutions
     def solve(self, f: Factor) -> tuple[np.ndarray, list[np.ndarray]]:
