@@ -675,6 +675,17 @@ def agreement_cell(records: dict[str, dict]) -> str:
     return f"crossed {reference:.10g}; Δ " + ", ".join(parts)
 
 
+def peer_table(results: dict[str, dict[str, dict]], cases: list[Case], peers: list[str],
+               cell_of, title: str) -> list[str]:
+    """A markdown table with one row per case and one column per peer, after ``title``."""
+    lines = ["", title, "", "| case | " + " | ".join(PEER_LABELS[p] for p in peers) + " |",
+             "|---|" + "---|" * len(peers)]
+    for case in cases:
+        cells = [cell_of(results[case.name].get(peer)) for peer in peers]
+        lines.append(f"| {case.name} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def render(results: dict[str, dict[str, dict]], cases: list[Case], peers: list[str],
            header: str) -> str:
     """The markdown report: main table, memory table, crossed details, notes.
@@ -706,35 +717,24 @@ def render(results: dict[str, dict[str, dict]], cases: list[Case], peers: list[s
             f" | {ratio(rec.get('lme4'), base)} | {ratio(rec.get('mixedlm'), base)}"
             f" | {target_cell(case, base)} | {agreement_cell(rec)} |")
 
-    lines += ["", "Peak resident memory of each subprocess (interpreter, libraries and data"
-              " included; in brackets: the rise during the fits):", "",
-              "| case | " + " | ".join(PEER_LABELS[p] for p in peers) + " |",
-              "|---|" + "---|" * len(peers)]
-    for case in cases:
-        cells = []
-        for peer in peers:
-            record = results[case.name].get(peer)
-            if record is None or record["status"] == "skipped":
-                cells.append("—")
-            elif record["status"] != "ok":
-                cells.append(f"{fmt_mem(record['peak_rss_mb'])} ({record['status']})")
-            else:
-                rise = record["peak_rss_mb"] - record["rss_before_fit_mb"]
-                cells.append(f"{fmt_mem(record['peak_rss_mb'])} (+{fmt_mem(max(rise, 0))})")
-        lines.append(f"| {case.name} | " + " | ".join(cells) + " |")
+    def memory_cell(record: dict | None) -> str:
+        if record is None or record["status"] == "skipped":
+            return "—"
+        if record["status"] != "ok":
+            return f"{fmt_mem(record['peak_rss_mb'])} ({record['status']})"
+        rise = record["peak_rss_mb"] - record["rss_before_fit_mb"]
+        return f"{fmt_mem(record['peak_rss_mb'])} (+{fmt_mem(max(rise, 0))})"
 
-    lines += ["", "CPU time of one fit (median; user + system, all threads of the process)."
-              " Less sensitive than wall time to other jobs on the machine:", "",
-              "| case | " + " | ".join(PEER_LABELS[p] for p in peers) + " |",
-              "|---|" + "---|" * len(peers)]
-    for case in cases:
-        cells = []
-        for peer in peers:
-            record = results[case.name].get(peer)
-            ok = record is not None and record["status"] == "ok"
-            cells.append(fmt_time(record["median_cpu_s"]) if ok else "—")
-        lines.append(f"| {case.name} | " + " | ".join(cells) + " |")
+    def cpu_cell(record: dict | None) -> str:
+        ok = record is not None and record["status"] == "ok"
+        return fmt_time(record["median_cpu_s"]) if ok else "—"
 
+    lines += peer_table(results, cases, peers, memory_cell,
+                        "Peak resident memory of each subprocess (interpreter, libraries and"
+                        " data included; in brackets: the rise during the fits):")
+    lines += peer_table(results, cases, peers, cpu_cell,
+                        "CPU time of one fit (median; user + system, all threads of the"
+                        " process). Less sensitive than wall time to other jobs on the machine:")
     lines += ["", "crossed in detail (median of n fits; the derivative check is lme4's"
               " calc.derivs, on by default):", "",
               "| case | n | crossed | without check | check's cost | evaluations"
