@@ -1,18 +1,27 @@
-"""BLAS thread control.
+"""Thread control: BLAS threads and the one helper thread of the native engine.
 
 The engine runs many small dense factorisations; multi-threaded OpenBLAS spends more time
 synchronising than computing on them, and on a loaded 2-core machine a 260 x 260 Cholesky
 went from 0.3 ms (one thread) to 280 ms (two). Numerical code runs under one BLAS thread.
+
+Large dense factorisations (``engines/native/cholesky.py``) instead split their work between
+the calling thread and one helper thread, at points fixed by the matrix size, so results do
+not depend on whether the helper is used. It is used when at least two CPUs are available,
+unless turned off (:func:`use_helper_thread`; simulation workers running in parallel
+processes turn it off, as the processes already share the cores).
 """
 
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 
 from threadpoolctl import ThreadpoolController
 
 _CONTROLLER: ThreadpoolController | None = None
+_HELPER: ThreadPoolExecutor | None = None
+_HELPER_WANTED: bool | None = None
 
 
 def blas_threads(n: int | None) -> AbstractContextManager:
@@ -27,3 +36,38 @@ def blas_threads(n: int | None) -> AbstractContextManager:
 def single_blas_thread() -> AbstractContextManager:
     """Context manager limiting BLAS libraries to one thread."""
     return blas_threads(1)
+
+
+def available_cpus() -> int:
+    """CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def use_helper_thread(enabled: bool | None) -> None:
+    """Turn the native engine's helper thread on (True), off (False) or back to the default
+    (None: on when at least two CPUs are available). Results are the same either way."""
+    global _HELPER_WANTED
+    _HELPER_WANTED = enabled
+
+
+def helper_thread() -> ThreadPoolExecutor | None:
+    """The helper thread's executor, or None when it is not to be used."""
+    global _HELPER
+    wanted = _HELPER_WANTED if _HELPER_WANTED is not None else available_cpus() >= 2
+    if not wanted:
+        return None
+    if _HELPER is None:
+        _HELPER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="crossed-helper")
+    return _HELPER
+
+
+def _forget_helper() -> None:
+    """A forked child has no helper thread: make it start its own when needed."""
+    global _HELPER
+    _HELPER = None
+
+
+os.register_at_fork(after_in_child=_forget_helper)

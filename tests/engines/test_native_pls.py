@@ -14,7 +14,7 @@ import pytest
 
 import crossed
 from crossed.design import build_design
-from crossed.engines.native import sparse_map
+from crossed.engines.native import cholesky, sparse_map
 from crossed.engines.native.banded import BandedBlocks
 from crossed.engines.native.pls import PLS, profiled_deviance
 from crossed.formula.spec import parse
@@ -221,3 +221,25 @@ def test_sparse_support_assembly_matches_dense_formula(classed, monkeypatch):
             assert pls.objective(theta, reml) == pytest.approx(expected, rel=1e-10)
             assert profiled_deviance(pls.factor(theta), n, p, reml) == pytest.approx(
                 expected, rel=1e-10)
+
+
+def test_blocked_cholesky_matches_dense_formula(monkeypatch):
+    """The dense part factored by the blocked Cholesky (panels of 16 columns, the helper
+    thread taking part of each update; the last panels hold X and y and are solved by
+    dtrsm): the dense formula's criterion, and the solution of one LAPACK dpotrf call."""
+    design = build_design(parse("y ~ x + (1 | s) + (1 | d) + (1 | dept)"), _ratings())
+    pls = PLS(design.random.blocks, design.X, design.y)
+    assert pls.r >= 100
+    n, p = design.X.shape
+    thetas = _thetas(design)
+    lapack_solutions = [pls.solve(pls.factor(th)) for th in thetas]
+    monkeypatch.setattr(cholesky, "MIN_BLOCKED", 0)
+    monkeypatch.setattr(cholesky, "PANEL", 16)
+    for theta, (beta, u) in zip(thetas, lapack_solutions, strict=True):
+        f = pls.factor(theta)
+        assert profiled_deviance(f, n, p, True) == pytest.approx(
+            _dense_criterion(design, theta), rel=1e-10)
+        beta_b, u_b = pls.solve(f)
+        np.testing.assert_allclose(beta_b, beta, rtol=1e-10)
+        for a, b in zip(u_b, u, strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-8, atol=1e-10)

@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from crossed._threads import use_helper_thread
+
 Seed = int | np.random.Generator | np.random.SeedSequence | None
 
 BACKENDS = ("joblib", "dask")
@@ -63,6 +65,13 @@ def show_progress(progress: bool | None) -> bool:
 
 def _run_chunk(func: Callable, shared: Any, items: Sequence) -> list:
     return [func(shared, item) for item in items]
+
+
+def _run_chunk_in_worker(func: Callable, shared: Any, items: Sequence) -> list:
+    """A chunk in a worker process: the processes share the cores, so the engine's helper
+    thread is turned off (results are the same with or without it)."""
+    use_helper_thread(False)
+    return _run_chunk(func, shared, items)
 
 
 def _chunks(n: int, n_chunks: int) -> list[range]:
@@ -146,7 +155,7 @@ def _run_joblib(func, shared, items, workers, bar, chunk_size) -> list:
     chunks = _chunks(len(items), -(-len(items) // size))
     parallel = Parallel(n_jobs=workers, return_as="generator")
     out: list = []
-    for res in parallel(delayed(_run_chunk)(func, shared, [items[i] for i in c])
+    for res in parallel(delayed(_run_chunk_in_worker)(func, shared, [items[i] for i in c])
                         for c in chunks):
         out.extend(res)
         if bar is not None:
@@ -173,7 +182,8 @@ def _run_dask(func, shared, items, scheduler, bar, chunk_size) -> list:
         size = chunk_size or max(1, -(-len(items) // (4 * workers)))
         chunks = _chunks(len(items), -(-len(items) // size))
         shared_f = client.scatter(shared, broadcast=True)
-        futures = [client.submit(_run_chunk, func, shared_f, [items[i] for i in c], pure=False)
+        futures = [client.submit(_run_chunk_in_worker, func, shared_f, [items[i] for i in c],
+                                 pure=False)
                    for c in chunks]
         index = {f.key: k for k, f in enumerate(futures)}
         results: list = [None] * len(futures)

@@ -35,6 +35,7 @@ from scipy.linalg import blas, lapack
 
 from crossed.design.random import ReBlock
 from crossed.engines.native.banded import BandedBlocks
+from crossed.engines.native.cholesky import cholesky_lower
 from crossed.engines.native.sparse_map import SparseMap, build_sparse_map
 
 MAX_DENSE = 20000
@@ -322,7 +323,8 @@ class PLS:
             levels, _, block = self._groups[0]
             GA = (G[levels] @ block).reshape(-1, self.r)
             C = self.Arr - block.reshape(-1, self.r).T @ GA  # symmetric, row-major
-            return self._finish_schur(theta, C).T
+            return np.asfortranarray(self._finish_schur(theta, C).T)  # (copies only when
+            # the later blocks are not scalar: then the result is the full symmetric matrix)
         if single:
             return self._finish_schur(theta, blas.dsyrk(
                 -1.0, self._group_rows(self._groups[0], H), beta=1.0, c=self._Arr_F,
@@ -390,9 +392,8 @@ class PLS:
         chol, G, H, ld1, ok = self.first_block(theta)
         if not ok:
             return Factor(theta=theta, ok=False)
-        C = self.schur(theta, chol, G, H)
-        L, info = lapack.dpotrf(C, lower=1, clean=0, overwrite_a=1)
-        if info != 0:
+        L = self.schur(theta, chol, G, H)
+        if cholesky_lower(L, solve_from=self.r_rand) != 0:
             return Factor(theta=theta, ok=False)
         d = L.diagonal()
         rr = self.r_rand

@@ -1,0 +1,92 @@
+"""The blocked two-thread Cholesky of the PLS system's dense part (engines/native/cholesky.py).
+
+Checked against numpy's (LAPACK) Cholesky on matrices shaped like the engine's: I plus a
+positive semi-definite part, with fixed-effect-like columns of another scale at the end.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.linalg import lapack
+
+from crossed import _threads
+from crossed.engines.native import cholesky
+from crossed.engines.native.cholesky import cholesky_lower, split_point
+
+
+def _spd(n: int, seed: int = 0, p: int = 3) -> np.ndarray:
+    """I + BBᵀ on the first n - p rows and columns, then p columns of a larger scale."""
+    rng = np.random.default_rng(seed)
+    B = rng.normal(size=(n, n // 3)) * rng.uniform(0.1, 3.0, size=n)[:, None]
+    B[n - p:] *= 40.0
+    A = B @ B.T
+    A[np.diag_indices(n - p)] += 1.0
+    A[n - p:, n - p:] += np.eye(p)
+    return np.asfortranarray(A)
+
+
+@pytest.fixture(params=[True, False], ids=["helper", "no-helper"])
+def helper(request):
+    _threads.use_helper_thread(request.param)
+    yield request.param
+    _threads.use_helper_thread(None)
+
+
+@pytest.mark.parametrize("n", [400, 401, 577, 1000])
+@pytest.mark.parametrize("solve_from", [None, "p"])
+def test_matches_lapack(n, solve_from, helper):
+    A = _spd(n, seed=n)
+    expected = np.linalg.cholesky(A)
+    upper = np.triu(A, 1).copy()
+    F = A.copy(order="F")
+    assert cholesky_lower(F, solve_from=None if solve_from is None else n - 3) == 0
+    np.testing.assert_allclose(np.tril(F), expected, rtol=1e-11, atol=1e-11)
+    np.testing.assert_array_equal(np.triu(F, 1), upper)  # the upper triangle is not touched
+
+
+def test_helper_thread_does_not_change_a_bit():
+    A = _spd(700, seed=7)
+    out = []
+    for enabled in (False, True):
+        _threads.use_helper_thread(enabled)
+        F = A.copy(order="F")
+        assert cholesky_lower(F, solve_from=697) == 0
+        out.append(F)
+    _threads.use_helper_thread(None)
+    np.testing.assert_array_equal(out[0], out[1])
+
+
+@pytest.mark.parametrize("bad", [0, 5, 96, 97, 450, 699])
+def test_not_positive_definite_reports_lapacks_order(bad, helper):
+    """A leading minor that is not positive definite: the same info as LAPACK's dpotrf."""
+    A = _spd(700, seed=1)
+    A[bad, bad] = -1.0
+    _, expected = lapack.dpotrf(A.copy(order="F"), lower=1)
+    assert expected == bad + 1
+    assert cholesky_lower(A.copy(order="F")) == expected
+
+
+def test_small_panels_with_many_splits(monkeypatch, helper):
+    """Panels of 16 columns on a 300 x 300 matrix: twenty steps, most split with the helper."""
+    monkeypatch.setattr(cholesky, "MIN_BLOCKED", 0)
+    monkeypatch.setattr(cholesky, "PANEL", 16)
+    A = _spd(300, seed=3)
+    F = A.copy(order="F")
+    assert cholesky_lower(F, solve_from=297) == 0
+    np.testing.assert_allclose(np.tril(F), np.linalg.cholesky(A), rtol=1e-11, atol=1e-11)
+
+
+def test_split_balances_the_two_threads():
+    """The helper's share (b² per panel column) is about the caller's (a² + 2ab + panel)."""
+    n, e, w = 1145, 96, 96
+    s = split_point(n, e, w)
+    a, b = s - e, n - s
+    caller = a * a + 2 * a * b + (2 * w**3 / 3 + (n - e - w) * w * w) / w
+    assert b * b == pytest.approx(caller, rel=0.01)
+    assert split_point(400, 400 - 100, 96) == 400  # too little left to share
+
+
+def test_needs_fortran_order():
+    with pytest.raises(ValueError, match="Fortran"):
+        cholesky_lower(np.ascontiguousarray(_spd(500)[:, ::-1]))
