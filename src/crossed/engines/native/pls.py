@@ -187,6 +187,11 @@ class PLS:
         else:
             self._map = build_sparse_map(A1r, self.A11, self.Arr,
                                          support=self._rest_scalar and self.r_rand > 0)
+            if self._rest_scalar:  # each entry's scale s_i s_j as a position in θ̃ ⊗ θ̃,
+                # θ̃ = (θ, 1) (the X and y columns' index -1 is the appended 1)
+                k = 2 + max(int(b.theta_index.max()) for b in self.blocks)
+                a, b = self._scale_index[self._map.i] % k, self._scale_index[self._map.j] % k
+                self._scale_pair = a * k + b
 
     def _group_block(self, A1r: sp.csr_matrix, levels: np.ndarray, cols: np.ndarray
                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -348,7 +353,8 @@ class PLS:
             return self._finish_schur(theta, C.T) if self.r_rand else C.T
         # S (A_rr - W g) S with S diagonal and constant on each block
         s = self._scale_vector(theta)
-        scale = s[m.i] * s[m.j]
+        v = np.concatenate((theta, _ONE))
+        scale = np.multiply.outer(v, v).reshape(-1)[self._scale_pair]  # = s[m.i] * s[m.j]
         if m.arr is not None:  # A_rr and the update are sparse: C on their support
             C = np.zeros((r, r))
             C.reshape(-1)[m.rows] = (m.arr - update) * scale

@@ -15,12 +15,16 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from crossed._threads import helper_thread
+
 SUPPORT_FRACTION = 0.4
 """C is assembled on its support when that is at most this fraction of its upper triangle."""
 MAX_MARKED = 1 << 25
 """Distinct entries are found with a mark array up to this many positions, else by sorting."""
 MIN_CLASSED_LEVELS = 500
 """Levels are merged into classes of equal A_s from this many levels on."""
+SPLIT_NNZ = 200_000
+"""From this many nonzeros on, W's product is shared with the helper thread."""
 
 
 @dataclass(frozen=True)
@@ -48,10 +52,20 @@ class SparseMap:
     j: np.ndarray
     arr: np.ndarray | None
     rep: np.ndarray
+    halves: tuple[sp.csr_matrix, sp.csr_matrix] | None = None
+    """W's rows in two parts of about equal nonzeros (from ``SPLIT_NNZ`` on), multiplied
+    at the same time by the caller and the helper thread."""
 
     def update(self, G: np.ndarray) -> np.ndarray:
         """The update's entries at ``rows`` from the per-level G (ℓ₁, q₁, q₁)."""
-        return self.W @ G[self.rep].transpose(1, 2, 0).reshape(-1)
+        g = G[self.rep].transpose(1, 2, 0).reshape(-1)
+        pool = helper_thread() if self.halves is not None else None
+        if pool is None:
+            return self.W @ g
+        top, bottom = self.halves
+        job = pool.submit(bottom.__matmul__, g)
+        first = top @ g
+        return np.concatenate((first, job.result()))
 
 
 def build_sparse_map(A1r: sp.csr_matrix, A11: np.ndarray, Arr: np.ndarray,
@@ -107,7 +121,11 @@ def build_sparse_map(A1r: sp.csr_matrix, A11: np.ndarray, Arr: np.ndarray,
     else:
         W = sp.csr_matrix((vals, (row_of, gcol)), shape=shape)
         W.sum_duplicates()
-    return SparseMap(W=W, rows=rows, i=rows // r, j=rows % r, arr=arr, rep=rep)
+    halves = None
+    if sp.issparse(W) and W.nnz >= SPLIT_NNZ:
+        mid = int(np.searchsorted(W.indptr, W.nnz // 2))
+        halves = (W[:mid], W[mid:])
+    return SparseMap(W=W, rows=rows, i=rows // r, j=rows % r, arr=arr, rep=rep, halves=halves)
 
 
 class _Marker:
