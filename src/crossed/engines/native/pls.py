@@ -346,24 +346,35 @@ class PLS:
         its transpose, a Fortran-order view whose lower triangle is that upper one."""
         r = self.r
         m = self._map
-        update = m.update(G)
-        if not self._rest_scalar or self.r_rand == 0:  # (no later blocks: S = I)
-            C = self.Arr.copy()
-            C.reshape(-1)[m.rows] -= update
-            return self._finish_schur(theta, C.T) if self.r_rand else C.T
-        # S (A_rr - W g) S with S diagonal and constant on each block
-        s = self._scale_vector(theta)
-        v = np.concatenate((theta, _ONE))
-        scale = np.multiply.outer(v, v).reshape(-1)[self._scale_pair]  # = s[m.i] * s[m.j]
-        if m.arr is not None:  # A_rr and the update are sparse: C on their support
+        if self._rest_scalar and self.r_rand and m.arr is not None:
+            # A_rr and the update are sparse: C = S (A_rr - W g) S on their support alone,
+            # each part of W's rows written by its thread
             C = np.zeros((r, r))
-            C.reshape(-1)[m.rows] = (m.arr - update) * scale
-        else:  # copy-and-scale A_rr block by block (upper block pairs), subtract the update
+            flat = C.reshape(-1)
+            g = m.g_vector(G)
+            v = np.concatenate((theta, _ONE))
+            table = np.multiply.outer(v, v).reshape(-1)  # s_i s_j = table[pair]
+
+            def assemble(lo: int, hi: int, W: sp.csr_matrix) -> None:
+                vals = m.arr[lo:hi] - W @ g
+                vals *= table[self._scale_pair[lo:hi]]
+                flat[m.rows[lo:hi]] = vals
+
+            m.each_part(assemble)
+        else:
+            update = m.update(G)
+            if not self._rest_scalar or self.r_rand == 0:  # (no later blocks: S = I)
+                C = self.Arr.copy()
+                C.reshape(-1)[m.rows] -= update
+                return self._finish_schur(theta, C.T) if self.r_rand else C.T
+            # S (A_rr - W g) S with S diagonal and constant on each block: copy-and-scale
+            # A_rr block by block (upper block pairs), subtract the scaled update
+            s = self._scale_vector(theta)
             C = np.empty((r, r))
             for i, (a0, a1) in enumerate(self._scalar_ranges):
                 for b0, b1 in self._scalar_ranges[i:]:
                     np.multiply(self.Arr[a0:a1, b0:b1], s[a0] * s[b0], out=C[a0:a1, b0:b1])
-            update *= scale
+            update *= s[m.i] * s[m.j]
             C.reshape(-1)[m.rows] -= update
         idx = self._diag_rand
         C[idx, idx] += 1.0

@@ -10,12 +10,16 @@ column per entry of G.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import scipy.sparse as sp
 
 from crossed._threads import helper_thread
+
+T = TypeVar("T")
 
 SUPPORT_FRACTION = 0.4
 """C is assembled on its support when that is at most this fraction of its upper triangle."""
@@ -52,20 +56,27 @@ class SparseMap:
     j: np.ndarray
     arr: np.ndarray | None
     rep: np.ndarray
-    halves: tuple[sp.csr_matrix, sp.csr_matrix] | None = None
-    """W's rows in two parts of about equal nonzeros (from ``SPLIT_NNZ`` on), multiplied
-    at the same time by the caller and the helper thread."""
+    parts: tuple[tuple[int, int, np.ndarray | sp.csr_matrix], ...] = ()
+    """W's rows in parts (lo, hi, W[lo:hi]): one, or two of about equal nonzeros from
+    ``SPLIT_NNZ`` on, which :meth:`each_part` hands to the caller and the helper thread."""
+
+    def g_vector(self, G: np.ndarray) -> np.ndarray:
+        """W's argument: G's entries per class, entry-major, from the per-level G."""
+        return G[self.rep].transpose(1, 2, 0).reshape(-1)
+
+    def each_part(self, fn: Callable[[int, int, np.ndarray | sp.csr_matrix], T]) -> list[T]:
+        """``fn(lo, hi, W[lo:hi])`` for each part of W's rows, the last on the helper thread
+        when there are two and it is available (the rows' results do not depend on it)."""
+        pool = helper_thread() if len(self.parts) > 1 else None
+        if pool is None:
+            return [fn(*part) for part in self.parts]
+        job = pool.submit(fn, *self.parts[-1])
+        return [fn(*part) for part in self.parts[:-1]] + [job.result()]
 
     def update(self, G: np.ndarray) -> np.ndarray:
         """The update's entries at ``rows`` from the per-level G (ℓ₁, q₁, q₁)."""
-        g = G[self.rep].transpose(1, 2, 0).reshape(-1)
-        pool = helper_thread() if self.halves is not None else None
-        if pool is None:
-            return self.W @ g
-        top, bottom = self.halves
-        job = pool.submit(bottom.__matmul__, g)
-        first = top @ g
-        return np.concatenate((first, job.result()))
+        g = self.g_vector(G)
+        return np.concatenate(self.each_part(lambda lo, hi, W: W @ g))
 
 
 def build_sparse_map(A1r: sp.csr_matrix, A11: np.ndarray, Arr: np.ndarray,
@@ -121,11 +132,11 @@ def build_sparse_map(A1r: sp.csr_matrix, A11: np.ndarray, Arr: np.ndarray,
     else:
         W = sp.csr_matrix((vals, (row_of, gcol)), shape=shape)
         W.sum_duplicates()
-    halves = None
+    parts: tuple = ((0, len(rows), W),)
     if sp.issparse(W) and W.nnz >= SPLIT_NNZ:
         mid = int(np.searchsorted(W.indptr, W.nnz // 2))
-        halves = (W[:mid], W[mid:])
-    return SparseMap(W=W, rows=rows, i=rows // r, j=rows % r, arr=arr, rep=rep, halves=halves)
+        parts = ((0, mid, W[:mid]), (mid, len(rows), W[mid:]))
+    return SparseMap(W=W, rows=rows, i=rows // r, j=rows % r, arr=arr, rep=rep, parts=parts)
 
 
 class _Marker:
