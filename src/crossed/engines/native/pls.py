@@ -219,6 +219,9 @@ class PLS:
         P = self._Z1tZr
         if P is None:
             pattern = sp.csr_matrix((l1, 0))
+        elif q == 1:  # one row per level already
+            P.sum_duplicates()  # (also sorts the indices; the matrix is unchanged)
+            pattern = P
         else:  # the columns each level's q rows touch, one row per level
             rows = np.arange(l1 * q)
             agg = sp.csr_matrix((np.ones(l1 * q), (rows // q, rows)), shape=(l1, l1 * q))

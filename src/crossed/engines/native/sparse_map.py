@@ -27,6 +27,9 @@ MAX_MARKED = 1 << 25
 """Distinct entries are found with a mark array up to this many positions, else by sorting."""
 MIN_CLASSED_LEVELS = 500
 """Levels are merged into classes of equal A_s from this many levels on."""
+MAX_BINNED = 1 << 24
+"""W is summed in one dense array of bins up to this many entries (x 8 bytes), else through
+scipy's COO to CSR conversion (several times slower)."""
 SPLIT_NNZ = 200_000
 """From this many nonzeros on, W's product is shared with the helper thread."""
 
@@ -93,14 +96,24 @@ def build_sparse_map(A1r: sp.csr_matrix, A11: np.ndarray, Arr: np.ndarray,
     row_of_entry = np.repeat(np.arange(l1 * q), np.diff(indptr))
     a_of_entry = row_of_entry % q
     level_of_entry = row_of_entry // q
-    # every pair (e1, e2) of entries in the same level's rows: e1 repeated m times
-    m_e = m[level_of_entry]
-    e1 = np.repeat(np.arange(len(row_of_entry)), m_e)
-    first = np.cumsum(m_e) - m_e
-    e2 = np.arange(len(e1)) - np.repeat(first - lev_start[level_of_entry], m_e)
-    c1, c2 = A1r.indices[e1], A1r.indices[e2]
-    keep = c1 >= c2
-    e1, e2, c1, c2 = e1[keep], e2[keep], c1[keep], c2[keep]
+    # every pair (e1, e2) of entries in the same level's rows with column c1 >= c2: e1
+    # repeated m times (q = 1: a level's entries are sorted by column, so e2 runs from the
+    # level's first entry to e1 itself)
+    ne = len(row_of_entry)
+    if q == 1:
+        reps = np.arange(ne) - lev_start[level_of_entry] + 1
+        e1 = np.repeat(np.arange(ne), reps)
+        first = np.cumsum(reps) - reps
+        e2 = np.arange(len(e1)) - np.repeat(first - lev_start[level_of_entry], reps)
+        c1, c2 = A1r.indices[e1], A1r.indices[e2]
+    else:
+        m_e = m[level_of_entry]
+        e1 = np.repeat(np.arange(ne), m_e)
+        first = np.cumsum(m_e) - m_e
+        e2 = np.arange(len(e1)) - np.repeat(first - lev_start[level_of_entry], m_e)
+        c1, c2 = A1r.indices[e1], A1r.indices[e2]
+        keep = c1 >= c2
+        e1, e2, c1, c2 = e1[keep], e2[keep], c1[keep], c2[keep]
     level = level_of_entry[e1]
     vals = A1r.data[e1] * A1r.data[e2]
     # W's columns: G's entries per class of levels with equal A_s, entry-major ((a, b) of
@@ -129,6 +142,13 @@ def build_sparse_map(A1r: sp.csr_matrix, A11: np.ndarray, Arr: np.ndarray,
     if shape[0] * shape[1] <= 50_000:  # small: dense (no sparse-product call overhead)
         W = np.zeros(shape)
         np.add.at(W, (row_of, gcol), vals)
+    elif shape[0] * shape[1] <= MAX_BINNED:  # sum the products per (row, column) by bins
+        key = row_of * shape[1] + gcol
+        dense = np.bincount(key, weights=vals, minlength=shape[0] * shape[1])
+        nz = np.flatnonzero(dense)
+        counts = np.bincount(nz // shape[1], minlength=shape[0])
+        indptr_w = np.concatenate(([0], np.cumsum(counts)))
+        W = sp.csr_matrix((dense[nz], nz % shape[1], indptr_w), shape=shape)
     else:
         W = sp.csr_matrix((vals, (row_of, gcol)), shape=shape)
         W.sum_duplicates()
