@@ -243,3 +243,26 @@ def test_blocked_cholesky_matches_dense_formula(monkeypatch):
         np.testing.assert_allclose(beta_b, beta, rtol=1e-10)
         for a, b in zip(u_b, u, strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-8, atol=1e-10)
+
+
+def test_fit_factors_each_theta_once(monkeypatch):
+    """The optimiser's best factorisation is the fit's: PLS.factor runs once per BOBYQA
+    evaluation and once per point of the derivative check (2k + 2k(k - 1) for k theta),
+    and the result is the one a fresh factorisation gives."""
+    calls = []
+    factor = PLS.factor
+
+    def counting(self, theta):
+        calls.append(np.array(theta))
+        return factor(self, theta)
+
+    monkeypatch.setattr(PLS, "factor", counting)
+    formula = "y ~ x + (1 | d) + (1 | s)"
+    design = build_design(parse(formula), _ratings())
+    fit = crossed.lmer(formula, _ratings())
+    assert not fit.is_singular  # (singular fits skip the derivative check)
+    k = len(fit.theta)
+    assert len(calls) == fit.opt.feval + 2 * k + 2 * k * (k - 1)
+    fresh = factor(PLS(design.random.blocks, design.X, design.y), fit.theta)
+    n, p = design.X.shape
+    assert fit.deviance == profiled_deviance(fresh, n, p, True)

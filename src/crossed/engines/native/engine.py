@@ -64,14 +64,27 @@ def fit_pls(design: Design, pls: PLS, reml: bool, control: LmerControl,
     def crit(theta: np.ndarray) -> float:
         return pls.objective(theta, reml)
 
-    opt = bobyqa(crit, design.random.theta_start(pls.y), design.random.theta_lower, control)
+    best: list = [np.inf, None]  # the optimiser's best value and its factorisation
+
+    def crit_keeping_best(theta: np.ndarray) -> float:
+        f = pls.factor(np.array(theta, dtype=float))  # (a copy: NLopt reuses its array)
+        value = profiled_deviance(f, n, p, reml)
+        if value < best[0]:
+            best[:] = [value, f]
+        return value
+
+    t_opt = time.perf_counter()
+    opt = bobyqa(crit_keeping_best, design.random.theta_start(pls.y),
+                 design.random.theta_lower, control)
+    per_eval = (time.perf_counter() - t_opt) / max(opt.feval, 1)
     theta = opt.theta_final.copy()
-    t_eval = time.perf_counter()
-    f = pls.factor(theta)
+    f = best[1]
+    if f is None or not np.array_equal(f.theta, theta):  # (NLopt returns its best point)
+        f = pls.factor(theta)
     dev = profiled_deviance(f, n, p, reml)
     # the derivative check's evaluations on two threads when one takes long enough to repay
     # the hand-over (the values are the same either way)
-    many = _on_two_threads(crit) if time.perf_counter() - t_eval > PARALLEL_EVAL_S else None
+    many = _on_two_threads(crit) if per_eval > PARALLEL_EVAL_S else None
     return finish_fit(design, pls, f, theta, dev, reml, "native", opt, control, t0, data_name,
                       crit, many)
 
