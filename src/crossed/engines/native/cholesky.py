@@ -159,8 +159,7 @@ def cholesky_lower(A: np.ndarray, solve_from: int | None = None) -> int:
     if not (A.flags.f_contiguous and A.dtype == np.float64 and A.shape == (n, n)):
         raise ValueError("cholesky_lower needs a square float64 array in Fortran order")
     if n < MIN_BLOCKED or not AVAILABLE:
-        _, info = lapack.dpotrf(A, lower=1, clean=0, overwrite_a=1)
-        return int(info)
+        return lapack.dpotrf(A, lower=1, clean=0, overwrite_a=1)[1]
     state = _Blocked(A, n if solve_from is None else solve_from)
     pool = helper_thread()
     info = state.panel(0, PANEL)

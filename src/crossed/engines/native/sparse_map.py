@@ -79,6 +79,8 @@ class SparseMap:
     def update(self, G: np.ndarray) -> np.ndarray:
         """The update's entries at ``rows`` from the per-level G (ℓ₁, q₁, q₁)."""
         g = self.g_vector(G)
+        if len(self.parts) == 1:
+            return self.W @ g
         return np.concatenate(self.each_part(lambda lo, hi, W: W @ g))
 
 
