@@ -157,8 +157,15 @@ def build_sparse_map(A1r: sp.csr_matrix, A11: np.ndarray, Arr: np.ndarray,
     parts: tuple = ((0, len(rows), W),)
     if sp.issparse(W) and W.nnz >= SPLIT_NNZ:
         mid = int(np.searchsorted(W.indptr, W.nnz // 2))
-        parts = ((0, mid, W[:mid]), (mid, len(rows), W[mid:]))
+        parts = ((0, mid, _row_slice(W, 0, mid)), (mid, len(rows), _row_slice(W, mid, len(rows))))
     return SparseMap(W=W, rows=rows, i=rows // r, j=rows % r, arr=arr, rep=rep, parts=parts)
+
+
+def _row_slice(W: sp.csr_matrix, lo: int, hi: int) -> sp.csr_matrix:
+    """Rows lo:hi of a canonical CSR matrix, sharing its data and indices (no copy)."""
+    a, b = W.indptr[lo], W.indptr[hi]
+    return sp.csr_matrix((W.data[a:b], W.indices[a:b], W.indptr[lo:hi + 1] - a),
+                         shape=(hi - lo, W.shape[1]), copy=False)
 
 
 class _Marker:
