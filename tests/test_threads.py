@@ -1,60 +1,42 @@
-"""Thread control (_threads.py): the native engine's helper thread and its uses."""
+"""Thread control (_threads.py): the native engine's helper thread."""
 
 from __future__ import annotations
 
-import threading
+import os
 
-import numpy as np
 import pytest
 
 from crossed import _threads
-from crossed.engines.native.optimize import derivatives
 
 
-@pytest.fixture
-def helper_on():
-    _threads.use_helper_thread(True)
+@pytest.fixture(autouse=True)
+def default_helper():
     yield
     _threads.use_helper_thread(None)
 
 
-def test_map_on_two_threads_keeps_order_and_does_not_nest(helper_on):
-    seen = []
-
-    def fn(x):
-        seen.append((threading.current_thread().name, _threads.helper_thread()))
-        return x * x
-
-    assert _threads.map_on_two_threads(fn, list(range(7))) == [x * x for x in range(7)]
-    names = {name for name, _ in seen}
-    assert len(names) == 2  # the caller and the helper
-    assert all(pool is None for _, pool in seen)  # neither hands work on inside fn
-    assert _threads.helper_thread() is not None  # and the caller may use it again
-
-
-def test_helper_can_be_turned_off():
+def test_helper_on_off_and_default():
+    _threads.use_helper_thread(True)
+    pool = _threads.helper_thread()
+    assert pool is not None and pool.submit(lambda: 3).result() == 3
+    assert _threads.helper_thread() is pool  # one helper for the process
     _threads.use_helper_thread(False)
-    try:
-        assert _threads.helper_thread() is None
-        names = set()
-        _threads.map_on_two_threads(lambda x: names.add(threading.current_thread().name),
-                                    [1, 2, 3])
-        assert names == {threading.current_thread().name}
-    finally:
-        _threads.use_helper_thread(None)
+    assert _threads.helper_thread() is None
+    _threads.use_helper_thread(None)  # default: on with at least two CPUs
+    assert (_threads.helper_thread() is not None) == (_threads.available_cpus() >= 2)
 
 
-def test_derivatives_the_same_on_two_threads(helper_on):
-    """lme4's deriv12 points evaluated two at a time: the same gradient and Hessian."""
-    def fun(x):
-        return float(np.sum(x**4) + x[0] * x[1] - np.prod(np.cos(x)))
-
-    x = np.array([0.3, -0.2, 1.1])
-    free = np.ones(3, dtype=bool)
-    g1, H1 = derivatives(fun, x, free, fun(x))
-    g2, H2 = derivatives(fun, x, free, fun(x),
-                         evaluate=lambda pts: _threads.map_on_two_threads(fun, pts))
-    np.testing.assert_array_equal(g1, g2)
-    np.testing.assert_array_equal(H1, H2)
-    expected_g = 4 * x**3 + np.array([x[1], x[0], 0.0]) + np.sin(x) * np.prod(np.cos(x)) / np.cos(x)
-    np.testing.assert_allclose(g1, expected_g, rtol=1e-6)
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_forked_child_starts_its_own_helper():
+    """A forked child inherits no thread: it must not submit to the parent's executor."""
+    _threads.use_helper_thread(True)
+    assert _threads.helper_thread().submit(lambda: 1).result() == 1
+    pid = os.fork()
+    if pid == 0:  # child: a fresh helper that runs work, else exit code 1
+        try:
+            ok = _threads.helper_thread().submit(lambda: 2).result(timeout=10) == 2
+        except Exception:
+            ok = False
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

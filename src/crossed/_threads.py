@@ -14,20 +14,14 @@ processes turn it off, as the processes already share the cores).
 from __future__ import annotations
 
 import os
-import threading
-from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
-from typing import TypeVar
 
 from threadpoolctl import ThreadpoolController
 
 _CONTROLLER: ThreadpoolController | None = None
 _HELPER: ThreadPoolExecutor | None = None
 _HELPER_WANTED: bool | None = None
-_LOCAL = threading.local()
-T = TypeVar("T")
-R = TypeVar("R")
 
 
 def blas_threads(n: int | None) -> AbstractContextManager:
@@ -60,35 +54,14 @@ def use_helper_thread(enabled: bool | None) -> None:
 
 
 def helper_thread() -> ThreadPoolExecutor | None:
-    """The helper thread's executor, or None when it is not to be used (by this thread)."""
+    """The helper thread's executor, or None when it is not to be used."""
     global _HELPER
     wanted = _HELPER_WANTED if _HELPER_WANTED is not None else available_cpus() >= 2
-    if not wanted or getattr(_LOCAL, "busy", False):
+    if not wanted:
         return None
     if _HELPER is None:
         _HELPER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="crossed-helper")
     return _HELPER
-
-
-def map_on_two_threads(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
-    """``[fn(x) for x in items]``, the second half on the helper thread when it is available.
-
-    Inside ``fn`` neither thread hands work to the helper (each is busy with its own half).
-    """
-    pool = helper_thread()
-    if pool is None or len(items) < 2:
-        return [fn(x) for x in items]
-
-    def run(chunk: Sequence[T]) -> list[R]:
-        _LOCAL.busy = True
-        try:
-            return [fn(x) for x in chunk]
-        finally:
-            _LOCAL.busy = False
-
-    half = (len(items) + 1) // 2
-    job = pool.submit(run, items[half:])
-    return run(items[:half]) + job.result()
 
 
 def _forget_helper() -> None:

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from crossed._threads import map_on_two_threads, single_blas_thread
+from crossed._threads import single_blas_thread
 from crossed.design import Design
 from crossed.engines.native.optimize import (
     LmerControl,
@@ -19,10 +19,6 @@ from crossed.engines.native.optimize import (
 )
 from crossed.engines.native.pls import PLS, profiled_deviance
 from crossed.fit import LmerFit
-
-PARALLEL_EVAL_S = 0.002
-"""Criterion evaluations taking longer than this (seconds) are run two at a time where
-several are independent (the derivative check)."""
 
 
 class ConvergenceWarning(UserWarning):
@@ -73,29 +69,20 @@ def fit_pls(design: Design, pls: PLS, reml: bool, control: LmerControl,
             best[:] = [value, f]
         return value
 
-    t_opt = time.perf_counter()
     opt = bobyqa(crit_keeping_best, design.random.theta_start(pls.y),
                  design.random.theta_lower, control)
-    per_eval = (time.perf_counter() - t_opt) / max(opt.feval, 1)
     theta = opt.theta_final.copy()
     f = best[1]
     if f is None or not np.array_equal(f.theta, theta):  # (NLopt returns its best point)
         f = pls.factor(theta)
     dev = profiled_deviance(f, n, p, reml)
-    # the derivative check's evaluations on two threads when one takes long enough to repay
-    # the hand-over (the values are the same either way)
-    many = _on_two_threads(crit) if per_eval > PARALLEL_EVAL_S else None
     return finish_fit(design, pls, f, theta, dev, reml, "native", opt, control, t0, data_name,
-                      crit, many)
-
-
-def _on_two_threads(crit):
-    return lambda points: map_on_two_threads(crit, points)
+                      crit)
 
 
 def finish_fit(design: Design, pls: PLS, f, theta: np.ndarray, dev: float, reml: bool,
                engine: str, opt: OptSummary | None, control: LmerControl, t0: float,
-               data_name: str, crit=None, crit_many=None) -> LmerFit:
+               data_name: str, crit=None) -> LmerFit:
     """Solve for β, u, σ and vcov at ``theta``, run the checks and build the result."""
     n, p = design.X.shape
     messages: list[str] = []
@@ -115,7 +102,7 @@ def finish_fit(design: Design, pls: PLS, f, theta: np.ndarray, dev: float, reml:
         # lme4 skips the gradient and Hessian checks of singular fits
         if control.check_conv and crit is not None and not singular:
             free = np.ones(len(theta), dtype=bool)
-            g, H = derivatives(crit, theta, free, dev, evaluate=crit_many)
+            g, H = derivatives(crit, theta, free, dev)
             conv_msgs = check_convergence(g, H, control.conv_tol)
             opt = replace(opt, gradient=g, hessian=H, free=free)
             if any("converge" in m or "scaled gradient" in m for m in conv_msgs):

@@ -119,14 +119,8 @@ def bobyqa(fun: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.ndarray
 
 
 def derivatives(fun: Callable[[np.ndarray], float], x: np.ndarray, free: np.ndarray,
-                fx: float, delta: float = 1e-4,
-                evaluate: Callable[[list[np.ndarray]], list[float]] | None = None,
-                ) -> tuple[np.ndarray, np.ndarray]:
-    """Central-difference gradient and Hessian over the ``free`` coordinates (lme4's deriv12).
-
-    ``evaluate`` computes ``fun`` at a list of points (default: one after the other); the
-    points are independent, so the engine evaluates them on two threads for large models.
-    """
+                fx: float, delta: float = 1e-4) -> tuple[np.ndarray, np.ndarray]:
+    """Central-difference gradient and Hessian over the ``free`` coordinates (lme4's deriv12)."""
     idx = np.flatnonzero(free)
     m = len(idx)
     points: list[np.ndarray] = []
@@ -139,7 +133,7 @@ def derivatives(fun: Callable[[np.ndarray], float], x: np.ndarray, free: np.ndar
                 points.append(x.copy())
                 points[-1][i] += si * delta
                 points[-1][idx[b]] += sj * delta
-    values = iter(evaluate(points) if evaluate is not None else [fun(p) for p in points])
+    values = iter([fun(p) for p in points])
     g = np.zeros(m)
     H = np.zeros((m, m))
     for a in range(m):
