@@ -40,3 +40,10 @@ def test_forked_child_starts_its_own_helper():
         os._exit(0 if ok else 1)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_environment_variable_turns_the_helper_off(monkeypatch):
+    monkeypatch.setenv("CROSSED_HELPER_THREAD", "0")
+    assert _threads.helper_thread() is None
+    _threads.use_helper_thread(True)  # an explicit choice wins
+    assert _threads.helper_thread() is not None

@@ -4,11 +4,13 @@ The engine runs many small dense factorisations; multi-threaded OpenBLAS spends 
 synchronising than computing on them, and on a loaded 2-core machine a 260 x 260 Cholesky
 went from 0.3 ms (one thread) to 280 ms (two). Numerical code runs under one BLAS thread.
 
-Large dense factorisations (``engines/native/cholesky.py``) instead split their work between
-the calling thread and one helper thread, at points fixed by the matrix size, so results do
-not depend on whether the helper is used. It is used when at least two CPUs are available,
-unless turned off (:func:`use_helper_thread`; simulation workers running in parallel
-processes turn it off, as the processes already share the cores).
+Large dense factorisations and sparse Schur updates (``engines/native/cholesky.py``,
+``sparse_map.py``) instead split their work between the calling thread and one helper
+thread, at points fixed by the problem's size, so results do not depend on whether the
+helper is used. It is used when at least two CPUs are available,
+unless turned off (environment variable ``CROSSED_HELPER_THREAD=0``, or
+:func:`use_helper_thread`; simulation workers running in parallel processes turn it off, as
+the processes already share the cores).
 """
 
 from __future__ import annotations
@@ -54,9 +56,16 @@ def use_helper_thread(enabled: bool | None) -> None:
 
 
 def helper_thread() -> ThreadPoolExecutor | None:
-    """The helper thread's executor, or None when it is not to be used."""
+    """The helper thread's executor, or None when it is not to be used.
+
+    Default: used when at least two CPUs are available and the environment variable
+    ``CROSSED_HELPER_THREAD`` is not ``0``; :func:`use_helper_thread` overrides both.
+    """
     global _HELPER
-    wanted = _HELPER_WANTED if _HELPER_WANTED is not None else available_cpus() >= 2
+    wanted = _HELPER_WANTED
+    if wanted is None:
+        wanted = (available_cpus() >= 2
+                  and os.environ.get("CROSSED_HELPER_THREAD", "1").strip() != "0")
     if not wanted:
         return None
     if _HELPER is None:
