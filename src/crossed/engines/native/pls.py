@@ -20,8 +20,8 @@ family touch only that family's columns), or as a fixed sparse linear map of G's
 (``W``, built once in ``sparse_map.py``), whichever costs fewer operations for the
 design. The B_s are factored in closed form for q₁ ≤ 2 and as one banded matrix for q₁ > 2
 (``banded.py``). An evaluation costs that update, the first block's factorisation and one
-dense Cholesky of size r (assembled on its nonzeros alone when they are few). Z is never
-formed densely.
+dense Cholesky of size r (assembled on its nonzeros alone when they are few; blocked and
+shared with a helper thread when large, ``cholesky.py``). Z is never formed densely.
 """
 
 from __future__ import annotations
