@@ -223,18 +223,26 @@ def test_sparse_support_assembly_matches_dense_formula(classed, monkeypatch):
                 expected, rel=1e-10)
 
 
-def test_blocked_cholesky_matches_dense_formula(monkeypatch):
-    """The dense part factored by the blocked Cholesky (panels of 16 columns, the helper
-    thread taking part of each update; the last panels hold X and y and are solved by
-    dtrsm): the dense formula's criterion, and the solution of one LAPACK dpotrf call."""
-    design = build_design(parse("y ~ x + (1 | s) + (1 | d) + (1 | dept)"), _ratings())
+@pytest.mark.parametrize("case", ["ratings", "slope on the rest"])
+def test_blocked_cholesky_matches_dense_formula(case, monkeypatch):
+    """The dense part factored by the blocked Cholesky (small panels, the helper thread
+    taking part of each update; the last panels hold X and y and are solved by dtrsm): the
+    dense formula's criterion, and the solution of one LAPACK dpotrf call. "slope on the
+    rest": a correlated slope on the later factor (C is assembled as a full matrix)."""
+    if case == "ratings":
+        design = build_design(parse("y ~ x + (1 | s) + (1 | d) + (1 | dept)"), _ratings())
+        panel, min_split = 16, 64
+    else:
+        design = _design(FORMULAS["q1 = 3, slope on the rest"])
+        panel, min_split = 3, 2
     pls = PLS(design.random.blocks, design.X, design.y)
-    assert pls.r >= 100
+    assert pls.r >= 4 * panel
     n, p = design.X.shape
     thetas = _thetas(design)
     lapack_solutions = [pls.solve(pls.factor(th)) for th in thetas]
     monkeypatch.setattr(cholesky, "MIN_BLOCKED", 0)
-    monkeypatch.setattr(cholesky, "PANEL", 16)
+    monkeypatch.setattr(cholesky, "PANEL", panel)
+    monkeypatch.setattr(cholesky, "MIN_SPLIT", min_split)
     for theta, (beta, u) in zip(thetas, lapack_solutions, strict=True):
         f = pls.factor(theta)
         assert profiled_deviance(f, n, p, True) == pytest.approx(
