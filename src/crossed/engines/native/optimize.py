@@ -123,26 +123,25 @@ def derivatives(fun: Callable[[np.ndarray], float], x: np.ndarray, free: np.ndar
     """Central-difference gradient and Hessian over the ``free`` coordinates (lme4's deriv12)."""
     idx = np.flatnonzero(free)
     m = len(idx)
-    points: list[np.ndarray] = []
-    for a, i in enumerate(idx):
-        for si in (1, -1):
-            points.append(x.copy())
-            points[-1][i] += si * delta
-        for b in range(a):
-            for si, sj in ((1, 1), (1, -1), (-1, 1), (-1, -1)):
-                points.append(x.copy())
-                points[-1][i] += si * delta
-                points[-1][idx[b]] += sj * delta
-    values = iter([fun(p) for p in points])
     g = np.zeros(m)
     H = np.zeros((m, m))
-    for a in range(m):
-        plus, minus = next(values), next(values)
-        g[a] = (plus - minus) / (2 * delta)
-        H[a, a] = (plus - 2 * fx + minus) / delta**2
+    plus, minus = np.zeros(m), np.zeros(m)
+    for a, i in enumerate(idx):
+        xp, xm = x.copy(), x.copy()
+        xp[i] += delta
+        xm[i] -= delta
+        plus[a], minus[a] = fun(xp), fun(xm)
+        g[a] = (plus[a] - minus[a]) / (2 * delta)
+        H[a, a] = (plus[a] - 2 * fx + minus[a]) / delta**2
         for b in range(a):
-            pp, pm, mp, mm = (next(values) for _ in range(4))
-            H[a, b] = H[b, a] = (pp - pm - mp + mm) / (4 * delta**2)
+            j = idx[b]
+            vals = []
+            for si, sj in ((1, 1), (1, -1), (-1, 1), (-1, -1)):
+                xx = x.copy()
+                xx[i] += si * delta
+                xx[j] += sj * delta
+                vals.append(fun(xx))
+            H[a, b] = H[b, a] = (vals[0] - vals[1] - vals[2] + vals[3]) / (4 * delta**2)
     return g, H
 
 
