@@ -90,3 +90,16 @@ def test_split_balances_the_two_threads():
 def test_needs_fortran_order():
     with pytest.raises(ValueError, match="Fortran"):
         cholesky_lower(np.ascontiguousarray(_spd(500)[:, ::-1]))
+
+
+def test_falls_back_to_lapack_without_scipys_pointers(monkeypatch):
+    """Where scipy's BLAS pointers are not usable, one dpotrf call does the work."""
+    assert cholesky.AVAILABLE  # (they are, with the scipy this project pins)
+    monkeypatch.setattr(cholesky, "AVAILABLE", False)
+    A = _spd(450, seed=5)
+    F = A.copy(order="F")
+    assert cholesky_lower(F) == 0
+    np.testing.assert_allclose(np.tril(F), np.linalg.cholesky(A), rtol=1e-11, atol=1e-11)
+    bad = A.copy(order="F")
+    bad[100, 100] = -1.0
+    assert cholesky_lower(bad) == 101

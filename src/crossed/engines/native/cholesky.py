@@ -41,14 +41,22 @@ MIN_SPLIT = 64
 
 
 def _routine(module: object, name: str, nargs: int) -> ctypes._CFuncPtr:
-    """A scipy BLAS/LAPACK routine as a ctypes function of ``nargs`` pointer arguments."""
+    """A scipy BLAS/LAPACK routine as a ctypes function of ``nargs`` pointer arguments.
+
+    The capsule's name is the routine's C signature; it must take ``nargs`` pointers with
+    32-bit integers (``int *``), which is what the calls below pass."""
     capsule = module.__pyx_capi__[name]
     get_name = ctypes.pythonapi.PyCapsule_GetName
     get_name.restype, get_name.argtypes = ctypes.c_char_p, [ctypes.py_object]
     get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
     get_pointer.restype = ctypes.c_void_p
     get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-    address = get_pointer(capsule, get_name(capsule))
+    signature = get_name(capsule).decode()
+    args = signature[signature.index("(") + 1: signature.rindex(")")].split(",")
+    if len(args) != nargs or not all(a.strip().endswith("*") for a in args) or (
+            "int *" not in signature or "int64" in signature or "long" in signature):
+        raise ValueError(f"unexpected signature for {name}: {signature}")
+    address = get_pointer(capsule, signature.encode())
     return ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * nargs))(address)
 
 
