@@ -146,10 +146,10 @@ def build_sparse_map(A1r: sp.csr_matrix, A11: np.ndarray, Arr: np.ndarray,
         np.add.at(W, (row_of, gcol), vals)
     elif shape[0] * shape[1] <= MAX_BINNED:  # sum the products per (row, column) by bins
         key = row_of * shape[1] + gcol
-        dense = np.bincount(key, weights=vals, minlength=shape[0] * shape[1])
-        nz = np.flatnonzero(dense)
-        counts = np.bincount(nz // shape[1], minlength=shape[0])
-        indptr_w = np.concatenate(([0], np.cumsum(counts)))
+        nbins = shape[0] * shape[1]
+        nz = _Marker(nbins, key).rows  # the bins that receive a product, in order
+        dense = np.bincount(key, weights=vals, minlength=nbins)
+        indptr_w = np.searchsorted(nz, np.arange(shape[0] + 1) * shape[1])
         W = sp.csr_matrix((dense[nz], nz % shape[1], indptr_w), shape=shape)
     else:
         W = sp.csr_matrix((vals, (row_of, gcol)), shape=shape)
