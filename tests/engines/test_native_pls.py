@@ -203,13 +203,16 @@ def _ratings(seed: int = 3) -> pd.DataFrame:
     return df
 
 
+@pytest.mark.parametrize("binned", [True, False], ids=["bins", "coo"])
 @pytest.mark.parametrize("classed", [False, True])
-def test_sparse_support_assembly_matches_dense_formula(classed, monkeypatch):
+def test_sparse_support_assembly_matches_dense_formula(classed, binned, monkeypatch):
     """When A_rr and the update are sparse, C is assembled on their support alone (zero
     elsewhere): same criterion as the dense formula, through ``objective`` and ``factor``,
     at several theta in turn. ``classed``: W has one column per class of students with the
-    same number of ratings (as for many levels)."""
+    same number of ratings (as for many levels); ``binned``: W's products summed in bins,
+    else through scipy's COO conversion (for maps too large for bins)."""
     monkeypatch.setattr(sparse_map, "MIN_CLASSED_LEVELS", 0 if classed else 10**9)
+    monkeypatch.setattr(sparse_map, "MAX_BINNED", 1 << 24 if binned else 0)
     design = build_design(parse("y ~ x + (1 | s) + (1 | d) + (1 | dept)"), _ratings())
     pls = PLS(design.random.blocks, design.X, design.y, update="sparse")
     assert pls._map.arr is not None  # the support path is the one under test
