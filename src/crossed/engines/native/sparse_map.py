@@ -98,22 +98,20 @@ def build_sparse_map(A1r: sp.csr_matrix, A11: np.ndarray, Arr: np.ndarray,
     row_of_entry = np.repeat(np.arange(l1 * q), np.diff(indptr))
     a_of_entry = row_of_entry % q
     level_of_entry = row_of_entry // q
-    # every pair (e1, e2) of entries in the same level's rows with column c1 >= c2: e1
-    # repeated m times (q = 1: a level's entries are sorted by column, so e2 runs from the
-    # level's first entry to e1 itself)
+    # every pair (e1, e2) of entries in the same level's rows with column c1 >= c2, e1
+    # repeated once per partner e2: for q = 1 a level's entries are sorted by column, so
+    # its partners are the level's entries up to e1 itself; else all m of the level's
+    # entries, the pairs with c1 < c2 then dropped
     ne = len(row_of_entry)
     if q == 1:
         reps = np.arange(ne) - lev_start[level_of_entry] + 1
-        e1 = np.repeat(np.arange(ne), reps)
-        first = np.cumsum(reps) - reps
-        e2 = np.arange(len(e1)) - np.repeat(first - lev_start[level_of_entry], reps)
-        c1, c2 = A1r.indices[e1], A1r.indices[e2]
     else:
-        m_e = m[level_of_entry]
-        e1 = np.repeat(np.arange(ne), m_e)
-        first = np.cumsum(m_e) - m_e
-        e2 = np.arange(len(e1)) - np.repeat(first - lev_start[level_of_entry], m_e)
-        c1, c2 = A1r.indices[e1], A1r.indices[e2]
+        reps = m[level_of_entry]
+    e1 = np.repeat(np.arange(ne), reps)
+    first = np.cumsum(reps) - reps
+    e2 = np.arange(len(e1)) - np.repeat(first - lev_start[level_of_entry], reps)
+    c1, c2 = A1r.indices[e1], A1r.indices[e2]
+    if q > 1:
         keep = c1 >= c2
         e1, e2, c1, c2 = e1[keep], e2[keep], c1[keep], c2[keep]
     level = level_of_entry[e1]
