@@ -47,3 +47,10 @@ def test_environment_variable_turns_the_helper_off(monkeypatch):
     assert _threads.helper_thread() is None
     _threads.use_helper_thread(True)  # an explicit choice wins
     assert _threads.helper_thread() is not None
+
+
+def test_work_on_the_helper_does_not_wait_for_it():
+    """Code running on the helper thread gets no helper (it would wait for itself)."""
+    _threads.use_helper_thread(True)
+    pool = _threads.helper_thread()
+    assert pool.submit(_threads.helper_thread).result(timeout=10) is None

@@ -16,6 +16,7 @@ the processes already share the cores).
 from __future__ import annotations
 
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 
@@ -24,6 +25,7 @@ from threadpoolctl import ThreadpoolController
 _CONTROLLER: ThreadpoolController | None = None
 _HELPER: ThreadPoolExecutor | None = None
 _HELPER_WANTED: bool | None = None
+_HELPER_NAME = "crossed-helper"
 
 
 def blas_threads(n: int | None) -> AbstractContextManager:
@@ -66,10 +68,10 @@ def helper_thread() -> ThreadPoolExecutor | None:
     if wanted is None:
         wanted = (available_cpus() >= 2
                   and os.environ.get("CROSSED_HELPER_THREAD", "1").strip() != "0")
-    if not wanted:
-        return None
+    if not wanted or threading.current_thread().name.startswith(_HELPER_NAME):
+        return None  # (work already on the helper never waits for the helper)
     if _HELPER is None:
-        _HELPER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="crossed-helper")
+        _HELPER = ThreadPoolExecutor(max_workers=1, thread_name_prefix=_HELPER_NAME)
     return _HELPER
 
 
