@@ -280,6 +280,12 @@ class PLS:
         # index -1 (the X and y columns) reads the appended 1
         return np.concatenate((theta, _ONE))[self._scale_index]
 
+    def _scale_table(self, theta: np.ndarray) -> np.ndarray:
+        """Products of two scales, flattened θ̃ ⊗ θ̃ with θ̃ = (θ, 1): an updated entry's
+        s_i s_j is ``table[self._scale_pair]`` (scalar later blocks)."""
+        v = np.concatenate((theta, _ONE))
+        return np.multiply.outer(v, v).reshape(-1)
+
     def _scale_matrix(self, theta: np.ndarray) -> sp.csr_matrix:
         mats = [sp.kron(sp.identity(b.nlevels), b.template(theta).T) for b in self.blocks[1:]]
         mats.append(sp.identity(self.p + 1))
@@ -355,8 +361,7 @@ class PLS:
             C = np.zeros((r, r))
             flat = C.reshape(-1)
             g = m.g_vector(G)
-            v = np.concatenate((theta, _ONE))
-            table = np.multiply.outer(v, v).reshape(-1)  # s_i s_j = table[pair]
+            table = self._scale_table(theta)
 
             def assemble(lo: int, hi: int, W: sp.csr_matrix) -> None:
                 vals = m.arr[lo:hi] - W @ g
@@ -377,7 +382,7 @@ class PLS:
             for i, (a0, a1) in enumerate(self._scalar_ranges):
                 for b0, b1 in self._scalar_ranges[i:]:
                     np.multiply(self.Arr[a0:a1, b0:b1], s[a0] * s[b0], out=C[a0:a1, b0:b1])
-            update *= s[m.i] * s[m.j]
+            update *= self._scale_table(theta)[self._scale_pair]
             C.reshape(-1)[m.rows] -= update
         idx = self._diag_rand
         C[idx, idx] += 1.0
