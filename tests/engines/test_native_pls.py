@@ -203,16 +203,16 @@ def _ratings(seed: int = 3) -> pd.DataFrame:
     return df
 
 
-@pytest.mark.parametrize("binned", [True, False], ids=["bins", "coo"])
+@pytest.mark.parametrize("dense", [False, True], ids=["sparse products", "dense products"])
 @pytest.mark.parametrize("classed", [False, True])
-def test_sparse_support_assembly_matches_dense_formula(classed, binned, monkeypatch):
+def test_sparse_support_assembly_matches_dense_formula(classed, dense, monkeypatch):
     """When A_rr and the update are sparse, C is assembled on their support alone (zero
     elsewhere): same criterion as the dense formula, through ``objective`` and ``factor``,
     at several theta in turn. ``classed``: W has one column per class of students with the
-    same number of ratings (as for many levels); ``binned``: W's products summed in bins,
-    else through scipy's COO conversion (for maps too large for bins)."""
+    same number of ratings (as for many levels); ``dense``: W formed from dense products
+    (as for small designs), else from sparse products."""
     monkeypatch.setattr(sparse_map, "MIN_CLASSED_LEVELS", 0 if classed else 10**9)
-    monkeypatch.setattr(sparse_map, "MAX_BINNED", 1 << 24 if binned else 0)
+    monkeypatch.setattr(sparse_map, "MAX_DENSE_PRODUCTS", 10**12 if dense else 0)
     design = build_design(parse("y ~ x + (1 | s) + (1 | d) + (1 | dept)"), _ratings())
     pls = PLS(design.random.blocks, design.X, design.y, update="sparse")
     assert pls._map.arr is not None  # the support path is the one under test
@@ -224,6 +224,28 @@ def test_sparse_support_assembly_matches_dense_formula(classed, binned, monkeypa
             assert pls.objective(theta, reml) == pytest.approx(expected, rel=1e-10)
             assert profiled_deviance(pls.factor(theta), n, p, reml) == pytest.approx(
                 expected, rel=1e-10)
+
+
+@pytest.mark.parametrize("classed", [False, True])
+@pytest.mark.parametrize("name", list(FORMULAS))
+def test_sparse_map_is_the_same_from_dense_and_sparse_products(name, classed, monkeypatch):
+    """W formed from dense products (small designs) and from sparse products (larger ones)
+    is bitwise the same: same updated entries, same sums in the same (level) order."""
+    monkeypatch.setattr(sparse_map, "MIN_CLASSED_LEVELS", 0 if classed else 10**9)
+    design = _design(FORMULAS[name])
+    pls = PLS(design.random.blocks, design.X, design.y, update="sparse")
+    maps = []
+    for limit in (10**12, 0):
+        monkeypatch.setattr(sparse_map, "MAX_DENSE_PRODUCTS", limit)
+        for support in (True, False):
+            maps.append(sparse_map.build_sparse_map(pls.A1r, pls.A11, pls.Arr, support))
+    for dense, sparse in zip(maps[:2], maps[2:], strict=True):
+        np.testing.assert_array_equal(dense.rows, sparse.rows)
+        assert (dense.arr is None) == (sparse.arr is None)
+        W_dense, W_sparse = (m.W.toarray() if hasattr(m.W, "toarray") else m.W
+                             for m in (dense, sparse))
+        assert np.array_equal(W_dense, W_sparse)
+        np.testing.assert_array_equal(dense.rep, sparse.rep)
 
 
 @pytest.mark.parametrize("case", ["ratings", "slope on the rest"])

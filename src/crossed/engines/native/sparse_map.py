@@ -23,13 +23,11 @@ T = TypeVar("T")
 
 SUPPORT_FRACTION = 0.4
 """C is assembled on its support when that is at most this fraction of its upper triangle."""
-MAX_MARKED = 1 << 25
-"""Distinct entries are found with a mark array up to this many positions, else by sorting."""
 MIN_CLASSED_LEVELS = 500
 """Levels are merged into classes of equal A_s from this many levels on."""
-MAX_BINNED = 1 << 24
-"""W is summed in one dense array of bins up to this many entries (x 8 bytes), else through
-scipy's COO to CSR conversion (several times slower)."""
+MAX_DENSE_PRODUCTS = 100_000
+"""Up to this many products ℓ₁·q₁²·r², W is formed from dense products (small designs: no
+sparse-product overheads), else by sparse products."""
 SPLIT_NNZ = 200_000
 """From this many nonzeros on, W's product is shared with the helper thread."""
 
@@ -88,36 +86,16 @@ def build_sparse_map(A1r: sp.csr_matrix, A11: np.ndarray, Arr: np.ndarray,
                      support: bool) -> SparseMap:
     """Build W from A_1r (ℓ₁·q₁ x r, sorted indices), the first block's A_s (ℓ₁, q₁, q₁) and
     the dense A_rr; with ``support``, C may be assembled on the nonzeros of A_rr and the
-    update alone (scalar later blocks) when they are few."""
+    update alone (scalar later blocks) when they are few.
+
+    W's column (a, b, class k) at the entry (j, i), j <= i, is Σ_{s in k} A_1r[(s, a), i]
+    A_1r[(s, b), j], summed over the levels in ascending order (as the textbook sum). Small
+    designs form every level's products densely; larger ones take, for each (a, b), one
+    sparse product of A_1r's rows b (transposed) with its rows a spread over one column
+    per (i, k).
+    """
     l1, q = A11.shape[0], A11.shape[1]
     r = Arr.shape[0]
-    indptr = A1r.indptr
-    lev_start = indptr[np.arange(l1) * q]
-    lev_end = indptr[np.arange(1, l1 + 1) * q]
-    m = (lev_end - lev_start).astype(np.int64)
-    row_of_entry = np.repeat(np.arange(l1 * q), np.diff(indptr))
-    a_of_entry = row_of_entry % q
-    level_of_entry = row_of_entry // q
-    # every pair (e1, e2) of entries in the same level's rows with column c1 >= c2, e1
-    # repeated once per partner e2: for q = 1 a level's entries are sorted by column, so
-    # its partners are the level's entries up to e1 itself; else all m of the level's
-    # entries, the pairs with c1 < c2 then dropped
-    ne = len(row_of_entry)
-    if q == 1:
-        reps = np.arange(ne) - lev_start[level_of_entry] + 1
-    else:
-        reps = m[level_of_entry]
-    e1 = np.repeat(np.arange(ne), reps)
-    first = np.cumsum(reps) - reps
-    e2 = np.arange(len(e1)) - np.repeat(first - lev_start[level_of_entry], reps)
-    c1, c2 = A1r.indices[e1], A1r.indices[e2]
-    if q > 1:
-        keep = c1 >= c2
-        e1, e2, c1, c2 = e1[keep], e2[keep], c1[keep], c2[keep]
-    level = level_of_entry[e1]
-    vals = A1r.data[e1] * A1r.data[e2]
-    # W's columns: G's entries per class of levels with equal A_s, entry-major ((a, b) of
-    # every class, then the next (a, b))
     if l1 >= MIN_CLASSED_LEVELS:
         _, rep, class_of = np.unique(A11.reshape(l1, q * q), axis=0, return_index=True,
                                      return_inverse=True)
@@ -125,38 +103,71 @@ def build_sparse_map(A1r: sp.csr_matrix, A11: np.ndarray, Arr: np.ndarray,
     else:  # few levels: one column per level, nothing to gain
         rep = class_of = np.arange(l1)
     ncls = len(rep)
-    gcol = (a_of_entry[e1] * q + a_of_entry[e2]) * ncls + class_of[level]
-    # row-major position of the upper-triangle entry (c2, c1) of the dense r x r matrix
-    target = c2.astype(np.int64) * r + c1
-    # only the entries that receive an update (most of C is untouched); with ``support``
-    # also every other nonzero of A_rr's upper triangle, if together they are few
-    marked = _Marker(r * r, target)
-    arr = None
-    if support:
-        with_arr = marked.union(np.flatnonzero(np.triu(Arr)))
-        if len(with_arr.rows) <= SUPPORT_FRACTION * r * (r + 1) / 2:
-            marked, arr = with_arr, Arr.reshape(-1)[with_arr.rows]
-    rows = marked.rows
-    row_of = marked.position(target)
-    shape = (len(rows), ncls * q * q)
-    if shape[0] * shape[1] <= 50_000:  # small: dense (no sparse-product call overhead)
-        W = np.zeros(shape)
-        np.add.at(W, (row_of, gcol), vals)
-    elif shape[0] * shape[1] <= MAX_BINNED:  # sum the products per (row, column) by bins
-        key = row_of * shape[1] + gcol
-        nbins = shape[0] * shape[1]
-        nz = _Marker(nbins, key).rows  # the bins that receive a product, in order
-        dense = np.bincount(key, weights=vals, minlength=nbins)
-        indptr_w = np.searchsorted(nz, np.arange(shape[0] + 1) * shape[1])
-        W = sp.csr_matrix((dense[nz], nz % shape[1], indptr_w), shape=shape)
+    if l1 * q * q * r * r <= MAX_DENSE_PRODUCTS:
+        blocks = None
+        updated, W_updated = _dense_products(A1r, q, class_of, ncls)
     else:
-        W = sp.csr_matrix((vals, (row_of, gcol)), shape=shape)
-        W.sum_duplicates()
+        by_row = [A1r[a::q] for a in range(q)] if q > 1 else [A1r]  # level s's row a at s
+        blocks = [_upper_products(by_row[a], by_row[b], class_of, ncls)
+                  for a in range(q) for b in range(q)]
+        updated = _sorted_union([target for target, _, _ in blocks])
+    # the entries (j, i) that receive an update, row-major (most of C is untouched); with
+    # ``support`` also every other nonzero of A_rr's upper triangle, if together they are few
+    rows, arr = updated, None
+    if support:
+        with_arr = _sorted_union([updated, np.flatnonzero(np.triu(Arr))])
+        if len(with_arr) <= SUPPORT_FRACTION * r * (r + 1) / 2:
+            rows, arr = with_arr, Arr.reshape(-1)[with_arr]
+    if blocks is None:
+        W = np.zeros((len(rows), W_updated.shape[1]))
+        W[np.searchsorted(rows, updated)] = W_updated
+    else:
+        W = [_on_rows(rows, *block, ncls) for block in blocks]
+        W = W[0] if len(W) == 1 else sp.hstack(W, format="csr")
+    if sp.issparse(W) == (W.shape[0] * W.shape[1] <= 50_000):  # small: dense (no sparse-
+        W = W.toarray() if sp.issparse(W) else sp.csr_matrix(W)  # product call overhead)
     parts: tuple = ((0, len(rows), W),)
     if sp.issparse(W) and W.nnz >= SPLIT_NNZ:
         mid = int(np.searchsorted(W.indptr, W.nnz // 2))
         parts = ((0, mid, _row_slice(W, 0, mid)), (mid, len(rows), _row_slice(W, mid, len(rows))))
     return SparseMap(W=W, rows=rows, i=rows // r, j=rows % r, arr=arr, rep=rep, parts=parts)
+
+
+def _dense_products(A1r: sp.csr_matrix, q: int, class_of: np.ndarray, ncls: int
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """The updated positions j·r + i (j <= i, sorted) and W's rows at them, from dense
+    products (small designs); per class, the levels' products are added in level order."""
+    l1, r = len(class_of), A1r.shape[1]
+    A = A1r.toarray().reshape(l1, q, r)
+    products = A[:, :, None, :, None] * A[:, None, :, None, :]  # (s, a, b, i, j)
+    if not np.array_equal(class_of, np.arange(l1)):
+        per_class = np.zeros((ncls, q, q, r, r))
+        np.add.at(per_class, class_of, products)
+        products = per_class
+    stored = sp.csr_matrix((np.ones(A1r.nnz, dtype=bool), A1r.indices, A1r.indptr),
+                           shape=A1r.shape).toarray().reshape(l1, q, r).any(axis=1)
+    touched = np.tril((stored[:, :, None] & stored[:, None, :]).any(axis=0))  # (i, j), j <= i
+    j, i = np.nonzero(touched.T)  # (row-major in (j, i): sorted positions)
+    W = products[:, :, :, i, j].transpose(3, 1, 2, 0).reshape(len(i), -1)
+    return j * r + i, W
+
+
+def _upper_products(Aa: sp.csr_matrix, Ab: sp.csr_matrix, class_of: np.ndarray, ncls: int
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Σ_{s in k} Aa[s, i] Ab[s, j] for j <= i, per class k, as (target, k, value) sorted by
+    target = j·r + i, then k (Aa, Ab: one row per level, r columns)."""
+    ls, r = Aa.shape
+    # Aa spread: row (i, k) of its transpose holds the levels s of class k with Aa[s, i]
+    cols = Aa.indices.astype(np.int64) * ncls + np.repeat(class_of, np.diff(Aa.indptr))
+    spread_t = sp.csr_matrix((Aa.data, cols, Aa.indptr), shape=(ls, r * ncls)).T.tocsr()
+    P = spread_t @ Ab  # row (i, k), column j; its sums run over s ascending
+    keep = P.indices <= np.repeat(np.arange(r * ncls) // ncls, np.diff(P.indptr))  # j <= i
+    kept = np.concatenate([[0], np.cumsum(keep)])
+    upper = sp.csr_matrix((P.data[keep], P.indices[keep], kept[P.indptr]), shape=P.shape).tocsc()
+    # column j of ``upper`` holds the rows (i, k), sorted: entry (j, i) of class k
+    j = np.repeat(np.arange(r, dtype=np.int64), np.diff(upper.indptr))
+    i, k = np.divmod(upper.indices.astype(np.int64), ncls)
+    return j * r + i, k, upper.data
 
 
 def _row_slice(W: sp.csr_matrix, lo: int, hi: int) -> sp.csr_matrix:
@@ -166,26 +177,18 @@ def _row_slice(W: sp.csr_matrix, lo: int, hi: int) -> sp.csr_matrix:
                          shape=(hi - lo, W.shape[1]), copy=False)
 
 
-class _Marker:
-    """The sorted distinct values of an index array over range(size), and their positions:
-    a boolean mark per value when ``size`` is moderate (linear time), else a sort."""
+def _on_rows(rows: np.ndarray, target: np.ndarray, k: np.ndarray, value: np.ndarray,
+             ncls: int) -> sp.csr_matrix:
+    """The (target, k, value) entries, sorted by target, as a CSR matrix with one row per
+    position in ``rows`` (sorted, holding every target) and one column per class."""
+    indptr = np.append(np.searchsorted(target, rows), len(target))
+    return sp.csr_matrix((value, k, indptr), shape=(len(rows), ncls))
 
-    def __init__(self, size: int, values: np.ndarray):
-        self.size = size
-        if size <= MAX_MARKED:
-            mark = np.zeros(size, dtype=bool)
-            mark[values] = True
-            self.rows = np.flatnonzero(mark)
-        else:
-            self.rows = np.unique(values)
 
-    def union(self, values: np.ndarray) -> _Marker:
-        return _Marker(self.size, np.concatenate([self.rows, values]))
-
-    def position(self, values: np.ndarray) -> np.ndarray:
-        """Index of each value in ``rows``."""
-        if self.size <= MAX_MARKED:
-            index = np.zeros(self.size, dtype=np.int64)
-            index[self.rows] = np.arange(len(self.rows))
-            return index[values]
-        return np.searchsorted(self.rows, values)
+def _sorted_union(arrays: list[np.ndarray]) -> np.ndarray:
+    """The distinct values of sorted arrays, sorted (a merge of the sorted runs: a stable
+    sort finds them)."""
+    a = arrays[0] if len(arrays) == 1 else np.sort(np.concatenate(arrays), kind="stable")
+    first = np.ones(len(a), dtype=bool)
+    first[1:] = a[1:] != a[:-1]
+    return a[first]
