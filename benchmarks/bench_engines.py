@@ -32,7 +32,10 @@ import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import run as harness  # noqa: E402  (benchmarks/run.py: cases and data loading)
+from cases import CASES_BY_NAME, SLEEPSTUDY  # noqa: E402  (the benchmark's cases)
+from report import fmt_time, md_escape  # noqa: E402
+from run import last_line  # noqa: E402
+from workers import load_data  # noqa: E402
 
 ENGINES = ("native", "statsmodels", "lme4")
 DEFAULT_CASES = ("sleepstudy", "ner", "blurb", "blurb_slopes")
@@ -58,12 +61,12 @@ def worker(engine: str, case_name: str, repeat: int, budget: float) -> dict:
 
     import crossed
 
-    case = harness.CASES_BY_NAME[case_name]
-    sleep = pd.read_csv(harness.SLEEPSTUDY, dtype={"Subject": str})
+    case = CASES_BY_NAME[case_name]
+    sleep = pd.read_csv(SLEEPSTUDY, dtype={"Subject": str})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         crossed.lmer("Reaction ~ Days + (Days | Subject)", sleep, engine=engine)
-    data = harness.load_data(case)
+    data = load_data(case)
     times = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -94,7 +97,7 @@ def run_pair(engine: str, case_name: str, repeat: int, budget: float, timeout: f
     except subprocess.TimeoutExpired:
         return {"status": "timeout", "message": f"killed after {timeout:g} s"}
     if proc.returncode != 0 or not result.exists():
-        return {"status": "error", "message": harness.last_line(proc.stderr + proc.stdout)}
+        return {"status": "error", "message": last_line(proc.stderr + proc.stdout)}
     record = json.loads(result.read_text())
     if record["status"] == "ok":
         record["median_s"] = statistics.median(record["times"])
@@ -107,12 +110,12 @@ def render(results: dict[str, dict[str, dict]], cases: list[str], engines: list[
     lines = [head, "|" + "---|" * (len(engines) + 2)]
     notes = []
     for name in cases:
-        row = [harness.md_escape(harness.CASES_BY_NAME[name].title)]
+        row = [md_escape(CASES_BY_NAME[name].title)]
         for engine in engines:
             rec = results[name][engine]
             if rec["status"] == "ok":
                 extra = "" if rec["converged"] else " (not converged)"
-                row.append(harness.fmt_time(rec["median_s"]) + extra)
+                row.append(fmt_time(rec["median_s"]) + extra)
             else:
                 row.append(rec["status"])
                 notes.append(f"- {name} / {engine}: {rec['message']}")
@@ -141,9 +144,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--result", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     cases = [c.strip() for c in args.cases.split(",") if c.strip()]
-    unknown = [c for c in cases if c not in harness.CASES_BY_NAME]
+    unknown = [c for c in cases if c not in CASES_BY_NAME]
     if unknown:
-        parser.error(f"unknown case {unknown[0]!r}; known: {', '.join(harness.CASES_BY_NAME)}")
+        parser.error(f"unknown case {unknown[0]!r}; known: {', '.join(CASES_BY_NAME)}")
     if args.worker:
         record = worker(args.worker, cases[0], args.repeat, args.budget)
         args.result.write_text(json.dumps(record))
