@@ -157,16 +157,20 @@ def _upper_products(Aa: sp.csr_matrix, Ab: sp.csr_matrix, class_of: np.ndarray, 
     """Σ_{s in k} Aa[s, i] Ab[s, j] for j <= i, per class k, as (target, k, value) sorted by
     target = j·r + i, then k (Aa, Ab: one row per level, r columns)."""
     ls, r = Aa.shape
-    # Aa spread: row (i, k) of its transpose holds the levels s of class k with Aa[s, i]
-    cols = Aa.indices.astype(np.int64) * ncls + np.repeat(class_of, np.diff(Aa.indptr))
-    spread_t = sp.csr_matrix((Aa.data, cols, Aa.indptr), shape=(ls, r * ncls)).T.tocsr()
-    P = spread_t @ Ab  # row (i, k), column j; its sums run over s ascending
-    keep = P.indices <= np.repeat(np.arange(r * ncls) // ncls, np.diff(P.indptr))  # j <= i
+    # each stored Aa[s, i] belongs to the product's row (i, k), k the class of s; the rows
+    # that occur are numbered in (i, k) order (at most one per stored entry, where r x
+    # classes could be far more)
+    key = Aa.indices.astype(np.int64) * ncls + np.repeat(class_of, np.diff(Aa.indptr))
+    keys = _sorted_union([np.sort(key)])
+    spread = sp.csr_matrix((Aa.data, np.searchsorted(keys, key), Aa.indptr),
+                           shape=(ls, len(keys)))
+    P = spread.T.tocsr() @ Ab  # row (i, k), column j; its sums run over s ascending
+    keep = P.indices <= np.repeat(keys // ncls, np.diff(P.indptr))  # j <= i
     kept = np.concatenate([[0], np.cumsum(keep)])
     upper = sp.csr_matrix((P.data[keep], P.indices[keep], kept[P.indptr]), shape=P.shape).tocsc()
     # column j of ``upper`` holds the rows (i, k), sorted: entry (j, i) of class k
     j = np.repeat(np.arange(r, dtype=np.int64), np.diff(upper.indptr))
-    i, k = np.divmod(upper.indices.astype(np.int64), ncls)
+    i, k = np.divmod(keys[upper.indices], ncls)
     return j * r + i, k, upper.data
 
 
