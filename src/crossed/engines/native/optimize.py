@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -99,7 +100,7 @@ def bobyqa(fun: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.ndarray
     def objective(x: np.ndarray, grad: np.ndarray) -> float:
         val = float(fun(x))
         log.append((x.copy(), val))
-        return val if np.isfinite(val) else 1e300
+        return val if math.isfinite(val) else 1e300
 
     opt = nlopt.opt(nlopt.LN_BOBYQA, k)
     opt.set_lower_bounds(np.where(np.isfinite(lower), lower, -np.inf))

@@ -172,9 +172,12 @@ class PLS:
         self.Arr = Arr
         A1r_parts = [] if self._Z1tZr is None else [self._Z1tZr]
         A1r_parts.append(sp.csr_matrix(np.asarray(self._Z1t @ dense)))
-        A1r = sp.hstack(A1r_parts, format="csr")
-        A1r.sum_duplicates()
-        A1r.sort_indices()
+        if len(A1r_parts) == 1:  # (from a dense array: canonical already)
+            A1r = A1r_parts[0]
+        else:
+            A1r = sp.hstack(A1r_parts, format="csr")
+            A1r.sum_duplicates()
+            A1r.sort_indices()
         self.A1r = A1r
         # A_r1 G A_1r: dense rank-k updates over groups of levels, else the sparse map W
         self._groups = None

@@ -144,8 +144,9 @@ def _dense_products(A1r: sp.csr_matrix, q: int, class_of: np.ndarray, ncls: int
         per_class = np.zeros((ncls, q, q, r, r))
         np.add.at(per_class, class_of, products)
         products = per_class
-    stored = sp.csr_matrix((np.ones(A1r.nnz, dtype=bool), A1r.indices, A1r.indptr),
-                           shape=A1r.shape).toarray().reshape(l1, q, r).any(axis=1)
+    stored = np.zeros(A1r.shape, dtype=bool)
+    stored[np.repeat(np.arange(l1 * q), np.diff(A1r.indptr)), A1r.indices] = True
+    stored = stored.reshape(l1, q, r).any(axis=1)
     touched = np.tril((stored[:, :, None] & stored[:, None, :]).any(axis=0))  # (i, j), j <= i
     j, i = np.nonzero(touched.T)  # (row-major in (j, i): sorted positions)
     W = products[:, :, :, i, j].transpose(3, 1, 2, 0).reshape(len(i), -1)
