@@ -216,7 +216,8 @@ class PLS:
         multiply-adds for m_s nonzeros in level s's rows. Costs are in units of one
         scattered update (~50 dense flops, ~2.5 ns; a group's fixed cost ~15 µs). The
         grouping is skipped when even its lower bound costs more than W, or when there are
-        more than ``MAX_GROUPED_LEVELS`` levels (the greedy pass is a Python loop)."""
+        more than ``MAX_GROUPED_LEVELS`` levels (the greedy pass is a Python loop), and
+        stopped once the groups closed so far cost more than W."""
         q, l1 = self.q1, self.l1
         dense_cols = np.arange(self.r_rand, self.r)
         P = self._Z1tZr
@@ -251,12 +252,16 @@ class PLS:
         groups: list[tuple[list[int], np.ndarray]] = []
         levels: list[int] = []
         width = len(dense_cols)
+        closed = 0.0  # the cost of the groups closed so far
         for lev in order.tolist():
             sup = indices[indptr[lev]:indptr[lev + 1]]
             new = sup[~in_group[sup]]
             own = len(sup) + len(dense_cols)
             if levels and cost(len(levels) + 1, width + len(new)) > (
                     cost(len(levels), width) + cost(1, own)):
+                closed += cost(len(levels), width)
+                if self.update != "groups" and closed > self._w_cost:
+                    return  # already dearer than W (InstEval: a third of the way)
                 groups.append((levels, np.flatnonzero(in_group)))
                 in_group[:] = False
                 in_group[dense_cols] = True
