@@ -143,6 +143,12 @@ def group_codes(
     frame: pd.DataFrame, factors: tuple[str, ...]
 ) -> tuple[np.ndarray, tuple[str, ...]]:
     """Codes and labels of the interaction of factor columns (first factor varies slowest)."""
+    only = frame[factors[0]].array if len(factors) == 1 else None
+    if isinstance(only, pd.Categorical):  # one factor: its codes, if every level occurs
+        codes = np.asarray(only.codes, dtype=np.int64)
+        if len(codes) and codes.min() >= 0 and np.bincount(codes).all() and (
+                codes.max() + 1 == len(only.categories)):
+            return codes, tuple(str(c) for c in only.categories)
     key = np.zeros(len(frame), dtype=np.int64)
     cats = []
     for f in factors:
