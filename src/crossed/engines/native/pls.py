@@ -431,7 +431,7 @@ class PLS:
         d = L.diagonal()
         rr = self.r_rand
         logd = np.log(d[:-1])
-        ldL2 = ld1 + 2.0 * float(logd[:rr].sum())
+        ldL2 = ld1 + 2.0 * float(logd[:rr].sum()) if rr else ld1
         ldRX2 = 2.0 * float(logd[rr:].sum())
         return Factor(theta=theta, ok=True, ldL2=ldL2, ldRX2=ldRX2, pwrss=float(d[-1] ** 2),
                       L=L, first=chol)
