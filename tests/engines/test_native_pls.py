@@ -248,6 +248,30 @@ def test_sparse_map_is_the_same_from_dense_and_sparse_products(name, classed, mo
         np.testing.assert_array_equal(dense.rep, sparse.rep)
 
 
+@pytest.mark.parametrize("name", list(FORMULAS) + ["ratings"])
+def test_new_response_reuses_the_y_free_products(name, monkeypatch):
+    """``PLS.with_response`` forms only y's products of W and merges them into the kept
+    y-free ones: W, its entries and C are bitwise those of a PLS built for the new y."""
+    monkeypatch.setattr(sparse_map, "MAX_DENSE_PRODUCTS", 0)  # (small designs: dense)
+    monkeypatch.setattr(sparse_map, "MIN_CLASSED_LEVELS", 0)  # classes too
+    if name == "ratings":
+        design = build_design(parse("y ~ x + (1 | s) + (1 | d) + (1 | dept)"), _ratings())
+    else:
+        design = _design(FORMULAS[name])
+    pls = PLS(design.random.blocks, design.X, design.y, update="sparse")
+    y2 = np.random.default_rng(7).normal(size=len(design.y)) * 3.0
+    for y in (y2, y2 + 1.0):  # (a second response: the kept products are not consumed)
+        reused = pls.with_response(y)
+        fresh = PLS(design.random.blocks, design.X, y, update="sparse")
+        a, b = reused._map, fresh._map
+        np.testing.assert_array_equal(a.rows, b.rows)
+        W_a, W_b = (m.W.toarray() if hasattr(m.W, "toarray") else m.W for m in (a, b))
+        assert np.array_equal(W_a, W_b)
+        theta = design.random.theta_start()
+        assert reused.objective(theta, True) == fresh.objective(theta, True)
+    assert pls._free is not None
+
+
 @pytest.mark.parametrize("case", ["ratings", "slope on the rest"])
 def test_blocked_cholesky_matches_dense_formula(case, monkeypatch):
     """The dense part factored by the blocked Cholesky (small panels, the helper thread

@@ -36,7 +36,11 @@ from scipy.linalg import blas, lapack
 from crossed.design.random import ReBlock
 from crossed.engines.native.banded import BandedBlocks
 from crossed.engines.native.cholesky import cholesky_lower
-from crossed.engines.native.sparse_map import SparseMap, build_sparse_map
+from crossed.engines.native.sparse_map import (
+    SparseMap,
+    build_sparse_map,
+    response_free_products,
+)
 
 MAX_DENSE = 20000
 MAX_GROUPED_LEVELS = 50_000
@@ -155,6 +159,7 @@ class PLS:
         bounds = np.cumsum([0] + self.rest_sizes + [self.p + 1])
         self._scalar_ranges = list(zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True))
         self._plan_update()
+        self._free: list | None = None  # W's y-free products, once a new response comes
         self._set_response(np.asarray(y, dtype=float))
 
     def _set_response(self, y: np.ndarray) -> None:
@@ -189,7 +194,8 @@ class PLS:
                             for levels, cols in self._level_groups]
         else:
             self._map = build_sparse_map(A1r, self.A11, self.Arr,
-                                         support=self._rest_scalar and self.r_rand > 0)
+                                         support=self._rest_scalar and self.r_rand > 0,
+                                         free=self._free)
             if self._rest_scalar:  # each entry's scale s_i s_j as a position in θ̃ ⊗ θ̃,
                 # θ̃ = (θ, 1) (the X and y columns' index -1 is the appended 1)
                 k = 2 + max(int(b.theta_index.max()) for b in self.blocks)
@@ -276,7 +282,9 @@ class PLS:
 
     def with_response(self, y: np.ndarray) -> PLS:
         """The same design with another response: every product not involving y is reused
-        (simulations refit thousands of responses)."""
+        (simulations refit thousands of responses), the sparse map's too."""
+        if self._map is not None and self._free is None:
+            self._free = response_free_products(self.A1r, self.A11)
         new = copy.copy(self)
         new._set_response(np.asarray(y, dtype=float))
         return new

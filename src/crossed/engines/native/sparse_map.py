@@ -83,7 +83,7 @@ class SparseMap:
 
 
 def build_sparse_map(A1r: sp.csr_matrix, A11: np.ndarray, Arr: np.ndarray,
-                     support: bool) -> SparseMap:
+                     support: bool, free: list | None = None) -> SparseMap:
     """Build W from A_1r (ℓ₁·q₁ x r, sorted indices), the first block's A_s (ℓ₁, q₁, q₁) and
     the dense A_rr; with ``support``, C may be assembled on the nonzeros of A_rr and the
     update alone (scalar later blocks) when they are few.
@@ -92,24 +92,25 @@ def build_sparse_map(A1r: sp.csr_matrix, A11: np.ndarray, Arr: np.ndarray,
     A_1r[(s, b), j], summed over the levels in ascending order (as the textbook sum). Small
     designs form every level's products densely; larger ones take, for each (a, b), one
     sparse product of A_1r's rows b (transposed) with its rows a spread over one column
-    per (i, k).
+    per (i, k). ``free``, from :func:`response_free_products` on a design with the same
+    A_1r but another y (its last column), leaves only y's products to form: W is the same.
     """
-    l1, q = A11.shape[0], A11.shape[1]
+    q = A11.shape[1]
     r = Arr.shape[0]
-    if l1 >= MIN_CLASSED_LEVELS:
-        _, rep, class_of = np.unique(A11.reshape(l1, q * q), axis=0, return_index=True,
-                                     return_inverse=True)
-        class_of = class_of.reshape(-1)
-    else:  # few levels: one column per level, nothing to gain
-        rep = class_of = np.arange(l1)
+    rep, class_of = _classes(A11)
     ncls = len(rep)
-    if l1 * q * q * r * r <= MAX_DENSE_PRODUCTS:
+    if _dense(A11, r):
         blocks = None
         updated, W_updated = _dense_products(A1r, q, class_of, ncls)
     else:
-        by_row = [A1r[a::q] for a in range(q)] if q > 1 else [A1r]  # level s's row a at s
-        blocks = [_upper_products(by_row[a], by_row[b], class_of, ncls)
-                  for a in range(q) for b in range(q)]
+        by_row = _rows_by_position(A1r, q)
+        if free is None:
+            blocks = [_upper_products(by_row[a], by_row[b], class_of, ncls)
+                      for a in range(q) for b in range(q)]
+        else:  # y's products (entries (j, r - 1)) merged into the y-free ones
+            blocks = [_merge(f, _upper_products(_column_part(by_row[a], last=True),
+                                                by_row[b], class_of, ncls))
+                      for f, (a, b) in zip(free, np.ndindex(q, q), strict=True)]
         updated = _sorted_union([target for target, _, _ in blocks])
     # the entries (j, i) that receive an update, row-major (most of C is untouched); with
     # ``support`` also every other nonzero of A_rr's upper triangle, if together they are few
@@ -131,6 +132,55 @@ def build_sparse_map(A1r: sp.csr_matrix, A11: np.ndarray, Arr: np.ndarray,
         mid = int(np.searchsorted(W.indptr, W.nnz // 2))
         parts = ((0, mid, _row_slice(W, 0, mid)), (mid, len(rows), _row_slice(W, mid, len(rows))))
     return SparseMap(W=W, rows=rows, i=rows // r, j=rows % r, arr=arr, rep=rep, parts=parts)
+
+
+def response_free_products(A1r: sp.csr_matrix, A11: np.ndarray) -> list | None:
+    """The products of W that do not involve y (A_1r's last column), kept for refits with
+    new responses (:meth:`PLS.with_response`); None for small designs (dense products)."""
+    q, r = A11.shape[1], A1r.shape[1]
+    if _dense(A11, r):
+        return None
+    rep, class_of = _classes(A11)
+    by_row = [_column_part(rows, last=False) for rows in _rows_by_position(A1r, q)]
+    return [_upper_products(by_row[a], by_row[b], class_of, len(rep))
+            for a in range(q) for b in range(q)]
+
+
+def _classes(A11: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One level per class of levels with equal A_s, and each level's class (from
+    ``MIN_CLASSED_LEVELS`` levels on; else every level its own class)."""
+    l1, q = A11.shape[0], A11.shape[1]
+    if l1 < MIN_CLASSED_LEVELS:  # few levels: nothing to gain
+        return np.arange(l1), np.arange(l1)
+    _, rep, class_of = np.unique(A11.reshape(l1, q * q), axis=0, return_index=True,
+                                 return_inverse=True)
+    return rep, class_of.reshape(-1)
+
+
+def _dense(A11: np.ndarray, r: int) -> bool:
+    """Whether W is formed from dense products (small designs)."""
+    l1, q = A11.shape[0], A11.shape[1]
+    return l1 * q * q * r * r <= MAX_DENSE_PRODUCTS
+
+
+def _rows_by_position(A1r: sp.csr_matrix, q: int) -> list[sp.csr_matrix]:
+    """For each a < q, the rows (s, a) of A_1r, level s's row at s."""
+    return [A1r[a::q] for a in range(q)] if q > 1 else [A1r]
+
+
+def _column_part(A: sp.csr_matrix, last: bool) -> sp.csr_matrix:
+    """A's entries in its last column alone (``last``) or in the others; same shape."""
+    keep = (A.indices == A.shape[1] - 1) == last
+    kept = np.concatenate([[0], np.cumsum(keep)])
+    return sp.csr_matrix((A.data[keep], A.indices[keep], kept[A.indptr]), shape=A.shape)
+
+
+def _merge(a: tuple[np.ndarray, np.ndarray, np.ndarray],
+           b: tuple[np.ndarray, np.ndarray, np.ndarray]
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Two (target, k, value) lists sorted by target, with no target in both, as one."""
+    order = np.argsort(np.concatenate([a[0], b[0]]), kind="stable")
+    return tuple(np.concatenate([x, y])[order] for x, y in zip(a, b, strict=True))
 
 
 def _dense_products(A1r: sp.csr_matrix, q: int, class_of: np.ndarray, ncls: int
