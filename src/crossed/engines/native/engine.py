@@ -10,6 +10,7 @@ import numpy as np
 
 from crossed._threads import single_blas_thread
 from crossed.design import Design
+from crossed.engines.native.batched import batchable, objectives
 from crossed.engines.native.optimize import (
     LmerControl,
     OptSummary,
@@ -60,6 +61,9 @@ def fit_pls(design: Design, pls: PLS, reml: bool, control: LmerControl,
     def crit(theta: np.ndarray) -> float:
         return pls.objective(theta, reml)
 
+    def crit_many(thetas: list[np.ndarray]) -> np.ndarray:
+        return objectives(pls, thetas, reml)
+
     best: list = [np.inf, None]  # the optimiser's best value and its factorisation
 
     def crit_keeping_best(theta: np.ndarray) -> float:
@@ -77,12 +81,12 @@ def fit_pls(design: Design, pls: PLS, reml: bool, control: LmerControl,
         f = pls.factor(theta)
     dev = profiled_deviance(f, n, p, reml)
     return finish_fit(design, pls, f, theta, dev, reml, "native", opt, control, t0, data_name,
-                      crit)
+                      crit, crit_many if batchable(pls) else None)
 
 
 def finish_fit(design: Design, pls: PLS, f, theta: np.ndarray, dev: float, reml: bool,
                engine: str, opt: OptSummary | None, control: LmerControl, t0: float,
-               data_name: str, crit=None) -> LmerFit:
+               data_name: str, crit=None, crit_many=None) -> LmerFit:
     """Solve for β, u, σ and vcov at ``theta``, run the checks and build the result."""
     n, p = design.X.shape
     messages: list[str] = []
@@ -102,7 +106,7 @@ def finish_fit(design: Design, pls: PLS, f, theta: np.ndarray, dev: float, reml:
         # lme4 skips the gradient and Hessian checks of singular fits
         if control.check_conv and crit is not None and not singular:
             free = np.ones(len(theta), dtype=bool)
-            g, H = derivatives(crit, theta, free, dev)
+            g, H = derivatives(crit, theta, free, dev, fun_many=crit_many)
             conv_msgs = check_convergence(g, H, control.conv_tol)
             opt = replace(opt, gradient=g, hessian=H, free=free)
             if any("converge" in m or "scaled gradient" in m for m in conv_msgs):
