@@ -5,8 +5,9 @@ lme4's convergence check (``derivatives`` in optimize.py) evaluates the criterio
 columns per level (``(1 | g)``, ``(1 + x | g)``, ``(1 + x || g)``) an evaluation is a few
 small array operations, so Python's per-call overhead dominates; here every step of
 :meth:`PLS.factor` is applied to all points together, with a leading axis over the points.
-The values agree with :meth:`PLS.objective` to rounding (a matrix product replaces a
-matrix-vector product; tested to 1e-12 relative), so the check's finite differences agree
+The closed forms are those of ``closed_forms.py``; the values agree with
+:meth:`PLS.objective` to rounding (a matrix product replaces a matrix-vector product in
+the Schur update; tested to 1e-12 relative), so the check's finite differences agree
 with one-by-one ones to their own noise (sleepstudy: gradient 1e-7, Hessian 2e-5 relative).
 """
 
@@ -16,11 +17,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from crossed.engines.native.closed_forms import (
+    closed_form_1x1,
+    criterion,
+    entries_2x2,
+    g_2x2,
+)
+
 if TYPE_CHECKING:
     from crossed.engines.native.pls import PLS
-
-_B_OFFSET = np.array([[1.0], [0.0], [1.0]])
-_INV_SIGN = np.array([[1.0], [-1.0], [1.0]])
 
 
 def batchable(pls: PLS) -> bool:
@@ -34,49 +39,39 @@ def objectives(pls: PLS, thetas: list[np.ndarray], reml: bool) -> np.ndarray:
     """The profiled REML or ML criterion at each θ (``pls.objective`` one by one when the
     design is not :func:`batchable` or a point is not positive definite)."""
     T = np.asarray(thetas, dtype=float)
-    if not batchable(pls) or T.ndim != 2 or len(T) == 0:
-        return np.array([pls.objective(t, reml) for t in T])
-    with np.errstate(all="ignore"):
-        G, ld1 = _first_block(pls, T)
-        if not np.all(np.isfinite(ld1)):
-            return np.array([pls.objective(t, reml) for t in T])
-        m = pls._map
-        g = G[:, m.rep].transpose(0, 2, 3, 1).reshape(len(T), -1)
-        C = np.repeat(pls.Arr.reshape(1, -1), len(T), axis=0)
-        C[:, m.rows] -= g @ m.W.T
-        r = pls.r
-        try:  # C's upper triangle (row-major) holds the matrix: the lower one of Cᵀ
-            L = np.linalg.cholesky(C.reshape(-1, r, r).transpose(0, 2, 1))
-        except np.linalg.LinAlgError:
-            return np.array([pls.objective(t, reml) for t in T])
-        d = np.diagonal(L, axis1=1, axis2=2)
-        ldRX2 = 2.0 * np.log(d[:, :-1]).sum(axis=1)
-        pwrss = d[:, -1] ** 2
-        n, p = pls.n, pls.p
-        if reml:
-            nmp = n - p
-            out = ld1 + ldRX2 + nmp * (1.0 + np.log(2.0 * np.pi * pwrss / nmp))
-        else:
-            out = ld1 + n * (1.0 + np.log(2.0 * np.pi * pwrss / n))
-    return np.where(pwrss > 0, out, np.inf)
+    if batchable(pls) and T.ndim == 2 and len(T):
+        with np.errstate(all="ignore"):
+            values = _batch(pls, T, reml)
+        if values is not None:
+            return values
+    return np.array([pls.objective(t, reml) for t in T])
+
+
+def _batch(pls: PLS, T: np.ndarray, reml: bool) -> np.ndarray | None:
+    """Every step of :meth:`PLS.factor` on all points together; None if one fails."""
+    G, ld1 = _first_block(pls, T)
+    if not np.all(np.isfinite(ld1)):
+        return None
+    m = pls._map
+    g = G[:, m.rep].transpose(0, 2, 3, 1).reshape(len(T), -1)
+    C = np.repeat(pls.Arr.reshape(1, -1), len(T), axis=0)
+    C[:, m.rows] -= g @ m.W.T
+    r = pls.r
+    try:  # C's upper triangle (row-major) holds the matrix: the lower one of Cᵀ
+        L = np.linalg.cholesky(C.reshape(-1, r, r).transpose(0, 2, 1))
+    except np.linalg.LinAlgError:
+        return None
+    d = np.diagonal(L, axis1=1, axis2=2)
+    pwrss = d[:, -1] ** 2
+    values = criterion(ld1, 2.0 * np.log(d[:, :-1]).sum(axis=1), pwrss, pls.n, pls.p, reml)
+    return np.where(pwrss > 0, values, np.inf)
 
 
 def _first_block(pls: PLS, T: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """G_s = T B_s⁻¹ Tᵀ per point and level, (points, ℓ, q, q), and log det of the block."""
     if pls.q1 == 1:
-        t = T[:, pls._t1]
-        b = (t * t)[:, None] * pls.A11[None, :, 0, 0] + 1.0
-        G = (t * t)[:, None] / b
+        b, G = closed_form_1x1(pls.A11[:, 0, 0], T[:, pls._t1][:, None])
         return G[:, :, None, None], np.log(b).sum(axis=1)
     th = np.concatenate([T, np.zeros((len(T), 1))], axis=1)  # (index -1: a zero of T)
-    t0, t1, t2 = (th[:, i] for i in pls._t_2x2)
-    zero = np.zeros(len(T))
-    M = np.stack([t0 * t0, 2.0 * t0 * t1, t1 * t1, zero, t0 * t2, t1 * t2, zero, zero, t2 * t2],
-                 axis=1).reshape(-1, 3, 3)
-    b = M @ pls._a_2x2 + _B_OFFSET  # (points, 3, ℓ): B's entries (b00, b10, b11)
-    det = b[:, 0] * b[:, 2] - b[:, 1] * b[:, 1]
-    inv = b[:, ::-1] * _INV_SIGN / det[:, None]  # B⁻¹'s entries
-    N = np.stack([t0 * t0, zero, zero, t0 * t1, t0 * t2, zero, t0 * t1, t0 * t2, zero,
-                  t1 * t1, 2.0 * t1 * t2, t2 * t2], axis=1).reshape(-1, 4, 3)
-    G = (N @ inv).reshape(len(T), 2, 2, -1).transpose(0, 3, 1, 2)
-    return G, np.log(det).sum(axis=1)
+    b, det, prods = entries_2x2(pls._a_2x2, *(th[:, i] for i in pls._t_2x2))
+    return g_2x2(b, det, prods), np.log(det).sum(axis=1)

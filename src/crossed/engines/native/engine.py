@@ -10,7 +10,7 @@ import numpy as np
 
 from crossed._threads import single_blas_thread
 from crossed.design import Design
-from crossed.engines.native.batched import batchable, objectives
+from crossed.engines.native.batched import objectives
 from crossed.engines.native.optimize import (
     LmerControl,
     OptSummary,
@@ -81,7 +81,7 @@ def fit_pls(design: Design, pls: PLS, reml: bool, control: LmerControl,
         f = pls.factor(theta)
     dev = profiled_deviance(f, n, p, reml)
     return finish_fit(design, pls, f, theta, dev, reml, "native", opt, control, t0, data_name,
-                      crit, crit_many if batchable(pls) else None)
+                      crit, crit_many)
 
 
 def finish_fit(design: Design, pls: PLS, f, theta: np.ndarray, dev: float, reml: bool,

@@ -36,6 +36,12 @@ from scipy.linalg import blas, lapack
 from crossed.design.random import ReBlock
 from crossed.engines.native.banded import BandedBlocks
 from crossed.engines.native.cholesky import cholesky_lower
+from crossed.engines.native.closed_forms import (
+    closed_form_1x1,
+    criterion,
+    entries_2x2,
+    g_2x2,
+)
 from crossed.engines.native.sparse_map import (
     SparseMap,
     build_sparse_map,
@@ -313,11 +319,10 @@ class PLS:
         (G_s = H_sᵀ H_s) and log det of the block."""
         if self.q1 == 1:
             t = theta[self._t1]
-            b = t * t * self.A11[:, 0, 0] + 1.0
+            b, G = closed_form_1x1(self.A11[:, 0, 0], t)
             root = np.sqrt(b)
-            chol = root[:, None, None]
-            G = (t * t / b)[:, None, None]
-            return chol, G, (t / root)[:, None, None], float(np.log(b).sum()), True
+            return (root[:, None, None], G[:, None, None], (t / root)[:, None, None],
+                    float(np.log(b).sum()), True)
         if self.q1 == 2:
             th = theta.tolist() + [0.0]
             t0, t1, t2 = (th[i] for i in self._t_2x2)
@@ -530,10 +535,6 @@ class PLS:
         return tri_inverse(np.ascontiguousarray(Lx))
 
 
-_B_OFFSET = np.array([[1.0], [0.0], [1.0]])
-_INV_SIGN = np.array([[1.0], [-1.0], [1.0]])
-
-
 def _matrices_2x2(entries: np.ndarray) -> np.ndarray:
     """(ℓ, 2, 2) symmetric matrices from their entries (b00, b10, b11), a (3, ℓ) array."""
     b00, b10, b11 = entries
@@ -543,38 +544,20 @@ def _matrices_2x2(entries: np.ndarray) -> np.ndarray:
 def _first_block_2x2(a: np.ndarray, t0: float, t1: float, t2: float
                      ) -> tuple[np.ndarray, np.ndarray, None, float, bool]:
     """``first_block`` for q = 2 in closed form on the entries, a few operations on (3, ℓ)
-    arrays instead of batched LAPACK calls.
-
-    With T = [[t0, 0], [t1, t2]] and ``a`` = (a00, a10, a11) per level, the entries of
-    B_s = TᵀA_sT + I and of G_s = T B_s⁻¹ Tᵀ are linear in those of A_s and B_s⁻¹:
-    (b00, b10, b11) = M (a00, a10, a11) + (1, 0, 1) and (g00, g10, g10, g11) = N (i00, i10,
-    i11). Returns B's entries (3, ℓ) in place of a Cholesky factor (see
-    :meth:`PLS.first_chol`) and G as an (ℓ, 2, 2) view of its entry-major array.
-    """
-    M = np.array([[t0 * t0, 2.0 * t0 * t1, t1 * t1], [0.0, t0 * t2, t1 * t2],
-                  [0.0, 0.0, t2 * t2]])
-    b = M @ a
-    b += _B_OFFSET
-    det = b[0] * b[2] - b[1] * b[1]  # >= 1 (B = TᵀAT + I), unless theta is not finite
+    arrays instead of batched LAPACK calls. Returns B's entries (3, ℓ) in place of a
+    Cholesky factor (see :meth:`PLS.first_chol`) and G (ℓ, 2, 2)."""
+    b, det, prods = entries_2x2(a, t0, t1, t2)
     logdet = float(np.log(det).sum())
     if not np.isfinite(logdet):
         return None, None, None, np.inf, False
-    inv = b[::-1] * _INV_SIGN
-    inv /= det  # (b11, -b10, b00) / det = (i00, i10, i11)
-    N = np.array([[t0 * t0, 0.0, 0.0], [t0 * t1, t0 * t2, 0.0], [t0 * t1, t0 * t2, 0.0],
-                  [t1 * t1, 2.0 * t1 * t2, t2 * t2]])
-    G = (N @ inv).reshape(2, 2, -1).transpose(2, 0, 1)
-    return b, G, None, logdet, True
+    return b, g_2x2(b, det, prods), None, logdet, True
 
 
 def profiled_deviance(f: Factor, n: int, p: int, reml: bool) -> float:
     """lme4's profiled criterion from a factorisation (inf when not positive definite)."""
     if not f.ok or f.pwrss <= 0:
         return np.inf
-    if reml:
-        nmp = n - p
-        return f.ldL2 + f.ldRX2 + nmp * (1.0 + np.log(2.0 * np.pi * f.pwrss / nmp))
-    return f.ldL2 + n * (1.0 + np.log(2.0 * np.pi * f.pwrss / n))
+    return criterion(f.ldL2, f.ldRX2, f.pwrss, n, p, reml)
 
 
 def deviance_at(f: Factor, sigma: float, n: int, p: int, reml: bool) -> float:

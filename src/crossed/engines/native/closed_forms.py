@@ -1,0 +1,62 @@
+"""Closed forms of the native engine's small pieces, for one θ or a stack of them.
+
+The first random-effects block with one or two columns per level is factored in closed
+form on the entries of its per-level matrices (no LAPACK call per level), and the profiled
+criterion follows from two log determinants and the penalised residual sum of squares.
+:class:`~crossed.engines.native.pls.PLS` evaluates them at one θ; ``batched.py`` at many
+θ at once, with a leading axis over the points: the same operations either way.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_B_OFFSET = np.array([[1.0], [0.0], [1.0]])
+_INV_SIGN = np.array([[1.0], [-1.0], [1.0]])
+# q = 2, T = [[t0, 0], [t1, t2]]: B_s = TᵀA_sT + I and G_s = T B_s⁻¹ Tᵀ on their entries,
+# (b00, b10, b11) = M (a00, a10, a11) + (1, 0, 1) and (g00, g10, g10, g11) = N (i00, i10,
+# i11) with B_s⁻¹'s entries i; M and N are linear in the products (t0², t0t1, t1², t0t2,
+# t1t2, t2²): these are their coefficients, one row per product
+_M_COEF = np.array([[1, 0, 0, 0, 0, 0, 0, 0, 0], [0, 2, 0, 0, 0, 0, 0, 0, 0],
+                    [0, 0, 1, 0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 1, 0, 0, 0, 0],
+                    [0, 0, 0, 0, 0, 1, 0, 0, 0], [0, 0, 0, 0, 0, 0, 0, 0, 1]], dtype=float)
+_N_COEF = np.array([[1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], [0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0],
+                    [0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0], [0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0],
+                    [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0], [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]],
+                   dtype=float)
+
+
+def closed_form_1x1(a: np.ndarray, t: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """q = 1: B_s = t² a_s + 1 and G_s = t² / B_s per level (``a``: the A_s); with ``t`` of
+    shape (points, 1), per point."""
+    b = t * t * a + 1.0
+    return b, t * t / b
+
+
+def entries_2x2(a: np.ndarray, t0, t1, t2) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """q = 2: B_s's entries (b00, b10, b11), (3, ℓ), and their determinants, from ``a`` =
+    (a00, a10, a11) per level; with t0, t1, t2 of shape (points,), a leading axis over the
+    points. Also returns the products of the t's, for :func:`g_2x2`."""
+    prods = np.array([t0 * t0, t0 * t1, t1 * t1, t0 * t2, t1 * t2, t2 * t2]).T
+    b = (prods @ _M_COEF).reshape(*prods.shape[:-1], 3, 3) @ a
+    b += _B_OFFSET
+    det = b[..., 0, :] * b[..., 2, :] - b[..., 1, :] * b[..., 1, :]  # >= 1 for finite t
+    return b, det, prods
+
+
+def g_2x2(b: np.ndarray, det: np.ndarray, prods: np.ndarray) -> np.ndarray:
+    """q = 2: G_s = T B_s⁻¹ Tᵀ as (ℓ, 2, 2), or (points, ℓ, 2, 2), from :func:`entries_2x2`."""
+    inv = b[..., ::-1, :] * _INV_SIGN
+    inv /= det[..., None, :]  # (b11, -b10, b00) / det = (i00, i10, i11)
+    G = (prods @ _N_COEF).reshape(*prods.shape[:-1], 4, 3) @ inv
+    G = G.reshape(*G.shape[:-2], 2, 2, -1)
+    return G.transpose(2, 0, 1) if G.ndim == 3 else G.transpose(0, 3, 1, 2)
+
+
+def criterion(ldL2, ldRX2, pwrss, n: int, p: int, reml: bool):
+    """lme4's profiled REML or ML criterion from the log determinants and the penalised
+    residual sum of squares (floats, or arrays of them)."""
+    if reml:
+        nmp = n - p
+        return ldL2 + ldRX2 + nmp * (1.0 + np.log(2.0 * np.pi * pwrss / nmp))
+    return ldL2 + n * (1.0 + np.log(2.0 * np.pi * pwrss / n))
