@@ -1,23 +1,24 @@
-"""The native engine: lme4's profiled criterion minimised by BOBYQA over theta."""
+"""The native engine: lme4's profiled criterion minimised by BOBYQA over theta
+(lme4's settings, then continued to the optimum where lme4's checks ask for it:
+``converge.py``)."""
 
 from __future__ import annotations
 
 import time
 import warnings
-from dataclasses import replace
 
 import numpy as np
 
 from crossed._threads import single_blas_thread
 from crossed.design import Design
 from crossed.engines.native.batched import objectives
-from crossed.engines.native.optimize import (
-    LmerControl,
-    OptSummary,
-    bobyqa,
-    check_convergence,
-    derivatives,
+from crossed.engines.native.converge import (
+    ConvergenceCheck,
+    assess,
+    optimize_theta,
+    restart_message,
 )
+from crossed.engines.native.optimize import LmerControl, OptSummary
 from crossed.engines.native.pls import PLS, profiled_deviance
 from crossed.fit import LmerFit
 
@@ -73,21 +74,25 @@ def fit_pls(design: Design, pls: PLS, reml: bool, control: LmerControl,
             best[:] = [value, f]
         return value
 
-    opt = bobyqa(crit_keeping_best, design.random.theta_start(pls.y),
-                 design.random.theta_lower, control)
+    opt, check = optimize_theta(crit_keeping_best, design.random.theta_start(pls.y),
+                                design.random.theta_lower, control, crit_many, crit)
     theta = opt.theta_final.copy()
     f = best[1]
     if f is None or not np.array_equal(f.theta, theta):  # (NLopt returns its best point)
         f = pls.factor(theta)
     dev = profiled_deviance(f, n, p, reml)
     return finish_fit(design, pls, f, theta, dev, reml, "native", opt, control, t0, data_name,
-                      crit, crit_many)
+                      check)
 
 
 def finish_fit(design: Design, pls: PLS, f, theta: np.ndarray, dev: float, reml: bool,
                engine: str, opt: OptSummary | None, control: LmerControl, t0: float,
-               data_name: str, crit=None, crit_many=None) -> LmerFit:
-    """Solve for β, u, σ and vcov at ``theta``, run the checks and build the result."""
+               data_name: str, check: ConvergenceCheck | None = None) -> LmerFit:
+    """Solve for β, u, σ and vcov at ``theta``, report the checks and build the result.
+
+    ``check`` is lme4's verdict at ``theta`` (:func:`converge.assess`); without it the fit
+    is only checked for singularity (engines that run their own optimiser and checks).
+    """
     n, p = design.X.shape
     messages: list[str] = []
     if design.n_dropped:
@@ -95,25 +100,18 @@ def finish_fit(design: Design, pls: PLS, f, theta: np.ndarray, dev: float, reml:
     if design.fixed.dropped:
         messages.append("rank-deficient fixed-effect columns dropped: "
                         + ", ".join(design.fixed.dropped))
-    lower = design.random.theta_lower
-    bounded = np.isfinite(lower)
-    singular = bool(np.any(theta[bounded] < control.singular_tol))
-    converged = True
+    if check is None:
+        check = assess(theta, dev, design.random.theta_lower, control, None)
     if opt is not None:
+        note = restart_message(opt.restarts)
+        if note is not None:
+            messages.append(note)
         if opt.return_code < 0 or opt.return_code == 5:
-            converged = False
             messages.append(f"optimizer ({opt.optimizer}) stopped: {opt.message}")
-        # lme4 skips the gradient and Hessian checks of singular fits
-        if control.check_conv and crit is not None and not singular:
-            free = np.ones(len(theta), dtype=bool)
-            g, H = derivatives(crit, theta, free, dev, fun_many=crit_many)
-            conv_msgs = check_convergence(g, H, control.conv_tol)
-            opt = replace(opt, gradient=g, hessian=H, free=free)
-            if any("converge" in m or "scaled gradient" in m for m in conv_msgs):
-                converged = False
-            for m in conv_msgs:
-                messages.append(m)
-                warnings.warn(m, ConvergenceWarning, stacklevel=6)
+    for m in check.messages:
+        messages.append(m)
+        warnings.warn(m, ConvergenceWarning, stacklevel=6)
+    singular = check.singular
     if singular:
         msg = "boundary (singular) fit: see help('isSingular')"
         messages.append(msg)
@@ -126,7 +124,7 @@ def finish_fit(design: Design, pls: PLS, f, theta: np.ndarray, dev: float, reml:
     fit = LmerFit(
         design=design, reml=reml, engine=engine, theta=theta, beta=beta, sigma=sigma,
         deviance=float(dev), vcov_beta=vcov, u=tuple(u), opt=opt, is_singular=singular,
-        converged=converged, messages=tuple(messages), data_name=data_name,
+        converged=check.converged, messages=tuple(messages), data_name=data_name,
     )
     fit._cache["pls"] = pls
     fit._cache["factor"] = f

@@ -37,6 +37,20 @@ class LmerControl:
         Tolerance on the scaled gradient (lme4's ``check.conv.grad``, 2e-3).
     singular_tol : float
         A bounded theta below this marks the fit singular (lme4's ``isSingular``, 1e-4).
+    restarts : int
+        How many times the optimiser may continue after lme4's stopping rule (default 3; 0
+        gives lme4's path and nothing more). It continues, from its best point with the
+        ``restart_*`` tolerances, when lme4's derivative check fails (``check_conv``) or a
+        bounded theta ends below ``edge_tol`` (near the boundary, where the singular/not
+        singular decision depends on where the optimiser happened to stop). See
+        ``engines/native/converge.py``.
+    edge_tol : float
+        A bounded theta below this (but the fit not yet re-optimised) triggers one restart.
+    restart_step : float
+        BOBYQA's initial trust-region radius on a restart.
+    restart_xtol_abs, restart_ftol_abs : float
+        The restart's absolute tolerances on theta and on the criterion (its relative
+        tolerance on theta is 0: it stops on these alone).
     """
 
     optimizer: str = "bobyqa"
@@ -47,6 +61,31 @@ class LmerControl:
     check_conv: bool = True
     conv_tol: float = 2e-3
     singular_tol: float = 1e-4
+    restarts: int = 3
+    edge_tol: float = 1e-3
+    restart_step: float = 1e-2
+    restart_xtol_abs: float = 1e-10
+    restart_ftol_abs: float = 1e-12
+
+    def __post_init__(self) -> None:
+        if self.optimizer != "bobyqa":
+            raise ValueError(f"unknown optimizer {self.optimizer!r}; available: 'bobyqa'")
+        for name in ("xtol_abs", "ftol_abs", "xtol_rel", "conv_tol", "singular_tol",
+                     "edge_tol", "restart_xtol_abs", "restart_ftol_abs"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+                    math.isfinite(value) and value >= 0):
+                raise ValueError(f"LmerControl.{name} must be a finite number >= 0, "
+                                 f"got {value!r}")
+        if not (isinstance(self.restart_step, (int, float)) and self.restart_step > 0):
+            raise ValueError(f"LmerControl.restart_step must be > 0, got {self.restart_step!r}")
+        for name in ("maxeval", "restarts"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+                raise ValueError(f"LmerControl.{name} must be an integer >= 0, got {value!r}")
+        if not isinstance(self.check_conv, (bool, np.bool_)):
+            raise TypeError(f"LmerControl.check_conv must be True or False, "
+                            f"got {self.check_conv!r}")
 
 
 @dataclass(frozen=True)
@@ -72,6 +111,9 @@ class OptSummary:
         not on a boundary (``free``); None when the check was skipped.
     free : numpy.ndarray
         Boolean mask of parameters off their bound at the optimum.
+    restarts : tuple of Restart
+        The continuations after lme4's stopping rule, in order (empty when lme4's rule
+        was enough); ``feval`` and ``log`` include their evaluations.
     """
 
     optimizer: str
@@ -87,13 +129,39 @@ class OptSummary:
     gradient: np.ndarray | None = None
     hessian: np.ndarray | None = None
     free: np.ndarray | None = None
+    restarts: tuple[Restart, ...] = ()
+
+
+@dataclass(frozen=True)
+class Restart:
+    """One continuation of the optimiser after lme4's stopping rule.
+
+    Attributes
+    ----------
+    reason : str
+        Why it continued (the failed check's message, or the theta near its bound).
+    fmin_before, fmin_after : float
+        Criterion at the start and at the end of the continuation (never larger).
+    feval : int
+        Criterion evaluations of this continuation.
+    return_code : int
+        NLopt's code for the continuation.
+    """
+
+    reason: str
+    fmin_before: float
+    fmin_after: float
+    feval: int
+    return_code: int
 
 
 def bobyqa(fun: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.ndarray,
-           control: LmerControl) -> OptSummary:
-    """Minimise ``fun`` with NLopt's BOBYQA under lower bounds, logging every evaluation."""
-    if control.optimizer != "bobyqa":
-        raise ValueError(f"unknown optimizer {control.optimizer!r}; available: 'bobyqa'")
+           control: LmerControl, restart: bool = False) -> OptSummary:
+    """Minimise ``fun`` with NLopt's BOBYQA under lower bounds, logging every evaluation.
+
+    With ``restart=True`` it continues from ``x0`` with the control's ``restart_*``
+    settings (a small initial radius, no relative tolerance) instead of lme4's.
+    """
     k = len(x0)
     log: list[tuple[np.ndarray, float]] = []
 
@@ -105,9 +173,15 @@ def bobyqa(fun: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.ndarray
     opt = nlopt.opt(nlopt.LN_BOBYQA, k)
     opt.set_lower_bounds(np.where(np.isfinite(lower), lower, -np.inf))
     opt.set_min_objective(objective)
-    opt.set_xtol_abs(control.xtol_abs)
-    opt.set_ftol_abs(control.ftol_abs)
-    opt.set_xtol_rel(control.xtol_rel)
+    if restart:
+        opt.set_xtol_abs(control.restart_xtol_abs)
+        opt.set_ftol_abs(control.restart_ftol_abs)
+        opt.set_xtol_rel(0.0)
+        opt.set_initial_step(control.restart_step)
+    else:
+        opt.set_xtol_abs(control.xtol_abs)
+        opt.set_ftol_abs(control.ftol_abs)
+        opt.set_xtol_rel(control.xtol_rel)
     opt.set_maxeval(control.maxeval)
     x = opt.optimize(np.asarray(x0, dtype=float))
     code = opt.last_optimize_result()
@@ -166,6 +240,10 @@ def check_convergence(g: np.ndarray, H: np.ndarray, tol: float,
     """
     msgs: list[str] = []
     if len(g) == 0:
+        return msgs
+    if not (np.all(np.isfinite(g)) and np.all(np.isfinite(H))):
+        msgs.append("Model failed to converge: the criterion is not finite near the optimum, "
+                    "so its gradient and Hessian cannot be evaluated")
         return msgs
     try:
         Lh = np.linalg.cholesky(H)

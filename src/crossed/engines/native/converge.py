@@ -1,0 +1,173 @@
+"""Optimise theta to the optimum: lme4's BOBYQA run, its checks, and continuations.
+
+lme4 stops BOBYQA when the trust radius falls below ``xtol_rel = 1e-4`` and then checks
+the result (``checkConv``: scaled gradient and Hessian by finite differences, skipped for
+singular fits). On a flat criterion, where that rule stops depends on the last bits of the
+arithmetic (BLAS kernel, summation order), so the same data can end "converged and
+singular" on one machine and "failed to converge, not singular" on another.
+
+crossed therefore continues after lme4's rule, from the best point found, with a small
+trust radius and absolute tolerances only (:class:`LmerControl`'s ``restart_*`` settings),
+
+* when the derivative check fails (a gradient or Hessian message, or a criterion that is
+  not finite near the optimum), or
+* once, when a bounded theta ends below ``edge_tol`` (near the boundary, including on it:
+  lme4's ``restart_edge`` idea), because there the singular / not singular decision and
+  the check itself depend on where the optimiser happened to stop,
+
+until the check passes, the fit is singular (lme4 skips the check then), a continuation
+no longer lowers the criterion, or ``control.restarts`` continuations were made. What was
+done is recorded in :attr:`OptSummary.restarts` and in the fit's messages.
+
+Validated by ``tests/engines/test_native_converge.py`` and, under both BLAS kernels in CI,
+by the conformance suite: on every reference case the criterion is at most lme4's
++ 1e-9 relative, and ``converged`` / ``is_singular`` agree with R.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from crossed.engines.native.optimize import (
+    LmerControl,
+    OptSummary,
+    Restart,
+    bobyqa,
+    check_convergence,
+    derivatives,
+)
+
+__all__ = ["ConvergenceCheck", "assess", "optimize_theta", "restart_message"]
+
+_FAILED = ("converge", "scaled gradient")
+
+
+@dataclass(frozen=True)
+class ConvergenceCheck:
+    """lme4's verdict on a theta: singular, and its derivative check (skipped if singular).
+
+    Attributes
+    ----------
+    singular : bool
+        A bounded theta below ``control.singular_tol`` (lme4's ``isSingular``).
+    converged : bool
+        False when the optimiser's return code or the derivative check says so.
+    messages : tuple of str
+        The check's messages (lme4's wording), empty when it passed or was skipped.
+    gradient, hessian, free : numpy.ndarray or None
+        Finite-difference derivatives at theta over ``free``; None when not computed.
+    """
+
+    singular: bool
+    converged: bool
+    messages: tuple[str, ...] = ()
+    gradient: np.ndarray | None = None
+    hessian: np.ndarray | None = None
+    free: np.ndarray | None = None
+
+
+def assess(theta: np.ndarray, fmin: float, lower: np.ndarray, control: LmerControl,
+           crit: Callable[[np.ndarray], float] | None,
+           crit_many: Callable[[list[np.ndarray]], np.ndarray] | None = None,
+           return_code: int = 1) -> ConvergenceCheck:
+    """lme4's checks at ``theta``: singularity, then (non-singular fits, ``check_conv``)
+    the scaled gradient and the Hessian of the criterion ``crit``."""
+    bounded = np.isfinite(lower)
+    singular = bool(np.any(theta[bounded] < control.singular_tol))
+    converged = not (return_code < 0 or return_code == 5)
+    if singular or not control.check_conv or crit is None:
+        return ConvergenceCheck(singular, converged)
+    free = np.ones(len(theta), dtype=bool)
+    with np.errstate(all="ignore"):
+        g, H = derivatives(crit, theta, free, fmin, fun_many=crit_many)
+    msgs = tuple(check_convergence(g, H, control.conv_tol))
+    if any(word in m for m in msgs for word in _FAILED):
+        converged = False
+    return ConvergenceCheck(singular, converged, msgs, g, H, free)
+
+
+def _restart_reason(theta: np.ndarray, check: ConvergenceCheck, lower: np.ndarray,
+                    control: LmerControl, done: int) -> str | None:
+    """Why the optimiser should continue from ``theta``, or None."""
+    failed = [m for m in check.messages if any(word in m for word in _FAILED)]
+    if failed:
+        if check.gradient is not None and not np.all(np.isfinite(check.gradient)):
+            return "criterion not finite near the optimum"
+        if "gradient" in failed[0] and check.gradient is not None:
+            return f"gradient check failed, max|grad| = {np.max(np.abs(check.gradient)):.3g}"
+        return "Hessian check failed"
+    if done == 0:
+        bounded = np.isfinite(lower)
+        near = np.flatnonzero(bounded & (theta < control.edge_tol))
+        if len(near):
+            return (f"theta[{int(near[0])}] = {theta[near[0]]:.3g} ended within "
+                    f"{control.edge_tol:g} of its bound")
+    return None
+
+
+def optimize_theta(crit: Callable[[np.ndarray], float], theta0: np.ndarray,
+                   lower: np.ndarray, control: LmerControl,
+                   crit_many: Callable[[list[np.ndarray]], np.ndarray] | None = None,
+                   check_crit: Callable[[np.ndarray], float] | None = None,
+                   ) -> tuple[OptSummary, ConvergenceCheck]:
+    """BOBYQA from ``theta0`` with lme4's settings, then continuations (module docstring).
+
+    Parameters
+    ----------
+    crit : callable
+        The criterion the optimiser minimises (may keep its best factorisation).
+    theta0, lower : numpy.ndarray
+        Start and lower bounds (``-inf`` for unbounded).
+    control : LmerControl
+    crit_many : callable, optional
+        The criterion at many points at once (for the derivative check).
+    check_crit : callable, optional
+        The criterion for the derivative check (default ``crit``).
+
+    Returns
+    -------
+    OptSummary
+        The whole run: ``theta_final``/``fmin`` the best point, ``feval`` and ``log`` over
+        all continuations, ``restarts`` their records, and the final check's derivatives.
+    ConvergenceCheck
+        lme4's checks at ``theta_final``.
+    """
+    check_crit = crit if check_crit is None else check_crit
+    opt = bobyqa(crit, theta0, lower, control)
+    check = assess(opt.theta_final, opt.fmin, lower, control, check_crit, crit_many,
+                   opt.return_code)
+    restarts: list[Restart] = []
+    log = list(opt.log)
+    while len(restarts) < control.restarts:
+        reason = _restart_reason(opt.theta_final, check, lower, control, len(restarts))
+        if reason is None:
+            break
+        more = bobyqa(crit, opt.theta_final, lower, control, restart=True)
+        log.extend(more.log)
+        improved = more.fmin < opt.fmin
+        restarts.append(Restart(reason, opt.fmin, min(more.fmin, opt.fmin), more.feval,
+                                more.return_code))
+        if improved:
+            opt = replace(opt, theta_final=more.theta_final, fmin=more.fmin,
+                          return_code=more.return_code, message=more.message)
+            check = assess(opt.theta_final, opt.fmin, lower, control, check_crit, crit_many,
+                           opt.return_code)
+        else:
+            break  # no progress from the best point: the check's verdict stands
+    opt = replace(opt, feval=len(log), log=tuple(log), restarts=tuple(restarts),
+                  gradient=check.gradient, hessian=check.hessian, free=check.free)
+    return opt, check
+
+
+def restart_message(restarts: tuple[Restart, ...]) -> str | None:
+    """One line for the fit's messages describing the continuations, or None."""
+    if not restarts:
+        return None
+    gain = restarts[0].fmin_before - restarts[-1].fmin_after
+    n = sum(r.feval for r in restarts)
+    return (f"optimizer continued after lme4's stopping rule ({restarts[0].reason}): "
+            f"{len(restarts)} BOBYQA restart(s) from the best point, {n} evaluations, "
+            f"criterion lowered by {gain:.3g}")
