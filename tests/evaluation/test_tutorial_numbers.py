@@ -45,8 +45,11 @@ def test_cross_classified_tutorial():
         fit = spec.fit(d)
     assert fit.deviance == pytest.approx(29662.6822, abs=1e-3)
     vc = fit.variance_components(test=False).set_index("group")
-    assert vc.loc["dataset", "share"] == pytest.approx(0.7339, abs=5e-5)
-    assert vc.loc["model", "share"] == pytest.approx(0.0454, abs=5e-5)
+    # shares to the tutorial's 4 digits, within 1e-4: where lme4's stopping rule leaves theta
+    # moves the model share by 5e-6 between BLAS kernels (0.045446 / 0.045451), across the
+    # rounding boundary of the printed 0.0454
+    assert vc.loc["dataset", "share"] == pytest.approx(0.7339, abs=1e-4)
+    assert vc.loc["model", "share"] == pytest.approx(0.0454, abs=1e-4)
     am = fit.adjusted_means("model")
     assert am["level"].iloc[0] == "deberta-v3-base"
     assert am["estimate"].iloc[0] == pytest.approx(78.8961, abs=5e-4)
