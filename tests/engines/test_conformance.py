@@ -51,6 +51,7 @@ import crossed
 import crossed.engines
 from crossed.engines import AVAILABLE
 from reference import (
+    CRIT_SLACK,
     as_array,
     as_list,
     as_matrix,
@@ -231,9 +232,11 @@ def test_criterion(engine, case):
     assert fit.reml == r["reml"]
     crit_rtol = tol(engine, "CRIT_RTOL")
     assert_close(fit.deviance, r["deviance"], crit_rtol, what="REML/ML criterion")
-    # never a worse optimum than lme4's (lower is better)
-    assert fit.deviance <= r["deviance"] + crit_rtol * abs(r["deviance"]), (
-        f"criterion {fit.deviance!r} worse than lme4's {r['deviance']!r}")
+    # never a worse optimum than lme4's (lower is better): at most 1e-9 relative above it for
+    # engines that optimise lme4's criterion to its optimum (issue 14), under any BLAS kernel
+    slack = CRIT_SLACK if engine not in TOL_BY_ENGINE else crit_rtol
+    assert fit.deviance <= r["deviance"] + slack * abs(r["deviance"]), (
+        f"criterion {fit.deviance!r} worse than lme4's {r['deviance']!r} by more than {slack}")
 
 
 @pytest.mark.parametrize("case", [pytest.param(c, marks=[pytest.mark.slow] if c in SLOW else [])

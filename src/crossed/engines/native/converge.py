@@ -96,9 +96,9 @@ def _restart_reason(theta: np.ndarray, check: ConvergenceCheck, lower: np.ndarra
     if failed:
         if check.gradient is not None and not np.all(np.isfinite(check.gradient)):
             return "criterion not finite near the optimum"
-        if "gradient" in failed[0] and check.gradient is not None:
+        if any("grad" in m for m in failed) and check.gradient is not None:
             return f"gradient check failed, max|grad| = {np.max(np.abs(check.gradient)):.3g}"
-        return "Hessian check failed"
+        return "Hessian check failed: " + failed[0].removeprefix("Model failed to converge: ")
     if done == 0:
         bounded = np.isfinite(lower)
         near = np.flatnonzero(bounded & (theta < control.edge_tol))
