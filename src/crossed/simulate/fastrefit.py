@@ -39,7 +39,8 @@ class Refitter:
         own ``fit.refit`` (no speed-up).
     check_conv : bool, optional
         Run lme4's convergence derivative check after each refit (default: as the fit's
-        own control). Skipping it does not change any estimate.
+        own control). Skipping it skips the continuation after a failed check
+        (``engines/native/converge.py``): a fit whose check would fail keeps lme4's stop.
     keep_frame : bool
         Keep the private data frame on row-subset refits (needed for EMMs computed from
         scratch on the refit, e.g. ``refit.emmeans(...)``); off by default for speed.
