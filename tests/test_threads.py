@@ -54,3 +54,65 @@ def test_work_on_the_helper_does_not_wait_for_it():
     _threads.use_helper_thread(True)
     pool = _threads.helper_thread()
     assert pool.submit(_threads.helper_thread).result(timeout=10) is None
+
+
+def test_concurrent_fits_give_the_serial_results_bit_for_bit():
+    """Fits in concurrent threads share the process-wide BLAS limit (single_blas_thread
+    counts its users): none sees the thread count restored by another one finishing."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import numpy as np
+
+    import crossed as cx
+
+    df = cx.load_dataset("blurb_like")
+    ner = cx.load_dataset("ner_like")
+    jobs = [("score ~ 1 + (1 | model) + (1 | dataset) + (1 | model:dataset)", df),
+            ("f1 ~ model + (1 | language) + (1 | model:language)", ner)] * 3
+
+    def run(job):
+        fit = cx.lmer(*job)
+        return fit.theta, fit.beta, fit.deviance, fit.coef_table()["df"].to_numpy()
+
+    serial = [run(j) for j in jobs]
+    with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+        concurrent = list(pool.map(run, jobs))
+    for a, b in zip(serial, concurrent, strict=True):
+        for x, y in zip(a, b, strict=True):
+            np.testing.assert_array_equal(x, y)
+
+
+def test_single_blas_thread_takes_turns_across_threads():
+    """A second thread waits for the first to leave (and restore the BLAS count) before it
+    sets its own limit; nested use in one thread does not wait."""
+    import threading
+
+    from threadpoolctl import threadpool_info
+
+    def blas() -> set[int]:
+        return {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
+
+    original = blas()
+    inside, release, second_in = threading.Event(), threading.Event(), threading.Event()
+
+    def hold():
+        with _threads.single_blas_thread(), _threads.single_blas_thread():  # nested: free
+            inside.set()
+            release.wait(10)
+
+    def second():
+        with _threads.single_blas_thread():
+            second_in.set()
+
+    t = threading.Thread(target=hold)
+    t.start()
+    inside.wait(10)
+    assert blas() == {1}
+    t2 = threading.Thread(target=second)
+    t2.start()
+    assert not second_in.wait(0.2)  # waits for its turn
+    release.set()
+    t.join()
+    t2.join()
+    assert second_in.is_set()
+    assert blas() == original

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 
 from threadpoolctl import ThreadpoolController
 
@@ -28,18 +29,42 @@ _HELPER_WANTED: bool | None = None
 _HELPER_NAME = "crossed-helper"
 
 
-def blas_threads(n: int | None) -> AbstractContextManager:
-    """Context manager setting the number of BLAS threads (None: one per core)."""
+def _controller() -> ThreadpoolController:
     global _CONTROLLER
     if _CONTROLLER is None:
         _CONTROLLER = ThreadpoolController()
-    return _CONTROLLER.limit(limits=n if n is not None else os.cpu_count() or 1,
-                             user_api="blas")
+    return _CONTROLLER
 
 
-def single_blas_thread() -> AbstractContextManager:
-    """Context manager limiting BLAS libraries to one thread."""
-    return blas_threads(1)
+def blas_threads(n: int | None) -> AbstractContextManager:
+    """Context manager setting the number of BLAS threads (None: one per core).
+
+    Process-wide and not shared with :func:`single_blas_thread`'s count: use it only where
+    no fit runs concurrently.
+    """
+    return _controller().limit(limits=n if n is not None else os.cpu_count() or 1,
+                               user_api="blas")
+
+
+_SINGLE_LOCK = threading.RLock()
+
+
+@contextmanager
+def single_blas_thread() -> Iterator[None]:
+    """Context manager limiting BLAS libraries to one thread, one caller at a time.
+
+    The BLAS thread count is process-wide: a fit in one thread that restored it while a
+    fit in another was running made the second run multi-threaded BLAS, whose sums differ
+    in the last bits (2e-11 on theta), and OpenBLAS ignores a raise of the count made from
+    another thread than the one that lowered it. So callers in different threads take turns
+    (a re-entrant lock; nested use in one thread is free): each sets one thread and restores
+    the count itself, and concurrent fits give the serial results bit for bit
+    (``tests/test_threads.py``). The native engine is mostly interpreted code, which the
+    GIL serialises anyway; parallel fits belong in processes (``crossed.simulate``'s
+    backends), which this does not limit.
+    """
+    with _SINGLE_LOCK, _controller().limit(limits=1, user_api="blas"):
+        yield
 
 
 def available_cpus() -> int:
@@ -76,9 +101,11 @@ def helper_thread() -> ThreadPoolExecutor | None:
 
 
 def _forget_helper() -> None:
-    """A forked child has no helper thread: make it start its own when needed."""
-    global _HELPER
+    """A forked child has no helper thread: make it start its own when needed (and holds
+    no other thread's turn at the BLAS limit)."""
+    global _HELPER, _SINGLE_LOCK
     _HELPER = None
+    _SINGLE_LOCK = threading.RLock()
 
 
 os.register_at_fork(after_in_child=_forget_helper)
