@@ -98,3 +98,31 @@ def test_non_finite_derivatives_give_a_message_not_an_error():
 def test_control_is_validated(kwargs, err):
     with pytest.raises(err, match="LmerControl|optimizer"):
         LmerControl(**kwargs)
+
+
+def _sleepstudy():
+    import pandas as pd
+
+    from reference import DATA_DIR
+
+    return pd.read_csv(DATA_DIR / "sleepstudy.csv")
+
+
+def test_degenerate_system_at_the_optimum_is_a_clear_error():
+    """Days * 1e12 with (Days | Subject): lme4 stops with 'Downdated VtV is not positive
+    definite'; crossed with a DataError that says to rescale, never a LinAlgError."""
+    df = _sleepstudy()
+    df["Days"] = df["Days"] * 1e12
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(crossed.DataError, match="rescale"):
+            crossed.lmer("Reaction ~ Days + (Days | Subject)", df)
+
+
+def test_criterion_not_finite_anywhere_is_a_clear_error():
+    df = _sleepstudy()
+    df["Days"] = df["Days"] * 1e200  # squares overflow: no finite criterion
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(crossed.DataError):
+            crossed.lmer("Reaction ~ Days + (Days | Subject)", df)

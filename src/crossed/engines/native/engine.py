@@ -11,6 +11,7 @@ import numpy as np
 
 from crossed._threads import single_blas_thread
 from crossed.design import Design
+from crossed.design.frame import DataError
 from crossed.engines.native.batched import objectives
 from crossed.engines.native.converge import (
     ConvergenceCheck,
@@ -81,6 +82,11 @@ def fit_pls(design: Design, pls: PLS, reml: bool, control: LmerControl,
     if f is None or not np.array_equal(f.theta, theta):  # (NLopt returns its best point)
         f = pls.factor(theta)
     dev = profiled_deviance(f, n, p, reml)
+    if not np.isfinite(dev):
+        raise DataError(
+            f"the {'REML' if reml else 'ML'} criterion is not finite at any theta the optimiser "
+            f"tried ({opt.feval} evaluations): the response or a predictor holds values too "
+            "large to square in floating point; rescale the variables")
     return finish_fit(design, pls, f, theta, dev, reml, "native", opt, control, t0, data_name,
                       check)
 
@@ -116,10 +122,17 @@ def finish_fit(design: Design, pls: PLS, f, theta: np.ndarray, dev: float, reml:
         msg = "boundary (singular) fit: see help('isSingular')"
         messages.append(msg)
         warnings.warn(msg, SingularFitWarning, stacklevel=6)
-    beta, u = pls.solve(f)
+    try:
+        beta, u = pls.solve(f)
+        Ri = pls.rx_inverse(f)
+    except np.linalg.LinAlgError as exc:
+        raise DataError(
+            f"the penalised least-squares system at the optimum is numerically not positive "
+            f"definite ({exc}): the predictors are on very different scales or nearly "
+            "collinear; rescale the variables (lme4 stops here with 'Downdated VtV is not "
+            "positive definite')") from None
     denom = n - p if reml else n
     sigma = float(np.sqrt(f.pwrss / denom))
-    Ri = pls.rx_inverse(f)
     vcov = sigma**2 * (Ri.T @ Ri)
     fit = LmerFit(
         design=design, reml=reml, engine=engine, theta=theta, beta=beta, sigma=sigma,
