@@ -118,3 +118,12 @@ def test_missing_item_scores_are_reported(items):
     df.loc[df.index[5], "correct"] = np.nan
     with pytest.warns(UserWarning, match=r"dropped 1 of .* A \(1\)"):
         cx.resample.from_items(df, "correct", item="item", n_boot=20, random_state=0)
+
+
+def test_prediction_reports_dropped_rows(real_files):
+    frame = cx.resample.prediction_frame(cx.resample.read_table(real_files["xquad"]))
+    frame.loc[frame.index[0], "score"] = np.nan
+    name = frame.loc[frame.index[0], "system"]
+    with pytest.warns(UserWarning, match=rf"dropped 1 of .*{name} \(1\)"):
+        res = cx.resample.leave_one_task_out(frame, models=("baseline",))
+    assert len(res.predictions) == len(frame) - 1
