@@ -126,7 +126,7 @@ def _draw(shared, item):
 
 def test_run_tasks_returns_the_finished_tasks_on_interrupt():
     items = list(enumerate(spawn_seeds(1, 10)))
-    with pytest.warns(UserWarning, match="interrupted after 4 of 10"):
+    with pytest.warns(UserWarning, match="interrupted after 4 of 10 replicates"):
         out = run_tasks(_draw, 4, items)
     assert out.interrupted and out == [0, 1, 2, 3]
     done = run_tasks(_draw, -1, items)
@@ -268,3 +268,22 @@ def test_lrt_on_native_fit_unchanged(small_fit):
         False, small_fit.opt.control)
     np.testing.assert_allclose(row["statistic"], reduced.deviance - full.deviance, rtol=1e-12)
     assert isinstance(pd.Series(row), pd.Series)
+
+
+def test_check_calibration_keeps_finished_draws_on_ctrl_c(small_fit, monkeypatch):
+    from crossed.simulate.fastrefit import Refitter
+
+    calls = {"n": 0}
+    original = Refitter.refit
+
+    def stop_after_three(self, *args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] > 3:
+            raise KeyboardInterrupt
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Refitter, "refit", stop_after_three)
+    diag = _quiet(cs.check, small_fit, nsim=19, seed=3, calibrate=10)
+    assert diag.interrupted
+    assert diag.tests["method"].str.contains("calibrated by 3 ").all()
+    assert "interrupted" in str(diag)

@@ -226,6 +226,10 @@ class Diagnostics:
         lines.append("Overall: " + ("no evidence against the model." if self.ok else
                                     "the model does not describe the data well in the "
                                     "flagged respects."))
+        if len(self.failures):
+            lines.append(f"{len(self.failures)} calibration refit(s) failed (see .failures).")
+        if self.interrupted:
+            lines.append("The calibration was interrupted: it used the finished refits.")
         return "\n".join(lines)
 
     __repr__ = __str__

@@ -177,8 +177,8 @@ def run_tasks(func: Callable[[Any, Any], Any], shared: Any, items: Sequence, *,
             _run_joblib(func, shared, items, workers, bar, chunk_size, out)
     except KeyboardInterrupt:
         out.interrupted = True
-        warnings.warn(f"{desc}: interrupted after {len(out)} of {n} tasks; returning the "
-                      "finished ones", UserWarning, stacklevel=2)
+        warnings.warn(f"{desc}: interrupted after {len(out)} of {n} replicates; the result "
+                      "holds the finished ones (interrupted=True)", UserWarning, stacklevel=3)
     finally:
         if bar is not None:
             bar.close()
