@@ -287,3 +287,26 @@ def test_check_calibration_keeps_finished_draws_on_ctrl_c(small_fit, monkeypatch
     assert diag.interrupted
     assert diag.tests["method"].str.contains("calibrated by 3 ").all()
     assert "interrupted" in str(diag)
+
+
+def test_lrt_on_an_lme4_fit_is_rs_anova(small_data):
+    """R's answer, computed live:
+    anova(lmer(y ~ 1 + (1 | g), d, REML = FALSE), lmer(y ~ x + (1 | g), d, REML = FALSE))"""
+    from crossed.engines import EngineUnavailableError
+    from crossed.engines.lme4 import r_session, to_r_frame
+
+    try:
+        r = r_session()
+    except EngineUnavailableError as exc:
+        pytest.skip(f"lme4 engine unavailable: {exc}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = cx.lmer("y ~ x + (1 | g)", small_data, engine="lme4")
+        row = cs.lrt("x")(fit)(fit)
+    chisq = r.ro.r("""function(d) {
+        m0 <- lme4::lmer(y ~ 1 + (1 | g), d, REML = FALSE)
+        m1 <- lme4::lmer(y ~ x + (1 | g), d, REML = FALSE)
+        anova(m0, m1)$Chisq[2]
+    }""")(to_r_frame(small_data))[0]
+    assert row["status"] == "ok"
+    np.testing.assert_allclose(row["statistic"], chisq, rtol=1e-6)
