@@ -69,13 +69,22 @@ class LmerFit:
     converged: bool
     messages: tuple[str, ...] = ()
     data_name: str = "data"
-    _cache: dict = field(default_factory=dict, repr=False, compare=False)
+    # derived objects of *this* result (PLS problem, factorisation, inference models):
+    # never a constructor argument, so replace() starts from an empty cache; engines and
+    # inference add entries after construction
+    _cache: dict = field(init=False, default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # a frozen result: its arrays are read-only too
         for arr in (self.theta, self.beta, self.vcov_beta, *self.u):
             if isinstance(arr, np.ndarray):
                 arr.flags.writeable = False
+
+    def __getstate__(self) -> dict:
+        """State for pickle and copy: the fields, with an empty cache (never shared)."""
+        state = dict(self.__dict__)
+        state["_cache"] = {}
+        return state
 
     # ------------------------------------------------------------------ basic quantities
     @property
@@ -330,8 +339,8 @@ class LmerFit:
         from crossed.engines import fit_with
 
         design = self.design if rows is None else self.design.subset(rows)
-        if y is not None:
-            design = design.with_response(y)
+        if y is not None:  # a copy: the fit freezes its arrays, never the caller's
+            design = design.with_response(np.array(y, dtype=float, copy=True))
         control = self.opt.control if self.opt is not None else None
         return fit_with(self.engine, design, reml=self.reml if reml is None else reml,
                         control=control, data_name=self.data_name)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from crossed.simulate.execution import run_tasks, seed_sequence
+from crossed.simulate.execution import check_count, check_unit, run_tasks, seed_sequence
 from crossed.simulate.fastrefit import FIT_ERRORS, Refitter
 from crossed.simulate.intervals import clopper_pearson
 from crossed.simulate.rmanova import PreparedRMAnova, RMAnova
@@ -133,6 +133,8 @@ class AblationResult:
         ``df`` (Satterthwaite df; RM-ANOVA: denominator df), ``statistic`` (t; RM-ANOVA:
         F), ``p_value``, ``detected`` (p < alpha), ``n_subjects`` (complete subjects of
         the RM-ANOVA), ``message``.
+    interrupted : bool
+        True when the run was stopped (Ctrl-C): ``replicates`` holds the finished ones.
     """
 
     test: str
@@ -141,6 +143,7 @@ class AblationResult:
     unit: str
     full: pd.DataFrame
     replicates: pd.DataFrame
+    interrupted: bool = False
 
     def summary(self) -> pd.DataFrame:
         """Detection rate per method and fraction.
@@ -233,6 +236,8 @@ def ablation(data: pd.DataFrame, formula: str, test: Any, fractions=DEFAULT_FRAC
     """
     from crossed.api import lmer
 
+    reps = check_count("reps", reps)
+    alpha, level = check_unit("alpha", alpha), check_unit("level", level)
     unit_l = [unit] if isinstance(unit, str) else (list(unit) if unit is not None else None)
     rm = None
     if rm_anova is not None:
@@ -267,11 +272,11 @@ def ablation(data: pd.DataFrame, formula: str, test: Any, fractions=DEFAULT_FRAC
     if any(not 0 <= f < 1 for f in fractions):
         raise ValueError("fractions must be in [0, 1)")
     items = _tasks(fractions, reps, seed)
+    full_rows = _one_ablation(job, (0.0, 0, np.random.SeedSequence(0)))
     res = run_tasks(_one_ablation, job, items, n_jobs=n_jobs, backend=backend,
                     scheduler=scheduler, progress=progress, desc="ablation")
     reps_df = pd.DataFrame([row for rows in res for row in rows], columns=COLUMNS)
-    full_rows = _one_ablation(job, (0.0, 0, np.random.SeedSequence(0)))
     return AblationResult(test=label_of(bound), alpha=alpha, level=level,
                           unit="rows" if unit_l is None else ":".join(unit_l),
                           full=pd.DataFrame(full_rows, columns=COLUMNS),
-                          replicates=reps_df)
+                          replicates=reps_df, interrupted=res.interrupted)

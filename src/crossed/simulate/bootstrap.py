@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from crossed.simulate.execution import run_tasks, seed_sequence
+from crossed.simulate.execution import check_count, check_unit, run_tasks, seed_sequence
 from crossed.simulate.fastrefit import FIT_ERRORS, Refitter
 from crossed.simulate.intervals import boot_interval
 from crossed.simulate.response import simulate_responses
@@ -91,9 +91,11 @@ class _BootJob:
     stat: Callable
     refitter: Refitter
     use_ranef: bool
+    names: tuple = ()
 
 
-def _one_replicate(job: _BootJob, item: tuple) -> tuple[int, pd.Series | None, str]:
+def _one_replicate(job: _BootJob, item: tuple) -> tuple[int, np.ndarray | None, str]:
+    """One replicate: (index, statistic over ``job.names`` or None, failure message)."""
     i, ss = item
     rng = np.random.default_rng(ss)
     with warnings.catch_warnings():
@@ -101,8 +103,8 @@ def _one_replicate(job: _BootJob, item: tuple) -> tuple[int, pd.Series | None, s
         try:
             y = simulate_responses(job.fit, 1, rng, use_ranef=job.use_ranef)[:, 0]
             value = _as_series(job.stat(job.refitter.refit(y=y)))
-            return i, value, ""
-        except FIT_ERRORS as exc:
+            return i, value.reindex(list(job.names)).to_numpy(dtype=float), ""
+        except FIT_ERRORS as exc:  # any Exception: a failed replicate, the run goes on
             return i, None, f"{type(exc).__name__}: {exc}"
 
 
@@ -122,6 +124,8 @@ class BootResult:
     ci : str
         Interval type of ``intervals()``'s default.
     level : float
+    interrupted : bool
+        True when the run was stopped (Ctrl-C): ``replicates`` holds the finished ones.
     """
 
     t0: pd.Series
@@ -129,6 +133,7 @@ class BootResult:
     failures: pd.DataFrame
     ci: str
     level: float
+    interrupted: bool = False
 
     def intervals(self, ci: str | None = None, level: float | None = None) -> pd.DataFrame:
         """Bootstrap summary and intervals, one row per component.
@@ -142,7 +147,7 @@ class BootResult:
             Percentile/basic/normal as ``boot.ci`` (boot 1.3-28) computes them.
         """
         ci = ci or self.ci
-        level = level or self.level
+        level = self.level if level is None else check_unit("level", level)
         rows = []
         for term, t0 in self.t0.items():
             t = self.replicates[term].to_numpy(dtype=float)
@@ -163,8 +168,9 @@ class BootResult:
         return plot_bootstrap(self, terms=terms)
 
     def __repr__(self) -> str:
-        return (f"<BootResult: {len(self.replicates)} replicates, {len(self.failures)} failed;"
-                f" {self.ci} intervals at {self.level:.0%}>\n"
+        stop = " (interrupted)" if self.interrupted else ""
+        return (f"<BootResult: {len(self.replicates)} replicates{stop}, "
+                f"{len(self.failures)} failed; {self.ci} intervals at {self.level:.0%}>\n"
                 + self.intervals().to_string(index=False))
 
 
@@ -203,25 +209,32 @@ def bootstrap(fit: LmerFit, stat: str | Callable = "fixef", nsim: int = 1000,
     Returns
     -------
     BootResult
-        ``replicates``, ``intervals(ci, level)``, ``plot()``.
+        ``replicates``, ``intervals(ci, level)``, ``plot()``. A replicate whose
+        simulation, refit or statistic raises is recorded in ``failures`` with its message
+        (NaN in ``replicates``). On Ctrl-C the finished replicates are returned, with
+        ``interrupted=True`` and a warning.
     """
+    nsim = check_count("nsim", nsim)
+    level = check_unit("level", level)
     if ci not in CI_TYPES:
         raise ValueError(f"unknown ci {ci!r}; use one of {', '.join(CI_TYPES)}")
     func = _stat_function(stat, fit)
     t0 = _as_series(func(fit))
     job = _BootJob(fit=fit, stat=func, refitter=Refitter(fit, check_conv=check_conv),
-                   use_ranef=use_ranef)
+                   use_ranef=use_ranef, names=tuple(t0.index))
     items = list(enumerate(seed_sequence(seed).spawn(nsim)))
     res = run_tasks(_one_replicate, job, items, n_jobs=n_jobs, backend=backend,
                     scheduler=scheduler, progress=progress, desc="bootstrap")
+    done = np.array(sorted(i for i, _, _ in res), dtype=np.int64)
     values = np.full((nsim, len(t0)), np.nan)
     fails = []
     for i, val, msg in res:
         if val is None:
             fails.append({"replicate": i, "message": msg})
         else:
-            values[i] = val.reindex(t0.index).to_numpy(dtype=float)
-    reps = pd.DataFrame(values, columns=list(t0.index))
-    reps.insert(0, "replicate", np.arange(nsim))
+            values[i] = val
+    reps = pd.DataFrame(values[done], columns=list(t0.index))
+    reps.insert(0, "replicate", done)
     failures = pd.DataFrame(fails, columns=["replicate", "message"])
-    return BootResult(t0=t0, replicates=reps, failures=failures, ci=ci, level=level)
+    return BootResult(t0=t0, replicates=reps, failures=failures, ci=ci, level=level,
+                      interrupted=res.interrupted)

@@ -26,14 +26,14 @@ p-values uniform under a correct model.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
-from crossed.simulate.execution import seed_sequence
+from crossed.simulate.execution import check_count, check_unit, seed_sequence
 from crossed.simulate.response import simulate_responses
 
 if TYPE_CHECKING:
@@ -82,6 +82,7 @@ def simulate_residuals(fit: LmerFit, nsim: int = 250, seed: Any = None,
         False: new random effects per simulation (unconditional, DHARMa's default for
         lme4); True: conditional on the estimated random effects (``re.form = NULL``).
     """
+    nsim = check_count("nsim", nsim)
     ss = seed_sequence(seed)
     sim_seed, u_seed = ss.spawn(2)
     sims = simulate_responses(fit, nsim, np.random.default_rng(sim_seed), use_ranef=use_ranef)
@@ -141,21 +142,24 @@ class _CalibrationJob:
     use_ranef: bool
 
 
-def _calibration_draw(job: _CalibrationJob, ss: np.random.SeedSequence) -> np.ndarray:
+def _calibration_draw(job: _CalibrationJob, item: tuple) -> tuple[int, np.ndarray, str]:
+    """One calibration dataset: (index, distances of its statistics, failure message)."""
     import warnings
 
     from crossed.simulate.fastrefit import FIT_ERRORS
 
+    i, ss = item
     sim_ss, res_ss = ss.spawn(2)
-    y = simulate_responses(job.fit, 1, np.random.default_rng(sim_ss))[:, 0]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
+            y = simulate_responses(job.fit, 1, np.random.default_rng(sim_ss))[:, 0]
             refit = job.refitter.refit(y=y)
-        except FIT_ERRORS:
-            return np.full(3, np.nan)
-    res = simulate_residuals(refit, nsim=job.nsim, seed=res_ss, use_ranef=job.use_ranef)
-    return _distance(_tests(res))
+            res = simulate_residuals(refit, nsim=job.nsim, seed=res_ss,
+                                     use_ranef=job.use_ranef)
+            return i, _distance(_tests(res)), ""
+        except FIT_ERRORS as exc:  # any Exception: a failed draw, the run goes on
+            return i, np.full(3, np.nan), f"{type(exc).__name__}: {exc}"
 
 
 _MEANING = {
@@ -188,11 +192,18 @@ class Diagnostics:
         variance ratio; share of outliers), ``p_value``, ``calibrated`` (p-value from a
         parametric bootstrap), ``flag`` (p < alpha), ``meaning`` (a sentence).
     alpha : float
+    failures : pandas.DataFrame
+        ``draw``, ``message`` of calibration refits that failed (not counted).
+    interrupted : bool
+        True when the calibration was stopped (Ctrl-C): it used the finished draws.
     """
 
     residuals: SimulatedResiduals
     tests: pd.DataFrame
     alpha: float
+    failures: pd.DataFrame = field(
+        default_factory=lambda: pd.DataFrame(columns=["draw", "message"]))
+    interrupted: bool = False
 
     @property
     def ok(self) -> bool:
@@ -215,6 +226,10 @@ class Diagnostics:
         lines.append("Overall: " + ("no evidence against the model." if self.ok else
                                     "the model does not describe the data well in the "
                                     "flagged respects."))
+        if len(self.failures):
+            lines.append(f"{len(self.failures)} calibration refit(s) failed (see .failures).")
+        if self.interrupted:
+            lines.append("The calibration was interrupted: it used the finished refits.")
         return "\n".join(lines)
 
     __repr__ = __str__
@@ -253,27 +268,39 @@ def check(fit: LmerFit, nsim: int = 250, seed: Any = None, use_ranef: bool = Fal
         words, ``plot()``. Checked in ``tests/simulate/test_diagnostics.py``: calibrated
         KS p-values uniform under a correct model, small under misspecified ones.
     """
+    nsim = check_count("nsim", nsim)
+    alpha = check_unit("alpha", alpha)
+    calibrate = check_count("calibrate", calibrate, minimum=0)
     ss = seed_sequence(seed)
     res_ss, cal_ss = ss.spawn(2)
     res = simulate_residuals(fit, nsim=nsim, seed=res_ss, use_ranef=use_ranef)
     rows = _tests(res)
+    failures = pd.DataFrame(columns=["draw", "message"])
+    interrupted = False
     if calibrate:
         from crossed.simulate.execution import run_tasks
         from crossed.simulate.fastrefit import Refitter
 
         job = _CalibrationJob(refitter=Refitter(fit, check_conv=False), fit=fit, nsim=nsim,
                               use_ranef=use_ranef)
-        draws = np.array(run_tasks(_calibration_draw, job, cal_ss.spawn(calibrate),
-                                   n_jobs=n_jobs, backend=backend, scheduler=scheduler,
-                                   progress=progress, desc="calibrating"))
+        out = run_tasks(_calibration_draw, job, list(enumerate(cal_ss.spawn(calibrate))),
+                        n_jobs=n_jobs, backend=backend, scheduler=scheduler,
+                        progress=progress, desc="calibrating")
+        interrupted = out.interrupted
+        draws = np.array([d for _, d, _ in out]).reshape(-1, 3)
+        failures = pd.DataFrame([{"draw": i, "message": m} for i, _, m in out if m],
+                                columns=["draw", "message"])
         observed = _distance(rows)
         for j, r in enumerate(rows):
             d = draws[:, j]
             d = d[np.isfinite(d)]
             r["p_value"] = float((1 + np.sum(d >= observed[j])) / (len(d) + 1))
             r["method"] += f", calibrated by {len(d)} parametric-bootstrap refits"
+            if len(failures):
+                r["method"] += f" ({len(failures)} failed)"
     for r in rows:
         r["calibrated"] = bool(calibrate)
         r["flag"] = bool(r["p_value"] < alpha)
         r["meaning"] = _MEANING[(r["test"], not r["flag"])]
-    return Diagnostics(residuals=res, tests=pd.DataFrame(rows), alpha=alpha)
+    return Diagnostics(residuals=res, tests=pd.DataFrame(rows), alpha=alpha,
+                       failures=failures, interrupted=interrupted)

@@ -8,12 +8,17 @@ global or worker-local random state, so identical seeds give identical results w
 
 Tasks are grouped into chunks (a few per worker) so that the function and its arguments
 (often a fitted model) are shipped once per chunk, not once per task.
+
+An interrupt (Ctrl-C) stops the scheduling of further tasks: :func:`run_tasks` warns and
+returns the results finished so far, flagged ``interrupted``.
 """
 
 from __future__ import annotations
 
+import numbers
 import os
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -24,6 +29,40 @@ from crossed._threads import use_helper_thread
 Seed = int | np.random.Generator | np.random.SeedSequence | None
 
 BACKENDS = ("joblib", "dask")
+
+
+class TaskResults(list):
+    """Results of :func:`run_tasks`: a list, plus whether the run was interrupted.
+
+    Attributes
+    ----------
+    interrupted : bool
+        True when a KeyboardInterrupt stopped the run; the list then holds the results
+        finished before it (in the order of the items where the backend keeps it).
+    n_tasks : int
+        Number of tasks asked for.
+    """
+
+    interrupted: bool = False
+    n_tasks: int = 0
+
+
+def check_count(name: str, value: Any, minimum: int = 1) -> int:
+    """``value`` as an int, or a ValueError naming the argument (e.g. ``nsim=0``)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise ValueError(f"{name} must be a whole number >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def check_unit(name: str, value: Any) -> float:
+    """``value`` as a float strictly between 0 and 1, or a ValueError naming the argument."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number in (0, 1), got {value!r}") from None
+    if not 0.0 < v < 1.0:
+        raise ValueError(f"{name} must be in (0, 1), got {value!r}")
+    return v
 
 
 def seed_sequence(seed: Seed) -> np.random.SeedSequence:
@@ -108,13 +147,17 @@ def run_tasks(func: Callable[[Any, Any], Any], shared: Any, items: Sequence, *,
 
     Returns
     -------
-    list
-        Results in the order of ``items``.
+    TaskResults
+        Results in the order of ``items`` (a list). On KeyboardInterrupt no further task is
+        started, a warning is issued and the results finished so far are returned with
+        ``interrupted=True`` (Dask: those of the finished chunks).
     """
     items = list(items)
     n = len(items)
+    out = TaskResults()
+    out.n_tasks = n
     if n == 0:
-        return []
+        return out
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; use one of {', '.join(BACKENDS)}")
     bar = None
@@ -124,19 +167,22 @@ def run_tasks(func: Callable[[Any, Any], Any], shared: Any, items: Sequence, *,
         bar = tqdm(total=n, desc=desc)
     try:
         if backend == "dask":
-            return _run_dask(func, shared, items, scheduler, bar, chunk_size)
-        workers = _n_workers(n_jobs)
-        if workers == 1:
-            out = []
+            _run_dask(func, shared, items, scheduler, bar, chunk_size, out)
+        elif (workers := _n_workers(n_jobs)) == 1:
             for item in items:
                 out.append(func(shared, item))
                 if bar is not None:
                     bar.update(1)
-            return out
-        return _run_joblib(func, shared, items, workers, bar, chunk_size)
+        else:
+            _run_joblib(func, shared, items, workers, bar, chunk_size, out)
+    except KeyboardInterrupt:
+        out.interrupted = True
+        warnings.warn(f"{desc}: interrupted after {len(out)} of {n} replicates; the result "
+                      "holds the finished ones (interrupted=True)", UserWarning, stacklevel=3)
     finally:
         if bar is not None:
             bar.close()
+    return out
 
 
 def _n_workers(n_jobs: int | None) -> int:
@@ -148,22 +194,25 @@ def _n_workers(n_jobs: int | None) -> int:
     return int(n_jobs)
 
 
-def _run_joblib(func, shared, items, workers, bar, chunk_size) -> list:
+def _run_joblib(func, shared, items, workers, bar, chunk_size, out: list) -> None:
+    """Chunks in worker processes; results appended to ``out`` as they arrive, in order."""
     from joblib import Parallel, delayed
 
     size = chunk_size or max(1, -(-len(items) // (4 * workers)))
     chunks = _chunks(len(items), -(-len(items) // size))
     parallel = Parallel(n_jobs=workers, return_as="generator")
-    out: list = []
-    for res in parallel(delayed(_run_chunk_in_worker)(func, shared, [items[i] for i in c])
-                        for c in chunks):
-        out.extend(res)
-        if bar is not None:
-            bar.update(len(res))
-    return out
+    gen = parallel(delayed(_run_chunk_in_worker)(func, shared, [items[i] for i in c])
+                   for c in chunks)
+    try:
+        for res in gen:
+            out.extend(res)
+            if bar is not None:
+                bar.update(len(res))
+    finally:
+        gen.close()  # on an interrupt: cancel the chunks not yet finished
 
 
-def _run_dask(func, shared, items, scheduler, bar, chunk_size) -> list:
+def _run_dask(func, shared, items, scheduler, bar, chunk_size, out: list) -> None:
     try:
         from distributed import Client, as_completed, get_client
     except ImportError as exc:  # pragma: no cover - depends on the environment
@@ -187,11 +236,16 @@ def _run_dask(func, shared, items, scheduler, bar, chunk_size) -> list:
                    for c in chunks]
         index = {f.key: k for k, f in enumerate(futures)}
         results: list = [None] * len(futures)
-        for fut in as_completed(futures):
-            results[index[fut.key]] = fut.result()
-            if bar is not None:
-                bar.update(len(results[index[fut.key]]))
-        return [r for chunk in results for r in chunk]
+        try:
+            for fut in as_completed(futures):
+                results[index[fut.key]] = fut.result()
+                if bar is not None:
+                    bar.update(len(results[index[fut.key]]))
+        finally:  # all chunks, or on an interrupt those finished (the rest cancelled)
+            out.extend(r for chunk in results if chunk is not None for r in chunk)
+            pending = [f for f, r in zip(futures, results, strict=True) if r is None]
+            if pending:
+                client.cancel(pending)
     finally:
         if own:
             client.close()

@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-import nlopt
 import numpy as np
 
 from crossed._threads import single_blas_thread
@@ -24,9 +23,10 @@ if TYPE_CHECKING:
     from crossed.fit import LmerFit
 
 
-FIT_ERRORS = (ValueError, ArithmeticError, RuntimeError, np.linalg.LinAlgError,
-              nlopt.RoundoffLimited, nlopt.ForcedStop)
-"""Exceptions a refit in a simulation may raise; they are recorded as failed fits."""
+FIT_ERRORS = (Exception,)
+"""Exceptions recorded as a failed replicate of a simulation (with the message) instead of
+ending the run: every ``Exception``. ``KeyboardInterrupt`` and ``SystemExit`` are not
+caught here (an interrupt stops the run, keeping the finished replicates)."""
 
 
 class Refitter:
@@ -59,6 +59,9 @@ class Refitter:
             base = replace(base, check_conv=check_conv)
         self.control = base
         self.keep_frame = keep_frame
+        # held here as well as in the fit's cache: a pickled fit (a worker's copy) starts
+        # from an empty cache, the refitter ships the response-free products with it
+        self._pls = fit.pls if self.native else None
 
     def refit(self, y: np.ndarray | None = None, rows: np.ndarray | None = None,
               reml: bool | None = None) -> LmerFit:
@@ -66,11 +69,13 @@ class Refitter:
         fit = self.fit
         if not self.native:  # other engines: their own refit
             return fit.refit(y=y, rows=rows, reml=reml)
+        if y is not None:  # a copy: the refit freezes its arrays, never the caller's
+            y = np.array(y, dtype=float, copy=True)
         reml = fit.reml if reml is None else reml
         if rows is None:
             design = fit.design if y is None else fit.design.with_response(y)
             with single_blas_thread():
-                pls = fit.pls.with_response(design.y)
+                pls = self._pls.with_response(design.y)
                 return fit_pls(design, pls, reml, self.control, fit.data_name)
         design = fit.design.subset(rows, keep_frame=self.keep_frame)
         if y is not None:

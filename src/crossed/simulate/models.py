@@ -199,7 +199,7 @@ def extend(fit: LmerFit, along: str | None = None, within: str | list[str] | Non
                 un[i] = u_old[index[lv]]
         u.append(un)
     what = f"along {along} to {n} levels" if along else f"within {within} to {n} rows"
-    return replace(fit, design=new, beta=beta, vcov_beta=vcov, u=tuple(u), _cache={},
+    return replace(fit, design=new, beta=beta, vcov_beta=vcov, u=tuple(u),
                    messages=fit.messages + (f"design extended {what}",))
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from crossed.simulate.execution import run_tasks, seed_sequence
+from crossed.simulate.execution import check_count, check_unit, run_tasks, seed_sequence
 from crossed.simulate.fastrefit import FIT_ERRORS, Refitter
 from crossed.simulate.intervals import clopper_pearson
 from crossed.simulate.response import simulate_responses
@@ -52,14 +52,14 @@ def _one_simulation(job: _PowerJob, item: tuple) -> dict:
                 y = y[rows]
             refit = job.refitter.refit(y=y, rows=rows)
             res = job.test(refit, rows)
-            msg = ""
-        except FIT_ERRORS as exc:
-            res = {"status": "failed", **dict.fromkeys(RESULT_KEYS, np.nan)}
-            msg = f"{type(exc).__name__}: {exc}"
-    p = res.get("p_value", np.nan)
-    out.update({k: res.get(k, np.nan) for k in ("status", *RESULT_KEYS)})
-    out["significant"] = bool(np.isfinite(p) and p < job.alpha)
-    out["message"] = msg
+            row = {k: res.get(k, np.nan) for k in ("status", *RESULT_KEYS)}
+            p = float(row["p_value"])
+            row["significant"] = bool(np.isfinite(p) and p < job.alpha)
+            row["message"] = ""
+        except FIT_ERRORS as exc:  # any Exception: a failed simulation, the run goes on
+            row = {"status": "failed", **dict.fromkeys(RESULT_KEYS, np.nan),
+                   "significant": False, "message": f"{type(exc).__name__}: {exc}"}
+    out.update(row)
     return out
 
 
@@ -90,12 +90,15 @@ class PowerResult:
         One row per simulation: ``sim``, ``status`` ("ok", "failed", "non_estimable"),
         ``estimate``, ``std_error``, ``df``, ``statistic``, ``p_value``, ``significant``
         (p < alpha), ``message`` (why a fit failed).
+    interrupted : bool
+        True when the run was stopped (Ctrl-C): ``replicates`` holds the finished ones.
     """
 
     test: str
     alpha: float
     level: float
     replicates: pd.DataFrame
+    interrupted: bool = False
 
     def summary(self) -> pd.DataFrame:
         """One row: ``test``, ``nsim``, ``n_ok``, ``n_failed``, ``n_non_estimable``,
@@ -113,10 +116,11 @@ class PowerResult:
     def __str__(self) -> str:
         s = self.summary().iloc[0]
         fails = f", {s.n_failed} failed fits" if s.n_failed else ""
+        stop = " (interrupted)" if self.interrupted else ""
         return (f"Power for {self.test} (alpha = {self.alpha:g}), "
                 f"{self.level:.0%} confidence interval:\n"
                 f"      {100 * s.power:.2f}% ({100 * s.conf_low:.2f}, {100 * s.conf_high:.2f})\n"
-                f"based on {s.n_ok} of {s.nsim} simulations{fails}")
+                f"based on {s.n_ok} of {s.nsim} simulations{fails}{stop}")
 
     __repr__ = __str__
 
@@ -153,8 +157,13 @@ def power_sim(fit: LmerFit, test: Any, nsim: int = 1000, seed: Any = None,
     Returns
     -------
     PowerResult
-        ``summary()`` gives power with its interval; ``replicates`` every simulation.
+        ``summary()`` gives power with its interval; ``replicates`` every simulation. A
+        simulation whose refit or test raises is a failed one (``status="failed"``, with
+        the message). On Ctrl-C the finished simulations are returned, with
+        ``interrupted=True`` and a warning.
     """
+    nsim = check_count("nsim", nsim)
+    alpha, level = check_unit("alpha", alpha), check_unit("level", level)
     bound = bind_test(test, fit)
     job = _PowerJob(fit=fit, test=bound, refitter=Refitter(fit, check_conv=check_conv),
                     alpha=alpha, rows={0: None})
@@ -162,8 +171,9 @@ def power_sim(fit: LmerFit, test: Any, nsim: int = 1000, seed: Any = None,
     items = [(0, i, ss) for i, ss in enumerate(seeds)]
     res = run_tasks(_one_simulation, job, items, n_jobs=n_jobs, backend=backend,
                     scheduler=scheduler, progress=progress, desc="power")
-    reps = pd.DataFrame(res).drop(columns="key")[REPLICATE_COLUMNS]
-    return PowerResult(test=label_of(bound), alpha=alpha, level=level, replicates=reps)
+    reps = pd.DataFrame(list(res), columns=["key", *REPLICATE_COLUMNS])[REPLICATE_COLUMNS]
+    return PowerResult(test=label_of(bound), alpha=alpha, level=level, replicates=reps,
+                       interrupted=res.interrupted)
 
 
 def _curve_rows(fit: LmerFit, along: str, within: list[str] | None,
@@ -206,6 +216,8 @@ class PowerCurve:
         ``successes``, ``power``, ``conf_low``, ``conf_high``.
     replicates : pandas.DataFrame
         One row per (break, simulation), columns as :class:`PowerResult`'s plus ``break``.
+    interrupted : bool
+        True when the run was stopped (Ctrl-C): the table counts the finished simulations.
     """
 
     along: str
@@ -214,6 +226,7 @@ class PowerCurve:
     level: float
     table: pd.DataFrame
     replicates: pd.DataFrame
+    interrupted: bool = False
 
     def plot(self, ax=None, target: float | None = 0.8):
         """Power against the design dimension with Clopper–Pearson bars (matplotlib)."""
@@ -262,6 +275,8 @@ def power_curve(fit: LmerFit, test: Any, along: str, breaks: list[int] | None = 
     PowerCurve
         ``table`` (power with Clopper–Pearson intervals per break), ``plot()``.
     """
+    nsim = check_count("nsim", nsim)
+    alpha, level = check_unit("alpha", alpha), check_unit("level", level)
     within_l = [within] if isinstance(within, str) else within
     if breaks is None:
         _, levels = _curve_rows(fit, along, within_l, [1])
@@ -276,7 +291,8 @@ def power_curve(fit: LmerFit, test: Any, along: str, breaks: list[int] | None = 
              for i, ss in enumerate(child.spawn(nsim))]
     res = run_tasks(_one_simulation, job, items, n_jobs=n_jobs, backend=backend,
                     scheduler=scheduler, progress=progress, desc="power curve")
-    reps = pd.DataFrame(res).rename(columns={"key": "break"})
+    reps = pd.DataFrame(list(res), columns=["key", *REPLICATE_COLUMNS])
+    reps = reps.rename(columns={"key": "break"})
     reps = reps[["break", *REPLICATE_COLUMNS]]
     table = []
     for b in breaks:
@@ -286,4 +302,4 @@ def power_curve(fit: LmerFit, test: Any, along: str, breaks: list[int] | None = 
     tab.attrs.update(conf_level=level, alpha=alpha, along=along)
     return PowerCurve(along=along if within_l is None else "rows per " + ":".join(within_l),
                       test=label_of(bound), alpha=alpha, level=level, table=tab,
-                      replicates=reps)
+                      replicates=reps, interrupted=res.interrupted)

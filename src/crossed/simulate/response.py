@@ -38,6 +38,9 @@ def simulate_responses(fit: LmerFit, nsim: int = 1, seed: Seed = None,
     numpy.ndarray
         Shape (nobs, nsim): y* = Xβ̂ + Zb* + ε*, ε* ~ N(0, σ̂²I).
     """
+    from crossed.simulate.execution import check_count
+
+    nsim = check_count("nsim", nsim)
     rng = as_generator(seed)
     design = fit.design
     n = design.n

@@ -183,22 +183,31 @@ def emm_contrast(specs: str | list[str], contrast: str | dict | None = None,
     return setup
 
 
+#: engines that can refit a reduced design by maximum likelihood
+LRT_ENGINES = ("native", "statsmodels", "lme4", "pymer4")
+
+
 @dataclass
 class LikelihoodRatioTest:
     """Likelihood-ratio test of a fixed-effect term: full vs reduced, both fitted by ML.
+
+    Both models are fitted with the engine of the fit the test is applied to (``fit.engine``).
 
     Attributes
     ----------
     name : str
         The term label (``"lr"``, ``"language:task"``).
+    control : LmerControl, optional
+        Optimiser settings of the native engine's ML refits (default: the fit's).
     """
 
     name: str
     control: Any = None
 
     def __call__(self, fit: LmerFit, rows: np.ndarray | None = None) -> dict:
-        from crossed.engines.native.engine import fit_native
+        from crossed.engines import fit_with
 
+        check_lrt_engine(fit.engine)
         design = fit.design
         fx = design.fixed
         labels = fx.term_labels
@@ -208,17 +217,27 @@ class LikelihoodRatioTest:
         keep = np.flatnonzero(~drop)
         reduced_fixed = replace(fx, X=fx.X[:, keep], names=tuple(fx.names[i] for i in keep),
                                 assign=tuple(fx.assign[i] for i in keep))
-        control = self.control or (fit.opt.control if fit.opt is not None else None)
-        if control is None:
-            from crossed.engines.native import LmerControl
+        control = None
+        if fit.engine == "native":
+            control = self.control or (fit.opt.control if fit.opt is not None else None)
+            if control is None:
+                from crossed.engines.native import LmerControl
 
-            control = LmerControl()
-        full = fit if not fit.reml else fit_native(design, False, control)
-        reduced = fit_native(replace(design, fixed=reduced_fixed), False, control)
+                control = LmerControl()
+        full = fit if not fit.reml else fit_with(fit.engine, design, False, control)
+        reduced = fit_with(fit.engine, replace(design, fixed=reduced_fixed), False, control)
         stat = max(reduced.deviance - full.deviance, 0.0)
         df = int(drop.sum())
         return {"status": "ok", "estimate": np.nan, "std_error": np.nan, "df": float(df),
                 "statistic": float(stat), "p_value": float(stats.chi2.sf(stat, df))}
+
+
+def check_lrt_engine(engine: str) -> None:
+    """A clear error when ``engine`` cannot refit the reduced model of a likelihood-ratio test."""
+    if engine not in LRT_ENGINES:
+        raise ValueError(f"lrt refits the full and reduced models with the fit's own engine, "
+                         f"and engine {engine!r} cannot refit a design; use a fit from one of "
+                         f"{', '.join(LRT_ENGINES)}")
 
 
 def lrt(term: str, control: Any = None) -> Callable[[LmerFit], LikelihoodRatioTest]:
@@ -228,16 +247,21 @@ def lrt(term: str, control: Any = None) -> Callable[[LmerFit], LikelihoodRatioTe
     ----------
     term : str
         A term label of the fixed part (``"lr"``, ``"language"``, ``"language:task"``);
-        every column of that term is removed. Validated against ``cx.compare`` / lme4's
-        ``anova(reduced, full)`` (ML refits).
+        every column of that term is removed. Both models are refitted by maximum
+        likelihood with the fit's own engine (``fit.engine``). Validated against
+        ``cx.compare`` / lme4's ``anova(reduced, full)`` (ML refits).
     control : LmerControl, optional
-        Optimiser settings of the ML refits (default: the fit's).
+        Optimiser settings of the ML refits (default: the fit's); native engine only.
     """
 
     def setup(fit: LmerFit) -> LikelihoodRatioTest:
         if term not in fit.design.fixed.term_labels:
             raise ValueError(f"{term!r} is not a fixed-effect term; the terms are "
                              + ", ".join(fit.design.fixed.term_labels))
+        check_lrt_engine(fit.engine)
+        if control is not None and fit.engine != "native":
+            raise ValueError(f"control= sets the native engine's optimiser; this fit's engine "
+                             f"is {fit.engine!r} (pass control=None)")
         return LikelihoodRatioTest(name=term, control=control)
 
     setup.label = f"LRT {term}"  # type: ignore[attr-defined]

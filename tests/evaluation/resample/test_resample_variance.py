@@ -9,7 +9,7 @@ import crossed as cx
 
 def test_ner_like_matches_direct_computation(ner):
     vc = cx.resample.variance_components(ner, score="f1", system="model", task="language",
-                                         seed="seed", n_resamples=200, random_state=1)
+                                         seed_col="seed", n_resamples=200, seed=1)
     cell = ner.groupby(["model", "language"])["f1"].agg(["mean", "std"])
     between = cell["mean"].groupby("model").std(ddof=1)
     grand = cell["mean"].groupby("model").mean()
@@ -41,8 +41,8 @@ def test_seed_and_boot_components():
     s, t, k, b = np.indices(y.shape).reshape(4, -1)
     df = pd.DataFrame({"sys": s.astype(str), "task": t.astype(str), "seed": k, "b": b,
                        "y": y.ravel()})
-    vc = cx.resample.variance_components(df, score="y", system="sys", task="task", seed="seed",
-                                         boot="b", n_resamples=100, random_state=0)
+    vc = cx.resample.variance_components(df, score="y", system="sys", task="task",
+                                         seed_col="seed", boot="b", n_resamples=100, seed=0)
     seed_means = y.mean(axis=3)
     seed_sd = seed_means.std(axis=2, ddof=1)                        # (S, T)
     boot_sd = np.sqrt(y.var(axis=3, ddof=1).mean(axis=2))
@@ -62,7 +62,7 @@ def test_summary_table_and_parametric_se():
                        "m": np.arange(10.0), "s_seed": 1.0, "s_boot": 2.0})
     vc = cx.resample.variance_components(df, mean="m", seed_sd="s_seed", boot_sd="s_boot",
                                          n_seeds=5, n_boot=1000, n_resamples=4000,
-                                         random_state=2)
+                                         seed=2)
     w = vc.wide()
     assert np.allclose(w["seed_sd"], 1.0) and np.allclose(w["boot_sd"], 2.0)
     assert np.allclose(w["within_sd"], np.sqrt(5.0))
@@ -75,10 +75,10 @@ def test_summary_table_and_parametric_se():
 
 
 def test_same_seed_same_numbers(ner):
-    kw = dict(score="f1", system="model", task="language", seed="seed", n_resamples=100)
-    a = cx.resample.variance_components(ner, random_state=7, **kw).components
-    b = cx.resample.variance_components(ner, random_state=7, **kw).components
-    c = cx.resample.variance_components(ner, random_state=8, **kw).components
+    kw = dict(score="f1", system="model", task="language", seed_col="seed", n_resamples=100)
+    a = cx.resample.variance_components(ner, seed=7, **kw).components
+    b = cx.resample.variance_components(ner, seed=7, **kw).components
+    c = cx.resample.variance_components(ner, seed=8, **kw).components
     pd.testing.assert_frame_equal(a, b)
     assert not np.allclose(a["std_error"].fillna(0), c["std_error"].fillna(0))
 
@@ -95,7 +95,7 @@ def test_items_bootstrap():
     expect = np.sqrt(0.6 * 0.4 / n)
     assert st.boot_sd[0, 0] == pytest.approx(expect, rel=0.2)
     assert np.isnan(st.seed_sd).all()
-    vc = cx.resample.variance_components(st, n_resamples=50, random_state=0)
+    vc = cx.resample.variance_components(st, n_resamples=50, seed=0)
     assert vc.wide().loc["a", "boot_sd"] == pytest.approx(expect, rel=0.2)
 
 
@@ -115,7 +115,7 @@ def test_ragged_replications(ner):
     rag = ner.drop(index=ner.sample(frac=0.1, random_state=1).index)
     st = cx.resample.from_replicates(rag, "f1", "model", "language", seed="seed")
     assert st.replications()[1].min() < 10
-    vc = cx.resample.variance_components(st, n_resamples=100, random_state=0)
+    vc = cx.resample.variance_components(st, n_resamples=100, seed=0)
     cell = rag.groupby(["model", "language"])["f1"].std()
     expect = np.sqrt((cell**2).groupby("model").mean())
     assert np.allclose(vc.wide()["seed_sd"], expect.reindex(vc.wide().index))

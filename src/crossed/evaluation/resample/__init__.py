@@ -11,10 +11,10 @@
 * :func:`analyze` — all of the leaderboard analyses at once;
 * :func:`read_table` — the published result tables (XQuAD, FLORES-200, OpenNER, EA-MT).
 
-Every stochastic function takes a seed (int or numpy Generator). In
-:func:`variance_components` the keyword ``seed`` names the seed *column* (as the table's
-layout asks) and the random seed is ``random_state``; in the other functions ``seed`` is
-the random seed and a seed column is ``seed_col``.
+Every stochastic function takes a seed (int or numpy Generator): ``seed=`` is always the
+random seed and a column of training seeds is ``seed_col=`` (the table builders
+:func:`from_replicates`, :func:`from_items` and :func:`as_score_table` still name that
+column ``seed=``, their random seed being ``random_state=``).
 """
 
 from crossed.evaluation.resample.aggregates import (

@@ -103,7 +103,9 @@ def draw_task_scores(table: ScoreTable, n: int, rng: np.random.Generator,
         scores = table.mean[None] + rng.standard_normal((n, S, T)) * sd[None]
     elif replication == "nonparametric":
         flat, counts = table.replications()
-        idx = (rng.random((n, S, T)) * counts[None]).astype(np.int64)
+        # paired tables (per-item bootstrap): one replicate index per task for all systems
+        u = rng.random((n, 1, T) if table.paired else (n, S, T))
+        idx = (u * counts[None]).astype(np.int64)
         scores = np.take_along_axis(flat[None], idx[..., None], axis=-1)[..., 0]
     else:
         scores = np.broadcast_to(table.mean, (n, S, T))
@@ -231,11 +233,16 @@ def aggregates(table, aggregates: tuple[str, ...] | list[str] = AGGREGATES,
         Columns ``tasks`` (task mode) then those of :func:`summarize_resamples`.
     """
     rng = as_generator(seed)
+    if "seed_col" in columns:
+        columns["seed"] = columns.pop("seed_col")
+    # one table for every mode: a per-item table's bootstrap is drawn once, and the
+    # estimate is the same for every mode
+    st = as_score_table(table, random_state=rng, **columns)
     modes = (tasks,) if isinstance(tasks, str) else tuple(tasks)
     parts = []
     for mode in modes:
-        res = resample_aggregates(table, aggregates, n_resamples, mode, n_tasks, replication,
-                                  seed=rng, progress_bar=progress_bar, **columns)
+        res = resample_aggregates(st, aggregates, n_resamples, mode, n_tasks, replication,
+                                  seed=rng, progress_bar=progress_bar)
         parts.append(summarize_resamples(res, level).assign(tasks=mode))
     out = pd.concat(parts, ignore_index=True)
     out = out[["tasks"] + [c for c in out.columns if c != "tasks"]]

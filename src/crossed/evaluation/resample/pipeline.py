@@ -71,7 +71,7 @@ def analyze(table, aggregates=AGGREGATES, n_resamples: int = 10_000,
     if "seed_col" in columns:
         columns["seed"] = columns.pop("seed_col")
     st = as_score_table(table, random_state=rng, **columns)
-    vc = variance_components(st, n_resamples=n_variance_resamples, random_state=rng,
+    vc = variance_components(st, n_resamples=n_variance_resamples, seed=rng,
                              progress_bar=progress_bar)
     runs = {}
     for mode in ("fixed", "bootstrap", "subsample"):

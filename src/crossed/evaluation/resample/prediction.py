@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from crossed.evaluation.resample._util import SeedLike, as_generator, progress
+from crossed.evaluation.resample.table import _drop_missing
 
 MODELS = ("baseline", "linear", "gbm", "mixed")
 
@@ -157,7 +158,7 @@ def leave_one_task_out(data: pd.DataFrame, score: str = "score", system: str = "
     missing = [c for c in need if c not in data.columns]
     if missing:
         raise ValueError(f"columns not in the data: {missing}")
-    df = data[list(dict.fromkeys(need))].dropna().reset_index(drop=True)
+    df = _drop_missing(data, list(dict.fromkeys(need)), system).reset_index(drop=True)
     tasks = list(pd.unique(df[task]))
     if len(tasks) < 3:
         raise ValueError("leave-one-task-out needs at least 3 tasks")

@@ -75,11 +75,47 @@ def rank_distribution(table, aggregates=AGGREGATES, n_resamples: int = 10_000,
     return ranks_from_resamples(res)
 
 
-def rank_table(ranks: pd.DataFrame, aggregate: str = "mean") -> pd.DataFrame:
-    """Systems × ranks table of shares for one aggregate (rows ordered by mean rank)."""
+def rank_table(ranks: pd.DataFrame, aggregate: str = "mean",
+               tasks: str | None = None) -> pd.DataFrame:
+    """Systems × ranks table of shares for one aggregate (rows ordered by mean rank).
+
+    Parameters
+    ----------
+    ranks : DataFrame
+        Output of :func:`rank_distribution` / :func:`ranks_from_resamples`, or
+        ``analyze(...).ranks`` (which holds several task modes in a ``tasks`` column).
+    aggregate : str
+        The aggregate to show.
+    tasks : str, optional
+        The task mode to show when ``ranks`` holds several (``"fixed"``, ``"bootstrap"``).
+        By default every mode is shown, one block of rows per mode: the index is then
+        (``tasks``, system).
+
+    Returns
+    -------
+    DataFrame
+        Index: system (or tasks, system); columns: rank 1..S; values: shares.
+    """
     d = ranks[ranks["aggregate"] == aggregate]
-    m = d.pivot(index="system", columns="rank", values="share")
-    order = d.drop_duplicates("system").sort_values("mean_rank")["system"]
-    m = m.reindex(index=list(order))
-    m.index.name, m.columns.name = None, "rank"
+    if d.empty:
+        raise ValueError(f"no ranks for aggregate {aggregate!r}; the table has "
+                         f"{', '.join(map(repr, pd.unique(ranks['aggregate'])))}")
+    modes = list(pd.unique(d["tasks"])) if "tasks" in d.columns else [None]
+    if tasks is not None:
+        if tasks not in modes:
+            raise ValueError(f"no ranks for tasks={tasks!r}; the table has "
+                             f"{', '.join(map(repr, modes))}")
+        modes = [tasks]
+    blocks = []
+    for mode in modes:
+        sub = d if mode is None else d[d["tasks"] == mode]
+        m = sub.pivot(index="system", columns="rank", values="share")
+        order = sub.drop_duplicates("system").sort_values("mean_rank", kind="stable")["system"]
+        blocks.append(m.reindex(index=list(order)))
+    if len(blocks) == 1:
+        m = blocks[0]
+        m.index.name, m.columns.name = None, "rank"
+        return m
+    m = pd.concat(blocks, keys=modes, names=["tasks", None])
+    m.columns.name = "rank"
     return m

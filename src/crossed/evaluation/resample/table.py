@@ -14,7 +14,7 @@ Three input forms are accepted:
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -31,7 +31,8 @@ class ScoreTable:
     systems, tasks : tuple of str
         Labels, in order of first appearance.
     mean : ndarray (S, T)
-        Cell means (over seeds and bootstrap replicates, or as published).
+        Cell means: over seeds and bootstrap replicates, as published, or for per-item
+        tables the mean item score of the observed sample (not of the bootstrap replicates).
     seed_sd, boot_sd : ndarray (S, T)
         Seed-to-seed SD and bootstrap SD per cell (NaN where unknown).
     n_seeds, n_boot : ndarray (S, T)
@@ -42,6 +43,9 @@ class ScoreTable:
         Published standard errors of the bootstrap SDs, where a table carries them.
     score : str
         Name of the score (for display).
+    paired : bool
+        Replication b of a task is the same resample for every system (per-item tables:
+        the same item draw), so nonparametric resampling picks one b for all systems.
     """
 
     systems: tuple[str, ...]
@@ -54,6 +58,7 @@ class ScoreTable:
     values: np.ndarray | None = None
     boot_sd_se: np.ndarray | None = None
     score: str = "score"
+    paired: bool = False
 
     @property
     def kind(self) -> str:
@@ -140,6 +145,28 @@ def _within_cell_index(df: pd.DataFrame, keys: list[str], col: str | None) -> np
     return (df.groupby(keys, sort=False)[col].rank(method="dense").to_numpy() - 1).astype(np.int64)
 
 
+def _drop_missing(data: pd.DataFrame, cols: list[str], system: str) -> pd.DataFrame:
+    """``data[cols]`` without the rows that miss a value, with a warning that counts them
+    per system and names the columns (never a silent drop)."""
+    missing_cols = [c for c in cols if c not in data.columns]
+    if missing_cols:
+        raise KeyError(f"column(s) {missing_cols} not in the table; it has {list(data.columns)}")
+    df = data[cols]
+    bad = df.isna().any(axis=1).to_numpy()
+    if not bad.any():
+        return df
+    which = df.loc[bad, system].astype(object).where(df.loc[bad, system].notna(),
+                                                     "<no system>")
+    counts = which.astype(str).value_counts(sort=False)
+    shown = ", ".join(f"{name} ({n})" for name, n in list(counts.items())[:10])
+    more = f" and {len(counts) - 10} more" if len(counts) > 10 else ""
+    nan_cols = [c for c in cols if df.loc[bad, c].isna().any()]
+    warnings.warn(f"dropped {int(bad.sum())} of {len(df)} rows with a missing value in "
+                  f"{', '.join(map(repr, nan_cols))}; rows per system: {shown}{more}",
+                  UserWarning, stacklevel=3)
+    return df.loc[~bad]
+
+
 def from_replicates(data: pd.DataFrame, score: str, system: str = "system",
                     task: str = "task", seed: str | None = None, boot: str | None = None,
                     missing: str = "drop_systems") -> ScoreTable:
@@ -156,8 +183,12 @@ def from_replicates(data: pd.DataFrame, score: str, system: str = "system",
         system × task cell has more than one row.
     missing : {"drop_systems", "drop_tasks", "error"}
         What to do when some system lacks some task.
+
+    Rows missing the score or a label are dropped with a warning that counts them per
+    system.
     """
-    df = data[[c for c in (system, task, seed, boot, score) if c is not None]].dropna()
+    df = _drop_missing(data, [c for c in (system, task, seed, boot, score) if c is not None],
+                       system)
     s_codes, systems = _labels(df[system])
     t_codes, tasks = _labels(df[task])
     df = df.assign(_s=s_codes, _t=t_codes)
@@ -175,11 +206,18 @@ def from_replicates(data: pd.DataFrame, score: str, system: str = "system",
 
 
 def _from_values(values: np.ndarray, systems, tasks, score: str, missing: str,
-                 has_seed: bool, has_boot: bool) -> ScoreTable:
+                 has_seed: bool, has_boot: bool,
+                 seed_means: np.ndarray | None = None) -> ScoreTable:
+    """A ScoreTable from (S, T, K, B) replications. ``seed_means`` (S, T, K), when given,
+    are the per-seed statistics of the observed sample (per-item tables: the item mean,
+    not the mean of its bootstrap replicates); the cell mean is their mean over seeds."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        seed_means = np.nanmean(values, axis=3)                      # (S, T, K)
-        mean = np.nanmean(values, axis=(2, 3))
+        if seed_means is None:
+            seed_means = np.nanmean(values, axis=3)                  # (S, T, K)
+            mean = np.nanmean(values, axis=(2, 3))
+        else:
+            mean = np.nanmean(seed_means, axis=2)
         n_boot_k = (~np.isnan(values)).sum(axis=3)                   # (S, T, K)
         n_seeds = (n_boot_k > 0).sum(axis=2).astype(float)
         seed_sd = np.nanstd(seed_means, axis=2, ddof=1) if has_seed else np.full(mean.shape, np.nan)
@@ -209,7 +247,9 @@ def from_items(data: pd.DataFrame, score: str, system: str = "system", task: str
 
     Each replicate is the mean item score over ``n_i`` items drawn with replacement from the
     ``n_i`` items of the task; the same draw is used for every system and seed of a task
-    (a paired bootstrap). Cells lacking an item get NaN for it and average the rest.
+    (a paired bootstrap). Cells lacking an item get NaN for it and average the rest. The
+    cell mean is the mean item score of the observed sample (the statistic on the original
+    items), the bootstrap replicates give the SDs.
 
     Parameters
     ----------
@@ -224,13 +264,14 @@ def from_items(data: pd.DataFrame, score: str, system: str = "system", task: str
     """
     rng = as_generator(random_state)
     cols = [c for c in (system, task, seed, item, score) if c is not None]
-    df = data[cols].dropna()
+    df = _drop_missing(data, cols, system)
     s_codes, systems = _labels(df[system])
     t_codes, tasks = _labels(df[task])
     df = df.assign(_s=s_codes, _t=t_codes, _k=_within_cell_index(df.assign(_s=s_codes, _t=t_codes),
                                                                   ["_s", "_t"], seed))
     S, T, K = len(systems), len(tasks), int(df["_k"].max()) + 1
     values = np.full((S, T, K, n_boot), np.nan)
+    sample = np.full((S, T, K), np.nan)             # mean item score of the observed sample
     for t in range(T):
         sub = df[df["_t"] == t]
         i_codes, i_labels = pd.factorize(sub[item].astype(str))
@@ -239,14 +280,18 @@ def from_items(data: pd.DataFrame, score: str, system: str = "system", task: str
         mat[i_codes, sub["_s"].to_numpy(), sub["_k"].to_numpy()] = sub[score].to_numpy(float)
         counts = rng.multinomial(n_items, np.full(n_items, 1.0 / n_items), size=n_boot)
         have = ~np.isnan(mat)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            sample[:, t] = np.nanmean(mat, axis=0)
         filled = np.where(have, mat, 0.0).reshape(n_items, S * K)
         num = counts @ filled                                           # (B, S*K)
         den = counts @ have.reshape(n_items, S * K).astype(float)
         with np.errstate(invalid="ignore", divide="ignore"):
             rep = (num / den).reshape(n_boot, S, K)
         values[:, t] = np.moveaxis(rep, 0, -1)
-    return _from_values(values, systems, tasks, score, missing, has_seed=seed is not None,
-                        has_boot=True)
+    st = _from_values(values, systems, tasks, score, missing, has_seed=seed is not None,
+                      has_boot=True, seed_means=sample)
+    return replace(st, paired=True)
 
 
 def from_summary(data: pd.DataFrame, mean: str, system: str = "system", task: str = "task",

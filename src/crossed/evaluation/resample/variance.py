@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -163,45 +164,62 @@ def _se_within_summary(table: ScoreTable, n_resamples: int, rng) -> dict[str, np
 
 
 def variance_components(table, score: str | None = None, system: str = "system",
-                        task: str = "task", seed: str | None = None, boot: str | None = None,
-                        *, item: str | None = None, mean: str | None = None,
-                        seed_sd: str | None = None, boot_sd: str | None = None,
-                        n_seeds=None, n_boot=None, n_resamples: int = 1000,
-                        random_state: SeedLike = None,
-                        progress_bar: bool | None = None) -> VarianceComponents:
+                        task: str = "task", seed_col: str | None = None,
+                        boot: str | None = None, *, item: str | None = None,
+                        mean: str | None = None, seed_sd: str | None = None,
+                        boot_sd: str | None = None, n_seeds=None, n_boot=None,
+                        n_resamples: int = 1000, seed: SeedLike = None,
+                        progress_bar: bool | None = None,
+                        random_state: Any = None) -> VarianceComponents:
     """Between-task, seed, bootstrap and total within-task SDs per system, with SEs.
 
     Parameters
     ----------
     table : DataFrame or ScoreTable
-        Long table of replications (``score`` per ``system`` × ``task`` × ``seed`` ×
+        Long table of replications (``score`` per ``system`` × ``task`` × seed ×
         ``boot``), per-item scores (give ``item``; bootstrap replicates are drawn from the
         items), or a published summary (give ``mean`` and ``seed_sd``/``boot_sd``).
-    score, system, task, seed, boot, item : str, optional
-        Column names. ``seed`` and ``boot`` name *columns* here; the random seed of the
-        resampling is ``random_state``.
+    score, system, task, boot, item : str, optional
+        Column names.
+    seed_col : str, optional
+        Column naming the training seed of each row.
     mean, seed_sd, boot_sd, n_seeds, n_boot : optional
         Summary columns (``n_seeds``/``n_boot`` may be numbers).
     n_resamples : int
         Resamples behind the standard errors.
-    random_state : int or numpy Generator, optional
-        Seed of the resampling (same seed, same numbers).
+    seed : int or numpy Generator, optional
+        Random seed of the resampling (same seed, same numbers). As everywhere in
+        ``crossed``, ``seed=`` is a random seed and ``seed_col=`` a column of seeds.
     progress_bar : bool, optional
         Show progress; default only in an interactive terminal.
+    random_state
+        Removed: the random seed is ``seed=`` (a TypeError says so).
 
     Returns
     -------
     VarianceComponents
         ``components`` (per system) and ``per_task`` tables; see the class.
 
+    Raises
+    ------
+    TypeError
+        For the old spellings: ``seed="<column>"`` (now ``seed_col=``) and
+        ``random_state=`` (now ``seed=``).
+
     Notes
     -----
     Validated against direct numpy/pandas computations of the same definitions on
     ``ner_like`` (tests/evaluation/resample/test_variance.py).
     """
-    rng = as_generator(random_state)
-    st = as_score_table(table, score, system, task, seed, boot, item, mean, seed_sd, boot_sd,
-                        n_seeds, n_boot, random_state=rng)
+    if isinstance(seed, str):
+        raise TypeError(f"variance_components: seed= is the random seed (an int or a numpy "
+                        f"Generator); name the seed column with seed_col={seed!r}")
+    if random_state is not None:
+        raise TypeError("variance_components: random_state= is now seed= (the random seed); "
+                        "the seed column is seed_col=")
+    rng = as_generator(seed)
+    st = as_score_table(table, score, system, task, seed_col, boot, item, mean, seed_sd,
+                        boot_sd, n_seeds, n_boot, random_state=rng)
     S, T = st.shape
     pooled = _pooled(st)
     se_mean, se_between = _se_tasks(st.mean, n_resamples, rng, progress_bar)
