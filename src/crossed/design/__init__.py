@@ -8,7 +8,13 @@ import numpy as np
 import pandas as pd
 
 from crossed.design.fixed import FixedDesign, build_fixed, build_response, subset_fixed
-from crossed.design.frame import DataError, prepare
+from crossed.design.frame import (
+    DataError,
+    check_finite,
+    check_response_varies,
+    check_scale,
+    prepare,
+)
 from crossed.design.random import (
     RandomDesign,
     ReBlock,
@@ -119,11 +125,19 @@ def build_design(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -
     prepared = prepare(spec, data, na_action=na_action)
     frame = prepared.data
     y = build_response(spec.response, frame)
+    check_finite(spec.response, y)  # an expression (np.log(y)) may make values infinite
+    check_response_varies(y, spec.response)
     # a formula written with R's ^ gets R's column names (I(x^2)) back
     caret = "^" in spec.formula
     fixed = build_fixed(spec.fixed, frame, caret=caret)
+    for j, name in enumerate(fixed.names):
+        check_finite(name, fixed.X[:, j])
+    check_scale(fixed.X, fixed.names)
     if not spec.random:
         raise DataError("no random-effects terms in the formula: use (expr | group)")
     random = build_random(spec.random, frame, caret=caret)
+    for blk in random.blocks:
+        for j, name in enumerate(blk.column_names):
+            check_finite(f"{name} | {blk.group}", blk.Z[:, j])
     return Design(spec=spec, y=y, fixed=fixed, random=random, n_dropped=prepared.n_dropped,
                   levels=prepared.levels, columns=tuple(frame.columns), frame=frame)
