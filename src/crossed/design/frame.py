@@ -201,7 +201,7 @@ def check_column(column: str, values: pd.api.extensions.ExtensionArray,
                 "first date) for a numeric predictor, or to strings for a factor"
             )
         return
-    if dtype == object:
+    if pd.api.types.is_object_dtype(dtype):
         kind = _object_kind(values, column)
         if kind == "numbers" and as_value:
             raise DataError(
