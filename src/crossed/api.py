@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from crossed.design import build_design
+from crossed.design.frame import check_response_varies
 from crossed.engines import AVAILABLE, fit_with
 from crossed.engines.native import LmerControl
 from crossed.fit import LmerFit
@@ -57,6 +58,7 @@ def lmer(formula: str, data: pd.DataFrame, reml: bool = True, engine: str = "nat
     _check_arguments(formula, reml, engine, reference, na_action, control, data_name)
     spec = parse(formula, reference=reference)
     design = build_design(spec, data, na_action=na_action)
+    check_response_varies(design.y, spec.response)
     return fit_with(engine, design, reml=reml, control=control, data_name=data_name or "data")
 
 
