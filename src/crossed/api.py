@@ -59,7 +59,7 @@ def lmer(formula: str, data: pd.DataFrame, reml: bool = True, engine: str = "nat
     spec = parse(formula, reference=reference)
     design = build_design(spec, data, na_action=na_action)
     check_response_varies(design.y, spec.response)
-    return fit_with(engine, design, reml=reml, control=control, data_name=data_name or "data")
+    return fit_with(engine, design, reml=bool(reml), control=control, data_name=data_name or "data")
 
 
 def _check_arguments(formula: object, reml: object, engine: object, reference: object,
