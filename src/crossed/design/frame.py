@@ -6,6 +6,7 @@ import difflib
 import numbers
 import re
 import warnings
+from collections.abc import Hashable
 from dataclasses import dataclass
 
 import numpy as np
@@ -155,7 +156,11 @@ def _is_time(dtype: object) -> bool:
 def _object_kind(values: pd.api.extensions.ExtensionArray, column: str) -> str:
     """``"numbers"``, ``"labels"`` (strings, booleans or a mix) of an object column;
     raises for values that cannot be factor levels (lists, dicts, ...)."""
-    present = [v for v in values if not _missing(v)]
+    try:
+        distinct = pd.unique(np.asarray(values, dtype=object))  # hashing in C
+    except TypeError:  # unhashable values: find the first to name it
+        distinct = [next(v for v in values if not isinstance(v, Hashable))]
+    present = [v for v in distinct if not _missing(v)]
     for v in present:
         if not isinstance(v, str | numbers.Number | np.bool_ | pd.Timestamp | pd.Timedelta):
             raise DataError(
@@ -224,14 +229,13 @@ def check_finite(column: str, values: np.ndarray, index: pd.Index | None = None)
             f"{'s' if bad.sum() > 1 else ''}{where}; a model needs finite values "
             "(drop those rows or set them missing)"
         )
-    finite = x[np.isfinite(x)]
+    finite = np.abs(x[np.isfinite(x)])
     if finite.size:
-        with np.errstate(over="ignore"):
-            ss = float(np.dot(finite, finite))
-        if not np.isfinite(ss):
+        largest = float(np.max(finite))
+        if largest > np.sqrt(np.finfo(float).max / finite.size):  # the sum of squares overflows
             raise DataError(
                 f"column {column!r} has values too large to fit (largest magnitude "
-                f"{np.max(np.abs(finite)):.3g}); rescale it"
+                f"{largest:.3g}); rescale it"
             )
 
 
@@ -281,7 +285,7 @@ def _encode_factor(values: pd.api.extensions.ExtensionArray) -> tuple[np.ndarray
     """
     if isinstance(values.dtype, pd.CategoricalDtype):
         cat = pd.Categorical(values)
-        cats = [level_label(c) for c in cat.categories]
+        cats = [level_label(c) for c in cat.categories.tolist()]
         used = np.zeros(len(cats), dtype=bool)
         used[np.unique(cat.codes[cat.codes >= 0])] = True
         lv = list(dict.fromkeys(c for c, u in zip(cats, used, strict=True) if u))
@@ -291,7 +295,7 @@ def _encode_factor(values: pd.api.extensions.ExtensionArray) -> tuple[np.ndarray
     if pd.api.types.is_bool_dtype(values.dtype):
         values = np.asarray(values, dtype=bool)
     codes, uniques = pd.factorize(values)
-    labels = [level_label(u) for u in uniques]
+    labels = [level_label(u) for u in uniques.tolist()]
     lv = _r_sorted(list(dict.fromkeys(labels)), False)
     position = {v: i for i, v in enumerate(lv)}
     perm = np.array([position[v] for v in labels], dtype=np.int64)
@@ -420,14 +424,17 @@ def encode_new(data: pd.DataFrame, levels: dict[str, list], columns: list[str]) 
         raise DataError(f"column {missing[0]!r} is not in the new data")
     frame = data.loc[:, columns].copy()
     for col in levels:
-        if col not in frame.columns:
-            continue
-        s = frame[col]
-        if isinstance(s.dtype, pd.CategoricalDtype):
-            s = s.astype(object)
-        frame[col] = s.map(lambda v: level_label(v) if not _missing(v) else np.nan,
-                           na_action=None).astype(object)
+        if col in frame.columns:
+            frame[col] = labels_of(frame[col])
     return frame
+
+
+def labels_of(values: pd.Series) -> np.ndarray:
+    """R's label of every value (object array), NaN where missing; computed once per
+    distinct value."""
+    codes, uniques = pd.factorize(np.asarray(values, dtype=object), use_na_sentinel=True)
+    labels = np.array([level_label(u) for u in uniques] + [np.nan], dtype=object)
+    return labels[codes]  # code -1 (missing) takes the trailing NaN
 
 
 def check_numeric_response(y: np.ndarray, name: str) -> np.ndarray:

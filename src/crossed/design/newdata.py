@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from crossed.design.frame import DataError, level_label
+from crossed.design.frame import DataError, labels_of, level_label
 
 if TYPE_CHECKING:
     from crossed.design import Design
@@ -115,10 +115,16 @@ def new_level_codes(blk: ReBlock, frame: pd.DataFrame) -> np.ndarray:
     (or a missing value). Levels are matched by their R labels per column, never by a
     joined label (``x`` with ``y:z`` is not ``x:y`` with ``z``)."""
     index = {key: i for i, key in enumerate(blk.level_keys())}
-    columns = [[None if _isna(v) else level_label(v) for v in frame[f].tolist()]
-               for f in blk.factors]
-    return np.array([index.get(key, -1) if None not in key else -1
-                     for key in zip(*columns, strict=True)], dtype=np.int64)
+    n = len(frame)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    columns = [labels_of(frame[f]) for f in blk.factors]
+    codes = np.column_stack([pd.factorize(c, use_na_sentinel=True)[0] for c in columns])
+    combos, first, inverse = np.unique(codes, axis=0, return_index=True, return_inverse=True)
+    found = np.array([-1 if (combo < 0).any() else
+                      index.get(tuple(c[i] for c in columns), -1)
+                      for combo, i in zip(combos, first, strict=True)], dtype=np.int64)
+    return found[inverse.reshape(-1)]
 
 
 def describe_level(blk: ReBlock, frame: pd.DataFrame, row: int) -> str:

@@ -154,7 +154,7 @@ def _factor_labels(col: pd.Series) -> tuple[np.ndarray, list[str]]:
     """Codes and R labels of one grouping column; values with one R label are one level."""
     cat = col.array if isinstance(col.dtype, pd.CategoricalDtype) else pd.Categorical(col)
     codes = np.asarray(cat.codes, dtype=np.int64)
-    labels = [level_label(c) for c in cat.categories]
+    labels = [level_label(c) for c in cat.categories.tolist()]
     unique = list(dict.fromkeys(labels))
     if len(unique) < len(labels):  # e.g. 0.1 + 0.2 and 0.3: one label, one level in R
         position = {lv: i for i, lv in enumerate(unique)}
@@ -176,7 +176,7 @@ def group_codes(
         codes = np.asarray(only.codes, dtype=np.int64)
         if len(codes) and codes.min() >= 0 and np.bincount(codes).all() and (
                 codes.max() + 1 == len(only.categories)):
-            labels = [level_label(c) for c in only.categories]
+            labels = [level_label(c) for c in only.categories.tolist()]
             if len(set(labels)) == len(labels):
                 return codes, tuple(labels), tuple((lv,) for lv in labels)
     key = np.zeros(len(frame), dtype=np.int64)
