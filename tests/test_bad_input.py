@@ -346,10 +346,21 @@ def test_predict_missing_values_like_lme4(sleep_fit):
     np.testing.assert_allclose(pred[[0, 2, 3]], [273.3299, 272.3397, 282.8070], atol=1e-3)
 
 
-def test_predict_text_in_a_numeric_column_is_refused(sleep_fit):
-    new = pd.DataFrame({"Days": ["three"], "Subject": ["308"]})
+@pytest.mark.parametrize("days", [["three"], ["1"], pd.array(["1"], dtype="string"), [True]])
+def test_predict_text_in_a_numeric_column_is_refused(sleep_fit, days):
+    """R: variable 'Days' was fitted with type "numeric" but type "character" was supplied."""
+    new = pd.DataFrame({"Days": days, "Subject": ["308"]})
     with pytest.raises(crossed.DataError, match="'Days' was numeric"):
         sleep_fit.predict(new)
+
+
+def test_predict_numbers_of_any_numeric_dtype(sleep_fit):
+    new = pd.DataFrame({"Days": [1.0, 2.0], "Subject": ["308", "308"]})
+    expected = sleep_fit.predict(new)
+    for days in (pd.array([1, 2], dtype="Int64"), np.array([1, 2], dtype="int8"),
+                 pd.Series([1, 2.0], dtype=object)):
+        np.testing.assert_allclose(sleep_fit.predict(new.assign(Days=days)), expected,
+                                   rtol=1e-12)
 
 
 @pytest.mark.parametrize("kw", [{"allow_new_levels": "yes"}, {"include_random": None}])

@@ -59,7 +59,10 @@ def check_new_values(frame: pd.DataFrame, design: Design, columns: list[str]) ->
                     f"effect cannot be predicted for a new level; levels: {shown})"
                 )
             continue
-        if isinstance(values.dtype, pd.CategoricalDtype) or pd.api.types.is_bool_dtype(values):
+        text = any(isinstance(v, str | bool | np.bool_) for v in pd.unique(present.array))
+        if (text or isinstance(values.dtype, pd.CategoricalDtype)
+                or pd.api.types.is_bool_dtype(values)):
+            # R: variable 'x' was fitted with type "numeric" but type "character" was supplied
             raise DataError(f"column {col!r} was numeric when fitting but is not numeric in "
                             f"the new data (dtype {values.dtype})")
         try:
