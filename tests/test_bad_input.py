@@ -400,3 +400,9 @@ def test_lmer_accepts_numpy_booleans(sleep):
     fit = crossed.lmer(FORMULA, sleep, reml=np.bool_(False))
     assert fit.reml is False
     assert fit.deviance == pytest.approx(crossed.lmer(FORMULA, sleep, reml=False).deviance)
+
+
+def test_refit_reml_must_be_a_boolean(sleep_fit):
+    with pytest.raises(TypeError, match="reml"):
+        sleep_fit.refit(reml="FALSE")
+    assert sleep_fit.refit(reml=np.bool_(False)).reml is False

@@ -358,11 +358,13 @@ class LmerFit:
         """
         from crossed.engines import fit_with
 
+        if reml is not None and not isinstance(reml, bool | np.bool_):
+            raise TypeError(f"reml must be True, False or None (the fit's), got {reml!r}")
         design = self.design if rows is None else self.design.subset(rows)
         if y is not None:
             design = design.with_response(y)
         control = self.opt.control if self.opt is not None else None
-        return fit_with(self.engine, design, reml=self.reml if reml is None else reml,
+        return fit_with(self.engine, design, reml=self.reml if reml is None else bool(reml),
                         control=control, data_name=self.data_name)
 
     def simulate(self, nsim: int = 1, seed: int | np.random.Generator | None = None,
