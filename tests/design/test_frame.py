@@ -198,7 +198,12 @@ def _dtype_cases(sleep):
                          sleep.assign(x=[[1]] * n), "'x' holds a value of type list"),
         "date objects predictor": ("Reaction ~ x + (1 | Subject)",
                                    sleep.assign(x=[datetime.date(2024, 1, 1)] * n),
-                                   "'x' holds a value of type date"),
+                                   "'x' holds dates or durations"),
+        "date objects grouping": ("Reaction ~ Days + (1 | g)",
+                                  sleep.assign(g=[datetime.date(2024, 1, 1) + datetime.timedelta(
+                                      days=int(v) - 300) for v in subj]), "grouping"),
+        "dict objects": ("Reaction ~ Days + (1 | g)", sleep.assign(g=[{"a": 1}] * n),
+                         "'g' holds a value of type dict"),
     }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import difflib
 import numbers
 import re
@@ -153,8 +154,12 @@ def _is_time(dtype: object) -> bool:
             or isinstance(dtype, pd.DatetimeTZDtype | pd.PeriodDtype | pd.IntervalDtype))
 
 
+_TIMES = (datetime.date, datetime.time, datetime.timedelta, np.datetime64, np.timedelta64)
+
+
 def _object_kind(values: pd.api.extensions.ExtensionArray, column: str) -> str:
-    """``"numbers"``, ``"labels"`` (strings, booleans or a mix) of an object column;
+    """``"numbers"``, ``"times"`` (dates, times, durations) or ``"labels"`` (strings,
+    booleans or a mix) of an object column;
     raises for values that cannot be factor levels (lists, dicts, ...)."""
     try:
         distinct = pd.unique(np.asarray(values, dtype=object))  # hashing in C
@@ -162,11 +167,13 @@ def _object_kind(values: pd.api.extensions.ExtensionArray, column: str) -> str:
         distinct = [next(v for v in values if not isinstance(v, Hashable))]
     present = [v for v in distinct if not _missing(v)]
     for v in present:
-        if not isinstance(v, str | numbers.Number | np.bool_ | pd.Timestamp | pd.Timedelta):
+        if not isinstance(v, (str, numbers.Number, np.bool_, *_TIMES)):
             raise DataError(
                 f"column {column!r} holds a value of type {type(v).__name__} ({v!r:.40}); "
                 "only numbers, strings and booleans can be model variables"
             )
+    if any(isinstance(v, _TIMES) for v in present):
+        return "times"
     if present and all(isinstance(v, numbers.Number) and not isinstance(v, bool | np.bool_)
                        for v in present):
         return "numbers"
@@ -208,6 +215,12 @@ def check_column(column: str, values: pd.api.extensions.ExtensionArray,
         return
     if pd.api.types.is_object_dtype(dtype):
         kind = _object_kind(values, column)
+        if kind == "times" and as_value:
+            raise DataError(
+                f"column {column!r} holds dates or durations (Python objects), which R would "
+                "not use as they are in a model; convert it to a number (e.g. days since the "
+                "first date) for a numeric predictor, or to strings for a factor"
+            )
         if kind == "numbers" and as_value:
             raise DataError(
                 f"column {column!r} holds numbers in a column of dtype object; convert it "
