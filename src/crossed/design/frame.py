@@ -75,22 +75,9 @@ def level_label(value: object) -> str:
     return str(value)
 
 
-def r_level_order(values: pd.Series) -> list:
-    """Levels in the order R's ``factor()`` gives them.
-
-    Categoricals keep their category order (unused categories dropped), numbers sort
-    numerically, strings sort as R does in an English locale (case-insensitive first,
-    lower case before upper case on ties).
-    """
-    if isinstance(values.dtype, pd.CategoricalDtype):
-        used = set(values.dropna().unique())
-        return [c for c in values.cat.categories if c in used]
-    numeric = pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)
-    return _r_sorted(list(pd.unique(values.dropna())), numeric)
-
-
 def _r_sorted(uniq: list, numeric: bool) -> list:
-    """Distinct values in R's ``factor()`` order (see :func:`r_level_order`)."""
+    """Distinct values in R's ``factor()`` order: numbers numerically, strings as R sorts
+    them in an English locale (case-insensitive first, lower case before upper on ties)."""
     if numeric:
         return sorted(uniq)
     return sorted(uniq, key=lambda s: (str(s).lower(), str(s).swapcase()))
