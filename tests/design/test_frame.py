@@ -79,6 +79,15 @@ def test_mixed_fixed_factor_has_rs_levels(sleep):
     np.testing.assert_allclose(fit.fixef, [297.64307385068, 2.59445344795], rtol=1e-6)
 
 
+def test_true_and_one_stay_apart():
+    """Python hashes True like 1; R's labels "TRUE" and "1" are two levels."""
+    from crossed.design.frame import labels_of
+
+    labels = labels_of(pd.Series([1, True, 1.0, "TRUE", None, False, 0], dtype=object))
+    assert labels[:4].tolist() == ["1", "TRUE", "1", "TRUE"] and pd.isna(labels[4])
+    assert labels[5:].tolist() == ["FALSE", "0"]
+
+
 def test_float_grouping_levels_are_labelled_like_r(sleep):
     """Subjects stored as floats are labelled '308', not '308.0' (R: factor(308) -> "308")."""
     fit = crossed.lmer(FORMULA, sleep.assign(Subject=sleep["Subject"].astype(float)))

@@ -294,6 +294,8 @@ def _encode_factor(values: pd.api.extensions.ExtensionArray) -> tuple[np.ndarray
         return perm[np.asarray(cat.codes, dtype=np.int64)], lv
     if pd.api.types.is_bool_dtype(values.dtype):
         values = np.asarray(values, dtype=bool)
+    elif pd.api.types.is_object_dtype(values.dtype):
+        values = _bools_as_labels(np.asarray(values, dtype=object))
     codes, uniques = pd.factorize(values)
     labels = [level_label(u) for u in uniques.tolist()]
     lv = _r_sorted(list(dict.fromkeys(labels)), False)
@@ -429,10 +431,22 @@ def encode_new(data: pd.DataFrame, levels: dict[str, list], columns: list[str]) 
     return frame
 
 
+def _bools_as_labels(values: np.ndarray) -> np.ndarray:
+    """Booleans of an object array as "TRUE"/"FALSE": Python hashes True like 1 and 1.0,
+    so hashing would merge levels R keeps apart ("TRUE" and "1"). Hashing keeps whichever
+    came first, so any distinct value equal to 0 or 1 calls for the closer look."""
+    distinct = pd.unique(values)
+    if not any(isinstance(v, numbers.Number) and v in (0, 1) for v in distinct):
+        return values
+    return np.array([("TRUE" if v else "FALSE") if isinstance(v, bool | np.bool_) else v
+                     for v in values], dtype=object)
+
+
 def labels_of(values: pd.Series) -> np.ndarray:
     """R's label of every value (object array), NaN where missing; computed once per
     distinct value."""
-    codes, uniques = pd.factorize(np.asarray(values, dtype=object), use_na_sentinel=True)
+    objects = _bools_as_labels(np.asarray(values, dtype=object))
+    codes, uniques = pd.factorize(objects, use_na_sentinel=True)
     labels = np.array([level_label(u) for u in uniques] + [np.nan], dtype=object)
     return labels[codes]  # code -1 (missing) takes the trailing NaN
 
