@@ -123,6 +123,21 @@ def test_infinite_values_made_by_an_expression_are_refused(sleep):
     assert "infinite" in str(info.value)
 
 
+def test_values_are_checked_after_the_formula_like_r(sleep):
+    """R checks the model matrix, not the raw column: 1/Inf is 0 and log(1e300) is finite.
+
+    R: d$x <- d$Days + 1; d$x[4] <- Inf; fixef(lmer(Reaction ~ I(1/x) + (1|Subject), d))
+       -> 323.5919464 -86.0493029
+       d$z <- d$Days + 1; d$z[4] <- 1e300; fixef(lmer(Reaction ~ log(z) + (1|Subject), d))
+       -> 298.59143043443 -0.01564284661"""
+    x = sleep["Days"] + 1.0
+    data = sleep.assign(x=x.where(x.index != 3, np.inf), z=x.where(x.index != 3, 1e300))
+    fit = crossed.lmer("Reaction ~ I(1 / x) + (1 | Subject)", data)
+    np.testing.assert_allclose(fit.fixef, [323.5919464, -86.0493029], rtol=1e-6)
+    fit = crossed.lmer("Reaction ~ np.log(z) + (1 | Subject)", data)
+    np.testing.assert_allclose(fit.fixef, [298.59143043443, -0.01564284661], rtol=1e-6)
+
+
 def test_badly_scaled_predictor_warns_like_lme4_and_fits(sleep):
     """lme4: 'Some predictor variables are on very different scales: consider rescaling',
     and fixef Days = 1.046729e-11 (10.4673 / 1e12)."""

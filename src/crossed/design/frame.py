@@ -216,25 +216,23 @@ def check_column(column: str, values: pd.api.extensions.ExtensionArray,
             )
 
 
-def check_finite(column: str, values: np.ndarray, index: pd.Index | None = None) -> None:
+def check_finite(column: str, values: np.ndarray, what: str = "column") -> None:
     """Refuse infinite values and values too large to square (lme4 stops on
     ``NA/NaN/Inf``; its optimiser fails on overflow). Missing values are not looked at."""
     x = np.asarray(values, dtype=float)
     bad = np.isinf(x)
     if bad.any():
-        first = int(np.flatnonzero(bad)[0])
-        where = f" (first in row {index[first]!r})" if index is not None else ""
         raise DataError(
-            f"column {column!r} has {int(bad.sum())} infinite value"
-            f"{'s' if bad.sum() > 1 else ''}{where}; a model needs finite values "
-            "(drop those rows or set them missing)"
+            f"{what} {column!r} has {int(bad.sum())} infinite value"
+            f"{'s' if bad.sum() > 1 else ''} (first in row {int(np.flatnonzero(bad)[0])} of "
+            "the rows used); a model needs finite values: drop those rows or set them missing"
         )
     finite = np.abs(x[np.isfinite(x)])
     if finite.size:
         largest = float(np.max(finite))
         if largest > np.sqrt(np.finfo(float).max / finite.size):  # the sum of squares overflows
             raise DataError(
-                f"column {column!r} has values too large to fit (largest magnitude "
+                f"{what} {column!r} has values too large to fit (largest magnitude "
                 f"{largest:.3g}); rescale it"
             )
 
@@ -312,7 +310,8 @@ def prepare(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -> Pre
     levels are R's labels (``308`` and ``"308"`` are one level); an ordered categorical is
     a factor with treatment contrasts (R would use polynomial contrasts: a warning says
     so); dates and durations may group but are refused as predictors; ``pd.NA``, ``None``
-    and ``NaN`` are missing values. Infinite values are refused.
+    and ``NaN`` are missing values. (Infinite values are refused in the model matrices, as
+    R does: ``I(1 / x)`` of an infinite ``x`` is 0.)
 
     Parameters
     ----------
@@ -337,9 +336,6 @@ def prepare(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -> Pre
     for c, a in arrays.items():
         check_column(c, a, c in as_value)
     missing = {c: np.asarray(pd.isna(a), dtype=bool) for c, a in arrays.items()}
-    for c, a in arrays.items():
-        if c in as_value and not is_categorical(a):
-            check_finite(c, a.to_numpy(dtype=float, na_value=np.nan), data.index)
     any_missing = np.logical_or.reduce(list(missing.values()))  # (the response is used)
     n_dropped = int(any_missing.sum())
     if n_dropped:
@@ -457,6 +453,9 @@ def check_numeric_response(y: np.ndarray, name: str) -> np.ndarray:
         out = np.asarray(y, dtype=float)
     except (TypeError, ValueError):
         raise DataError(f"response {name!r} is not numeric") from None
-    if not np.all(np.isfinite(out)):
-        raise DataError(f"response {name!r} has infinite values")
+    undefined = np.isnan(out)
+    if undefined.any():
+        raise DataError(f"response {name!r} has {int(undefined.sum())} undefined (NaN) "
+                        "values after evaluation")
+    check_finite(name, out, what="response")
     return out
