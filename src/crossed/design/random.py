@@ -73,7 +73,8 @@ class ReBlock:
         Rebuilds ``Z``'s columns (per source term) on new data.
     keys : tuple of tuple of str
         Identity of each level: its R label per factor column (``("x:y", "z")``), which a
-        joined label cannot give when level names contain ``:``. Empty when unknown.
+        joined label cannot give when level names contain ``:``. Empty for a single
+        column (the label is the key); use :meth:`level_keys`.
     """
 
     group: str
@@ -87,7 +88,8 @@ class ReBlock:
     keys: tuple[tuple[str, ...], ...] = ()
 
     def level_keys(self) -> tuple[tuple[str, ...], ...]:
-        """:attr:`keys`, or the labels split on ':' when the keys are unknown."""
+        """:attr:`keys`; for one column its labels (an interaction without keys, built
+        elsewhere, falls back to splitting labels on ':')."""
         if self.keys:
             return self.keys
         return tuple(tuple(lv.split(":")) if len(self.factors) > 1 else (lv,)
@@ -167,8 +169,9 @@ def group_codes(
 ) -> tuple[np.ndarray, tuple[str, ...], tuple[tuple[str, ...], ...]]:
     """Codes, labels and keys of the interaction of factor columns (first varies slowest).
 
-    A level's identity is its key, the tuple of its R labels per column (``("x", "y:z")``);
-    its label joins them with ``:`` as lme4 prints it. Two cells whose labels would be
+    A level's identity is its key, the tuple of its R labels per column (``("x", "y:z")``;
+    empty for one column, whose label is its key); its label joins them with ``:`` as lme4
+    prints it. Two cells whose labels would be
     equal (``x`` with ``y:z`` and ``x:y`` with ``z``) raise a :class:`DataError`.
     """
     only = frame[factors[0]].array if len(factors) == 1 else None
@@ -178,7 +181,7 @@ def group_codes(
                 codes.max() + 1 == len(only.categories)):
             labels = [level_label(c) for c in only.categories.tolist()]
             if len(set(labels)) == len(labels):
-                return codes, tuple(labels), tuple((lv,) for lv in labels)
+                return codes, tuple(labels), ()
     key = np.zeros(len(frame), dtype=np.int64)
     cats = []
     for f in factors:
@@ -193,7 +196,8 @@ def group_codes(
         rest, r = np.divmod(rest, len(cat))
         parts.append(np.asarray(cat, dtype=object)[r])
     parts = parts[::-1]
-    keys = tuple(zip(*(p.tolist() for p in parts), strict=True))
+    # one factor: the label is the key (kept implicit, see ReBlock.level_keys)
+    keys = tuple(zip(*(p.tolist() for p in parts), strict=True)) if len(parts) > 1 else ()
     joined = parts[0]
     for part in parts[1:]:
         joined = joined + ":" + part
