@@ -361,6 +361,8 @@ def test_predict_numbers_of_any_numeric_dtype(sleep_fit):
                  pd.Series([1, 2.0], dtype=object)):
         np.testing.assert_allclose(sleep_fit.predict(new.assign(Days=days)), expected,
                                    rtol=1e-12)
+    with_na = sleep_fit.predict(new.assign(Days=pd.array([1, pd.NA], dtype="Int64")))
+    assert with_na[0] == pytest.approx(expected[0], rel=1e-12) and np.isnan(with_na[1])
 
 
 @pytest.mark.parametrize("kw", [{"allow_new_levels": "yes"}, {"include_random": None}])
