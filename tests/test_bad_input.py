@@ -248,3 +248,163 @@ def test_predict_unknown_level_of_fixed_factor():
     assert "language" in str(info.value)
     with pytest.raises(crossed.DataError, match="'fr'"):
         fit.predict(new, allow_new_levels=True)  # only grouping factors may be new
+
+
+# ------------------------------------------------------------------ silently wrong predictions
+# (issue 14 §2): each of these returned a number without a word before.
+def test_predict_new_level_of_a_factor_made_in_the_formula(sleep):
+    """C(Days) with Days = 99 was predicted as the reference level (formulaic only warns).
+
+    R: predict(lmer(Reaction ~ factor(Days) + (1|Subject), d), data.frame(Days = 99,
+    Subject = "308")) -> Error: factor factor(Days) has new level 99"""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = crossed.lmer("Reaction ~ C(Days) + (1 | Subject)", sleep)
+    new = pd.DataFrame({"Days": [99.0], "Subject": ["308"]})
+    for include_random in (True, False):
+        with pytest.raises(crossed.DataError, match=r"'C\(Days\)' has level.*99") as info:
+            fit.predict(new, include_random=include_random)
+        assert "not seen when fitting" in str(info.value)
+
+
+@pytest.fixture(scope="module")
+def both_fit():
+    """A column both a fixed effect and part of a grouping factor: dataset."""
+    rng = np.random.default_rng(3)
+    rows = [(f"m{m}", f"d{d}", 80 + m + 2 * d + rng.normal())
+            for m in range(6) for d in range(4) for _ in range(3)]
+    data = pd.DataFrame(rows, columns=["model", "dataset", "score"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # singular
+        return crossed.lmer("score ~ dataset + (1 | model) + (1 | model:dataset)", data)
+
+
+@pytest.mark.parametrize("allow_new_levels", [False, True])
+def test_predict_new_fixed_level_in_a_grouping_column(both_fit, allow_new_levels):
+    """A new dataset was predicted as the intercept (81.367 in the issue) with
+    allow_new_levels=True: the check skipped columns that are also grouping factors.
+    R: predict(fit, data.frame(model = "m1", dataset = "d9"), allow.new.levels = TRUE)
+    errors (the fixed-effect level is new)."""
+    new = pd.DataFrame({"model": ["m1"], "dataset": ["d9"]})
+    with pytest.raises(crossed.DataError, match="column 'dataset' has level 'd9'"):
+        both_fit.predict(new, allow_new_levels=allow_new_levels)
+
+
+def test_predict_new_group_with_known_fixed_level(both_fit):
+    """A new model with a known dataset: population value of that dataset."""
+    new = pd.DataFrame({"model": ["m9"], "dataset": ["d2"]})
+    pred = both_fit.predict(new, allow_new_levels=True)
+    assert pred[0] == pytest.approx(both_fit.fixef["(Intercept)"] + both_fit.fixef["datasetd2"])
+
+
+# R: fit <- lmer(Reaction ~ Days + (1|Subject), sleepstudy)
+#    predict(fit, data.frame(Days = 1, Subject = c(308, 308.0)))  # 302.656100648 (both)
+#    predict(fit, data.frame(Days = 1, Subject = "308"))          # 302.656100648
+@pytest.mark.parametrize("fitted_as", ["int", "str", "float"])
+@pytest.mark.parametrize("value", [308, 308.0, "308", np.int64(308)])
+def test_predict_grouping_level_matches_across_dtypes(sleep, fitted_as, value):
+    """Fitted with int Subject, 308.0 was a 'new level' (the population value) with
+    allow_new_levels=True. The same level as R sees it must match whatever the dtype."""
+    subject = sleep["Subject"].astype(int).astype(fitted_as)
+    fit = crossed.lmer("Reaction ~ Days + (1 | Subject)", sleep.assign(Subject=subject))
+    new = pd.DataFrame({"Days": [1.0], "Subject": pd.Series([value], dtype=object)})
+    pred = fit.predict(new, allow_new_levels=True)
+    assert pred[0] == pytest.approx(302.656100648, rel=1e-7)
+    assert fit.predict(new)[0] == pytest.approx(pred[0], rel=1e-12)
+
+
+def test_predict_interaction_cell_is_matched_by_its_levels():
+    """(1 | a:b) fitted on (x, y:z), (x, z), (x:y, y:z): the new cell (x:y, z) has the
+    joined label 'x:y:z' of the fitted cell (x, y:z) and was predicted with its effect."""
+    rng = np.random.default_rng(5)
+    cells = [("x", "y:z"), ("x", "z"), ("x:y", "y:z")]
+    rows = [(a, b, s, rng.normal() + 4.0 * (i == 0)) for i, (a, b) in enumerate(cells)
+            for s in "pqrst"]
+    data = pd.DataFrame(rows, columns=["a", "b", "s", "y"])
+    fit = crossed.lmer("y ~ 1 + (1 | a:b) + (1 | s)", data)
+    new = pd.DataFrame({"a": ["x:y", "x"], "b": ["z", "y:z"], "s": ["p", "p"]})
+    with pytest.raises(crossed.DataError, match="b='z'"):
+        fit.predict(new)
+    pred = fit.predict(new, allow_new_levels=True)
+    s_effect = fit.ranef().query("group == 's' and level == 'p'")["estimate"].iloc[0]
+    cell = fit.ranef().query("group == 'a:b' and level == 'x:y:z'")["estimate"].iloc[0]
+    assert pred[0] == pytest.approx(fit.fixef["(Intercept)"] + s_effect, rel=1e-12)
+    assert pred[1] == pytest.approx(fit.fixef["(Intercept)"] + s_effect + cell, rel=1e-12)
+
+
+# R: nd <- data.frame(Days = c(1, NA, 2, 3), Subject = factor(c("308", "308", NA, "999")))
+#    predict(fit, nd[1:3, ])  # Error: NAs are not allowed in prediction data for grouping
+#                             # variables unless allow.new.levels is TRUE
+#    predict(fit, nd, allow.new.levels = TRUE)  # 273.3299 NA 272.3397 282.8070
+#    (fit <- lmer(Reaction ~ Days + (Days|Subject), sleepstudy))
+def test_predict_missing_values_like_lme4(sleep_fit):
+    new = pd.DataFrame({"Days": [1.0, np.nan, 2.0, 3.0], "Subject": ["308", "308", None, "999"]})
+    with pytest.raises(crossed.DataError, match="missing value of grouping factor 'Subject'"):
+        sleep_fit.predict(new.iloc[:3])
+    pred = sleep_fit.predict(new, allow_new_levels=True)
+    assert np.isnan(pred[1])
+    np.testing.assert_allclose(pred[[0, 2, 3]], [273.3299, 272.3397, 282.8070], atol=1e-3)
+
+
+@pytest.mark.parametrize("days", [["three"], ["1"], pd.array(["1"], dtype="string"), [True]])
+def test_predict_text_in_a_numeric_column_is_refused(sleep_fit, days):
+    """R: variable 'Days' was fitted with type "numeric" but type "character" was supplied."""
+    new = pd.DataFrame({"Days": days, "Subject": ["308"]})
+    with pytest.raises(crossed.DataError, match="'Days' was numeric"):
+        sleep_fit.predict(new)
+
+
+def test_predict_numbers_of_any_numeric_dtype(sleep_fit):
+    new = pd.DataFrame({"Days": [1.0, 2.0], "Subject": ["308", "308"]})
+    expected = sleep_fit.predict(new)
+    for days in (pd.array([1, 2], dtype="Int64"), np.array([1, 2], dtype="int8"),
+                 pd.Series([1, 2.0], dtype=object)):
+        np.testing.assert_allclose(sleep_fit.predict(new.assign(Days=days)), expected,
+                                   rtol=1e-12)
+    with_na = sleep_fit.predict(new.assign(Days=pd.array([1, pd.NA], dtype="Int64")))
+    assert with_na[0] == pytest.approx(expected[0], rel=1e-12) and np.isnan(with_na[1])
+
+
+@pytest.mark.parametrize("kw", [{"allow_new_levels": "yes"}, {"include_random": None}])
+def test_predict_flags_must_be_booleans(sleep_fit, kw):
+    new = pd.DataFrame({"Days": [1.0], "Subject": ["308"]})
+    with pytest.raises(TypeError, match=next(iter(kw))):
+        sleep_fit.predict(new, **kw)
+
+
+# ------------------------------------------------------------------ lmer's arguments
+@pytest.mark.parametrize("kw,error,culprit", [
+    ({"reml": "FALSE"}, TypeError, "reml"),           # was fitted by REML ("FALSE" is truthy)
+    ({"reml": None}, TypeError, "reml"),              # was fitted by ML
+    ({"reml": 0}, TypeError, "reml"),
+    ({"engine": None}, ValueError, "engine"),
+    ({"engine": "Native"}, ValueError, "engine"),
+    ({"na_action": None}, ValueError, "na_action"),
+    ({"na_action": "pass"}, ValueError, "na_action"),
+    ({"reference": ["Subject"]}, TypeError, "reference"),
+    ({"reference": {"Subject": ["308"]}}, TypeError, "reference"),
+    ({"reference": {"colour": "red"}}, crossed.DataError, "colour"),
+    ({"reference": {"Subject": "999"}}, crossed.DataError, "999"),
+    ({"control": {"optimizer": "bobyqa"}}, TypeError, "control"),
+    ({"data_name": 3}, TypeError, "data_name"),
+])
+def test_lmer_arguments_are_validated(sleep, kw, error, culprit):
+    with pytest.raises(error, match=culprit):
+        crossed.lmer(FORMULA, sleep, **kw)
+
+
+def test_lmer_formula_must_be_text(sleep):
+    with pytest.raises(TypeError, match="formula must be a string"):
+        crossed.lmer(None, sleep)
+
+
+def test_lmer_accepts_numpy_booleans(sleep):
+    fit = crossed.lmer(FORMULA, sleep, reml=np.bool_(False))
+    assert fit.reml is False
+    assert fit.deviance == pytest.approx(crossed.lmer(FORMULA, sleep, reml=False).deviance)
+
+
+def test_refit_reml_must_be_a_boolean(sleep_fit):
+    with pytest.raises(TypeError, match="reml"):
+        sleep_fit.refit(reml="FALSE")
+    assert sleep_fit.refit(reml=np.bool_(False)).reml is False

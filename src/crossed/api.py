@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+import numpy as np
 import pandas as pd
 
 from crossed.design import build_design
-from crossed.engines import fit_with
+from crossed.design.frame import check_response_varies
+from crossed.engines import AVAILABLE, fit_with
 from crossed.engines.native import LmerControl
 from crossed.fit import LmerFit
 from crossed.formula import parse
@@ -24,9 +28,16 @@ def lmer(formula: str, data: pd.DataFrame, reml: bool = True, engine: str = "nat
         factors expanded to indicator columns), ``(1 | a/b)`` (nesting), ``(1 | a:b)``.
     data : pandas.DataFrame
         Long table; string/categorical/boolean columns are factors (treatment contrasts,
-        first level = reference: sorted, or the order of a pandas Categorical).
+        first level = reference: sorted, or the order of a pandas Categorical). Levels are
+        R's labels: ``308``, ``308.0`` and ``"308"`` in one column are one level. An
+        *ordered* categorical is also coded with treatment contrasts (R would use
+        polynomial contrasts; a warning says so). Nullable ``Int64``/``Float64`` columns
+        are numbers, ``pd.NA`` a missing value. Dates and durations may define groups but
+        are refused as predictors; infinite values are refused; predictors on very
+        different scales give lme4's "consider rescaling" warning.
     reml : bool
-        REML (default, as lme4) or maximum likelihood.
+        REML (default, as lme4) or maximum likelihood. Must be True or False (a string
+        such as ``"FALSE"`` or None raises a TypeError rather than being read as truthy).
     engine : {"native", "statsmodels", "lme4"}
         Fitting engine (docs/engines.md): crossed's own, statsmodels' ``MixedLM`` or R's
         lme4 through rpy2 (``pip install 'crossed[r]'``); all return the same result.
@@ -44,6 +55,36 @@ def lmer(formula: str, data: pd.DataFrame, reml: bool = True, engine: str = "nat
     -------
     LmerFit
     """
+    _check_arguments(formula, reml, engine, reference, na_action, control, data_name)
     spec = parse(formula, reference=reference)
     design = build_design(spec, data, na_action=na_action)
-    return fit_with(engine, design, reml=reml, control=control, data_name=data_name or "data")
+    check_response_varies(design.y, spec.response)
+    return fit_with(engine, design, reml=bool(reml), control=control, data_name=data_name or "data")
+
+
+def _check_arguments(formula: object, reml: object, engine: object, reference: object,
+                     na_action: object, control: object, data_name: object) -> None:
+    """Refuse arguments of the wrong type or value, naming the argument."""
+    if not isinstance(formula, str):
+        raise TypeError(f"formula must be a string such as 'y ~ x + (1 | g)', got "
+                        f"{type(formula).__name__}")
+    if not isinstance(reml, bool | np.bool_):
+        raise TypeError(f"reml must be True or False, got {reml!r}")
+    if not isinstance(engine, str) or engine not in (*AVAILABLE, "pymer4"):
+        raise ValueError(f"unknown engine {engine!r}; available: {', '.join(AVAILABLE)}")
+    if not isinstance(na_action, str) or na_action not in ("omit", "raise"):
+        raise ValueError(f"na_action must be 'omit' or 'raise', got {na_action!r}")
+    if reference is not None:
+        if not isinstance(reference, Mapping):
+            raise TypeError("reference must be a dict {column: level}, got "
+                            f"{type(reference).__name__}")
+        for column, level in reference.items():
+            if not isinstance(column, str):
+                raise TypeError(f"reference: column names must be strings, got {column!r}")
+            if not isinstance(level, str | int | float | bool | np.number | np.bool_):
+                raise TypeError(f"reference: the level of {column!r} must be a string or a "
+                                f"number, got {level!r}")
+    if control is not None and not isinstance(control, LmerControl):
+        raise TypeError(f"control must be an LmerControl, got {type(control).__name__}")
+    if data_name is not None and not isinstance(data_name, str):
+        raise TypeError(f"data_name must be a string, got {type(data_name).__name__}")

@@ -11,6 +11,13 @@ import pandas as pd
 
 from crossed.design import Design
 from crossed.design.frame import DataError, encode_new, expression_variables
+from crossed.design.newdata import (
+    build_new,
+    check_new_values,
+    describe_level,
+    missing_rows,
+    new_level_codes,
+)
 
 if TYPE_CHECKING:
     from crossed.engines.native.optimize import OptSummary
@@ -277,47 +284,69 @@ class LmerFit:
             Add the conditional modes of the random effects (lme4's ``re.form = NULL``);
             False gives population-level predictions Xβ̂ (``re.form = NA``).
         allow_new_levels : bool
-            Levels of a grouping factor not seen when fitting contribute 0 (the population
-            mean); otherwise they raise an error naming the factor and the level.
+            Levels of a grouping factor not seen when fitting (and missing grouping values)
+            contribute 0 (the population mean); otherwise they raise an error naming the
+            factor and the level.
+
+        Returns
+        -------
+        numpy.ndarray
+            One prediction per row; NaN where a predictor is missing (lme4's ``NA``).
+
+        Raises
+        ------
+        DataError
+            A level of a fixed-effect factor not seen when fitting (lme4: ``factor f has
+            new level x``), also when the column is part of a grouping factor too; a
+            missing column; a non-numeric value in a numeric column.
+
+        Notes
+        -----
+        Levels are matched by R's labels: a grouping factor fitted on integers ``308``
+        matches ``308.0`` and ``"308"`` in the new data, as R's ``factor()`` would.
         """
+        for name, flag in (("include_random", include_random),
+                           ("allow_new_levels", allow_new_levels)):
+            if not isinstance(flag, bool | np.bool_):
+                raise TypeError(f"{name} must be True or False, got {flag!r}")
         if newdata is None:
             return self.fitted() if include_random else self.design.X @ self.beta
+        if not isinstance(newdata, pd.DataFrame):
+            raise DataError(f"newdata must be a pandas DataFrame, got {type(newdata).__name__}")
         spec = self.design.spec
-        cols = set(map(str, newdata.columns))
-        fixed_vars = expression_variables(spec.fixed, cols | set(self.design.columns))
-        rand_vars: set[str] = set()
+        known_cols = set(map(str, newdata.columns)) | set(self.design.columns)
+        value_vars = expression_variables(spec.fixed, known_cols)
+        group_vars: set[str] = set()
         if include_random:
             for term in spec.random:
-                rand_vars |= expression_variables(term.expr, cols | set(self.design.columns))
-                rand_vars |= set(term.factors)
-        needed = [c for c in self.design.columns if c in fixed_vars | rand_vars]
+                value_vars |= expression_variables(term.expr, known_cols)
+                group_vars |= set(term.factors)
+        needed = [c for c in self.design.columns if c in value_vars | group_vars]
+        values = [c for c in needed if c in value_vars]
         frame = encode_new(newdata, self.design.levels, needed)
-        group_cols = set(spec.group_factors)
-        for col in needed:
-            if col in self.design.levels and col not in group_cols:
-                known = set(map(str, self.design.levels[col]))
-                bad = [v for v in frame[col].dropna().unique() if str(v) not in known]
-                if bad:
-                    raise DataError(f"column {col!r} has level {bad[0]!r} not seen when fitting")
-        X = self.design.fixed.spec.build(frame)
-        pred = X @ self.beta
-        if not include_random:
-            return pred
-        codes_list, Zs = [], []
-        for blk in self.design.random.blocks:
-            labels = frame[list(blk.factors)].astype(str).agg(":".join, axis=1).to_numpy()
-            index = {lv: i for i, lv in enumerate(blk.levels)}
-            codes = np.array([index.get(lv, -1) for lv in labels], dtype=np.int64)
-            if not allow_new_levels and np.any(codes < 0):
-                new = labels[np.flatnonzero(codes < 0)[0]]
-                raise DataError(
-                    f"level {new!r} of grouping factor {blk.group!r} was not in the fitted "
-                    "data; use allow_new_levels=True to predict it at the population level"
-                )
-            parts = [mspec.build(frame)[:, list(cols_)] for mspec, cols_ in blk.exprs]
-            codes_list.append(codes)
-            Zs.append(np.column_stack(parts))
-        return pred + self._random_part(codes_list, Zs)
+        frame = check_new_values(frame, self.design, values)
+        out = np.full(len(frame), np.nan)  # rows with a missing predictor: NaN (R's NA)
+        ok = ~missing_rows(frame, values)
+        frame = frame.loc[ok]
+        pred = build_new(self.design.fixed.spec, frame, "fixed-effects") @ self.beta
+        if include_random:
+            codes_list, Zs = [], []
+            for blk in self.design.random.blocks:
+                codes = new_level_codes(blk, frame)
+                if not allow_new_levels and np.any(codes < 0):
+                    row = int(np.flatnonzero(codes < 0)[0])
+                    raise DataError(
+                        f"{describe_level(blk, frame, row)} of grouping factor {blk.group!r} "
+                        "was not in the fitted data; use allow_new_levels=True to predict "
+                        "it at the population level"
+                    )
+                parts = [build_new(mspec, frame, f"random-effects ({blk.group})")[:, list(c)]
+                         for mspec, c in blk.exprs]
+                codes_list.append(codes)
+                Zs.append(np.column_stack(parts))
+            pred = pred + self._random_part(codes_list, Zs)
+        out[ok] = pred
+        return out
 
     # ------------------------------------------------------------------ refits, simulation
     def refit(self, y: np.ndarray | None = None, rows: np.ndarray | None = None,
@@ -338,11 +367,13 @@ class LmerFit:
         """
         from crossed.engines import fit_with
 
+        if reml is not None and not isinstance(reml, bool | np.bool_):
+            raise TypeError(f"reml must be True, False or None (the fit's), got {reml!r}")
         design = self.design if rows is None else self.design.subset(rows)
         if y is not None:  # a copy: the fit freezes its arrays, never the caller's
             design = design.with_response(np.array(y, dtype=float, copy=True))
         control = self.opt.control if self.opt is not None else None
-        return fit_with(self.engine, design, reml=self.reml if reml is None else reml,
+        return fit_with(self.engine, design, reml=self.reml if reml is None else bool(reml),
                         control=control, data_name=self.data_name)
 
     def simulate(self, nsim: int = 1, seed: int | np.random.Generator | None = None,

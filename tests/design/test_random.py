@@ -154,3 +154,31 @@ def test_theta_start_is_lme4s(table, formula, factors, expected):
     fit = crossed.lmer(formula, load_table(table, factors))
     np.testing.assert_allclose(fit.opt.theta_start, expected, rtol=1e-12)
     assert list(fit.design.random.theta_start()) == [1.0 if e != 0 else 0.0 for e in expected]
+
+
+# ------------------------------------------------------------------ levels with ':' (issue 14)
+def _colon_table(cells=(("x", "y:z"), ("x", "z"), ("x:y", "y:z"), ("x:y", "z"))):
+    rng = np.random.default_rng(5)
+    rows = [(a, b, s, rng.normal() + 3.0 * i) for i, (a, b) in enumerate(cells)
+            for s in "pqrst"]
+    return pd.DataFrame(rows, columns=["a", "b", "s", "y"])
+
+
+def test_interaction_cells_with_the_same_label_are_refused():
+    """a in {x, x:y}, b in {y:z, z}: (x, y:z) and (x:y, z) would both print 'x:y:z'.
+
+    R: levels(factor(c("x","x","x:y","x:y")):factor(c("y:z","z","y:z","z"))) is
+    "x:y:z" "x:z" "x:y:y:z" "x:y:z" (a duplicated level, which predict() cannot tell apart).
+    Before: two levels labelled 'x:y:z' and predict() used the first for both."""
+    with pytest.raises(crossed.DataError, match="two cells labelled 'x:y:z'") as info:
+        crossed.lmer("y ~ 1 + (1 | a:b) + (1 | s)", _colon_table())
+    msg = str(info.value)
+    assert "a='x', b='y:z'" in msg and "a='x:y', b='z'" in msg and "'a:b'" in msg
+
+
+def test_interaction_levels_are_keyed_by_their_cells():
+    fit = crossed.lmer("y ~ 1 + (1 | a:b) + (1 | s)",
+                       _colon_table((("x", "y:z"), ("x", "z"), ("x:y", "y:z"))))
+    blk = next(b for b in fit.design.random.blocks if b.group == "a:b")
+    assert set(blk.keys) == {("x", "y:z"), ("x", "z"), ("x:y", "y:z")}
+    assert [":".join(k) for k in blk.keys] == list(blk.levels)

@@ -65,3 +65,19 @@ def test_fixed_factor_and_errors(fit):
         fit.adjusted_means("nope")
     with pytest.raises(ValueError, match="no \\(1 \\| model:lr\\) term"):
         fit.interaction_effects("model", "lr")
+
+
+def test_interaction_effects_with_colons_in_level_names():
+    """Model names such as 'llama3:8b' (Ollama's) contain ':'; the cells must not be cut at
+    the first ':' of the joined label 'llama3:8b:mmlu' (issue 14 §2 item 5)."""
+    rng = np.random.default_rng(2)
+    models = ["llama3:8b", "qwen2:7b", "phi3", "gemma:2b"]
+    rows = [(m, d, 50 + i + rng.normal()) for i, m in enumerate(models)
+            for d in ("mmlu", "gsm8k:cot", "arc") for _ in range(3)]
+    data = pd.DataFrame(rows, columns=["model", "dataset", "score"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = cx.lmer("score ~ 1 + (1 | model) + (1 | dataset) + (1 | model:dataset)", data)
+    tab = fit.interaction_effects("model", "dataset")
+    assert set(zip(tab["model"], tab["dataset"], strict=True)) == set(
+        zip(data["model"], data["dataset"], strict=True))

@@ -8,7 +8,12 @@ import numpy as np
 import pandas as pd
 
 from crossed.design.fixed import FixedDesign, build_fixed, build_response, subset_fixed
-from crossed.design.frame import DataError, prepare
+from crossed.design.frame import (
+    DataError,
+    check_finite,
+    check_scale,
+    prepare,
+)
 from crossed.design.random import (
     RandomDesign,
     ReBlock,
@@ -118,12 +123,16 @@ def build_design(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -
     """
     prepared = prepare(spec, data, na_action=na_action)
     frame = prepared.data
-    y = build_response(spec.response, frame)
+    y = build_response(spec.response, frame)  # non-finite values refused there
     # a formula written with R's ^ gets R's column names (I(x^2)) back
     caret = "^" in spec.formula
     fixed = build_fixed(spec.fixed, frame, caret=caret)
+    check_scale(fixed.X, fixed.names)
     if not spec.random:
         raise DataError("no random-effects terms in the formula: use (expr | group)")
     random = build_random(spec.random, frame, caret=caret)
+    for blk in random.blocks:
+        for j, name in enumerate(blk.column_names):
+            check_finite(f"{name} | {blk.group}", blk.Z[:, j], what="random-effects column")
     return Design(spec=spec, y=y, fixed=fixed, random=random, n_dropped=prepared.n_dropped,
                   levels=prepared.levels, columns=tuple(frame.columns), frame=frame)

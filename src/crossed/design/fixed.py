@@ -10,7 +10,7 @@ import pandas as pd
 from formulaic import model_matrix
 from formulaic.model_spec import ModelSpec as FormulaicSpec
 
-from crossed.design.frame import DataError, check_numeric_response, quote_dotted
+from crossed.design.frame import DataError, check_finite, check_numeric_response, quote_dotted
 
 RANK_TOL = 1e-7
 
@@ -210,6 +210,8 @@ def build_fixed(rhs: str, frame: pd.DataFrame, caret: bool = False) -> FixedDesi
         fspec = mm.model_spec
         X = np.asarray(mm.to_numpy(), dtype=float)
         names, labels, assign = _r_column_names(fspec, list(mm.columns), caret)
+    for j, name in enumerate(names):  # before the rank check: inf is not "dependent"
+        check_finite(name, X[:, j])
     keep = independent_columns(X) if X.shape[1] else np.zeros(0, dtype=bool)
     dropped = tuple(n for n, k in zip(names, keep, strict=True) if not k)
     if dropped:

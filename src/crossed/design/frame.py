@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import datetime
 import difflib
+import numbers
 import re
 import warnings
+from collections.abc import Hashable
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,29 +40,51 @@ def expression_variables(text: str, columns: set[str]) -> set[str]:
     return {str(v) for v in Formula(quote_dotted(text, columns)).required_variables}
 
 
-def r_level_order(values: pd.Series) -> list:
-    """Levels in the order R's ``factor()`` gives them.
+def r_number(value: float) -> str:
+    """A number as R's ``as.character`` writes it (15 significant digits, the shorter of
+    fixed and scientific notation): ``308.0`` -> ``"308"``, ``1e5`` -> ``"1e+05"``."""
+    v = float(value)
+    if not np.isfinite(v):
+        return "NaN" if np.isnan(v) else ("Inf" if v > 0 else "-Inf")
+    if v == int(v) and abs(v) < 1e15:
+        fixed = str(int(v))
+    else:
+        fixed = np.format_float_positional(v, precision=15, unique=False, fractional=False,
+                                           trim="-")
+    sci = np.format_float_scientific(v, precision=14, unique=False, trim="-",
+                                     exp_digits=2).replace(".e", "e")
+    return fixed if len(fixed) <= len(sci) else sci
 
-    Categoricals keep their category order (unused categories dropped), numbers sort
-    numerically, strings sort as R does in an English locale (case-insensitive first,
-    lower case before upper case on ties).
+
+def level_label(value: object) -> str:
+    """The label R gives a value as a factor level (R's ``as.character``).
+
+    Labels are a level's identity: ``308``, ``308.0``, ``np.int64(308)`` and ``"308"`` are
+    one level ``"308"``; ``True`` is ``"TRUE"``. Strings are kept as they are.
     """
-    if isinstance(values.dtype, pd.CategoricalDtype):
-        used = set(values.dropna().unique())
-        return [c for c in values.cat.categories if c in used]
-    numeric = pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)
-    return _r_sorted(list(pd.unique(values.dropna())), numeric)
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool | np.bool_):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int | np.integer) and abs(int(value)) < 10**15:
+        return str(int(value))
+    if isinstance(value, numbers.Real):
+        return r_number(float(value))
+    if isinstance(value, pd.Timestamp) and value == value.normalize() and value.tz is None:
+        return str(value.date())  # R prints a Date / midnight POSIXct as "2024-01-31"
+    return str(value)
 
 
 def _r_sorted(uniq: list, numeric: bool) -> list:
-    """Distinct values in R's ``factor()`` order (see :func:`r_level_order`)."""
+    """Distinct values in R's ``factor()`` order: numbers numerically, strings as R sorts
+    them in an English locale (case-insensitive first, lower case before upper on ties)."""
     if numeric:
         return sorted(uniq)
     return sorted(uniq, key=lambda s: (str(s).lower(), str(s).swapcase()))
 
 
 def is_categorical(values: pd.Series | pd.api.extensions.ExtensionArray) -> bool:
-    """Columns treated as factors: strings, objects, categoricals, booleans."""
+    """Columns treated as factors: strings, objects, categoricals, booleans, dates."""
     dtype = values.dtype
     return not pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype)
 
@@ -78,25 +103,215 @@ def _suggest(name: str, columns: list[str]) -> str:
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
+def _variables(spec: ModelSpec, colset: set[str]) -> tuple[set[str], set[str]]:
+    """Columns used as values (response, fixed part, random-term expressions) and columns
+    used to group (the factors right of the bars)."""
+    values: set[str] = set()
+    for text in (spec.response, spec.fixed):
+        values |= expression_variables(text, colset)
+    groups: set[str] = set()
+    for term in spec.random:
+        values |= expression_variables(term.expr, colset)
+        groups |= set(term.factors)
+    return values, groups
+
+
 def used_columns(spec: ModelSpec, columns: list[str]) -> tuple[list[str], list[str]]:
     """Columns of the fixed/response part and of the random part; errors on unknown names."""
     colset = set(columns)
-    fixed_vars: set[str] = set()
-    for text in (spec.response, spec.fixed):
-        fixed_vars |= expression_variables(text, colset)
-    random_vars: set[str] = set()
-    for term in spec.random:
-        random_vars |= expression_variables(term.expr, colset)
-        random_vars |= set(term.factors)
-    for name in sorted(fixed_vars | random_vars):
+    values, groups = _variables(spec, colset)
+    for name in sorted(values | groups):
         if name not in colset:
             raise DataError(f"column {name!r} is not in the data{_suggest(name, columns)}")
-    ordered = [c for c in columns if c in fixed_vars | random_vars]
+    ordered = [c for c in columns if c in values | groups]
     return ordered, [c for c in columns if c in set(spec.group_factors)]
+
+
+def value_columns(spec: ModelSpec, columns: list[str]) -> set[str]:
+    """Columns whose values enter the model (response, fixed part, random-term expressions),
+    as opposed to columns used only to define grouping factors."""
+    return _variables(spec, set(columns))[0]
+
+
+_TIME_KINDS = "mM"  # numpy datetime64 / timedelta64
+
+
+def _is_time(dtype: object) -> bool:
+    return (getattr(dtype, "kind", None) in _TIME_KINDS
+            or isinstance(dtype, pd.DatetimeTZDtype | pd.PeriodDtype | pd.IntervalDtype))
+
+
+_TIMES = (datetime.date, datetime.time, datetime.timedelta, np.datetime64, np.timedelta64)
+
+
+def _object_kind(values: pd.api.extensions.ExtensionArray, column: str) -> str:
+    """``"numbers"``, ``"times"`` (dates, times, durations) or ``"labels"`` (strings,
+    booleans or a mix) of an object column;
+    raises for values that cannot be factor levels (lists, dicts, ...)."""
+    try:
+        distinct = pd.unique(np.asarray(values, dtype=object))  # hashing in C
+    except TypeError:  # unhashable values: find the first to name it
+        distinct = [next(v for v in values if not isinstance(v, Hashable))]
+    present = [v for v in distinct if not _missing(v)]
+    for v in present:
+        if not isinstance(v, (str, numbers.Number, np.bool_, *_TIMES)):
+            raise DataError(
+                f"column {column!r} holds a value of type {type(v).__name__} ({v!r:.40}); "
+                "only numbers, strings and booleans can be model variables"
+            )
+    if any(isinstance(v, _TIMES) for v in present):
+        return "times"
+    if present and all(isinstance(v, numbers.Number) and not isinstance(v, bool | np.bool_)
+                       for v in present):
+        return "numbers"
+    return "labels"
+
+
+def _missing(value: object) -> bool:
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):  # array-like values
+        return False
+
+
+def check_column(column: str, values: pd.api.extensions.ExtensionArray,
+                 as_value: bool) -> None:
+    """Refuse column types R would not read the same way.
+
+    ``as_value`` is True for columns whose values enter the model (response, predictors,
+    random-term expressions); grouping factors accept any column of labels.
+
+    Raises
+    ------
+    DataError
+        Complex numbers; dates and durations used as values (convert them to numbers or to
+        strings first); object columns of numbers used as values (ambiguous: number or
+        factor?); values such as lists or dicts.
+    """
+    dtype = values.dtype
+    if getattr(dtype, "kind", None) == "c":
+        raise DataError(f"column {column!r} holds complex numbers (dtype {dtype}); "
+                        "use its real part or modulus")
+    if _is_time(dtype):
+        if as_value:
+            raise DataError(
+                f"column {column!r} holds dates or durations (dtype {dtype}), which R would "
+                "not use as they are in a model; convert it to a number (e.g. days since the "
+                "first date) for a numeric predictor, or to strings for a factor"
+            )
+        return
+    if pd.api.types.is_object_dtype(dtype):
+        kind = _object_kind(values, column)
+        if kind == "times" and as_value:
+            raise DataError(
+                f"column {column!r} holds dates or durations (Python objects), which R would "
+                "not use as they are in a model; convert it to a number (e.g. days since the "
+                "first date) for a numeric predictor, or to strings for a factor"
+            )
+        if kind == "numbers" and as_value:
+            raise DataError(
+                f"column {column!r} holds numbers in a column of dtype object; convert it "
+                f"with data[{column!r}].astype(float) for a numeric predictor or "
+                ".astype(str) for a factor"
+            )
+
+
+def check_finite(column: str, values: np.ndarray, what: str = "column") -> None:
+    """Refuse infinite values and values too large to square (lme4 stops on
+    ``NA/NaN/Inf``; its optimiser fails on overflow). Missing values are not looked at."""
+    x = np.asarray(values, dtype=float)
+    bad = np.isinf(x)
+    if bad.any():
+        raise DataError(
+            f"{what} {column!r} has {int(bad.sum())} infinite value"
+            f"{'s' if bad.sum() > 1 else ''} (first in row {int(np.flatnonzero(bad)[0])} of "
+            "the rows used); a model needs finite values: drop those rows or set them missing"
+        )
+    finite = np.abs(x[np.isfinite(x)])
+    if finite.size:
+        largest = float(np.max(finite))
+        if largest > np.sqrt(np.finfo(float).max / finite.size):  # the sum of squares overflows
+            raise DataError(
+                f"{what} {column!r} has values too large to fit (largest magnitude "
+                f"{largest:.3g}); rescale it"
+            )
+
+
+def check_scale(X: np.ndarray, names: tuple[str, ...], tol: float = 1e3) -> None:
+    """lme4's ``check.scaleX``: warn when a continuous column of X (not only 0/1 values) has
+    a standard deviation above ``tol`` or below ``1/tol``, or two of them differ by more
+    than a factor ``tol``. The fit goes on, as in lme4."""
+    cont = [j for j in range(X.shape[1]) if not np.all((X[:, j] == 0) | (X[:, j] == 1))]
+    if not cont or X.shape[0] < 2:
+        return
+    sd = np.std(X[:, cont], axis=0, ddof=1)
+    with np.errstate(divide="ignore"):
+        logsd = np.log(sd)
+    spread = np.max(logsd) - np.min(logsd)
+    if np.max(np.abs(logsd)) > np.log(tol) or spread > np.log(tol):
+        shown = ", ".join(f"{names[j]} (sd {s:.3g})" for j, s in zip(cont, sd, strict=True))
+        warnings.warn(
+            "Some predictor variables are on very different scales: consider rescaling "
+            f"({shown})", stacklevel=4,
+        )
+
+
+def check_response_varies(y: np.ndarray, name: str) -> None:
+    """A constant response has no variance to split: refuse it (lme4 ends with a zero
+    residual SD and convergence warnings)."""
+    if len(y) and float(np.max(y)) == float(np.min(y)):
+        raise DataError(
+            f"response {name!r} is constant ({r_number(y[0])} in every row): there is no "
+            "variance to model"
+        )
+
+
+def _as_numbers(values: pd.api.extensions.ExtensionArray) -> object:
+    """Nullable numbers (Int64, Float64) without missing values as numpy arrays."""
+    if isinstance(values, pd.arrays.IntegerArray | pd.arrays.FloatingArray):
+        kind = "int64" if isinstance(values, pd.arrays.IntegerArray) else "float64"
+        return values.to_numpy(dtype=kind)
+    return values
+
+
+def _encode_factor(values: pd.api.extensions.ExtensionArray) -> tuple[np.ndarray, list]:
+    """Codes and R-ordered level labels of a factor column (no missing values).
+
+    Every value becomes its R label (:func:`level_label`), so values R would see as the
+    same level (``308``, ``308.0``, ``"308"``) are one level. Categoricals keep their
+    category order (unused categories dropped); other columns sort as R sorts strings.
+    """
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        cat = pd.Categorical(values)
+        cats = [level_label(c) for c in cat.categories.tolist()]
+        used = np.zeros(len(cats), dtype=bool)
+        used[np.unique(cat.codes[cat.codes >= 0])] = True
+        lv = list(dict.fromkeys(c for c, u in zip(cats, used, strict=True) if u))
+        position = {c: i for i, c in enumerate(lv)}
+        perm = np.array([position.get(c, -1) for c in cats], dtype=np.int64)
+        return perm[np.asarray(cat.codes, dtype=np.int64)], lv
+    if pd.api.types.is_bool_dtype(values.dtype):
+        values = np.asarray(values, dtype=bool)
+    elif pd.api.types.is_object_dtype(values.dtype):
+        values = _bools_as_labels(np.asarray(values, dtype=object))
+    codes, uniques = pd.factorize(values)
+    labels = [level_label(u) for u in uniques.tolist()]
+    lv = _r_sorted(list(dict.fromkeys(labels)), False)
+    position = {v: i for i, v in enumerate(lv)}
+    perm = np.array([position[v] for v in labels], dtype=np.int64)
+    return perm[codes], lv
 
 
 def prepare(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -> PreparedFrame:
     """Select the used columns, drop (or reject) rows with missing values, encode factors.
+
+    Column types are read as R would read them: numbers (also pandas' nullable ``Int64`` /
+    ``Float64``) are numeric; strings, booleans, objects and categoricals are factors whose
+    levels are R's labels (``308`` and ``"308"`` are one level); an ordered categorical is
+    a factor with treatment contrasts (R would use polynomial contrasts: a warning says
+    so); dates and durations may group but are refused as predictors; ``pd.NA``, ``None``
+    and ``NaN`` are missing values. (Infinite values are refused in the model matrices, as
+    R does: ``I(1 / x)`` of an infinite ``x`` is 0.)
 
     Parameters
     ----------
@@ -108,15 +323,18 @@ def prepare(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -> Pre
     """
     if not isinstance(data, pd.DataFrame):
         raise DataError(f"data must be a pandas DataFrame, got {type(data).__name__}")
-    if na_action not in ("omit", "raise"):
+    if not isinstance(na_action, str) or na_action not in ("omit", "raise"):
         raise ValueError(f"na_action must be 'omit' or 'raise', got {na_action!r}")
     if len(data) == 0:
         raise DataError("the data table is empty (0 rows)")
     label = {str(c): c for c in data.columns}
     used, groups = used_columns(spec, list(label))
+    as_value = value_columns(spec, list(label))
     # the used columns as arrays (a frame is built once, at the end: cheaper than .loc or
     # column-wise frame operations for a few columns)
     arrays = {c: data[label[c]].array for c in used}
+    for c, a in arrays.items():
+        check_column(c, a, c in as_value)
     missing = {c: np.asarray(pd.isna(a), dtype=bool) for c, a in arrays.items()}
     any_missing = np.logical_or.reduce(list(missing.values()))  # (the response is used)
     n_dropped = int(any_missing.sum())
@@ -138,22 +356,25 @@ def prepare(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -> Pre
     reference = spec.reference_levels
     for col, values in arrays.items():
         if not is_categorical(values):  # numeric grouping columns stay numeric
+            arrays[col] = _as_numbers(values)
             continue
-        if pd.api.types.is_bool_dtype(values.dtype):
-            values = pd.array(np.where(np.asarray(values, dtype=bool), "TRUE", "FALSE"),
-                              dtype=object)
-        # hash once, order the distinct values only, recode by a permutation
-        codes, uniques = pd.factorize(values)
-        uniq = uniques.tolist()
-        categorical = isinstance(values.dtype, pd.CategoricalDtype)
-        lv = r_level_order(pd.Series(values)) if categorical else _r_sorted(uniq, False)
+        if (col in as_value and isinstance(values.dtype, pd.CategoricalDtype)
+                and values.dtype.ordered):
+            warnings.warn(
+                f"column {col!r} is an ordered categorical: crossed codes it with treatment "
+                "contrasts, as an unordered factor (R would use polynomial contrasts, "
+                "contr.poly); use .cat.as_unordered() to silence this warning",
+                stacklevel=3,
+            )
+        codes, lv = _encode_factor(values)
         if col in reference:
             ref = _match_level(reference[col], lv, col)
-            lv = [ref] + [v for v in lv if v != ref]
+            relevelled = [ref] + [v for v in lv if v != ref]
+            position = {v: i for i, v in enumerate(relevelled)}
+            codes = np.array([position[v] for v in lv], dtype=np.int64)[codes]
+            lv = relevelled
         levels[col] = lv
-        position = {v: i for i, v in enumerate(lv)}
-        perm = np.array([position[v] for v in uniq], dtype=np.int64)
-        arrays[col] = pd.Categorical.from_codes(perm[codes],
+        arrays[col] = pd.Categorical.from_codes(codes,
                                                 dtype=pd.CategoricalDtype(lv, ordered=False),
                                                 validate=False)
     frame = pd.DataFrame(arrays, copy=False)
@@ -166,29 +387,64 @@ def prepare(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -> Pre
 
 
 def _match_level(ref: object, levels: list, column: str) -> object:
+    """The level ``ref`` names: equal labels, or equal numbers (``"308.0"`` names ``"308"``,
+    as ModelSpec keeps reference levels as strings)."""
+    wanted = {"True": "TRUE", "False": "FALSE"}.get(str(ref), level_label(ref))
     for lv in levels:
-        if lv == ref or str(lv) == str(ref):
+        if lv == ref or level_label(lv) == wanted:
             return lv
+    number = _as_float(wanted)
+    if number is not None:
+        for lv in levels:
+            if _as_float(lv) == number:
+                return lv
     shown = ", ".join(map(str, levels[:10]))
     raise DataError(f"reference level {ref!r} is not a level of {column!r} (levels: {shown})")
 
 
+def _as_float(value: object) -> float | None:
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+
+
 def encode_new(data: pd.DataFrame, levels: dict[str, list], columns: list[str]) -> pd.DataFrame:
-    """Encode new data with the fitted factor levels; unknown levels raise naming them."""
+    """Select ``columns`` of new data; factor columns become their R level labels.
+
+    Values of a factor column that R would see as a fitted level (``308.0`` for the level
+    ``"308"``) become that level; other values keep their label, for the caller to report.
+    """
+    if not isinstance(data, pd.DataFrame):
+        raise DataError(f"new data must be a pandas DataFrame, got {type(data).__name__}")
     missing = [c for c in columns if c not in data.columns]
     if missing:
         raise DataError(f"column {missing[0]!r} is not in the new data")
     frame = data.loc[:, columns].copy()
-    for col, lv in levels.items():
-        if col not in frame.columns:
-            continue
-        s = frame[col]
-        if pd.api.types.is_bool_dtype(s):
-            s = s.map({True: "TRUE", False: "FALSE"})
-        known = {str(v): v for v in lv}
-        mapped = s.map(lambda v, known=known: known.get(str(v), v) if pd.notna(v) else v)
-        frame[col] = mapped
+    for col in levels:
+        if col in frame.columns:
+            frame[col] = labels_of(frame[col])
     return frame
+
+
+def _bools_as_labels(values: np.ndarray) -> np.ndarray:
+    """Booleans of an object array as "TRUE"/"FALSE": Python hashes True like 1 and 1.0,
+    so hashing would merge levels R keeps apart ("TRUE" and "1"). Hashing keeps whichever
+    came first, so any distinct value equal to 0 or 1 calls for the closer look."""
+    distinct = pd.unique(values)
+    if not any(isinstance(v, numbers.Number) and v in (0, 1) for v in distinct):
+        return values
+    return np.array([("TRUE" if v else "FALSE") if isinstance(v, bool | np.bool_) else v
+                     for v in values], dtype=object)
+
+
+def labels_of(values: pd.Series) -> np.ndarray:
+    """R's label of every value (object array), NaN where missing; computed once per
+    distinct value."""
+    objects = _bools_as_labels(np.asarray(values, dtype=object))
+    codes, uniques = pd.factorize(objects, use_na_sentinel=True)
+    labels = np.array([level_label(u) for u in uniques] + [np.nan], dtype=object)
+    return labels[codes]  # code -1 (missing) takes the trailing NaN
 
 
 def check_numeric_response(y: np.ndarray, name: str) -> np.ndarray:
@@ -197,6 +453,9 @@ def check_numeric_response(y: np.ndarray, name: str) -> np.ndarray:
         out = np.asarray(y, dtype=float)
     except (TypeError, ValueError):
         raise DataError(f"response {name!r} is not numeric") from None
-    if not np.all(np.isfinite(out)):
-        raise DataError(f"response {name!r} has infinite values")
+    undefined = np.isnan(out)
+    if undefined.any():
+        raise DataError(f"response {name!r} has {int(undefined.sum())} undefined (NaN) "
+                        "values after evaluation")
+    check_finite(name, out, what="response")
     return out

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from crossed.design.fixed import MatrixSpec, build_matrix
-from crossed.design.frame import DataError
+from crossed.design.frame import DataError, level_label
 from crossed.formula.spec import RandomTermSpec
 
 
@@ -71,6 +71,10 @@ class ReBlock:
     column_names : tuple of str
     exprs : tuple of MatrixSpec
         Rebuilds ``Z``'s columns (per source term) on new data.
+    keys : tuple of tuple of str
+        Identity of each level: its R label per factor column (``("x:y", "z")``), which a
+        joined label cannot give when level names contain ``:``. Empty for a single
+        column (the label is the key); use :meth:`level_keys`.
     """
 
     group: str
@@ -81,6 +85,15 @@ class ReBlock:
     theta_index: np.ndarray
     column_names: tuple[str, ...]
     exprs: tuple[tuple[MatrixSpec, tuple[int, ...]], ...]
+    keys: tuple[tuple[str, ...], ...] = ()
+
+    def level_keys(self) -> tuple[tuple[str, ...], ...]:
+        """:attr:`keys`; for one column its labels (an interaction without keys, built
+        elsewhere, falls back to splitting labels on ':')."""
+        if self.keys:
+            return self.keys
+        return tuple(tuple(lv.split(":")) if len(self.factors) > 1 else (lv,)
+                     for lv in self.levels)
 
     @property
     def q(self) -> int:
@@ -139,35 +152,70 @@ class RandomDesign:
         return np.sqrt(v / v_e)
 
 
+def _factor_labels(col: pd.Series) -> tuple[np.ndarray, list[str]]:
+    """Codes and R labels of one grouping column; values with one R label are one level."""
+    cat = col.array if isinstance(col.dtype, pd.CategoricalDtype) else pd.Categorical(col)
+    codes = np.asarray(cat.codes, dtype=np.int64)
+    labels = [level_label(c) for c in cat.categories.tolist()]
+    unique = list(dict.fromkeys(labels))
+    if len(unique) < len(labels):  # e.g. 0.1 + 0.2 and 0.3: one label, one level in R
+        position = {lv: i for i, lv in enumerate(unique)}
+        codes = np.array([position[lv] for lv in labels], dtype=np.int64)[codes]
+    return codes, unique
+
+
 def group_codes(
-    frame: pd.DataFrame, factors: tuple[str, ...]
-) -> tuple[np.ndarray, tuple[str, ...]]:
-    """Codes and labels of the interaction of factor columns (first factor varies slowest)."""
+    frame: pd.DataFrame, factors: tuple[str, ...], name: str | None = None
+) -> tuple[np.ndarray, tuple[str, ...], tuple[tuple[str, ...], ...]]:
+    """Codes, labels and keys of the interaction of factor columns (first varies slowest).
+
+    A level's identity is its key, the tuple of its R labels per column (``("x", "y:z")``;
+    empty for one column, whose label is its key); its label joins them with ``:`` as lme4
+    prints it. Two cells whose labels would be
+    equal (``x`` with ``y:z`` and ``x:y`` with ``z``) raise a :class:`DataError`.
+    """
     only = frame[factors[0]].array if len(factors) == 1 else None
     if isinstance(only, pd.Categorical):  # one factor: its codes, if every level occurs
         codes = np.asarray(only.codes, dtype=np.int64)
         if len(codes) and codes.min() >= 0 and np.bincount(codes).all() and (
                 codes.max() + 1 == len(only.categories)):
-            return codes, tuple(str(c) for c in only.categories)
+            labels = [level_label(c) for c in only.categories.tolist()]
+            if len(set(labels)) == len(labels):
+                return codes, tuple(labels), ()
     key = np.zeros(len(frame), dtype=np.int64)
     cats = []
     for f in factors:
-        col = frame[f]
-        col = col.array if isinstance(col.dtype, pd.CategoricalDtype) else pd.Categorical(col)
-        c = np.asarray(col.codes, dtype=np.int64)
-        cats.append(list(col.categories))
-        key = key * len(col.categories) + c
+        c, labels = _factor_labels(frame[f])
+        cats.append(labels)
+        key = key * len(labels) + c
     uniq, codes = np.unique(key, return_inverse=True)
-    # labels "a:b" of the observed combinations, vectorised over levels
+    # keys and labels of the observed combinations, vectorised over levels
     parts = []
     rest = uniq
     for cat in reversed(cats):
         rest, r = np.divmod(rest, len(cat))
-        parts.append(np.asarray([str(c) for c in cat], dtype=object)[r])
-    labels = parts[-1]
-    for part in reversed(parts[:-1]):
-        labels = labels + ":" + part
-    return codes.astype(np.int64), tuple(labels.tolist())
+        parts.append(np.asarray(cat, dtype=object)[r])
+    parts = parts[::-1]
+    # one factor: the label is the key (kept implicit, see ReBlock.level_keys)
+    keys = tuple(zip(*(p.tolist() for p in parts), strict=True)) if len(parts) > 1 else ()
+    joined = parts[0]
+    for part in parts[1:]:
+        joined = joined + ":" + part
+    labels = tuple(joined.tolist())
+    if len(set(labels)) < len(labels):
+        seen: dict[str, tuple[str, ...]] = {}
+        for k, lv in zip(keys, labels, strict=True):
+            if lv in seen:
+                cells = " and ".join(
+                    ", ".join(f"{f}={v!r}" for f, v in zip(factors, cell, strict=True))
+                    for cell in (seen[lv], k))
+                raise DataError(
+                    f"grouping factor {name or ':'.join(factors)!r} has two cells labelled "
+                    f"{lv!r} ({cells}): level names containing ':' make the interaction "
+                    "ambiguous; rename those levels"
+                )
+            seen[lv] = k
+    return codes.astype(np.int64), labels, keys
 
 
 def _lme4_order(nlevels: list[int]) -> list[int]:
@@ -203,6 +251,7 @@ class TermColumns:
     Z: np.ndarray
     names: tuple[str, ...]
     source: tuple[MatrixSpec, tuple[int, ...]] | None = None
+    keys: tuple[tuple[str, ...], ...] = ()
 
 
 def build_random(terms: tuple[RandomTermSpec, ...], frame: pd.DataFrame,
@@ -215,7 +264,7 @@ def build_random(terms: tuple[RandomTermSpec, ...], frame: pd.DataFrame,
         Zt, names, mspec = build_matrix(spec.expr, frame, caret=caret)
         if Zt.shape[1] == 0:
             raise DataError(f"random term ({spec.expr} | {spec.name}) has no columns")
-        codes, levels = group_codes(frame, spec.factors)
+        codes, levels, keys = group_codes(frame, spec.factors, spec.name)
         if len(levels) < 2:
             raise DataError(
                 f"grouping factor {spec.name!r} has {len(levels)} level; a random effect "
@@ -238,7 +287,7 @@ def build_random(terms: tuple[RandomTermSpec, ...], frame: pd.DataFrame,
                     "unidentifiable"
                 )
             out.append(TermColumns(group=spec.name, factors=spec.factors, levels=levels,
-                                   codes=codes, Z=Zt[:, list(cols)],
+                                   codes=codes, Z=Zt[:, list(cols)], keys=keys,
                                    names=tuple(names[j] for j in cols), source=(mspec, cols)))
     return assemble_random(out)
 
@@ -293,6 +342,7 @@ def assemble_random(terms: list[TermColumns]) -> RandomDesign:
             Z=np.column_stack([t.Z for t, _, _ in members[key]]), theta_index=tidx,
             column_names=tuple(n for t, _, _ in members[key] for n in t.names),
             exprs=tuple(sources) if all(src is not None for src in sources) else (),
+            keys=first.keys,
         ))
     return RandomDesign(terms=tuple(re_terms), blocks=tuple(blocks),
                         theta_lower=np.array(lower), theta_names=tuple(theta_names))
@@ -315,5 +365,6 @@ def subset_random(random: RandomDesign, rows: np.ndarray) -> RandomDesign:
                 f"({len(used) * blk.q}) for grouping factor {blk.group!r} in the subset"
             )
         blocks.append(replace(blk, codes=codes.astype(np.int64), Z=blk.Z[rows],
-                              levels=tuple(blk.levels[i] for i in used)))
+                              levels=tuple(blk.levels[i] for i in used),
+                              keys=tuple(blk.keys[i] for i in used) if blk.keys else ()))
     return replace(random, blocks=tuple(blocks))

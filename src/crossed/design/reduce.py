@@ -59,5 +59,5 @@ def reduced_design(design: Design, pieces: list[TermPiece]) -> Design:
             blk = _source(design, pc.group)
             Z, names = np.ones((design.n, 1)), ("(Intercept)",)
         terms.append(TermColumns(group=blk.group, factors=blk.factors, levels=blk.levels,
-                                 codes=blk.codes, Z=Z, names=names))
+                                 codes=blk.codes, Z=Z, names=names, keys=blk.keys))
     return replace(design, random=assemble_random(terms))

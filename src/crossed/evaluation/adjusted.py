@@ -134,9 +134,9 @@ def interaction_effects(fit: LmerFit, a: str, b: str, level: float = 0.95) -> pd
         raise ValueError(f"the model has no (1 | {a}:{b}) term; random terms: {groups}")
     re = fit.ranef()
     re = re[(re["group"] == name) & (re["term"] == "(Intercept)")]
-    parts = re["level"].astype(str).str.split(":", n=1, expand=True)
-    first, second = name.split(":", 1)
-    cells = pd.DataFrame({first: parts[0].to_numpy(), second: parts[1].to_numpy()})
+    # the cells by their levels, not by splitting labels (model names may contain ':')
+    blk = next(b for b in fit.design.random.blocks if b.group == name)
+    cells = pd.DataFrame(list(blk.level_keys()), columns=list(blk.factors))
     z = stats.norm.ppf(0.5 + level / 2)
     out = pd.DataFrame({a: cells[a], b: cells[b], "estimate": re["estimate"].to_numpy(),
                         "cond_sd": re["cond_sd"].to_numpy()})
