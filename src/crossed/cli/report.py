@@ -21,7 +21,7 @@ def _run(args: argparse.Namespace) -> int:
                         compare=[resolve_formula(f) for f in args.compare] or None,
                         title=args.title, data_name=name, ddf=args.ddf,
                         reference=parse_reference(args.reference), reml=not args.ml,
-                        systems=args.systems)
+                        systems=args.systems, check=not args.no_check)
     print(f"wrote {path}")
     return 0
 
@@ -39,5 +39,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--title", help="title of the report")
     p.add_argument("--ddf", default="satterthwaite",
                    help="satterthwaite, kenward-roger or none")
+    p.add_argument("--no-check", action="store_true",
+                   help="leave out the simulated-residual (DHARMa-style) tests; fits with "
+                        "more than 50,000 observations are tested on a random subsample "
+                        "of 50,000")
     add_model_options(p)
     p.set_defaults(func=_run)

@@ -24,6 +24,7 @@ from crossed.api import lmer
 from crossed.design.frame import expression_variables
 from crossed.display import format_cell
 from crossed.fit import LmerFit
+from crossed.simulate.diagnostics import MAX_ROWS
 
 __all__ = ["build_report", "write_report"]
 
@@ -79,7 +80,8 @@ def build_report(data: pd.DataFrame, formula: str, focus: str | None = None,
                  compare: Sequence[str] | None = None, title: str | None = None,
                  data_name: str = "data", ddf: str = "satterthwaite",
                  reference: dict[str, str] | None = None, reml: bool = True,
-                 fit: LmerFit | None = None, systems: str | None = None) -> str:
+                 fit: LmerFit | None = None, systems: str | None = None,
+                 check: bool = True) -> str:
     """The HTML text of a report on ``formula`` fitted to ``data``.
 
     Parameters
@@ -105,6 +107,10 @@ def build_report(data: pd.DataFrame, formula: str, focus: str | None = None,
         A grouping factor with a random intercept (e.g. ``"model"`` in a cross-classified
         model) whose adjusted means (population mean + conditional mode) are reported, with
         the largest interaction effects of its ``(1 | systems:datasets)`` term if any.
+    check : bool
+        Run the simulated-residual (DHARMa-style) tests (250 simulations; on a random
+        subsample of 50,000 observations for larger fits, which the report states, so
+        that their memory stays within that of the fit). False leaves them out.
 
     Returns
     -------
@@ -192,12 +198,19 @@ def build_report(data: pd.DataFrame, formula: str, focus: str | None = None,
                                  f"Conditional modes of (1 | {g}) with 95% intervals.")
         parts.append(_section("Random effects", body))
         checks = residual_checks(fit)
-        try:
-            checks.update(simulated_checks(fit))
-        except Exception as exc:  # a failed diagnostic is reported, not fatal
-            notes.append(f"simulated residual checks failed: {exc}")
+        check_note = ""
+        if check:
+            try:
+                checks.update(simulated_checks(fit))
+            except Exception as exc:  # a failed diagnostic is reported, not fatal
+                notes.append(f"simulated residual checks failed: {exc}")
+            if fit.nobs > MAX_ROWS:
+                check_note = (f"<p>Simulated-residual tests (sim_*) on a random subsample "
+                              f"of {MAX_ROWS:,} of the {fit.nobs:,} observations.</p>")
+        else:
+            check_note = "<p>Simulated-residual tests not run.</p>"
         checks = pd.DataFrame([checks])
-        parts.append(_section("Residual checks", _table(checks) + _figure_html(
+        parts.append(_section("Residual checks", _table(checks) + check_note + _figure_html(
             residual_plots(fit), "fig-residuals",
             "Conditional residuals against fitted values, and their normal Q-Q plot.")))
         if compare:
