@@ -24,7 +24,6 @@ from crossed.api import lmer
 from crossed.design.frame import expression_variables
 from crossed.display import format_cell
 from crossed.fit import LmerFit
-from crossed.simulate.diagnostics import MAX_ROWS
 
 __all__ = ["build_report", "write_report"]
 
@@ -118,11 +117,7 @@ def build_report(data: pd.DataFrame, formula: str, focus: str | None = None,
         A complete HTML document; every figure is a ``<figure class="crossed-figure">``
         holding a base64 PNG ``<img>``.
     """
-    from crossed.evaluation.compare_specs import (
-        compare_specs,
-        residual_checks,
-        simulated_checks,
-    )
+    from crossed.evaluation.compare_specs import compare_specs, residual_checks
     from crossed.plots.design import interaction_plot
     from crossed.plots.emmeans import plot_emmeans
     from crossed.plots.ranef import caterpillar
@@ -201,12 +196,16 @@ def build_report(data: pd.DataFrame, formula: str, focus: str | None = None,
         check_note = ""
         if check:
             try:
-                checks.update(simulated_checks(fit))
+                diag = fit.check(nsim=250, seed=0)
             except Exception as exc:  # a failed diagnostic is reported, not fatal
                 notes.append(f"simulated residual checks failed: {exc}")
-            if fit.nobs > MAX_ROWS:
-                check_note = (f"<p>Simulated-residual tests (sim_*) on a random subsample "
-                              f"of {MAX_ROWS:,} of the {fit.nobs:,} observations.</p>")
+            else:
+                p = diag.tests.set_index("test")["p_value"]
+                checks.update({f"sim_{t}_p": float(p.get(t, float("nan")))
+                               for t in ("uniformity", "dispersion", "outliers")})
+                if diag.residuals.subsampled:
+                    check_note = (f"<p>Simulated-residual tests (sim_*, 250 simulations) on "
+                                  f"{html.escape(diag.residuals.describe_rows())}.</p>")
         else:
             check_note = "<p>Simulated-residual tests not run.</p>"
         checks = pd.DataFrame([checks])
