@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from crossed.cli import main, plain_message
+import crossed
+from crossed.cli import main
 
 SLEEP = str(Path(__file__).resolve().parents[1] / "data" / "sleepstudy.csv")
 MODEL = "Reaction ~ Days + (1 | Subject)"
@@ -81,6 +82,8 @@ def test_unknown_column_and_missing_file(capsys, tmp_path):
 
 
 def test_plain_message_strips_ansi_and_joins_lines():
+    from crossed.cli import plain_message
+
     assert plain_message("Unknown operator.\n\nDays \x1b[1;31m$\x1b[0m 2") == \
         "Unknown operator. Days $ 2"
 
@@ -106,7 +109,7 @@ def test_internal_errors_say_so_and_debug_prints_the_traceback(capsys, monkeypat
 
 def _cli(*argv, stdout=subprocess.PIPE) -> subprocess.CompletedProcess:
     env = dict(os.environ)
-    src = str(Path(__file__).resolve().parents[2] / "src")
+    src = str(Path(crossed.__file__).resolve().parents[1])    # the code under test
     env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
     env.pop("CROSSED_DEBUG", None)
     return subprocess.run([sys.executable, "-m", "crossed.cli", *argv], stdout=stdout,
