@@ -130,3 +130,15 @@ def test_subprocess_stdout_on_a_full_disk():
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("crossed: error: ")
     assert "No space left on device" in proc.stderr
+
+
+def test_report_focus_not_a_factor(capsys, tmp_path):
+    # a KeyError from deep inside the report before
+    line = fails(capsys, "report", SLEEP, MODEL, "--focus", "Nope", "--no-check",
+                 "-o", str(tmp_path / "r.html"))
+    assert "focus 'Nope' is not a factor" in line
+
+
+def test_eval_size_names_the_missing_column(capsys):
+    line = fails(capsys, "eval-size", SLEEP, "--item", "Subject", "--score", "Reaction")
+    assert "--system: column 'system' is not in" in line and "Reaction, Days" in line

@@ -191,6 +191,13 @@ def _run_eval_size(args: argparse.Namespace) -> int:
         _check_outputs(args)
         data = read_data(args.table)
         counts = tuple(args.counts.split(",")) if args.counts else None
+        named = [("--item", args.item), ("--system", args.system),
+                 ("--score", args.score or "score"), ("--seed-col", args.seed_col),
+                 ("--tokens", args.tokens)] + [("--counts", c) for c in counts or ()]
+        for option, col in named:
+            if col is not None and col not in data.columns:
+                raise ValueError(f"{option}: column {col!r} is not in {args.table} "
+                                 f"(columns: {', '.join(map(str, data.columns))})")
         result = eval_size(data, score=args.score or "score", system=args.system,
                            item=args.item, seed_col=args.seed_col, tokens=args.tokens,
                            counts=counts, sizes=args.sizes, unit=args.unit,

@@ -129,6 +129,9 @@ def build_report(data: pd.DataFrame, formula: str, focus: str | None = None,
         if fit is None:
             fit = lmer(formula, data, reml=reml, reference=reference, data_name=data_name)
         factors = _fixed_factors(fit)
+        if focus is not None and focus not in factors:
+            raise ValueError(f"focus {focus!r} is not a factor of the fixed part of "
+                             f"{fit.formula!r} (factors: {', '.join(factors) or 'none'})")
         focus = focus or (factors[0] if factors else None)
         parts = []
         parts.append(_section("Model", f"<pre>{html.escape(fit.summary(ddf=ddf))}</pre>"))
