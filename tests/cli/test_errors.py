@@ -142,3 +142,23 @@ def test_report_focus_not_a_factor(capsys, tmp_path):
 def test_eval_size_names_the_missing_column(capsys):
     line = fails(capsys, "eval-size", SLEEP, "--item", "Subject", "--score", "Reaction")
     assert "--system: column 'system' is not in" in line and "Reaction, Days" in line
+
+
+def test_warnings_are_one_plain_line_each(tmp_path):
+    data = tmp_path / "missing.csv"
+    lines = Path(SLEEP).read_text().splitlines()
+    lines[4] = ',' + lines[4].split(",", 1)[1]            # one missing response
+    data.write_text("\n".join(lines) + "\n")
+    proc = _cli("fit", str(data), MODEL)
+    assert proc.returncode == 0
+    assert proc.stderr == ("crossed: warning: 1 of 180 rows dropped for missing values in: "
+                           "Reaction (1)\n")
+
+
+def test_warnings_still_reach_callers_in_process(tmp_path, capsys):
+    data = tmp_path / "missing.csv"
+    lines = Path(SLEEP).read_text().splitlines()
+    lines[4] = ',' + lines[4].split(",", 1)[1]
+    data.write_text("\n".join(lines) + "\n")
+    with pytest.warns(UserWarning, match="1 of 180 rows dropped"):
+        assert main(["fit", str(data), MODEL]) == 0

@@ -4,7 +4,8 @@ Each sub-command lives in its own module with a ``register(subparsers)`` functio
 its parser and sets ``func`` (called with the parsed arguments, returning an exit code).
 
 Every failure ends the command with one line on stderr, ``crossed: error: <message>``
-(plain text, no ANSI escape codes), and exit code 2; bad input (a missing or unreadable
+(plain text, no ANSI escape codes), and exit code 2; warnings are one line each,
+``crossed: warning: <message>``; bad input (a missing or unreadable
 file, a malformed formula, an unknown column, ...) is described as such. Anything else is
 a bug in crossed: its line says so, and ``--debug`` (or ``CROSSED_DEBUG=1`` in the
 environment) prints the traceback as well.
@@ -18,6 +19,7 @@ import os
 import re
 import sys
 import traceback
+import warnings
 
 _COMMAND_MODULES = (
     "crossed.cli.fit",
@@ -100,12 +102,24 @@ def _quiet_stdout() -> None:
         pass
 
 
+def _format_warning(message, category, filename, lineno, line=None) -> str:
+    """Warnings as one plain line, ``crossed: warning: <message>`` (no source line)."""
+    return f"crossed: warning: {plain_message(str(message))}\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the process exit code (0, or 2 after an error).
 
     argparse's own usage errors and ``--help`` still raise ``SystemExit`` (code 2 and 0).
     """
     debug = _debugging(argv)
+    with warnings.catch_warnings():
+        if not debug:                    # only the printed text: recording is unchanged
+            warnings.formatwarning = _format_warning
+        return _main(argv, debug)
+
+
+def _main(argv: list[str] | None, debug: bool) -> int:
     try:
         args = build_parser().parse_args(argv)
         code = int(args.func(args) or 0)
