@@ -20,10 +20,13 @@ def test_no_check_leaves_out_the_simulated_tests(capsys, tmp_path, monkeypatch):
 
     monkeypatch.setattr(LmerFit, "check", refuse)
     out = tmp_path / "r.html"
-    assert main(["report", str(SLEEP), MODEL, "--no-check", "-o", str(out)]) == 0
+    assert main(["report", str(SLEEP), MODEL, "--no-check", "-o", str(out), "--factor", "Days",
+                 "--compare", "Reaction ~ Days + (1 | Subject)"]) == 0
     text = out.read_text(encoding="utf-8")
     assert "Simulated-residual tests not run." in text
-    assert "sim_uniformity_p" not in text and "resid_normality_p" in text
+    assert "Specifications compared" in text and "check() ran" not in text
+    section = text.split("<h2>Residual checks</h2>", 1)[1].split("</section>", 1)[0]
+    assert "sim_uniformity_p" not in section and "resid_normality_p" in section
 
 
 def test_report_states_the_subsample_of_the_diagnostics(monkeypatch):

@@ -109,7 +109,8 @@ def build_report(data: pd.DataFrame, formula: str, focus: str | None = None,
     check : bool
         Run the simulated-residual (DHARMa-style) tests (250 simulations; on a random
         subsample of 50,000 observations for larger fits, which the report states, so
-        that their memory stays within that of the fit). False leaves them out.
+        that their memory stays within that of the fit). False leaves them out, also from
+        the comparison of specifications.
 
     Returns
     -------
@@ -222,7 +223,7 @@ def build_report(data: pd.DataFrame, formula: str, focus: str | None = None,
                 notes.append("no focus factor: specifications not compared")
             else:
                 cmp = compare_specs(data, forms, focus=focus, names=names, ddf=ddf,
-                                    reference=reference, reml=reml,
+                                    reference=reference, reml=reml, check=check,
                                     fits=[fit] + [lmer(f, data, reml=reml, reference=reference)
                                                   for f in compare])
                 body = "<ul>" + "".join(f"<li><b>{html.escape(n)}</b>: "
