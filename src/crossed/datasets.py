@@ -150,9 +150,13 @@ def _read_json(path: Path) -> pd.DataFrame:
         lengths = {len(v) for v in obj.values()}
         if len(lengths) == 1:
             return pd.DataFrame(obj)
+    if isinstance(obj, dict) and obj and all(isinstance(v, dict) for v in obj.values()):
+        rows = {tuple(v) for v in obj.values()}      # pandas' to_json(): {column: {row: value}}
+        if len(rows) == 1:
+            return pd.DataFrame(obj).reset_index(drop=True)
     raise _FileError(f"{path.name} must hold a list of records ([{{\"column\": value, ...}}, "
-                     "...]) or an object of equally long columns ({\"column\": [values], "
-                     "...})")
+                     "...]) or an object of columns with the same rows ({\"column\": [values], "
+                     "...} or {\"column\": {row: value, ...}, ...})")
 
 
 def _read_parquet(path: Path) -> pd.DataFrame:
@@ -172,7 +176,8 @@ def read_data(path: str | Path) -> pd.DataFrame:
     ----------
     path : str or Path
         ``.csv``, ``.tsv`` (tab-separated), ``.jsonl`` (one JSON object per line),
-        ``.json`` (a list of records, or an object of columns), each optionally
+        ``.json`` (a list of records, or an object of columns: lists, or ``{row: value}``
+        objects as pandas' ``to_json()`` writes), each optionally
         gzip-compressed (``.gz``), or ``.parquet``.
 
     Returns

@@ -68,6 +68,8 @@ def test_json_object_of_columns(tmp_path, sleep):
     path = tmp_path / "cols.json"
     path.write_text(json.dumps(sleep.to_dict(orient="list")))
     pd.testing.assert_frame_equal(read_data(path), sleep, check_dtype=False)
+    sleep.to_json(path)                               # pandas' default: {column: {row: value}}
+    pd.testing.assert_frame_equal(read_data(path), sleep, check_dtype=False)
 
 
 @pytest.mark.parametrize("name", ["sleep.xlsx", "sleep.txt", "sleep", "sleep.csv.bz2"])
