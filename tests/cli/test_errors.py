@@ -162,3 +162,12 @@ def test_warnings_still_reach_callers_in_process(tmp_path, capsys):
     data.write_text("\n".join(lines) + "\n")
     with pytest.warns(UserWarning, match="1 of 180 rows dropped"):
         assert main(["fit", str(data), MODEL]) == 0
+
+
+def test_usage_errors_are_one_line_too(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["fit", SLEEP])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert err == ("crossed: error: the following arguments are required: formula; "
+                   "see 'crossed fit --help'\n")

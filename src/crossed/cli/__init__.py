@@ -39,9 +39,18 @@ EXIT_ERROR = 2
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its usage errors as one line too (the usage is in ``--help``)."""
+
+    def error(self, message: str):
+        print(f"crossed: error: {plain_message(message)}; see '{self.prog} --help'",
+              file=sys.stderr)
+        sys.exit(EXIT_ERROR)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``crossed`` argument parser with every registered sub-command."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="crossed", description="Mixed-effects analysis of evaluation results.",
         epilog="Errors end with one line 'crossed: error: ...' and exit code 2; --debug or "
                "CROSSED_DEBUG=1 also prints the traceback.")
