@@ -171,3 +171,14 @@ def test_usage_errors_are_one_line_too(capsys):
     err = capsys.readouterr().err
     assert err == ("crossed: error: the following arguments are required: formula; "
                    "see 'crossed fit --help'\n")
+
+
+def test_resample_outputs_checked_before_the_work(capsys, tmp_path):
+    pytest.importorskip("matplotlib")
+    line = fails(capsys, "resample", "model_recycling_seeds", "--figure",
+                 str(tmp_path / "ranks.xyz"))
+    assert "unknown image type 'xyz'" in line
+    blocker = tmp_path / "file.txt"
+    blocker.write_text("x")
+    line = fails(capsys, "resample", "model_recycling_seeds", "--output-dir", str(blocker))
+    assert "is a file, not a directory" in line

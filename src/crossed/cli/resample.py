@@ -47,6 +47,13 @@ def _check_outputs(args: argparse.Namespace) -> None:
     """Refuse unwritable --figure / --output-dir before the resampling runs."""
     if getattr(args, "figure", None):
         check_output(args.figure, "--figure")
+        from matplotlib.backend_bases import FigureCanvasBase
+
+        kinds = FigureCanvasBase.get_supported_filetypes()
+        suffix = Path(args.figure).suffix.lower().lstrip(".")
+        if suffix and suffix not in kinds:
+            raise ValueError(f"--figure {args.figure!r}: unknown image type {suffix!r} "
+                             f"(one of {', '.join(sorted(kinds))})")
     if getattr(args, "output_dir", None):
         check_output_dir(args.output_dir, "--output-dir")
 
