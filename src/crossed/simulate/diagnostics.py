@@ -129,6 +129,8 @@ def simulate_residuals(fit: LmerFit, nsim: int = 250, seed: Any = None,
         ``max_rows × nsim`` values plus a few vectors of the fit's length, never
         ``nobs × nsim``.
     """
+    if max_rows is not None and int(max_rows) < 1:
+        raise ValueError(f"max_rows must be at least 1 (or None for every row), got {max_rows}")
     ss = seed_sequence(seed)
     sim_seed, u_seed, rows_seed = ss.spawn(3)
     y_all = fit.design.y
