@@ -182,3 +182,12 @@ def test_resample_outputs_checked_before_the_work(capsys, tmp_path):
     blocker.write_text("x")
     line = fails(capsys, "resample", "model_recycling_seeds", "--output-dir", str(blocker))
     assert "is a file, not a directory" in line
+
+
+def test_warning_format_restored_after_main(capsys):
+    import warnings
+
+    before = warnings.formatwarning
+    assert main(["spec"]) == 0
+    fails(capsys, "fit", SLEEP, "Nope ~ Days + (1 | Subject)")
+    assert warnings.formatwarning is before

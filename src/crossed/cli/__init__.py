@@ -122,10 +122,13 @@ def main(argv: list[str] | None = None) -> int:
     argparse's own usage errors and ``--help`` still raise ``SystemExit`` (code 2 and 0).
     """
     debug = _debugging(argv)
-    with warnings.catch_warnings():
-        if not debug:                    # only the printed text: recording is unchanged
-            warnings.formatwarning = _format_warning
+    saved = warnings.formatwarning       # (catch_warnings does not restore this one)
+    if not debug:                        # only the printed text: recording is unchanged
+        warnings.formatwarning = _format_warning
+    try:
         return _main(argv, debug)
+    finally:
+        warnings.formatwarning = saved
 
 
 def _main(argv: list[str] | None, debug: bool) -> int:
