@@ -1,8 +1,15 @@
-"""Bundled example tables (synthetic evaluation designs shipped with crossed)."""
+"""Bundled example tables (synthetic evaluation designs shipped with crossed), and the
+reader of data files the command line uses (:func:`read_data`)."""
 
 from __future__ import annotations
 
+import csv
+import gzip
+import json
+import warnings
+from collections import Counter
 from importlib import resources
+from pathlib import Path
 
 import pandas as pd
 
@@ -42,3 +49,174 @@ def load_dataset(name: str) -> pd.DataFrame:
     file, factors = _DATASETS[name]
     with resources.as_file(resources.files("crossed") / "data" / file) as path:
         return pd.read_csv(path, dtype={c: str for c in factors})
+
+
+#: File name endings :func:`read_data` reads, and the format of each.
+DATA_SUFFIXES: dict[str, str] = {
+    ".csv": "csv", ".csv.gz": "csv", ".tsv": "tsv", ".tsv.gz": "tsv",
+    ".jsonl": "jsonl", ".jsonl.gz": "jsonl", ".json": "json", ".json.gz": "json",
+    ".parquet": "parquet",
+}
+
+
+def data_format(path: str | Path) -> str | None:
+    """The format (csv, tsv, jsonl, json, parquet) of a file, from its name; None if unknown."""
+    name = Path(path).name.lower()
+    for suffix in sorted(DATA_SUFFIXES, key=len, reverse=True):
+        if name.endswith(suffix):
+            return DATA_SUFFIXES[suffix]
+    return None
+
+
+class _FileError(ValueError):
+    """A data file :func:`read_data` refuses (the message names the file)."""
+
+
+def _duplicates(names: list[str], where: str) -> None:
+    dup = [n for n, k in Counter(names).items() if k > 1]
+    if dup:
+        which = ", ".join(repr(n) for n in dup)
+        raise _FileError(f"{where} names the column{'s' if len(dup) > 1 else ''} {which} "
+                         f"more than once; column names must be unique")
+
+
+def _header(path: Path, delimiter: str) -> list[str]:
+    with _open_text(path) as fh:
+        for row in csv.reader(fh, delimiter=delimiter):
+            if row:                          # pandas skips blank lines before the header
+                return row
+    return []
+
+
+def _read_delimited(path: Path, delimiter: str) -> pd.DataFrame:
+    header = _header(path, delimiter)
+    if not header:
+        raise _FileError(f"{path.name} is empty: no header row")
+    _duplicates(header, f"the header of {path.name}")
+    with warnings.catch_warnings():
+        # more fields in a row than in the header: pandas would drop or shift them
+        warnings.simplefilter("error", pd.errors.ParserWarning)
+        try:
+            return pd.read_csv(path, sep=delimiter, index_col=False)
+        except pd.errors.ParserWarning:
+            raise _FileError(f"some rows of {path.name} have more fields than its header "
+                             f"({len(header)} columns)") from None
+
+
+def _open_text(path: Path):
+    opener = gzip.open if path.name.lower().endswith(".gz") else open
+    return opener(path, "rt", encoding="utf-8-sig", newline="")
+
+
+def _unique_keys(where: str):
+    """A ``json`` object hook that refuses a key given twice (json keeps the last)."""
+    def hook(pairs: list[tuple[str, object]]) -> dict:
+        _duplicates([k for k, _ in pairs], where)
+        return dict(pairs)
+    return hook
+
+
+def _read_jsonl(path: Path) -> pd.DataFrame:
+    rows = []
+    with _open_text(path) as fh:
+        for number, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            where = f"line {number} of {path.name}"
+            try:
+                rec = json.loads(line, object_pairs_hook=_unique_keys(where))
+            except json.JSONDecodeError as exc:
+                raise _FileError(f"{where} is not JSON ({exc.msg}); a .jsonl file holds "
+                                 "one JSON object per line") from None
+            if not isinstance(rec, dict):
+                raise _FileError(f"{where} is not a JSON object; a .jsonl file holds one "
+                                 "object (a record) per line")
+            rows.append(rec)
+    if not rows:
+        raise _FileError(f"{path.name} is empty: no records")
+    return pd.DataFrame.from_records(rows)
+
+
+def _read_json(path: Path) -> pd.DataFrame:
+    with _open_text(path) as fh:
+        try:
+            obj = json.load(fh, object_pairs_hook=_unique_keys(path.name))
+        except json.JSONDecodeError as exc:
+            raise _FileError(f"{path.name} is not JSON ({exc.msg}, line {exc.lineno})") \
+                from None
+    if isinstance(obj, list) and obj and all(isinstance(r, dict) for r in obj):
+        return pd.DataFrame.from_records(obj)
+    if isinstance(obj, dict) and obj and all(isinstance(v, list) for v in obj.values()):
+        lengths = {len(v) for v in obj.values()}
+        if len(lengths) == 1:
+            return pd.DataFrame(obj)
+    if isinstance(obj, dict) and obj and all(isinstance(v, dict) for v in obj.values()):
+        rows = {tuple(v) for v in obj.values()}      # pandas' to_json(): {column: {row: value}}
+        if len(rows) == 1:
+            return pd.DataFrame(obj).reset_index(drop=True)
+    raise _FileError(f"{path.name} must hold a list of records ([{{\"column\": value, ...}}, "
+                     "...]) or an object of columns with the same rows ({\"column\": [values], "
+                     "...} or {\"column\": {row: value, ...}, ...})")
+
+
+def _read_parquet(path: Path) -> pd.DataFrame:
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise _FileError(f"reading {path.name} (Parquet) needs pyarrow: pip install "
+                         "pyarrow") from None
+    _duplicates(list(pq.read_schema(path).names), f"the schema of {path.name}")
+    return pd.read_parquet(path)
+
+
+def read_data(path: str | Path) -> pd.DataFrame:
+    """Read a data file, its format given by its name.
+
+    Parameters
+    ----------
+    path : str or Path
+        ``.csv``, ``.tsv`` (tab-separated), ``.jsonl`` (one JSON object per line),
+        ``.json`` (a list of records, or an object of columns: lists, or ``{row: value}``
+        objects as pandas' ``to_json()`` writes), each optionally
+        gzip-compressed (``.gz``), or ``.parquet``.
+
+    Returns
+    -------
+    pandas.DataFrame
+
+    Raises
+    ------
+    FileNotFoundError
+        No such file.
+    ValueError
+        A directory, a file name of another format, an empty file, a header naming a
+        column twice (pandas would silently rename the second ``Days.1``), rows with more
+        fields than the header, or a file the parser rejects; the message names the file.
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{str(path)!r} is a directory, not a data file")
+    if not path.exists():
+        raise FileNotFoundError(f"no file {str(path)!r}")
+    fmt = data_format(path)
+    if fmt is None:
+        known = ", ".join(DATA_SUFFIXES)
+        raise ValueError(f"cannot read {path.name!r}: unknown file type (crossed reads "
+                         f"{known})")
+    try:
+        if fmt in ("csv", "tsv"):
+            df = _read_delimited(path, "," if fmt == "csv" else "\t")
+        elif fmt == "parquet":
+            df = _read_parquet(path)
+        elif fmt == "jsonl":
+            df = _read_jsonl(path)
+        else:
+            df = _read_json(path)
+    except _FileError:
+        raise
+    except (ValueError, EOFError, gzip.BadGzipFile) as exc:  # the parsers' own complaints
+        text = " ".join(str(exc).split())
+        raise _FileError(f"cannot read {path.name} as {fmt.upper()}: {text}") from None
+    if df.shape[1] == 0:
+        raise ValueError(f"{path.name} holds no columns")
+    return df

@@ -18,31 +18,34 @@ def text_table(df: pd.DataFrame, title: str | None = None) -> str:
 
 
 def records(df: pd.DataFrame) -> list[dict]:
-    """Table rows as JSON-ready dicts (NaN -> null)."""
-    out = []
-    for rec in df.to_dict(orient="records"):
-        out.append({k: _plain(v) for k, v in rec.items()})
-    return out
+    """Table rows as JSON-ready dicts (NaN and ±inf -> null)."""
+    return [{str(k): _clean(v) for k, v in rec.items()} for rec in df.to_dict(orient="records")]
 
 
 def _plain(v):
     if isinstance(v, np.generic):
         v = v.item()
-    if isinstance(v, float) and math.isnan(v):
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if v is pd.NA or v is pd.NaT:
         return None
     return v
 
 
 def dump_json(obj) -> str:
-    """JSON text of ``obj``: DataFrames become lists of records, NaN becomes null."""
-    return json.dumps(_clean(obj), indent=2, default=str)
+    """Strict JSON text of ``obj``: DataFrames become lists of records; NaN, Infinity and
+    -Infinity (e.g. the infinite df of ``--ddf none``) become null, as JSON has no such
+    numbers. Anything else that JSON cannot hold is written as its ``str``."""
+    return json.dumps(_clean(obj), indent=2, default=str, allow_nan=False)
 
 
 def _clean(obj):
     if isinstance(obj, pd.DataFrame):
         return records(obj)
+    if isinstance(obj, pd.Series | np.ndarray):
+        return _clean(obj.tolist())
     if isinstance(obj, dict):
-        return {k: _clean(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
+        return {str(k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple | set | frozenset):
         return [_clean(v) for v in obj]
     return _plain(obj)

@@ -6,7 +6,7 @@ import argparse
 import warnings
 
 from crossed.cli._tables import dump_json, text_table
-from crossed.cli.fit import add_model_arguments, fit_from_args
+from crossed.cli.fit import JSON_HELP, add_model_arguments, fit_from_args
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -45,5 +45,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ddf", default="satterthwaite",
                    help="satterthwaite, kenward-roger or none")
     p.add_argument("--level", type=float, default=0.95, help="confidence level")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(func=_run)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 
-from crossed.cli.fit import add_model_arguments, parse_reference, read_model_table
+from crossed.cli._tables import dump_json
+from crossed.cli.fit import JSON_HELP, add_model_arguments, parse_reference, read_model_table
 from crossed.engines.compare import compare_engines, format_comparison
 
 
@@ -17,10 +17,10 @@ def _run(args: argparse.Namespace) -> int:
     if args.json:
         out = {
             "formula": args.formula, "reml": not args.ml,
-            "table": json.loads(table.to_json(orient="records")),
+            "table": table,
             "errors": table.attrs["errors"], "messages": table.attrs["messages"],
         }
-        print(json.dumps(out, indent=2))
+        print(dump_json(out))
     else:
         print(format_comparison(table, digits=args.digits))
     return 0
@@ -38,5 +38,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--engines", default=None, metavar="A,B",
                    help="comma-separated engines (default: all of native, statsmodels, lme4)")
     p.add_argument("--digits", type=int, default=7, help="significant digits (default 7)")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(func=_run)

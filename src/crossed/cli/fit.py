@@ -3,22 +3,25 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 import pandas as pd
 
 from crossed.api import lmer
-from crossed.datasets import list_datasets, load_dataset
+from crossed.cli._tables import dump_json
+from crossed.datasets import list_datasets, load_dataset, read_data
+
+JSON_HELP = "machine-readable output (strict JSON: NaN and infinite numbers are null)"
+DATA_HELP = ("data file (.csv, .tsv, .jsonl, .json, each optionally .gz, or .parquet) or a "
+             "bundled dataset name")
 
 
 def read_table(source: str) -> tuple[pd.DataFrame, str]:
-    """A table from a CSV/Parquet path, or a bundled example given by name."""
+    """A table from a data file (:func:`crossed.datasets.read_data`: the format by the
+    file name), or a bundled example given by name."""
     path = Path(source)
     if path.exists():
-        if path.suffix == ".parquet":
-            return pd.read_parquet(path), path.name
-        return pd.read_csv(path), path.name
+        return read_data(path), path.name
     if source in list_datasets():
         return load_dataset(source), source
     raise FileNotFoundError(
@@ -50,7 +53,7 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
 
 def add_model_arguments(p: argparse.ArgumentParser) -> None:
     """DATA FORMULA, --engine and the model options of the commands that fit one model."""
-    p.add_argument("data", help="CSV or Parquet file, or a bundled dataset name")
+    p.add_argument("data", help=DATA_HELP)
     p.add_argument("formula", help="lme4 formula, e.g. 'y ~ x + (1 | g)'")
     p.add_argument("--engine", default="native", help="fitting engine (default: native)")
     add_model_options(p)
@@ -83,10 +86,9 @@ def _run(args: argparse.Namespace) -> int:
             "deviance": fit.deviance, "loglik": fit.loglik, "aic": fit.aic, "bic": fit.bic,
             "sigma": fit.sigma, "theta": fit.theta.tolist(), "is_singular": fit.is_singular,
             "converged": fit.converged, "messages": list(fit.messages),
-            "coefficients": fit.coef_table(ddf=args.ddf).to_dict(orient="records"),
-            "varcorr": fit.varcorr().to_dict(orient="records"),
+            "coefficients": fit.coef_table(ddf=args.ddf), "varcorr": fit.varcorr(),
         }
-        print(json.dumps(out, indent=2, default=str))
+        print(dump_json(out))
     else:
         print(fit.summary(ddf=args.ddf))
     return 0
@@ -96,5 +98,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("fit", help="fit a linear mixed model and print its summary")
     add_model_arguments(p)
     p.add_argument("--ddf", default="satterthwaite", help="satterthwaite or none")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(func=_run)

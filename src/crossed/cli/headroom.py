@@ -6,7 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from crossed.cli.fit import read_table
+from crossed.cli._files import check_output, write_output
+from crossed.cli.fit import DATA_HELP, read_table
 from crossed.evaluation.headroom import headroom
 
 
@@ -22,14 +23,16 @@ def _source(text: str):
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.output:
+        check_output(args.output)
     data, _ = read_table(args.data)
     out = headroom(data, score=args.score, gold=_source(args.gold),
                    baseline=_source(args.baseline), on=args.on or None, name=args.name)
     if args.output:
         if args.output.endswith(".parquet"):
-            out.to_parquet(args.output, index=False)
+            write_output(args.output, lambda p: out.to_parquet(p, index=False))
         else:
-            out.to_csv(args.output, index=False)
+            write_output(args.output, lambda p: out.to_csv(p, index=False))
         print(f"wrote {args.output} ({len(out)} rows, column {args.name!r})")
     else:
         out.to_csv(sys.stdout, index=False)
@@ -39,7 +42,7 @@ def _run(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("headroom", help="normalise raw scores by the gold standard and "
                                         "compute the fraction of headroom over a baseline")
-    p.add_argument("data", help="CSV or Parquet file, or a bundled dataset name")
+    p.add_argument("data", help=DATA_HELP)
     p.add_argument("--score", required=True, help="raw score column")
     p.add_argument("--gold", required=True,
                    help="gold-standard score: a column, a number, or a CSV/Parquet lookup "

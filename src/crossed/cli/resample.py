@@ -15,19 +15,23 @@ from pathlib import Path
 
 import pandas as pd
 
+from crossed.cli._files import check_output, check_output_dir, write_output
+
 ANALYSES = ("variance", "aggregates", "pairwise", "ranks", "predict")
 
 
 def _load(args: argparse.Namespace):
-    from crossed.datasets import list_datasets, load_dataset
+    from crossed.datasets import list_datasets, load_dataset, read_data
     from crossed.evaluation.resample.io import read_table
 
+    _check_outputs(args)
     src = args.table
-    data = src
-    if not Path(src).exists():
-        if src not in list_datasets():
-            raise FileNotFoundError(f"no file {src!r}, and it is not a bundled dataset")
+    if Path(src).exists():
+        data = read_data(src)
+    elif src in list_datasets():
         data = load_dataset(src)
+    else:
+        raise FileNotFoundError(f"no file {src!r}, and it is not a bundled dataset")
     st = read_table(data, fmt=args.format, metric=args.metric, score=args.score,
                     system=args.system, task=args.task, seed=args.seed_col, boot=args.boot)
     if getattr(args, "n_boot", None) and st.kind == "summary":
@@ -37,6 +41,21 @@ def _load(args: argparse.Namespace):
 
         st = dataclasses.replace(st, n_boot=np.full(st.shape, float(args.n_boot)))
     return st
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Refuse unwritable --figure / --output-dir before the resampling runs."""
+    if getattr(args, "figure", None):
+        check_output(args.figure, "--figure")
+        from matplotlib.backend_bases import FigureCanvasBase
+
+        kinds = FigureCanvasBase.get_supported_filetypes()
+        suffix = Path(args.figure).suffix.lower().lstrip(".")
+        if suffix and suffix not in kinds:
+            raise ValueError(f"--figure {args.figure!r}: unknown image type {suffix!r} "
+                             f"(one of {', '.join(sorted(kinds))})")
+    if getattr(args, "output_dir", None):
+        check_output_dir(args.output_dir, "--output-dir")
 
 
 def _print(title: str, df: pd.DataFrame, digits: int) -> None:
@@ -49,11 +68,13 @@ def _print(title: str, df: pd.DataFrame, digits: int) -> None:
 def _save(df: pd.DataFrame, outdir: str | None, name: str) -> None:
     if outdir:
         Path(outdir).mkdir(parents=True, exist_ok=True)
-        df.to_csv(Path(outdir) / f"{name}.csv", index=False)
+        write_output(Path(outdir) / f"{name}.csv", lambda p: df.to_csv(p, index=False),
+                     "--output-dir")
 
 
 def _add_table_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("table", help="result table (.jsonl, .json, .csv[.gz]) or bundled dataset")
+    p.add_argument("table", help="result table (.jsonl, .json, .csv, .tsv, each optionally "
+                                 ".gz, or .parquet) or bundled dataset")
     p.add_argument("--format", default=None,
                    help="xquad, flores, openner, ea_mt or long (default: detected)")
     p.add_argument("--metric", default=None,
@@ -162,7 +183,8 @@ def _run_resample(args: argparse.Namespace) -> int:
         from crossed.plots.resample import plot_rank_distribution
 
         ax = plot_rank_distribution(res.ranks, args.aggregate, tasks="bootstrap")
-        ax.figure.savefig(args.figure, bbox_inches="tight")
+        write_output(args.figure, lambda p: ax.figure.savefig(p, bbox_inches="tight"),
+                     "--figure")
         print(f"\nfigure: {args.figure}")
     return 0
 
@@ -171,11 +193,18 @@ def _run_eval_size(args: argparse.Namespace) -> int:
     from crossed.evaluation.resample import eval_size
 
     if args.item:
-        path = Path(args.table)
-        from crossed.evaluation.resample.io import read_frame
+        from crossed.datasets import read_data
 
-        data = read_frame(path)
+        _check_outputs(args)
+        data = read_data(args.table)
         counts = tuple(args.counts.split(",")) if args.counts else None
+        named = [("--item", args.item), ("--system", args.system),
+                 ("--score", args.score or "score"), ("--seed-col", args.seed_col),
+                 ("--tokens", args.tokens)] + [("--counts", c) for c in counts or ()]
+        for option, col in named:
+            if col is not None and col not in data.columns:
+                raise ValueError(f"{option}: column {col!r} is not in {args.table} "
+                                 f"(columns: {', '.join(map(str, data.columns))})")
         result = eval_size(data, score=args.score or "score", system=args.system,
                            item=args.item, seed_col=args.seed_col, tokens=args.tokens,
                            counts=counts, sizes=args.sizes, unit=args.unit,
@@ -203,7 +232,8 @@ def _run_eval_size(args: argparse.Namespace) -> int:
         from crossed.plots.resample import plot_tau_by_size
 
         ax = plot_tau_by_size(result)
-        ax.figure.savefig(args.figure, bbox_inches="tight")
+        write_output(args.figure, lambda p: ax.figure.savefig(p, bbox_inches="tight"),
+                     "--figure")
         print(f"\nfigure: {args.figure}")
     return 0
 

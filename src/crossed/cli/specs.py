@@ -7,7 +7,13 @@ import argparse
 import warnings
 
 from crossed.cli._tables import dump_json, text_table
-from crossed.cli.fit import add_model_options, parse_reference, read_model_table
+from crossed.cli.fit import (
+    DATA_HELP,
+    JSON_HELP,
+    add_model_options,
+    parse_reference,
+    read_model_table,
+)
 from crossed.evaluation import specs as specs_mod
 from crossed.evaluation.compare_specs import compare_specs
 
@@ -83,7 +89,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("compare-specs",
                        help="fit several specifications and compare the focus contrast, "
                             "R2, AIC/BIC, flags and residual checks side by side")
-    p.add_argument("data", help="CSV or Parquet file, or a bundled dataset name")
+    p.add_argument("data", help=DATA_HELP)
     p.add_argument("formulas", nargs="+",
                    help="lme4 formulas or named specifications (NAME:key=value;...)")
     p.add_argument("--focus", required=True, help="factor whose EMM contrasts are compared")
@@ -94,7 +100,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_model_options(p)
     p.add_argument("--no-check", action="store_true",
                    help="skip the simulated-residual (DHARMa-style) tests")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(func=_run_compare)
 
     q = sub.add_parser("spec", help="write the formula of a named specification "
@@ -104,5 +110,5 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="e.g. response=delta within=language,task,mode "
                         "subjects=architecture/model")
     q.add_argument("--formula-only", action="store_true", help="print only the formula")
-    q.add_argument("--json", action="store_true", help="machine-readable output")
+    q.add_argument("--json", action="store_true", help=JSON_HELP)
     q.set_defaults(func=_run_spec)

@@ -79,7 +79,8 @@ def build_report(data: pd.DataFrame, formula: str, focus: str | None = None,
                  compare: Sequence[str] | None = None, title: str | None = None,
                  data_name: str = "data", ddf: str = "satterthwaite",
                  reference: dict[str, str] | None = None, reml: bool = True,
-                 fit: LmerFit | None = None, systems: str | None = None) -> str:
+                 fit: LmerFit | None = None, systems: str | None = None,
+                 check: bool = True) -> str:
     """The HTML text of a report on ``formula`` fitted to ``data``.
 
     Parameters
@@ -105,6 +106,11 @@ def build_report(data: pd.DataFrame, formula: str, focus: str | None = None,
         A grouping factor with a random intercept (e.g. ``"model"`` in a cross-classified
         model) whose adjusted means (population mean + conditional mode) are reported, with
         the largest interaction effects of its ``(1 | systems:datasets)`` term if any.
+    check : bool
+        Run the simulated-residual (DHARMa-style) tests (250 simulations; on a random
+        subsample of 50,000 observations for larger fits, which the report states, so
+        that their memory stays within that of the fit). False leaves them out, also from
+        the comparison of specifications.
 
     Returns
     -------
@@ -112,11 +118,7 @@ def build_report(data: pd.DataFrame, formula: str, focus: str | None = None,
         A complete HTML document; every figure is a ``<figure class="crossed-figure">``
         holding a base64 PNG ``<img>``.
     """
-    from crossed.evaluation.compare_specs import (
-        compare_specs,
-        residual_checks,
-        simulated_checks,
-    )
+    from crossed.evaluation.compare_specs import compare_specs, residual_checks
     from crossed.plots.design import interaction_plot
     from crossed.plots.emmeans import plot_emmeans
     from crossed.plots.ranef import caterpillar
@@ -128,6 +130,9 @@ def build_report(data: pd.DataFrame, formula: str, focus: str | None = None,
         if fit is None:
             fit = lmer(formula, data, reml=reml, reference=reference, data_name=data_name)
         factors = _fixed_factors(fit)
+        if focus is not None and focus not in factors:
+            raise ValueError(f"focus {focus!r} is not a factor of the fixed part of "
+                             f"{fit.formula!r} (factors: {', '.join(factors) or 'none'})")
         focus = focus or (factors[0] if factors else None)
         parts = []
         parts.append(_section("Model", f"<pre>{html.escape(fit.summary(ddf=ddf))}</pre>"))
@@ -192,12 +197,23 @@ def build_report(data: pd.DataFrame, formula: str, focus: str | None = None,
                                  f"Conditional modes of (1 | {g}) with 95% intervals.")
         parts.append(_section("Random effects", body))
         checks = residual_checks(fit)
-        try:
-            checks.update(simulated_checks(fit))
-        except Exception as exc:  # a failed diagnostic is reported, not fatal
-            notes.append(f"simulated residual checks failed: {exc}")
+        check_note = ""
+        if check:
+            try:
+                diag = fit.check(nsim=250, seed=0)
+            except Exception as exc:  # a failed diagnostic is reported, not fatal
+                notes.append(f"simulated residual checks failed: {exc}")
+            else:
+                p = diag.tests.set_index("test")["p_value"]
+                checks.update({f"sim_{t}_p": float(p.get(t, float("nan")))
+                               for t in ("uniformity", "dispersion", "outliers")})
+                if diag.residuals.subsampled:
+                    check_note = (f"<p>Simulated-residual tests (sim_*, 250 simulations) on "
+                                  f"{html.escape(diag.residuals.describe_rows())}.</p>")
+        else:
+            check_note = "<p>Simulated-residual tests not run.</p>"
         checks = pd.DataFrame([checks])
-        parts.append(_section("Residual checks", _table(checks) + _figure_html(
+        parts.append(_section("Residual checks", _table(checks) + check_note + _figure_html(
             residual_plots(fit), "fig-residuals",
             "Conditional residuals against fitted values, and their normal Q-Q plot.")))
         if compare:
@@ -207,7 +223,7 @@ def build_report(data: pd.DataFrame, formula: str, focus: str | None = None,
                 notes.append("no focus factor: specifications not compared")
             else:
                 cmp = compare_specs(data, forms, focus=focus, names=names, ddf=ddf,
-                                    reference=reference, reml=reml,
+                                    reference=reference, reml=reml, check=check,
                                     fits=[fit] + [lmer(f, data, reml=reml, reference=reference)
                                                   for f in compare])
                 body = "<ul>" + "".join(f"<li><b>{html.escape(n)}</b>: "

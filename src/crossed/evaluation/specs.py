@@ -13,6 +13,7 @@ the code writes are the same text. Fields in a template (``{response}``,
 
 from __future__ import annotations
 
+import inspect
 import os
 import tomllib
 from collections.abc import Sequence
@@ -243,6 +244,21 @@ _BUILDERS = {"repeated_measures": repeated_measures, "cross_classified": cross_c
 _LIST_FIELDS = {"within", "nuisance"}
 
 
+def _check_fields(name: str, builder, fields: dict) -> None:
+    """A ValueError naming the missing or unknown fields of a named specification."""
+    params = inspect.signature(builder).parameters
+    unknown = [k for k in fields if k not in params]
+    if unknown:
+        raise ValueError(f"specification {name!r} has no field {', '.join(map(repr, unknown))}"
+                         f"; its fields: {', '.join(params)}")
+    missing = [k for k, p in params.items()
+               if p.default is inspect.Parameter.empty and k not in fields]
+    if missing:
+        what = "; ".join(f"{k}: {_FIELD_HELP.get(k, 'a value')}" for k in missing)
+        raise ValueError(f"specification {name!r} needs the field"
+                         f"{'s' if len(missing) > 1 else ''} {', '.join(missing)} ({what})")
+
+
 def from_name(name: str, **fields) -> Specification:
     """Build a named specification (a file in :func:`formula_dirs`) from its fields.
 
@@ -251,6 +267,7 @@ def from_name(name: str, **fields) -> Specification:
     ``fields`` as given (lists are joined with ``" + "``).
     """
     if name in _BUILDERS:
+        _check_fields(name, _BUILDERS[name], fields)
         return _BUILDERS[name](**fields)
     rec = load_named(name)
     filled = {k: " + ".join(v) if isinstance(v, list | tuple) else v for k, v in fields.items()}

@@ -40,6 +40,16 @@ if TYPE_CHECKING:
     from crossed.fit import LmerFit
 
 
+#: Observations the simulated-residual tests use at most; a larger fit is tested on a random
+#: subsample of this many rows (the tests are then about as powerful as on all rows, and the
+#: memory stays that of the fit).
+MAX_ROWS = 50_000
+
+#: Simulated values generated at once (rows × simulations of one chunk, about 16 MB): the
+#: ``nsim`` simulations are drawn in chunks so that no nobs × nsim array is ever held.
+CHUNK_ELEMENTS = 2**21
+
+
 @dataclass
 class SimulatedResiduals:
     """Scaled residuals of a fit.
@@ -47,28 +57,59 @@ class SimulatedResiduals:
     Attributes
     ----------
     scaled : numpy.ndarray
-        Scaled residuals, one per observation, Uniform(0, 1) under the model.
+        Scaled residuals, one per observation used, Uniform(0, 1) under the model.
     observed : numpy.ndarray
-        The response.
+        The response of the observations used.
     simulated : numpy.ndarray
-        (nobs, nsim) simulated responses.
+        (rows used, nsim) simulated responses.
     predicted : numpy.ndarray
         Fitted values used on the x axis of the residual plot (population level, Xβ̂,
         unless ``use_ranef``).
+    rows : numpy.ndarray or None
+        Indices (sorted) of the observations used when the fit has more than ``max_rows``
+        of them (a random subsample); None when every observation is used.
+    nobs : int
+        Observations of the fit (all of them, used or not).
     """
 
     scaled: np.ndarray
     observed: np.ndarray
     simulated: np.ndarray
     predicted: np.ndarray
+    rows: np.ndarray | None = None
+    nobs: int | None = None
 
     @property
     def nsim(self) -> int:
         return self.simulated.shape[1]
 
+    @property
+    def subsampled(self) -> bool:
+        """Whether the residuals are those of a random subsample of the observations."""
+        return self.rows is not None
+
+    def describe_rows(self) -> str:
+        """Which observations were used, in words (empty when all)."""
+        if self.rows is None:
+            return ""
+        return (f"a random subsample of {len(self.rows):,} of the {self.nobs:,} "
+                f"observations")
+
+
+def chunk_size(nobs: int, nsim: int, elements: int | None = None) -> int:
+    """Simulations drawn at once for ``nobs`` observations (at least 1, at most ``nsim``).
+
+    A chunk holds about ``elements`` (default :data:`CHUNK_ELEMENTS`) simulated values, so
+    the memory of the simulations is bounded by a few ``max(nobs, elements)``-sized
+    arrays, whatever ``nsim``.
+    """
+    elements = CHUNK_ELEMENTS if elements is None else elements
+    return int(max(1, min(nsim, elements // max(nobs, 1))))
+
 
 def simulate_residuals(fit: LmerFit, nsim: int = 250, seed: Any = None,
-                       use_ranef: bool = False) -> SimulatedResiduals:
+                       use_ranef: bool = False,
+                       max_rows: int | None = MAX_ROWS) -> SimulatedResiduals:
     """Scaled (quantile) residuals from ``nsim`` simulations of the fitted model.
 
     Parameters
@@ -81,18 +122,50 @@ def simulate_residuals(fit: LmerFit, nsim: int = 250, seed: Any = None,
     use_ranef : bool
         False: new random effects per simulation (unconditional, DHARMa's default for
         lme4); True: conditional on the estimated random effects (``re.form = NULL``).
+    max_rows : int or None
+        A fit with more observations is tested on a random subsample of ``max_rows`` of
+        them (``rows`` of the result says which); None uses every observation. The
+        simulations are drawn in chunks (:func:`chunk_size`), so the memory used is about
+        ``max_rows × nsim`` values plus a few vectors of the fit's length, never
+        ``nobs × nsim``.
     """
     nsim = check_count("nsim", nsim)
+    if max_rows is not None:
+        max_rows = check_count("max_rows", max_rows)
     ss = seed_sequence(seed)
-    sim_seed, u_seed = ss.spawn(2)
-    sims = simulate_responses(fit, nsim, np.random.default_rng(sim_seed), use_ranef=use_ranef)
-    y = fit.design.y
+    sim_seed, u_seed, rows_seed = ss.spawn(3)
+    y_all = fit.design.y
+    n = len(y_all)
+    rows = None
+    if max_rows is not None and n > max_rows:
+        rows = np.sort(np.random.default_rng(rows_seed).choice(n, size=int(max_rows),
+                                                                replace=False))
+    y = y_all if rows is None else y_all[rows]
+    rng = np.random.default_rng(sim_seed)
+    step = chunk_size(n, nsim)
+    if step >= nsim:
+        sims = simulate_responses(fit, nsim, rng, use_ranef=use_ranef)
+        if rows is not None:
+            sims = sims[rows]
+    else:
+        sims = np.empty((len(y), nsim))
+        for start in range(0, nsim, step):
+            k = min(step, nsim - start)
+            block = simulate_responses(fit, k, rng, use_ranef=use_ranef)
+            sims[:, start:start + k] = block if rows is None else block[rows]
+            del block
     below = np.sum(sims < y[:, None], axis=1)
     equal = np.sum(sims == y[:, None], axis=1)
     u = np.random.default_rng(u_seed).random(len(y))
     scaled = (below + u * (equal + 1)) / (nsim + 1)
-    predicted = fit.fitted() if use_ranef else fit.design.X @ fit.beta
-    return SimulatedResiduals(scaled=scaled, observed=y, simulated=sims, predicted=predicted)
+    if use_ranef:
+        predicted = fit.fitted()
+    else:
+        predicted = fit.design.X @ fit.beta
+    if rows is not None:
+        predicted = predicted[rows]
+    return SimulatedResiduals(scaled=scaled, observed=y, simulated=sims, predicted=predicted,
+                              rows=rows, nobs=n)
 
 
 def _uniformity(res: SimulatedResiduals) -> dict:
@@ -104,9 +177,13 @@ def _uniformity(res: SimulatedResiduals) -> dict:
 def _dispersion(res: SimulatedResiduals) -> dict:
     mean = res.simulated.mean(axis=1)
     obs = float(np.var(res.observed - mean))
-    sim = np.var(res.simulated - mean[:, None], axis=0)
+    m = res.nsim
+    sim = np.empty(m)
+    step = chunk_size(len(mean), m)          # column blocks: no second rows × nsim array
+    for start in range(0, m, step):
+        sim[start:start + step] = np.var(res.simulated[:, start:start + step]
+                                         - mean[:, None], axis=0)
     ratio = obs / float(np.mean(sim))
-    m = len(sim)
     p_hi = (np.sum(sim >= obs) + 1) / (m + 1)
     p_lo = (np.sum(sim <= obs) + 1) / (m + 1)
     return {"test": "dispersion", "method": "observed / simulated residual variance",
@@ -140,6 +217,7 @@ class _CalibrationJob:
     fit: Any
     nsim: int
     use_ranef: bool
+    max_rows: int | None = MAX_ROWS
 
 
 def _calibration_draw(job: _CalibrationJob, item: tuple) -> tuple[int, np.ndarray, str]:
@@ -156,7 +234,7 @@ def _calibration_draw(job: _CalibrationJob, item: tuple) -> tuple[int, np.ndarra
             y = simulate_responses(job.fit, 1, np.random.default_rng(sim_ss))[:, 0]
             refit = job.refitter.refit(y=y)
             res = simulate_residuals(refit, nsim=job.nsim, seed=res_ss,
-                                     use_ranef=job.use_ranef)
+                                     use_ranef=job.use_ranef, max_rows=job.max_rows)
             return i, _distance(_tests(res)), ""
         except FIT_ERRORS as exc:  # any Exception: a failed draw, the run goes on
             return i, np.full(3, np.nan), f"{type(exc).__name__}: {exc}"
@@ -219,6 +297,8 @@ class Diagnostics:
         cal = " calibrated," if bool(self.tests["calibrated"].any()) else ""
         lines = [f"Simulated-residual diagnostics ({self.residuals.nsim} simulations,{cal} "
                  f"alpha = {self.alpha:g}):"]
+        if self.residuals.subsampled:
+            lines.append(f"  (on {self.residuals.describe_rows()})")
         for r in self.tests.itertuples():
             mark = "PROBLEM" if r.flag else "ok"
             lines.append(f"  {r.test:<11} {mark:<7} statistic = {r.statistic:.4g}, "
@@ -238,7 +318,7 @@ class Diagnostics:
 def check(fit: LmerFit, nsim: int = 250, seed: Any = None, use_ranef: bool = False,
           alpha: float = 0.05, calibrate: int = 0, n_jobs: int | None = 1,
           backend: str = "joblib", scheduler: Any = None,
-          progress: bool | None = None) -> Diagnostics:
+          progress: bool | None = None, max_rows: int | None = MAX_ROWS) -> Diagnostics:
     """Run the simulated-residual tests and say what they mean.
 
     Parameters
@@ -260,6 +340,12 @@ def check(fit: LmerFit, nsim: int = 250, seed: Any = None, use_ranef: bool = Fal
         correct model.
     n_jobs, backend, scheduler, progress
         Execution of the calibration refits (:func:`crossed.simulate.execution.run_tasks`).
+    max_rows : int or None
+        Fits with more observations are tested on a random subsample of this many (default
+        50,000; the ``method`` column says so), which bounds the memory of the simulations
+        by about ``max_rows × nsim`` values; None tests every observation (the
+        simulations are still drawn in chunks, never ``nobs × nsim`` at once beyond what
+        is kept).
 
     Returns
     -------
@@ -273,16 +359,20 @@ def check(fit: LmerFit, nsim: int = 250, seed: Any = None, use_ranef: bool = Fal
     calibrate = check_count("calibrate", calibrate, minimum=0)
     ss = seed_sequence(seed)
     res_ss, cal_ss = ss.spawn(2)
-    res = simulate_residuals(fit, nsim=nsim, seed=res_ss, use_ranef=use_ranef)
+    res = simulate_residuals(fit, nsim=nsim, seed=res_ss, use_ranef=use_ranef,
+                             max_rows=max_rows)
     rows = _tests(res)
     failures = pd.DataFrame(columns=["draw", "message"])
     interrupted = False
+    if res.subsampled:
+        for r in rows:
+            r["method"] += f", on {res.describe_rows()}"
     if calibrate:
         from crossed.simulate.execution import run_tasks
         from crossed.simulate.fastrefit import Refitter
 
         job = _CalibrationJob(refitter=Refitter(fit, check_conv=False), fit=fit, nsim=nsim,
-                              use_ranef=use_ranef)
+                              use_ranef=use_ranef, max_rows=max_rows)
         out = run_tasks(_calibration_draw, job, list(enumerate(cal_ss.spawn(calibrate))),
                         n_jobs=n_jobs, backend=backend, scheduler=scheduler,
                         progress=progress, desc="calibrating")
