@@ -154,20 +154,23 @@ class NullBasis:
 
     Attributes
     ----------
-    spec : MatrixSpec
-        Builds the full (pre-drop) fixed-effects matrix on new rows (a reference grid).
+    spec : MatrixSpec or None
+        Builds the full (pre-drop) fixed-effects matrix on new rows (a reference grid);
+        None when the basis was built from a given matrix (simulation refits).
     kept : numpy.ndarray of int
         Columns of the full matrix the fit kept (its coefficients, in order).
     basis : numpy.ndarray
         Null basis of the full matrix of the fit's data.
     """
 
-    spec: MatrixSpec
+    spec: MatrixSpec | None
     kept: np.ndarray
     basis: np.ndarray
 
     def full_matrix(self, frame: pd.DataFrame) -> np.ndarray:
         """The full fixed-effects matrix of ``frame`` (every column, before the drop)."""
+        if self.spec is None:
+            raise ValueError("this null basis has no model matrix spec")
         return self.spec.build(frame)
 
     def check(self, L_full: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
