@@ -7,8 +7,10 @@ estimable: those in the row space of X, i.e. orthogonal to its null space. emmea
 the one implementation crossed uses for EMMs, their contrasts and joint tests, adjusted
 means and the simulation tests (power, ablation):
 
-- :func:`nonest_basis`: an orthonormal basis of the null space of X, built as
-  ``estimability::nonest.basis`` builds it from R's pivoted QR;
+- :func:`nonest_basis`: an orthonormal basis of the null space of X from its singular
+  value decomposition, as ``estimability::nonest.basis`` builds it for a matrix (the
+  basis is not unique when the null space has several dimensions; only its span matters
+  for estimability);
 - :func:`is_estimable`: ``estimability::is.estble``: ℓ is estimable when
   ‖Nᵀℓ‖² < tol·‖ℓ‖² (tol = 1e-8, emmeans' ``estble.tol``);
 - :func:`estimable_subspace`: ``estimability::estble.subspace``: the combinations of the
@@ -33,6 +35,8 @@ ESTIMABLE_TOL = 1e-8
 """``estimability::is.estble``'s default tolerance (emmeans' ``estble.tol``)."""
 QR_TOL = 1e-7
 """R's ``qr()`` tolerance (LINPACK ``dqrdc2``)."""
+SVD_TOL = 5e-8
+"""``estimability::nonest.basis.svd``'s tolerance on singular values (relative)."""
 
 
 def r_qr(M: np.ndarray, tol: float = QR_TOL) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
@@ -72,8 +76,11 @@ def r_qr(M: np.ndarray, tol: float = QR_TOL) -> tuple[np.ndarray, np.ndarray, in
     return Q, R, len(accepted), pivot
 
 
-def nonest_basis(X: np.ndarray, tol: float = QR_TOL) -> np.ndarray | None:
-    """Orthonormal basis of the null space of X (``estimability::nonest.basis``).
+def nonest_basis(X: np.ndarray, tol: float = SVD_TOL) -> np.ndarray | None:
+    """Orthonormal basis of the null space of X (``estimability::nonest.basis`` of a matrix).
+
+    The right singular vectors whose singular value is below ``tol`` times the largest
+    (columns beyond the number of rows count as zero singular values).
 
     Parameters
     ----------
@@ -86,17 +93,16 @@ def nonest_basis(X: np.ndarray, tol: float = QR_TOL) -> np.ndarray | None:
     """
     X = np.asarray(X, dtype=float)
     p = X.shape[1]
-    _, R, rank, pivot = r_qr(X, tol)
-    if rank == p:
+    if p == 0:
         return None
-    tR = np.zeros((p, p))
-    tR[:, :R.shape[0]] = R.T
-    extras = np.arange(rank, p)
-    tR[np.ix_(extras, extras)] = np.eye(p - rank)
-    Q, _ = np.linalg.qr(tR)
-    basis = np.empty((p, p - rank))
-    basis[pivot, :] = Q[:, extras]
-    return basis
+    if X.shape[0] == 0:
+        return np.eye(p)
+    _, d, vt = np.linalg.svd(X, full_matrices=True)
+    d = np.concatenate([d, np.zeros(p - len(d))])
+    null = np.flatnonzero(d < d[0] * tol) if d[0] > 0 else np.arange(p)
+    if len(null) == 0:
+        return None
+    return vt[null].T
 
 
 def is_estimable(L: np.ndarray, nbasis: np.ndarray | None,
