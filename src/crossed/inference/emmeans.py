@@ -20,7 +20,7 @@ from __future__ import annotations
 import itertools
 import re
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -126,8 +126,6 @@ class _WithDesign:
 def full_grid_matrix(fit: LmerFit, nb: NullBasis, cov_reduce: str = "mean") -> np.ndarray:
     """The reference grid's model matrix over every column of the fixed part, including
     those the fit dropped for rank (emmeans' ``X`` with ``NA`` coefficients)."""
-    from dataclasses import replace
-
     design = replace(fit.design, fixed=replace(fit.design.fixed, spec=nb.spec))
     _, X_full = reference_grid(_WithDesign(fit, design), cov_reduce=cov_reduce)
     return X_full
@@ -196,6 +194,11 @@ class EMMeans:
         ``"satterthwaite"``, ``"kenward-roger"`` or ``"none"``.
     level : float
         Confidence level of the intervals.
+    linfct_full : numpy.ndarray or None
+        The same rows over every column of the fixed part, including those the fit dropped
+        for rank (None when it dropped none): what estimability is checked on.
+    nbasis : NullBasis or None
+        The fit's null basis (:func:`crossed.inference.estimability.fit_null_basis`).
     """
 
     fit: LmerFit
@@ -207,7 +210,6 @@ class EMMeans:
     level: float = 0.95
     messages: list[str] = field(default_factory=list)
     linfct_full: np.ndarray | None = field(default=None, repr=False)
-    """Rows over every column of the fixed part (only when the fit dropped columns)."""
     nbasis: NullBasis | None = field(default=None, repr=False)
 
     def _estimable(self, W: np.ndarray, rows: np.ndarray) -> np.ndarray:
