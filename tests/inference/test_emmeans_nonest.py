@@ -142,6 +142,15 @@ def test_joint_tests_test_the_estimable_part(fit):
     assert any("non-estimability" in m for m in tab.attrs["messages"])
 
 
+def test_confounded_row_asymptotic(fit):
+    # emm_options(lmer.df = "asymptotic"); joint_tests(m): (confounded) 6 Inf 7.74033333333
+    # p 2.41736169598e-08 (from the rounded F's; before: NaN)
+    row = joint_tests(fit, ddf="none").set_index("term").loc["(confounded)"]
+    assert np.isinf(row["den_df"]) and row["num_df"] == 6
+    assert row["statistic"] == pytest.approx(7.74033333333, rel=1e-3)
+    assert row["p_value"] == pytest.approx(2.41736169598e-08, rel=5e-3)
+
+
 def test_joint_tests_by(fit):
     tab = joint_tests(fit, by="mode")
     assert list(zip(tab["term"], tab["mode"], strict=True)) == [

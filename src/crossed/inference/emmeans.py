@@ -590,7 +590,10 @@ def _confounded(fit: LmerFit, grid: pd.DataFrame, X: np.ndarray, facs: list[str]
         F = np.nan
         if df1 > 0:
             F = (ref["df1"] * ref["statistic"] - tst["df1"] * tst["statistic"]) / df1
-        p = float(stats.f.sf(F, df1, ref["df2"])) if df1 > 0 else np.nan
+        p = np.nan
+        if df1 > 0:
+            df2 = ref["df2"]
+            p = float(stats.f.sf(F, df1, df2) if np.isfinite(df2) else stats.chi2.sf(F * df1, df1))
         row = {"term": "(confounded)"}
         for b in by_l:
             row[b] = keys[b].iloc[g[0]]
