@@ -25,7 +25,6 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 if TYPE_CHECKING:
     from crossed.design.fixed import MatrixSpec
@@ -172,17 +171,6 @@ class NullBasis:
     spec: MatrixSpec | None
     kept: np.ndarray
     basis: np.ndarray
-
-    def full_matrix(self, frame: pd.DataFrame) -> np.ndarray:
-        """The full fixed-effects matrix of ``frame`` (every column, before the drop)."""
-        if self.spec is None:
-            raise ValueError("this null basis has no model matrix spec")
-        return self.spec.build(frame)
-
-    def check(self, L_full: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Estimability of rows over the full columns, and the rows over the kept ones."""
-        L_full = np.atleast_2d(L_full)
-        return is_estimable(L_full, self.basis), L_full[:, self.kept]
 
 
 def fit_null_basis(fit: LmerFit) -> NullBasis | None:
