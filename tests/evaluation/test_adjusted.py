@@ -81,3 +81,33 @@ def test_interaction_effects_with_colons_in_level_names():
     tab = fit.interaction_effects("model", "dataset")
     assert set(zip(tab["model"], tab["dataset"], strict=True)) == set(
         zip(data["model"], data["dataset"], strict=True))
+
+
+@pytest.fixture(scope="module")
+def rank_deficient():
+    """exist_multi without the cell es:t3:soft (lme4 drops languagees:taskt3:modesoft)."""
+    d = cx.load_dataset("exist_multi")
+    d = d[~((d["language"] == "es") & (d["task"] == "t3") & (d["mode"] == "soft"))]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return cx.lmer("delta ~ language * task * mode + (1 | architecture)", d)
+
+
+def test_population_mean_not_estimable_raises(rank_deficient):
+    # emmeans(m, ~ 1) is nonEst on this fit (R 4.2, emmeans 1.8.4.1)
+    from crossed.evaluation.adjusted import grand_mean
+
+    assert np.isnan(grand_mean(rank_deficient)).all()
+    with pytest.raises(ValueError, match="not estimable.*languagees:taskt3:modesoft"):
+        rank_deficient.adjusted_means("architecture")
+
+
+def test_fixed_group_nonest_levels_are_nan_and_unranked(rank_deficient):
+    # emmeans(m, "task"), lmer.df = "satterthwaite": t1 0.307323961417, t2 0.128882979631,
+    # t3 nonEst
+    out = rank_deficient.adjusted_means("task")
+    assert out["level"].tolist() == ["t1", "t2", "t3"]
+    np.testing.assert_allclose(out["estimate"][:2], [0.307323961417, 0.128882979631],
+                               rtol=1e-7)
+    assert np.isnan(out["estimate"].iloc[2]) and np.isnan(out["rank"].iloc[2])
+    assert out["rank"].tolist()[:2] == [1, 2]

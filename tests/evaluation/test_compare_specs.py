@@ -103,3 +103,20 @@ def test_simulated_checks_are_seeded_and_optional():
     assert a["sim_uniformity_p"].iloc[0] == b["sim_uniformity_p"].iloc[0]
     off = cx.compare_specs(df, f, focus="language", check=False).table
     assert off[["sim_uniformity_p", "sim_dispersion_p", "sim_outliers_p"]].isna().all().all()
+
+
+def test_nonest_focus_contrast_is_reported_not_estimated():
+    # exist_multi without es:t3:soft: emmeans reports "en - es" as nonEst in the full model
+    df = cx.load_dataset("exist_multi")
+    df = df[~((df["language"] == "es") & (df["task"] == "t3") & (df["mode"] == "soft"))]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        comp = cx.compare_specs(df, ["delta ~ language * task * mode + (1 | architecture)",
+                                     "delta ~ language + task + mode + (1 | architecture)"],
+                                focus="language", names=["full", "additive"], check=False)
+    tab = comp.table.set_index("spec")
+    assert np.isnan(tab.loc["full", "estimate"]) and np.isnan(tab.loc["full", "p_value"])
+    assert np.isfinite(tab.loc["additive", "p_value"])
+    text = comp.summary()
+    assert "full: nonEst" in text
+    assert "tukey adjustment" in text

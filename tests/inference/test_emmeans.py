@@ -71,7 +71,8 @@ def test_pairs(name, spec, ddf, adjust):
     key = f"pairs_{ddf}" if adjust == "tukey" else f"pairs_none_{ddf}"
     tab = _emm(name, spec, ddf).pairs(adjust=adjust)
     _check_contrasts(tab, as_list(_ref(name, spec)[key]))
-    assert tab.attrs["adjust"] == adjust
+    # emmeans does not adjust a family of one contrast
+    assert tab.attrs["adjust"] == (adjust if len(tab) > 1 else "none")
 
 
 EXTRA = json.loads((EXTRA_DIR / "inference.json").read_text())

@@ -26,12 +26,19 @@ def grand_mean(fit: LmerFit) -> tuple[float, float]:
     """The fixed part averaged over emmeans' reference grid, and its standard error.
 
     Equal weight for every combination of factor levels, numeric covariates at their
-    means (emmeans' ``emmeans(fit, ~ 1)``).
+    means (emmeans' ``emmeans(fit, ~ 1)``). On a rank-deficient fit where that average is
+    not estimable (emmeans' ``nonEst``), both are NaN.
     """
-    from crossed.inference.emmeans import reference_grid
+    from crossed.inference.emmeans import full_grid_matrix, reference_grid
+    from crossed.inference.estimability import fit_null_basis, is_estimable
 
     _, X = reference_grid(fit)
     c = np.asarray(X, dtype=float).mean(axis=0)
+    nb = fit_null_basis(fit)
+    if nb is not None:
+        c_full = full_grid_matrix(fit, nb).mean(axis=0)
+        if not is_estimable(c_full, nb.basis)[0]:
+            return np.nan, np.nan
     est = float(c @ fit.beta)
     se = float(np.sqrt(max(c @ fit.vcov_beta @ c, 0.0)))
     return est, se
@@ -66,6 +73,11 @@ def adjusted_means(fit: LmerFit, group: str, level: float = 0.95) -> pd.DataFram
         ``conf_level``, ``kind`` (``"random"`` or ``"fixed"``). Validated against R:
         ``emmeans(fit, ~ 1)`` plus ``ranef(fit, condVar = TRUE)`` (tests/data/reference/
         extra/adjusted.R).
+
+        On a rank-deficient fit (a column dropped for an empty cell) a random ``group``
+        raises ``ValueError`` when the population mean is not estimable; a fixed
+        ``group``'s non-estimable EMMs (emmeans' ``nonEst``) are NaN, listed last, with
+        ``rank`` NaN.
     """
     if group in _random_groups(fit):
         re = fit.ranef()
@@ -73,6 +85,13 @@ def adjusted_means(fit: LmerFit, group: str, level: float = 0.95) -> pd.DataFram
         if re.empty:
             raise ValueError(f"grouping factor {group!r} has no random intercept")
         mu, se_mu = grand_mean(fit)
+        if not np.isfinite(mu):
+            raise ValueError(
+                "the population mean (emmeans(fit, ~ 1)) is not estimable on this "
+                "rank-deficient fit (dropped columns: "
+                f"{', '.join(fit.design.fixed.dropped)}): an interaction cell has no "
+                f"data, so adjusted means of {group!r} cannot be formed; drop the empty "
+                "cell's interaction from the fixed part")
         out = pd.DataFrame({
             "level": re["level"].to_numpy(),
             "estimate": mu + re["estimate"].to_numpy(),
@@ -97,8 +116,14 @@ def adjusted_means(fit: LmerFit, group: str, level: float = 0.95) -> pd.DataFram
         kind = "fixed"
     else:
         raise ValueError(f"{group!r} is neither a grouping factor nor a variable of the model")
-    out = out.sort_values("estimate", ascending=False, kind="stable").reset_index(drop=True)
-    out["rank"] = np.arange(1, len(out) + 1)
+    out = out.sort_values("estimate", ascending=False, kind="stable",
+                          na_position="last").reset_index(drop=True)
+    n_est = int(out["estimate"].notna().sum())
+    if n_est == len(out):
+        out["rank"] = np.arange(1, len(out) + 1)
+    else:
+        out["rank"] = np.concatenate([np.arange(1, n_est + 1), np.full(len(out) - n_est,
+                                                                        np.nan)])
     out = out[["level", "estimate", "std_error", "conf_low", "conf_high", "population_mean",
                "conditional_mode", "cond_sd", "rank"]]
     out.attrs.update(group=group, conf_level=level, kind=kind)

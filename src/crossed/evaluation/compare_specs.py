@@ -129,7 +129,9 @@ class SpecComparison:
         cols = ["spec", "contrast", "estimate", "std_error", "df", "statistic", "p_value",
                 "r2_marginal", "r2_conditional", "aic", "bic", "is_singular", "converged",
                 "resid_normality_p", "sim_uniformity_p"]
-        lines = [f"Focus: {self.focus}", ""]
+        adjust = self.table.attrs.get("adjust", "tukey")
+        lines = [f"Focus: {self.focus} (pairwise differences of its EMMs, {adjust} adjustment;"
+                 " a single difference is not adjusted)", ""]
         for name, fit in self.fits.items():
             lines.append(f"  {name}: {fit.formula}")
         lines += ["", _format(self.table[cols])]
@@ -225,7 +227,7 @@ def compare_specs(data: pd.DataFrame, formulas: Sequence[str], focus: str,
             ml = fit.refit(reml=False) if fit.reml else fit
             r2 = fit.r2().iloc[0]
         emms[name] = emm.table()
-        messages += [f"{name}: {m}" for m in emm.messages]
+        messages += [f"{name}: {m}" for m in emm.messages + pairs.attrs.get("messages", [])]
         common = {"spec": name, "formula": fit.formula,
                   "r2_marginal": float(r2["marginal"]),
                   "r2_conditional": float(r2["conditional"]),

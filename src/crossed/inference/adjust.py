@@ -3,13 +3,17 @@
 Within one family (one ``by`` group) of m contrasts among k means:
 
 - ``tukey``: studentized range, p = P(Q_{k,df} > √2·|t|) (R's ``ptukey`` quadrature);
-  intervals ± q_{k,df}(level)/√2·SE.
+  intervals ± q_{k,df}(level)/√2·SE. With k = 2 means the studentized range of the two
+  is √2·|t| exactly, so the two-sided t p value and t quantile are used (no quadrature).
 - ``dunnettx``: emmeans' approximation to Dunnett's test, a weighted mix of the Tukey and
   Šidák probabilities (``.pdunnx``); intervals by inverting it.
 - ``sidak``: 1 − (1 − p)^m; ``bonferroni``: min(1, m·p); ``holm`` and ``fdr`` (Benjamini–
   Hochberg): R's ``p.adjust``. Intervals: Šidák and Bonferroni critical values; ``holm``
   and ``fdr`` intervals use Bonferroni, as emmeans does.
 - ``none``: unadjusted.
+
+Rows with a NaN statistic (contrasts that are not estimable) keep a NaN p value and
+interval but count in the family size, as in emmeans (``p.adjust(p, n = m)``).
 """
 
 from __future__ import annotations
@@ -112,7 +116,10 @@ def _qtukey(level: float, k: float, df: float) -> float:
 
 
 def _ptukey_sf(q: float, k: int, df: float) -> float:
-    if k < 2:
+    """P(Q_{k,df} > q); exact (the two-sided t p value of q/√2) for k ≤ 2 means."""
+    if np.isnan(q) or np.isnan(df):
+        return np.nan
+    if k <= 2:
         return float(2.0 * stats.t.sf(q / np.sqrt(2.0), df))
     return ptukey_sf(q, k, df)
 
@@ -141,25 +148,28 @@ def adjust_p(t: np.ndarray, df: np.ndarray, p: np.ndarray, method: str,
     """
     method = _check(method)
     t, df, p = (np.asarray(a, dtype=float) for a in (t, df, p))
-    m = len(p)
+    m = len(p)  # family size: NaN (non-estimable) rows count, as in emmeans
     if m == 0 or method == "none":
         return p.copy()
     if method == "tukey":
         return np.array([_ptukey_sf(np.sqrt(2.0) * abs(ti), n_means, d)
                          for ti, d in zip(t, df, strict=True)])
     if method == "dunnettx":
-        return np.array([1.0 - _pdunnx(abs(ti), m, d) for ti, d in zip(t, df, strict=True)])
+        return np.array([np.nan if np.isnan(ti) or np.isnan(d) else 1.0 - _pdunnx(abs(ti), m, d)
+                         for ti, d in zip(t, df, strict=True)])
     if method == "sidak":
         return 1.0 - (1.0 - p) ** m
     if method == "bonferroni":
         return np.minimum(1.0, m * p)
-    order = np.argsort(p)
+    out = np.full(m, np.nan)
+    ok = np.flatnonzero(~np.isnan(p))
+    order = ok[np.argsort(p[ok], kind="stable")]
     ps = p[order]
-    if method == "holm":
-        adj = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * ps))
-    else:  # fdr (Benjamini–Hochberg)
-        adj = np.minimum(1.0, np.minimum.accumulate((m / np.arange(1, m + 1) * ps)[::-1])[::-1])
-    out = np.empty(m)
+    r = len(ps)
+    if method == "holm":  # R's p.adjust(p, "holm", n = m)
+        adj = np.minimum(1.0, np.maximum.accumulate((m - np.arange(r)) * ps))
+    else:  # fdr (Benjamini–Hochberg), R's p.adjust(p, "BH", n = m)
+        adj = np.minimum(1.0, np.minimum.accumulate((m / np.arange(1, r + 1) * ps)[::-1])[::-1])
     out[order] = adj
     return out
 
@@ -172,7 +182,9 @@ def critical_values(df: np.ndarray, level: float, method: str, n_means: int,
     out = np.empty(len(df))
     for i, d in enumerate(df):
         dd = d if np.isfinite(d) else 1e7
-        if method == "tukey" and n_means >= 2:
+        if np.isnan(d):  # a non-estimable contrast
+            out[i] = np.nan
+        elif method == "tukey" and n_means > 2:
             out[i] = qtukey(level, n_means, d) / np.sqrt(2.0)
         elif method == "dunnettx" and m > 1:
             out[i] = optimize.brentq(lambda x, d=d: _pdunnx(x, m, d) - level, 1e-6, 100.0)

@@ -6,6 +6,13 @@ weighted average of the grid's predictions over the factors not in ``specs``/``b
 linear function ℓ (a row over β) gives the estimate ℓβ̂, SE √(ℓVℓᵀ) and df per emmeans'
 rules for lmer fits (``lmer.df``): Satterthwaite (lmerTest), Kenward–Roger (pbkrtest: V is
 the adjusted covariance, df ``Lb_ddf``) or asymptotic (df = inf).
+
+On a rank-deficient fit (lme4 dropped columns for an empty cell) a mean or contrast whose
+linear function is not estimable (:mod:`crossed.inference.estimability`) is reported as
+emmeans reports ``nonEst``: NaN estimate, SE, df, statistic, p value and interval, and a
+``note`` column reading ``"nonEst"`` (present only when some row is not estimable).
+Multiplicity adjustments count every contrast of the family, estimable or not, as
+emmeans does (``tukey``: the number of means; others: the number of contrasts).
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ from __future__ import annotations
 import itertools
 import re
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -23,12 +30,24 @@ from scipy import stats
 from crossed.design.frame import expression_variables
 from crossed.inference.adjust import adjust_p, critical_values
 from crossed.inference.coefs import contrast_tests, normalise_ddf
-from crossed.inference.hypotheses import TermInfo
+from crossed.inference.estimability import (
+    NullBasis,
+    estimable_subspace,
+    fit_null_basis,
+    is_estimable,
+    r_qr,
+)
+from crossed.inference.hypotheses import TermInfo, zapsmall
 
 if TYPE_CHECKING:
     from crossed.fit import LmerFit
 
 INTERACTION_NOTE = "NOTE: Results may be misleading due to involvement in interactions"
+NONEST = "nonEst"
+NONEST_NOTE = ("nonEst: not estimable on this rank-deficient fit (an empty cell of the "
+               "design); estimate, SE, df and p value are NaN, as emmeans reports them")
+JOINT_EST_NOTE = "e: df1 reduced due to non-estimability"
+JOINT_DEP_NOTE = "d: df1 reduced due to linear dependence"
 
 
 def _as_list(x) -> list[str]:
@@ -91,6 +110,25 @@ def reference_grid(fit: LmerFit, cov_reduce: str = "mean") -> tuple[pd.DataFrame
             build[v] = pd.Categorical(build[v], categories=levels[v])
     X = fit.design.fixed.spec.build(build) if names else np.ones((1, len(fit.beta)))
     return grid, X
+
+
+class _WithDesign:
+    """A fit seen with another design (the full, pre-drop fixed-effects columns)."""
+
+    def __init__(self, fit: LmerFit, design):
+        self._fit = fit
+        self.design = design
+
+    def __getattr__(self, name):
+        return getattr(self._fit, name)
+
+
+def full_grid_matrix(fit: LmerFit, nb: NullBasis, cov_reduce: str = "mean") -> np.ndarray:
+    """The reference grid's model matrix over every column of the fixed part, including
+    those the fit dropped for rank (emmeans' ``X`` with ``NA`` coefficients)."""
+    design = replace(fit.design, fixed=replace(fit.design.fixed, spec=nb.spec))
+    _, X_full = reference_grid(_WithDesign(fit, design), cov_reduce=cov_reduce)
+    return X_full
 
 
 def _marginal_linfct(grid: pd.DataFrame, X: np.ndarray, facs: list[str]):
@@ -156,6 +194,11 @@ class EMMeans:
         ``"satterthwaite"``, ``"kenward-roger"`` or ``"none"``.
     level : float
         Confidence level of the intervals.
+    linfct_full : numpy.ndarray or None
+        The same rows over every column of the fixed part, including those the fit dropped
+        for rank (None when it dropped none): what estimability is checked on.
+    nbasis : NullBasis or None
+        The fit's null basis (:func:`crossed.inference.estimability.fit_null_basis`).
     """
 
     fit: LmerFit
@@ -166,9 +209,20 @@ class EMMeans:
     ddf: str
     level: float = 0.95
     messages: list[str] = field(default_factory=list)
+    linfct_full: np.ndarray | None = field(default=None, repr=False)
+    nbasis: NullBasis | None = field(default=None, repr=False)
 
-    def _tests(self, L: np.ndarray, level: float) -> pd.DataFrame:
-        return contrast_tests(self.fit, L, ddf=self.ddf, level=level)
+    def _estimable(self, W: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Estimability of the combinations W of the means ``rows``."""
+        if self.nbasis is None or self.linfct_full is None:
+            return np.ones(W.shape[0], dtype=bool)
+        return is_estimable(W @ self.linfct_full[rows], self.nbasis.basis)
+
+    def _tests(self, L: np.ndarray, level: float,
+               estimable: np.ndarray | None = None) -> pd.DataFrame:
+        if estimable is None or estimable.all():
+            return contrast_tests(self.fit, L, ddf=self.ddf, level=level)
+        return _tests_with_nonest(self.fit, L, self.ddf, level, estimable)
 
     def table(self) -> pd.DataFrame:
         """The EMMs (emmeans' ``summary(emmeans(...))``).
@@ -180,10 +234,16 @@ class EMMeans:
             ``conf_low``, ``conf_high`` (t intervals at ``attrs["conf_level"]``). Validated
             against emmeans 1.8.4 (``lmer.df = "satterthwaite"`` and ``"kenward-roger"``).
         """
-        res = self._tests(self.linfct, self.level)
+        rows = np.arange(len(self.grid))
+        est = self._estimable(np.eye(len(rows)), rows)
+        res = self._tests(self.linfct, self.level, est)
         out = pd.concat([self.grid.reset_index(drop=True),
                          res[["estimate", "std_error", "df", "conf_low", "conf_high"]]], axis=1)
-        out.attrs.update(conf_level=self.level, ddf=self.ddf, messages=list(self.messages))
+        messages = list(self.messages)
+        if not est.all():
+            out["note"] = np.where(est, "", NONEST)
+            messages.append(NONEST_NOTE)
+        out.attrs.update(conf_level=self.level, ddf=self.ddf, messages=messages)
         return out
 
     # ------------------------------------------------------------------ contrasts
@@ -221,8 +281,14 @@ class EMMeans:
         pandas.DataFrame
             ``contrast`` (label such as ``"A - B"``), the ``by`` columns, ``estimate``,
             ``std_error``, ``df``, ``statistic`` (t ratio), ``p_value`` (adjusted),
-            ``conf_low``, ``conf_high`` (adjusted intervals). ``attrs``: ``adjust``,
-            ``conf_level``. Validated against emmeans 1.8.4 ``pairs()`` (Tukey and none).
+            ``conf_low``, ``conf_high`` (adjusted intervals); ``note`` (``"nonEst"``) when
+            some contrast is not estimable. ``attrs``: ``adjust``, ``conf_level``.
+            Validated against emmeans 1.8.4 ``pairs()`` (Tukey and none).
+
+        Notes
+        -----
+        As in emmeans, a family (``by`` group) of a single contrast is not adjusted, and the
+        family size of an adjustment counts the non-estimable contrasts too.
         """
         by = self.by if by is None else _as_list(by)
         level = self.level if level is None else level
@@ -233,24 +299,33 @@ class EMMeans:
         if adjust == "tukey" and not pairwise:
             adjust = "sidak"
         inner = [f for f in list(self.grid.columns) if f not in by]
-        frames = []
+        frames, used, nonest = [], set(), False
         for rows in self._groups(by):
             sub = self.grid.iloc[rows]
             labels = _labels(sub[inner])
             W, names = _contrast_weights(method, labels, ref)
             L = W @ self.linfct[rows]
-            res = self._tests(L, level)
+            est = self._estimable(W, rows)
+            res = self._tests(L, level, est)
             k = len(rows)
-            res["p_value"] = adjust_p(res["statistic"], res["df"], res["p_value"], adjust, k)
-            crit = critical_values(res["df"].to_numpy(), level, adjust, k, len(names))
+            fam_adjust = adjust if len(names) > 1 else "none"  # emmeans: one contrast
+            used.add(fam_adjust)
+            res["p_value"] = adjust_p(res["statistic"], res["df"], res["p_value"],
+                                      fam_adjust, k)
+            crit = critical_values(res["df"].to_numpy(), level, fam_adjust, k, len(names))
             res["conf_low"] = res["estimate"] - crit * res["std_error"]
             res["conf_high"] = res["estimate"] + crit * res["std_error"]
             res.insert(0, "contrast", names)
             for j, b in enumerate(by):
                 res.insert(1 + j, b, sub[b].iloc[0])
+            res["note"] = np.where(est, "", NONEST)
+            nonest = nonest or not est.all()
             frames.append(res)
         out = pd.concat(frames, ignore_index=True)
-        out.attrs.update(adjust=adjust, conf_level=level, ddf=self.ddf)
+        if not nonest:
+            out = out.drop(columns="note")
+        out.attrs.update(adjust=adjust if adjust in used else "none", conf_level=level,
+                         ddf=self.ddf, messages=[NONEST_NOTE] if nonest else [])
         return out
 
     def pairs(self, adjust: str = "tukey", reverse: bool = False,
@@ -261,6 +336,18 @@ class EMMeans:
     def joint_tests(self) -> pd.DataFrame:
         """emmeans' ``joint_tests`` of the fit, within this object's ``by`` groups."""
         return joint_tests(self.fit, by=self.by or None, ddf=self.ddf)
+
+
+def _tests_with_nonest(fit: LmerFit, L: np.ndarray, ddf: str, level: float,
+                       estimable: np.ndarray) -> pd.DataFrame:
+    """t tests of the estimable rows of L; NaN in every column of the others."""
+    cols = ["estimate", "std_error", "df", "statistic", "p_value", "conf_low", "conf_high"]
+    out = pd.DataFrame(np.nan, index=range(L.shape[0]), columns=cols)
+    if estimable.any():
+        res = contrast_tests(fit, L[estimable], ddf=ddf, level=level)
+        out.loc[np.flatnonzero(estimable), cols] = res[cols].to_numpy()
+    out.attrs.update(conf_level=level, ddf=ddf)
+    return out
 
 
 def _contrast_weights(method, labels: list[str], ref: int) -> tuple[np.ndarray, list[str]]:
@@ -335,8 +422,12 @@ def emmeans(fit: LmerFit, specs: str | list[str], by: str | list[str] | None = N
     if _involved_in_interactions(fit, facs):
         messages.append(INTERACTION_NOTE)
         warnings.warn(INTERACTION_NOTE, UserWarning, stacklevel=3)
+    nb = fit_null_basis(fit)
+    L_full = None
+    if nb is not None:
+        _, L_full = _marginal_linfct(grid, full_grid_matrix(fit, nb), facs)
     return EMMeans(fit=fit, specs=specs_l, by=by_l, grid=keys, linfct=L, ddf=method,
-                   level=level, messages=messages)
+                   level=level, messages=messages, linfct_full=L_full, nbasis=nb)
 
 
 # ---------------------------------------------------------------------- joint tests
@@ -348,17 +439,45 @@ def _consec(k: int) -> np.ndarray:
     return C
 
 
-def _joint_f(fit: LmerFit, LL: np.ndarray, ddf: str) -> dict:
-    """emmeans' ``test(..., joint = TRUE)``: F on an orthonormal basis of the rows of LL,
-    denominator df the smallest df of the basis rows."""
-    LL = np.where(np.abs(LL) < 1e-7, 0.0, LL)
-    LL = LL[~np.all(LL == 0, axis=1)]
+def _zap(x: np.ndarray, tol: float = 1e-7) -> np.ndarray:
+    return np.where(np.abs(x) < tol, 0.0, x)
+
+
+def _joint_f(fit: LmerFit, LL: np.ndarray, ddf: str, nb: NullBasis | None = None) -> dict:
+    """emmeans' ``test(..., joint = TRUE)`` of the rows of LL.
+
+    Rows are over every column of the fixed part when ``nb`` is given (a rank-deficient
+    fit), else over the fit's coefficients. Non-estimable rows are replaced by the
+    estimable combinations of the rows (note ``e``); F is computed on an orthonormal basis
+    of their span (R's pivoted QR; note ``d`` when rows were dependent), denominator df
+    the smallest df of the basis rows (emmeans' rule).
+
+    Returns
+    -------
+    dict
+        ``df1``, ``df2``, ``statistic``, ``p_value``, ``note`` (``""``, ``"d"``, ``"e"``
+        or ``"d e"``) and ``L`` (the basis rows, over the same columns as LL).
+    """
+    LL = np.atleast_2d(np.asarray(LL, dtype=float))
+    empty = np.any(np.isnan(LL), axis=1) | np.all(LL == 0, axis=1)
+    LL = LL[~empty]
+    flag_d, flag_e = False, bool(empty.any())
+    if nb is not None and LL.shape[0] and not is_estimable(LL, nb.basis).all():
+        LL = estimable_subspace(_zap(LL), nb.basis)
+        flag_e = True
+    none = {"df1": 0, "df2": np.nan, "statistic": np.nan, "p_value": np.nan,
+            "note": "d e", "L": None}
     if LL.shape[0] == 0:
-        return {"df1": 0, "df2": np.nan, "statistic": np.nan, "p_value": np.nan}
-    Qm, R = np.linalg.qr(LL.T)
-    d = np.abs(np.diag(R))
-    r = int(np.sum(d > 1e-7 * max(d.max(), 1e-300)))
-    tQ = Qm[:, :r].T
+        return none
+    Q, R, r, _ = r_qr(_zap(LL).T)
+    if r == 0:
+        return none
+    if r < LL.shape[0]:
+        flag_d = True
+    nz = np.flatnonzero(zapsmall(np.diag(R[:r, :r])) != 0)
+    r = len(nz)
+    tQ_all = Q[:, nz].T
+    tQ = tQ_all[:, nb.kept] if nb is not None else tQ_all
     res = contrast_tests(fit, tQ, ddf=ddf)
     z = res["estimate"].to_numpy()
     if ddf == "kenward-roger":
@@ -370,7 +489,16 @@ def _joint_f(fit: LmerFit, LL: np.ndarray, ddf: str) -> dict:
     F = float(z @ np.linalg.solve(tQ @ V @ tQ.T, z)) / r
     df2 = float(np.min(res["df"]))
     p = float(stats.f.sf(F, r, df2)) if np.isfinite(df2) else float(stats.chi2.sf(F * r, r))
-    return {"df1": r, "df2": df2, "statistic": F, "p_value": p}
+    note = " ".join(n for n, f in (("d", flag_d), ("e", flag_e)) if f)
+    return {"df1": r, "df2": df2, "statistic": F, "p_value": p, "note": note,
+            "L": zapsmall(tQ_all)}
+
+
+def _by_groups(keys: pd.DataFrame, by_l: list[str]) -> list[np.ndarray]:
+    if not by_l:
+        return [np.arange(len(keys))]
+    kk = list(zip(*[keys[b] for b in by_l], strict=True))
+    return [np.array([i for i, k in enumerate(kk) if k == s]) for s in dict.fromkeys(kk)]
 
 
 def joint_tests(fit: LmerFit, by: str | list[str] | None = None,
@@ -382,41 +510,93 @@ def joint_tests(fit: LmerFit, by: str | list[str] | None = None,
     differences among their EMMs is tested jointly: F on an orthonormal basis of the
     contrasts, denominator df the smallest df of the basis rows (emmeans' rule).
 
+    On a rank-deficient fit only the estimable part of each term's contrasts is tested
+    (note ``e``: df1 reduced), and, as in emmeans, a ``(confounded)`` row tests what the
+    estimable differences among all cells hold beyond the terms' tests. Terms with
+    nothing estimable (df1 = 0) are left out.
+
     Returns
     -------
     pandas.DataFrame
         ``term`` (emmeans' "model term"), the ``by`` columns, ``num_df``, ``den_df``,
-        ``statistic`` (F ratio, unrounded), ``p_value``; sorted by the order of the term.
+        ``statistic`` (F ratio, unrounded), ``p_value``, and ``note`` when some test has
+        one (``"e"``: df1 reduced due to non-estimability, ``"d"``: due to linear
+        dependence); sorted by the order of the term.
     """
     method = normalise_ddf(ddf)
     by_l = _as_list(by)
     grid, X = reference_grid(fit, cov_reduce="meanint")
+    nb = fit_null_basis(fit)
+    if nb is not None:
+        X = full_grid_matrix(fit, nb, cov_reduce="meanint")
     facs = [v for v in grid.columns if v not in by_l]
     info = TermInfo(fit)
     term_vars = [set(info.vars[t]) for t in info.labels]
     rows = []
+    bases: dict[int, list[np.ndarray]] = {}
     for size in range(1, len(facs) + 1):
         for these in itertools.combinations(facs, size):
             if not any(set(these) <= tv for tv in term_vars):
                 continue
             keys, L = _marginal_linfct(grid, X, list(these) + by_l)
-            groups = [np.arange(len(keys))]
-            if by_l:
-                kk = list(zip(*[keys[b] for b in by_l], strict=True))
-                groups = [np.array([i for i, k in enumerate(kk) if k == s])
-                          for s in dict.fromkeys(kk)]
-            for g in groups:
+            for gi, g in enumerate(_by_groups(keys, by_l)):
                 nlev = [len(dict.fromkeys(keys[f].iloc[g])) for f in these]
                 C = np.ones((1, 1))
                 for k in nlev:  # first factor fastest
                     C = np.kron(_consec(k), C)
-                res = _joint_f(fit, C @ L[g], method)
+                res = _joint_f(fit, C @ L[g], method, nb)
+                if res["L"] is not None:
+                    bases.setdefault(gi, []).append(res["L"])
                 row = {"term": ":".join(these)}
                 for b in by_l:
                     row[b] = keys[b].iloc[g[0]]
                 rows.append({**row, "num_df": res["df1"], "den_df": res["df2"],
-                             "statistic": res["statistic"], "p_value": res["p_value"]})
+                             "statistic": res["statistic"], "p_value": res["p_value"],
+                             "note": res["note"]})
+    if rows and facs:
+        rows += _confounded(fit, grid, X, facs, by_l, bases, method, nb)
     out = pd.DataFrame(rows)
-    out = out[out["num_df"] > 0].reset_index(drop=True)
+    if len(out):
+        out = out[out["num_df"] > 0].reset_index(drop=True)
+        if (out["note"] == "").all():
+            out = out.drop(columns="note")
     out.attrs["ddf"] = method
+    messages = []
+    if "note" in out and out["note"].str.contains("e").any():
+        messages.append(JOINT_EST_NOTE)
+    if "note" in out and out["note"].str.contains("d").any():
+        messages.append(JOINT_DEP_NOTE)
+    out.attrs["messages"] = messages
+    return out
+
+
+def _confounded(fit: LmerFit, grid: pd.DataFrame, X: np.ndarray, facs: list[str],
+                by_l: list[str], bases: dict[int, list[np.ndarray]], method: str,
+                nb: NullBasis | None) -> list[dict]:
+    """emmeans' ``(confounded)`` rows: the joint test of consecutive differences among all
+    cells minus the terms' tests (by F·df1 difference), per ``by`` group."""
+    keys, L = _marginal_linfct(grid, X, facs + by_l)
+    out = []
+    for gi, g in enumerate(_by_groups(keys, by_l)):
+        if len(g) < 2:
+            continue
+        ref = _joint_f(fit, _consec(len(g)) @ L[g], method, nb)
+        if ref["df1"] == 0:
+            continue
+        tst = {"df1": 0, "statistic": 0.0}
+        if bases.get(gi):
+            tst = _joint_f(fit, np.vstack(bases[gi]), method, nb)
+        df1 = ref["df1"] - tst["df1"]
+        F = np.nan
+        if df1 > 0:
+            F = (ref["df1"] * ref["statistic"] - tst["df1"] * tst["statistic"]) / df1
+        p = np.nan
+        if df1 > 0:
+            df2 = ref["df2"]
+            p = float(stats.f.sf(F, df1, df2) if np.isfinite(df2) else stats.chi2.sf(F * df1, df1))
+        row = {"term": "(confounded)"}
+        for b in by_l:
+            row[b] = keys[b].iloc[g[0]]
+        out.append({**row, "num_df": df1, "den_df": ref["df2"], "statistic": F,
+                    "p_value": p, "note": ""})
     return out

@@ -81,8 +81,13 @@ def specify(formula: str, data: pd.DataFrame, fixef: Mapping[str, float],
     Returns
     -------
     LmerFit
-        With the given β, θ (Λ = chol(Σ)/σ, lme4's parameterisation) and σ; ``deviance`` and
-        ``vcov`` are NaN. Use it with :func:`power_sim`, :func:`power_curve`,
+        With the given β, θ (Λ = chol(Σ)/σ, lme4's parameterisation) and σ. ``vcov_beta``
+        is the covariance of the GLS estimate of β on this design at these parameters,
+        σ² (R_XᵀR_X)⁻¹ (lme4's ``vcov`` at θ and σ; it does not depend on the response).
+        ``deviance`` is the criterion at these parameters when ``data`` holds the
+        response: the REML criterion at (θ, σ) (``reml=True``) or −2 log-likelihood at
+        (θ, β, σ); without a response it is NaN (and so are ``loglik``, ``aic``, ``bic``),
+        as the fit's ``messages`` say. Use it with :func:`power_sim`, :func:`power_curve`,
         :func:`extend` or ``simulate``.
     """
     from crossed.fit import LmerFit
@@ -91,7 +96,8 @@ def specify(formula: str, data: pd.DataFrame, fixef: Mapping[str, float],
         raise ValueError("sigma must be positive")
     spec = parse(formula, reference=reference)
     frame = data.copy()
-    if spec.response not in frame.columns and spec.response.isidentifier():
+    has_response = spec.response in frame.columns or not spec.response.isidentifier()
+    if not has_response:
         frame[spec.response] = 0.0
     design = build_design(spec, frame)
     names = list(design.fixed.names)
@@ -102,14 +108,47 @@ def specify(formula: str, data: pd.DataFrame, fixef: Mapping[str, float],
                          f"{extra}; the coefficients are {names}")
     beta = np.array([float(fixef[n]) for n in names])
     theta = _theta_from_varcorr(design, varcorr, sigma)
-    p = len(beta)
+    if has_response:
+        deviance, vcov = _criterion_and_vcov(design, theta, beta, float(sigma), reml)
+    else:  # vcov does not depend on the response; any non-degenerate one will do
+        stand_in = np.random.default_rng(0).standard_normal(design.n)
+        _, vcov = _criterion_and_vcov(design.with_response(stand_in), theta, beta,
+                                      float(sigma), reml)
+    messages = ["parameters specified by the user"]
+    if not has_response:
+        deviance = np.nan
+        messages.append(f"no response column {spec.response!r} in the data: deviance, "
+                        "logLik, AIC and BIC are not available (NaN)")
     u = tuple(np.zeros((b.nlevels, b.q)) for b in design.random.blocks)
     bounded = np.isfinite(design.random.theta_lower)
     return LmerFit(design=design, reml=reml, engine="native", theta=theta, beta=beta,
-                   sigma=float(sigma), deviance=np.nan, vcov_beta=np.full((p, p), np.nan),
+                   sigma=float(sigma), deviance=deviance, vcov_beta=vcov,
                    u=u, opt=None, is_singular=bool(np.any(theta[bounded] < 1e-4)),
-                   converged=True, messages=("parameters specified by the user",),
-                   data_name="specified")
+                   converged=True, messages=tuple(messages), data_name="specified")
+
+
+def _criterion_and_vcov(design, theta: np.ndarray, beta: np.ndarray, sigma: float,
+                        reml: bool) -> tuple[float, np.ndarray]:
+    """The REML criterion at (θ, σ) or −2 log-likelihood at (θ, β, σ), and σ²(R_XᵀR_X)⁻¹,
+    from the penalised least squares factorisation at θ."""
+    from crossed.engines.native.pls import PLS, deviance_at
+
+    n, p = design.X.shape
+    pls = PLS(design.random.blocks, design.X, design.y)
+    f = pls.factor(theta)
+    if not f.ok:
+        raise ValueError("the specified variances give a system that is not positive "
+                         "definite; check varcorr and sigma")
+    if reml:
+        dev = deviance_at(f, sigma, n, p, reml=True)
+    else:  # r²(θ, β) = r²(θ) + ‖R_X (β − β̂_θ)‖²
+        beta_hat, _ = pls.solve(f)
+        Lx = f.L[pls.r_rand:-1, pls.r_rand:-1]
+        extra = float(np.sum((np.tril(Lx).T @ (beta - beta_hat)) ** 2))
+        s2 = sigma * sigma
+        dev = f.ldL2 + (f.pwrss + extra) / s2 + n * np.log(2.0 * np.pi * s2)
+    Ri = pls.rx_inverse(f)
+    return float(dev), sigma**2 * (Ri.T @ Ri)
 
 
 def _plain_frame(fit: LmerFit) -> pd.DataFrame:

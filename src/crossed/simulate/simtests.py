@@ -8,7 +8,8 @@ row: ``status`` ("ok", "non_estimable"), ``estimate``, ``std_error``, ``df``, ``
 
 - :func:`fixed` — t test of one coefficient (lmerTest's ``summary`` table).
 - :func:`emm_contrast` — a contrast of estimated marginal means (emmeans' ``pairs`` or
-  ``contrast``), estimability checked as emmeans does on rank-deficient refits.
+  ``contrast``), or with more than two means and no contrast named, the joint F test that
+  all are equal; estimability checked as emmeans does on rank-deficient refits.
 - :func:`lrt` — likelihood-ratio test dropping a fixed-effect term (both models refitted
   by maximum likelihood, as ``anova(reduced, full)`` in lme4).
 - any callable ``f(fit) -> p_value`` or ``-> dict`` with at least ``p_value``.
@@ -17,7 +18,7 @@ row: ``status`` ("ok", "non_estimable"), ``estimate``, ``std_error``, ``df``, ``
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +29,6 @@ if TYPE_CHECKING:
     from crossed.fit import LmerFit
 
 RESULT_KEYS = ("estimate", "std_error", "df", "statistic", "p_value")
-ESTIMABLE_TOL = 1e-8
 
 
 def _nan_row(status: str) -> dict:
@@ -97,17 +97,15 @@ class ContrastTest:
                          for n, b in zip(fit.fixef_names, fit.beta, strict=True)))
 
     def _estimable(self, rows: np.ndarray | None) -> bool:
-        """emmeans' rule: L is estimable if it is orthogonal to the null space of X[rows]."""
+        """emmeans' rule (:mod:`crossed.inference.estimability`): L is estimable on the
+        subset when it is orthogonal to the null space of X[rows]."""
+        from crossed.inference.estimability import is_estimable, nonest_basis
+
         if self.X is None or rows is None:
             return False
         X = self.X[np.asarray(rows)]
         L = np.array([self.weights.get(n, 0.0) for n in self.names])
-        _, s, vt = np.linalg.svd(X, full_matrices=True)
-        rank = int(np.sum(s > max(X.shape) * np.finfo(float).eps * (s[0] if len(s) else 1)))
-        null = vt[rank:]
-        if null.shape[0] == 0:
-            return True
-        return bool(np.max(np.abs(null @ L)) <= ESTIMABLE_TOL * max(1.0, np.max(np.abs(L))))
+        return bool(is_estimable(L, nonest_basis(X))[0])
 
 
 def fixed(term: str, ddf: str = "satterthwaite") -> Callable[[LmerFit], ContrastTest]:
@@ -134,18 +132,86 @@ def fixed(term: str, ddf: str = "satterthwaite") -> Callable[[LmerFit], Contrast
     return setup
 
 
-def emm_contrast(specs: str | list[str], contrast: str | dict | None = None,
-                 ddf: str = "satterthwaite") -> Callable[[LmerFit], ContrastTest]:
+@dataclass
+class JointContrastTest:
+    """A joint F test that several linear functions of the fixed effects are all zero.
+
+    emmeans' ``test(contrast(emm, "consec"), joint = TRUE)``: F on an orthonormal basis of
+    the rows, denominator df the smallest df of the basis rows. A refit on which not every
+    direction is estimable (emmeans would reduce df1) is reported as ``non_estimable``.
+
+    Attributes
+    ----------
+    name : str
+        Label shown in result tables.
+    L : numpy.ndarray
+        Rows over the original fit's fixed effects (``names``).
+    ddf : str
+    X : numpy.ndarray, optional
+        The original fixed-effects matrix (estimability on subsets).
+    names : tuple of str
+    df1 : int
+        Numerator df on the original fit.
+    """
+
+    name: str
+    L: np.ndarray = field(repr=False)
+    ddf: str = "satterthwaite"
+    X: np.ndarray | None = field(default=None, repr=False)
+    names: tuple[str, ...] = ()
+    df1: int = 0
+
+    def __call__(self, fit: LmerFit, rows: np.ndarray | None = None) -> dict:
+        from crossed.inference.emmeans import _joint_f
+        from crossed.inference.estimability import NullBasis, nonest_basis
+
+        refit_names = tuple(fit.fixef_names)
+        L, nb = self.L, None
+        if refit_names != tuple(self.names):
+            if self.X is None or rows is None:
+                return _nan_row("non_estimable")
+            kept = np.array([self.names.index(n) for n in refit_names], dtype=int)
+            basis = nonest_basis(self.X[np.asarray(rows)])
+            if basis is None:
+                L = self.L[:, kept]
+            else:
+                nb = NullBasis(spec=None, kept=kept, basis=basis)
+        res = _joint_f(fit, L, self.ddf, nb)
+        if res["df1"] < self.df1:
+            return _nan_row("non_estimable")
+        return {"status": "ok", "estimate": np.nan, "std_error": np.nan, "df": res["df2"],
+                "statistic": res["statistic"], "p_value": res["p_value"]}
+
+
+def emm_contrast(specs: str | list[str], contrast: str | dict | Sequence[float] | None = None,
+                 ddf: str = "satterthwaite") -> Callable[[LmerFit], Any]:
     """A contrast of estimated marginal means, tested with ``ddf`` (emmeans' ``pairs``).
 
     Parameters
     ----------
     specs : str or list of str
         Factor(s) of the means, e.g. ``"language"``.
-    contrast : str or dict, optional
-        A contrast label of ``fit.emmeans(specs).pairs()`` (e.g. ``"en - es"``), or custom
-        weights ``{name: weights over the means}``. Default: the first pairwise difference.
+    contrast : str, dict or sequence of float, optional
+        Which contrast to test: a label of ``fit.emmeans(specs).pairs()`` (e.g.
+        ``"en - es"``), weights over the means (a sequence, or ``{name: weights}``; a dict
+        of several contrasts is tested jointly). Default: with two means their difference
+        (t test); with more, the joint F test that all the means are equal (emmeans'
+        ``test(contrast(emm, "consec"), joint = TRUE)``, the ``joint_tests`` row of the
+        factor). The test's label (``name``, shown by power and ablation summaries) says
+        which: ``"en - es"`` or ``"model: all 4 means equal (joint F, df1 = 3)"``.
     ddf : {"satterthwaite", "kenward-roger", "none"}
+
+    Returns
+    -------
+    A test factory; bound to a fit it gives a :class:`ContrastTest` (t test: ``estimate``,
+    ``std_error``, ``df``, ``statistic`` = t) or a :class:`JointContrastTest` (F test:
+    ``df`` = denominator df, ``statistic`` = F, no estimate).
+
+    Raises
+    ------
+    ValueError
+        An unknown contrast label, weights of the wrong length, or a contrast that is not
+        estimable on the fit (an empty cell).
 
     Notes
     -----
@@ -157,27 +223,42 @@ def emm_contrast(specs: str | list[str], contrast: str | dict | None = None,
     from crossed.inference.coefs import normalise_ddf
 
     method = normalise_ddf(ddf)
+    specs_label = specs if isinstance(specs, str) else ":".join(specs)
 
-    def setup(fit: LmerFit) -> ContrastTest:
-        from crossed.inference.emmeans import _contrast_weights, _labels, emmeans
+    def setup(fit: LmerFit) -> ContrastTest | JointContrastTest:
+        from crossed.inference.emmeans import _consec, _contrast_weights, _labels, emmeans
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             emm = emmeans(fit, specs, ddf=method)
         labels = _labels(emm.grid)
+        k_means = len(labels)
         if isinstance(contrast, dict):
             W, names = _contrast_weights(contrast, labels, 0)
+        elif contrast is not None and not isinstance(contrast, str):
+            W, names = _contrast_weights({"custom": list(contrast)}, labels, 0)
+        elif contrast is None and k_means > 2:
+            W, names = _consec(k_means), [f"{specs_label}: all {k_means} means equal "
+                                          f"(joint F, df1 = {k_means - 1})"]
         else:
             W, names = _contrast_weights("pairwise", labels, 0)
-        k = 0
-        if isinstance(contrast, str):
-            if contrast not in names:
-                raise ValueError(f"contrast {contrast!r} not among {names}")
-            k = names.index(contrast)
-        row = W[k] @ emm.linfct
-        weights = dict(zip(fit.fixef_names, row.tolist(), strict=True))
-        return ContrastTest(name=names[k], weights=weights, ddf=method, X=fit.design.X,
-                            names=fit.fixef_names)
+            if isinstance(contrast, str):
+                if contrast not in names:
+                    raise ValueError(f"contrast {contrast!r} not among {names}")
+                W, names = W[[names.index(contrast)]], [contrast]
+            W, names = W[:1], names[:1]
+        est = emm._estimable(W, np.arange(k_means))
+        if not est.all():
+            raise ValueError(f"contrast {names[0]!r} of {specs_label!r} is not estimable on "
+                             "this rank-deficient fit (an empty cell); choose another")
+        rows = W @ emm.linfct
+        if W.shape[0] == 1:
+            weights = dict(zip(fit.fixef_names, rows[0].tolist(), strict=True))
+            return ContrastTest(name=names[0], weights=weights, ddf=method, X=fit.design.X,
+                                names=fit.fixef_names)
+        name = names[0] if contrast is None else f"{specs_label}: {', '.join(names)} (joint F)"
+        return JointContrastTest(name=name, L=rows, ddf=method, X=fit.design.X,
+                                 names=tuple(fit.fixef_names), df1=W.shape[0])
 
     setup.label = f"emm {specs}"  # type: ignore[attr-defined]
     return setup
@@ -299,7 +380,7 @@ def bind_test(test: Any, fit: LmerFit) -> Callable[..., dict]:
             return lrt(test)(fit)
         raise ValueError(f"{test!r} is neither a coefficient ({', '.join(fit.fixef_names)}) "
                          f"nor a term ({', '.join(fit.design.fixed.term_labels)})")
-    if isinstance(test, ContrastTest | LikelihoodRatioTest | CallableTest):
+    if isinstance(test, ContrastTest | JointContrastTest | LikelihoodRatioTest | CallableTest):
         return test
     if callable(test) and hasattr(test, "label"):
         return test(fit)
