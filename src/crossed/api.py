@@ -13,7 +13,8 @@ from crossed.formula import parse
 
 def lmer(formula: str, data: pd.DataFrame, reml: bool = True, engine: str = "native",
          reference: dict[str, str] | None = None, na_action: str = "omit",
-         control: LmerControl | None = None, data_name: str | None = None) -> LmerFit:
+         control: LmerControl | None = None, data_name: str | None = None,
+         trusted: bool = False) -> LmerFit:
     """Fit a linear mixed model written in lme4's formula language.
 
     Parameters
@@ -39,11 +40,17 @@ def lmer(formula: str, data: pd.DataFrame, reml: bool = True, engine: str = "nat
         Optimiser settings (lme4's defaults).
     data_name : str, optional
         Name of the data shown by ``summary()``.
+    trusted : bool
+        Let the formula evaluate arbitrary Python expressions. By default it may use
+        column names, numbers, arithmetic and a short list of functions (``I``, ``C``,
+        ``log``, ``exp``, ``sqrt``, ``abs``, ``scale``, ``center``, ``poly``, ...), and
+        anything else raises :class:`~crossed.FormulaError` before it is evaluated, so a
+        formula from a file or a command line cannot run code.
 
     Returns
     -------
     LmerFit
     """
-    spec = parse(formula, reference=reference)
+    spec = parse(formula, reference=reference, trusted=trusted)
     design = build_design(spec, data, na_action=na_action)
     return fit_with(engine, design, reml=reml, control=control, data_name=data_name or "data")

@@ -11,6 +11,8 @@ from formulaic import model_matrix
 from formulaic.model_spec import ModelSpec as FormulaicSpec
 
 from crossed.design.frame import DataError, check_numeric_response, quote_dotted
+from crossed.formula.grammar import plain_message, power_in_calls
+from crossed.formula.safety import SAFE_CONTEXT
 
 RANK_TOL = 1e-7
 
@@ -29,7 +31,7 @@ class MatrixSpec:
     def build(self, frame: pd.DataFrame) -> np.ndarray:
         if self.formulaic is None:
             return _plain_matrix(self.plain, frame)[:, list(self.keep)]
-        mm = self.formulaic.get_model_matrix(frame, output="numpy")
+        mm = self.formulaic.get_model_matrix(frame, output="numpy", context=SAFE_CONTEXT)
         return np.asarray(mm, dtype=float)[:, list(self.keep)]
 
 
@@ -201,12 +203,13 @@ def build_fixed(rhs: str, frame: pd.DataFrame, caret: bool = False) -> FixedDesi
     else:
         text = quote_dotted(rhs, set(frame.columns))
         try:
-            mm = model_matrix(text, frame, output="pandas", na_action="raise")
+            mm = model_matrix(text, frame, output="pandas", na_action="raise",
+                              context=SAFE_CONTEXT)
         except DataError:
             raise
         except Exception as exc:  # formulaic's errors carry the expression at fault
-            raise DataError(f"cannot build the fixed-effects matrix for {rhs!r}: {exc}"
-                            ) from exc
+            raise DataError(f"cannot build the fixed-effects matrix for {rhs!r}: "
+                            f"{plain_message(exc)}") from exc
         fspec = mm.model_spec
         X = np.asarray(mm.to_numpy(), dtype=float)
         names, labels, assign = _r_column_names(fspec, list(mm.columns), caret)
@@ -262,11 +265,13 @@ def build_matrix(
         spec = MatrixSpec(formulaic=None, names=names, keep=tuple(range(len(plain))),
                           plain=plain)
         return _plain_matrix(plain, frame), names, spec
-    text = quote_dotted(expr, set(frame.columns))
+    text = quote_dotted(power_in_calls(expr), set(frame.columns))
     try:
-        mm = model_matrix(text, frame, output="pandas", na_action="raise")
+        mm = model_matrix(text, frame, output="pandas", na_action="raise",
+                          context=SAFE_CONTEXT)
     except Exception as exc:
-        raise DataError(f"cannot build the random-effects matrix for {expr!r}: {exc}") from exc
+        raise DataError(f"cannot build the random-effects matrix for {expr!r}: "
+                        f"{plain_message(exc)}") from exc
     names, _, _ = _r_column_names(mm.model_spec, list(mm.columns), caret)
     keep = tuple(range(len(names)))
     return (
@@ -285,9 +290,11 @@ def build_response(response: str, frame: pd.DataFrame) -> np.ndarray:
         return check_numeric_response(col.to_numpy(), response)
     text = quote_dotted(f"0 + {response}", set(frame.columns))
     try:
-        mm = model_matrix(text, frame, output="numpy", na_action="raise")
+        mm = model_matrix(text, frame, output="numpy", na_action="raise",
+                          context=SAFE_CONTEXT)
     except Exception as exc:
-        raise DataError(f"cannot evaluate the response {response!r}: {exc}") from exc
+        raise DataError(f"cannot evaluate the response {response!r}: "
+                        f"{plain_message(exc)}") from exc
     arr = np.asarray(mm, dtype=float)
     if arr.ndim != 2 or arr.shape[1] != 1:
         raise DataError(f"response {response!r} is not a single numeric column")

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from formulaic import Formula
 
+from crossed.formula.safety import expression_names
 from crossed.formula.spec import ModelSpec
 
 _IDENT = re.compile(r"`[^`]+`|[A-Za-z_.][A-Za-z0-9_.]*")
@@ -34,7 +34,7 @@ def expression_variables(text: str, columns: set[str]) -> set[str]:
     """Data columns an expression (formulaic right-hand side) refers to."""
     if text.strip() in columns:
         return {text.strip()}
-    return {str(v) for v in Formula(quote_dotted(text, columns)).required_variables}
+    return expression_names(quote_dotted(text, columns))
 
 
 def r_level_order(values: pd.Series) -> list:

@@ -10,7 +10,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_NAME = re.compile(r"`[^`]+`|[A-Za-z_.][A-Za-z0-9_.]*")
+# R's names: letters (any alphabet), digits, '.' and '_', not starting with a digit; or
+# anything but a backtick inside backticks
+_NAME = re.compile(r"`[^`]+`|(?:[^\W\d]|\.)[\w.]*")
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+
+
+def plain_message(exc: BaseException) -> str:
+    """An exception's message without terminal escape codes (formulaic colours its own)."""
+    return _ANSI.sub("", str(exc))
 
 
 class FormulaError(ValueError):
@@ -173,13 +181,26 @@ def parse_formula(formula: str) -> ParsedFormula:
                 "a '|' outside parentheses: expected a random term written as (expr | group)",
             )
         fixed_parts.append(piece if sign == "+" else f"- {piece}")
-    fixed = _power_in_calls(" + ".join(fixed_parts).replace("+ -", "-"))
+    fixed = power_in_calls(" + ".join(fixed_parts).replace("+ -", "-"))
     if not fixed:
         fixed = "1"
     return ParsedFormula(response=response, fixed=fixed, random=tuple(random_terms))
 
 
-def _power_in_calls(text: str) -> str:
+def split_outside_ticks(text: str, seps: str) -> list[str]:
+    """Split on any of ``seps`` outside backticked names."""
+    parts, start, tick = [], 0, False
+    for i, ch in enumerate(text):
+        if ch == "`":
+            tick = not tick
+        elif ch in seps and not tick:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return parts
+
+
+def power_in_calls(text: str) -> str:
     """R's ``^`` inside a function call (``I(x^2)``, ``log(x^2)``) is arithmetic power:
     written ``**`` for formulaic; a ``^`` outside calls, ``(a + b)^2``, stays a formula
     operator."""
@@ -223,7 +244,7 @@ def _random_term(formula: str, inner: str, pos: int, bar: int, double: bool) -> 
     if "|" in group:
         at = pos + group_start + group.index("|")
         raise FormulaError(formula, at, "a second '|' in one term")
-    names = [tok.strip() for tok in re.split(r"[:/]", group)]
+    names = [tok.strip() for tok in split_outside_ticks(group, ":/")]
     for tok in names:
         if not tok or not _NAME.fullmatch(tok):
             at = pos + group_start
@@ -236,5 +257,6 @@ def _random_term(formula: str, inner: str, pos: int, bar: int, double: bool) -> 
                 formula, at,
                 f"expected a grouping factor name (or a:b, a/b) after '|', got {group!r}",
             )
-    check = re.sub(r"\s+", "", group)
-    return RawRandomTerm(expr=_power_in_calls(expr), group=check, double_bar=double, position=pos)
+    check = "".join(p if p.startswith("`") else re.sub(r"\s+", "", p)
+                    for p in re.split(r"(`[^`]*`)", group))
+    return RawRandomTerm(expr=power_in_calls(expr), group=check, double_bar=double, position=pos)
