@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 from dataclasses import dataclass, replace
 
@@ -81,7 +82,9 @@ def _r_part(part: str, expr: str, categories: list | None) -> str | None:
         if rest == "":
             return bare
         if categories is None:
-            return None
+            # a matrix-valued transform (poly(x, 2)[1]): R pastes the column label on
+            m = re.fullmatch(r"\[([^\[\]]+)\]", rest)
+            return f"{bare}{m.group(1)}" if m else None
         for lv in sorted(categories, key=lambda v: -len(str(v))):
             if rest in (f"[T.{lv}]", f"[{lv}]"):
                 return f"{bare}{lv}"
