@@ -109,7 +109,16 @@ def _r_column_names(
                 names.append("(Intercept)")
                 continue
             names.append(_power(_r_column_name(col, factors, state), caret))
-    return names, labels, assign
+    return [_untick(n) for n in names], [_untick(t) for t in labels], assign
+
+
+_TICKED_R_NAME = re.compile(r"`((?:[^\W\d]|\.)[\w.]*)`")
+
+
+def _untick(name: str) -> str:
+    """R quotes only non-syntactic names: ``np.log(`Informed.liking`)`` ->
+    ``np.log(Informed.liking)``; ``log(`my x`)`` keeps its backticks."""
+    return _TICKED_R_NAME.sub(r"\1", name)
 
 
 def _r_column_name(col: str, factors: list, state: dict) -> str:
