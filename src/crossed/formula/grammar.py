@@ -8,6 +8,7 @@ random terms ``(expr | g)`` / ``(expr || g)`` whose grouping side may use ``:`` 
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 
 # R's names: letters (any alphabet), digits, '.' and '_', not starting with a digit; or
@@ -18,7 +19,9 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 
 def plain_message(exc: BaseException) -> str:
     """An exception's message without terminal escape codes (formulaic colours its own)."""
-    return _ANSI.sub("", str(exc))
+    text = _ANSI.sub("", str(exc))
+    return "".join("?" if unicodedata.category(ch) == "Cc" and ch != "\n" else ch
+                   for ch in text)
 
 
 class FormulaError(ValueError):
@@ -28,7 +31,15 @@ class FormulaError(ValueError):
         self.formula = formula
         self.position = position
         pointer = " " * position + "^"
-        super().__init__(f"{message} at position {position}:\n  {formula}\n  {pointer}")
+        shown = _printable(formula)
+        super().__init__(f"{message} at position {position}:\n  {shown}\n  {pointer}")
+
+
+def _printable(text: str) -> str:
+    """The formula as shown in an error: control characters (escape codes, newlines)
+    replaced one for one, so the pointer below stays aligned."""
+    return "".join(" " if ch in "\t\n\r" else "?" if unicodedata.category(ch) == "Cc"
+                   else ch for ch in str(text))
 
 
 @dataclass(frozen=True)

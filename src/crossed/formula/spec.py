@@ -13,6 +13,8 @@ from crossed.formula.grammar import (
 )
 from crossed.formula.safety import check_expression
 
+_PLAIN_NAME = re.compile(r"(?:[^\W\d]|\.(?![0-9]))[\w.]*")
+
 
 @dataclass(frozen=True)
 class RandomTermSpec:
@@ -70,6 +72,13 @@ class ModelSpec:
     def reference_levels(self) -> dict[str, str]:
         return dict(self.reference)
 
+    def to_formula(self) -> str:
+        """The formula written back from the spec (random terms after expansion of ``/``);
+        ``parse(spec.to_formula())`` gives the same terms."""
+        terms = [f"({t.expr} {'||' if t.uncorrelated else '|'} "
+                 f"{':'.join(_tick(f) for f in t.factors)})" for t in self.random]
+        return " + ".join([f"{self.response} ~ {self.fixed}", *terms])
+
     @property
     def group_factors(self) -> tuple[str, ...]:
         """Every data column used in a grouping factor, in order of first use."""
@@ -78,6 +87,11 @@ class ModelSpec:
             for f in term.factors:
                 seen.setdefault(f, None)
         return tuple(seen)
+
+
+def _tick(name: str) -> str:
+    """A column name as a formula writes it: backticked unless a plain R name."""
+    return name if _PLAIN_NAME.fullmatch(name) else f"`{name}`"
 
 
 def _strip_ticks(name: str) -> str:
