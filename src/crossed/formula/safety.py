@@ -20,8 +20,9 @@ unless every node is on the allow-list:
 from __future__ import annotations
 
 import ast
+import functools
 import re
-from collections.abc import Collection, Iterator
+from collections.abc import Collection
 
 import numpy as np
 from formulaic import Formula
@@ -238,22 +239,31 @@ def _kind(node: ast.AST) -> str:
     return names.get(type(node), f"a {type(node).__name__} expression")
 
 
-def _factor_exprs(text: str, formula: str) -> Iterator[tuple[str, str]]:
+def _factor_exprs(text: str, formula: str) -> tuple[tuple[str, str], ...]:
     """(kind, expression) of every factor formulaic would build from ``text``."""
     try:
-        parsed = Formula(text)
-        terms = list(parsed) if hasattr(parsed, "__iter__") else None
-    except FormulaError:
-        raise
+        return _parsed_factors(text)
+    except _NotTerms:
+        raise FormulaError(formula, _locate(formula, text),
+                           f"cannot parse {text!r}: expected terms joined by + - * / :"
+                           ) from None
     except Exception as exc:  # formulaic's parser errors (their messages carry ANSI codes)
         raise FormulaError(formula, _locate(formula, text),
                            f"cannot parse {text!r}: {plain_message(exc)}") from None
+
+
+class _NotTerms(Exception):
+    pass
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed_factors(text: str) -> tuple[tuple[str, str], ...]:
+    """formulaic's parse of ``text`` (parsing evaluates nothing), cached."""
+    parsed = Formula(text)
+    terms = list(parsed) if hasattr(parsed, "__iter__") else None
     if terms is None or not all(hasattr(t, "factors") for t in terms):
-        raise FormulaError(formula, _locate(formula, text),
-                           f"cannot parse {text!r}: expected terms joined by + - * / :")
-    for term in terms:
-        for factor in term.factors:
-            yield factor.eval_method.value, str(factor.expr)
+        raise _NotTerms
+    return tuple((f.eval_method.value, str(f.expr)) for t in terms for f in t.factors)
 
 
 def _locate(formula: str, piece: str) -> int:
