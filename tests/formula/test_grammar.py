@@ -374,3 +374,19 @@ def test_spaces_and_non_ascii_names_fit_like_plain_ones():
     fit = crossed.lmer("Reaction ~ Días + (Días | `my subject`)", d2)
     assert set(fit.ranef()["group"]) == {"my subject"}
     assert fit.ngroups == {"my subject": 18}
+
+
+def test_caret_in_the_response_is_a_power():
+    # R: lmer(I(Reaction^2) ~ Days + (1 | Subject), sleepstudy) squares the response
+    d = load_table("sleepstudy.csv", ("Subject",))
+    fit = crossed.lmer("I(Reaction^2) ~ Days + (1 | Subject)", d)
+    ref = crossed.lmer("R2 ~ Days + (1 | Subject)", d.assign(R2=d["Reaction"] ** 2))
+    np.testing.assert_allclose(fit.beta, ref.beta, rtol=1e-8)
+
+
+def test_non_ascii_dotted_names_inside_calls():
+    d = load_table("sleepstudy.csv", ("Subject",)).rename(columns={"Days": "Días.n"})
+    fit = crossed.lmer("Reaction ~ np.log(Días.n + 1) + (1 | Subject)", d)
+    ref = crossed.lmer("Reaction ~ ld + (1 | Subject)", d.assign(ld=np.log(d["Días.n"] + 1)))
+    np.testing.assert_allclose(fit.beta, ref.beta, rtol=1e-8)
+    assert fit.fixef_names[1] == "np.log(Días.n + 1)"

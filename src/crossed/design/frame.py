@@ -13,7 +13,7 @@ import pandas as pd
 from crossed.formula.safety import expression_names
 from crossed.formula.spec import ModelSpec
 
-_IDENT = re.compile(r"`[^`]+`|[A-Za-z_.][A-Za-z0-9_.]*")
+_IDENT = re.compile(r"`[^`]+`|(?:[^\W\d]|\.)[\w.]*")
 
 
 class DataError(ValueError):

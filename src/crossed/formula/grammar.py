@@ -164,7 +164,7 @@ def parse_formula(formula: str) -> ParsedFormula:
     if len(tildes) > 1:
         raise FormulaError(formula, tildes[1], "a second '~': expected one 'response ~ terms'")
     tilde = tildes[0]
-    response = formula[:tilde].strip()
+    response = power_in_calls(formula[:tilde].strip())
     if not response:
         raise FormulaError(formula, 0, "missing response: expected a column before '~'")
     rhs_start = tilde + 1
