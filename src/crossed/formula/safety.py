@@ -49,6 +49,8 @@ _FUNCS: dict[str, tuple[int, frozenset[str]]] = {
     "Q": (1, frozenset()),
 }
 _NP_CONSTANTS = {"pi", "e"}
+MAX_EXPONENT = 1000
+MAX_POLY_DEGREE = 25
 _CONTRASTS = {"treatment", "sum", "helmert", "poly", "diff"}
 _BINOPS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)
 _CMPOPS = (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
@@ -106,6 +108,8 @@ class _Checker:
                                      "a power")
             if not isinstance(node.op, _BINOPS):
                 raise _Refused(node, f"the operator {type(node.op).__name__} is not allowed")
+            if isinstance(node.op, ast.Pow):
+                _check_power(node)
             self.expr(node.left)
             return self.expr(node.right)
         if isinstance(node, ast.UnaryOp):
@@ -185,6 +189,13 @@ class _Checker:
             return None
         for value in rest:
             self._literal(value, (bool, int, float))
+        if fname == "poly":
+            degree = [kw.value for kw in node.keywords if kw.arg == "degree"] + node.args[1:]
+            for d in degree:
+                if not (isinstance(d, ast.Constant) and isinstance(d.value, int)
+                        and 1 <= d.value <= MAX_POLY_DEGREE):
+                    raise _Refused(node, f"poly()'s degree must be a whole number from 1 to "
+                                         f"{MAX_POLY_DEGREE}")
         return None
 
     def _q(self, node: ast.Call) -> None:
@@ -225,6 +236,21 @@ class _Checker:
                     self._literal(a, (str, int, float, bool))
             if any(kw.arg is None for kw in node.keywords):
                 raise _Refused(node, "**arguments are not allowed in a formula")
+
+
+def _has_name(node: ast.AST) -> bool:
+    return any(isinstance(n, ast.Name) for n in ast.walk(node))
+
+
+def _check_power(node: ast.BinOp) -> None:
+    """Numbers raised to huge powers (``10 ** 10 ** 10``) would hang Python's integers."""
+    if _has_name(node.left) or _has_name(node.right):
+        return  # a column's values: numpy arithmetic
+    right = node.right.operand if isinstance(node.right, ast.UnaryOp) else node.right
+    if not (isinstance(right, ast.Constant) and isinstance(right.value, int | float)):
+        raise _Refused(node, "a number raised to a computed power")
+    if abs(right.value) > MAX_EXPONENT:
+        raise _Refused(node, f"an exponent above {MAX_EXPONENT} on a number")
 
 
 def _kind(node: ast.AST) -> str:
