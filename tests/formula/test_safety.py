@@ -109,6 +109,7 @@ def test_off_the_list_is_refused(expr):
     "y ~ C(f, contr.sum) + (1 | g)",
     "y ~ C(f, contr.treatment('lo')) + (1 | g)",
     "y ~ C(f, levels=['lo', 'hi']) + (1 | g)",
+    "y ~ C(f, Treatment('lo')) + C(f, Sum) + (1 | g)",
     "y ~ I(x > 3) + (1 | g)",
     "y ~ I(-x) + I(x % 2) + (1 | g)",
     "y ~ Q('x') + (1 | g)",

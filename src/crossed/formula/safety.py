@@ -52,6 +52,7 @@ _NP_CONSTANTS = {"pi", "e"}
 MAX_EXPONENT = 1000
 MAX_POLY_DEGREE = 25
 _CONTRASTS = {"treatment", "sum", "helmert", "poly", "diff"}
+_PATSY_CONTRASTS = {"Treatment", "Sum", "Helmert", "Poly", "Diff"}
 _BINOPS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)
 _CMPOPS = (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
 
@@ -225,9 +226,13 @@ class _Checker:
             return None
         target = node.func if isinstance(node, ast.Call) else node
         parts = _dotted(target)
-        if not parts or len(parts) != 2 or parts[0] != "contr" or parts[1] not in _CONTRASTS:
-            raise _Refused(node, "C() takes contrasts as a name ('treatment') or "
-                                 "contr.<treatment|sum|helmert|poly|diff>")
+        known = parts is not None and (
+            (len(parts) == 2 and parts[0] == "contr" and parts[1] in _CONTRASTS)
+            or (len(parts) == 1 and parts[0] in _PATSY_CONTRASTS))
+        if not known:
+            raise _Refused(node, "C() takes contrasts as a name ('treatment'), "
+                                 "contr.<treatment|sum|helmert|poly|diff> or patsy's "
+                                 "Treatment/Sum/Helmert/Poly/Diff")
         if isinstance(node, ast.Call):
             for a in [*node.args, *(kw.value for kw in node.keywords)]:
                 if isinstance(a, ast.List | ast.Tuple):
@@ -402,9 +407,12 @@ def _collect(node: ast.AST, aliases: dict[str, str], out: set[str]) -> None:
                                                                     ast.Constant):
             out.add(str(node.args[0].value))
             return
-        for child in [*node.args, *(kw.value for kw in node.keywords)]:
-            _collect(child, aliases, out)
         func = _dotted(node.func)
+        children = [*node.args, *(kw.value for kw in node.keywords)]
+        if func == ["C"]:  # C(x, Sum, levels=[...]): only x is data
+            children = node.args[:1]
+        for child in children:
+            _collect(child, aliases, out)
         if func is None:
             _collect(node.func, aliases, out)
         elif len(func) > 1 and func[0] not in ("np", "contr"):  # x.method() (trusted)
