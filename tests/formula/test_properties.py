@@ -22,7 +22,7 @@ import crossed
 from crossed.design import DataError, build_design
 from crossed.formula import FormulaError
 
-SETTINGS = settings(max_examples=150, deadline=None,
+SETTINGS = settings(max_examples=150, deadline=None, database=None,
                     suppress_health_check=[HealthCheck.too_slow])
 
 NUMERIC = ["x", "z", "Días"]
