@@ -109,6 +109,7 @@ def _parse_and_build(text: str) -> None:
     except Exception as exc:  # noqa: BLE001 - the property: only FormulaError
         assert isinstance(exc, FormulaError), f"{type(exc).__name__}: {exc}"
         assert "\x1b" not in str(exc)
+        assert 0 <= exc.position <= len(text)
         return
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -157,3 +158,13 @@ def test_known_bad_formulas(formula):
             warnings.simplefilter("ignore")
             build_design(crossed.parse(formula), FRAME)
     assert "\x1b" not in str(err.value)
+
+
+@pytest.mark.parametrize("formula, at", [
+    ("y ~ x $ 2 + (1 | g)", "$"), ("y ~ x + I(x $ 2) + (1 | g)", "$"),
+    ("y ~ x + I(x + ) + (1 | g)", ")"), ("y ~ x + z : + (1 | g)", ":"),
+])
+def test_errors_point_at_the_fault(formula, at):
+    with pytest.raises(FormulaError) as err:
+        crossed.parse(formula)
+    assert err.value.position == formula.index(at)

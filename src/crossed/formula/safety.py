@@ -279,8 +279,24 @@ def _factor_exprs(text: str, formula: str) -> tuple[tuple[str, str], ...]:
                            f"cannot parse {text!r}: expected terms joined by + - * / :"
                            ) from None
     except Exception as exc:  # formulaic's parser errors (their messages carry ANSI codes)
-        raise FormulaError(formula, _locate(formula, text),
-                           f"cannot parse {text!r}: {plain_message(exc)}") from None
+        message, at = _formulaic_message(exc)
+        piece = text
+        if isinstance(exc, SyntaxError) and exc.text and exc.offset:
+            piece, at = exc.text.strip(), exc.offset - 1 - (len(exc.text) -
+                                                           len(exc.text.lstrip()))
+        start = formula.find(piece)
+        pos = start + at if start >= 0 and at is not None else _locate(formula, text)
+        raise FormulaError(formula, pos, f"cannot parse {text!r}: {message}") from None
+
+
+def _formulaic_message(exc: Exception) -> tuple[str, int | None]:
+    """formulaic's first message line, and where its ⧛marker⧚ points in the text."""
+    if isinstance(exc, SyntaxError):
+        return f"invalid Python syntax ({exc.msg})", None
+    lines = plain_message(exc).splitlines()
+    marked = next((ln for ln in lines if "\u29db" in ln), None)
+    return (lines[0].strip() if lines else type(exc).__name__,
+            marked.index("\u29db") if marked is not None else None)
 
 
 class _NotTerms(Exception):
