@@ -17,7 +17,8 @@ from crossed.formula import parse
 
 def lmer(formula: str, data: pd.DataFrame, reml: bool = True, engine: str = "native",
          reference: dict[str, str] | None = None, na_action: str = "omit",
-         control: LmerControl | None = None, data_name: str | None = None) -> LmerFit:
+         control: LmerControl | None = None, data_name: str | None = None,
+         trusted: bool = False) -> LmerFit:
     """Fit a linear mixed model written in lme4's formula language.
 
     Parameters
@@ -50,13 +51,21 @@ def lmer(formula: str, data: pd.DataFrame, reml: bool = True, engine: str = "nat
         Optimiser settings (lme4's defaults).
     data_name : str, optional
         Name of the data shown by ``summary()``.
+    trusted : bool
+        Let the formula evaluate arbitrary Python expressions. By default it may use
+        column names, numbers, arithmetic and a short list of functions (``I``, ``C``,
+        ``log``, ``exp``, ``sqrt``, ``abs``, ``scale``, ``center``, ``poly``, ...), and
+        anything else raises :class:`~crossed.FormulaError` before it is evaluated, so a
+        formula from a file or a command line cannot run code.
 
     Returns
     -------
     LmerFit
     """
     _check_arguments(formula, reml, engine, reference, na_action, control, data_name)
-    spec = parse(formula, reference=reference)
+    if not isinstance(trusted, bool | np.bool_):
+        raise TypeError(f"trusted must be True or False, got {trusted!r}")
+    spec = parse(formula, reference=reference, trusted=bool(trusted))
     design = build_design(spec, data, na_action=na_action)
     check_response_varies(design.y, spec.response)
     return fit_with(engine, design, reml=bool(reml), control=control, data_name=data_name or "data")

@@ -334,3 +334,58 @@ def test_r_formula_verbatim_gives_r_names(extra):
     r = extra["fixed_I_log"]
     fit = _fit(r["formula"], ss)
     assert list(fit.fixef.index) == as_list(r["fixef_names"])
+
+
+# ------------------------------------------------------------------ names as R writes them
+@pytest.mark.parametrize("formula, factors, name", [
+    ("y ~ x + (1 | `my group`)", ("my group",), "my group"),
+    ("y ~ x + (1 | ` two  spaces `)", (" two  spaces ",), " two  spaces "),
+    ("y ~ x + (1 | `a b`:c)", ("a b", "c"), "a b:c"),
+    ("y ~ x + (1 | `a/b`)", ("a/b",), "a/b"),
+    ("y ~ Días + (1 | Sujeto_ñ)", ("Sujeto_ñ",), "Sujeto_ñ"),
+    ("y ~ x + (1 | 被试)", ("被试",), "被试"),
+    ("y ~ x + (1 | .g)", (".g",), ".g"),
+])
+def test_group_names_as_r_accepts_them(formula, factors, name):
+    # R: lmer(y ~ x + (1 | `my group`), d) and non-ASCII letters in names both work
+    (term,) = crossed.parse(formula).random
+    assert term.factors == factors and term.name == name
+
+
+@pytest.mark.parametrize("formula", ["y ~ x + (1 | 1g)", "y ~ x + (1 | a b)",
+                                     "y ~ x + (1 | g$)"])
+def test_group_names_r_refuses(formula):
+    with pytest.raises(crossed.FormulaError):
+        crossed.parse(formula)
+
+
+def test_spaces_and_non_ascii_names_fit_like_plain_ones():
+    d = load_table("sleepstudy.csv", ("Subject",))
+    plain = crossed.lmer("Reaction ~ Days + (Days | Subject)", d)
+    d2 = d.rename(columns={"Subject": "my subject", "Days": "Días"})
+    d2["Sujeto_ñ"] = d2["my subject"]
+    for formula in ("Reaction ~ Días + (Días | `my subject`)",
+                    "Reaction ~ `Días` + (1 + Días | Sujeto_ñ)"):
+        fit = crossed.lmer(formula, d2)
+        np.testing.assert_allclose(fit.beta, plain.beta, rtol=1e-6)
+        np.testing.assert_allclose(fit.sigma, plain.sigma, rtol=1e-6)
+        assert fit.fixef_names == ("(Intercept)", "Días")
+    fit = crossed.lmer("Reaction ~ Días + (Días | `my subject`)", d2)
+    assert set(fit.ranef()["group"]) == {"my subject"}
+    assert fit.ngroups == {"my subject": 18}
+
+
+def test_caret_in_the_response_is_a_power():
+    # R: lmer(I(Reaction^2) ~ Days + (1 | Subject), sleepstudy) squares the response
+    d = load_table("sleepstudy.csv", ("Subject",))
+    fit = crossed.lmer("I(Reaction^2) ~ Days + (1 | Subject)", d)
+    ref = crossed.lmer("R2 ~ Days + (1 | Subject)", d.assign(R2=d["Reaction"] ** 2))
+    np.testing.assert_allclose(fit.beta, ref.beta, rtol=1e-8)
+
+
+def test_non_ascii_dotted_names_inside_calls():
+    d = load_table("sleepstudy.csv", ("Subject",)).rename(columns={"Days": "Días.n"})
+    fit = crossed.lmer("Reaction ~ np.log(Días.n + 1) + (1 | Subject)", d)
+    ref = crossed.lmer("Reaction ~ ld + (1 | Subject)", d.assign(ld=np.log(d["Días.n"] + 1)))
+    np.testing.assert_allclose(fit.beta, ref.beta, rtol=1e-8)
+    assert fit.fixef_names[1] == "np.log(Días.n + 1)"

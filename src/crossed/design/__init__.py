@@ -21,7 +21,7 @@ from crossed.design.random import (
     build_random,
     subset_random,
 )
-from crossed.formula.spec import ModelSpec
+from crossed.formula.spec import ModelSpec, check_spec
 
 __all__ = ["DataError", "Design", "ReBlock", "ReTerm", "build_design"]
 
@@ -120,9 +120,14 @@ def build_design(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -
     ------
     DataError
         Naming the column, term or level at fault.
+    FormulaError
+        When an expression is off the allow-list (:mod:`crossed.formula.safety`) and
+        ``spec.trusted`` is False.
     """
     prepared = prepare(spec, data, na_action=na_action)
     frame = prepared.data
+    if not spec.trusted:  # the allow-list again, now that the columns are known
+        check_spec(spec, columns={str(c) for c in data.columns})
     y = build_response(spec.response, frame)  # non-finite values refused there
     # a formula written with R's ^ gets R's column names (I(x^2)) back
     caret = "^" in spec.formula

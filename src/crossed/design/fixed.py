@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 from dataclasses import dataclass, replace
 
@@ -11,6 +12,8 @@ from formulaic import model_matrix
 from formulaic.model_spec import ModelSpec as FormulaicSpec
 
 from crossed.design.frame import DataError, check_finite, check_numeric_response, quote_dotted
+from crossed.formula.grammar import plain_message, power_in_calls
+from crossed.formula.safety import SAFE_CONTEXT
 
 RANK_TOL = 1e-7
 
@@ -29,7 +32,7 @@ class MatrixSpec:
     def build(self, frame: pd.DataFrame) -> np.ndarray:
         if self.formulaic is None:
             return _plain_matrix(self.plain, frame)[:, list(self.keep)]
-        mm = self.formulaic.get_model_matrix(frame, output="numpy")
+        mm = self.formulaic.get_model_matrix(frame, output="numpy", context=SAFE_CONTEXT)
         return np.asarray(mm, dtype=float)[:, list(self.keep)]
 
 
@@ -79,7 +82,9 @@ def _r_part(part: str, expr: str, categories: list | None) -> str | None:
         if rest == "":
             return bare
         if categories is None:
-            return None
+            # a matrix-valued transform (poly(x, 2)[1]): R pastes the column label on
+            m = re.fullmatch(r"\[([^\[\]]+)\]", rest)
+            return f"{bare}{m.group(1)}" if m else None
         for lv in sorted(categories, key=lambda v: -len(str(v))):
             if rest in (f"[T.{lv}]", f"[{lv}]"):
                 return f"{bare}{lv}"
@@ -104,7 +109,16 @@ def _r_column_names(
                 names.append("(Intercept)")
                 continue
             names.append(_power(_r_column_name(col, factors, state), caret))
-    return names, labels, assign
+    return [_untick(n) for n in names], [_untick(t) for t in labels], assign
+
+
+_TICKED_R_NAME = re.compile(r"`((?:[^\W\d]|\.)[\w.]*)`")
+
+
+def _untick(name: str) -> str:
+    """R quotes only non-syntactic names: ``np.log(`Informed.liking`)`` ->
+    ``np.log(Informed.liking)``; ``log(`my x`)`` keeps its backticks."""
+    return _TICKED_R_NAME.sub(r"\1", name)
 
 
 def _r_column_name(col: str, factors: list, state: dict) -> str:
@@ -201,12 +215,13 @@ def build_fixed(rhs: str, frame: pd.DataFrame, caret: bool = False) -> FixedDesi
     else:
         text = quote_dotted(rhs, set(frame.columns))
         try:
-            mm = model_matrix(text, frame, output="pandas", na_action="raise")
+            mm = model_matrix(text, frame, output="pandas", na_action="raise",
+                              context=SAFE_CONTEXT)
         except DataError:
             raise
         except Exception as exc:  # formulaic's errors carry the expression at fault
-            raise DataError(f"cannot build the fixed-effects matrix for {rhs!r}: {exc}"
-                            ) from exc
+            raise DataError(f"cannot build the fixed-effects matrix for {rhs!r}: "
+                            f"{plain_message(exc)}") from exc
         fspec = mm.model_spec
         X = np.asarray(mm.to_numpy(), dtype=float)
         names, labels, assign = _r_column_names(fspec, list(mm.columns), caret)
@@ -264,11 +279,13 @@ def build_matrix(
         spec = MatrixSpec(formulaic=None, names=names, keep=tuple(range(len(plain))),
                           plain=plain)
         return _plain_matrix(plain, frame), names, spec
-    text = quote_dotted(expr, set(frame.columns))
+    text = quote_dotted(power_in_calls(expr), set(frame.columns))
     try:
-        mm = model_matrix(text, frame, output="pandas", na_action="raise")
+        mm = model_matrix(text, frame, output="pandas", na_action="raise",
+                          context=SAFE_CONTEXT)
     except Exception as exc:
-        raise DataError(f"cannot build the random-effects matrix for {expr!r}: {exc}") from exc
+        raise DataError(f"cannot build the random-effects matrix for {expr!r}: "
+                        f"{plain_message(exc)}") from exc
     names, _, _ = _r_column_names(mm.model_spec, list(mm.columns), caret)
     keep = tuple(range(len(names)))
     return (
@@ -287,9 +304,11 @@ def build_response(response: str, frame: pd.DataFrame) -> np.ndarray:
         return check_numeric_response(col.to_numpy(), response)
     text = quote_dotted(f"0 + {response}", set(frame.columns))
     try:
-        mm = model_matrix(text, frame, output="numpy", na_action="raise")
+        mm = model_matrix(text, frame, output="numpy", na_action="raise",
+                          context=SAFE_CONTEXT)
     except Exception as exc:
-        raise DataError(f"cannot evaluate the response {response!r}: {exc}") from exc
+        raise DataError(f"cannot evaluate the response {response!r}: "
+                        f"{plain_message(exc)}") from exc
     arr = np.asarray(mm, dtype=float)
     if arr.ndim != 2 or arr.shape[1] != 1:
         raise DataError(f"response {response!r} is not a single numeric column")

@@ -12,11 +12,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from formulaic import Formula
 
+from crossed.formula.safety import expression_names
 from crossed.formula.spec import ModelSpec
 
-_IDENT = re.compile(r"`[^`]+`|[A-Za-z_.][A-Za-z0-9_.]*")
+_IDENT = re.compile(r"`[^`]+`|(?:[^\W\d]|\.)[\w.]*")
 
 
 class DataError(ValueError):
@@ -37,7 +37,7 @@ def expression_variables(text: str, columns: set[str]) -> set[str]:
     """Data columns an expression (formulaic right-hand side) refers to."""
     if text.strip() in columns:
         return {text.strip()}
-    return {str(v) for v in Formula(quote_dotted(text, columns)).required_variables}
+    return expression_names(quote_dotted(text, columns))
 
 
 def r_number(value: float) -> str:

@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import inspect
 import os
+import string
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+
+from crossed.formula import parse
 
 __all__ = ["Specification", "cross_classified", "from_name", "list_named", "load_named",
            "repeated_measures", "resolve_formula"]
@@ -98,6 +101,11 @@ class Specification:
     terms: tuple[tuple[str, str], ...] = ()
     notes: str = ""
 
+    def __post_init__(self) -> None:
+        # field values pasted into the template may not smuggle in code: the formula must
+        # parse and pass the allow-list of crossed.formula.safety (FormulaError otherwise)
+        parse(self.formula)
+
     def __str__(self) -> str:
         return self.formula
 
@@ -172,7 +180,7 @@ def repeated_measures(response: str, within: Sequence[str],
     rec = load_named("repeated_measures")
     fields = {"response": response, "within_product": " * ".join(within_l),
               "subjects": subjects.strip()}
-    formula = rec["formula"].format(**fields)
+    formula = _fill(rec["formula"], fields, rec["name"])
     terms = [(" * ".join(within_l),
               "fixed effects of the conditions and all their interactions")]
     terms += _subjects_terms(subjects)
@@ -221,7 +229,7 @@ def cross_classified(response: str, systems: str = "model", datasets: str = "dat
               "nuisance_indicators": " + ".join(nuis)}
     use_slopes = slopes == "uncorrelated" and bool(nuis)
     template = rec["formula_slopes"] if use_slopes else rec["formula"]
-    formula = template.format(**fields)
+    formula = _fill(template, fields, rec["name"])
     s, d = fields["systems"], fields["datasets"]
     terms = []
     if nuis:
@@ -271,12 +279,22 @@ def from_name(name: str, **fields) -> Specification:
         return _BUILDERS[name](**fields)
     rec = load_named(name)
     filled = {k: " + ".join(v) if isinstance(v, list | tuple) else v for k, v in fields.items()}
-    try:
-        formula = rec["formula"].format(**filled)
-    except KeyError as exc:
-        raise ValueError(f"specification {name!r} needs field {exc.args[0]!r}") from None
+    formula = _fill(rec["formula"], filled, name)
     return Specification(design=rec.get("name", name), formula=formula, fields=fields,
                          notes=rec.get("notes", ""))
+
+
+def _fill(template: str, fields: dict, name: str) -> str:
+    """A template with its ``{field}`` slots filled; only plain field names are allowed
+    (no ``{field.attribute}`` or ``{field[index]}`` lookups from a template file)."""
+    for _, field_name, _, _ in string.Formatter().parse(template):
+        if field_name is not None and not field_name.isidentifier():
+            raise ValueError(f"specification {name!r}: template field {{{field_name}}} is "
+                             "not a plain name")
+    try:
+        return template.format(**fields)
+    except KeyError as exc:
+        raise ValueError(f"specification {name!r} needs field {exc.args[0]!r}") from None
 
 
 def resolve_formula(text: str) -> str:

@@ -8,9 +8,20 @@ random terms ``(expr | g)`` / ``(expr || g)`` whose grouping side may use ``:`` 
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 
-_NAME = re.compile(r"`[^`]+`|[A-Za-z_.][A-Za-z0-9_.]*")
+# R's names: letters (any alphabet), digits, '.' and '_', not starting with a digit; or
+# anything but a backtick inside backticks
+_NAME = re.compile(r"`[^`]+`|(?:[^\W\d]|\.)[\w.]*")
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+
+
+def plain_message(exc: BaseException) -> str:
+    """An exception's message without terminal escape codes (formulaic colours its own)."""
+    text = _ANSI.sub("", str(exc))
+    return "".join("?" if unicodedata.category(ch) == "Cc" and ch != "\n" else ch
+                   for ch in text)
 
 
 class FormulaError(ValueError):
@@ -20,7 +31,15 @@ class FormulaError(ValueError):
         self.formula = formula
         self.position = position
         pointer = " " * position + "^"
-        super().__init__(f"{message} at position {position}:\n  {formula}\n  {pointer}")
+        shown = _printable(formula)
+        super().__init__(f"{message} at position {position}:\n  {shown}\n  {pointer}")
+
+
+def _printable(text: str) -> str:
+    """The formula as shown in an error: control characters (escape codes, newlines)
+    replaced one for one, so the pointer below stays aligned."""
+    return "".join(" " if ch in "\t\n\r" else "?" if unicodedata.category(ch) == "Cc"
+                   else ch for ch in str(text))
 
 
 @dataclass(frozen=True)
@@ -145,7 +164,7 @@ def parse_formula(formula: str) -> ParsedFormula:
     if len(tildes) > 1:
         raise FormulaError(formula, tildes[1], "a second '~': expected one 'response ~ terms'")
     tilde = tildes[0]
-    response = formula[:tilde].strip()
+    response = power_in_calls(formula[:tilde].strip())
     if not response:
         raise FormulaError(formula, 0, "missing response: expected a column before '~'")
     rhs_start = tilde + 1
@@ -173,13 +192,26 @@ def parse_formula(formula: str) -> ParsedFormula:
                 "a '|' outside parentheses: expected a random term written as (expr | group)",
             )
         fixed_parts.append(piece if sign == "+" else f"- {piece}")
-    fixed = _power_in_calls(" + ".join(fixed_parts).replace("+ -", "-"))
+    fixed = power_in_calls(" + ".join(fixed_parts).replace("+ -", "-"))
     if not fixed:
         fixed = "1"
     return ParsedFormula(response=response, fixed=fixed, random=tuple(random_terms))
 
 
-def _power_in_calls(text: str) -> str:
+def split_outside_ticks(text: str, seps: str) -> list[str]:
+    """Split on any of ``seps`` outside backticked names."""
+    parts, start, tick = [], 0, False
+    for i, ch in enumerate(text):
+        if ch == "`":
+            tick = not tick
+        elif ch in seps and not tick:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return parts
+
+
+def power_in_calls(text: str) -> str:
     """R's ``^`` inside a function call (``I(x^2)``, ``log(x^2)``) is arithmetic power:
     written ``**`` for formulaic; a ``^`` outside calls, ``(a + b)^2``, stays a formula
     operator."""
@@ -223,7 +255,7 @@ def _random_term(formula: str, inner: str, pos: int, bar: int, double: bool) -> 
     if "|" in group:
         at = pos + group_start + group.index("|")
         raise FormulaError(formula, at, "a second '|' in one term")
-    names = [tok.strip() for tok in re.split(r"[:/]", group)]
+    names = [tok.strip() for tok in split_outside_ticks(group, ":/")]
     for tok in names:
         if not tok or not _NAME.fullmatch(tok):
             at = pos + group_start
@@ -236,5 +268,6 @@ def _random_term(formula: str, inner: str, pos: int, bar: int, double: bool) -> 
                 formula, at,
                 f"expected a grouping factor name (or a:b, a/b) after '|', got {group!r}",
             )
-    check = re.sub(r"\s+", "", group)
-    return RawRandomTerm(expr=_power_in_calls(expr), group=check, double_bar=double, position=pos)
+    check = "".join(p if p.startswith("`") else re.sub(r"\s+", "", p)
+                    for p in re.split(r"(`[^`]*`)", group))
+    return RawRandomTerm(expr=power_in_calls(expr), group=check, double_bar=double, position=pos)

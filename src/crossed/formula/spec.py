@@ -5,7 +5,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from crossed.formula.grammar import FormulaError, RawRandomTerm, parse_formula
+from crossed.formula.grammar import (
+    FormulaError,
+    RawRandomTerm,
+    parse_formula,
+    split_outside_ticks,
+)
+from crossed.formula.safety import check_expression
+
+_PLAIN_NAME = re.compile(r"(?:[^\W\d]|\.(?![0-9]))[\w.]*")
 
 
 @dataclass(frozen=True)
@@ -48,6 +56,9 @@ class ModelSpec:
         applied when the design is built, because it depends on the data).
     reference : tuple of (str, str)
         Reference level chosen per categorical column.
+    trusted : bool
+        True when the formula's expressions may be arbitrary Python (``trusted=True``);
+        otherwise they passed :mod:`crossed.formula.safety`'s allow-list.
     """
 
     formula: str
@@ -55,10 +66,18 @@ class ModelSpec:
     fixed: str
     random: tuple[RandomTermSpec, ...]
     reference: tuple[tuple[str, str], ...] = field(default=())
+    trusted: bool = False
 
     @property
     def reference_levels(self) -> dict[str, str]:
         return dict(self.reference)
+
+    def to_formula(self) -> str:
+        """The formula written back from the spec (random terms after expansion of ``/``);
+        ``parse(spec.to_formula())`` gives the same terms."""
+        terms = [f"({t.expr} {'||' if t.uncorrelated else '|'} "
+                 f"{':'.join(_tick(f) for f in t.factors)})" for t in self.random]
+        return " + ".join([f"{self.response} ~ {self.fixed}", *terms])
 
     @property
     def group_factors(self) -> tuple[str, ...]:
@@ -68,6 +87,11 @@ class ModelSpec:
             for f in term.factors:
                 seen.setdefault(f, None)
         return tuple(seen)
+
+
+def _tick(name: str) -> str:
+    """A column name as a formula writes it: backticked unless a plain R name."""
+    return name if _PLAIN_NAME.fullmatch(name) else f"`{name}`"
 
 
 def _strip_ticks(name: str) -> str:
@@ -83,8 +107,8 @@ def expand_group(raw: RawRandomTerm) -> list[tuple[tuple[str, ...], str]]:
     out = []
     outer: tuple[str, ...] = ()
     name = ""
-    for level in raw.group.split("/"):
-        parts = tuple(_strip_ticks(p) for p in level.split(":"))
+    for level in split_outside_ticks(raw.group, "/"):
+        parts = tuple(_strip_ticks(p) for p in split_outside_ticks(level, ":"))
         if not outer:
             name = ":".join(parts)
         else:
@@ -98,7 +122,17 @@ def _normalise_expr(expr: str) -> str:
     return re.sub(r"\s+", " ", expr.strip())
 
 
-def parse(formula: str, reference: dict[str, str] | None = None) -> ModelSpec:
+def check_spec(spec: ModelSpec, columns=None) -> None:
+    """Refuse a spec whose response, fixed part or random expressions hold anything off
+    :mod:`crossed.formula.safety`'s allow-list (``columns``: the data's, once known)."""
+    check_expression(f"0 + {spec.response}", spec.formula, columns)
+    check_expression(spec.fixed, spec.formula, columns)
+    for term in spec.random:
+        check_expression(term.expr, spec.formula, columns)
+
+
+def parse(formula: str, reference: dict[str, str] | None = None,
+          trusted: bool = False) -> ModelSpec:
     """Parse an lme4 formula into a :class:`ModelSpec`.
 
     Parameters
@@ -107,6 +141,11 @@ def parse(formula: str, reference: dict[str, str] | None = None) -> ModelSpec:
         lme4 formula, e.g. ``"delta ~ language * task + (1 | architecture/model)"``.
     reference : dict, optional
         Reference (baseline) level per categorical column, e.g. ``{"lr": "5e-5"}``.
+    trusted : bool
+        Evaluate any Python expression the formula holds. By default only column names,
+        numbers, arithmetic and a short list of functions (``I``, ``C``, ``log``, ``exp``,
+        ``sqrt``, ``scale``, ``poly``, ...; :mod:`crossed.formula.safety`) are allowed, so
+        a formula from a file or a command line cannot run code.
 
     Returns
     -------
@@ -115,7 +154,8 @@ def parse(formula: str, reference: dict[str, str] | None = None) -> ModelSpec:
     Raises
     ------
     FormulaError
-        On a syntax error, naming the position and what was expected.
+        On a syntax error, naming the position and what was expected, or on an expression
+        off the allow-list (checked before anything is evaluated).
     """
     parsed = parse_formula(formula)
     terms: list[RandomTermSpec] = []
@@ -132,7 +172,10 @@ def parse(formula: str, reference: dict[str, str] | None = None) -> ModelSpec:
                 )
             )
     ref = tuple(sorted((str(k), str(v)) for k, v in (reference or {}).items()))
-    return ModelSpec(
+    spec = ModelSpec(
         formula=formula, response=parsed.response.strip(), fixed=parsed.fixed,
-        random=tuple(terms), reference=ref,
+        random=tuple(terms), reference=ref, trusted=bool(trusted),
     )
+    if not trusted:
+        check_spec(spec)
+    return spec

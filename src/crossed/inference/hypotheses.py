@@ -32,6 +32,11 @@ def split_term(label: str) -> list[str]:
     return [p.strip().strip("`") for p in split_colons(label)]
 
 
+def _matrix_valued(var: str) -> bool:
+    """A variable R's model frame holds as a matrix (``poly(x, 2)``, ``scale(x)``)."""
+    return var.startswith(("poly(", "scale("))
+
+
 def zapsmall(x: np.ndarray, digits: int = 7) -> np.ndarray:
     """R's ``zapsmall``: round to ``digits`` significant digits of the largest entry."""
     x = np.asarray(x, dtype=float)
@@ -71,7 +76,9 @@ class TermInfo:
         self.cols = {t: [j for j, c in enumerate(self.col_term) if c == t] for t in self.labels}
         self.vars = {t: split_term(t) for t in self.labels}
         levels = fit.design.levels
-        self.numerics = {t: {v for v in vs if v not in levels} for t, vs in self.vars.items()}
+        # R's dataClasses "numeric": not factors, nor the matrices poly() and scale() return
+        self.numerics = {t: {v for v in vs if v not in levels and not _matrix_valued(v)}
+                         for t, vs in self.vars.items()}
         self.contained = {t: [u for u in self.labels if self._contains(t, u)]
                           for t in self.labels}
 
@@ -126,7 +133,7 @@ def _indicator(frame: pd.DataFrame, var: str, levels: dict) -> tuple[np.ndarray,
         return mat, [f"{var}{lv}" for lv in levels[var]]
     if var in frame.columns:
         return frame[var].to_numpy(dtype=float)[:, None], [var]
-    mat, names, _ = build_matrix(f"0 + {var}", frame)
+    mat, names, _ = build_matrix(f"0 + {var}", frame, caret="^" in var)
     return mat, list(names)
 
 
