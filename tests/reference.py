@@ -189,8 +189,9 @@ def assert_theta_well_determined(fit: crossed.LmerFit, theta_r, deviance_r: floa
     """theta agrees with R's in every direction the criterion determines.
 
     Moving theta by d along an eigenvector of the criterion's Hessian (eigenvalue lam)
-    raises the criterion by lam d^2 / 2. R's default stop is ``gap`` = R's criterion minus
-    ours (+ 1e-9 relative) above the optimum, so along that direction R's theta can be off
+    raises the criterion by lam d^2 / 2. The less exact of the two stops is ``gap`` = the
+    difference of the criteria (+ 1e-9 relative) above the optimum, so along that direction
+    its theta can be off
     by sqrt(2 gap / lam): that, doubled, plus ``atol`` (lme4's singularity threshold) is the
     tolerance. A theta that either side puts on its boundary (below 1e-4) must agree to
     ``atol``, or R's value may raise our criterion by at most twice the gap (there the
@@ -203,7 +204,7 @@ def assert_theta_well_determined(fit: crossed.LmerFit, theta_r, deviance_r: floa
     bounded = np.isfinite(lower)
     edge = bounded & ((theta < 1e-4) | (theta_r < 1e-4))
     dev = fit.pls.objective(theta, fit.reml)
-    gap = max(deviance_r - fit.deviance, 0.0) + CRIT_SLACK * abs(deviance_r)
+    gap = abs(deviance_r - fit.deviance) + CRIT_SLACK * abs(deviance_r)
     for i in np.flatnonzero(edge):
         if abs(theta[i] - theta_r[i]) <= atol:
             continue
