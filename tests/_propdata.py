@@ -34,6 +34,8 @@ class Case:
         The grouping factor of each random term as written (``"g2"``, ``"g1:g2"``).
     trt_ref : str or None
         Reference level of ``trt`` (its first level in R's order).
+    params : dict
+        The arguments of :func:`make_case` that rebuild it.
     """
 
     data: pd.DataFrame
@@ -41,92 +43,157 @@ class Case:
     groups: tuple[str, ...]
     terms: tuple[str, ...]
     trt_ref: str | None
+    params: dict
 
     def __repr__(self) -> str:  # what hypothesis prints for a failing example
-        with pd.option_context("display.max_rows", 20, "display.width", 120):
-            return (f"Case(formula={self.formula!r}, n={len(self.data)}, "
-                    f"levels={[self.data[g].nunique() for g in self.groups]},\n"
-                    f"data=pd.DataFrame({self.data.to_dict(orient='list')!r}))")
+        args = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
+        return f"make_case({args})  # {self.formula}, n = {len(self.data)}"
 
 
 def _level_names(prefix: str, k: int) -> list[str]:
     return [f"{prefix}{i:02d}" for i in range(k)]
 
 
+def make_case(nlev: tuple[int, ...], nested: tuple[bool, ...], implicit: tuple[bool, ...],
+              conc: tuple[float, ...], sds: tuple[float, ...], n: int, has_x: bool,
+              has_trt: bool, ntrt: int, slope: str, scale: float, seed: int) -> Case:
+    """A data set from its parameters (what :func:`cases` draws).
+
+    Parameters
+    ----------
+    nlev : tuple of int
+        Levels of each grouping factor (within its parent, for a nested one).
+    nested : tuple of bool
+        Factor i is nested in factor i - 1 (else crossed with the others).
+    implicit : tuple of bool
+        A nested factor is labelled implicitly (``g2 = "b03"`` repeats across ``g1``, fitted
+        as ``(1 | g1:g2)``) rather than explicitly (``g2 = "a01b03"``, fitted as ``(1 | g2)``).
+    conc : tuple of float
+        Dirichlet concentration of each factor's level frequencies (small: unbalanced).
+    sds : tuple of float
+        Standard deviation of each term's random effects (0: a singular fit is likely).
+    n : int
+        Rows.
+    has_x, has_trt : bool
+        Fixed effects: a numeric ``x``, a factor ``trt`` with ``ntrt`` levels.
+    slope : {"none", "corr", "uncorr"}
+        A random slope of ``x`` on the first factor, ``(1 + x | g1)`` or ``(1 + x || g1)``.
+    scale : float
+        Scale of y.
+    seed : int
+        Seed of the random numbers.
+    """
+    params = dict(nlev=nlev, nested=nested, implicit=implicit, conc=conc, sds=sds, n=n,
+                  has_x=has_x, has_trt=has_trt, ntrt=ntrt, slope=slope, scale=scale, seed=seed)
+    rng = np.random.default_rng(seed)
+    cols: dict[str, np.ndarray] = {}
+    labels: list[np.ndarray] = []
+    terms: list[str] = []  # the grouping factor of each random term, as written
+    for i, k in enumerate(nlev):
+        codes = rng.choice(k, size=n, p=rng.dirichlet(np.full(k, conc[i])))
+        codes[:2] = [0, 1]  # at least two levels
+        own = np.array(_level_names("abc"[i], k), dtype=object)[codes]
+        lab = labels[-1] + own if nested[i] else own
+        labels.append(lab)
+        name = f"g{i + 1}"
+        cols[name] = own if implicit[i] else lab
+        terms.append(f"{terms[-1]}:{name}" if implicit[i] else name)
+    groups = tuple(cols)
+    eta = np.zeros(n)
+    fixed = []
+    if has_x:
+        x = rng.normal(size=n) * 10.0 ** rng.integers(-1, 2)
+        cols["x"] = x
+        eta += 0.5 * x / x.std()
+        fixed.append("x")
+    trt_ref = None
+    if has_trt:
+        tcodes = rng.integers(0, ntrt, size=n)
+        trt = np.array(_level_names("t", ntrt), dtype=object)[tcodes]
+        cols["trt"] = trt
+        eta += rng.normal(size=ntrt)[tcodes]
+        fixed.append("trt")
+        trt_ref = min(set(trt.tolist()))
+    rand = []
+    for i, (g, lab) in enumerate(zip(terms, labels, strict=True)):
+        _, codes = np.unique(lab, return_inverse=True)
+        eta += sds[i] * rng.normal(size=codes.max() + 1)[codes]
+        if i == 0 and has_x and slope != "none":
+            slopes = sds[i] * rng.normal(size=codes.max() + 1)[codes]
+            eta += slopes * cols["x"] / cols["x"].std()
+            rand.append(f"(1 + x {'|' if slope == 'corr' else '||'} {g})")
+        else:
+            rand.append(f"(1 | {g})")
+    cols["y"] = (eta + rng.normal(size=n)) * scale + scale * rng.normal()
+    cols["junk"] = rng.normal(size=n)
+    formula = "y ~ " + " + ".join(fixed or ["1"]) + " + " + " + ".join(rand)
+    return Case(data=pd.DataFrame(cols), formula=formula, groups=groups, terms=tuple(terms),
+                trt_ref=trt_ref, params=params)
+
+
 @st.composite
 def cases(draw, max_factors: int = 3, slopes: bool = True) -> Case:
-    """A random :class:`Case` (see the module docstring)."""
+    """A random :class:`Case` (see the module docstring and :func:`make_case`)."""
     nfac = draw(st.integers(1, max_factors))
     nlev = [draw(st.integers(2, 15)) for _ in range(nfac)]
     nested = [False] + [draw(st.booleans()) for _ in range(nfac - 1)]
     for i in range(1, nfac):  # at most ~120 levels of a nested factor
         if nested[i]:
             nlev[i] = max(2, min(nlev[i], 120 // int(np.prod(nlev[:i]))))
-    has_x = draw(st.booleans())
-    has_trt = draw(st.booleans())
-    ntrt = draw(st.integers(2, 4))
-    slope = slopes and has_x and draw(st.sampled_from(["none", "none", "corr", "uncorr"]))
-    scale = 10.0 ** draw(st.integers(-3, 4))
-    seed = draw(st.integers(0, 2**32 - 1))
-    rng = np.random.default_rng(seed)
-
-    total = 1  # number of levels of the last factor, for the number of rows
+    implicit = [nest and draw(st.booleans()) for nest in nested]
+    total = 1  # levels of the last factor, for the number of rows
     for k, nest in zip(nlev, nested, strict=True):
         total = total * k if nest else max(total, k)
-    n = int(draw(st.integers(max(12, 2 * total), max(40, 3 * total))))
-    n = min(n, 400)
-    # nested factors are labelled explicitly (g2 = "a01b03": unique labels, fitted as
-    # (1 | g2)) or implicitly (g2 = "b03" repeats across g1: fitted as (1 | g1:g2))
-    implicit = [nest and draw(st.booleans()) for nest in nested]
-    cols: dict[str, np.ndarray] = {}
-    labels: list[np.ndarray] = []
-    terms: list[str] = []  # the grouping factor of each random term, as written
-    for i, (k, nest) in enumerate(zip(nlev, nested, strict=True)):
-        prob = rng.dirichlet(np.full(k, draw(st.sampled_from([0.5, 1.0, 5.0]))))
-        codes = rng.choice(k, size=n, p=prob)
-        codes[:2] = [0, 1]  # at least two levels
-        own = np.array(_level_names("abc"[i], k), dtype=object)[codes]
-        lab = labels[-1] + own if nest else own
-        labels.append(lab)
-        name = f"g{i + 1}"
-        cols[name] = own if implicit[i] else lab
-        terms.append(f"{terms[-1]}:{name}" if implicit[i] else name)
-    groups = tuple(cols)
-    identity = dict(zip(terms, labels, strict=True))  # the level of each row, per term
-    eta = np.zeros(n)
-    fixed = []
-    if has_x:
-        x = rng.normal(size=n) * 10.0 ** rng.integers(-1, 2)
-        cols["x"] = x
-        eta += 0.5 * x / x.std() if x.std() > 0 else 0.0
-        fixed.append("x")
-    trt_ref = None
-    if has_trt:
-        tl = _level_names("t", ntrt)
-        tcodes = rng.integers(0, ntrt, size=n)
-        trt = np.array(tl, dtype=object)[tcodes]
-        cols["trt"] = trt
-        eta += rng.normal(size=ntrt)[tcodes]
-        fixed.append("trt")
-        trt_ref = min(set(trt.tolist()))
-    rand = []
-    for i, g in enumerate(terms):
-        sd = draw(st.sampled_from([0.0, 0.3, 1.0, 3.0]))
-        lv, codes = np.unique(identity[g], return_inverse=True)
-        eta += sd * rng.normal(size=len(lv))[codes]
-        if i == 0 and slope and slope != "none":
-            eta += sd * rng.normal(size=len(lv))[codes] * cols["x"] / max(cols["x"].std(), 1e-12)
-            bar = "|" if slope == "corr" else "||"
-            rand.append(f"(1 + x {bar} {g})")
-        else:
-            rand.append(f"(1 | {g})")
-    y = (eta + rng.normal(size=n)) * scale + scale * rng.normal()
-    cols["y"] = y
-    cols["junk"] = rng.normal(size=n)
-    data = pd.DataFrame(cols)
-    formula = "y ~ " + " + ".join(fixed or ["1"]) + " + " + " + ".join(rand)
-    return Case(data=data, formula=formula, groups=groups, terms=tuple(terms),
-                trt_ref=trt_ref)
+    n = min(400, draw(st.integers(max(12, 2 * total), max(40, 3 * total))))
+    has_x = draw(st.booleans())
+    slope = draw(st.sampled_from(["none", "none", "corr", "uncorr"])) if slopes and has_x \
+        else "none"
+    return make_case(
+        nlev=tuple(nlev), nested=tuple(nested), implicit=tuple(implicit),
+        conc=tuple(draw(st.sampled_from([0.5, 1.0, 5.0])) for _ in range(nfac)),
+        sds=tuple(draw(st.sampled_from([0.0, 0.3, 1.0, 3.0])) for _ in range(nfac)),
+        n=n, has_x=has_x, has_trt=draw(st.booleans()), ntrt=draw(st.integers(2, 4)),
+        slope=slope, scale=10.0 ** draw(st.integers(-3, 4)),
+        seed=draw(st.integers(0, 2**32 - 1)),
+    )
+
+
+# level names for relabelling: letters, digits and a few characters R keeps in levels (no
+# ":", which joins the levels of interaction factors)
+LABEL = st.text(alphabet="abcXYZ019 ._-é", min_size=1, max_size=4)
+
+
+def relabel(draw, case) -> tuple[pd.DataFrame, dict[str, dict], dict | None, dict | None]:
+    """The case's data with every grouping factor and ``trt`` relabelled bijectively.
+
+    Returns the new data, the maps {column: {old label: new label}}, and the reference
+    levels to fit the old and the new data with (``trt``'s reference stays its reference).
+    """
+    data = case.data.copy()
+    maps: dict[str, dict] = {}
+    for col in (*case.groups, *(("trt",) if case.trt_ref else ())):
+        old = sorted(set(data[col]))
+        numeric = col != "trt" and draw(st.booleans())
+        new = draw(st.lists(st.integers(-10**6, 10**6) if numeric else LABEL,
+                            min_size=len(old), max_size=len(old), unique=True))
+        maps[col] = dict(zip(old, new, strict=True))
+        data[col] = data[col].map(maps[col])
+        if numeric:
+            data[col] = data[col].astype(np.int64)
+    if not case.trt_ref:
+        return data, maps, None, None
+    return data, maps, {"trt": case.trt_ref}, {"trt": maps["trt"][case.trt_ref]}
+
+
+def level_mapper(maps: dict[str, dict]):
+    """(group, level) -> the relabelled level (parts of ``a:b`` mapped one by one)."""
+
+    def new_level(group: str, level: str) -> str:
+        parts = level.split(":")
+        cols = group.split(":")
+        return ":".join(str(maps[c][p]) for c, p in zip(cols, parts, strict=True))
+
+    return new_level
 
 
 # ---------------------------------------------------------------- helpers for the properties
@@ -148,15 +215,36 @@ def std_errors(fit) -> np.ndarray:
     return np.sqrt(np.diag(fit.vcov_beta))
 
 
+CRIT_ATOL = 1e-5
+"""How far above the optimum BOBYQA may stop, in deviance units (lme4 stops up to ~6e-6
+above it, native's optimum, in a 300-example survey; lme4's own gradient check accepts a
+predicted Newton decrease of ~2e-6 per parameter). Criteria are compared to this plus 1e-9
+relative (the rounding of large deviances)."""
+
+
+def crit_tol(dev: float) -> float:
+    """Tolerance on a criterion of size ``dev`` (see :data:`CRIT_ATOL`)."""
+    return CRIT_ATOL + 1e-9 * abs(dev)
+
+
+def loosely_determined(fit) -> bool:
+    """A singular fit with a vector-valued random term (random slopes): BOBYQA can stop
+    ~1e-3 above the optimum there (the xfail regressions in test_engine_properties.py), so
+    invariance tests compare such fits to a loose tolerance only."""
+    return fit.is_singular and any(b.q > 1 for b in fit.design.random.blocks)
+
+
 def assert_same_fit(a, b, beta_names: dict[str, str] | None = None,
                     level_names=None, scale: float = 1.0, rtol: float = 1e-3) -> None:
     """Fits ``a`` and ``b`` of the same model agree up to names (and a scale of y).
 
-    Both are optima found by the optimiser along different rounding paths, so the estimates
-    are compared with loose tolerances: fixed effects to ``rtol`` of their standard error, SEs
-    and sigma to ``rtol`` relative, theta only for non-singular fits, the random effects by
-    level to ``rtol`` of sigma. The criterion (deviance) must agree to 1e-7 relative, shifted
-    by the known amount for a scale ``c`` of y: 2 n log c (ML), 2 (n - p) log c (REML).
+    Both are optima found by the optimiser along different rounding paths, so the criterion
+    (deviance) must agree to :func:`crit_tol`, shifted by the known amount for a scale ``c``
+    of y: 2 n log c (ML), 2 (n - p) log c (REML), and the estimates are compared with loose
+    tolerances: fixed effects to ``rtol`` of their standard error, SEs and sigma to ``rtol``
+    relative, theta only for non-singular fits, the random effects by level to ``rtol`` of
+    sigma. Fits that are :func:`loosely_determined` are compared to 1e-2 on the criterion
+    and 1e-1 on the estimates (a wrong design would still differ by far more).
 
     Parameters
     ----------
@@ -167,7 +255,11 @@ def assert_same_fit(a, b, beta_names: dict[str, str] | None = None,
     """
     n, p = a.design.X.shape
     shift = 2.0 * (n - p if a.reml else n) * np.log(scale)
-    assert b.deviance - shift == pytest.approx(a.deviance, rel=1e-7, abs=1e-6)
+    loose = loosely_determined(a) or loosely_determined(b)
+    tol = 1e-2 if loose else crit_tol(a.deviance)
+    if loose:
+        rtol = 0.1
+    assert abs(b.deviance - shift - a.deviance) <= tol, (a.deviance, b.deviance - shift)
     names = [(beta_names or {}).get(k, k) for k in a.fixef_names]
     assert sorted(names) == sorted(b.fixef_names)
     bb = b.fixef[names].to_numpy()

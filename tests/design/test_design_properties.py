@@ -19,14 +19,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import crossed as cx
-from _propdata import SETTINGS, cases, random_thetas
+from _propdata import SETTINGS, cases, level_mapper, random_thetas, relabel
 from crossed.design import DataError, Design, build_design
 from crossed.engines.native.pls import PLS
 from crossed.formula import parse
-
-# level names for relabelling: letters, digits and a few characters R keeps in levels (no
-# ":", which joins the levels of interaction factors)
-LABEL = st.text(alphabet="abcXYZ019 ._-é", min_size=1, max_size=4)
 
 
 def design_of(formula: str, data: pd.DataFrame, reference: dict | None = None,
@@ -40,39 +36,6 @@ def criterion(design: Design, theta: np.ndarray, reml: bool, y: np.ndarray | Non
     f = pls.factor(theta)
     beta, u = pls.solve(f)
     return pls.objective(theta, reml), beta, u
-
-
-def relabel(draw, case) -> tuple[pd.DataFrame, dict[str, dict], dict | None, dict | None]:
-    """The case's data with every grouping factor and ``trt`` relabelled bijectively.
-
-    Returns the new data, the maps {column: {old label: new label}}, and the reference
-    levels to fit the old and the new data with (``trt``'s reference stays its reference).
-    """
-    data = case.data.copy()
-    maps: dict[str, dict] = {}
-    for col in (*case.groups, *(("trt",) if case.trt_ref else ())):
-        old = sorted(set(data[col]))
-        numeric = col != "trt" and draw(st.booleans())
-        new = draw(st.lists(st.integers(-10**6, 10**6) if numeric else LABEL,
-                            min_size=len(old), max_size=len(old), unique=True))
-        maps[col] = dict(zip(old, new, strict=True))
-        data[col] = data[col].map(maps[col])
-        if numeric:
-            data[col] = data[col].astype(np.int64)
-    if not case.trt_ref:
-        return data, maps, None, None
-    return data, maps, {"trt": case.trt_ref}, {"trt": maps["trt"][case.trt_ref]}
-
-
-def level_mapper(maps: dict[str, dict]):
-    """(group, level) -> the relabelled level (parts of ``a:b`` mapped one by one)."""
-
-    def new_level(group: str, level: str) -> str:
-        parts = level.split(":")
-        cols = group.split(":")
-        return ":".join(str(maps[c][p]) for c, p in zip(cols, parts, strict=True))
-
-    return new_level
 
 
 @settings(max_examples=40, **SETTINGS)
