@@ -87,7 +87,7 @@ def _perturbations(theta: np.ndarray, lower: np.ndarray, seed: int) -> list[np.n
     return [np.maximum(t, lower) for t in out if not np.array_equal(np.maximum(t, lower), theta)]
 
 
-@settings(max_examples=40, **SETTINGS)
+@settings(max_examples=60, **SETTINGS)
 @given(case=cases(), reml=st.booleans(), seed=st.integers(0, 2**32 - 1))
 def test_criterion_is_smallest_at_theta_hat(case, reml, seed):
     fit = quiet_lmer(case.formula, case.data, reml=reml)
