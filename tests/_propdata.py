@@ -159,8 +159,10 @@ def cases(draw, max_factors: int = 3, slopes: bool = True) -> Case:
 
 
 # level names for relabelling: letters, digits and a few characters R keeps in levels (no
-# ":", which joins the levels of interaction factors)
+# ":", which joins the levels of interaction factors); fixed factors' levels do not start
+# with "__", which is rejected (formulaic drops such levels: tests/design/test_fixed.py)
 LABEL = st.text(alphabet="abcXYZ019 ._-é", min_size=1, max_size=4)
+FIXED_LABEL = LABEL.filter(lambda s: not s.startswith("__"))
 
 
 def relabel(draw, case) -> tuple[pd.DataFrame, dict[str, dict], dict | None, dict | None]:
@@ -174,7 +176,8 @@ def relabel(draw, case) -> tuple[pd.DataFrame, dict[str, dict], dict | None, dic
     for col in (*case.groups, *(("trt",) if case.trt_ref else ())):
         old = sorted(set(data[col]))
         numeric = col != "trt" and draw(st.booleans())
-        new = draw(st.lists(st.integers(-10**6, 10**6) if numeric else LABEL,
+        labels = FIXED_LABEL if col == "trt" else LABEL
+        new = draw(st.lists(st.integers(-10**6, 10**6) if numeric else labels,
                             min_size=len(old), max_size=len(old), unique=True))
         maps[col] = dict(zip(old, new, strict=True))
         data[col] = data[col].map(maps[col])
