@@ -94,7 +94,7 @@ def test_criterion_is_smallest_at_theta_hat(case, reml, seed):
     lower = fit.design.random.theta_lower
     best = fit.pls.objective(fit.theta, reml)
     assert best == pytest.approx(fit.deviance, rel=1e-12, abs=1e-12)
-    if loosely_determined(fit) or not fit.converged:
+    if loosely_determined(fit):
         # BOBYQA can stop far from the optimum there (see the xfail regressions below):
         # only the fit's own flags are checked
         event("singular fit with random slopes, or not converged: optimality not checked")
@@ -146,6 +146,14 @@ EARLY_STOPS = [
         dict(nlev=(11,), nested=(False,), implicit=(False,), conc=(5.0,), sds=(3.0,), n=23,
              has_x=True, has_trt=True, ntrt=3, slope="corr", scale=1000.0, seed=734), True,
         [0.16226, 35.992787, 0.0], id="gradient-check-8.8e-3"),
+    pytest.param(
+        # random intercepts only, nested g1/g2/g3: lme4's checks fail (degenerate Hessian),
+        # native stops 1.2e-2 above the optimum, lme4 (1070.400928) 2e-8; seen as
+        # "relabelling the levels changes the deviance by 1.2e-2"
+        dict(nlev=(5, 3, 4), nested=(False, True, True), implicit=(False, True, True),
+             conc=(0.5, 0.5, 0.5), sds=(3.0, 3.0, 0.3), n=136, has_x=True, has_trt=False,
+             ntrt=4, slope="none", scale=10.0, seed=77661), False,
+        [0.425236, 4.710614, 1.101057], id="intercepts-hessian-1.2e-2"),
 ]
 
 
