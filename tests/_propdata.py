@@ -169,7 +169,9 @@ def relabel(draw, case) -> tuple[pd.DataFrame, dict[str, dict], dict | None, dic
     """The case's data with every grouping factor and ``trt`` relabelled bijectively.
 
     Returns the new data, the maps {column: {old label: new label}}, and the reference
-    levels to fit the old and the new data with (``trt``'s reference stays its reference).
+    levels to fit the old and the new data with: ``trt``'s reference stays its reference,
+    given by ``reference=`` or as the first category of a pandas Categorical (the other
+    categories in random order).
     """
     data = case.data.copy()
     maps: dict[str, dict] = {}
@@ -185,7 +187,12 @@ def relabel(draw, case) -> tuple[pd.DataFrame, dict[str, dict], dict | None, dic
             data[col] = data[col].astype(np.int64)
     if not case.trt_ref:
         return data, maps, None, None
-    return data, maps, {"trt": case.trt_ref}, {"trt": maps["trt"][case.trt_ref]}
+    ref = maps["trt"][case.trt_ref]
+    if draw(st.booleans()):
+        others = draw(st.permutations([v for v in maps["trt"].values() if v != ref]))
+        data["trt"] = pd.Categorical(data["trt"], categories=[ref, *others])
+        return data, maps, {"trt": case.trt_ref}, None
+    return data, maps, {"trt": case.trt_ref}, {"trt": ref}
 
 
 def level_mapper(maps: dict[str, dict]):
