@@ -144,10 +144,11 @@ def cases(draw, max_factors: int = 3, slopes: bool = True) -> Case:
     total = 1  # levels of the last factor, for the number of rows
     for k, nest in zip(nlev, nested, strict=True):
         total = total * k if nest else max(total, k)
-    n = min(400, draw(st.integers(max(12, 2 * total), max(40, 3 * total))))
     has_x = draw(st.booleans())
     slope = draw(st.sampled_from(["none", "none", "corr", "uncorr"])) if slopes and has_x \
         else "none"
+    least = max(12, 2 * total + 1, 2 * nlev[0] + 1 if slope == "corr" else 0)  # identifiable
+    n = min(400, draw(st.integers(least, max(40, 3 * total))))
     return make_case(
         nlev=tuple(nlev), nested=tuple(nested), implicit=tuple(implicit),
         conc=tuple(draw(st.sampled_from([0.5, 1.0, 5.0])) for _ in range(nfac)),
@@ -293,8 +294,12 @@ def assert_same_fit(a, b, beta_names: dict[str, str] | None = None,
     tol = crit_tol(a.deviance)
     assert abs(b.pls.objective(a.theta, b.reml) - shift - a.deviance) <= tol
     assert abs(a.pls.objective(b.theta, a.reml) + shift - b.deviance) <= tol
-    # random effects, per term on its own scale (a slope's is sigma / scale of x)
-    for _, t in m.groupby(["group", "term"]):
-        size = t["estimate_a"].abs().max() + t["cond_sd_a"].max()
+    # random effects, per term on its own scale: its largest value or conditional SD, at
+    # least sigma / RMS of its column (a slope's scale is sigma / scale of x)
+    rms = {(blk.group, name): np.sqrt(np.mean(blk.Z[:, j] ** 2))
+           for blk in a.design.random.blocks for j, name in enumerate(blk.column_names)}
+    for (group, term), t in m.groupby(["group", "term"]):
+        size = max(t["estimate_a"].abs().max(), t["cond_sd_a"].max(),
+                   a.sigma / max(rms[group, term], 1e-300))
         np.testing.assert_allclose(t["estimate_b"] / scale, t["estimate_a"], rtol=0,
-                                   atol=rtol * size + 1e-12 * a.sigma)
+                                   atol=rtol * size)
