@@ -147,6 +147,8 @@ def test_missing_values_drop_rows_and_say_so(case, data):
     # the fit is the fit of the complete rows
     np.testing.assert_array_equal(fit.design.y, reference.y)
     np.testing.assert_array_equal(fit.design.X, reference.X)
-    same = cx.lmer(case.formula, kept)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (singular fits: the data's)
+        same = cx.lmer(case.formula, kept)
     assert fit.deviance == pytest.approx(same.deviance, rel=1e-12, abs=1e-12)
     np.testing.assert_allclose(fit.beta, same.beta, rtol=1e-12, atol=1e-12)
