@@ -3,8 +3,8 @@
 Random data sets from ``tests/_propdata.py`` (1-3 crossed or nested grouping factors with
 2-15 levels, unbalanced and partly empty cells, slopes or not, y on scales 1e-3..1e4).
 Two fits of the same model run the optimiser along different rounding paths, so estimates
-are compared loosely (``assert_same_fit``) and theta only for non-singular fits; the
-criterion is the sharp check.
+are compared loosely (``assert_same_fit``: 1% of their SE) and theta through the criterion;
+the criterion is the sharp check (to BOBYQA's stopping slack, ``crit_tol``).
 """
 
 from __future__ import annotations
@@ -53,8 +53,8 @@ def test_relabelling_levels_changes_only_names(case, data, reml):
     a = quiet_lmer(case.formula, case.data, reml=reml, reference=ref_a)
     b = quiet_lmer(case.formula, new, reml=reml, reference=ref_b)
     names = {f"trt{old}": f"trt{lv}" for old, lv in maps.get("trt", {}).items()}
+    # (the fixed effects' names map one to one: trt's reference level still has no column)
     assert_same_fit(a, b, beta_names=names, level_names=level_mapper(maps))
-    assert b.fixef_names[0] == a.fixef_names[0]  # the reference level stays the reference
 
 
 @settings(max_examples=30, **SETTINGS)
