@@ -187,3 +187,23 @@ def test_full_rank_design_drops_nothing():
         fit = crossed.lmer("delta ~ language * task * mode + (1 | architecture)", df)
     assert fit.design.fixed.dropped == ()
     assert not any("rank" in m for m in fit.messages)
+
+
+@pytest.mark.parametrize(("formula", "reference"), [
+    ("y ~ trt + (1 | g)", {"trt": "a"}),  # formulaic left trt__label__x out: 2 columns, not 3
+    ("y ~ 0 + trt + (1 | g)", None),  # (no intercept: every level needs its column)
+    ("y ~ 1 + (0 + trt | g)", None),  # the same in a random term
+])
+def test_level_starting_with_two_underscores_is_rejected(formula, reference):
+    # formulaic 1.2 skips fields starting with "__" when it names the indicator columns, so
+    # a level "__label__x" (fastText's labels) lost its column and its rows were silently
+    # counted in the reference level (found by tests/engines/test_engine_properties.py)
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"y": rng.normal(size=40),
+                       "trt": np.array(["a", "__label__x", "b"], dtype=object)[np.arange(40) % 3],
+                       "g": np.array(["__g1", "g2", "g3", "g4"])[np.arange(40) % 4]})
+    with pytest.raises(crossed.DataError, match=r"level '__label__x' of factor 'trt' starts with"):
+        crossed.lmer(formula, df, reference=reference)
+    # grouping factors do not go through formulaic: their "__" levels are fine
+    fit = crossed.lmer("y ~ 1 + (1 | g)", df)
+    assert "__g1" in fit.ranef()["level"].tolist()

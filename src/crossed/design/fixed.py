@@ -11,7 +11,13 @@ import pandas as pd
 from formulaic import model_matrix
 from formulaic.model_spec import ModelSpec as FormulaicSpec
 
-from crossed.design.frame import DataError, check_finite, check_numeric_response, quote_dotted
+from crossed.design.frame import (
+    DataError,
+    check_finite,
+    check_numeric_response,
+    expression_variables,
+    quote_dotted,
+)
 from crossed.formula.grammar import plain_message, power_in_calls
 from crossed.formula.safety import SAFE_CONTEXT
 
@@ -201,6 +207,24 @@ def independent_columns(X: np.ndarray, tol: float = RANK_TOL) -> np.ndarray:
     return keep
 
 
+def check_reserved_levels(expr: str, frame: pd.DataFrame) -> None:
+    """Raise for a factor level starting with ``__`` in a column ``expr`` uses.
+
+    formulaic treats such names as its own internal fields and silently leaves their
+    indicator column out, merging those rows into the reference level (formulaic 1.2).
+    """
+    for col in frame.columns:
+        s = frame[col]
+        if not isinstance(s.dtype, pd.CategoricalDtype):
+            continue
+        bad = [lv for lv in s.cat.categories if str(lv).startswith("__")]
+        if bad and col in expression_variables(expr, set(frame.columns)):
+            raise DataError(
+                f"level {bad[0]!r} of factor {col!r} starts with '__', which the model-matrix "
+                "library (formulaic) reserves and would silently drop; rename the level"
+            )
+
+
 def build_fixed(rhs: str, frame: pd.DataFrame, caret: bool = False) -> FixedDesign:
     """Fixed-effects design for a formulaic right-hand side on prepared data.
 
@@ -213,6 +237,7 @@ def build_fixed(rhs: str, frame: pd.DataFrame, caret: bool = False) -> FixedDesi
         names = ["(Intercept)" if c == "1" else c for c in plain]
         labels, assign = list(names), list(range(len(names)))
     else:
+        check_reserved_levels(rhs, frame)
         text = quote_dotted(rhs, set(frame.columns))
         try:
             mm = model_matrix(text, frame, output="pandas", na_action="raise",
@@ -279,6 +304,7 @@ def build_matrix(
         spec = MatrixSpec(formulaic=None, names=names, keep=tuple(range(len(plain))),
                           plain=plain)
         return _plain_matrix(plain, frame), names, spec
+    check_reserved_levels(expr, frame)
     text = quote_dotted(power_in_calls(expr), set(frame.columns))
     try:
         mm = model_matrix(text, frame, output="pandas", na_action="raise",
