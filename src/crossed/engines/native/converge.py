@@ -12,8 +12,10 @@ trust radius and absolute tolerances only (:class:`LmerControl`'s ``restart_*`` 
 * when the derivative check fails (a gradient or Hessian message, or a criterion that is
   not finite near the optimum), or
 * once, when a bounded theta ends below ``edge_tol`` (near the boundary, including on it:
-  lme4's ``restart_edge`` idea), because there the singular / not singular decision and
-  the check itself depend on where the optimiser happened to stop,
+  lme4's ``restart_edge`` idea), from that point with those thetas moved off the bound
+  (``edge_start``), because there the singular / not singular decision and the check
+  itself depend on where the optimiser happened to stop, and the optimum may lie on
+  another face of the boundary,
 
 until the check passes, the fit is singular (lme4 skips the check then), a continuation
 no longer lowers the criterion, or ``control.restarts`` continuations were made. What was
@@ -31,6 +33,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from crossed.engines.native.optimize import _NLOPT_CODES as _CODES
 from crossed.engines.native.optimize import (
     LmerControl,
     OptSummary,
@@ -89,6 +92,26 @@ def assess(theta: np.ndarray, fmin: float, lower: np.ndarray, control: LmerContr
     return ConvergenceCheck(singular, converged, msgs, g, H, free)
 
 
+def _restart(theta: np.ndarray, check: ConvergenceCheck, lower: np.ndarray,
+             control: LmerControl, done: int) -> tuple[str, np.ndarray] | None:
+    """Why the optimiser should continue, and from where; None when it should not.
+
+    A failed check continues from ``theta``. A theta near its bound continues (once) from
+    ``theta`` with those coordinates moved to ``control.edge_start``: BOBYQA restarted on
+    the bound itself stays on that face of the boundary, while the optimum may lie on
+    another (a variance that is zero at the stop but not at the optimum, another one
+    going to zero instead).
+    """
+    reason = _restart_reason(theta, check, lower, control, done)
+    if reason is None:
+        return None
+    start = theta.copy()
+    if reason.endswith("of its bound"):
+        near = np.isfinite(lower) & (theta < control.edge_tol)
+        start[near] = np.maximum(start[near], control.edge_start)
+    return reason, start
+
+
 def _restart_reason(theta: np.ndarray, check: ConvergenceCheck, lower: np.ndarray,
                     control: LmerControl, done: int) -> str | None:
     """Why the optimiser should continue from ``theta``, or None."""
@@ -142,17 +165,21 @@ def optimize_theta(crit: Callable[[np.ndarray], float], theta0: np.ndarray,
     restarts: list[Restart] = []
     log = list(opt.log)
     while len(restarts) < control.restarts:
-        reason = _restart_reason(opt.theta_final, check, lower, control, len(restarts))
-        if reason is None:
+        plan = _restart(opt.theta_final, check, lower, control, len(restarts))
+        if plan is None:
             break
-        more = bobyqa(crit, opt.theta_final, lower, control, restart=True)
+        reason, start = plan
+        more = bobyqa(crit, start, lower, control, restart=True)
         log.extend(more.log)
         improved = more.fmin < opt.fmin
         restarts.append(Restart(reason, opt.fmin, min(more.fmin, opt.fmin), more.feval,
                                 more.return_code))
         if improved:
+            # a continuation limited by roundoff went as far as the arithmetic allows: its
+            # point is judged by lme4's check, not by that code (kept in its Restart)
+            code = more.return_code if more.return_code > 0 else 4
             opt = replace(opt, theta_final=more.theta_final, fmin=more.fmin,
-                          return_code=more.return_code, message=more.message)
+                          return_code=code, message=_CODES.get(code, str(code)))
             check = assess(opt.theta_final, opt.fmin, lower, control, check_crit, crit_many,
                            opt.return_code)
         else:

@@ -45,7 +45,12 @@ class LmerControl:
         singular decision depends on where the optimiser happened to stop). See
         ``engines/native/converge.py``.
     edge_tol : float
-        A bounded theta below this (but the fit not yet re-optimised) triggers one restart.
+        A bounded theta below this (but the fit not yet re-optimised) triggers one restart,
+        from the same point with every such theta moved to ``edge_start`` (off its bound:
+        the optimum may lie on another face of the boundary, as lme4's ``restart_edge``
+        looks for).
+    edge_start : float
+        Where that restart starts the thetas near their bound.
     restart_step : float
         BOBYQA's initial trust-region radius on a restart.
     restart_xtol_abs, restart_ftol_abs : float
@@ -63,6 +68,7 @@ class LmerControl:
     singular_tol: float = 1e-4
     restarts: int = 3
     edge_tol: float = 1e-3
+    edge_start: float = 0.1
     restart_step: float = 1e-2
     restart_xtol_abs: float = 1e-10
     restart_ftol_abs: float = 1e-12
@@ -71,7 +77,7 @@ class LmerControl:
         if self.optimizer != "bobyqa":
             raise ValueError(f"unknown optimizer {self.optimizer!r}; available: 'bobyqa'")
         for name in ("xtol_abs", "ftol_abs", "xtol_rel", "conv_tol", "singular_tol",
-                     "edge_tol", "restart_xtol_abs", "restart_ftol_abs"):
+                     "edge_tol", "edge_start", "restart_xtol_abs", "restart_ftol_abs"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
                     math.isfinite(value) and value >= 0):
@@ -183,12 +189,22 @@ def bobyqa(fun: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.ndarray
         opt.set_ftol_abs(control.ftol_abs)
         opt.set_xtol_rel(control.xtol_rel)
     opt.set_maxeval(control.maxeval)
-    x = opt.optimize(np.asarray(x0, dtype=float))
-    code = opt.last_optimize_result()
+    try:
+        x = np.asarray(opt.optimize(np.asarray(x0, dtype=float)))
+        code = int(opt.last_optimize_result())
+        fmin = float(opt.last_optimum_value())
+    except nlopt.RoundoffLimited:
+        # NLopt raises where nloptr returns code -4: its best point is the log's best
+        code = -4
+        finite = [(v, i) for i, (_, v) in enumerate(log) if math.isfinite(v)]
+        if not finite:
+            raise
+        fmin, best = min(finite)
+        x = log[best][0].copy()
     return OptSummary(
         optimizer="NLOPT_LN_BOBYQA", theta_start=np.asarray(x0, dtype=float).copy(),
-        theta_final=np.asarray(x), lower=lower.copy(), fmin=float(opt.last_optimum_value()),
-        feval=len(log), return_code=int(code), message=_NLOPT_CODES.get(code, str(code)),
+        theta_final=x, lower=lower.copy(), fmin=fmin,
+        feval=len(log), return_code=code, message=_NLOPT_CODES.get(code, str(code)),
         control=control, log=tuple(log),
     )
 
