@@ -18,6 +18,21 @@ def extra():
     return extra_answers()
 
 
+@pytest.fixture(scope="session")
+def exist_missing_cell_fit():
+    """exist_multi without the cell es:t3:soft, fitted with the full three-way model: lme4
+    drops languagees:taskt3:modesoft (rank deficient), so some EMMs are not estimable."""
+    import warnings
+
+    import crossed as cx
+
+    d = cx.load_dataset("exist_multi")
+    d = d[~((d["language"] == "es") & (d["task"] == "t3") & (d["mode"] == "soft"))]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return cx.lmer("delta ~ language * task * mode + (1 | architecture)", d)
+
+
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "slow: long-running test (still part of the default run unless deselected)"

@@ -84,13 +84,9 @@ def test_interaction_effects_with_colons_in_level_names():
 
 
 @pytest.fixture(scope="module")
-def rank_deficient():
+def rank_deficient(exist_missing_cell_fit):
     """exist_multi without the cell es:t3:soft (lme4 drops languagees:taskt3:modesoft)."""
-    d = cx.load_dataset("exist_multi")
-    d = d[~((d["language"] == "es") & (d["task"] == "t3") & (d["mode"] == "soft"))]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return cx.lmer("delta ~ language * task * mode + (1 | architecture)", d)
+    return exist_missing_cell_fit
 
 
 def test_population_mean_not_estimable_raises(rank_deficient):
