@@ -5,19 +5,13 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable, Iterator
 
-import numpy as np
+from crossed._conventions import SeedLike, as_generator
 
-SeedLike = int | np.random.Generator | np.random.SeedSequence | None
+__all__ = ["CHUNK", "SeedLike", "as_generator", "chunks", "progress_enabled", "progress_iter",
+           "z_value"]
 
 #: resamples drawn per chunk; fixed so that a seed gives the same numbers whatever the size
 CHUNK = 2000
-
-
-def as_generator(seed: SeedLike) -> np.random.Generator:
-    """A numpy Generator from an int, a SeedSequence, a Generator (used as is) or None."""
-    if isinstance(seed, np.random.Generator):
-        return seed
-    return np.random.default_rng(seed)
 
 
 def progress_enabled(progress: bool | None) -> bool:
@@ -27,7 +21,7 @@ def progress_enabled(progress: bool | None) -> bool:
     return bool(getattr(sys.stderr, "isatty", lambda: False)())
 
 
-def progress(iterable: Iterable, total: int | None = None, desc: str = "",
+def progress_iter(iterable: Iterable, total: int | None = None, desc: str = "",
              enabled: bool | None = None) -> Iterator:
     """Wrap ``iterable`` in a tqdm bar when enabled and tqdm is installed."""
     if not progress_enabled(enabled):
