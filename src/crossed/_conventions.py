@@ -3,7 +3,8 @@
 - ``seed=`` is always the random seed (an int, a numpy ``SeedSequence`` or ``Generator``,
   or None); :func:`as_generator` turns it into a ``Generator``.
 - ``seed_col=`` is always a column of training seeds in a table.
-- ``progress=`` switches progress bars (None: on only in a terminal).
+- ``progress=`` switches progress bars (None: on only in a terminal or a Jupyter kernel;
+  :func:`show_progress`).
 
 Old spellings (``random_state=``, ``progress_bar=``, a column name given to ``seed=``) fail
 with a ``TypeError`` that names the new keyword: see :func:`renamed_keywords`.
@@ -12,12 +13,13 @@ with a ``TypeError`` that names the new keyword: see :func:`renamed_keywords`.
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import numpy as np
 
-__all__ = ["SeedLike", "as_generator", "renamed_keywords"]
+__all__ = ["SeedLike", "as_generator", "renamed_keywords", "show_progress"]
 
 SeedLike = int | np.random.Generator | np.random.SeedSequence | None
 
@@ -32,6 +34,25 @@ def as_generator(seed: SeedLike) -> np.random.Generator:
     if isinstance(seed, np.random.Generator):
         return seed
     return np.random.default_rng(seed)
+
+
+def show_progress(progress: bool | None) -> bool:
+    """Whether to draw a progress bar: ``None`` means only on an interactive terminal or
+    in a Jupyter kernel (never in logs, pipes or CI)."""
+    if progress is not None:
+        return bool(progress)
+    if "ipykernel" in sys.modules:
+        try:
+            from IPython import get_ipython
+
+            if get_ipython() is not None:
+                return True
+        except ImportError:
+            pass
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def renamed_keywords(seed_is_random: bool = False, **renamed: str) -> Callable[[F], F]:
