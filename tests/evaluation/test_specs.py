@@ -1,4 +1,4 @@
-"""Specification builders and named specifications (formulas/*.toml)."""
+"""Specification builders and named specifications (crossed/formulas/*.toml)."""
 
 import pytest
 
