@@ -1,10 +1,10 @@
 """Specification builders: write the lme4 formula of a common evaluation design, and explain it.
 
-The templates live in the package folder ``crossed/formulas/`` (``src/crossed/formulas/`` in
-the repository, shipped as package data; one TOML file per design: ``name``, ``summary``, ``formula``, optional
-``formula_<variant>``, ``example``, ``notes``), so the documented design and the formula
-the code writes are the same text. Fields in a template (``{response}``,
-``{within_product}``, ...) are filled from the builder's arguments.
+The templates live in the package folder ``crossed/formulas/`` (``src/crossed/formulas/``
+in the repository, shipped as package data; one TOML file per design: ``name``,
+``summary``, ``formula``, optional ``formula_<variant>``, ``example``, ``notes``), so the
+documented design and the formula the code writes are the same text. Fields in a template
+(``{response}``, ``{within_product}``, ...) are filled from the builder's arguments.
 
 >>> from crossed import specs
 >>> str(specs.repeated_measures("delta", within=["language", "task", "mode"]))
