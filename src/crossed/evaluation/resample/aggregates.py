@@ -134,9 +134,8 @@ def resample_aggregates(table, aggregates: tuple[str, ...] | list[str] = AGGREGA
     ----------
     table : ScoreTable or DataFrame
         Scores; a DataFrame is read with :func:`as_score_table` using ``columns``
-        (score=, system=, task=, seed=, boot=, mean=, seed_sd=, boot_sd=, ...). Note that
-        a ``seed`` keyword names the random seed here; pass the seed column as
-        ``seed_col=``.
+        (score=, system=, task=, seed_col=, boot=, mean=, seed_sd=, boot_sd=, ...);
+        ``seed=`` is the random seed.
     aggregates : sequence of str
         Any of ``mean``, ``geometric_mean``, ``median``.
     n_resamples : int
