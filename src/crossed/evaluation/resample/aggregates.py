@@ -147,7 +147,8 @@ def resample_aggregates(table, aggregates: tuple[str, ...] | list[str] = AGGREGA
         Direction of the score (for ranks).
     seed : int or numpy Generator, optional
     progress : bool, optional
-        Progress over chunks of resamples; default only in an interactive terminal.
+        Progress over chunks of resamples; default only in an interactive terminal or a
+        Jupyter kernel.
 
     Notes
     -----

@@ -191,7 +191,7 @@ def variance_components(table, score: str | None = None, system: str = "system",
         Random seed of the resampling (same seed, same numbers). As everywhere in
         ``crossed``, ``seed=`` is a random seed and ``seed_col=`` a column of seeds.
     progress : bool, optional
-        Show progress; default only in an interactive terminal.
+        Show progress; default only in an interactive terminal or a Jupyter kernel.
 
     Returns
     -------
