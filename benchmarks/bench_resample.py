@@ -23,7 +23,7 @@ def main() -> None:
     ap.add_argument("--n-resamples", type=int, default=10_000)
     args = ap.parse_args()
     ner = cx.load_dataset("ner_like")
-    table = cx.resample.from_replicates(ner, "f1", "model", "language", seed="seed")
+    table = cx.resample.from_replicates(ner, "f1", "model", "language", seed_col="seed")
     print(f"ner_like: {table.shape[0]} systems × {table.shape[1]} languages × 10 seeds; "
           f"{args.n_resamples} resamples")
     for replication in ("parametric", "nonparametric"):
@@ -31,14 +31,14 @@ def main() -> None:
         for r in range(args.repeat):
             t0 = time.perf_counter()
             res = cx.resample.analyze(table, n_resamples=args.n_resamples,
-                                      replication=replication, seed=r, progress_bar=False)
+                                      replication=replication, seed=r, progress=False)
             times.append(time.perf_counter() - t0)
         print(f"analyze(replication={replication!r}): best {min(times):.2f} s, "
               f"median {sorted(times)[len(times) // 2]:.2f} s over {args.repeat} runs "
               f"({len(res.aggregates)} aggregate rows, {len(res.pairwise)} pairwise rows, "
               f"{len(res.ranks)} rank rows)")
     t0 = time.perf_counter()
-    cx.resample.analyze(ner, n_resamples=args.n_resamples, seed=0, progress_bar=False,
+    cx.resample.analyze(ner, n_resamples=args.n_resamples, seed=0, progress=False,
                         score="f1", system="model", task="language", seed_col="seed")
     print(f"analyze from the raw long DataFrame (incl. reading it): "
           f"{time.perf_counter() - t0:.2f} s")

@@ -1,4 +1,4 @@
-"""Specification builders and named specifications (formulas/*.toml)."""
+"""Specification builders and named specifications (crossed/formulas/*.toml)."""
 
 import pytest
 
@@ -74,3 +74,22 @@ def test_user_folder(tmp_path, monkeypatch):
     assert str(s) == "y ~ model + (1 | dataset)"
     with pytest.raises(ValueError, match="needs field 'item'"):
         specs.from_name("paired", response="y", system="model")
+
+
+def test_templates_are_a_real_package_folder(monkeypatch):
+    # before: src/crossed/formulas was a symlink to ../../formulas, which sdists and Windows
+    # checkouts do not carry.
+    import tomllib
+    from pathlib import Path
+
+    monkeypatch.delenv("CROSSED_FORMULAS", raising=False)
+    folder = Path(specs.__file__).resolve().parents[1] / "formulas"
+    assert folder.is_dir() and not (Path(specs.__file__).parents[1] / "formulas").is_symlink()
+    assert specs.formula_dirs() == [folder]
+    assert {"cross_classified", "repeated_measures"} <= set(specs.list_named())
+    root = Path(__file__).resolve().parents[2]
+    if (root / "pyproject.toml").exists():  # a source checkout: the files ship as package data
+        data = tomllib.loads((root / "pyproject.toml").read_text())
+        shipped = data["tool"]["setuptools"]["package-data"]["crossed"]
+        assert "formulas/*.toml" in shipped and "py.typed" in shipped
+        assert (root / "src" / "crossed" / "py.typed").exists()

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from inference_fits import cases_with, fitted, rel_err
 
-from crossed.inference.anova import f_test, fstat_ddf
+from crossed.inference.anova import f_test
+from crossed.inference.ddf import fstat_ddf
 from crossed.inference.hypotheses import hypotheses
 from reference import EXTRA_DIR, as_list, r_answers
 

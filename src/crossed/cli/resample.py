@@ -33,7 +33,7 @@ def _load(args: argparse.Namespace):
     else:
         raise FileNotFoundError(f"no file {src!r}, and it is not a bundled dataset")
     st = read_table(data, fmt=args.format, metric=args.metric, score=args.score,
-                    system=args.system, task=args.task, seed=args.seed_col, boot=args.boot)
+                    system=args.system, task=args.task, seed_col=args.seed_col, boot=args.boot)
     if getattr(args, "n_boot", None) and st.kind == "summary":
         import dataclasses
 
@@ -111,7 +111,7 @@ def _run_resample(args: argparse.Namespace) -> int:
           f"seed {args.seed}")
     res = analyze(st, n_resamples=args.n_resamples, replication=args.replication,
                   n_tasks_subsample=args.n_tasks, threshold=args.threshold, seed=args.seed,
-                  progress_bar=True if args.progress else None)
+                  progress=True if args.progress else None)
     d = args.digits
     if "variance" in wanted:
         vc = res.variance
@@ -172,7 +172,7 @@ def _run_resample(args: argparse.Namespace) -> int:
         categorical = [c for c in ("script", "direction") if frame[c].nunique() > 1]
         pred = leave_one_task_out(frame, numeric=numeric, categorical=categorical,
                                   group="family", seed=args.seed,
-                                  progress_bar=True if args.progress else None)
+                                  progress=True if args.progress else None)
         _print("Leave-one-language-out MAE (random intercept per family for 'mixed')",
                pred.mae, d)
         wide = pred.mae_by_task.pivot(index="task", columns="model", values="mae")
@@ -211,7 +211,7 @@ def _run_eval_size(args: argparse.Namespace) -> int:
                            strategies=args.strategies, n_subsamples=args.n_subsamples,
                            level=args.level, quantile=args.quantile, aso=not args.no_aso,
                            aso_threshold=args.aso_threshold, seed=args.seed,
-                           progress_bar=True if args.progress else None)
+                           progress=True if args.progress else None)
         what = f"{len(result.full)} systems, items {args.item!r}"
     else:
         st = _load(args)
@@ -219,7 +219,7 @@ def _run_eval_size(args: argparse.Namespace) -> int:
                            n_subsamples=args.n_subsamples, level=args.level,
                            quantile=args.quantile, aso=not args.no_aso,
                            aso_threshold=args.aso_threshold, seed=args.seed,
-                           progress_bar=True if args.progress else None)
+                           progress=True if args.progress else None)
         what = f"{st.shape[0]} systems, the {st.shape[1]} tasks as items"
     print(f"# {args.table}: {what}; {args.n_subsamples} subsets per size, seed {args.seed}")
     _print("Full-set ranking", result.full, args.digits)

@@ -1,5 +1,5 @@
 """``crossed compare-specs``: several specifications side by side; ``crossed spec``: write
-the formula of a named specification (``formulas/``) and explain it."""
+the formula of a named specification (``crossed/formulas/``) and explain it."""
 
 from __future__ import annotations
 
@@ -104,7 +104,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_run_compare)
 
     q = sub.add_parser("spec", help="write the formula of a named specification "
-                                    "(formulas/*.toml) and explain it; no NAME lists them")
+                                    "(crossed/formulas/*.toml) and explain it; no NAME lists them")
     q.add_argument("name", nargs="?", help="repeated_measures, cross_classified, ...")
     q.add_argument("fields", nargs="*", metavar="KEY=VALUE",
                    help="e.g. response=delta within=language,task,mode "

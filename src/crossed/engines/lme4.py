@@ -148,15 +148,6 @@ def r_session() -> _R:
     return _R()
 
 
-def r_available() -> bool:
-    """True when the lme4 engine can run here (R, rpy2 and lme4 installed)."""
-    try:
-        r_session()
-    except EngineUnavailableError:
-        return False
-    return True
-
-
 def _factor(ro, labels: np.ndarray, levels) -> object:
     return ro.FactorVector(ro.StrVector([str(v) for v in labels]),
                            levels=ro.StrVector([str(v) for v in levels]))

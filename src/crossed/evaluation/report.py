@@ -47,9 +47,9 @@ def _table(df: pd.DataFrame) -> str:
 def _figure_html(fig, fig_id: str, caption: str) -> str:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
-    import matplotlib.pyplot as pyplot
+    from crossed.plots._mpl import plt
 
-    pyplot.close(fig)
+    plt().close(fig)
     data = base64.b64encode(buf.getvalue()).decode("ascii")
     return (f'<figure class="crossed-figure" id="{fig_id}">'
             f'<img alt="{html.escape(caption)}" src="data:image/png;base64,{data}">'

@@ -1,10 +1,10 @@
 """Specification builders: write the lme4 formula of a common evaluation design, and explain it.
 
-The templates live in the repository's ``formulas/`` folder, shipped as ``crossed/formulas``
-(one TOML file per design: ``name``, ``summary``, ``formula``, optional
-``formula_<variant>``, ``example``, ``notes``), so the documented design and the formula
-the code writes are the same text. Fields in a template (``{response}``,
-``{within_product}``, ...) are filled from the builder's arguments.
+The templates live in the package folder ``crossed/formulas/`` (``src/crossed/formulas/``
+in the repository, shipped as package data; one TOML file per design: ``name``,
+``summary``, ``formula``, optional ``formula_<variant>``, ``example``, ``notes``), so the
+documented design and the formula the code writes are the same text. Fields in a template
+(``{response}``, ``{within_product}``, ...) are filled from the builder's arguments.
 
 >>> from crossed import specs
 >>> str(specs.repeated_measures("delta", within=["language", "task", "mode"]))
@@ -42,9 +42,8 @@ _FIELD_HELP = {
 def formula_dirs() -> list[Path]:
     """Folders searched for named specifications, in order.
 
-    ``$CROSSED_FORMULAS`` (a folder) if set, then the package's ``crossed/formulas``
-    (in a source checkout a link to the repository's ``formulas/`` folder; installed
-    packages carry a copy of its TOML files).
+    ``$CROSSED_FORMULAS`` (a folder) if set, then the package's ``crossed/formulas/``
+    (its TOML files are package data).
     """
     dirs = []
     env = os.environ.get("CROSSED_FORMULAS")
@@ -92,7 +91,7 @@ class Specification:
     terms : list of (str, str)
         Each term of the formula with what it stands for.
     notes : str
-        The design's documentation (from ``formulas/``).
+        The design's documentation (from ``crossed/formulas/``).
     """
 
     design: str
@@ -153,7 +152,7 @@ def repeated_measures(response: str, within: Sequence[str],
                       subjects: str = "architecture/model") -> Specification:
     """Systems measured under every combination of within-system conditions.
 
-    Writes ``{response} ~ a * b * ... + (1 | {subjects})`` from ``formulas/
+    Writes ``{response} ~ a * b * ... + (1 | {subjects})`` from ``crossed/formulas/
     repeated_measures.toml``: the fixed part crosses the conditions with all their
     interactions, the random intercept(s) absorb each system's overall level (``a/b``
     nests b in a).
@@ -195,7 +194,7 @@ def cross_classified(response: str, systems: str = "model", datasets: str = "dat
                      slopes: str = "uncorrelated") -> Specification:
     """Systems crossed with datasets (a cross-classified mixed-effects model, CCMEM).
 
-    Writes, from ``formulas/cross_classified.toml``::
+    Writes, from ``crossed/formulas/cross_classified.toml``::
 
         {response} ~ n1 + n2 + ... + (1 | systems) + (1 | datasets) + (1 | systems:datasets)
                      [+ (0 + n1 + n2 + ... || systems:datasets)]

@@ -21,26 +21,13 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from crossed.inference.coefs import normalise_ddf
+from crossed.inference.ddf import contrast_f, normalise_ddf
 from crossed.inference.hypotheses import hypotheses
 
 if TYPE_CHECKING:
     from crossed.fit import LmerFit
 
 ANOVA_COLUMNS = ["term", "sum_sq", "mean_sq", "num_df", "den_df", "statistic", "p_value"]
-
-
-def fstat_ddf(nu: np.ndarray, tol: float = 1e-8) -> float:
-    """lmerTest's ``get_Fstat_ddf``: one denominator df from per-direction dfs."""
-    nu = np.asarray(nu, dtype=float)
-    if len(nu) == 1:
-        return float(nu[0])
-    if np.all(np.abs(np.diff(nu)) < tol):
-        return float(np.mean(nu))
-    if np.any(nu <= 2):
-        return 2.0
-    E = float(np.sum(nu / (nu - 2.0)))
-    return 2.0 * E / (E - len(nu))
 
 
 def _row(F: float, q: int, df2: float, sigma: float, scale: float = 1.0) -> dict:
@@ -68,47 +55,10 @@ def f_test(fit: LmerFit, L: np.ndarray, ddf: str = "satterthwaite") -> dict:
     dict
         ``sum_sq``, ``mean_sq``, ``num_df``, ``den_df``, ``statistic`` (F), ``p_value``.
     """
-    method = normalise_ddf(ddf)
-    L = np.atleast_2d(np.asarray(L, dtype=float))
-    if L.shape[0] == 0:
+    r = contrast_f(fit, L, ddf)
+    if r is None:
         return _nan_row()
-    if method == "kenward-roger":
-        from crossed.inference.kenward_roger import kr_f_test
-
-        r = kr_f_test(fit, L)
-        return _row(r["unscaled"], r["num_df"], r["den_df"], fit.sigma,
-                    scale=r["statistic"] / r["unscaled"] if r["unscaled"] else 1.0)
-    C = np.asarray(fit.vcov_beta)
-    if method == "none":
-        q = int(np.linalg.matrix_rank(L @ C @ L.T))
-        Lb = L @ fit.beta
-        F = float(Lb @ np.linalg.pinv(L @ C @ L.T) @ Lb) / q
-        return _row(F, q, np.inf, fit.sigma)
-    from crossed.inference.satterthwaite import SatterthwaiteModel
-
-    sm = SatterthwaiteModel.from_fit(fit)
-    if L.shape[0] == 1:
-        return _one_row(fit, sm, L[0])
-    d, P = np.linalg.eigh(L @ C @ L.T)
-    d, P = d[::-1], P[:, ::-1]
-    tol = max(np.sqrt(np.finfo(float).eps) * d[0], 0.0)
-    q = int(np.sum(d > tol))
-    if q <= 0:
-        return _nan_row()
-    PtL = P.T @ L
-    if q == 1:
-        return _one_row(fit, sm, PtL[0])
-    PtL, d = PtL[:q], d[:q]
-    F = float(np.sum((PtL @ fit.beta) ** 2 / d) / q)
-    g = np.einsum("mj,ajk,mk->ma", PtL, sm.jac, PtL)
-    nu = 2.0 * d**2 / np.einsum("ma,ab,mb->m", g, sm.A, g)
-    return _row(F, q, fstat_ddf(nu), fit.sigma)
-
-
-def _one_row(fit: LmerFit, sm, l: np.ndarray) -> dict:
-    var = float(l @ sm.vcov @ l)
-    t = float(l @ fit.beta) / np.sqrt(var)
-    return _row(t * t, 1, float(sm.df(l[None, :])[0]), fit.sigma)
+    return _row(r["F"], r["num_df"], r["den_df"], fit.sigma, scale=r["scale"])
 
 
 def anova(fit: LmerFit, type: int | str = 3, ddf: str = "satterthwaite") -> pd.DataFrame:

@@ -8,20 +8,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from crossed.inference.ddf import contrast_t, normalise_ddf
+
 if TYPE_CHECKING:
     from crossed.fit import LmerFit
-
-DDF_METHODS = ("satterthwaite", "none")
-
-
-def normalise_ddf(ddf: str) -> str:
-    """Canonical name of a denominator-df method (case and punctuation insensitive)."""
-    key = str(ddf).lower().replace("_", "-").replace(" ", "-")
-    aliases = {"satterthwaite": "satterthwaite", "none": "none", "asymptotic": "none",
-               "kenward-roger": "kenward-roger", "kr": "kenward-roger"}
-    if key not in aliases:
-        raise ValueError(f"unknown ddf {ddf!r}; use 'satterthwaite', 'kenward-roger' or 'none'")
-    return aliases[key]
 
 
 def contrast_tests(fit: LmerFit, L: np.ndarray, ddf: str = "satterthwaite",
@@ -31,19 +21,7 @@ def contrast_tests(fit: LmerFit, L: np.ndarray, ddf: str = "satterthwaite",
     Returns the columns ``estimate, std_error, df, statistic, p_value, conf_low, conf_high``.
     """
     method = normalise_ddf(ddf)
-    L = np.atleast_2d(np.asarray(L, dtype=float))
-    if method == "satterthwaite":
-        from crossed.inference.satterthwaite import satterthwaite_t
-
-        est, se, df = satterthwaite_t(fit, L)
-    elif method == "none":
-        est = L @ fit.beta
-        se = np.sqrt(np.einsum("ij,jk,ik->i", L, fit.vcov_beta, L))
-        df = np.full(len(est), np.inf)
-    else:
-        from crossed.inference import kenward_roger
-
-        est, se, df = kenward_roger.kr_t(fit, L)
+    est, se, df = contrast_t(fit, L, method)
     with np.errstate(divide="ignore", invalid="ignore"):
         t = est / se
     p = 2.0 * stats.t.sf(np.abs(t), df)

@@ -29,7 +29,8 @@ from scipy import stats
 
 from crossed.design.frame import expression_variables
 from crossed.inference.adjust import adjust_p, critical_values
-from crossed.inference.coefs import contrast_tests, normalise_ddf
+from crossed.inference.coefs import contrast_tests
+from crossed.inference.ddf import contrast_vcov, normalise_ddf
 from crossed.inference.estimability import (
     NullBasis,
     estimable_subspace,
@@ -480,12 +481,7 @@ def _joint_f(fit: LmerFit, LL: np.ndarray, ddf: str, nb: NullBasis | None = None
     tQ = tQ_all[:, nb.kept] if nb is not None else tQ_all
     res = contrast_tests(fit, tQ, ddf=ddf)
     z = res["estimate"].to_numpy()
-    if ddf == "kenward-roger":
-        from crossed.inference.kenward_roger import KRModel
-
-        V = KRModel.from_fit(fit).vcov_adj
-    else:
-        V = np.asarray(fit.vcov_beta)
+    V = contrast_vcov(fit, ddf)
     F = float(z @ np.linalg.solve(tQ @ V @ tQ.T, z)) / r
     df2 = float(np.min(res["df"]))
     p = float(stats.f.sf(F, r, df2)) if np.isfinite(df2) else float(stats.chi2.sf(F * r, r))

@@ -5,13 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-
-def _plt():
-    try:
-        import matplotlib.pyplot as plt
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("figures need matplotlib: pip install crossed[plots]") from exc
-    return plt
+from crossed.plots import _mpl
 
 
 def plot_tau_by_size(result, ax=None, show_weighted: bool = True, level: float | None = None):
@@ -27,7 +21,7 @@ def plot_tau_by_size(result, ax=None, show_weighted: bool = True, level: float |
     level : float, optional
         Horizontal line at this τ (default: the level used for ``min_size``).
     """
-    plt = _plt()
+    plt = _mpl.plt()
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 4))
     subs = result.subsamples
@@ -61,7 +55,7 @@ def plot_tau_by_size(result, ax=None, show_weighted: bool = True, level: float |
 def plot_rank_distribution(ranks: pd.DataFrame, aggregate: str = "mean", tasks: str | None = None,
                            ax=None):
     """Stacked bars: share of resamples at each rank, one bar per system."""
-    plt = _plt()
+    plt = _mpl.plt()
     d = ranks[ranks["aggregate"] == aggregate]
     if tasks is not None and "tasks" in d.columns:
         d = d[d["tasks"] == tasks]
@@ -82,25 +76,3 @@ def plot_rank_distribution(ranks: pd.DataFrame, aggregate: str = "mean", tasks: 
               bbox_to_anchor=(0.5, 1.0), frameon=False)
     return ax
 
-
-def plot_aggregates(aggs: pd.DataFrame, aggregate: str = "mean", ax=None):
-    """Point estimates with normal and percentile intervals, per system and task mode."""
-    plt = _plt()
-    d = aggs[aggs["aggregate"] == aggregate]
-    if ax is None:
-        _, ax = plt.subplots(figsize=(6, 0.4 * d["system"].nunique() + 1.5))
-    modes = list(pd.unique(d["tasks"])) if "tasks" in d.columns else [None]
-    systems = list(pd.unique(d["system"]))
-    for j, mode in enumerate(modes):
-        g = d if mode is None else d[d["tasks"] == mode]
-        g = g.set_index("system").reindex(systems)
-        y = np.arange(len(systems)) + 0.2 * (j - (len(modes) - 1) / 2)
-        ax.errorbar(g["estimate"], y, xerr=[g["estimate"] - g["pct_low"],
-                                           g["pct_high"] - g["estimate"]],
-                    fmt="o", capsize=3, label=f"tasks {mode}" if mode else None)
-    ax.set_yticks(np.arange(len(systems)), systems)
-    ax.invert_yaxis()
-    ax.set_xlabel(f"{aggregate} over tasks (percentile interval)")
-    if modes[0] is not None:
-        ax.legend(fontsize="small")
-    return ax

@@ -6,19 +6,15 @@ from typing import Any
 
 import numpy as np
 
+from crossed.plots import _mpl
+
 METHOD_LABELS = {"lmm": "mixed model", "rm_anova": "repeated-measures ANOVA"}
-
-
-def _plt():
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def plot_ablation(result: Any, axes=None):
     """Detection rate (with Clopper–Pearson bars) and usable analyses against the fraction
     of data removed, one line per method. Returns the figure."""
-    plt = _plt()
+    plt = _mpl.plt()
     if axes is None:
         fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     else:
@@ -46,7 +42,7 @@ def plot_ablation(result: Any, axes=None):
 
 def plot_power_curve(curve: Any, ax=None, target: float | None = 0.8):
     """Power with Clopper–Pearson bars against the design dimension. Returns the figure."""
-    plt = _plt()
+    plt = _mpl.plt()
     if ax is None:
         fig, ax = plt.subplots(figsize=(6, 4))
     else:
@@ -69,7 +65,7 @@ def plot_power_curve(curve: Any, ax=None, target: float | None = 0.8):
 
 def plot_bootstrap(result: Any, terms: list[str] | None = None):
     """Histogram of the bootstrap replicates per term, estimate and interval marked."""
-    plt = _plt()
+    plt = _mpl.plt()
     tab = result.intervals()
     if terms is not None:
         tab = tab[tab["term"].isin(terms)]
@@ -94,7 +90,7 @@ def plot_residual_diagnostics(diag: Any, axes=None):
     """DHARMa-style figure: QQ plot of scaled residuals against Uniform(0, 1) with the
     test results, and scaled residuals against rank-transformed predictions with binned
     0.25/0.5/0.75 quantiles (should be flat at those values). Returns the figure."""
-    plt = _plt()
+    plt = _mpl.plt()
     if axes is None:
         fig, axes = plt.subplots(1, 2, figsize=(10, 4.5))
     else:

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import numbers
 import os
-import sys
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
+from crossed._conventions import show_progress
 from crossed._threads import use_helper_thread
 
 Seed = int | np.random.Generator | np.random.SeedSequence | None
@@ -81,25 +81,6 @@ def seed_sequence(seed: Seed) -> np.random.SeedSequence:
 def spawn_seeds(seed: Seed, n: int) -> list[np.random.SeedSequence]:
     """``n`` independent child seeds of ``seed`` (task ``i`` gets child ``i``)."""
     return seed_sequence(seed).spawn(n)
-
-
-def show_progress(progress: bool | None) -> bool:
-    """Whether to draw a progress bar: ``None`` means only on an interactive terminal or
-    in a Jupyter kernel (never in logs, pipes or CI)."""
-    if progress is not None:
-        return bool(progress)
-    if "ipykernel" in sys.modules:
-        try:
-            from IPython import get_ipython
-
-            if get_ipython() is not None:
-                return True
-        except ImportError:
-            pass
-    try:
-        return sys.stderr.isatty()
-    except (AttributeError, ValueError):
-        return False
 
 
 def _run_chunk(func: Callable, shared: Any, items: Sequence) -> list:

@@ -6,15 +6,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from crossed._conventions import as_generator
+
 if TYPE_CHECKING:
     from crossed.fit import LmerFit
 
 Seed = int | np.random.Generator | None
-
-
-def as_generator(seed: Seed) -> np.random.Generator:
-    """A numpy Generator from an int seed, a Generator (used as is) or None."""
-    return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
 
 
 def simulate_responses(fit: LmerFit, nsim: int = 1, seed: Seed = None,

@@ -37,19 +37,9 @@ def _nan_row(status: str) -> dict:
 
 def _t_row(fit: LmerFit, L: np.ndarray, ddf: str) -> dict:
     """t test of the single contrast row ``L`` (over ``fit``'s fixed effects)."""
-    L = np.atleast_2d(L)
-    if ddf == "satterthwaite":
-        from crossed.inference.satterthwaite import satterthwaite_t
+    from crossed.inference.ddf import contrast_t
 
-        est, se, df = satterthwaite_t(fit, L)
-    elif ddf == "none":
-        est = L @ fit.beta
-        se = np.sqrt(np.einsum("ij,jk,ik->i", L, fit.vcov_beta, L))
-        df = np.array([np.inf])
-    else:
-        from crossed.inference.kenward_roger import kr_t
-
-        est, se, df = kr_t(fit, L)
+    est, se, df = contrast_t(fit, L, ddf)
     est, se, df = float(est[0]), float(se[0]), float(df[0])
     t = est / se if se > 0 else np.nan
     p = float(2.0 * stats.t.sf(abs(t), df)) if np.isfinite(t) else np.nan
@@ -117,7 +107,7 @@ def fixed(term: str, ddf: str = "satterthwaite") -> Callable[[LmerFit], Contrast
         Coefficient name as in ``fit.fixef`` (e.g. ``"lr1e-5"``).
     ddf : {"satterthwaite", "kenward-roger", "none"}
     """
-    from crossed.inference.coefs import normalise_ddf
+    from crossed.inference.ddf import normalise_ddf
 
     method = normalise_ddf(ddf)
 
@@ -220,7 +210,7 @@ def emm_contrast(specs: str | list[str], contrast: str | dict | Sequence[float] 
     with the same contrast (validated in ``tests/simulate/test_simtests.py`` against
     :func:`crossed.inference.emmeans.emmeans` on refits).
     """
-    from crossed.inference.coefs import normalise_ddf
+    from crossed.inference.ddf import normalise_ddf
 
     method = normalise_ddf(ddf)
     specs_label = specs if isinstance(specs, str) else ":".join(specs)

@@ -24,7 +24,7 @@ def ner():
 
 @pytest.fixture(scope="session")
 def ner_table(ner):
-    return cx.resample.from_replicates(ner, "f1", "model", "language", seed="seed")
+    return cx.resample.from_replicates(ner, "f1", "model", "language", seed_col="seed")
 
 
 @pytest.fixture(scope="session")

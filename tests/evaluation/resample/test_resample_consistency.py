@@ -75,7 +75,7 @@ def test_aggregates_of_items_same_estimate_in_every_mode(items):
 
 
 def test_item_table_mean_is_the_sample_mean(items):
-    st = cx.resample.from_items(items, "correct", item="item", n_boot=50, random_state=4)
+    st = cx.resample.from_items(items, "correct", item="item", n_boot=50, seed=4)
     cell = items.groupby(["system", "task"], sort=False)["correct"].mean()
     np.testing.assert_allclose(st.mean.ravel(), cell.to_numpy(), rtol=1e-12)
     assert st.paired
@@ -104,11 +104,11 @@ def test_missing_scores_are_reported(ner):
     systems = df.loc[df.index[[0, 1, 700]], "model"]
     with pytest.warns(UserWarning, match=r"dropped 3 of \d+ rows with a missing value in 'f1'"
                       ) as rec:
-        st = cx.resample.from_replicates(df, "f1", "model", "language", seed="seed")
+        st = cx.resample.from_replicates(df, "f1", "model", "language", seed_col="seed")
     msg = str(rec[0].message)
     for name, n in systems.value_counts().items():
         assert f"{name} ({n})" in msg
-    full = cx.resample.from_replicates(ner, "f1", "model", "language", seed="seed")
+    full = cx.resample.from_replicates(ner, "f1", "model", "language", seed_col="seed")
     assert st.systems == full.systems
     assert int(np.isnan(st.values).sum()) == 3
 
@@ -117,7 +117,7 @@ def test_missing_item_scores_are_reported(items):
     df = items.copy()
     df.loc[df.index[5], "correct"] = np.nan
     with pytest.warns(UserWarning, match=r"dropped 1 of .* A \(1\)"):
-        cx.resample.from_items(df, "correct", item="item", n_boot=20, random_state=0)
+        cx.resample.from_items(df, "correct", item="item", n_boot=20, seed=0)
 
 
 def test_prediction_reports_dropped_rows(real_files):
@@ -127,3 +127,63 @@ def test_prediction_reports_dropped_rows(real_files):
     with pytest.warns(UserWarning, match=rf"dropped 1 of .*{name} \(1\)"):
         res = cx.resample.leave_one_task_out(frame, models=("baseline",))
     assert len(res.predictions) == len(frame) - 1
+
+
+# ------------------------------------------------------------------ keyword conventions
+# seed= is the random seed, seed_col= a column of seeds, progress= the progress bars; every
+# old spelling fails with a TypeError that names the new keyword.
+_ANALYSES = ["variance_components", "aggregates", "resample_aggregates", "rank_distribution",
+             "pairwise_differences", "analyze"]
+
+
+@pytest.mark.parametrize("name", _ANALYSES)
+def test_analyses_reject_old_keyword_spellings(name, ner):
+    f = getattr(cx.resample, name)
+    kw = dict(score="f1", system="model", task="language", n_resamples=10)
+    with pytest.raises(TypeError, match=r"seed= is the random seed.*seed_col='seed'"):
+        f(ner, seed="seed", **kw)
+    with pytest.raises(TypeError, match=r"random_state= is now seed="):
+        f(ner, seed_col="seed", random_state=1, **kw)
+    with pytest.raises(TypeError, match=r"progress_bar= is now progress="):
+        f(ner, seed_col="seed", progress_bar=False, **kw)
+
+
+def test_table_builders_reject_old_keyword_spellings(ner, items):
+    with pytest.raises(TypeError, match=r"from_replicates: seed= is now seed_col="):
+        cx.resample.from_replicates(ner, "f1", "model", "language", seed="seed")
+    with pytest.raises(TypeError, match=r"read_table: seed= is now seed_col="):
+        cx.resample.read_table(ner, fmt="long", score="f1", system="model", task="language",
+                               seed="seed")
+    with pytest.raises(TypeError, match=r"from_items: random_state= is now seed="):
+        cx.resample.from_items(items, "correct", item="item", n_boot=5, random_state=0)
+    with pytest.raises(TypeError, match=r"from_items: seed= is the random seed.*seed_col="):
+        cx.resample.from_items(items, "correct", item="item", n_boot=5, seed="seed")
+    with pytest.raises(TypeError, match=r"as_score_table: random_state= is now seed="):
+        cx.resample.as_score_table(items, "correct", item="item", n_boot=5, random_state=0)
+    with pytest.raises(TypeError, match=r"as_score_table: seed= is the random seed"):
+        cx.resample.as_score_table(ner, "f1", "model", "language", seed="seed")
+
+
+def test_other_analyses_reject_old_keyword_spellings(ner, real_files):
+    kw = dict(score="f1", system="model", item="language", seed_col="seed", sizes=[7],
+              strategies=["seq"], aso=False, n_subsamples=2)
+    with pytest.raises(TypeError, match=r"eval_size: progress_bar= is now progress="):
+        cx.resample.eval_size(ner, progress_bar=False, **kw)
+    with pytest.raises(TypeError, match=r"eval_size: random_state= is now seed="):
+        cx.resample.eval_size(ner, random_state=0, **kw)
+    frame = cx.resample.prediction_frame(cx.resample.read_table(real_files["xquad"]))
+    with pytest.raises(TypeError, match=r"leave_one_task_out: progress_bar= is now progress="):
+        cx.resample.leave_one_task_out(frame, progress_bar=False)
+    with pytest.raises(TypeError, match=r"leave_one_task_out: random_state= is now seed="):
+        cx.resample.leave_one_task_out(frame, random_state=0)
+
+
+def test_seed_col_and_seed_give_the_old_numbers(ner, items):
+    """The renamed keywords reach the same computation: a seed column read by seed_col= and
+    the item bootstrap seeded by seed= (values pinned from the code before the rename)."""
+    st = cx.resample.from_replicates(ner, "f1", "model", "language", seed_col="seed")
+    assert st.values.shape[2] == ner["seed"].nunique()
+    a = cx.resample.from_items(items, "correct", item="item", n_boot=50, seed=4)
+    b = cx.resample.from_items(items, "correct", item="item", n_boot=50,
+                               seed=np.random.default_rng(4))
+    np.testing.assert_array_equal(a.values, b.values)

@@ -90,7 +90,7 @@ def test_items_bootstrap():
                           "correct": rng.binomial(1, p, n)})
             for s, p in (("a", 0.6), ("b", 0.7)) for t in ("t1", "t2")]
     df = pd.concat(rows, ignore_index=True)
-    st = cx.resample.from_items(df, "correct", item="item", n_boot=400, random_state=1)
+    st = cx.resample.from_items(df, "correct", item="item", n_boot=400, seed=1)
     assert st.values.shape == (2, 2, 1, 400)
     expect = np.sqrt(0.6 * 0.4 / n)
     assert st.boot_sd[0, 0] == pytest.approx(expect, rel=0.2)
@@ -113,7 +113,7 @@ def test_incomplete_systems_are_dropped_with_a_warning():
 
 def test_ragged_replications(ner):
     rag = ner.drop(index=ner.sample(frac=0.1, random_state=1).index)
-    st = cx.resample.from_replicates(rag, "f1", "model", "language", seed="seed")
+    st = cx.resample.from_replicates(rag, "f1", "model", "language", seed_col="seed")
     assert st.replications()[1].min() < 10
     vc = cx.resample.variance_components(st, n_resamples=100, seed=0)
     cell = rag.groupby(["model", "language"])["f1"].std()
@@ -121,5 +121,5 @@ def test_ragged_replications(ner):
     assert np.allclose(vc.wide()["seed_sd"], expect.reindex(vc.wide().index))
     assert np.isfinite(vc.wide("std_error")["seed_sd"]).all()
     r = cx.resample.aggregates(st, replication="nonparametric", n_resamples=200, seed=0,
-                               progress_bar=True)
+                               progress=True)
     assert np.isfinite(r["std_error"]).all()

@@ -12,9 +12,9 @@
 * :func:`read_table` — the published result tables (XQuAD, FLORES-200, OpenNER, EA-MT).
 
 Every stochastic function takes a seed (int or numpy Generator): ``seed=`` is always the
-random seed and a column of training seeds is ``seed_col=`` (the table builders
-:func:`from_replicates`, :func:`from_items` and :func:`as_score_table` still name that
-column ``seed=``, their random seed being ``random_state=``).
+random seed and a column of training seeds is ``seed_col=``; progress bars are switched
+with ``progress=``. The old spellings (``random_state=``, ``progress_bar=``, a column name
+given to ``seed=``) raise a TypeError that names the new keyword.
 """
 
 from crossed.evaluation.resample.aggregates import (

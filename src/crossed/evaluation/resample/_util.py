@@ -2,35 +2,20 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterable, Iterator
 
-import numpy as np
+from crossed._conventions import SeedLike, as_generator, show_progress
 
-SeedLike = int | np.random.Generator | np.random.SeedSequence | None
+__all__ = ["CHUNK", "SeedLike", "as_generator", "chunks", "progress_iter", "z_value"]
 
 #: resamples drawn per chunk; fixed so that a seed gives the same numbers whatever the size
 CHUNK = 2000
 
 
-def as_generator(seed: SeedLike) -> np.random.Generator:
-    """A numpy Generator from an int, a SeedSequence, a Generator (used as is) or None."""
-    if isinstance(seed, np.random.Generator):
-        return seed
-    return np.random.default_rng(seed)
-
-
-def progress_enabled(progress: bool | None) -> bool:
-    """Progress bars: on when asked, off when not; ``None`` means on only in a terminal."""
-    if progress is not None:
-        return bool(progress)
-    return bool(getattr(sys.stderr, "isatty", lambda: False)())
-
-
-def progress(iterable: Iterable, total: int | None = None, desc: str = "",
-             enabled: bool | None = None) -> Iterator:
+def progress_iter(iterable: Iterable, total: int | None = None, desc: str = "",
+                  enabled: bool | None = None) -> Iterator:
     """Wrap ``iterable`` in a tqdm bar when enabled and tqdm is installed."""
-    if not progress_enabled(enabled):
+    if not show_progress(enabled):
         yield from iterable
         return
     try:

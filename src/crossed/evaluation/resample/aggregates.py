@@ -21,11 +21,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from crossed._conventions import renamed_keywords
 from crossed.evaluation.resample._util import (
     SeedLike,
     as_generator,
     chunks,
-    progress,
+    progress_iter,
     z_value,
 )
 from crossed.evaluation.resample.table import ScoreTable, as_score_table
@@ -121,20 +122,20 @@ def draw_task_scores(table: ScoreTable, n: int, rng: np.random.Generator,
     return np.take_along_axis(scores, np.broadcast_to(idx[:, None, :], (n, S, k)), axis=2)
 
 
+@renamed_keywords(seed_is_random=True, random_state="seed", progress_bar="progress")
 def resample_aggregates(table, aggregates: tuple[str, ...] | list[str] = AGGREGATES,
                         n_resamples: int = 10_000, tasks: str = "fixed",
                         n_tasks: int | None = None, replication: str = "parametric",
                         higher_is_better: bool = True, seed: SeedLike = None,
-                        progress_bar: bool | None = None, **columns) -> Resamples:
+                        progress: bool | None = None, **columns) -> Resamples:
     """Resample the leaderboard and aggregate each system's scores over tasks.
 
     Parameters
     ----------
     table : ScoreTable or DataFrame
         Scores; a DataFrame is read with :func:`as_score_table` using ``columns``
-        (score=, system=, task=, seed=, boot=, mean=, seed_sd=, boot_sd=, ...). Note that
-        a ``seed`` keyword names the random seed here; pass the seed column as
-        ``seed_col=``.
+        (score=, system=, task=, seed_col=, boot=, mean=, seed_sd=, boot_sd=, ...);
+        ``seed=`` is the random seed.
     aggregates : sequence of str
         Any of ``mean``, ``geometric_mean``, ``median``.
     n_resamples : int
@@ -145,8 +146,9 @@ def resample_aggregates(table, aggregates: tuple[str, ...] | list[str] = AGGREGA
     higher_is_better : bool
         Direction of the score (for ranks).
     seed : int or numpy Generator, optional
-    progress_bar : bool, optional
-        Progress over chunks of resamples; default only in an interactive terminal.
+    progress : bool, optional
+        Progress over chunks of resamples; default only in an interactive terminal or a
+        Jupyter kernel.
 
     Notes
     -----
@@ -156,9 +158,7 @@ def resample_aggregates(table, aggregates: tuple[str, ...] | list[str] = AGGREGA
     cell, the variance of the mean is Σ var_ddof0(seeds)/T² (test_resample_aggregates.py).
     """
     rng = as_generator(seed)
-    if "seed_col" in columns:
-        columns["seed"] = columns.pop("seed_col")
-    st = as_score_table(table, random_state=rng, **columns)
+    st = as_score_table(table, seed=rng, **columns)
     aggs = tuple(aggregates)
     for a in aggs:
         aggregate(np.ones((1, 1)), a)                    # validate names early
@@ -166,8 +166,8 @@ def resample_aggregates(table, aggregates: tuple[str, ...] | list[str] = AGGREGA
     observed = np.stack([aggregate(st.mean, a, axis=1) for a in aggs], axis=1)
     out = np.empty((n_resamples, S, len(aggs)))
     desc = f"resampling ({tasks} tasks, {replication})"
-    for a, b in progress(chunks(n_resamples), total=len(chunks(n_resamples)), desc=desc,
-                         enabled=progress_bar):
+    for a, b in progress_iter(chunks(n_resamples), total=len(chunks(n_resamples)), desc=desc,
+                              enabled=progress):
         x = draw_task_scores(st, b - a, rng, tasks, n_tasks, replication)
         for j, name in enumerate(aggs):
             out[a:b, :, j] = aggregate(x, name, axis=-1)
@@ -217,10 +217,11 @@ def summarize_resamples(res: Resamples, level: float = 0.95) -> pd.DataFrame:
     return df
 
 
+@renamed_keywords(seed_is_random=True, random_state="seed", progress_bar="progress")
 def aggregates(table, aggregates: tuple[str, ...] | list[str] = AGGREGATES,
                n_resamples: int = 10_000, tasks: str | tuple[str, ...] = ("fixed", "bootstrap"),
                replication: str = "parametric", level: float = 0.95, seed: SeedLike = None,
-               n_tasks: int | None = None, progress_bar: bool | None = None,
+               n_tasks: int | None = None, progress: bool | None = None,
                **columns) -> pd.DataFrame:
     """Aggregates across tasks per system with SEs and normal and percentile intervals.
 
@@ -233,16 +234,14 @@ def aggregates(table, aggregates: tuple[str, ...] | list[str] = AGGREGATES,
         Columns ``tasks`` (task mode) then those of :func:`summarize_resamples`.
     """
     rng = as_generator(seed)
-    if "seed_col" in columns:
-        columns["seed"] = columns.pop("seed_col")
     # one table for every mode: a per-item table's bootstrap is drawn once, and the
     # estimate is the same for every mode
-    st = as_score_table(table, random_state=rng, **columns)
+    st = as_score_table(table, seed=rng, **columns)
     modes = (tasks,) if isinstance(tasks, str) else tuple(tasks)
     parts = []
     for mode in modes:
         res = resample_aggregates(st, aggregates, n_resamples, mode, n_tasks, replication,
-                                  seed=rng, progress_bar=progress_bar)
+                                  seed=rng, progress=progress)
         parts.append(summarize_resamples(res, level).assign(tasks=mode))
     out = pd.concat(parts, ignore_index=True)
     out = out[["tasks"] + [c for c in out.columns if c != "tasks"]]

@@ -26,7 +26,8 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm, weightedtau
 
-from crossed.evaluation.resample._util import SeedLike, as_generator, progress
+from crossed._conventions import renamed_keywords
+from crossed.evaluation.resample._util import SeedLike, as_generator, progress_iter
 from crossed.evaluation.resample.aso import violation_ratio
 from crossed.evaluation.resample.table import ScoreTable
 
@@ -181,6 +182,7 @@ def _arrays_from_long(data: pd.DataFrame, score, system, item, seed_col, tokens,
     return vals, tuple(map(str, systems)), tok
 
 
+@renamed_keywords(seed_is_random=True, random_state="seed", progress_bar="progress")
 def eval_size(data, score: str = "score", system: str = "system", item: str = "item",
               seed_col: str | None = None, tokens: str | None = None,
               counts: tuple[str, str, str] | None = None, sizes=None, unit: str = "items",
@@ -188,7 +190,7 @@ def eval_size(data, score: str = "score", system: str = "system", item: str = "i
               quantile: float | None = None, aso: bool = True, aso_threshold: float = 0.5,
               aso_confidence: float = 0.95, aso_bootstrap: int = 200, dt: float = 0.005,
               higher_is_better: bool = True, seed: SeedLike = None,
-              progress_bar: bool | None = None) -> EvalSizeResult:
+              progress: bool | None = None) -> EvalSizeResult:
     """Stability of the system ranking on subsets of an evaluation set, by size and strategy.
 
     Parameters
@@ -216,7 +218,7 @@ def eval_size(data, score: str = "score", system: str = "system", item: str = "i
         ``aso_bootstrap`` bootstrap iterations).
     higher_is_better : bool
     seed : int or numpy Generator, optional
-    progress_bar : bool, optional
+    progress : bool, optional
 
     Returns
     -------
@@ -272,7 +274,7 @@ def eval_size(data, score: str = "score", system: str = "system", item: str = "i
                                  "eps_min": e_full, "decision": dec_full})
     rows = []
     jobs = [(st, sz) for st in strategies for sz in sizes]
-    for strategy, size in progress(jobs, total=len(jobs), desc="eval-size", enabled=progress_bar):
+    for strategy, size in progress_iter(jobs, total=len(jobs), desc="eval-size", enabled=progress):
         mask = _masks(strategy, size, weights, n_subsamples, rng)
         per_seed = _scores(mask, vals, is_counts)                          # (n, S, K)
         sub = per_seed.mean(axis=-1)                                       # (n, S)

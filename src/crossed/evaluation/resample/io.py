@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from crossed._conventions import renamed_keywords
 from crossed.evaluation.resample.table import ScoreTable, from_replicates, from_summary
 
 FORMATS = ("xquad", "flores", "openner", "ea_mt", "long")
@@ -96,9 +97,10 @@ def read_ea_mt(df: pd.DataFrame, metric: str = "overall") -> ScoreTable:
     return from_summary(df, col, "system", "language", boot_sd=f"{col}_std_dev")
 
 
+@renamed_keywords(seed="seed_col")
 def read_table(path: str | Path | pd.DataFrame, fmt: str | None = None,
                metric: str | None = None, score: str | None = None, system: str = "system",
-               task: str = "task", seed: str | None = None,
+               task: str = "task", seed_col: str | None = None,
                boot: str | None = None) -> ScoreTable:
     """Read a result table into a :class:`ScoreTable`, recognising the known formats.
 
@@ -111,7 +113,7 @@ def read_table(path: str | Path | pd.DataFrame, fmt: str | None = None,
     metric : str, optional
         Which score of a multi-metric table (flores: bleu/chrf/comet; ea_mt:
         overall/comet/meta).
-    score, system, task, seed, boot : str, optional
+    score, system, task, seed_col, boot : str, optional
         Column names for a long table of replications (``fmt="long"``); ``score`` defaults
         to the last numeric column.
     """
@@ -129,13 +131,13 @@ def read_table(path: str | Path | pd.DataFrame, fmt: str | None = None,
         raise ValueError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
     if score is None:
         numeric = [c for c in df.columns if pd.api.types.is_numeric_dtype(df[c])
-                   and c not in (system, task, seed, boot)]
+                   and c not in (system, task, seed_col, boot)]
         if not numeric:
             raise ValueError("no numeric score column; name it with score=")
         score = numeric[-1]
     for col in (system, task):
         if col not in df.columns:
             raise ValueError(f"column {col!r} not in the table; name the system/task columns")
-    if seed is None and "seed" in df.columns:
-        seed = "seed"
-    return from_replicates(df, score, system, task, seed=seed, boot=boot)
+    if seed_col is None and "seed" in df.columns:
+        seed_col = "seed"
+    return from_replicates(df, score, system, task, seed_col=seed_col, boot=boot)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from crossed._conventions import renamed_keywords
 from crossed.evaluation.resample._util import SeedLike, as_generator, z_value
 from crossed.evaluation.resample.aggregates import (
     AGGREGATES,
@@ -65,12 +66,13 @@ def differences_from_resamples(res: Resamples, level: float = 0.95,
     return df
 
 
+@renamed_keywords(seed_is_random=True, random_state="seed", progress_bar="progress")
 def pairwise_differences(table, aggregates=AGGREGATES, n_resamples: int = 10_000,
                          tasks: str | tuple[str, ...] = ("fixed", "subsample"),
                          n_tasks: int | None = None, replication: str = "parametric",
                          level: float = 0.95, threshold: float = 2.0,
                          higher_is_better: bool = True, seed: SeedLike = None,
-                         progress_bar: bool | None = None, **columns) -> pd.DataFrame:
+                         progress: bool | None = None, **columns) -> pd.DataFrame:
     """Mean pairwise differences between systems with resampled SDs and effect sizes.
 
     By default computed twice: with tasks fixed (only replications resampled) and with
@@ -83,14 +85,12 @@ def pairwise_differences(table, aggregates=AGGREGATES, n_resamples: int = 10_000
         Column ``tasks`` then those of :func:`differences_from_resamples`.
     """
     rng = as_generator(seed)
-    if "seed_col" in columns:
-        columns["seed"] = columns.pop("seed_col")
-    st = as_score_table(table, random_state=rng, **columns)
+    st = as_score_table(table, seed=rng, **columns)
     modes = (tasks,) if isinstance(tasks, str) else tuple(tasks)
     parts = []
     for mode in modes:
         res = resample_aggregates(st, aggregates, n_resamples, mode, n_tasks, replication,
-                                  higher_is_better, seed=rng, progress_bar=progress_bar)
+                                  higher_is_better, seed=rng, progress=progress)
         parts.append(differences_from_resamples(res, level, threshold).assign(tasks=mode))
     out = pd.concat(parts, ignore_index=True)
     out = out[["tasks"] + [c for c in out.columns if c != "tasks"]]

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from crossed._conventions import renamed_keywords
 from crossed.evaluation.resample._util import SeedLike, as_generator
 from crossed.evaluation.resample.aggregates import (
     AGGREGATES,
@@ -46,11 +47,12 @@ def _tag(df: pd.DataFrame, mode: str) -> pd.DataFrame:
     return df.assign(tasks=mode)[["tasks", *df.columns]]
 
 
+@renamed_keywords(seed_is_random=True, random_state="seed", progress_bar="progress")
 def analyze(table, aggregates=AGGREGATES, n_resamples: int = 10_000,
             replication: str = "parametric", n_tasks_subsample: int | None = None,
             level: float = 0.95, threshold: float = 2.0, higher_is_better: bool = True,
             n_variance_resamples: int = 1000, seed: SeedLike = None,
-            progress_bar: bool | None = None, **columns) -> LeaderboardAnalysis:
+            progress: bool | None = None, **columns) -> LeaderboardAnalysis:
     """Run variance components, aggregates, pairwise differences and rank distributions.
 
     Parameters
@@ -68,16 +70,14 @@ def analyze(table, aggregates=AGGREGATES, n_resamples: int = 10_000,
     seed : int or numpy Generator, optional
     """
     rng = as_generator(seed)
-    if "seed_col" in columns:
-        columns["seed"] = columns.pop("seed_col")
-    st = as_score_table(table, random_state=rng, **columns)
+    st = as_score_table(table, seed=rng, **columns)
     vc = variance_components(st, n_resamples=n_variance_resamples, seed=rng,
-                             progress_bar=progress_bar)
+                             progress=progress)
     runs = {}
     for mode in ("fixed", "bootstrap", "subsample"):
         runs[mode] = resample_aggregates(
             st, aggregates, n_resamples, mode, n_tasks_subsample if mode == "subsample" else None,
-            replication, higher_is_better, seed=rng, progress_bar=progress_bar)
+            replication, higher_is_better, seed=rng, progress=progress)
     aggs = pd.concat([_tag(summarize_resamples(runs[m], level), m)
                       for m in ("fixed", "bootstrap")], ignore_index=True)
     pairs = pd.concat([_tag(differences_from_resamples(runs[m], level, threshold), m)

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from crossed.evaluation.resample._util import SeedLike, as_generator, progress
+from crossed._conventions import renamed_keywords
+from crossed.evaluation.resample._util import SeedLike, as_generator, progress_iter
 from crossed.evaluation.resample.table import _drop_missing
 
 MODELS = ("baseline", "linear", "gbm", "mixed")
@@ -122,12 +123,13 @@ def _fit_predict(model: str, train: pd.DataFrame, test: pd.DataFrame, score: str
     raise ValueError(f"unknown model {model!r}; one of {', '.join(MODELS)}")
 
 
+@renamed_keywords(seed_is_random=True, random_state="seed", progress_bar="progress")
 def leave_one_task_out(data: pd.DataFrame, score: str = "score", system: str = "system",
                        task: str = "task", numeric: list[str] | tuple[str, ...] = (),
                        categorical: list[str] | tuple[str, ...] = (),
                        group: str | None = "family", models=MODELS, seed: SeedLike = None,
                        gbm_params: dict | None = None,
-                       progress_bar: bool | None = None) -> PredictionResult:
+                       progress: bool | None = None) -> PredictionResult:
     """Leave-one-task-out MAE of score predictors for unseen tasks (languages).
 
     Parameters
@@ -163,7 +165,7 @@ def leave_one_task_out(data: pd.DataFrame, score: str = "score", system: str = "
     if len(tasks) < 3:
         raise ValueError("leave-one-task-out needs at least 3 tasks")
     parts = []
-    for t in progress(tasks, total=len(tasks), desc="leave-one-task-out", enabled=progress_bar):
+    for t in progress_iter(tasks, total=len(tasks), desc="leave-one-task-out", enabled=progress):
         test = df[df[task] == t]
         train = df[df[task] != t]
         for model in models:

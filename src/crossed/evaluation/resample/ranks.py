@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import rankdata
 
+from crossed._conventions import renamed_keywords
 from crossed.evaluation.resample._util import SeedLike, as_generator
 from crossed.evaluation.resample.aggregates import (
     AGGREGATES,
@@ -56,10 +57,11 @@ def ranks_from_resamples(res: Resamples) -> pd.DataFrame:
     return df
 
 
+@renamed_keywords(seed_is_random=True, random_state="seed", progress_bar="progress")
 def rank_distribution(table, aggregates=AGGREGATES, n_resamples: int = 10_000,
                       tasks: str = "bootstrap", n_tasks: int | None = None,
                       replication: str = "parametric", higher_is_better: bool = True,
-                      seed: SeedLike = None, progress_bar: bool | None = None,
+                      seed: SeedLike = None, progress: bool | None = None,
                       **columns) -> pd.DataFrame:
     """Rank distribution of each system under each aggregate (see :func:`ranks_from_resamples`).
 
@@ -67,11 +69,9 @@ def rank_distribution(table, aggregates=AGGREGATES, n_resamples: int = 10_000,
     replacement and replications parametrically.
     """
     rng = as_generator(seed)
-    if "seed_col" in columns:
-        columns["seed"] = columns.pop("seed_col")
-    st = as_score_table(table, random_state=rng, **columns)
+    st = as_score_table(table, seed=rng, **columns)
     res = resample_aggregates(st, aggregates, n_resamples, tasks, n_tasks, replication,
-                              higher_is_better, seed=rng, progress_bar=progress_bar)
+                              higher_is_better, seed=rng, progress=progress)
     return ranks_from_resamples(res)
 
 

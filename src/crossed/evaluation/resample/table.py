@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
+from crossed._conventions import renamed_keywords
 from crossed.evaluation.resample._util import SeedLike, as_generator
 
 
@@ -167,8 +168,9 @@ def _drop_missing(data: pd.DataFrame, cols: list[str], system: str) -> pd.DataFr
     return df.loc[~bad]
 
 
+@renamed_keywords(seed="seed_col")
 def from_replicates(data: pd.DataFrame, score: str, system: str = "system",
-                    task: str = "task", seed: str | None = None, boot: str | None = None,
+                    task: str = "task", seed_col: str | None = None, boot: str | None = None,
                     missing: str = "drop_systems") -> ScoreTable:
     """A ScoreTable from a long table of replications.
 
@@ -178,30 +180,31 @@ def from_replicates(data: pd.DataFrame, score: str, system: str = "system",
         One row per system × task × seed × bootstrap replicate.
     score, system, task : str
         Column names of the score and of the system and task labels.
-    seed, boot : str, optional
-        Columns naming the seed and the bootstrap replicate; at least one is needed when a
-        system × task cell has more than one row.
+    seed_col, boot : str, optional
+        Columns naming the training seed and the bootstrap replicate; at least one is
+        needed when a system × task cell has more than one row. (``seed=`` is not a column
+        name: passing it raises a TypeError pointing here.)
     missing : {"drop_systems", "drop_tasks", "error"}
         What to do when some system lacks some task.
 
     Rows missing the score or a label are dropped with a warning that counts them per
     system.
     """
-    df = _drop_missing(data, [c for c in (system, task, seed, boot, score) if c is not None],
+    df = _drop_missing(data, [c for c in (system, task, seed_col, boot, score) if c is not None],
                        system)
     s_codes, systems = _labels(df[system])
     t_codes, tasks = _labels(df[task])
     df = df.assign(_s=s_codes, _t=t_codes)
-    df["_k"] = _within_cell_index(df, ["_s", "_t"], seed)
+    df["_k"] = _within_cell_index(df, ["_s", "_t"], seed_col)
     df["_b"] = _within_cell_index(df, ["_s", "_t", "_k"], boot)
     if df.duplicated(["_s", "_t", "_k", "_b"]).any():
         raise ValueError("several rows share one system × task × seed × boot cell; "
-                         "name the seed= and/or boot= columns")
+                         "name the seed_col= and/or boot= columns")
     S, T = len(systems), len(tasks)
     K, B = int(df["_k"].max()) + 1, int(df["_b"].max()) + 1
     values = np.full((S, T, K, B), np.nan)
     values[df["_s"], df["_t"], df["_k"], df["_b"]] = df[score].to_numpy(float)
-    return _from_values(values, systems, tasks, score, missing, has_seed=seed is not None,
+    return _from_values(values, systems, tasks, score, missing, has_seed=seed_col is not None,
                         has_boot=boot is not None)
 
 
@@ -240,9 +243,10 @@ def _from_values(values: np.ndarray, systems, tasks, score: str, missing: str,
     )
 
 
+@renamed_keywords(seed_is_random=True, random_state="seed")
 def from_items(data: pd.DataFrame, score: str, system: str = "system", task: str = "task",
-               item: str = "item", seed: str | None = None, n_boot: int = 200,
-               random_state: SeedLike = None, missing: str = "drop_systems") -> ScoreTable:
+               item: str = "item", seed_col: str | None = None, n_boot: int = 200,
+               seed: SeedLike = None, missing: str = "drop_systems") -> ScoreTable:
     """A ScoreTable from per-item scores, with bootstrap replicates made by resampling items.
 
     Each replicate is the mean item score over ``n_i`` items drawn with replacement from the
@@ -255,20 +259,20 @@ def from_items(data: pd.DataFrame, score: str, system: str = "system", task: str
     ----------
     data : DataFrame
         One row per system × task (× seed) × item.
-    score, system, task, item, seed : str
-        Column names.
+    score, system, task, item, seed_col : str
+        Column names (``seed_col``: the training seed, optional).
     n_boot : int
         Bootstrap replicates per task.
-    random_state : int or Generator, optional
-        Seed of the item bootstrap.
+    seed : int or Generator, optional
+        Random seed of the item bootstrap.
     """
-    rng = as_generator(random_state)
-    cols = [c for c in (system, task, seed, item, score) if c is not None]
+    rng = as_generator(seed)
+    cols = [c for c in (system, task, seed_col, item, score) if c is not None]
     df = _drop_missing(data, cols, system)
     s_codes, systems = _labels(df[system])
     t_codes, tasks = _labels(df[task])
     df = df.assign(_s=s_codes, _t=t_codes, _k=_within_cell_index(df.assign(_s=s_codes, _t=t_codes),
-                                                                  ["_s", "_t"], seed))
+                                                                  ["_s", "_t"], seed_col))
     S, T, K = len(systems), len(tasks), int(df["_k"].max()) + 1
     values = np.full((S, T, K, n_boot), np.nan)
     sample = np.full((S, T, K), np.nan)             # mean item score of the observed sample
@@ -289,7 +293,7 @@ def from_items(data: pd.DataFrame, score: str, system: str = "system", task: str
         with np.errstate(invalid="ignore", divide="ignore"):
             rep = (num / den).reshape(n_boot, S, K)
         values[:, t] = np.moveaxis(rep, 0, -1)
-    st = _from_values(values, systems, tasks, score, missing, has_seed=seed is not None,
+    st = _from_values(values, systems, tasks, score, missing, has_seed=seed_col is not None,
                       has_boot=True, seed_means=sample)
     return replace(st, paired=True)
 
@@ -341,11 +345,12 @@ def from_summary(data: pd.DataFrame, mean: str, system: str = "system", task: st
     )
 
 
+@renamed_keywords(seed_is_random=True, random_state="seed")
 def as_score_table(table, score: str | None = None, system: str = "system", task: str = "task",
-                   seed: str | None = None, boot: str | None = None, item: str | None = None,
+                   seed_col: str | None = None, boot: str | None = None, item: str | None = None,
                    mean: str | None = None, seed_sd: str | None = None,
                    boot_sd: str | None = None, n_seeds=None, n_boot=None,
-                   random_state: SeedLike = None, missing: str = "drop_systems") -> ScoreTable:
+                   seed: SeedLike = None, missing: str = "drop_systems") -> ScoreTable:
     """Dispatch to :func:`from_replicates`, :func:`from_items` or :func:`from_summary`.
 
     A ScoreTable is returned as is. With ``item`` the table is per-item; with ``mean`` (or
@@ -354,11 +359,11 @@ def as_score_table(table, score: str | None = None, system: str = "system", task
     if isinstance(table, ScoreTable):
         return table
     if item is not None:
-        return from_items(table, score, system, task, item, seed,
-                          n_boot=int(n_boot or 200), random_state=random_state, missing=missing)
+        return from_items(table, score, system, task, item, seed_col,
+                          n_boot=int(n_boot or 200), seed=seed, missing=missing)
     if mean is not None or seed_sd is not None or boot_sd is not None:
         return from_summary(table, mean or score, system, task, seed_sd, boot_sd, n_seeds,
                             n_boot, missing=missing)
     if score is None:
         raise ValueError("name the score column (score=) or the summary columns (mean=, ...)")
-    return from_replicates(table, score, system, task, seed, boot, missing=missing)
+    return from_replicates(table, score, system, task, seed_col, boot, missing=missing)

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from crossed.evaluation.resample._util import SeedLike, as_generator, chunks, progress
+from crossed._conventions import renamed_keywords
+from crossed.evaluation.resample._util import SeedLike, as_generator, chunks, progress_iter
 from crossed.evaluation.resample.table import ScoreTable, as_score_table
 
 COMPONENTS = ("mean", "between_task_sd", "seed_sd", "boot_sd", "within_sd")
@@ -82,7 +82,7 @@ def _se_tasks(mean: np.ndarray, n_resamples: int, rng, show) -> tuple[np.ndarray
     """Resampling SEs of the mean and the SD of task means, tasks drawn with replacement."""
     S, T = mean.shape
     means, sds = [], []
-    for a, b in progress(chunks(n_resamples), desc="tasks", enabled=show):
+    for a, b in progress_iter(chunks(n_resamples), desc="tasks", enabled=show):
         idx = rng.integers(0, T, size=(b - a, T))
         m = mean[:, idx]                                         # (S, R, T)
         means.append(m.mean(axis=-1))
@@ -105,7 +105,7 @@ def _se_within_replicates(table: ScoreTable, n_resamples: int, rng, show):
     has_boot = not np.isnan(table.boot_sd).all()
     out = {"seed_sd": [], "boot_sd": [], "within_sd": []}
     step = max(1, 200_000 // max(1, S * T * K * B))
-    for a, b in progress(chunks(n_resamples, step), desc="replications", enabled=show):
+    for a, b in progress_iter(chunks(n_resamples, step), desc="replications", enabled=show):
         r = b - a
         ks = (rng.random((r, S, T, K)) * n_k[None, :, :, None]).astype(np.int64)
         v = np.take_along_axis(vals[None], ks[..., None], axis=3)           # (r,S,T,K,B)
@@ -163,14 +163,14 @@ def _se_within_summary(table: ScoreTable, n_resamples: int, rng) -> dict[str, np
         return res
 
 
+@renamed_keywords(seed_is_random=True, random_state="seed", progress_bar="progress")
 def variance_components(table, score: str | None = None, system: str = "system",
                         task: str = "task", seed_col: str | None = None,
                         boot: str | None = None, *, item: str | None = None,
                         mean: str | None = None, seed_sd: str | None = None,
                         boot_sd: str | None = None, n_seeds=None, n_boot=None,
                         n_resamples: int = 1000, seed: SeedLike = None,
-                        progress_bar: bool | None = None,
-                        random_state: Any = None) -> VarianceComponents:
+                        progress: bool | None = None) -> VarianceComponents:
     """Between-task, seed, bootstrap and total within-task SDs per system, with SEs.
 
     Parameters
@@ -190,10 +190,8 @@ def variance_components(table, score: str | None = None, system: str = "system",
     seed : int or numpy Generator, optional
         Random seed of the resampling (same seed, same numbers). As everywhere in
         ``crossed``, ``seed=`` is a random seed and ``seed_col=`` a column of seeds.
-    progress_bar : bool, optional
-        Show progress; default only in an interactive terminal.
-    random_state
-        Removed: the random seed is ``seed=`` (a TypeError says so).
+    progress : bool, optional
+        Show progress; default only in an interactive terminal or a Jupyter kernel.
 
     Returns
     -------
@@ -203,28 +201,22 @@ def variance_components(table, score: str | None = None, system: str = "system",
     Raises
     ------
     TypeError
-        For the old spellings: ``seed="<column>"`` (now ``seed_col=``) and
-        ``random_state=`` (now ``seed=``).
+        For the old spellings: ``seed="<column>"`` (now ``seed_col=``),
+        ``random_state=`` (now ``seed=``) and ``progress_bar=`` (now ``progress=``).
 
     Notes
     -----
     Validated against direct numpy/pandas computations of the same definitions on
     ``ner_like`` (tests/evaluation/resample/test_variance.py).
     """
-    if isinstance(seed, str):
-        raise TypeError(f"variance_components: seed= is the random seed (an int or a numpy "
-                        f"Generator); name the seed column with seed_col={seed!r}")
-    if random_state is not None:
-        raise TypeError("variance_components: random_state= is now seed= (the random seed); "
-                        "the seed column is seed_col=")
     rng = as_generator(seed)
     st = as_score_table(table, score, system, task, seed_col, boot, item, mean, seed_sd,
-                        boot_sd, n_seeds, n_boot, random_state=rng)
+                        boot_sd, n_seeds, n_boot, seed=rng)
     S, T = st.shape
     pooled = _pooled(st)
-    se_mean, se_between = _se_tasks(st.mean, n_resamples, rng, progress_bar)
+    se_mean, se_between = _se_tasks(st.mean, n_resamples, rng, progress)
     if st.kind == "replicates":
-        se_within = _se_within_replicates(st, n_resamples, rng, progress_bar)
+        se_within = _se_within_replicates(st, n_resamples, rng, progress)
     else:
         se_within = _se_within_summary(st, n_resamples, rng)
 
