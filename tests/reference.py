@@ -170,7 +170,7 @@ def fit_at_theta(fit: crossed.LmerFit, theta) -> crossed.LmerFit:
     as any engine's fit would report them there): the formulas, not the optimiser."""
     from crossed.engines.native.engine import finish_fit
     from crossed.engines.native.optimize import LmerControl
-    from crossed.engines.native.pls import profiled_deviance
+    from crossed.model.pls import profiled_deviance
 
     theta = np.asarray(theta, dtype=float)
     f = fit.pls.factor(theta)

@@ -23,7 +23,7 @@ def fit():
 
 def _fresh_factor(f: cx.LmerFit):
     """The factorisation at ``f.theta`` computed from scratch (no cache involved)."""
-    from crossed.engines.native.pls import PLS
+    from crossed.model.pls import PLS
 
     d = f.design
     return PLS(d.random.blocks, d.X, d.y).factor(f.theta)

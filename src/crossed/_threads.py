@@ -4,7 +4,7 @@ The engine runs many small dense factorisations; multi-threaded OpenBLAS spends 
 synchronising than computing on them, and on a loaded 2-core machine a 260 x 260 Cholesky
 went from 0.3 ms (one thread) to 280 ms (two). Numerical code runs under one BLAS thread.
 
-Large dense factorisations and sparse Schur updates (``engines/native/cholesky.py``,
+Large dense factorisations and sparse Schur updates (``model/cholesky.py``,
 ``sparse_map.py``) instead split their work between the calling thread and one helper
 thread, at points fixed by the problem's size, so results do not depend on whether the
 helper is used. It is used when at least two CPUs are available,

@@ -21,7 +21,7 @@ from crossed.design.newdata import (
 
 if TYPE_CHECKING:
     from crossed.engines.native.optimize import OptSummary
-    from crossed.engines.native.pls import PLS, Factor
+    from crossed.model.pls import PLS, Factor
 
 
 @dataclass(frozen=True, eq=False)
@@ -165,7 +165,7 @@ class LmerFit:
     def pls(self) -> PLS:
         """The penalised least squares problem of this design (built once, cached)."""
         if "pls" not in self._cache:
-            from crossed.engines.native.pls import PLS
+            from crossed.model.pls import PLS
 
             d = self.design
             self._cache["pls"] = PLS(d.random.blocks, d.X, d.y)

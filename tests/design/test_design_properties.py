@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 import crossed as cx
 from _propdata import SETTINGS, cases, level_mapper, random_thetas, relabel
 from crossed.design import DataError, Design, build_design
-from crossed.engines.native.pls import PLS
 from crossed.formula import parse
+from crossed.model.pls import PLS
 
 
 def design_of(formula: str, data: pd.DataFrame, reference: dict | None = None,

@@ -242,7 +242,7 @@ def test_criterion_at_r_theta(case):
 
     Engine independent: the penalised least squares problem of the design (LmerFit.pls).
     """
-    from crossed.engines.native.pls import profiled_deviance
+    from crossed.model.pls import profiled_deviance
 
     fit, _ = fitted("native", case)
     r = r_answers(case)

@@ -10,8 +10,8 @@ import pytest
 
 import crossed
 from crossed.design import build_design
-from crossed.engines.native.pls import profiled_deviance
 from crossed.engines.statsmodels import _psd_cholesky, translate
+from crossed.model.pls import profiled_deviance
 from reference import fit_case, load_case, load_table
 
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from crossed.engines.native import LmerControl
 from crossed.engines.native.engine import finish_fit
-from crossed.engines.native.pls import profiled_deviance
+from crossed.model.pls import profiled_deviance
 from reference import as_list, fit_case, r_answers
 
 AT_R_THETA = ("carrots_slopes", "exist_mono_nested", "penicillin_crossed", "ner_crossed")

@@ -340,7 +340,7 @@ def fit_statsmodels(design: Design, reml: bool = True, control: LmerControl | No
         When statsmodels cannot express the random-effects structure.
     """
     from crossed.engines.native.engine import finish_fit
-    from crossed.engines.native.pls import PLS
+    from crossed.model.pls import PLS
 
     if control is not None:
         raise ValueError("control= sets the native engine's optimiser; the statsmodels "

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from crossed._threads import single_blas_thread
-from crossed.engines.native.pls import deviance_at
 from crossed.inference.numderiv import central_derivatives, mixed_second
+from crossed.model.pls import deviance_at
 
 if TYPE_CHECKING:
     from crossed.fit import LmerFit

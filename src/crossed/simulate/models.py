@@ -131,7 +131,7 @@ def _criterion_and_vcov(design, theta: np.ndarray, beta: np.ndarray, sigma: floa
                         reml: bool) -> tuple[float, np.ndarray]:
     """The REML criterion at (θ, σ) or −2 log-likelihood at (θ, β, σ), and σ²(R_XᵀR_X)⁻¹,
     from the penalised least squares factorisation at θ."""
-    from crossed.engines.native.pls import PLS, deviance_at
+    from crossed.model.pls import PLS, deviance_at
 
     n, p = design.X.shape
     pls = PLS(design.random.blocks, design.X, design.y)

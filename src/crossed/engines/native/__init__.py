@@ -1,4 +1,4 @@
-"""Native engine: blocked-Cholesky penalised least squares + BOBYQA."""
+"""Native engine: BOBYQA over θ on the model core's profiled criterion (``crossed.model``)."""
 
 from crossed.engines.native.engine import ConvergenceWarning, SingularFitWarning, fit_native
 from crossed.engines.native.optimize import LmerControl, OptSummary

@@ -12,7 +12,6 @@ import numpy as np
 from crossed._threads import single_blas_thread
 from crossed.design import Design
 from crossed.design.frame import DataError
-from crossed.engines.native.batched import objectives
 from crossed.engines.native.converge import (
     ConvergenceCheck,
     assess,
@@ -20,8 +19,9 @@ from crossed.engines.native.converge import (
     restart_message,
 )
 from crossed.engines.native.optimize import LmerControl, OptSummary
-from crossed.engines.native.pls import PLS, profiled_deviance
 from crossed.fit import LmerFit
+from crossed.model.batched import objectives
+from crossed.model.pls import PLS, profiled_deviance
 
 
 class ConvergenceWarning(UserWarning):

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from crossed.engines.native.closed_forms import (
+from crossed.model.closed_forms import (
     closed_form_1x1,
     criterion,
     entries_2x2,
@@ -25,7 +25,7 @@ from crossed.engines.native.closed_forms import (
 )
 
 if TYPE_CHECKING:
-    from crossed.engines.native.pls import PLS
+    from crossed.model.pls import PLS
 
 
 def batchable(pls: PLS) -> bool:

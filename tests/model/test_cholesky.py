@@ -1,4 +1,4 @@
-"""The blocked two-thread Cholesky of the PLS system's dense part (engines/native/cholesky.py).
+"""The blocked two-thread Cholesky of the PLS system's dense part (model/cholesky.py).
 
 Checked against numpy's (LAPACK) Cholesky on matrices shaped like the engine's: I plus a
 positive semi-definite part, with fixed-effect-like columns of another scale at the end.
@@ -11,8 +11,8 @@ import pytest
 from scipy.linalg import lapack
 
 from crossed import _threads
-from crossed.engines.native import cholesky
-from crossed.engines.native.cholesky import cholesky_lower, split_point
+from crossed.model import cholesky
+from crossed.model.cholesky import cholesky_lower, split_point
 
 
 def _spd(n: int, seed: int = 0, p: int = 3) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""The criterion at many θ at once (engines/native/batched.py) against PLS.objective."""
+"""The criterion at many θ at once (model/batched.py) against PLS.objective."""
 
 import numpy as np
 import pandas as pd
@@ -6,10 +6,10 @@ import pytest
 
 import crossed
 from crossed.design import build_design
-from crossed.engines.native import batched
 from crossed.engines.native.optimize import derivatives
-from crossed.engines.native.pls import PLS
 from crossed.formula import parse
+from crossed.model import batched
+from crossed.model.pls import PLS
 
 FORMULAS = {
     "intercept": "Reaction ~ Days + (1 | Subject)",

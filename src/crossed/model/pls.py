@@ -34,15 +34,15 @@ import scipy.sparse as sp
 from scipy.linalg import blas, lapack
 
 from crossed.design.random import ReBlock
-from crossed.engines.native.banded import BandedBlocks
-from crossed.engines.native.cholesky import cholesky_lower
-from crossed.engines.native.closed_forms import (
+from crossed.model.banded import BandedBlocks
+from crossed.model.cholesky import cholesky_lower
+from crossed.model.closed_forms import (
     closed_form_1x1,
     criterion,
     entries_2x2,
     g_2x2,
 )
-from crossed.engines.native.sparse_map import (
+from crossed.model.sparse_map import (
     SparseMap,
     build_sparse_map,
     response_free_products,

@@ -1,4 +1,4 @@
-"""The native engine's penalised least squares (engines/native/pls.py, banded.py).
+"""The penalised least squares problem of a design (model/pls.py, banded.py).
 
 Every way of forming the Schur complement (dense rank-k updates over groups of levels, the
 sparse map W, the banded first block for q1 > 2) must give the criterion of the dense
@@ -14,10 +14,10 @@ import pytest
 
 import crossed
 from crossed.design import build_design
-from crossed.engines.native import cholesky, sparse_map
-from crossed.engines.native.banded import BandedBlocks
-from crossed.engines.native.pls import PLS, profiled_deviance
 from crossed.formula.spec import parse
+from crossed.model import cholesky, sparse_map
+from crossed.model.banded import BandedBlocks
+from crossed.model.pls import PLS, profiled_deviance
 
 
 def _data(seed: int = 0) -> pd.DataFrame:

@@ -3,7 +3,7 @@
 The first random-effects block with one or two columns per level is factored in closed
 form on the entries of its per-level matrices (no LAPACK call per level), and the profiled
 criterion follows from two log determinants and the penalised residual sum of squares.
-:class:`~crossed.engines.native.pls.PLS` evaluates them at one θ; ``batched.py`` at many
+:class:`~crossed.model.pls.PLS` evaluates them at one θ; ``batched.py`` at many
 θ at once, with a leading axis over the points: the same operations either way.
 """
 
