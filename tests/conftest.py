@@ -1,5 +1,7 @@
-"""Shared pytest configuration: the ``slow`` marker and the tests/ helpers on sys.path."""
+"""Shared pytest configuration: the ``slow`` marker, the tests/ helpers on sys.path, and
+the R stack (required in CI, optional elsewhere)."""
 
+import os
 import sys
 from pathlib import Path
 
@@ -8,6 +10,28 @@ import pytest
 _TESTS = str(Path(__file__).resolve().parent)
 if _TESTS not in sys.path:
     sys.path.insert(0, _TESTS)  # `import reference` from any test module
+
+
+def require_r() -> None:
+    """Skip when R, rpy2 or lme4 is missing, except in CI (env CI set), where it fails."""
+    from crossed.engines import EngineUnavailableError
+    from crossed.engines.lme4 import r_session
+
+    try:
+        r_session()
+    except EngineUnavailableError as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must provide the lme4 engine (see .ci/run): {exc}")
+        pytest.skip(f"lme4 engine unavailable: {exc}")
+
+
+@pytest.fixture(scope="session")
+def r_stack():
+    """The embedded R session (skip/fail as :func:`require_r`)."""
+    from crossed.engines.lme4 import r_session
+
+    require_r()
+    return r_session()
 
 
 @pytest.fixture(scope="session")

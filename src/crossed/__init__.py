@@ -3,11 +3,11 @@
 from crossed.api import lmer
 from crossed.datasets import list_datasets, load_dataset
 from crossed.design.frame import DataError
-from crossed.engines.compare import compare_engines
 from crossed.engines.errors import EngineUnavailableError, UnsupportedModelError
 from crossed.engines.native import ConvergenceWarning, LmerControl, SingularFitWarning
 from crossed.engines.pymer4 import from_pymer4
 from crossed.evaluation import resample, specs
+from crossed.evaluation.compare_engines import compare_engines
 from crossed.evaluation.compare_specs import compare_specs
 from crossed.evaluation.crossval import cross_validate
 from crossed.evaluation.headroom import headroom

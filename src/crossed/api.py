@@ -9,7 +9,7 @@ import pandas as pd
 
 from crossed.design import build_design
 from crossed.design.frame import check_response_varies
-from crossed.engines import AVAILABLE, fit_with
+from crossed.engines import fit_with, get_engine
 from crossed.engines.native import LmerControl
 from crossed.fit import LmerFit
 from crossed.formula import parse
@@ -79,8 +79,7 @@ def _check_arguments(formula: object, reml: object, engine: object, reference: o
                         f"{type(formula).__name__}")
     if not isinstance(reml, bool | np.bool_):
         raise TypeError(f"reml must be True or False, got {reml!r}")
-    if not isinstance(engine, str) or engine not in (*AVAILABLE, "pymer4"):
-        raise ValueError(f"unknown engine {engine!r}; available: {', '.join(AVAILABLE)}")
+    get_engine(engine)  # ValueError naming the registered engines
     if not isinstance(na_action, str) or na_action not in ("omit", "raise"):
         raise ValueError(f"na_action must be 'omit' or 'raise', got {na_action!r}")
     if reference is not None:

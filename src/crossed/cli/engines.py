@@ -6,7 +6,7 @@ import argparse
 
 from crossed.cli._tables import dump_json
 from crossed.cli.fit import JSON_HELP, add_model_arguments, parse_reference, read_model_table
-from crossed.engines.compare import compare_engines, format_comparison
+from crossed.evaluation.compare_engines import compare_engines, format_comparison
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -470,3 +470,22 @@ def lmertest_tables(fit: LmerFit, ddf: str = "satterthwaite", type: int = 3,
                           "num_df": an[:, 2], "den_df": an[:, 3], "statistic": an[:, 4],
                           "p_value": an[:, 5]})
     return {"coefficients": coefs, "anova": anova}
+
+
+class Lme4Engine:
+    """R's ``lme4::lmer`` through rpy2 (the :class:`crossed.engines.Engine` protocol). It
+    expresses every design the grammar builds; when R, rpy2 or lme4 is missing, ``fit``
+    raises :class:`EngineUnavailableError` naming what to install."""
+
+    name = "lme4"
+
+    def supports(self, design: Design) -> str | None:
+        """Always None (availability is :meth:`fit`'s EngineUnavailableError)."""
+        return None
+
+    def fit(self, design: Design, reml: bool, control: LmerControl | None,
+            data_name: str = "data") -> LmerFit:
+        return fit_lme4(design, reml=reml, control=control, data_name=data_name)
+
+
+ENGINE = Lme4Engine()

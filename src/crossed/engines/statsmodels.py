@@ -143,6 +143,51 @@ def _group_codes(design: Design, layout: Layout) -> np.ndarray:
     return design.random.blocks[layout.group_block].codes
 
 
+def _group_rows(design: Design, layout: Layout) -> tuple[np.ndarray, list[np.ndarray]]:
+    """statsmodels' group code of each row, and the rows of each group."""
+    groups = _group_codes(design, layout)
+    ngroups = int(groups.max()) + 1
+    order = np.argsort(groups, kind="stable")
+    bounds = np.searchsorted(groups[order], np.arange(ngroups + 1))
+    return groups, [order[bounds[g]:bounds[g + 1]] for g in range(ngroups)]
+
+
+def check_size(design: Design, layout: Layout, rows: list[np.ndarray] | None = None) -> None:
+    """Raise :class:`UnsupportedModelError` when statsmodels' dense per-group matrices
+    would be too large (entries, or operations per gradient)."""
+    if rows is None:
+        _, rows = _group_rows(design, layout)
+    blocks = design.random.blocks
+    entries = 0
+    for term in layout.vc_terms:
+        codes = blocks[term.block].codes
+        entries += sum(len(r) * len(np.unique(codes[r])) for r in rows)
+    if entries > MAX_DENSE_ENTRIES:
+        raise UnsupportedModelError(
+            "statsmodels' MixedLM stores each variance component as a dense matrix per group; "
+            f"for this model ({layout.describe(design)}) that is {entries:,} entries "
+            f"(> {MAX_DENSE_ENTRIES:,}), beyond what it can fit in reasonable time and "
+            "memory (crossed factors all fall into one group). Use engine='native' (or "
+            "engine='lme4')."
+        )
+
+    q_g = np.zeros(len(rows))
+    for term in layout.vc_terms:
+        codes = blocks[term.block].codes
+        q_g += [len(np.unique(codes[r])) for r in rows]
+    nre = len(layout.re_term.columns) if layout.re_term is not None else 0
+    npar = nre * (nre + 1) // 2 + len(layout.vc_terms)
+    cost = float(np.sum([len(r) for r in rows] * (q_g + nre) ** 2)) * npar
+    if cost > MAX_COST:
+        raise UnsupportedModelError(
+            "statsmodels' MixedLM works with dense per-group matrices: this model "
+            f"({layout.describe(design)}) has groups of up to {int(q_g.max()) + nre} "
+            f"random-effect columns and {npar} covariance parameters, an estimated "
+            f"{cost:.1e} operations per gradient (limit {MAX_COST:.0e}; 8e9 took 9 minutes "
+            f"for a 3,120-row table). Use engine='native' (or engine='lme4')."
+        )
+
+
 def build_model(design: Design, layout: Layout):
     """The ``MixedLM`` model of a design (fixed-effects columns as in lme4).
 
@@ -163,40 +208,8 @@ def build_model(design: Design, layout: Layout):
     from statsmodels.regression.mixed_linear_model import MixedLM, VCSpec
 
     blocks = design.random.blocks
-    groups = _group_codes(design, layout)
-    ngroups = int(groups.max()) + 1
-    order = np.argsort(groups, kind="stable")
-    bounds = np.searchsorted(groups[order], np.arange(ngroups + 1))
-    rows = [order[bounds[g]:bounds[g + 1]] for g in range(ngroups)]
-
-    entries = 0
-    for term in layout.vc_terms:
-        codes = blocks[term.block].codes
-        entries += sum(len(r) * len(np.unique(codes[r])) for r in rows)
-    if entries > MAX_DENSE_ENTRIES:
-        raise UnsupportedModelError(
-            "statsmodels' MixedLM stores each variance component as a dense matrix per group; "
-            f"for this model ({layout.describe(design)}) that is {entries:,} entries "
-            f"(> {MAX_DENSE_ENTRIES:,}), beyond what it can fit in reasonable time and "
-            "memory (crossed factors all fall into one group). Use engine='native' (or "
-            "engine='lme4')."
-        )
-
-    q_g = np.zeros(ngroups)
-    for term in layout.vc_terms:
-        codes = blocks[term.block].codes
-        q_g += [len(np.unique(codes[r])) for r in rows]
-    nre = len(layout.re_term.columns) if layout.re_term is not None else 0
-    npar = nre * (nre + 1) // 2 + len(layout.vc_terms)
-    cost = float(np.sum([len(r) for r in rows] * (q_g + nre) ** 2)) * npar
-    if cost > MAX_COST:
-        raise UnsupportedModelError(
-            "statsmodels' MixedLM works with dense per-group matrices: this model "
-            f"({layout.describe(design)}) has groups of up to {int(q_g.max()) + nre} "
-            f"random-effect columns and {npar} covariance parameters, an estimated "
-            f"{cost:.1e} operations per gradient (limit {MAX_COST:.0e}; 8e9 took 9 minutes "
-            f"for a 3,120-row table). Use engine='native' (or engine='lme4')."
-        )
+    groups, rows = _group_rows(design, layout)
+    check_size(design, layout, rows)
 
     names, colnames, mats = [], [], []
     for term in layout.vc_terms:
@@ -381,3 +394,26 @@ def fit_statsmodels(design: Design, reml: bool = True, control: LmerControl | No
     fit._cache.update(pls=pls, factor=f, fit_seconds=time.perf_counter() - t0,
                       statsmodels_result=result, statsmodels_layout=layout)
     return fit
+
+
+class StatsmodelsEngine:
+    """statsmodels' ``MixedLM`` as a crossed engine (the :class:`crossed.engines.Engine`
+    protocol): it refuses what MixedLM cannot express, or only at a prohibitive cost."""
+
+    name = "statsmodels"
+
+    def supports(self, design: Design) -> str | None:
+        """None, or why MixedLM cannot fit ``design`` (the :class:`UnsupportedModelError`
+        message :meth:`fit` would raise)."""
+        try:
+            check_size(design, translate(design))
+        except UnsupportedModelError as exc:
+            return str(exc)
+        return None
+
+    def fit(self, design: Design, reml: bool, control: LmerControl | None,
+            data_name: str = "data") -> LmerFit:
+        return fit_statsmodels(design, reml=reml, control=control, data_name=data_name)
+
+
+ENGINE = StatsmodelsEngine()

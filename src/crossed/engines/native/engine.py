@@ -143,3 +143,21 @@ def finish_fit(design: Design, pls: PLS, f, theta: np.ndarray, dev: float, reml:
     fit._cache["factor"] = f
     fit._cache["fit_seconds"] = time.perf_counter() - t0
     return fit
+
+
+class NativeEngine:
+    """crossed's own engine (the :class:`crossed.engines.Engine` protocol): BOBYQA over θ
+    on the model core's profiled criterion; it fits every design the grammar expresses."""
+
+    name = "native"
+
+    def supports(self, design: Design) -> str | None:
+        """Always None: every design the formula grammar builds."""
+        return None
+
+    def fit(self, design: Design, reml: bool, control: LmerControl | None,
+            data_name: str = "data") -> LmerFit:
+        return fit_native(design, reml=reml, control=control, data_name=data_name)
+
+
+ENGINE = NativeEngine()

@@ -11,7 +11,7 @@ import pytest
 
 import crossed
 from crossed.cli import main
-from crossed.engines.compare import format_comparison
+from crossed.evaluation.compare_engines import format_comparison
 from reference import DATA_DIR, load_table
 
 SLEEP = "Reaction ~ Days + (Days | Subject)"

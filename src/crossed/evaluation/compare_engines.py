@@ -8,6 +8,8 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from crossed.api import lmer
+from crossed.engines import available, get_engine
 from crossed.engines.errors import EngineUnavailableError, UnsupportedModelError
 
 QUANTITIES = ("criterion", "fixef", "std_error", "variance", "covariance", "sigma", "theta",
@@ -47,7 +49,7 @@ def compare_engines(formula: str, data: pd.DataFrame, engines: list[str] | None 
         lme4 formula.
     data : pandas.DataFrame
     engines : list of str, optional
-        Engine names (default: every engine in :data:`crossed.engines.AVAILABLE`).
+        Engine names (default: every registered engine, :func:`crossed.engines.available`).
     reml : bool
         REML (default) or maximum likelihood, for every engine.
     reference : dict, optional
@@ -67,13 +69,9 @@ def compare_engines(formula: str, data: pd.DataFrame, engines: list[str] | None 
         ``attrs["errors"][engine]``; each engine's fit messages (singular fit, convergence,
         optimiser notes) are in ``attrs["messages"][engine]``.
     """
-    from crossed.api import lmer
-    from crossed.engines import AVAILABLE
-
-    engines = list(engines) if engines is not None else list(AVAILABLE)
-    unknown = [e for e in engines if e not in AVAILABLE]
-    if unknown:
-        raise ValueError(f"unknown engine {unknown[0]!r}; available: {', '.join(AVAILABLE)}")
+    engines = list(engines) if engines is not None else list(available())
+    for engine in engines:
+        get_engine(engine)  # ValueError naming the registered engines
     values: dict[str, dict[tuple[str, str], float]] = {}
     order: list[tuple[str, str]] = []
     errors: dict[str, str] = {}

@@ -1,0 +1,113 @@
+"""The engine contract (:class:`Engine`) and the registry of engines by name.
+
+An engine turns a :class:`~crossed.design.Design` into a :class:`~crossed.fit.LmerFit`.
+Adding one means adding its module, with an ``ENGINE`` object that follows the protocol,
+and one :func:`register` line in ``crossed/engines/__init__.py``. The module is imported
+the first time the engine is asked for, so optional software (statsmodels' MixedLM, R
+through rpy2) is loaded only when used. :func:`fit_with` is what ``cx.lmer``, refits,
+``compare_engines``, the CLI and the conformance suite call.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from crossed.engines.errors import UnsupportedModelError
+
+if TYPE_CHECKING:
+    from crossed.design import Design
+    from crossed.engines.native.optimize import LmerControl
+    from crossed.fit import LmerFit
+
+__all__ = ["Engine", "available", "fit_with", "get_engine", "register"]
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """What every engine provides.
+
+    Attributes
+    ----------
+    name : str
+        The name users pass as ``engine=`` (and the fit's ``engine``).
+    """
+
+    name: str
+
+    def supports(self, design: Design) -> str | None:
+        """None when the engine can fit ``design``; else why not, in a sentence that names
+        an engine that can (the message of the :class:`UnsupportedModelError` raised)."""
+        ...
+
+    def fit(self, design: Design, reml: bool, control: LmerControl | None,
+            data_name: str = "data") -> LmerFit:
+        """Fit ``design`` (REML or ML); ``control`` is the native optimiser's settings and
+        engines that run their own optimiser refuse anything but None."""
+        ...
+
+
+_TARGETS: dict[str, str] = {}  # name -> "module:attribute" of its ENGINE object
+_ALIASES: dict[str, str] = {}  # other accepted name -> registered name
+_LOADED: dict[str, Engine] = {}
+
+
+def register(name: str, target: str, aliases: tuple[str, ...] = ()) -> None:
+    """Register the engine ``name``, found at ``target`` (``"package.module:ENGINE"``)
+    when first used; ``aliases`` are other names that select it."""
+    if name in _TARGETS or name in _ALIASES:
+        raise ValueError(f"an engine named {name!r} is already registered")
+    _TARGETS[name] = target
+    for alias in aliases:
+        _ALIASES[alias] = name
+
+
+def available() -> tuple[str, ...]:
+    """The registered engine names, in registration order."""
+    return tuple(_TARGETS)
+
+
+def get_engine(name: str) -> Engine:
+    """The engine registered as ``name`` (or an alias); ValueError naming the choices."""
+    key = _ALIASES.get(name, name) if isinstance(name, str) else None
+    if key not in _TARGETS:
+        raise ValueError(f"unknown engine {name!r}; available: {', '.join(available())}")
+    if key not in _LOADED:
+        module, attribute = _TARGETS[key].split(":")
+        engine = getattr(importlib.import_module(module), attribute)
+        if not isinstance(engine, Engine):  # pragma: no cover - a registration error
+            raise TypeError(f"{_TARGETS[key]} does not follow the Engine protocol")
+        _LOADED[key] = engine
+    return _LOADED[key]
+
+
+def fit_with(engine: str, design: Design, reml: bool, control: LmerControl | None,
+             data_name: str = "data") -> LmerFit:
+    """Fit ``design`` with the named engine.
+
+    Parameters
+    ----------
+    engine : str
+        A registered name (:func:`available`) or alias.
+    design : Design
+    reml : bool
+    control : LmerControl or None
+        Optimiser settings of the native engine (None for the others).
+    data_name : str
+
+    Returns
+    -------
+    LmerFit
+
+    Raises
+    ------
+    ValueError
+        For an unknown engine name.
+    UnsupportedModelError
+        When the engine cannot fit the design (its ``supports`` says why).
+    """
+    chosen = get_engine(engine)
+    reason = chosen.supports(design)
+    if reason is not None:
+        raise UnsupportedModelError(reason)
+    return chosen.fit(design, reml=reml, control=control, data_name=data_name)
