@@ -1,5 +1,6 @@
 """crossed: mixed-effects analysis of evaluation results."""
 
+from crossed import display  # noqa: F401  (provides LmerFit.summary)
 from crossed.api import lmer
 from crossed.datasets import list_datasets, load_dataset
 from crossed.design.frame import DataError

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from crossed.model.result import provide
+
 if TYPE_CHECKING:
     from crossed.fit import LmerFit
 
@@ -191,3 +193,6 @@ def format_summary(fit: LmerFit, ddf: str = "satterthwaite") -> str:
     if notes:
         lines += [""] + [f"note: {m}" for m in notes]
     return "\n".join(lines)
+
+
+provide("summary", format_summary)  # LmerFit.summary (crossed.model.result)

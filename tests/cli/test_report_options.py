@@ -33,7 +33,7 @@ def test_no_check_leaves_out_the_simulated_tests(capsys, tmp_path, monkeypatch):
 
 
 def test_report_states_the_subsample_of_the_diagnostics(monkeypatch):
-    from crossed.evaluation.report import build_report
+    from crossed.report import build_report
 
     real = LmerFit.check
 

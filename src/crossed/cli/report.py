@@ -15,7 +15,7 @@ def _run(args: argparse.Namespace) -> int:
     except ImportError:
         raise ValueError("the report's figures need matplotlib: pip install "
                          "'crossed[plots]'") from None
-    from crossed.evaluation.report import build_report
+    from crossed.report import build_report
 
     output = check_output(args.output)           # before minutes of fitting
     data, name = read_model_table(args)

@@ -35,7 +35,7 @@ import pandas as pd
 from crossed.design import Design
 from crossed.engines.errors import EngineUnavailableError
 from crossed.engines.native.optimize import LmerControl
-from crossed.fit import LmerFit
+from crossed.model.result import LmerFit
 
 R_PACKAGES_DEBIAN = {"lme4": "r-cran-lme4", "lmerTest": "r-cran-lmertest",
                      "pbkrtest": "r-cran-pbkrtest"}

@@ -19,8 +19,8 @@ from typing import Any
 
 from crossed.design import build_design
 from crossed.engines.errors import UnsupportedModelError
-from crossed.fit import LmerFit
 from crossed.formula import parse
+from crossed.model.result import LmerFit
 
 
 def from_pymer4(model: Any, reference: dict[str, str] | None = None,

@@ -18,7 +18,7 @@ from crossed.engines.errors import UnsupportedModelError
 if TYPE_CHECKING:
     from crossed.design import Design
     from crossed.engines.native.optimize import LmerControl
-    from crossed.fit import LmerFit
+    from crossed.model.result import LmerFit
 
 __all__ = ["Engine", "available", "fit_with", "get_engine", "register"]
 

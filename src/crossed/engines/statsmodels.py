@@ -35,7 +35,7 @@ import numpy as np
 from crossed.design import Design, ReTerm
 from crossed.engines.errors import UnsupportedModelError
 from crossed.engines.native.optimize import LmerControl
-from crossed.fit import LmerFit
+from crossed.model.result import LmerFit
 
 # dense entries of the per-group variance-component matrices above which statsmodels would
 # need more than ~400 MB (and hours): the InstEval-sized crossed designs

@@ -6,6 +6,11 @@ from crossed.evaluation.adjusted import adjusted_means, interaction_effects
 from crossed.evaluation.compare_specs import SpecComparison, compare_specs
 from crossed.evaluation.crossval import CrossValidation, cross_validate
 from crossed.evaluation.headroom import headroom
+from crossed.model.result import provide
+
+# the R-like methods of LmerFit implemented in this layer (crossed.model.result)
+provide("adjusted_means", adjusted_means)
+provide("interaction_effects", interaction_effects)
 
 __all__ = [
     "CrossValidation",

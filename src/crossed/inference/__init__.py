@@ -9,6 +9,16 @@ from crossed.inference.kenward_roger import KRModel
 from crossed.inference.lrt import compare, ranova, variance_components
 from crossed.inference.r2 import r2_nakagawa
 from crossed.inference.satterthwaite import SatterthwaiteModel, satterthwaite_t
+from crossed.model.result import provide
+
+# the R-like methods of LmerFit implemented in this layer (crossed.model.result)
+provide("coef_table", coef_table)
+provide("anova", anova)
+provide("emmeans", emmeans)
+provide("eta_squared", eta_squared)
+provide("r2", r2_nakagawa)
+provide("ranova", ranova)
+provide("variance_components", variance_components)
 
 __all__ = [
     "EMMeans",

@@ -15,6 +15,7 @@ Every stochastic function takes ``seed`` and gives identical results for identic
 with ``n_jobs=1``, several local processes (joblib) or a Dask cluster (``backend="dask"``).
 """
 
+from crossed.model.result import provide
 from crossed.simulate.ablation import AblationResult, ablation
 from crossed.simulate.bootstrap import BootResult, bootstrap
 from crossed.simulate.diagnostics import Diagnostics, check, simulate_residuals
@@ -25,6 +26,10 @@ from crossed.simulate.power import PowerCurve, PowerResult, power_curve, power_s
 from crossed.simulate.response import as_generator, simulate_responses
 from crossed.simulate.rmanova import RMAnova
 from crossed.simulate.simtests import emm_contrast, fixed, lrt
+
+# the R-like methods of LmerFit implemented in this layer (crossed.model.result)
+provide("simulate", simulate_responses)
+provide("check", check)
 
 __all__ = [
     "AblationResult",

@@ -19,9 +19,9 @@ from crossed.engines.native.converge import (
     restart_message,
 )
 from crossed.engines.native.optimize import LmerControl, OptSummary
-from crossed.fit import LmerFit
 from crossed.model.batched import objectives
 from crossed.model.pls import PLS, profiled_deviance
+from crossed.model.result import LmerFit
 
 
 class ConvergenceWarning(UserWarning):
