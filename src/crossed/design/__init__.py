@@ -14,6 +14,8 @@ from crossed.design.frame import (
     check_scale,
     prepare,
 )
+from crossed.design.newdata import NewRows
+from crossed.design.newdata import encode as encode_newdata
 from crossed.design.random import (
     RandomDesign,
     ReBlock,
@@ -72,6 +74,34 @@ class Design:
     @property
     def n(self) -> int:
         return len(self.y)
+
+    def encode(self, newdata: pd.DataFrame, include_random: bool = True,
+               allow_new_levels: bool = False) -> NewRows:
+        """New data encoded with this design's columns, levels and transforms (for
+        ``predict``): fixed-effects matrix, grouping codes and random-effects columns.
+
+        Parameters
+        ----------
+        newdata : pandas.DataFrame
+        include_random : bool
+            Encode the random part too (grouping codes and Z columns).
+        allow_new_levels : bool
+            Grouping levels not fitted (and missing grouping values) get code -1 instead
+            of an error.
+
+        Returns
+        -------
+        NewRows
+            ``rows`` (the rows with every predictor), ``X``, ``codes``, ``Z``.
+
+        Raises
+        ------
+        DataError
+            A new level of a fixed-effect factor (lme4: ``factor f has new level x``), a
+            new grouping level without ``allow_new_levels``, a missing column, text in a
+            numeric column.
+        """
+        return encode_newdata(self, newdata, include_random, allow_new_levels)
 
     def with_response(self, y: np.ndarray) -> Design:
         """The same design with another response vector (e.g. a simulated one)."""

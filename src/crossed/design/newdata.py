@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import warnings
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -147,3 +148,74 @@ def _isna(value: object) -> bool:
         return bool(pd.isna(value))
     except (TypeError, ValueError):
         return False
+
+
+@dataclass(frozen=True)
+class NewRows:
+    """New data encoded for a design (:meth:`crossed.design.Design.encode`).
+
+    Attributes
+    ----------
+    rows : numpy.ndarray of bool
+        The rows of the new data that have every predictor (the others predict NaN, as
+        lme4's ``NA``); ``X``, ``codes`` and ``Z`` hold these rows only.
+    X : numpy.ndarray
+        Fixed-effects model matrix, the fitted columns in their order.
+    codes : list of numpy.ndarray
+        Per random-effects block, each row's fitted level code (-1: a level not fitted);
+        empty without the random part.
+    Z : list of numpy.ndarray
+        Per random-effects block, its model-matrix columns for the rows.
+    """
+
+    rows: np.ndarray
+    X: np.ndarray
+    codes: list[np.ndarray]
+    Z: list[np.ndarray]
+
+
+def encode(design: Design, newdata: pd.DataFrame, include_random: bool = True,
+           allow_new_levels: bool = False) -> NewRows:
+    """Encode ``newdata`` with the fitted columns, levels and transforms of ``design``.
+
+    New levels of fixed-effect factors are refused (also in a column that is part of a
+    grouping factor); new grouping levels (and missing grouping values) are refused unless
+    ``allow_new_levels``, when their code is -1; rows with a missing predictor are left out
+    (``rows``). See :meth:`crossed.design.Design.encode`.
+    """
+    from crossed.design.frame import encode_new, expression_variables
+
+    if not isinstance(newdata, pd.DataFrame):
+        raise DataError(f"newdata must be a pandas DataFrame, got {type(newdata).__name__}")
+    spec = design.spec
+    known_cols = set(map(str, newdata.columns)) | set(design.columns)
+    value_vars = expression_variables(spec.fixed, known_cols)
+    group_vars: set[str] = set()
+    if include_random:
+        for term in spec.random:
+            value_vars |= expression_variables(term.expr, known_cols)
+            group_vars |= set(term.factors)
+    needed = [c for c in design.columns if c in value_vars | group_vars]
+    values = [c for c in needed if c in value_vars]
+    frame = encode_new(newdata, design.levels, needed)
+    frame = check_new_values(frame, design, values)
+    ok = ~missing_rows(frame, values)
+    frame = frame.loc[ok]
+    X = build_new(design.fixed.spec, frame, "fixed-effects")
+    codes_list: list[np.ndarray] = []
+    Zs: list[np.ndarray] = []
+    if include_random:
+        for blk in design.random.blocks:
+            codes = new_level_codes(blk, frame)
+            if not allow_new_levels and np.any(codes < 0):
+                row = int(np.flatnonzero(codes < 0)[0])
+                raise DataError(
+                    f"{describe_level(blk, frame, row)} of grouping factor {blk.group!r} "
+                    "was not in the fitted data; use allow_new_levels=True to predict "
+                    "it at the population level"
+                )
+            parts = [build_new(mspec, frame, f"random-effects ({blk.group})")[:, list(c)]
+                     for mspec, c in blk.exprs]
+            codes_list.append(codes)
+            Zs.append(np.column_stack(parts))
+    return NewRows(rows=ok, X=X, codes=codes_list, Z=Zs)

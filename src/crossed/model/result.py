@@ -21,14 +21,6 @@ import numpy as np
 import pandas as pd
 
 from crossed.design import Design
-from crossed.design.frame import DataError, encode_new, expression_variables
-from crossed.design.newdata import (
-    build_new,
-    check_new_values,
-    describe_level,
-    missing_rows,
-    new_level_codes,
-)
 
 if TYPE_CHECKING:
     from crossed.engines.native.optimize import OptSummary
@@ -351,41 +343,13 @@ class LmerFit:
                 raise TypeError(f"{name} must be True or False, got {flag!r}")
         if newdata is None:
             return self.fitted() if include_random else self.design.X @ self.beta
-        if not isinstance(newdata, pd.DataFrame):
-            raise DataError(f"newdata must be a pandas DataFrame, got {type(newdata).__name__}")
-        spec = self.design.spec
-        known_cols = set(map(str, newdata.columns)) | set(self.design.columns)
-        value_vars = expression_variables(spec.fixed, known_cols)
-        group_vars: set[str] = set()
+        new = self.design.encode(newdata, include_random=include_random,
+                                 allow_new_levels=allow_new_levels)
+        out = np.full(len(new.rows), np.nan)  # rows with a missing predictor: NaN (R's NA)
+        pred = new.X @ self.beta
         if include_random:
-            for term in spec.random:
-                value_vars |= expression_variables(term.expr, known_cols)
-                group_vars |= set(term.factors)
-        needed = [c for c in self.design.columns if c in value_vars | group_vars]
-        values = [c for c in needed if c in value_vars]
-        frame = encode_new(newdata, self.design.levels, needed)
-        frame = check_new_values(frame, self.design, values)
-        out = np.full(len(frame), np.nan)  # rows with a missing predictor: NaN (R's NA)
-        ok = ~missing_rows(frame, values)
-        frame = frame.loc[ok]
-        pred = build_new(self.design.fixed.spec, frame, "fixed-effects") @ self.beta
-        if include_random:
-            codes_list, Zs = [], []
-            for blk in self.design.random.blocks:
-                codes = new_level_codes(blk, frame)
-                if not allow_new_levels and np.any(codes < 0):
-                    row = int(np.flatnonzero(codes < 0)[0])
-                    raise DataError(
-                        f"{describe_level(blk, frame, row)} of grouping factor {blk.group!r} "
-                        "was not in the fitted data; use allow_new_levels=True to predict "
-                        "it at the population level"
-                    )
-                parts = [build_new(mspec, frame, f"random-effects ({blk.group})")[:, list(c)]
-                         for mspec, c in blk.exprs]
-                codes_list.append(codes)
-                Zs.append(np.column_stack(parts))
-            pred = pred + self._random_part(codes_list, Zs)
-        out[ok] = pred
+            pred = pred + self._random_part(new.codes, new.Z)
+        out[new.rows] = pred
         return out
 
     # ------------------------------------------------------------------ refits, simulation
