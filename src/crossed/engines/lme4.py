@@ -32,9 +32,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from crossed._warn import warn
 from crossed.design import Design
 from crossed.engines.errors import EngineUnavailableError
-from crossed.engines.native.optimize import LmerControl
+from crossed.engines.native.optimize import ConvergenceStatus, LmerControl
 from crossed.fit import LmerFit
 
 R_PACKAGES_DEBIAN = {"lme4": "r-cran-lme4", "lmerTest": "r-cran-lmertest",
@@ -346,31 +347,28 @@ def assemble_fit(design: Design, info: dict[str, Any], engine: str, data_name: s
         messages.append(f"{design.n_dropped} rows dropped for missing values")
     # lme4 lists the singular-fit message among its convergence messages: reported once
     # below, as a SingularFitWarning (as the native engine does)
-    conv = [m for m in info["conv_messages"] if "singular" not in m]
-    for m in info["messages"]:
-        if m in conv:
-            continue
-        if "singular" in m:
-            continue  # reported once below, as the native engine does
+    singular_msg = "boundary (singular) fit: see help('isSingular')"
+    conv = [m for m in info["conv_messages"] if not _is_singular_message(m)]
+    notes = [m for m in info["messages"] if m not in conv and not _is_singular_message(m)]
+    for m in notes:
         messages.append(f"lme4: {m}")
-        category = ConvergenceWarning if "converge" in m else UserWarning
-        warnings.warn(f"lme4: {m}", category, stacklevel=4)
+        category = UserWarning if lme4_issue(m) is None else ConvergenceWarning
+        warn(f"lme4: {m}", category)
     for m in conv:
         messages.append(m)
-        warnings.warn(m, ConvergenceWarning, stacklevel=4)
-    converged = not any("converge" in m for m in conv + info["messages"])
+        warn(m, ConvergenceWarning)
+    status = ConvergenceStatus.combine(info["singular"], *map(lme4_issue, conv + notes))
     if info["singular"]:
-        msg = "boundary (singular) fit: see help('isSingular')"
-        messages.append(msg)
-        warnings.warn(msg, SingularFitWarning, stacklevel=4)
+        messages.append(singular_msg)
+        warn(singular_msg, SingularFitWarning)
     u = _map_u(design, info)
     fit = LmerFit(
         design=design, reml=info["reml"], engine=engine, theta=theta, beta=info["fixef"],
         sigma=info["sigma"], deviance=info["criterion"], vcov_beta=info["vcov"],
         u=u if u is not None else tuple(np.zeros((b.nlevels, b.q))
                                         for b in design.random.blocks),
-        opt=None, is_singular=info["singular"], converged=converged,
-        messages=tuple(messages), data_name=data_name,
+        opt=None, is_singular=info["singular"], converged=status.converged,
+        messages=tuple(messages), data_name=data_name, convergence=status,
     )
     if u is None:  # level labels differ: conditional modes from the PLS problem at θ
         _, u_pls = fit.pls.solve(fit.factor_at_optimum)
@@ -379,6 +377,36 @@ def assemble_fit(design: Design, info: dict[str, Any], engine: str, data_name: s
     fit._cache.update(fit_seconds=seconds, r_seconds=info["seconds"],
                       r_optimizer=info["optimizer"], r_feval=info["feval"])
     return fit
+
+
+# lme4's wording of each problem (its checkConv, checkHess and optwrap messages), in the
+# order tried; the one place where lme4's text is read (R gives no structured status)
+_LME4_ISSUES = (
+    ("max|grad|", ConvergenceStatus.GRADIENT),             # checkConv, code -1
+    ("max|relative grad|", ConvergenceStatus.GRADIENT),    # checkConv, code -2
+    ("unable to evaluate scaled gradient", ConvergenceStatus.GRADIENT),  # code -1
+    ("Gradient contains NAs", ConvergenceStatus.GRADIENT),  # code -5
+    ("degenerate", ConvergenceStatus.HESSIAN),             # checkHess, code -3
+    ("Problem with Hessian check", ConvergenceStatus.HESSIAN),  # checkHess, code -6
+    ("MAXEVAL", ConvergenceStatus.MAX_EVALUATIONS),        # optwrap: "convergence code 5
+    ("maximum number of function evaluations", ConvergenceStatus.MAX_EVALUATIONS),  # minqa
+    ("converge", ConvergenceStatus.FAILED),                # any other failure to converge
+)
+
+
+def lme4_issue(message: str) -> ConvergenceStatus | None:
+    """The problem one of lme4's warnings reports (:class:`ConvergenceStatus`), or None
+    for a note that does not fail lme4's check (``Hessian is numerically singular``,
+    ``Model is nearly unidentifiable``, rank-deficiency and scale notes)."""
+    for wording, status in _LME4_ISSUES:
+        if wording in message:
+            return status
+    return None
+
+
+def _is_singular_message(message: str) -> bool:
+    """lme4's ``boundary (singular) fit: see help('isSingular')``."""
+    return message.startswith("boundary (singular) fit")
 
 
 def fit_lme4(design: Design, reml: bool = True, control: LmerControl | None = None,

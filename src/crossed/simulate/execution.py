@@ -18,13 +18,13 @@ from __future__ import annotations
 import numbers
 import os
 import sys
-import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from crossed._threads import use_helper_thread
+from crossed._warn import warn
 
 Seed = int | np.random.Generator | np.random.SeedSequence | None
 
@@ -177,8 +177,8 @@ def run_tasks(func: Callable[[Any, Any], Any], shared: Any, items: Sequence, *,
             _run_joblib(func, shared, items, workers, bar, chunk_size, out)
     except KeyboardInterrupt:
         out.interrupted = True
-        warnings.warn(f"{desc}: interrupted after {len(out)} of {n} replicates; the result "
-                      "holds the finished ones (interrupted=True)", UserWarning, stacklevel=3)
+        warn(f"{desc}: interrupted after {len(out)} of {n} replicates; the result "
+             "holds the finished ones (interrupted=True)", UserWarning)
     finally:
         if bar is not None:
             bar.close()
