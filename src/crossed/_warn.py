@@ -52,10 +52,11 @@ def warn(message: str | Warning, category: type[Warning] = UserWarning) -> None:
     if frame is None:  # called from crossed's own entry point (python -m crossed...)
         warnings.warn(message, category, stacklevel=2)
         return
+    # what warnings.warn does from that frame (without module_globals: as warnings.warn,
+    # the source line is read from the file, never through the module's loader)
     module_globals = frame.f_globals
     warnings.warn_explicit(
         message, category, frame.f_code.co_filename, frame.f_lineno,
         module=module_globals.get("__name__", "<string>"),
         registry=module_globals.setdefault("__warningregistry__", {}),
-        module_globals=module_globals,
     )

@@ -32,6 +32,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from crossed.engines.native.optimize import (
+    ROUNDOFF_LIMITED,
     ConvergenceStatus,
     LmerControl,
     OptSummary,
@@ -100,13 +101,12 @@ def assess(theta: np.ndarray, fmin: float, lower: np.ndarray, control: LmerContr
 def _restart_reason(theta: np.ndarray, check: ConvergenceCheck, lower: np.ndarray,
                     control: LmerControl, done: int) -> str | None:
     """Why the optimiser should continue from ``theta``, or None."""
-    if check.status is ConvergenceStatus.GRADIENT and check.gradient is not None:
+    if ConvergenceStatus.GRADIENT in check.issues and check.gradient is not None:
         if not np.all(np.isfinite(check.gradient)):
             return "criterion not finite near the optimum"
         return f"gradient check failed, max|grad| = {np.max(np.abs(check.gradient)):.3g}"
-    if check.status is ConvergenceStatus.HESSIAN:
-        failed = next(m for m, kind in zip(check.messages, check.issues, strict=True)
-                      if kind is ConvergenceStatus.HESSIAN)
+    if ConvergenceStatus.HESSIAN in check.issues:
+        failed = check.messages[check.issues.index(ConvergenceStatus.HESSIAN)]
         return "Hessian check failed: " + failed.removeprefix("Model failed to converge: ")
     if done == 0:
         bounded = np.isfinite(lower)
@@ -160,8 +160,13 @@ def optimize_theta(crit: Callable[[np.ndarray], float], theta0: np.ndarray,
         restarts.append(Restart(reason, opt.fmin, min(more.fmin, opt.fmin), more.feval,
                                 more.return_code))
         if improved:
+            code, message = more.return_code, more.message
+            if code == ROUNDOFF_LIMITED:
+                # the continuation's tolerances are below what rounding allows: not a
+                # failure of the fit; lme4's check at the new point decides
+                code, message = opt.return_code, opt.message
             opt = replace(opt, theta_final=more.theta_final, fmin=more.fmin,
-                          return_code=more.return_code, message=more.message)
+                          return_code=code, message=message)
             check = assess(opt.theta_final, opt.fmin, lower, control, check_crit, crit_many,
                            opt.return_code)
         else:

@@ -20,9 +20,10 @@ class ConvergenceStatus(enum.StrEnum):
 
     A fit is converged (:attr:`LmerFit.converged`) exactly when its status is ``OK`` or
     ``SINGULAR``; :attr:`LmerFit.is_singular` is reported separately (a fit that failed
-    its checks can be singular too). When several problems occur, a failed derivative
-    check (``GRADIENT``, ``HESSIAN``) is reported before the optimiser's return code
-    (``MAX_EVALUATIONS``, ``FAILED``), and any failure before ``SINGULAR``.
+    its checks can be singular too). When several problems occur, the optimiser's
+    return code (``MAX_EVALUATIONS``, ``FAILED``) is reported before a failed derivative
+    check (``GRADIENT``, then ``HESSIAN``), and any failure before ``SINGULAR``; the
+    fit's messages list them all.
 
     Attributes
     ----------
@@ -68,7 +69,7 @@ class ConvergenceStatus(enum.StrEnum):
     def combine(cls, singular: bool, *issues: ConvergenceStatus | None) -> ConvergenceStatus:
         """The status of a fit from its singularity and the problems found (None: none),
         in the order of precedence of the class docstring."""
-        for kind in (cls.GRADIENT, cls.HESSIAN, cls.MAX_EVALUATIONS, cls.FAILED):
+        for kind in (cls.MAX_EVALUATIONS, cls.FAILED, cls.GRADIENT, cls.HESSIAN):
             if kind in issues:
                 return kind
         return cls.SINGULAR if singular else cls.OK
@@ -84,6 +85,7 @@ class ConvergenceStatus(enum.StrEnum):
         return None
 
 
+ROUNDOFF_LIMITED = -4  # NLopt's NLOPT_ROUNDOFF_LIMITED
 _NLOPT_CODES = {
     1: "success", 2: "stopval reached", 3: "ftol reached", 4: "xtol reached",
     5: "maxeval reached", 6: "maxtime reached", -1: "failure", -2: "invalid arguments",
@@ -262,11 +264,19 @@ def bobyqa(fun: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.ndarray
         opt.set_ftol_abs(control.ftol_abs)
         opt.set_xtol_rel(control.xtol_rel)
     opt.set_maxeval(control.maxeval)
-    x = opt.optimize(np.asarray(x0, dtype=float))
-    code = opt.last_optimize_result()
+    try:
+        x = opt.optimize(np.asarray(x0, dtype=float))
+        code, fmin = opt.last_optimize_result(), float(opt.last_optimum_value())
+    except nlopt.RoundoffLimited:
+        # NLopt's Python interface raises where its C interface returns code -4 with its
+        # best point: that is the lowest criterion logged
+        if not log:
+            raise
+        x, fmin = min(log, key=lambda point: point[1] if math.isfinite(point[1]) else math.inf)
+        code = ROUNDOFF_LIMITED
     return OptSummary(
         optimizer="NLOPT_LN_BOBYQA", theta_start=np.asarray(x0, dtype=float).copy(),
-        theta_final=np.asarray(x), lower=lower.copy(), fmin=float(opt.last_optimum_value()),
+        theta_final=np.asarray(x), lower=lower.copy(), fmin=float(fmin),
         feval=len(log), return_code=int(code), message=_NLOPT_CODES.get(code, str(code)),
         control=control, log=tuple(log),
     )
