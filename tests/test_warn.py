@@ -11,6 +11,7 @@ import pytest
 
 import crossed
 from crossed._warn import user_frame, warn
+from crossed.evaluation.resample.table import from_items
 from reference import load_table
 
 HERE = __file__
@@ -57,6 +58,23 @@ def test_method_warning_is_at_the_callers_line(sleep):
     fit = crossed.lmer("Reaction ~ half * odd + (1 | Subject)", data)
     with pytest.warns(UserWarning, match="involvement in interactions") as rec:
         fit.emmeans("half")
+    assert [w.filename for w in rec] == [HERE]
+
+
+def test_warnings_from_paths_of_other_depths_are_at_the_callers_line(sleep):
+    """Before, with fixed stacklevels: both pointed into crossed (fit.py, and
+    evaluation/resample/table.py)."""
+    fit = crossed.lmer("Reaction ~ Days + (1 | Subject)", sleep)
+    with pytest.warns(UserWarning, match="only partial effect sizes") as rec:
+        fit.eta_squared(partial=False)
+    assert [w.filename for w in rec] == [HERE]
+    rng = np.random.default_rng(0)
+    items = pd.DataFrame({"system": np.repeat(["a", "b", "c"], 20),
+                          "task": np.tile(np.repeat(["t1", "t2"], 10), 3),
+                          "item": np.tile(np.arange(10), 6), "score": rng.random(60)})
+    items = items[~((items["system"] == "c") & (items["task"] == "t2"))]
+    with pytest.warns(UserWarning, match="dropped 1 systems") as rec:
+        from_items(items, "score", n_boot=5, random_state=0)
     assert [w.filename for w in rec] == [HERE]
 
 
