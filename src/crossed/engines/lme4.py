@@ -319,8 +319,30 @@ def assemble_fit(design: Design, info: dict[str, Any], engine: str, data_name: s
         When lme4's fixed-effect or θ names differ from crossed's design (e.g. other
         factor levels or contrasts), so that the numbers cannot be put side by side.
     """
-    from crossed.engines.native.engine import ConvergenceWarning, SingularFitWarning
+    info = _checked_layout(design, info, positional)
+    messages, status = _report_lme4_messages(design, info)
+    u = _map_u(design, info)
+    fit = LmerFit(
+        design=design, reml=info["reml"], engine=engine, theta=info["theta"],
+        beta=info["fixef"], sigma=info["sigma"], deviance=info["criterion"],
+        vcov_beta=info["vcov"],
+        u=u if u is not None else tuple(np.zeros((b.nlevels, b.q))
+                                        for b in design.random.blocks),
+        opt=None, is_singular=info["singular"], converged=status.converged,
+        messages=tuple(messages), data_name=data_name, convergence=status,
+    )
+    if u is None:  # level labels differ: conditional modes from the PLS problem at θ
+        _, u_pls = fit.pls.solve(fit.factor_at_optimum)
+        fit = replace(fit, u=tuple(u_pls), messages=fit.messages + (
+            "u computed from theta (lme4's level labels differ from crossed's)",))
+    fit._cache.update(fit_seconds=seconds, r_seconds=info["seconds"],
+                      r_optimizer=info["optimizer"], r_feval=info["feval"])
+    return fit
 
+
+def _checked_layout(design: Design, info: dict[str, Any], positional: bool) -> dict[str, Any]:
+    """``info`` checked against the design's fixed effects and θ (by position or by name);
+    by position, the design's level labels are the terms' levels."""
     if positional:
         if (len(info["fixef"]) != design.X.shape[1]
                 or len(info["theta"]) != design.random.ntheta):
@@ -329,19 +351,28 @@ def assemble_fit(design: Design, info: dict[str, Any], engine: str, data_name: s
                 f"{len(info['theta'])} theta for crossed's {design.X.shape[1]} and "
                 f"{design.random.ntheta}"
             )
-        info = {**info, "term_levels": [list(design.random.blocks[t.block].levels)
+        return {**info, "term_levels": [list(design.random.blocks[t.block].levels)
                                         for t in design.random.terms]}
-    elif info["fixef_names"] != list(design.fixed.names):
+    if info["fixef_names"] != list(design.fixed.names):
         raise RuntimeError(
             f"lme4's fixed effects {info['fixef_names']} differ from crossed's "
             f"{list(design.fixed.names)}: check the factor levels and reference levels"
         )
-    if not positional and info["theta_names"] != list(design.random.theta_names):
+    if info["theta_names"] != list(design.random.theta_names):
         raise RuntimeError(
             f"lme4's theta {info['theta_names']} differs from crossed's "
             f"{list(design.random.theta_names)}"
         )
-    theta = info["theta"]
+    return info
+
+
+def _report_lme4_messages(design: Design, info: dict[str, Any],
+                          ) -> tuple[list[str], ConvergenceStatus]:
+    """The fit's messages from lme4's, each warned once (convergence messages as
+    ConvergenceWarning, the singular fit as SingularFitWarning, as the native engine
+    does), and the status they amount to."""
+    from crossed.engines.native.engine import ConvergenceWarning, SingularFitWarning
+
     messages: list[str] = []
     if design.n_dropped:
         messages.append(f"{design.n_dropped} rows dropped for missing values")
@@ -361,22 +392,7 @@ def assemble_fit(design: Design, info: dict[str, Any], engine: str, data_name: s
     if info["singular"]:
         messages.append(singular_msg)
         warn(singular_msg, SingularFitWarning)
-    u = _map_u(design, info)
-    fit = LmerFit(
-        design=design, reml=info["reml"], engine=engine, theta=theta, beta=info["fixef"],
-        sigma=info["sigma"], deviance=info["criterion"], vcov_beta=info["vcov"],
-        u=u if u is not None else tuple(np.zeros((b.nlevels, b.q))
-                                        for b in design.random.blocks),
-        opt=None, is_singular=info["singular"], converged=status.converged,
-        messages=tuple(messages), data_name=data_name, convergence=status,
-    )
-    if u is None:  # level labels differ: conditional modes from the PLS problem at θ
-        _, u_pls = fit.pls.solve(fit.factor_at_optimum)
-        fit = replace(fit, u=tuple(u_pls), messages=fit.messages + (
-            "u computed from theta (lme4's level labels differ from crossed's)",))
-    fit._cache.update(fit_seconds=seconds, r_seconds=info["seconds"],
-                      r_optimizer=info["optimizer"], r_feval=info["feval"])
-    return fit
+    return messages, status
 
 
 # lme4's wording of each problem (its checkConv, checkHess and optwrap messages), in the
