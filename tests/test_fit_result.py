@@ -249,3 +249,27 @@ def test_summary_is_only_display():
     for _, row in fit.coef_table().iterrows():
         assert row["term"] in text
         assert f"{row['statistic']:.3f}" in text
+
+
+# ------------------------------------------------------------------ convergence status
+def test_convergence_status_matches_the_flags():
+    for case in ("sleepstudy_slopes", "dyestuff2_singular"):
+        fit = fit_of(case)
+        assert fit.convergence is fit.opt.status
+        assert fit.convergence.converged is fit.converged
+        expected = "singular" if fit.is_singular else "ok"
+        assert fit.convergence == expected
+
+
+def test_convergence_is_derived_when_a_fit_is_built_without_one():
+    """LmerFit's constructor stays backward compatible (simulate.specify, user code)."""
+    fit = fit_of("dyestuff2_singular")
+    fields = {f.name: getattr(fit, f.name) for f in dataclasses.fields(fit) if f.init}
+    del fields["convergence"]
+    assert crossed.LmerFit(**fields).convergence is crossed.ConvergenceStatus.SINGULAR
+    failed = crossed.LmerFit(**{**fields, "converged": False})
+    assert failed.convergence is crossed.ConvergenceStatus.FAILED
+    with pytest.raises(ValueError, match="contradicts"):
+        dataclasses.replace(fit, converged=False)
+    assert dataclasses.replace(fit, converged=False,
+                               convergence=crossed.ConvergenceStatus.HESSIAN).is_singular

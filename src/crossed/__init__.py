@@ -5,7 +5,12 @@ from crossed.api import lmer
 from crossed.datasets import list_datasets, load_dataset
 from crossed.design.frame import DataError
 from crossed.engines.errors import EngineUnavailableError, UnsupportedModelError
-from crossed.engines.native import ConvergenceWarning, LmerControl, SingularFitWarning
+from crossed.engines.native import (
+    ConvergenceStatus,
+    ConvergenceWarning,
+    LmerControl,
+    SingularFitWarning,
+)
 from crossed.engines.pymer4 import from_pymer4
 from crossed.evaluation import resample, specs
 from crossed.evaluation.compare_engines import compare_engines
@@ -35,6 +40,7 @@ __all__ = [
     "power_curve",
     "power_sim",
     "specify",
+    "ConvergenceStatus",
     "ConvergenceWarning",
     "DataError",
     "EngineUnavailableError",

@@ -118,123 +118,186 @@ def build_report(data: pd.DataFrame, formula: str, focus: str | None = None,
         A complete HTML document; every figure is a ``<figure class="crossed-figure">``
         holding a base64 PNG ``<img>``.
     """
-    from crossed.evaluation.compare_specs import compare_specs, residual_checks
-    from crossed.plots.design import interaction_plot
-    from crossed.plots.emmeans import plot_emmeans
-    from crossed.plots.ranef import caterpillar
-    from crossed.plots.residuals import residual_plots
-
     notes: list[str] = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         if fit is None:
             fit = lmer(formula, data, reml=reml, reference=reference, data_name=data_name)
         factors = _fixed_factors(fit)
-        if focus is not None and focus not in factors:
-            raise ValueError(f"focus {focus!r} is not a factor of the fixed part of "
-                             f"{fit.formula!r} (factors: {', '.join(factors) or 'none'})")
-        focus = focus or (factors[0] if factors else None)
-        parts = []
-        parts.append(_section("Model", f"<pre>{html.escape(fit.summary(ddf=ddf))}</pre>"))
-        parts.append(_section("Fixed effects", _table(fit.coef_table(ddf=ddf))))
-        if len(fit.fixef_names) > 1:
-            an = fit.anova(type=3, ddf=ddf)
-            body = _table(an)
-            try:
-                body += "<p>Partial η² (95% interval):</p>" + _table(fit.eta_squared())
-            except Exception as exc:  # an effect size that cannot be computed is reported
-                notes.append(f"partial eta squared: {exc}")
-            parts.append(_section("ANOVA (Type III)", body))
-        parts.append(_section("Variance explained and variance components",
-                              _table(fit.r2()) + _table(fit.variance_components(test=True))))
-        frame = fit.design.frame.copy()
-        response = fit.spec.response
-        frame[response] = fit.design.y
+        focus = _choose_focus(fit, factors, focus)
+        parts = _model_sections(fit, ddf, notes)
+        frame = _observed_frame(fit)
         pair = _crossed_pair(fit)
         if pair is not None:
-            a, b = sorted(pair, key=lambda c: frame[c].nunique())
-            fig = interaction_plot(frame, response, b, trace=a, error=None)
-            fig.set_size_inches(min(2.0 + 0.28 * frame[b].nunique(), 16), 4.2)
-            for ax in fig.axes:
-                ax.tick_params(axis="x", labelrotation=90)
-            parts.append(_section("Design", _figure_html(
-                fig, "fig-crossed-design", f"Mean {response} of each {a} on each {b} "
-                f"(raw cell means): the {a} × {b} interaction of the design.")))
+            parts.append(_design_section(frame, fit.spec.response, pair))
         if systems is not None:
-            am = fit.adjusted_means(systems)
-            body = ("<p>Population mean of the fixed part plus each level's conditional mode, "
-                    "with 95% intervals.</p>" + _table(am))
-            partner = [g for g in (pair or ()) if g != systems]
-            if partner and systems in (pair or ()):
-                ie = fit.interaction_effects(systems, partner[0])
-                top = ie.reindex(ie["estimate"].abs().sort_values(ascending=False).index)
-                body += (f"<p>Largest {systems} × {partner[0]} interaction effects "
-                         "(conditional modes):</p>" + _table(top.head(10)))
-            parts.append(_section(f"Adjusted means: {systems}", body))
+            parts.append(_adjusted_means_section(fit, systems, pair))
         if focus is not None:
-            others = [f for f in factors if f != focus]
-            fig = interaction_plot(frame, response, focus, trace=others[0] if others else None,
-                                   panel=others[1] if len(others) > 1 else None)
-            parts.append(_section(f"Design by {focus}", _figure_html(
-                fig, "fig-interaction", f"Mean {response} by {focus}"
-                + (f" and {others[0]}" if others else "")
-                + (f", panels by {others[1]}" if len(others) > 1 else "")
-                + " (±1 SE of the cell mean; raw data, no model).")))
-            emm = fit.emmeans(focus, ddf=ddf)
-            tab = emm.table()
-            body = _table(tab) + "<p>Pairwise contrasts (Tukey):</p>" + _table(emm.pairs())
-            fig = plot_emmeans(tab, focus)
-            body += _figure_html(fig, "fig-emmeans",
-                                 f"Estimated marginal means of {response} by {focus}.")
-            parts.append(_section(f"Estimated marginal means: {focus}", body))
-        body = ""
-        re = fit.ranef()
-        for g in dict.fromkeys(re["group"]):
-            if not ((re["group"] == g) & (re["term"] == "(Intercept)")).any():
-                continue
-            fig = caterpillar(re, g)
-            body += _figure_html(fig, f"fig-ranef-{len(body)}",
-                                 f"Conditional modes of (1 | {g}) with 95% intervals.")
-        parts.append(_section("Random effects", body))
-        checks = residual_checks(fit)
-        check_note = ""
-        if check:
-            try:
-                diag = fit.check(nsim=250, seed=0)
-            except Exception as exc:  # a failed diagnostic is reported, not fatal
-                notes.append(f"simulated residual checks failed: {exc}")
-            else:
-                p = diag.tests.set_index("test")["p_value"]
-                checks.update({f"sim_{t}_p": float(p.get(t, float("nan")))
-                               for t in ("uniformity", "dispersion", "outliers")})
-                if diag.residuals.subsampled:
-                    check_note = (f"<p>Simulated-residual tests (sim_*, 250 simulations) on "
-                                  f"{html.escape(diag.residuals.describe_rows())}.</p>")
-        else:
-            check_note = "<p>Simulated-residual tests not run.</p>"
-        checks = pd.DataFrame([checks])
-        parts.append(_section("Residual checks", _table(checks) + check_note + _figure_html(
-            residual_plots(fit), "fig-residuals",
-            "Conditional residuals against fitted values, and their normal Q-Q plot.")))
+            parts += _focus_sections(fit, frame, focus, factors, ddf)
+        parts.append(_random_effects_section(fit))
+        parts.append(_residual_section(fit, check, notes))
         if compare:
-            forms = [formula] + list(compare)
-            names = ["main"] + [f"alt_{i + 1}" for i in range(len(compare))]
-            if focus is None:
-                notes.append("no focus factor: specifications not compared")
-            else:
-                cmp = compare_specs(data, forms, focus=focus, names=names, ddf=ddf,
-                                    reference=reference, reml=reml, check=check,
-                                    fits=[fit] + [lmer(f, data, reml=reml, reference=reference)
-                                                  for f in compare])
-                body = "<ul>" + "".join(f"<li><b>{html.escape(n)}</b>: "
-                                        f"<code>{html.escape(f)}</code></li>"
-                                        for n, f in zip(names, forms, strict=True)) + "</ul>"
-                body += _table(cmp.table.drop(columns=["formula"]))
-                if len(cmp.lrt):
-                    body += "<p>Likelihood-ratio tests (ML refits):</p>" + _table(cmp.lrt)
-                parts.append(_section("Specifications compared", body))
+            section = _comparison_section(data, formula, list(compare), fit, focus, ddf,
+                                          reference, reml, check, notes)
+            if section is not None:
+                parts.append(section)
     notes += sorted({str(w.message) for w in caught})
     title = title or f"crossed report: {formula}"
+    return _document(title, _header(fit, data_name, ddf, notes), parts)
+
+
+def _choose_focus(fit: LmerFit, factors: list[str], focus: str | None) -> str | None:
+    """The factor whose EMMs are reported: ``focus`` checked, else the first factor."""
+    if focus is not None and focus not in factors:
+        raise ValueError(f"focus {focus!r} is not a factor of the fixed part of "
+                         f"{fit.formula!r} (factors: {', '.join(factors) or 'none'})")
+    return focus or (factors[0] if factors else None)
+
+
+def _model_sections(fit: LmerFit, ddf: str, notes: list[str]) -> list[str]:
+    """Model summary, fixed effects, ANOVA with partial η², R² and variance components."""
+    parts = [_section("Model", f"<pre>{html.escape(fit.summary(ddf=ddf))}</pre>"),
+             _section("Fixed effects", _table(fit.coef_table(ddf=ddf)))]
+    if len(fit.fixef_names) > 1:
+        an = fit.anova(type=3, ddf=ddf)
+        body = _table(an)
+        try:
+            body += "<p>Partial η² (95% interval):</p>" + _table(fit.eta_squared())
+        except Exception as exc:  # an effect size that cannot be computed is reported
+            notes.append(f"partial eta squared: {exc}")
+        parts.append(_section("ANOVA (Type III)", body))
+    parts.append(_section("Variance explained and variance components",
+                          _table(fit.r2()) + _table(fit.variance_components(test=True))))
+    return parts
+
+
+def _observed_frame(fit: LmerFit) -> pd.DataFrame:
+    """The model frame with the response as fitted (transformed, NA rows dropped)."""
+    frame = fit.design.frame.copy()
+    frame[fit.spec.response] = fit.design.y
+    return frame
+
+
+def _design_section(frame: pd.DataFrame, response: str, pair: tuple[str, str]) -> str:
+    """The raw cell means of a cross-classified design, one line per level of the
+    smaller factor."""
+    from crossed.plots.design import interaction_plot
+
+    a, b = sorted(pair, key=lambda c: frame[c].nunique())
+    fig = interaction_plot(frame, response, b, trace=a, error=None)
+    fig.set_size_inches(min(2.0 + 0.28 * frame[b].nunique(), 16), 4.2)
+    for ax in fig.axes:
+        ax.tick_params(axis="x", labelrotation=90)
+    return _section("Design", _figure_html(
+        fig, "fig-crossed-design", f"Mean {response} of each {a} on each {b} "
+        f"(raw cell means): the {a} × {b} interaction of the design."))
+
+
+def _adjusted_means_section(fit: LmerFit, systems: str, pair: tuple[str, str] | None) -> str:
+    """Adjusted means of ``systems``, with its largest interaction effects when it is one
+    of the crossed pair."""
+    am = fit.adjusted_means(systems)
+    body = ("<p>Population mean of the fixed part plus each level's conditional mode, "
+            "with 95% intervals.</p>" + _table(am))
+    partner = [g for g in (pair or ()) if g != systems]
+    if partner and systems in (pair or ()):
+        ie = fit.interaction_effects(systems, partner[0])
+        top = ie.reindex(ie["estimate"].abs().sort_values(ascending=False).index)
+        body += (f"<p>Largest {systems} × {partner[0]} interaction effects "
+                 "(conditional modes):</p>" + _table(top.head(10)))
+    return _section(f"Adjusted means: {systems}", body)
+
+
+def _focus_sections(fit: LmerFit, frame: pd.DataFrame, focus: str, factors: list[str],
+                    ddf: str) -> list[str]:
+    """The raw means by the focus factor, and its EMMs with pairwise contrasts."""
+    from crossed.plots.design import interaction_plot
+    from crossed.plots.emmeans import plot_emmeans
+
+    response = fit.spec.response
+    others = [f for f in factors if f != focus]
+    fig = interaction_plot(frame, response, focus, trace=others[0] if others else None,
+                           panel=others[1] if len(others) > 1 else None)
+    design = _section(f"Design by {focus}", _figure_html(
+        fig, "fig-interaction", f"Mean {response} by {focus}"
+        + (f" and {others[0]}" if others else "")
+        + (f", panels by {others[1]}" if len(others) > 1 else "")
+        + " (±1 SE of the cell mean; raw data, no model)."))
+    emm = fit.emmeans(focus, ddf=ddf)
+    tab = emm.table()
+    body = _table(tab) + "<p>Pairwise contrasts (Tukey):</p>" + _table(emm.pairs())
+    fig = plot_emmeans(tab, focus)
+    body += _figure_html(fig, "fig-emmeans", f"Estimated marginal means of {response} by {focus}.")
+    return [design, _section(f"Estimated marginal means: {focus}", body)]
+
+
+def _random_effects_section(fit: LmerFit) -> str:
+    """Caterpillar plots of the random intercepts."""
+    from crossed.plots.ranef import caterpillar
+
+    body = ""
+    re = fit.ranef()
+    for g in dict.fromkeys(re["group"]):
+        if not ((re["group"] == g) & (re["term"] == "(Intercept)")).any():
+            continue
+        fig = caterpillar(re, g)
+        body += _figure_html(fig, f"fig-ranef-{len(body)}",
+                             f"Conditional modes of (1 | {g}) with 95% intervals.")
+    return _section("Random effects", body)
+
+
+def _residual_section(fit: LmerFit, check: bool, notes: list[str]) -> str:
+    """The residual checks (with the simulated-residual tests when ``check``) and plots."""
+    from crossed.evaluation.compare_specs import residual_checks
+    from crossed.plots.residuals import residual_plots
+
+    checks = residual_checks(fit)
+    check_note = ""
+    if check:
+        try:
+            diag = fit.check(nsim=250, seed=0)
+        except Exception as exc:  # a failed diagnostic is reported, not fatal
+            notes.append(f"simulated residual checks failed: {exc}")
+        else:
+            p = diag.tests.set_index("test")["p_value"]
+            checks.update({f"sim_{t}_p": float(p.get(t, float("nan")))
+                           for t in ("uniformity", "dispersion", "outliers")})
+            if diag.residuals.subsampled:
+                check_note = (f"<p>Simulated-residual tests (sim_*, 250 simulations) on "
+                              f"{html.escape(diag.residuals.describe_rows())}.</p>")
+    else:
+        check_note = "<p>Simulated-residual tests not run.</p>"
+    return _section("Residual checks", _table(pd.DataFrame([checks])) + check_note + _figure_html(
+        residual_plots(fit), "fig-residuals",
+        "Conditional residuals against fitted values, and their normal Q-Q plot."))
+
+
+def _comparison_section(data: pd.DataFrame, formula: str, compare: list[str], fit: LmerFit,
+                        focus: str | None, ddf: str, reference: dict[str, str] | None,
+                        reml: bool, check: bool, notes: list[str]) -> str | None:
+    """The other specifications side by side with the main one (None without a focus)."""
+    from crossed.evaluation.compare_specs import compare_specs
+
+    forms = [formula] + compare
+    names = ["main"] + [f"alt_{i + 1}" for i in range(len(compare))]
+    if focus is None:
+        notes.append("no focus factor: specifications not compared")
+        return None
+    cmp = compare_specs(data, forms, focus=focus, names=names, ddf=ddf,
+                        reference=reference, reml=reml, check=check,
+                        fits=[fit] + [lmer(f, data, reml=reml, reference=reference)
+                                      for f in compare])
+    body = "<ul>" + "".join(f"<li><b>{html.escape(n)}</b>: "
+                            f"<code>{html.escape(f)}</code></li>"
+                            for n, f in zip(names, forms, strict=True)) + "</ul>"
+    body += _table(cmp.table.drop(columns=["formula"]))
+    if len(cmp.lrt):
+        body += "<p>Likelihood-ratio tests (ML refits):</p>" + _table(cmp.lrt)
+    return _section("Specifications compared", body)
+
+
+def _header(fit: LmerFit, data_name: str, ddf: str, notes: list[str]) -> str:
+    """The line under the title (model, data, sizes, fit, date) and the notes."""
     head = (f"<p><code>{html.escape(fit.formula)}</code> on <b>{html.escape(data_name)}</b>: "
             f"{fit.nobs} observations, "
             + ", ".join(f"{n} {html.escape(g)}" for g, n in fit.ngroups.items())
@@ -242,6 +305,11 @@ def build_report(data: pd.DataFrame, formula: str, focus: str | None = None,
             f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC by crossed.</p>")
     if notes:
         head += "".join(f'<p class="note">note: {html.escape(n)}</p>' for n in notes)
+    return head
+
+
+def _document(title: str, head: str, parts: list[str]) -> str:
+    """The complete HTML document."""
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>"
             f"<h1>{html.escape(title)}</h1>{head}\n" + "\n".join(parts) + "</body></html>\n")

@@ -58,6 +58,7 @@ def test_missing_r_package_says_what_to_install(r_stack):
 def test_fit_is_lme4s(sleep_fit):
     r = r_answers("sleepstudy_slopes")
     assert sleep_fit.engine == "lme4" and sleep_fit.opt is None and sleep_fit.converged
+    assert sleep_fit.convergence is crossed.ConvergenceStatus.OK
     assert sleep_fit.deviance == pytest.approx(r["deviance"], rel=1e-12)
     np.testing.assert_allclose(sleep_fit.theta, r["theta"], rtol=1e-8)
     np.testing.assert_allclose(sleep_fit.vcov_beta, r["vcov"], rtol=1e-8)
@@ -83,7 +84,7 @@ def test_singular_fit_warns_once(r_stack):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         fit = fit_case("dyestuff2_singular", engine="lme4")
-    assert fit.is_singular and fit.converged
+    assert fit.is_singular and fit.converged and fit.convergence == "singular"
     sing = [w for w in caught if issubclass(w.category, crossed.SingularFitWarning)]
     assert len(sing) == 1
     assert not [w for w in caught if issubclass(w.category, crossed.ConvergenceWarning)]
@@ -140,3 +141,23 @@ def test_lmertest_tables_match_the_reference(r_stack):
                                rtol=1e-6)
     with pytest.raises(ValueError, match="ddf must be"):
         lme4_engine.lmertest_tables(fit, ddf="residual")
+
+
+@pytest.mark.parametrize("message,status", [
+    # lme4's own wording (lme4:::checkConv, lme4:::checkHess, optwrap)
+    ("Model failed to converge with max|grad| = 0.00262001 (tol = 0.002, component 1)",
+     "gradient"),
+    ("Model failed to converge with max|relative grad| = 0.1 (tol = 0.01)", "gradient"),
+    ("unable to evaluate scaled gradient", "gradient"),
+    ("Gradient contains NAs", "gradient"),
+    ("Model failed to converge: degenerate  Hessian with 1 negative eigenvalues", "hessian"),
+    ("Problem with Hessian check (infinite or missing values?)", "hessian"),
+    ("convergence code 5 from nloptwrap: NLOPT_MAXEVAL_REACHED: Optimization stopped "
+     "because maxeval (above) was reached.", "max_evaluations"),
+    ("convergence code -4 from nloptwrap: NLOPT_ROUNDOFF_LIMITED", "failed"),
+    (" Hessian is numerically singular: parameters are not uniquely determined", None),
+    ("Model is nearly unidentifiable: large eigenvalue ratio\n - Rescale variables?", None),
+    ("fixed-effect model matrix is rank deficient so dropping 1 column / coefficient", None),
+])
+def test_lme4_messages_map_to_a_status(message, status):
+    assert lme4_engine.lme4_issue(message) == status

@@ -14,8 +14,13 @@ import pytest
 
 import crossed
 from crossed.engines.native.converge import assess
-from crossed.engines.native.optimize import LmerControl, check_convergence
-from reference import CRIT_SLACK, fit_case, r_answers
+from crossed.engines.native.optimize import (
+    ConvergenceStatus,
+    LmerControl,
+    check_convergence,
+    classify_convergence,
+)
+from reference import CRIT_SLACK, fit_case, load_table, r_answers
 
 # BOBYQA stopped far too early: lme4's derivative check fails at its point
 LOOSE = dict(xtol_rel=0.3, ftol_abs=10.0, xtol_abs=1e-2)
@@ -126,3 +131,65 @@ def test_criterion_not_finite_anywhere_is_a_clear_error():
         warnings.simplefilter("ignore")
         with pytest.raises(crossed.DataError):
             crossed.lmer("Reaction ~ Days + (Days | Subject)", df)
+
+
+def test_roundoff_limited_continuation_is_not_an_error():
+    """Before: nlopt.RoundoffLimited escaped from the edge continuation of this fit.
+    R: d <- read.csv("Dyestuff2.csv"); f <- lmer(Yield ~ 1 + (1|Batch), d, REML = FALSE)
+       deviance(f) -> 162.873036653826; getME(f, "theta") -> 0; sigma(f) -> 3.65323135137465
+       isSingular(f) -> TRUE, no convergence warning."""
+    data = load_table("Dyestuff2.csv", ("Batch",))
+    with pytest.warns(crossed.SingularFitWarning):
+        fit = crossed.lmer("Yield ~ 1 + (1 | Batch)", data, reml=False)
+    assert fit.deviance <= 162.873036653826 * (1 + CRIT_SLACK)
+    assert fit.sigma == pytest.approx(3.65323135137465, rel=1e-6)
+    assert fit.is_singular and fit.converged
+    assert fit.convergence is ConvergenceStatus.SINGULAR
+
+
+# ---------------------------------------------------------------- ConvergenceStatus
+
+
+def test_status_is_lme4s_verdict_on_the_run():
+    stopped, _ = _fit("sleepstudy_slopes", restarts=0, **LOOSE)
+    assert stopped.convergence in (ConvergenceStatus.GRADIENT, ConvergenceStatus.HESSIAN)
+    assert stopped.opt.status is stopped.convergence and not stopped.converged
+    fit, _ = _fit("sleepstudy_slopes", **LOOSE)
+    assert fit.convergence is ConvergenceStatus.OK and fit.opt.status == "ok"
+    singular, _ = _fit("dyestuff2_singular")
+    assert singular.convergence is ConvergenceStatus.SINGULAR and singular.converged
+
+
+def test_evaluation_limit_is_its_own_status():
+    fit, warned = _fit("sleepstudy_slopes", maxeval=5, restarts=0)
+    assert fit.opt.return_code == 5
+    assert fit.convergence is ConvergenceStatus.MAX_EVALUATIONS and not fit.converged
+    assert any("maxeval" in m for m in fit.messages)
+
+
+def test_status_combines_in_order_and_says_converged():
+    S = ConvergenceStatus
+    assert S.combine(False) is S.OK and S.combine(True) is S.SINGULAR
+    assert S.combine(True, None, S.HESSIAN) is S.HESSIAN
+    assert S.combine(False, S.HESSIAN, S.GRADIENT) is S.GRADIENT
+    assert S.combine(False, S.GRADIENT, S.MAX_EVALUATIONS) is S.MAX_EVALUATIONS
+    assert [s for s in S if s.converged] == [S.OK, S.SINGULAR]
+    assert S.from_return_code(4) is None and S.from_return_code(5) is S.MAX_EVALUATIONS
+    assert S.from_return_code(-4) is S.FAILED
+    assert S("gradient") is S.GRADIENT and str(S.HESSIAN) == "hessian"
+
+
+def test_non_finite_derivatives_are_a_gradient_failure():
+    check = assess(np.array([1.0]), 1.0, np.array([0.0]), LmerControl(), lambda t: np.nan)
+    assert check.status is ConvergenceStatus.GRADIENT and not check.converged
+    assert check.issues == (ConvergenceStatus.GRADIENT,)
+
+
+def test_notes_do_not_fail_the_check():
+    """lme4's checkHess: a numerically singular Hessian is a note, not a failure."""
+    checked = classify_convergence(np.zeros(2), np.diag([1.0, 0.0]), 2e-3)
+    assert [kind for _, kind in checked] == [ConvergenceStatus.GRADIENT, None]  # chol fails
+    checked = classify_convergence(np.zeros(2), np.diag([1.0, 1e-8]), 2e-3)
+    assert [kind for _, kind in checked] == [None]
+    checked = classify_convergence(np.zeros(2), np.diag([1.0, -1.0]), 2e-3)
+    assert ConvergenceStatus.HESSIAN in [kind for _, kind in checked]

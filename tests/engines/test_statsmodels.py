@@ -130,6 +130,7 @@ def test_estimates_are_statsmodels_own(sleep_fits):
     assert fit.sigma == pytest.approx(np.sqrt(res.scale), rel=1e-14)
     assert fit.deviance == pytest.approx(-2 * res.llf, rel=1e-14)
     assert fit.opt is None and fit.converged
+    assert fit.convergence is crossed.ConvergenceStatus.OK
 
 
 def test_singular_fit_is_reported():
@@ -137,6 +138,7 @@ def test_singular_fit_is_reported():
         warnings.simplefilter("always")
         fit = fit_case("dyestuff2_singular", engine="statsmodels")
     assert fit.is_singular and fit.theta[0] < 1e-4
+    assert fit.convergence is crossed.ConvergenceStatus.SINGULAR
     assert any(issubclass(w.category, crossed.SingularFitWarning) for w in caught)
     assert any(m.startswith("statsmodels:") for m in fit.messages)  # its own warnings kept
 

@@ -94,99 +94,137 @@ def _add_table_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _run_resample(args: argparse.Namespace) -> int:
-    from crossed.evaluation.resample import (
-        analyze,
-        difference_matrix,
-        leave_one_task_out,
-        prediction_frame,
-        rank_table,
-    )
+    from crossed.evaluation.resample import analyze
 
     st = _load(args)
-    wanted = ANALYSES[:4] if args.analysis == ["all"] else args.analysis
-    if args.predict and "predict" not in wanted:
-        wanted = [*wanted, "predict"]
+    wanted = _wanted_analyses(args)
     print(f"# {args.table}: {st.shape[0]} systems × {st.shape[1]} tasks, score {st.score!r} "
           f"({st.kind}); {args.n_resamples} resamples, replication {args.replication}, "
           f"seed {args.seed}")
     res = analyze(st, n_resamples=args.n_resamples, replication=args.replication,
                   n_tasks_subsample=args.n_tasks, threshold=args.threshold, seed=args.seed,
                   progress=True if args.progress else None)
-    d = args.digits
     if "variance" in wanted:
-        vc = res.variance
-        _print("Variance components (estimate)", vc.wide().reset_index(), d)
-        _print("Variance components (standard error)", vc.wide("std_error").reset_index(), d)
-        _save(vc.components, args.output_dir, "variance_components")
+        _show_variance(res, args)
     if "aggregates" in wanted:
-        cols = ["tasks", "system", "aggregate", "estimate", "std_error", "conf_low",
-                "conf_high", "pct_low", "pct_high", "half_width"]
-        _print("Aggregates over tasks (95 % intervals: normal conf_*, percentile pct_*)",
-               res.aggregates[cols], d)
-        _save(res.aggregates, args.output_dir, "aggregates")
+        _show_aggregates(res, args)
     if "pairwise" in wanted:
-        pw = res.pairwise
-        n_sys = st.shape[0]
-        for mode in ("fixed", "subsample"):
-            if n_sys > args.max_matrix:
-                break
-            est = difference_matrix(pw, args.aggregate, "estimate", tasks=mode)
-            sd = difference_matrix(pw, args.aggregate, "std_error", tasks=mode)
-            es = difference_matrix(pw, args.aggregate, "effect_size", tasks=mode)
-            big = difference_matrix(pw, args.aggregate, "large", tasks=mode)
-            cells = est.copy().astype(object)
-            for r in est.index:
-                for c in est.columns:
-                    cells.loc[r, c] = "" if r == c else (
-                        f"{est.loc[r, c]:.{d}f} ± {sd.loc[r, c]:.{d}f} "
-                        f"(ES {es.loc[r, c]:.1f}{'*' if big.loc[r, c] else ''})")
-            how = "fixed" if mode == "fixed" else (
-                f"subsampled ({args.n_tasks or max(2, st.shape[1] // 2)} of {st.shape[1]}, "
-                f"without replacement)")
-            print(f"\n## Differences in {args.aggregate} (row − column) ± resampled SD "
-                  f"(effect size; * |ES| >= {args.threshold:g}), tasks {how}\n")
-            with pd.option_context("display.width", 250, "display.max_columns", 30):
-                print(cells.reset_index(names="system").to_string(index=False))
-        if n_sys > args.max_matrix:
-            print(f"\n({n_sys} systems: difference matrices not printed; "
-                  f"raise --max-matrix or use --output-dir)")
-        sel = pw[(pw["aggregate"] == args.aggregate) & pw["large"] & (pw["estimate"] > 0)]
-        wins = (sel.groupby(["system_a", "tasks"]).size().unstack("tasks")
-                .reindex(index=list(st.systems), columns=["fixed", "subsample"]).fillna(0)
-                .astype(int).rename(columns=lambda c: f"beats_{c}"))
-        _print(f"How many systems each system beats with effect size >= {args.threshold:g} "
-               f"({args.aggregate})", wins.reset_index(names="system"), d)
-        _save(pw, args.output_dir, "pairwise")
+        _show_pairwise(res, st, args)
     if "ranks" in wanted:
-        sub = res.ranks[res.ranks["tasks"] == "bootstrap"]
-        for agg in res.aggregates["aggregate"].unique():
-            tab = rank_table(sub, agg)
-            if tab.shape[1] > args.max_matrix:       # many systems: the first ranks only
-                tab = tab.iloc[:, :args.max_matrix]
-            _print(f"Rank distribution ({agg}, tasks resampled): share of resamples at "
-                   f"each rank", tab.reset_index(names="system"), d)
-        _save(res.ranks, args.output_dir, "ranks")
+        _show_ranks(res, args)
     if "predict" in wanted:
-        frame = prediction_frame(st)
-        numeric = ["latin_script", "n_tasks_language"]
-        categorical = [c for c in ("script", "direction") if frame[c].nunique() > 1]
-        pred = leave_one_task_out(frame, numeric=numeric, categorical=categorical,
-                                  group="family", seed=args.seed,
-                                  progress=True if args.progress else None)
-        _print("Leave-one-language-out MAE (random intercept per family for 'mixed')",
-               pred.mae, d)
-        wide = pred.mae_by_task.pivot(index="task", columns="model", values="mae")
-        wide = wide.reindex(columns=list(pd.unique(pred.mae_by_task["model"])))
-        _print("MAE per held-out language", wide.reset_index(), d)
-        _save(pred.predictions, args.output_dir, "predictions")
+        _show_prediction(st, args)
     if args.figure:
-        from crossed.plots.resample import plot_rank_distribution
-
-        ax = plot_rank_distribution(res.ranks, args.aggregate, tasks="bootstrap")
-        write_output(args.figure, lambda p: ax.figure.savefig(p, bbox_inches="tight"),
-                     "--figure")
-        print(f"\nfigure: {args.figure}")
+        _save_rank_figure(res, args)
     return 0
+
+
+def _wanted_analyses(args: argparse.Namespace) -> list[str]:
+    """The analyses asked for (``all``: every one but ``predict``; ``--predict`` adds it)."""
+    wanted = list(ANALYSES[:4]) if args.analysis == ["all"] else args.analysis
+    if args.predict and "predict" not in wanted:
+        wanted = [*wanted, "predict"]
+    return wanted
+
+
+def _show_variance(res, args: argparse.Namespace) -> None:
+    vc = res.variance
+    _print("Variance components (estimate)", vc.wide().reset_index(), args.digits)
+    _print("Variance components (standard error)", vc.wide("std_error").reset_index(),
+           args.digits)
+    _save(vc.components, args.output_dir, "variance_components")
+
+
+def _show_aggregates(res, args: argparse.Namespace) -> None:
+    cols = ["tasks", "system", "aggregate", "estimate", "std_error", "conf_low",
+            "conf_high", "pct_low", "pct_high", "half_width"]
+    _print("Aggregates over tasks (95 % intervals: normal conf_*, percentile pct_*)",
+           res.aggregates[cols], args.digits)
+    _save(res.aggregates, args.output_dir, "aggregates")
+
+
+def _show_pairwise(res, st, args: argparse.Namespace) -> None:
+    """The difference matrices (small leaderboards), and how many systems each beats."""
+    pw = res.pairwise
+    n_sys = st.shape[0]
+    for mode in ("fixed", "subsample"):
+        if n_sys > args.max_matrix:
+            break
+        _show_difference_matrix(pw, st, mode, args)
+    if n_sys > args.max_matrix:
+        print(f"\n({n_sys} systems: difference matrices not printed; "
+              f"raise --max-matrix or use --output-dir)")
+    sel = pw[(pw["aggregate"] == args.aggregate) & pw["large"] & (pw["estimate"] > 0)]
+    wins = (sel.groupby(["system_a", "tasks"]).size().unstack("tasks")
+            .reindex(index=list(st.systems), columns=["fixed", "subsample"]).fillna(0)
+            .astype(int).rename(columns=lambda c: f"beats_{c}"))
+    _print(f"How many systems each system beats with effect size >= {args.threshold:g} "
+           f"({args.aggregate})", wins.reset_index(names="system"), args.digits)
+    _save(pw, args.output_dir, "pairwise")
+
+
+def _show_difference_matrix(pw: pd.DataFrame, st, mode: str, args: argparse.Namespace) -> None:
+    """Row − column differences ± resampled SD (effect size), tasks fixed or subsampled."""
+    from crossed.evaluation.resample import difference_matrix
+
+    d = args.digits
+    est = difference_matrix(pw, args.aggregate, "estimate", tasks=mode)
+    sd = difference_matrix(pw, args.aggregate, "std_error", tasks=mode)
+    es = difference_matrix(pw, args.aggregate, "effect_size", tasks=mode)
+    big = difference_matrix(pw, args.aggregate, "large", tasks=mode)
+    cells = est.copy().astype(object)
+    for r in est.index:
+        for c in est.columns:
+            cells.loc[r, c] = "" if r == c else (
+                f"{est.loc[r, c]:.{d}f} ± {sd.loc[r, c]:.{d}f} "
+                f"(ES {es.loc[r, c]:.1f}{'*' if big.loc[r, c] else ''})")
+    how = "fixed" if mode == "fixed" else (
+        f"subsampled ({args.n_tasks or max(2, st.shape[1] // 2)} of {st.shape[1]}, "
+        f"without replacement)")
+    print(f"\n## Differences in {args.aggregate} (row − column) ± resampled SD "
+          f"(effect size; * |ES| >= {args.threshold:g}), tasks {how}\n")
+    with pd.option_context("display.width", 250, "display.max_columns", 30):
+        print(cells.reset_index(names="system").to_string(index=False))
+
+
+def _show_ranks(res, args: argparse.Namespace) -> None:
+    from crossed.evaluation.resample import rank_table
+
+    sub = res.ranks[res.ranks["tasks"] == "bootstrap"]
+    for agg in res.aggregates["aggregate"].unique():
+        tab = rank_table(sub, agg)
+        if tab.shape[1] > args.max_matrix:       # many systems: the first ranks only
+            tab = tab.iloc[:, :args.max_matrix]
+        _print(f"Rank distribution ({agg}, tasks resampled): share of resamples at "
+               f"each rank", tab.reset_index(names="system"), args.digits)
+    _save(res.ranks, args.output_dir, "ranks")
+
+
+def _show_prediction(st, args: argparse.Namespace) -> None:
+    """Leave-one-language-out performance prediction."""
+    from crossed.evaluation.resample import leave_one_task_out, prediction_frame
+
+    frame = prediction_frame(st)
+    numeric = ["latin_script", "n_tasks_language"]
+    categorical = [c for c in ("script", "direction") if frame[c].nunique() > 1]
+    pred = leave_one_task_out(frame, numeric=numeric, categorical=categorical,
+                              group="family", seed=args.seed,
+                              progress=True if args.progress else None)
+    _print("Leave-one-language-out MAE (random intercept per family for 'mixed')",
+           pred.mae, args.digits)
+    wide = pred.mae_by_task.pivot(index="task", columns="model", values="mae")
+    wide = wide.reindex(columns=list(pd.unique(pred.mae_by_task["model"])))
+    _print("MAE per held-out language", wide.reset_index(), args.digits)
+    _save(pred.predictions, args.output_dir, "predictions")
+
+
+def _save_rank_figure(res, args: argparse.Namespace) -> None:
+    from crossed.plots.resample import plot_rank_distribution
+
+    ax = plot_rank_distribution(res.ranks, args.aggregate, tasks="bootstrap")
+    write_output(args.figure, lambda p: ax.figure.savefig(p, bbox_inches="tight"),
+                 "--figure")
+    print(f"\nfigure: {args.figure}")
 
 
 def _run_eval_size(args: argparse.Namespace) -> int:

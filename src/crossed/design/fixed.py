@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import warnings
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -11,6 +10,7 @@ import pandas as pd
 from formulaic import model_matrix
 from formulaic.model_spec import ModelSpec as FormulaicSpec
 
+from crossed._warn import warn
 from crossed.design.frame import (
     DataError,
     check_finite,
@@ -255,11 +255,10 @@ def build_fixed(rhs: str, frame: pd.DataFrame, caret: bool = False) -> FixedDesi
     keep = independent_columns(X) if X.shape[1] else np.zeros(0, dtype=bool)
     dropped = tuple(n for n, k in zip(names, keep, strict=True) if not k)
     if dropped:
-        warnings.warn(
+        warn(
             f"fixed-effect model matrix is rank deficient so dropping {len(dropped)} "
             f"column{'s' if len(dropped) > 1 else ''} / coefficient"
             f"{'s' if len(dropped) > 1 else ''}: {', '.join(dropped)}",
-            stacklevel=3,
         )
     idx = tuple(int(i) for i in np.flatnonzero(keep))
     kept_names = tuple(names[i] for i in idx)
@@ -280,10 +279,9 @@ def subset_fixed(fixed: FixedDesign, rows: np.ndarray) -> FixedDesign:
     if keep.all():
         return replace(fixed, X=X)
     dropped = tuple(n for n, k in zip(fixed.names, keep, strict=True) if not k)
-    warnings.warn(
+    warn(
         f"fixed-effect model matrix is rank deficient on this subset so dropping "
         f"{len(dropped)} column(s): {', '.join(dropped)}",
-        stacklevel=4,
     )
     idx = np.flatnonzero(keep)
     names = tuple(fixed.names[i] for i in idx)

@@ -6,13 +6,13 @@ import datetime
 import difflib
 import numbers
 import re
-import warnings
 from collections.abc import Hashable
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from crossed._warn import warn
 from crossed.formula.safety import expression_names
 from crossed.formula.spec import ModelSpec
 
@@ -250,9 +250,9 @@ def check_scale(X: np.ndarray, names: tuple[str, ...], tol: float = 1e3) -> None
     spread = np.max(logsd) - np.min(logsd)
     if np.max(np.abs(logsd)) > np.log(tol) or spread > np.log(tol):
         shown = ", ".join(f"{names[j]} (sd {s:.3g})" for j, s in zip(cont, sd, strict=True))
-        warnings.warn(
+        warn(
             "Some predictor variables are on very different scales: consider rescaling "
-            f"({shown})", stacklevel=4,
+            f"({shown})",
         )
 
 
@@ -342,9 +342,8 @@ def prepare(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -> Pre
         where = ", ".join(f"{c} ({int(m.sum())})" for c, m in missing.items() if m.any())
         if na_action == "raise":
             raise DataError(f"{n_dropped} rows have missing values in: {where}")
-        warnings.warn(
+        warn(
             f"{n_dropped} of {len(data)} rows dropped for missing values in: {where}",
-            stacklevel=3,
         )
         keep = ~any_missing
         arrays = {c: a[keep] for c, a in arrays.items()}
@@ -360,11 +359,10 @@ def prepare(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -> Pre
             continue
         if (col in as_value and isinstance(values.dtype, pd.CategoricalDtype)
                 and values.dtype.ordered):
-            warnings.warn(
+            warn(
                 f"column {col!r} is an ordered categorical: crossed codes it with treatment "
                 "contrasts, as an unordered factor (R would use polynomial contrasts, "
                 "contr.poly); use .cat.as_unordered() to silence this warning",
-                stacklevel=3,
             )
         codes, lv = _encode_factor(values)
         if col in reference:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from crossed._warn import warn
 from crossed.design.frame import DataError, labels_of, level_label
 
 if TYPE_CHECKING:
@@ -93,7 +94,7 @@ def build_new(mspec: MatrixSpec, frame: pd.DataFrame, what: str) -> np.ndarray:
                         f"({what} part); a new level of a fixed factor cannot be predicted")
     for w in caught:
         if not issubclass(w.category, DeprecationWarning | FutureWarning):
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+            warn(w.message, w.category)
     return out
 
 

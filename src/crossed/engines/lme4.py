@@ -32,9 +32,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from crossed._warn import warn
 from crossed.design import Design
 from crossed.engines.errors import EngineUnavailableError
-from crossed.engines.native.optimize import LmerControl
+from crossed.engines.native.optimize import ConvergenceStatus, LmerControl
 from crossed.model.result import LmerFit
 
 R_PACKAGES_DEBIAN = {"lme4": "r-cran-lme4", "lmerTest": "r-cran-lmertest",
@@ -309,59 +310,17 @@ def assemble_fit(design: Design, info: dict[str, Any], engine: str, data_name: s
         When lme4's fixed-effect or θ names differ from crossed's design (e.g. other
         factor levels or contrasts), so that the numbers cannot be put side by side.
     """
-    from crossed.engines.native.engine import ConvergenceWarning, SingularFitWarning
-
-    if positional:
-        if (len(info["fixef"]) != design.X.shape[1]
-                or len(info["theta"]) != design.random.ntheta):
-            raise RuntimeError(
-                f"lme4 dropped columns or terms: {len(info['fixef'])} fixed effects and "
-                f"{len(info['theta'])} theta for crossed's {design.X.shape[1]} and "
-                f"{design.random.ntheta}"
-            )
-        info = {**info, "term_levels": [list(design.random.blocks[t.block].levels)
-                                        for t in design.random.terms]}
-    elif info["fixef_names"] != list(design.fixed.names):
-        raise RuntimeError(
-            f"lme4's fixed effects {info['fixef_names']} differ from crossed's "
-            f"{list(design.fixed.names)}: check the factor levels and reference levels"
-        )
-    if not positional and info["theta_names"] != list(design.random.theta_names):
-        raise RuntimeError(
-            f"lme4's theta {info['theta_names']} differs from crossed's "
-            f"{list(design.random.theta_names)}"
-        )
-    theta = info["theta"]
-    messages: list[str] = []
-    if design.n_dropped:
-        messages.append(f"{design.n_dropped} rows dropped for missing values")
-    # lme4 lists the singular-fit message among its convergence messages: reported once
-    # below, as a SingularFitWarning (as the native engine does)
-    conv = [m for m in info["conv_messages"] if "singular" not in m]
-    for m in info["messages"]:
-        if m in conv:
-            continue
-        if "singular" in m:
-            continue  # reported once below, as the native engine does
-        messages.append(f"lme4: {m}")
-        category = ConvergenceWarning if "converge" in m else UserWarning
-        warnings.warn(f"lme4: {m}", category, stacklevel=4)
-    for m in conv:
-        messages.append(m)
-        warnings.warn(m, ConvergenceWarning, stacklevel=4)
-    converged = not any("converge" in m for m in conv + info["messages"])
-    if info["singular"]:
-        msg = "boundary (singular) fit: see help('isSingular')"
-        messages.append(msg)
-        warnings.warn(msg, SingularFitWarning, stacklevel=4)
+    info = _checked_layout(design, info, positional)
+    messages, status = _report_lme4_messages(design, info)
     u = _map_u(design, info)
     fit = LmerFit(
-        design=design, reml=info["reml"], engine=engine, theta=theta, beta=info["fixef"],
-        sigma=info["sigma"], deviance=info["criterion"], vcov_beta=info["vcov"],
+        design=design, reml=info["reml"], engine=engine, theta=info["theta"],
+        beta=info["fixef"], sigma=info["sigma"], deviance=info["criterion"],
+        vcov_beta=info["vcov"],
         u=u if u is not None else tuple(np.zeros((b.nlevels, b.q))
                                         for b in design.random.blocks),
-        opt=None, is_singular=info["singular"], converged=converged,
-        messages=tuple(messages), data_name=data_name,
+        opt=None, is_singular=info["singular"], converged=status.converged,
+        messages=tuple(messages), data_name=data_name, convergence=status,
     )
     if u is None:  # level labels differ: conditional modes from the PLS problem at θ
         _, u_pls = fit.pls.solve(fit.factor_at_optimum)
@@ -370,6 +329,91 @@ def assemble_fit(design: Design, info: dict[str, Any], engine: str, data_name: s
     fit._cache.update(fit_seconds=seconds, r_seconds=info["seconds"],
                       r_optimizer=info["optimizer"], r_feval=info["feval"])
     return fit
+
+
+def _checked_layout(design: Design, info: dict[str, Any], positional: bool) -> dict[str, Any]:
+    """``info`` checked against the design's fixed effects and θ (by position or by name);
+    by position, the design's level labels are the terms' levels."""
+    if positional:
+        if (len(info["fixef"]) != design.X.shape[1]
+                or len(info["theta"]) != design.random.ntheta):
+            raise RuntimeError(
+                f"lme4 dropped columns or terms: {len(info['fixef'])} fixed effects and "
+                f"{len(info['theta'])} theta for crossed's {design.X.shape[1]} and "
+                f"{design.random.ntheta}"
+            )
+        return {**info, "term_levels": [list(design.random.blocks[t.block].levels)
+                                        for t in design.random.terms]}
+    if info["fixef_names"] != list(design.fixed.names):
+        raise RuntimeError(
+            f"lme4's fixed effects {info['fixef_names']} differ from crossed's "
+            f"{list(design.fixed.names)}: check the factor levels and reference levels"
+        )
+    if info["theta_names"] != list(design.random.theta_names):
+        raise RuntimeError(
+            f"lme4's theta {info['theta_names']} differs from crossed's "
+            f"{list(design.random.theta_names)}"
+        )
+    return info
+
+
+def _report_lme4_messages(design: Design, info: dict[str, Any],
+                          ) -> tuple[list[str], ConvergenceStatus]:
+    """The fit's messages from lme4's, each warned once (convergence messages as
+    ConvergenceWarning, the singular fit as SingularFitWarning, as the native engine
+    does), and the status they amount to."""
+    from crossed.engines.native.engine import ConvergenceWarning, SingularFitWarning
+
+    messages: list[str] = []
+    if design.n_dropped:
+        messages.append(f"{design.n_dropped} rows dropped for missing values")
+    # lme4 lists the singular-fit message among its convergence messages: reported once
+    # below, as a SingularFitWarning (as the native engine does)
+    singular_msg = "boundary (singular) fit: see help('isSingular')"
+    conv = [m for m in info["conv_messages"] if not _is_singular_message(m)]
+    notes = [m for m in info["messages"] if m not in conv and not _is_singular_message(m)]
+    for m in notes:
+        messages.append(f"lme4: {m}")
+        category = UserWarning if lme4_issue(m) is None else ConvergenceWarning
+        warn(f"lme4: {m}", category)
+    for m in conv:
+        messages.append(m)
+        warn(m, ConvergenceWarning)
+    status = ConvergenceStatus.combine(info["singular"], *map(lme4_issue, conv + notes))
+    if info["singular"]:
+        messages.append(singular_msg)
+        warn(singular_msg, SingularFitWarning)
+    return messages, status
+
+
+# lme4's wording of each problem (its checkConv, checkHess and optwrap messages), in the
+# order tried; the one place where lme4's text is read (R gives no structured status)
+_LME4_ISSUES = (
+    ("max|grad|", ConvergenceStatus.GRADIENT),             # checkConv, code -1
+    ("max|relative grad|", ConvergenceStatus.GRADIENT),    # checkConv, code -2
+    ("unable to evaluate scaled gradient", ConvergenceStatus.GRADIENT),  # code -1
+    ("Gradient contains NAs", ConvergenceStatus.GRADIENT),  # code -5
+    ("degenerate", ConvergenceStatus.HESSIAN),             # checkHess, code -3
+    ("Problem with Hessian check", ConvergenceStatus.HESSIAN),  # checkHess, code -6
+    ("MAXEVAL", ConvergenceStatus.MAX_EVALUATIONS),        # optwrap: "convergence code 5
+    ("maximum number of function evaluations", ConvergenceStatus.MAX_EVALUATIONS),  # minqa
+    ("converge", ConvergenceStatus.FAILED),                # any other failure to converge
+)
+
+
+def lme4_issue(message: str) -> ConvergenceStatus | None:
+    """The problem one of lme4's warnings reports (:class:`ConvergenceStatus`), or None
+    for a note that does not fail lme4's check (``Hessian is numerically singular``,
+    ``Model is nearly unidentifiable``, rank-deficiency and scale notes)."""
+    for wording, status in _LME4_ISSUES:
+        if wording in message:
+            return status
+    return None
+
+
+def _is_singular_message(message: str) -> bool:
+    """lme4's ``boundary (singular) fit: see help('isSingular')``."""
+    return message.startswith("boundary (singular) fit")
 
 
 def fit_lme4(design: Design, reml: bool = True, control: LmerControl | None = None,

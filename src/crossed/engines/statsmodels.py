@@ -32,9 +32,10 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from crossed._warn import warn
 from crossed.design import Design, ReTerm
 from crossed.engines.errors import UnsupportedModelError
-from crossed.engines.native.optimize import LmerControl
+from crossed.engines.native.optimize import ConvergenceStatus, LmerControl
 from crossed.model.result import LmerFit
 
 # dense entries of the per-group variance-component matrices above which statsmodels would
@@ -385,12 +386,16 @@ def fit_statsmodels(design: Design, reml: bool = True, control: LmerControl | No
     base = finish_fit(design, pls, f, theta, deviance, reml, "statsmodels", None,
                       LmerControl(check_conv=False), t0, data_name)
     converged = bool(result.converged)
+    # statsmodels says whether it converged, not why not
+    status = ConvergenceStatus.combine(base.is_singular,
+                                       None if converged else ConvergenceStatus.FAILED)
     messages = list(base.messages) + sm_messages
     for w in caught:
         if not issubclass(w.category, (DeprecationWarning, FutureWarning)):
-            warnings.warn(w.message, w.category, stacklevel=3)
+            warn(w.message, w.category)
     fit = replace(base, beta=beta, sigma=float(np.sqrt(scale)), deviance=deviance,
-                  vcov_beta=vcov, converged=converged, messages=tuple(messages))
+                  vcov_beta=vcov, converged=converged, messages=tuple(messages),
+                  convergence=status)
     fit._cache.update(pls=pls, factor=f, fit_seconds=time.perf_counter() - t0,
                       statsmodels_result=result, statsmodels_layout=layout)
     return fit

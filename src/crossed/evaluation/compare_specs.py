@@ -204,13 +204,7 @@ def compare_specs(data: pd.DataFrame, formulas: Sequence[str], focus: str,
         nested pair.
     """
     formulas = [str(f) for f in formulas]
-    names = list(names) if names is not None else [f"spec_{i + 1}" for i in range(len(formulas))]
-    if len(names) != len(formulas):
-        raise ValueError("names must have one label per formula")
-    if len(set(names)) != len(names):
-        raise ValueError("names must be unique")
-    if fits is not None and len(fits) != len(formulas):
-        raise ValueError("fits must have one fit per formula")
+    names = _spec_names(formulas, names, fits)
     fitted: dict[str, LmerFit] = {}
     rows, emms, messages = [], {}, []
     for i, (name, formula) in enumerate(zip(names, formulas, strict=True)):
@@ -220,39 +214,74 @@ def compare_specs(data: pd.DataFrame, formulas: Sequence[str], focus: str,
         if focus not in fit.design.columns:
             raise ValueError(f"focus {focus!r} is not a variable of specification {name!r} "
                              f"({formula})")
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            emm = fit.emmeans(focus, ddf=ddf, level=level)
-            pairs = emm.pairs(adjust=adjust)
-            ml = fit.refit(reml=False) if fit.reml else fit
-            r2 = fit.r2().iloc[0]
+        emm, pairs, common = _focus_and_fit(fit, name, focus, ddf, level, adjust)
         emms[name] = emm.table()
         messages += [f"{name}: {m}" for m in emm.messages + pairs.attrs.get("messages", [])]
-        common = {"spec": name, "formula": fit.formula,
-                  "r2_marginal": float(r2["marginal"]),
-                  "r2_conditional": float(r2["conditional"]),
-                  "aic": ml.aic, "bic": ml.bic, "loglik": ml.loglik, "npar": fit.npar,
-                  "nobs": fit.nobs, "is_singular": bool(fit.is_singular),
-                  "converged": bool(fit.converged)}
-        common.update(residual_checks(fit))
-        common.update(dict.fromkeys(_SIM_TESTS.values(), np.nan))
         if check:
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    common.update(simulated_checks(fit, nsim=nsim, seed=seed))
-            except Exception as exc:  # a failed diagnostic is reported, not fatal
-                messages.append(f"{name}: simulated residual checks failed: {exc}")
-        for _, p in pairs.iterrows():
-            row = dict(common)
-            row.update({k: p[k] for k in ("contrast", "estimate", "std_error", "df",
-                                          "statistic", "p_value", "conf_low", "conf_high")})
-            rows.append(row)
+            messages += _simulated_checks_into(common, fit, name, nsim, seed)
+        rows += _contrast_rows(common, pairs)
     table = pd.DataFrame(rows, columns=TABLE_COLUMNS)
     table.attrs.update(focus=focus, ddf=ddf, adjust=adjust, conf_level=level)
     lrt = _nested_lrts(fitted)
     return SpecComparison(table=table, lrt=lrt, fits=fitted, emmeans=emms, focus=focus,
                           messages=messages)
+
+
+def _spec_names(formulas: list[str], names: Sequence[str] | None,
+                fits: Sequence[LmerFit] | None) -> list[str]:
+    """The labels of the specifications (default ``spec_1``, ...), checked with ``fits``."""
+    names = list(names) if names is not None else [f"spec_{i + 1}" for i in range(len(formulas))]
+    if len(names) != len(formulas):
+        raise ValueError("names must have one label per formula")
+    if len(set(names)) != len(names):
+        raise ValueError("names must be unique")
+    if fits is not None and len(fits) != len(formulas):
+        raise ValueError("fits must have one fit per formula")
+    return names
+
+
+def _focus_and_fit(fit: LmerFit, name: str, focus: str, ddf: str, level: float,
+                   adjust: str) -> tuple:
+    """The focus EMMs and their pairs, and the specification's columns of the table
+    (R², the ML fit's criteria, size, flags, residual checks; simulated checks NaN)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        emm = fit.emmeans(focus, ddf=ddf, level=level)
+        pairs = emm.pairs(adjust=adjust)
+        ml = fit.refit(reml=False) if fit.reml else fit
+        r2 = fit.r2().iloc[0]
+    common = {"spec": name, "formula": fit.formula,
+              "r2_marginal": float(r2["marginal"]),
+              "r2_conditional": float(r2["conditional"]),
+              "aic": ml.aic, "bic": ml.bic, "loglik": ml.loglik, "npar": fit.npar,
+              "nobs": fit.nobs, "is_singular": bool(fit.is_singular),
+              "converged": bool(fit.converged)}
+    common.update(residual_checks(fit))
+    common.update(dict.fromkeys(_SIM_TESTS.values(), np.nan))
+    return emm, pairs, common
+
+
+def _simulated_checks_into(common: dict, fit: LmerFit, name: str, nsim: int,
+                           seed: int | None) -> list[str]:
+    """Add the simulated-residual p-values to ``common``; a failure is a message."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            common.update(simulated_checks(fit, nsim=nsim, seed=seed))
+    except Exception as exc:  # a failed diagnostic is reported, not fatal
+        return [f"{name}: simulated residual checks failed: {exc}"]
+    return []
+
+
+def _contrast_rows(common: dict, pairs: pd.DataFrame) -> list[dict]:
+    """One table row per focus contrast: the specification's columns and the contrast's."""
+    rows = []
+    for _, p in pairs.iterrows():
+        row = dict(common)
+        row.update({k: p[k] for k in ("contrast", "estimate", "std_error", "df",
+                                      "statistic", "p_value", "conf_low", "conf_high")})
+        rows.append(row)
+    return rows
 
 
 LRT_COLUMNS = ["smaller", "larger", "npar_smaller", "npar_larger", "statistic", "df", "p_value"]

@@ -27,12 +27,13 @@ Product, where Nelder–Mead stopped at λ = 20.9959 instead of the root 21.0021
 
 from __future__ import annotations
 
-import warnings
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 from scipy import optimize, stats
+
+from crossed._warn import warn
 
 if TYPE_CHECKING:
     from crossed.fit import LmerFit
@@ -137,8 +138,8 @@ def _effect_table(fit: LmerFit, es: str, partial: bool, ci: float | None, altern
     from crossed.inference.anova import anova
 
     if not partial:
-        warnings.warn("only partial effect sizes are available for mixed models (as in "
-                      "effectsize); returning partial values", UserWarning, stacklevel=3)
+        warn("only partial effect sizes are available for mixed models (as in "
+             "effectsize); returning partial values", UserWarning)
     tab = anova(fit, type=type, ddf=ddf)
     res = f_to_effect(tab["statistic"], tab["num_df"], tab["den_df"], es=es, ci=ci,
                       alternative=alternative)

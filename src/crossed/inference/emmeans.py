@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import itertools
 import re
-import warnings
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -27,6 +26,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from crossed._warn import warn
 from crossed.design.frame import expression_variables
 from crossed.inference.adjust import adjust_p, critical_values
 from crossed.inference.coefs import contrast_tests
@@ -422,7 +422,7 @@ def emmeans(fit: LmerFit, specs: str | list[str], by: str | list[str] | None = N
     messages = []
     if _involved_in_interactions(fit, facs):
         messages.append(INTERACTION_NOTE)
-        warnings.warn(INTERACTION_NOTE, UserWarning, stacklevel=3)
+        warn(INTERACTION_NOTE, UserWarning)
     nb = fit_null_basis(fit)
     L_full = None
     if nb is not None:

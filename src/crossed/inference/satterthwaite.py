@@ -9,13 +9,13 @@ Jacobian of vcov(β) = σ² (R_XᵀR_X)⁻¹ with respect to φ. For a contrast 
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from crossed._threads import single_blas_thread
+from crossed._warn import warn
 from crossed.inference.numderiv import central_derivatives, mixed_second
 from crossed.model.pls import deviance_at
 
@@ -127,12 +127,11 @@ def _pinv_psd(H: np.ndarray) -> np.ndarray:
     neg = int(np.sum(vals < -EIG_TOL))
     zero = int(np.sum(np.abs(vals) <= EIG_TOL))
     if neg:
-        warnings.warn(f"Model failed to converge with {neg} negative eigenvalue(s) of the "
-                      "Hessian of the deviance; Satterthwaite df may be unreliable",
-                      stacklevel=4)
+        warn(f"Model failed to converge with {neg} negative eigenvalue(s) of the "
+             "Hessian of the deviance; Satterthwaite df may be unreliable")
     if zero:
-        warnings.warn(f"Model may not have converged with {zero} eigenvalue(s) of the Hessian "
-                      "close to zero", stacklevel=4)
+        warn(f"Model may not have converged with {zero} eigenvalue(s) of the Hessian "
+             "close to zero")
     pos = vals > EIG_TOL
     return (vecs[:, pos] / vals[pos]) @ vecs[:, pos].T
 

@@ -23,7 +23,7 @@ import pandas as pd
 from crossed.design import Design
 
 if TYPE_CHECKING:
-    from crossed.engines.native.optimize import OptSummary
+    from crossed.engines.native.optimize import ConvergenceStatus, OptSummary
     from crossed.model.pls import PLS, Factor
 
 
@@ -92,6 +92,13 @@ class LmerFit:
         The optimiser stopped on a tolerance and the convergence checks passed.
     messages : tuple of str
         Warnings raised while fitting (singularity, convergence, dropped rows/columns).
+    data_name : str
+        The name of the data in printed output.
+    convergence : ConvergenceStatus
+        How the optimisation ended, as one value (:class:`ConvergenceStatus`: ok, singular,
+        gradient, hessian, max_evaluations, failed); ``converged`` is
+        ``convergence.converged``. Engines set it; when omitted it is derived from
+        ``converged`` and ``is_singular`` (``FAILED`` for a fit that did not converge).
     """
 
     design: Design
@@ -108,12 +115,22 @@ class LmerFit:
     converged: bool
     messages: tuple[str, ...] = ()
     data_name: str = "data"
+    convergence: ConvergenceStatus | None = None
     # derived objects of *this* result (PLS problem, factorisation, inference models):
     # never a constructor argument, so replace() starts from an empty cache; engines and
     # inference add entries after construction
     _cache: dict = field(init=False, default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        if self.convergence is None:  # a fit built without one (user code, older callers)
+            from crossed.engines.native.optimize import ConvergenceStatus
+
+            status = (ConvergenceStatus.combine(self.is_singular) if self.converged
+                      else ConvergenceStatus.FAILED)
+            object.__setattr__(self, "convergence", status)
+        elif self.convergence.converged != self.converged:
+            raise ValueError(f"converged={self.converged} contradicts "
+                             f"convergence={self.convergence.value!r}")
         # a frozen result: its arrays are read-only too
         for arr in (self.theta, self.beta, self.vcov_beta, *self.u):
             if isinstance(arr, np.ndarray):

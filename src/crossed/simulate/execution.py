@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import numbers
 import os
-import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -25,6 +24,7 @@ import numpy as np
 
 from crossed._conventions import show_progress
 from crossed._threads import use_helper_thread
+from crossed._warn import warn
 
 Seed = int | np.random.Generator | np.random.SeedSequence | None
 
@@ -158,8 +158,8 @@ def run_tasks(func: Callable[[Any, Any], Any], shared: Any, items: Sequence, *,
             _run_joblib(func, shared, items, workers, bar, chunk_size, out)
     except KeyboardInterrupt:
         out.interrupted = True
-        warnings.warn(f"{desc}: interrupted after {len(out)} of {n} replicates; the result "
-                      "holds the finished ones (interrupted=True)", UserWarning, stacklevel=3)
+        warn(f"{desc}: interrupted after {len(out)} of {n} replicates; the result "
+             "holds the finished ones (interrupted=True)", UserWarning)
     finally:
         if bar is not None:
             bar.close()

@@ -125,3 +125,18 @@ def test_subset_tau_equals_scipy_on_the_subset(ner):
         ref = kendalltau(full.to_numpy(), sub.reindex(full.index).to_numpy()).statistic
         got = r.subsamples.set_index("size").loc[float(size), "kendall_tau"]
         assert got == pytest.approx(ref, abs=1e-12)
+
+
+def test_min_size_is_where_tau_stays_above_the_level():
+    """A size whose τ dips below the level after a good one does not count."""
+    from crossed.evaluation.resample.evalsize import _min_sizes
+
+    summary = pd.DataFrame({"strategy": ["rand"] * 4 + ["seq"] * 2,
+                            "size": [10.0, 20.0, 40.0, 80.0, 10.0, 80.0],
+                            "tau_mean": [0.95, 0.85, 0.92, 0.97, 0.5, 0.6],
+                            "tau_low": [0.9, 0.9, 0.9, 0.9, 0.9, 0.9]})
+    mins = _min_sizes(summary, 0.9, None).set_index("strategy")
+    assert mins.loc["rand", "min_size"] == 40.0          # not 10: τ dips at 20
+    assert np.isnan(mins.loc["seq", "min_size"]) and mins.loc["seq", "statistic"] == "mean"
+    by_low = _min_sizes(summary, 0.9, 0.05).set_index("strategy")
+    assert list(by_low["min_size"]) == [10.0, 10.0] and by_low["statistic"].iloc[0] == "q0.05"

@@ -33,19 +33,18 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from crossed.engines.native.optimize import _NLOPT_CODES as _CODES
 from crossed.engines.native.optimize import (
+    ROUNDOFF_LIMITED,
+    ConvergenceStatus,
     LmerControl,
     OptSummary,
     Restart,
     bobyqa,
-    check_convergence,
+    classify_convergence,
     derivatives,
 )
 
 __all__ = ["ConvergenceCheck", "assess", "optimize_theta", "restart_message"]
-
-_FAILED = ("converge", "scaled gradient")
 
 
 @dataclass(frozen=True)
@@ -62,6 +61,11 @@ class ConvergenceCheck:
         The check's messages (lme4's wording), empty when it passed or was skipped.
     gradient, hessian, free : numpy.ndarray or None
         Finite-difference derivatives at theta over ``free``; None when not computed.
+    status : ConvergenceStatus
+        The verdict as one value; ``converged == status.converged``.
+    issues : tuple of (ConvergenceStatus or None)
+        For each message, the problem it reports (None: a note that does not fail the
+        check).
     """
 
     singular: bool
@@ -70,6 +74,8 @@ class ConvergenceCheck:
     gradient: np.ndarray | None = None
     hessian: np.ndarray | None = None
     free: np.ndarray | None = None
+    status: ConvergenceStatus = ConvergenceStatus.OK
+    issues: tuple[ConvergenceStatus | None, ...] = ()
 
 
 def assess(theta: np.ndarray, fmin: float, lower: np.ndarray, control: LmerControl,
@@ -80,16 +86,18 @@ def assess(theta: np.ndarray, fmin: float, lower: np.ndarray, control: LmerContr
     the scaled gradient and the Hessian of the criterion ``crit``."""
     bounded = np.isfinite(lower)
     singular = bool(np.any(theta[bounded] < control.singular_tol))
-    converged = not (return_code < 0 or return_code == 5)
+    stopped = ConvergenceStatus.from_return_code(return_code)
     if singular or not control.check_conv or crit is None:
-        return ConvergenceCheck(singular, converged)
+        status = ConvergenceStatus.combine(singular, stopped)
+        return ConvergenceCheck(singular, status.converged, status=status)
     free = np.ones(len(theta), dtype=bool)
     with np.errstate(all="ignore"):
         g, H = derivatives(crit, theta, free, fmin, fun_many=crit_many)
-    msgs = tuple(check_convergence(g, H, control.conv_tol))
-    if any(word in m for m in msgs for word in _FAILED):
-        converged = False
-    return ConvergenceCheck(singular, converged, msgs, g, H, free)
+    checked = classify_convergence(g, H, control.conv_tol)
+    msgs = tuple(m for m, _ in checked)
+    issues = tuple(kind for _, kind in checked)
+    status = ConvergenceStatus.combine(singular, *issues, stopped)
+    return ConvergenceCheck(singular, status.converged, msgs, g, H, free, status, issues)
 
 
 def _restart(theta: np.ndarray, check: ConvergenceCheck, lower: np.ndarray,
@@ -115,13 +123,13 @@ def _restart(theta: np.ndarray, check: ConvergenceCheck, lower: np.ndarray,
 def _restart_reason(theta: np.ndarray, check: ConvergenceCheck, lower: np.ndarray,
                     control: LmerControl, done: int) -> str | None:
     """Why the optimiser should continue from ``theta``, or None."""
-    failed = [m for m in check.messages if any(word in m for word in _FAILED)]
-    if failed:
-        if check.gradient is not None and not np.all(np.isfinite(check.gradient)):
+    if ConvergenceStatus.GRADIENT in check.issues and check.gradient is not None:
+        if not np.all(np.isfinite(check.gradient)):
             return "criterion not finite near the optimum"
-        if any("grad" in m for m in failed) and check.gradient is not None:
-            return f"gradient check failed, max|grad| = {np.max(np.abs(check.gradient)):.3g}"
-        return "Hessian check failed: " + failed[0].removeprefix("Model failed to converge: ")
+        return f"gradient check failed, max|grad| = {np.max(np.abs(check.gradient)):.3g}"
+    if ConvergenceStatus.HESSIAN in check.issues:
+        failed = check.messages[check.issues.index(ConvergenceStatus.HESSIAN)]
+        return "Hessian check failed: " + failed.removeprefix("Model failed to converge: ")
     if done == 0:
         bounded = np.isfinite(lower)
         near = np.flatnonzero(bounded & (theta < control.edge_tol))
@@ -175,17 +183,20 @@ def optimize_theta(crit: Callable[[np.ndarray], float], theta0: np.ndarray,
         restarts.append(Restart(reason, opt.fmin, min(more.fmin, opt.fmin), more.feval,
                                 more.return_code))
         if improved:
-            # a continuation limited by roundoff went as far as the arithmetic allows: its
-            # point is judged by lme4's check, not by that code (kept in its Restart)
-            code = more.return_code if more.return_code > 0 else 4
+            code, message = more.return_code, more.message
+            if code == ROUNDOFF_LIMITED:
+                # the continuation's tolerances are below what rounding allows: not a
+                # failure of the fit; lme4's check at the new point decides
+                code, message = opt.return_code, opt.message
             opt = replace(opt, theta_final=more.theta_final, fmin=more.fmin,
-                          return_code=code, message=_CODES.get(code, str(code)))
+                          return_code=code, message=message)
             check = assess(opt.theta_final, opt.fmin, lower, control, check_crit, crit_many,
                            opt.return_code)
         else:
             break  # no progress from the best point: the check's verdict stands
     opt = replace(opt, feval=len(log), log=tuple(log), restarts=tuple(restarts),
-                  gradient=check.gradient, hessian=check.hessian, free=check.free)
+                  gradient=check.gradient, hessian=check.hessian, free=check.free,
+                  status=check.status)
     return opt, check
 
 

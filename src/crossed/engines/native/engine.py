@@ -5,11 +5,11 @@
 from __future__ import annotations
 
 import time
-import warnings
 
 import numpy as np
 
 from crossed._threads import single_blas_thread
+from crossed._warn import warn
 from crossed.design import Design
 from crossed.design.frame import DataError
 from crossed.engines.native.converge import (
@@ -116,12 +116,12 @@ def finish_fit(design: Design, pls: PLS, f, theta: np.ndarray, dev: float, reml:
             messages.append(f"optimizer ({opt.optimizer}) stopped: {opt.message}")
     for m in check.messages:
         messages.append(m)
-        warnings.warn(m, ConvergenceWarning, stacklevel=6)
+        warn(m, ConvergenceWarning)
     singular = check.singular
     if singular:
         msg = "boundary (singular) fit: see help('isSingular')"
         messages.append(msg)
-        warnings.warn(msg, SingularFitWarning, stacklevel=6)
+        warn(msg, SingularFitWarning)
     try:
         beta, u = pls.solve(f)
         Ri = pls.rx_inverse(f)
@@ -138,6 +138,7 @@ def finish_fit(design: Design, pls: PLS, f, theta: np.ndarray, dev: float, reml:
         design=design, reml=reml, engine=engine, theta=theta, beta=beta, sigma=sigma,
         deviance=float(dev), vcov_beta=vcov, u=tuple(u), opt=opt, is_singular=singular,
         converged=check.converged, messages=tuple(messages), data_name=data_name,
+        convergence=check.status,
     )
     fit._cache["pls"] = pls
     fit._cache["factor"] = f

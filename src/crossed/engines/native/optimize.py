@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -9,6 +10,82 @@ from dataclasses import dataclass, field
 import nlopt
 import numpy as np
 
+__all__ = ["ConvergenceStatus", "LmerControl", "OptSummary", "Restart", "bobyqa",
+           "check_convergence", "classify_convergence", "derivatives"]
+
+
+class ConvergenceStatus(enum.StrEnum):
+    """How an optimisation ended: lme4's verdict as one value (a ``str``, so it compares
+    equal to, and serialises as, its lower-case value).
+
+    A fit is converged (:attr:`LmerFit.converged`) exactly when its status is ``OK`` or
+    ``SINGULAR``; :attr:`LmerFit.is_singular` is reported separately (a fit that failed
+    its checks can be singular too). When several problems occur, the optimiser's
+    return code (``MAX_EVALUATIONS``, ``FAILED``) is reported before a failed derivative
+    check (``GRADIENT``, then ``HESSIAN``), and any failure before ``SINGULAR``; the
+    fit's messages list them all.
+
+    Attributes
+    ----------
+    OK
+        The optimiser stopped on a tolerance and lme4's checks passed: no message, or only
+        notes that do not fail the check (``Hessian is numerically singular``, ``Model is
+        nearly unidentifiable``).
+    SINGULAR
+        Converged on the boundary: a bounded theta below ``singular_tol`` (lme4's
+        ``boundary (singular) fit: see help('isSingular')``; lme4 then skips the
+        derivative checks).
+    GRADIENT
+        lme4's scaled-gradient check failed (``Model failed to converge with max|grad| =
+        ...``, ``... max|relative grad| ...``, ``unable to evaluate scaled gradient``), or
+        the criterion is not finite near the optimum (lme4's ``Gradient contains NAs``;
+        crossed's ``Model failed to converge: the criterion is not finite near the
+        optimum ...``).
+    HESSIAN
+        lme4's Hessian check failed (``Model failed to converge: degenerate Hessian with
+        k negative eigenvalues``, ``Problem with Hessian check``).
+    MAX_EVALUATIONS
+        The optimiser stopped at its evaluation limit (NLopt's ``NLOPT_MAXEVAL_REACHED``,
+        return code 5; lme4's ``convergence code 5 from nloptwrap``).
+    FAILED
+        The optimiser failed otherwise (a negative NLopt return code; any other lme4
+        message that the model failed to converge), or an engine reported non-convergence
+        without saying why (statsmodels' ``converged = False``).
+    """
+
+    OK = "ok"
+    SINGULAR = "singular"
+    GRADIENT = "gradient"
+    HESSIAN = "hessian"
+    MAX_EVALUATIONS = "max_evaluations"
+    FAILED = "failed"
+
+    @property
+    def converged(self) -> bool:
+        """True for ``OK`` and ``SINGULAR`` (the fit's ``converged`` flag)."""
+        return self in (ConvergenceStatus.OK, ConvergenceStatus.SINGULAR)
+
+    @classmethod
+    def combine(cls, singular: bool, *issues: ConvergenceStatus | None) -> ConvergenceStatus:
+        """The status of a fit from its singularity and the problems found (None: none),
+        in the order of precedence of the class docstring."""
+        for kind in (cls.MAX_EVALUATIONS, cls.FAILED, cls.GRADIENT, cls.HESSIAN):
+            if kind in issues:
+                return kind
+        return cls.SINGULAR if singular else cls.OK
+
+    @classmethod
+    def from_return_code(cls, return_code: int) -> ConvergenceStatus | None:
+        """NLopt's return code as a problem: ``MAX_EVALUATIONS`` (5), ``FAILED`` (< 0) or
+        None (stopped on a tolerance)."""
+        if return_code == 5:
+            return cls.MAX_EVALUATIONS
+        if return_code < 0:
+            return cls.FAILED
+        return None
+
+
+ROUNDOFF_LIMITED = -4  # NLopt's NLOPT_ROUNDOFF_LIMITED
 _NLOPT_CODES = {
     1: "success", 2: "stopval reached", 3: "ftol reached", 4: "xtol reached",
     5: "maxeval reached", 6: "maxtime reached", -1: "failure", -2: "invalid arguments",
@@ -120,6 +197,9 @@ class OptSummary:
     restarts : tuple of Restart
         The continuations after lme4's stopping rule, in order (empty when lme4's rule
         was enough); ``feval`` and ``log`` include their evaluations.
+    status : ConvergenceStatus or None
+        lme4's verdict at ``theta_final`` (:class:`ConvergenceStatus`); None for a bare
+        :func:`bobyqa` run, whose result has not been checked.
     """
 
     optimizer: str
@@ -136,6 +216,7 @@ class OptSummary:
     hessian: np.ndarray | None = None
     free: np.ndarray | None = None
     restarts: tuple[Restart, ...] = ()
+    status: ConvergenceStatus | None = None
 
 
 @dataclass(frozen=True)
@@ -190,21 +271,19 @@ def bobyqa(fun: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.ndarray
         opt.set_xtol_rel(control.xtol_rel)
     opt.set_maxeval(control.maxeval)
     try:
-        x = np.asarray(opt.optimize(np.asarray(x0, dtype=float)))
-        code = int(opt.last_optimize_result())
-        fmin = float(opt.last_optimum_value())
+        x = opt.optimize(np.asarray(x0, dtype=float))
+        code, fmin = opt.last_optimize_result(), float(opt.last_optimum_value())
     except nlopt.RoundoffLimited:
-        # NLopt raises where nloptr returns code -4: its best point is the log's best
-        code = -4
-        finite = [(v, i) for i, (_, v) in enumerate(log) if math.isfinite(v)]
-        if not finite:
+        # NLopt's Python interface raises where its C interface returns code -4 with its
+        # best point: that is the lowest criterion logged
+        if not log:
             raise
-        fmin, best = min(finite)
-        x = log[best][0].copy()
+        x, fmin = min(log, key=lambda point: point[1] if math.isfinite(point[1]) else math.inf)
+        code = ROUNDOFF_LIMITED
     return OptSummary(
         optimizer="NLOPT_LN_BOBYQA", theta_start=np.asarray(x0, dtype=float).copy(),
-        theta_final=x, lower=lower.copy(), fmin=fmin,
-        feval=len(log), return_code=code, message=_NLOPT_CODES.get(code, str(code)),
+        theta_final=np.asarray(x), lower=lower.copy(), fmin=float(fmin),
+        feval=len(log), return_code=int(code), message=_NLOPT_CODES.get(code, str(code)),
         control=control, log=tuple(log),
     )
 
@@ -254,36 +333,45 @@ def check_convergence(g: np.ndarray, H: np.ndarray, tol: float,
     lme4 runs these only for non-singular fits, on the derivatives of the criterion
     with respect to theta.
     """
-    msgs: list[str] = []
+    return [m for m, _ in classify_convergence(g, H, tol, hess_tol)]
+
+
+def classify_convergence(g: np.ndarray, H: np.ndarray, tol: float, hess_tol: float = 1e-6,
+                         ) -> list[tuple[str, ConvergenceStatus | None]]:
+    """lme4's derivative checks, each message with the problem it reports
+    (``GRADIENT`` or ``HESSIAN``; None for a note that does not fail the check)."""
+    out: list[tuple[str, ConvergenceStatus | None]] = []
     if len(g) == 0:
-        return msgs
+        return out
     if not (np.all(np.isfinite(g)) and np.all(np.isfinite(H))):
-        msgs.append("Model failed to converge: the criterion is not finite near the optimum, "
-                    "so its gradient and Hessian cannot be evaluated")
-        return msgs
+        out.append(("Model failed to converge: the criterion is not finite near the optimum, "
+                    "so its gradient and Hessian cannot be evaluated",
+                    ConvergenceStatus.GRADIENT))
+        return out
     try:
         Lh = np.linalg.cholesky(H)
         scgrad = np.linalg.solve(Lh.T, g)  # lme4: solve(chol(Hessian), gradient)
     except np.linalg.LinAlgError:
-        msgs.append("unable to evaluate scaled gradient")
+        out.append(("unable to evaluate scaled gradient", ConvergenceStatus.GRADIENT))
     else:
         maxmin = float(np.max(np.minimum(np.abs(scgrad), np.abs(g))))
         if maxmin > tol:
             comp = int(np.argmax(np.minimum(np.abs(scgrad), np.abs(g)))) + 1
-            msgs.append(f"Model failed to converge with max|grad| = {maxmin:.6g} "
-                        f"(tol = {tol:g}, component {comp})")
+            out.append((f"Model failed to converge with max|grad| = {maxmin:.6g} "
+                        f"(tol = {tol:g}, component {comp})", ConvergenceStatus.GRADIENT))
     ev = np.linalg.eigvalsh(0.5 * (H + H.T))[::-1]
     negative = int(np.sum(ev < -hess_tol))
     if negative:
-        msgs.append(f"Model failed to converge: degenerate Hessian with {negative} negative "
-                    "eigenvalues")
+        out.append((f"Model failed to converge: degenerate Hessian with {negative} negative "
+                    "eigenvalues", ConvergenceStatus.HESSIAN))
     elif np.any(np.abs(ev) < hess_tol) or ev[-1] <= 0:
-        msgs.append("Hessian is numerically singular: parameters are not uniquely determined")
+        out.append(("Hessian is numerically singular: parameters are not uniquely determined",
+                    None))
     else:
         if ev[0] * hess_tol > 1:
-            msgs.append("Model is nearly unidentifiable: very large eigenvalue - Rescale "
-                        "variables?")
+            out.append(("Model is nearly unidentifiable: very large eigenvalue - Rescale "
+                        "variables?", None))
         if ev[-1] / ev[0] < hess_tol:
-            msgs.append("Model is nearly unidentifiable: large eigenvalue ratio - Rescale "
-                        "variables?")
-    return msgs
+            out.append(("Model is nearly unidentifiable: large eigenvalue ratio - Rescale "
+                        "variables?", None))
+    return out

@@ -15,13 +15,13 @@ All resamples of a chunk are drawn as arrays (no Python loop per resample).
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from crossed._conventions import renamed_keywords
+from crossed._warn import warn
 from crossed.evaluation.resample._util import (
     SeedLike,
     as_generator,
@@ -172,8 +172,7 @@ def resample_aggregates(table, aggregates: tuple[str, ...] | list[str] = AGGREGA
         for j, name in enumerate(aggs):
             out[a:b, :, j] = aggregate(x, name, axis=-1)
     if "geometric_mean" in aggs and (st.mean <= 0).any():
-        warnings.warn("some scores are <= 0: their geometric mean is 0", UserWarning,
-                      stacklevel=2)
+        warn("some scores are <= 0: their geometric mean is 0", UserWarning)
     return Resamples(systems=st.systems, aggregates=aggs, observed=observed, draws=out,
                      tasks=tasks, replication=replication,
                      n_tasks=T if tasks == "fixed" else (n_tasks or _default_n_tasks(T, tasks)),

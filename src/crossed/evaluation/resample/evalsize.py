@@ -225,21 +225,63 @@ def eval_size(data, score: str = "score", system: str = "system", item: str = "i
     EvalSizeResult
     """
     rng = as_generator(seed)
-    is_counts = counts is not None
-    if isinstance(data, ScoreTable):
-        vals = (np.nanmean(data.values, axis=3) if data.values is not None
-                else data.mean[..., None])                               # (S, T, K)
-        vals = np.moveaxis(vals, 1, 0)
-        systems, tok = data.systems, None
-        is_counts = False
-    else:
-        vals, systems, tok = _arrays_from_long(data, score, system, item, seed_col, tokens,
-                                               counts)
+    vals, systems, tok, is_counts = _inputs(data, score, system, item, seed_col, tokens, counts)
     if unit not in ("items", "tokens"):
         raise ValueError("unit must be 'items' or 'tokens'")
     if unit == "tokens" and tok is None:
         raise ValueError("unit='tokens' needs a tokens column")
     weights = tok if unit == "tokens" else np.ones(vals.shape[0])
+    sizes = _subset_sizes(sizes, weights, unit)
+    sign = 1.0 if higher_is_better else -1.0
+    S, K = vals.shape[1], vals.shape[2]
+    settings = _Aso(aso_threshold, aso_confidence, aso_bootstrap, dt)
+    use_aso = aso and S > 1 and (K >= 2 or unit == "items")
+
+    full_mask = np.ones((1, vals.shape[0]), bool)
+    full_k = _scores(full_mask, vals, is_counts)[0]                        # (S, K)
+    full = full_k.mean(axis=-1)
+    aso_full = dec_full = None
+    if use_aso:
+        dec_full, aso_full = _full_set_aso(full_mask, full_k, vals, sign, systems, settings,
+                                           rng)
+    rows = []
+    jobs = [(st, sz) for st in strategies for sz in sizes]
+    for strategy, size in progress_iter(jobs, total=len(jobs), desc="eval-size", enabled=progress):
+        mask = _masks(strategy, size, weights, n_subsamples, rng)
+        per_seed = _scores(mask, vals, is_counts)                          # (n, S, K)
+        agree = _aso_agreement(mask, per_seed, vals, sign, dec_full, settings, rng)
+        rows += _subset_rows(strategy, size, mask, per_seed, full, sign, tok, agree)
+    subs = pd.DataFrame(rows)
+    summary = _summary(subs, quantile)
+    return EvalSizeResult(subsamples=subs, summary=summary,
+                          min_size=_min_sizes(summary, level, quantile),
+                          full=_full_ranking(systems, full, sign), aso_full=aso_full, unit=unit)
+
+
+@dataclass(frozen=True)
+class _Aso:
+    """ASO settings: ε_min threshold, confidence, bootstrap iterations, CDF step."""
+
+    threshold: float
+    confidence: float
+    n_boot: int
+    dt: float
+
+
+def _inputs(data, score, system, item, seed_col, tokens, counts):
+    """Item values (n_items, S, K[, 3]), system names, item tokens (or None) and whether
+    the values are (tp, fp, fn) counts, from a long table or a :class:`ScoreTable`."""
+    if isinstance(data, ScoreTable):
+        vals = (np.nanmean(data.values, axis=3) if data.values is not None
+                else data.mean[..., None])                               # (S, T, K)
+        return np.moveaxis(vals, 1, 0), data.systems, None, False
+    vals, systems, tok = _arrays_from_long(data, score, system, item, seed_col, tokens,
+                                           counts)
+    return vals, systems, tok, counts is not None
+
+
+def _subset_sizes(sizes, weights: np.ndarray, unit: str) -> list[float]:
+    """The requested sizes, sorted; by default up to 8 geometrically spaced sizes."""
     total = float(weights.sum())
     if sizes is None:
         smallest = max(0.05 * total, 2.0 if unit == "items" else float(weights.max()))
@@ -247,54 +289,70 @@ def eval_size(data, score: str = "score", system: str = "system", item: str = "i
     sizes = sorted(float(s) for s in sizes)
     if sizes[0] <= 0:
         raise ValueError("subset sizes must be positive")
-    sign = 1.0 if higher_is_better else -1.0
-    S, K = vals.shape[1], vals.shape[2]
-    use_aso = aso and S > 1 and (K >= 2 or unit == "items")
+    return sizes
 
-    full_mask = np.ones((1, vals.shape[0]), bool)
-    full_k = _scores(full_mask, vals, is_counts)[0]                        # (S, K)
-    full = full_k.mean(axis=-1)
 
-    def aso_samples(mask: np.ndarray, per_seed: np.ndarray) -> np.ndarray:
-        if K >= 2:
-            return sign * per_seed                                          # (n, S, K)
-        n_in = int(mask[0].sum())
-        idx = np.argsort(~mask, axis=1, kind="stable")[:, :n_in]           # (n, n_in)
-        x = vals[..., 0][idx]                                               # (n, n_in, S)
-        return sign * np.moveaxis(x, 1, 2)
+def _aso_samples(mask: np.ndarray, per_seed: np.ndarray, vals: np.ndarray,
+                 sign: float) -> np.ndarray:
+    """ASO samples per subset and system: the per-seed scores (n, S, K) with two seeds or
+    more, else the subset's item scores (n, S, n_in)."""
+    if vals.shape[2] >= 2:
+        return sign * per_seed                                          # (n, S, K)
+    n_in = int(mask[0].sum())
+    idx = np.argsort(~mask, axis=1, kind="stable")[:, :n_in]           # (n, n_in)
+    x = vals[..., 0][idx]                                               # (n, n_in, S)
+    return sign * np.moveaxis(x, 1, 2)
 
-    aso_full = dec_full = None
-    if use_aso:
-        dec_full, e_full = _aso_decisions(aso_samples(full_mask, full_k[None]), aso_threshold,
-                                          aso_confidence, aso_bootstrap, dt, rng)
-        dec_full, e_full = dec_full[0], e_full[0]
-        i, j = np.triu_indices(S, k=1)
-        aso_full = pd.DataFrame({"system_a": np.asarray(systems, dtype=object)[i],
-                                 "system_b": np.asarray(systems, dtype=object)[j],
-                                 "eps_min": e_full, "decision": dec_full})
-    rows = []
-    jobs = [(st, sz) for st in strategies for sz in sizes]
-    for strategy, size in progress_iter(jobs, total=len(jobs), desc="eval-size", enabled=progress):
-        mask = _masks(strategy, size, weights, n_subsamples, rng)
-        per_seed = _scores(mask, vals, is_counts)                          # (n, S, K)
-        sub = per_seed.mean(axis=-1)                                       # (n, S)
-        tau = kendall_tau_b(np.broadcast_to(full, sub.shape), sub)
-        wt = np.array([weightedtau(sign * full, sign * s)[0] for s in sub])
-        agree = np.full(len(sub), np.nan)
-        if use_aso and mask.all():
-            agree[:] = 1.0                                   # the full set itself
-        elif use_aso and (K >= 2 or len(set(mask.sum(axis=1))) == 1):
-            if K >= 2 or mask[0].sum() >= 2:
-                dec, _ = _aso_decisions(aso_samples(mask, per_seed), aso_threshold,
-                                        aso_confidence, aso_bootstrap, dt, rng)
-                agree = (dec == dec_full[None]).mean(axis=1)
-        n_tok = (mask * tok[None]).sum(axis=1) if tok is not None else np.full(len(sub), np.nan)
-        for r in range(len(sub)):
-            rows.append({"strategy": strategy, "size": size, "subsample": r,
-                         "n_items": int(mask[r].sum()), "n_tokens": float(n_tok[r]),
-                         "kendall_tau": float(tau[r]), "weighted_tau": float(wt[r]),
-                         "aso_agreement": float(agree[r])})
-    subs = pd.DataFrame(rows)
+
+def _full_set_aso(full_mask: np.ndarray, full_k: np.ndarray, vals: np.ndarray, sign: float,
+                  systems, settings: _Aso, rng: np.random.Generator,
+                  ) -> tuple[np.ndarray, pd.DataFrame]:
+    """The full set's ASO decisions per pair i < j, and the table of its ε_min."""
+    dec_full, e_full = _aso_decisions(_aso_samples(full_mask, full_k[None], vals, sign),
+                                      settings.threshold, settings.confidence,
+                                      settings.n_boot, settings.dt, rng)
+    dec_full, e_full = dec_full[0], e_full[0]
+    i, j = np.triu_indices(vals.shape[1], k=1)
+    aso_full = pd.DataFrame({"system_a": np.asarray(systems, dtype=object)[i],
+                             "system_b": np.asarray(systems, dtype=object)[j],
+                             "eps_min": e_full, "decision": dec_full})
+    return dec_full, aso_full
+
+
+def _aso_agreement(mask: np.ndarray, per_seed: np.ndarray, vals: np.ndarray, sign: float,
+                   dec_full: np.ndarray | None, settings: _Aso,
+                   rng: np.random.Generator) -> np.ndarray:
+    """Per subset, the share of pairs whose ASO decision is the full set's (NaN when ASO
+    is off or the subsets' samples differ in size)."""
+    K = vals.shape[2]
+    agree = np.full(len(mask), np.nan)
+    if dec_full is None:
+        return agree
+    if mask.all():
+        agree[:] = 1.0                                   # the full set itself
+    elif (K >= 2 or len(set(mask.sum(axis=1))) == 1) and (K >= 2 or mask[0].sum() >= 2):
+        dec, _ = _aso_decisions(_aso_samples(mask, per_seed, vals, sign), settings.threshold,
+                                settings.confidence, settings.n_boot, settings.dt, rng)
+        agree = (dec == dec_full[None]).mean(axis=1)
+    return agree
+
+
+def _subset_rows(strategy: str, size: float, mask: np.ndarray, per_seed: np.ndarray,
+                 full: np.ndarray, sign: float, tok: np.ndarray | None,
+                 agree: np.ndarray) -> list[dict]:
+    """One row per subset: its size and the agreement of its ranking with the full set's."""
+    sub = per_seed.mean(axis=-1)                                       # (n, S)
+    tau = kendall_tau_b(np.broadcast_to(full, sub.shape), sub)
+    wt = np.array([weightedtau(sign * full, sign * s)[0] for s in sub])
+    n_tok = (mask * tok[None]).sum(axis=1) if tok is not None else np.full(len(sub), np.nan)
+    return [{"strategy": strategy, "size": size, "subsample": r,
+             "n_items": int(mask[r].sum()), "n_tokens": float(n_tok[r]),
+             "kendall_tau": float(tau[r]), "weighted_tau": float(wt[r]),
+             "aso_agreement": float(agree[r])} for r in range(len(sub))]
+
+
+def _summary(subs: pd.DataFrame, quantile: float | None) -> pd.DataFrame:
+    """One row per strategy × size: τ's mean, SD and low quantile, weighted τ, ASO."""
     q = quantile if quantile is not None else 0.05
     summary = (subs.groupby(["strategy", "size"], sort=False)
                .agg(n_subsamples=("kendall_tau", "size"), tau_mean=("kendall_tau", "mean"),
@@ -304,6 +362,12 @@ def eval_size(data, score: str = "score", system: str = "system", item: str = "i
                     aso_agreement_mean=("aso_agreement", "mean"))
                .reset_index())
     summary.attrs.update(quantile=q)
+    return summary
+
+
+def _min_sizes(summary: pd.DataFrame, level: float, quantile: float | None) -> pd.DataFrame:
+    """Per strategy, the smallest size from which τ's statistic stays at or above
+    ``level`` for every larger size (NaN if never)."""
     stat_col = "tau_mean" if quantile is None else "tau_low"
     mins = []
     for strategy, g in summary.groupby("strategy", sort=False):
@@ -314,7 +378,10 @@ def eval_size(data, score: str = "score", system: str = "system", item: str = "i
         mins.append({"strategy": strategy, "level": level,
                      "statistic": "mean" if quantile is None else f"q{quantile:g}",
                      "min_size": float(sz[first]) if first < len(sz) else np.nan})
+    return pd.DataFrame(mins)
+
+
+def _full_ranking(systems, full: np.ndarray, sign: float) -> pd.DataFrame:
+    """The full set's score and rank (1 = best) per system."""
     ranks = pd.Series(sign * full).rank(ascending=False, method="min").astype(int).to_numpy()
-    full_df = pd.DataFrame({"system": systems, "score": full, "rank": ranks})
-    return EvalSizeResult(subsamples=subs, summary=summary, min_size=pd.DataFrame(mins),
-                          full=full_df, aso_full=aso_full, unit=unit)
+    return pd.DataFrame({"system": systems, "score": full, "rank": ranks})

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from crossed._conventions import renamed_keywords
+from crossed._warn import warn
 from crossed.evaluation.resample._util import SeedLike, as_generator
 
 
@@ -133,9 +134,9 @@ def _complete(mean: np.ndarray, systems: tuple, tasks: tuple, missing: str):
                          f"got {missing!r}")
     if keep_s.sum() < 2 or keep_t.sum() < 1:
         raise ValueError(f"dropping incomplete {kind} leaves too little data")
-    warnings.warn(f"dropped {len(dropped)} {kind} without a score on every "
-                  f"{'task' if kind == 'systems' else 'system'}: {', '.join(dropped[:5])}"
-                  f"{' ...' if len(dropped) > 5 else ''}", UserWarning, stacklevel=3)
+    warn(f"dropped {len(dropped)} {kind} without a score on every "
+         f"{'task' if kind == 'systems' else 'system'}: {', '.join(dropped[:5])}"
+         f"{' ...' if len(dropped) > 5 else ''}", UserWarning)
     return keep_s, keep_t
 
 
@@ -162,9 +163,9 @@ def _drop_missing(data: pd.DataFrame, cols: list[str], system: str) -> pd.DataFr
     shown = ", ".join(f"{name} ({n})" for name, n in list(counts.items())[:10])
     more = f" and {len(counts) - 10} more" if len(counts) > 10 else ""
     nan_cols = [c for c in cols if df.loc[bad, c].isna().any()]
-    warnings.warn(f"dropped {int(bad.sum())} of {len(df)} rows with a missing value in "
-                  f"{', '.join(map(repr, nan_cols))}; rows per system: {shown}{more}",
-                  UserWarning, stacklevel=3)
+    warn(f"dropped {int(bad.sum())} of {len(df)} rows with a missing value in "
+         f"{', '.join(map(repr, nan_cols))}; rows per system: {shown}{more}",
+         UserWarning)
     return df.loc[~bad]
 
 
