@@ -168,8 +168,8 @@ CRIT_SLACK = 1e-9  # ours may be at most R's criterion + 1e-9 relative (issue 14
 def fit_at_theta(fit: crossed.LmerFit, theta) -> crossed.LmerFit:
     """The fit's model evaluated at ``theta`` without optimising (β, σ, vcov, modes, df ...
     as any engine's fit would report them there): the formulas, not the optimiser."""
-    from crossed.engines.native.engine import finish_fit
     from crossed.engines.native.optimize import LmerControl
+    from crossed.model.finish import finish_fit
     from crossed.model.pls import profiled_deviance
 
     theta = np.asarray(theta, dtype=float)
@@ -181,7 +181,7 @@ def fit_at_theta(fit: crossed.LmerFit, theta) -> crossed.LmerFit:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return finish_fit(fit.design, fit.pls, f, theta, dev, fit.reml, fit.engine, None,
-                          LmerControl(check_conv=False), 0.0, fit.data_name)
+                          LmerControl(check_conv=False), None, fit.data_name)
 
 
 def assert_theta_well_determined(fit: crossed.LmerFit, theta_r, deviance_r: float,
@@ -197,7 +197,7 @@ def assert_theta_well_determined(fit: crossed.LmerFit, theta_r, deviance_r: floa
     ``atol``, or R's value may raise our criterion by at most twice the gap (there the
     criterion rises linearly, not quadratically).
     """
-    from crossed.engines.native.optimize import derivatives
+    from crossed.model.convergence import derivatives
 
     theta, theta_r = np.asarray(fit.theta, float), np.asarray(theta_r, float)
     lower = fit.design.random.theta_lower

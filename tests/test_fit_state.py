@@ -70,12 +70,20 @@ def test_copies_get_their_own_cache(fit, clone):
     assert np.isfinite(pd_ranef["cond_sd"]).all()
 
 
-def test_writers_of_the_cache_still_work(fit):
-    # the native engine stores its PLS and factor after construction
-    assert "pls" in fit._cache and "fit_seconds" in fit._cache
-    # inference adds its own entries later
+def test_the_cache_is_written_by_the_fit_alone(fit):
+    """Derived quantities go through ``fit.memo`` (the fit's own method); the PLS problem
+    is the design's (``PLS.of``), shared with the engine; the wall time is a field."""
+    from crossed.model.pls import PLS
+
+    assert fit.pls is PLS.of(fit.design)
+    assert fit.fit_seconds is not None and fit.fit_seconds > 0
     fit.coef_table()
     assert "satterthwaite" in fit._cache
+    calls = []
+    assert fit.memo("x", lambda: calls.append(1) or 7) == 7
+    assert fit.memo("x", lambda: calls.append(1) or 8) == 7 and calls == [1]
+    with pytest.raises(TypeError):
+        fit.engine_info["anything"] = 1  # read-only
 
 
 def test_refit_leaves_the_callers_response_writeable(fit):

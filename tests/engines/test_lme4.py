@@ -63,7 +63,7 @@ def test_fit_is_lme4s(sleep_fit):
     np.testing.assert_allclose(sleep_fit.theta, r["theta"], rtol=1e-8)
     np.testing.assert_allclose(sleep_fit.vcov_beta, r["vcov"], rtol=1e-8)
     assert list(sleep_fit.fixef.index) == ["(Intercept)", "Days"]
-    assert sleep_fit._cache["r_optimizer"] == "nloptwrap"
+    assert sleep_fit.engine_info["r_optimizer"] == "nloptwrap"
     # u mapped into crossed's block layout: the conditional modes are lme4's ranef
     modes = sleep_fit.ranef()
     ref = r_answers("sleepstudy_slopes")["ranef"][0]

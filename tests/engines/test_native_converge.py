@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 import crossed
-from crossed.engines.native.converge import assess
-from crossed.engines.native.optimize import (
+from crossed.engines.native.optimize import LmerControl
+from crossed.model.convergence import (
     ConvergenceStatus,
-    LmerControl,
+    assess,
     check_convergence,
     classify_convergence,
 )

@@ -108,7 +108,7 @@ def test_criterion_constant_is_lme4s(sleep_fits, reml):
 
 def test_theta_is_the_relative_cholesky_factor(sleep_fits):
     fit = sleep_fits[True]
-    res = fit._cache["statsmodels_result"]
+    res = fit.engine_info["statsmodels_result"]
     L = np.array([[fit.theta[0], 0.0], [fit.theta[1], fit.theta[2]]])
     np.testing.assert_allclose(L @ L.T * fit.sigma**2, np.asarray(res.cov_re), rtol=1e-10)
 
@@ -123,7 +123,7 @@ def test_psd_cholesky_of_a_singular_matrix():
 
 def test_estimates_are_statsmodels_own(sleep_fits):
     fit = sleep_fits[True]
-    res = fit._cache["statsmodels_result"]
+    res = fit.engine_info["statsmodels_result"]
     np.testing.assert_array_equal(fit.beta, np.asarray(res.fe_params))
     se = np.sqrt(np.diag(fit.vcov_beta))
     np.testing.assert_allclose(se, np.asarray(res.bse_fe), rtol=1e-12)

@@ -17,13 +17,12 @@ inference code, not the optimiser (which tests/engines checks):
 from __future__ import annotations
 
 import functools
-import time
 import warnings
 
 import numpy as np
 
 from crossed.engines.native import LmerControl
-from crossed.engines.native.engine import finish_fit
+from crossed.model.finish import finish_fit
 from crossed.model.pls import profiled_deviance
 from reference import as_list, fit_case, r_answers
 
@@ -40,7 +39,7 @@ def at_theta(fit, theta):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return finish_fit(fit.design, pls, f, theta, dev, fit.reml, fit.engine, None,
-                          LmerControl(), time.perf_counter(), fit.data_name)
+                          LmerControl(), None, fit.data_name)
 
 
 @functools.cache

@@ -6,9 +6,9 @@ import pytest
 
 import crossed
 from crossed.design import build_design
-from crossed.engines.native.optimize import derivatives
 from crossed.formula import parse
 from crossed.model import batched
+from crossed.model.convergence import derivatives
 from crossed.model.pls import PLS
 
 FORMULAS = {
@@ -69,7 +69,7 @@ def test_convergence_check_uses_the_batch(sleep, monkeypatch):
     monkeypatch.setattr("crossed.engines.native.engine.objectives", spy)
     fit = crossed.lmer(FORMULAS["correlated slope"], sleep)
     assert calls == [18]  # 2k + 2k(k - 1) for k = 3
-    pls = fit._cache["pls"]
+    pls = fit.pls
     g, H = derivatives(lambda th: pls.objective(th, True), fit.theta,
                        np.ones(3, dtype=bool), fit.deviance)
     np.testing.assert_allclose(fit.opt.gradient, g, rtol=0, atol=1e-6)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -61,6 +63,9 @@ class Design:
     levels: dict
     columns: tuple[str, ...]
     frame: pd.DataFrame | None = field(default=None, repr=False, compare=False)
+    # objects derived from this design (the model core's PLS problem): created empty in
+    # every instance, written only by :meth:`derived`, left out of pickles
+    _derived: dict = field(init=False, default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for arr in (self.y, self.fixed.X, *(b.Z for b in self.random.blocks),
@@ -74,6 +79,18 @@ class Design:
     @property
     def n(self) -> int:
         return len(self.y)
+
+    def derived(self, key: str, compute: Callable[[], Any]) -> Any:
+        """An object derived from this design alone, computed once by ``compute()`` (the
+        model core's PLS problem: ``PLS.of(design)``); replaced designs start empty."""
+        if key not in self._derived:
+            self._derived[key] = compute()
+        return self._derived[key]
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_derived"] = {}  # rebuilt on demand (a PLS can be large)
+        return state
 
     def encode(self, newdata: pd.DataFrame, include_random: bool = True,
                allow_new_levels: bool = False) -> NewRows:

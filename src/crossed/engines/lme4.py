@@ -35,7 +35,8 @@ import pandas as pd
 from crossed._warn import warn
 from crossed.design import Design
 from crossed.engines.errors import EngineUnavailableError
-from crossed.engines.native.optimize import ConvergenceStatus, LmerControl
+from crossed.engines.native.optimize import LmerControl
+from crossed.model.convergence import ConvergenceStatus
 from crossed.model.result import LmerFit
 
 R_PACKAGES_DEBIAN = {"lme4": "r-cran-lme4", "lmerTest": "r-cran-lmertest",
@@ -282,7 +283,8 @@ def _map_u(design: Design, info: dict[str, Any]) -> tuple[np.ndarray, ...] | Non
 
 
 def assemble_fit(design: Design, info: dict[str, Any], engine: str, data_name: str,
-                 seconds: float, positional: bool = False) -> LmerFit:
+                 seconds: float, positional: bool = False,
+                 engine_info: dict[str, Any] | None = None) -> LmerFit:
     """crossed's fit result from lme4's values (checked against the design's layout).
 
     Parameters
@@ -321,13 +323,14 @@ def assemble_fit(design: Design, info: dict[str, Any], engine: str, data_name: s
                                         for b in design.random.blocks),
         opt=None, is_singular=info["singular"], converged=status.converged,
         messages=tuple(messages), data_name=data_name, convergence=status,
+        fit_seconds=seconds, engine_info={"r_seconds": info["seconds"],
+                                          "r_optimizer": info["optimizer"],
+                                          "r_feval": info["feval"], **(engine_info or {})},
     )
     if u is None:  # level labels differ: conditional modes from the PLS problem at θ
         _, u_pls = fit.pls.solve(fit.factor_at_optimum)
         fit = replace(fit, u=tuple(u_pls), messages=fit.messages + (
             "u computed from theta (lme4's level labels differ from crossed's)",))
-    fit._cache.update(fit_seconds=seconds, r_seconds=info["seconds"],
-                      r_optimizer=info["optimizer"], r_feval=info["feval"])
     return fit
 
 
@@ -362,7 +365,7 @@ def _report_lme4_messages(design: Design, info: dict[str, Any],
     """The fit's messages from lme4's, each warned once (convergence messages as
     ConvergenceWarning, the singular fit as SingularFitWarning, as the native engine
     does), and the status they amount to."""
-    from crossed.engines.native.engine import ConvergenceWarning, SingularFitWarning
+    from crossed.model.finish import ConvergenceWarning, SingularFitWarning
 
     messages: list[str] = []
     if design.n_dropped:
@@ -452,15 +455,19 @@ def fit_lme4(design: Design, reml: bool = True, control: LmerControl | None = No
 
 def _formula_fit(fit: LmerFit):
     """lme4's fit of the formula as written on the fit's data (cached on the fit)."""
-    if "r_formula_fit" not in fit._cache:
+    if "r_formula_fit" in fit.engine_info:  # a pymer4 model's own R fit
+        return fit.engine_info["r_formula_fit"]
+
+    def compute():
         r = r_session()
         design = fit.design
         frame = design.frame.copy()
         if design.spec.response in frame.columns:
             frame[design.spec.response] = design.y  # a refit's or simulation's response
         res = r.lmer(design.spec.formula, to_r_frame(frame), r.ro.BoolVector([fit.reml]))
-        fit._cache["r_formula_fit"] = res[0]
-    return fit._cache["r_formula_fit"]
+        return res[0]
+
+    return fit.memo("r_formula_fit", compute)
 
 
 _DDF = {"satterthwaite": "Satterthwaite", "kenward-roger": "Kenward-Roger"}

@@ -74,6 +74,5 @@ def from_pymer4(model: Any, reference: dict[str, str] | None = None,
         )
     design = build_design(parse(model.formula, reference=reference), model.data)
     info = info_from_r(r.extract(obj, r.ro.StrVector([]), r.ro.FloatVector([float("nan")])))
-    fit = assemble_fit(design, info, "pymer4", data_name, time.perf_counter() - t0)
-    fit._cache["r_formula_fit"] = obj
-    return fit
+    return assemble_fit(design, info, "pymer4", data_name, time.perf_counter() - t0,
+                        engine_info={"r_formula_fit": obj})

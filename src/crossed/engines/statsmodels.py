@@ -35,7 +35,8 @@ import numpy as np
 from crossed._warn import warn
 from crossed.design import Design, ReTerm
 from crossed.engines.errors import UnsupportedModelError
-from crossed.engines.native.optimize import ConvergenceStatus, LmerControl
+from crossed.engines.native.optimize import LmerControl
+from crossed.model.convergence import ConvergenceStatus
 from crossed.model.result import LmerFit
 
 # dense entries of the per-group variance-component matrices above which statsmodels would
@@ -353,7 +354,7 @@ def fit_statsmodels(design: Design, reml: bool = True, control: LmerControl | No
     UnsupportedModelError
         When statsmodels cannot express the random-effects structure.
     """
-    from crossed.engines.native.engine import finish_fit
+    from crossed.model.finish import finish_fit
     from crossed.model.pls import PLS
 
     if control is not None:
@@ -379,12 +380,12 @@ def fit_statsmodels(design: Design, reml: bool = True, control: LmerControl | No
     vcov = 0.5 * (vcov + vcov.T)
     deviance = -2.0 * float(result.llf)
 
-    pls = PLS(design.random.blocks, design.X, design.y)
+    pls = PLS.of(design)
     f = pls.factor(theta)
     # finish_fit gives u (and the singularity check) at statsmodels' θ; lme4's derivative
     # checks are the native optimiser's and are not run here
     base = finish_fit(design, pls, f, theta, deviance, reml, "statsmodels", None,
-                      LmerControl(check_conv=False), t0, data_name)
+                      LmerControl(check_conv=False), None, data_name)
     converged = bool(result.converged)
     # statsmodels says whether it converged, not why not
     status = ConvergenceStatus.combine(base.is_singular,
@@ -393,12 +394,10 @@ def fit_statsmodels(design: Design, reml: bool = True, control: LmerControl | No
     for w in caught:
         if not issubclass(w.category, (DeprecationWarning, FutureWarning)):
             warn(w.message, w.category)
-    fit = replace(base, beta=beta, sigma=float(np.sqrt(scale)), deviance=deviance,
-                  vcov_beta=vcov, converged=converged, messages=tuple(messages),
-                  convergence=status)
-    fit._cache.update(pls=pls, factor=f, fit_seconds=time.perf_counter() - t0,
-                      statsmodels_result=result, statsmodels_layout=layout)
-    return fit
+    return replace(base, beta=beta, sigma=float(np.sqrt(scale)), deviance=deviance,
+                   vcov_beta=vcov, converged=converged, messages=tuple(messages),
+                   convergence=status, fit_seconds=time.perf_counter() - t0,
+                   engine_info={"statsmodels_result": result, "statsmodels_layout": layout})
 
 
 class StatsmodelsEngine:

@@ -61,15 +61,10 @@ class KRModel:
     @classmethod
     def from_fit(cls, fit: LmerFit) -> KRModel:
         """Compute (or fetch from the fit's cache) the adjusted covariance of ``fit``."""
-        cached = fit._cache.get("kenward_roger")
-        if cached is not None:
-            return cached
         if not fit.reml:
             raise ValueError("Kenward-Roger's method is only available for REML fits "
                              "(refit with reml=True)")
-        model = _compute(fit)
-        fit._cache["kenward_roger"] = model
-        return model
+        return fit.memo("kenward_roger", lambda: _compute(fit))
 
 
 def _term_matrices(fit: LmerFit):

@@ -68,13 +68,11 @@ class SatterthwaiteModel:
     @classmethod
     def from_fit(cls, fit: LmerFit) -> SatterthwaiteModel:
         """Compute (or fetch from the fit's cache) the derivatives for ``fit``."""
-        cached = fit._cache.get("satterthwaite")
-        if cached is not None:
-            return cached
-        with single_blas_thread():
-            model = cls._compute(fit)
-        fit._cache["satterthwaite"] = model
-        return model
+        def compute() -> SatterthwaiteModel:
+            with single_blas_thread():
+                return cls._compute(fit)
+
+        return fit.memo("satterthwaite", compute)
 
     @classmethod
     def _compute(cls, fit: LmerFit) -> SatterthwaiteModel:

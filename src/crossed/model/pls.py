@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
@@ -42,6 +43,9 @@ from crossed.model.closed_forms import (
     entries_2x2,
     g_2x2,
 )
+
+if TYPE_CHECKING:
+    from crossed.design import Design
 from crossed.model.sparse_map import (
     SparseMap,
     build_sparse_map,
@@ -117,6 +121,16 @@ class PLS:
         How A_r1 G A_1r is formed at each evaluation: dense rank-k updates over groups of
         levels, or the sparse map W; None chooses the cheaper by an operation count.
     """
+
+    @classmethod
+    def of(cls, design: Design, like: PLS | None = None) -> PLS:
+        """The PLS problem of ``design``, built once per design and kept on it
+        (:meth:`Design.derived`), so the engine that fits a design and every later use of
+        the fit share it. ``like``: a PLS of the same design with another response, whose
+        y-free products are reused (:meth:`with_response`; simulation refits)."""
+        if like is not None:
+            return design.derived("pls", lambda: like.with_response(design.y))
+        return design.derived("pls", lambda: cls(design.random.blocks, design.X, design.y))
 
     def __init__(self, blocks: tuple[ReBlock, ...], X: np.ndarray, y: np.ndarray,
                  update: str | None = None):

@@ -12,18 +12,20 @@ above the model core.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from crossed.design import Design
+from crossed.model.convergence import ConvergenceStatus
 
 if TYPE_CHECKING:
-    from crossed.engines.native.optimize import ConvergenceStatus, OptSummary
+    from crossed.engines.native.optimize import OptSummary
     from crossed.model.pls import PLS, Factor
 
 
@@ -94,6 +96,12 @@ class LmerFit:
         Warnings raised while fitting (singularity, convergence, dropped rows/columns).
     data_name : str
         The name of the data in printed output.
+    fit_seconds : float or None
+        Wall time of the fit, as the engine measured it.
+    engine_info : mapping
+        What an engine reports beyond the common fields (read-only): statsmodels'
+        ``statsmodels_result`` and ``statsmodels_layout``; lme4's ``r_seconds``,
+        ``r_optimizer``, ``r_feval``; a pymer4 fit's ``r_formula_fit``.
     convergence : ConvergenceStatus
         How the optimisation ended, as one value (:class:`ConvergenceStatus`: ok, singular,
         gradient, hessian, max_evaluations, failed); ``converged`` is
@@ -116,15 +124,16 @@ class LmerFit:
     messages: tuple[str, ...] = ()
     data_name: str = "data"
     convergence: ConvergenceStatus | None = None
-    # derived objects of *this* result (PLS problem, factorisation, inference models):
-    # never a constructor argument, so replace() starts from an empty cache; engines and
-    # inference add entries after construction
+    fit_seconds: float | None = field(default=None, compare=False)
+    engine_info: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    # derived objects of *this* result (its factorisation, inference models): created
+    # empty in every instance (replace, copy and pickle too), written only by
+    # :meth:`memo`, never a constructor argument
     _cache: dict = field(init=False, default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "engine_info", MappingProxyType(dict(self.engine_info)))
         if self.convergence is None:  # a fit built without one (user code, older callers)
-            from crossed.engines.native.optimize import ConvergenceStatus
-
             status = (ConvergenceStatus.combine(self.is_singular) if self.converged
                       else ConvergenceStatus.FAILED)
             object.__setattr__(self, "convergence", status)
@@ -140,7 +149,21 @@ class LmerFit:
         """State for pickle and copy: the fields, with an empty cache (never shared)."""
         state = dict(self.__dict__)
         state["_cache"] = {}
+        state["engine_info"] = dict(self.engine_info)
         return state
+
+    def __setstate__(self, state: dict) -> None:
+        state = dict(state)
+        state["engine_info"] = MappingProxyType(dict(state.get("engine_info", {})))
+        self.__dict__.update(state)
+
+    def memo(self, key: str, compute: Callable[[], Any]) -> Any:
+        """A quantity derived from this fit, computed once by ``compute()`` and kept in the
+        fit's private cache (e.g. the Satterthwaite derivatives, ``key="satterthwaite"``).
+        The cache is this instance's alone: ``replace``, copies and pickles start empty."""
+        if key not in self._cache:
+            self._cache[key] = compute()
+        return self._cache[key]
 
     # ------------------------------------------------------------------ basic quantities
     @property
@@ -212,19 +235,16 @@ class LmerFit:
     # ------------------------------------------------------------------ PLS re-evaluation
     @property
     def pls(self) -> PLS:
-        """The penalised least squares problem of this design (built once, cached)."""
-        if "pls" not in self._cache:
-            from crossed.model.pls import PLS
+        """The penalised least squares problem of the design (:meth:`PLS.of`: built once
+        per design and shared with the engine that fitted it)."""
+        from crossed.model.pls import PLS
 
-            d = self.design
-            self._cache["pls"] = PLS(d.random.blocks, d.X, d.y)
-        return self._cache["pls"]
+        return PLS.of(self.design)
 
     @property
     def factor_at_optimum(self) -> Factor:
-        if "factor" not in self._cache:
-            self._cache["factor"] = self.pls.factor(self.theta)
-        return self._cache["factor"]
+        """The PLS factorisation at ``theta`` (computed once)."""
+        return self.memo("factor", lambda: self.pls.factor(self.theta))
 
     # ------------------------------------------------------------------ random effects
     def _templates(self) -> list[np.ndarray]:

@@ -18,6 +18,7 @@ import numpy as np
 from crossed._threads import single_blas_thread
 from crossed.engines.native.engine import fit_native, fit_pls
 from crossed.engines.native.optimize import LmerControl
+from crossed.model.pls import PLS
 
 if TYPE_CHECKING:
     from crossed.fit import LmerFit
@@ -75,7 +76,7 @@ class Refitter:
         if rows is None:
             design = fit.design if y is None else fit.design.with_response(y)
             with single_blas_thread():
-                pls = self._pls.with_response(design.y)
+                pls = PLS.of(design, like=self._pls)
                 return fit_pls(design, pls, reml, self.control, fit.data_name)
         design = fit.design.subset(rows, keep_frame=self.keep_frame)
         if y is not None:

@@ -1,7 +1,9 @@
 """Native engine: BOBYQA over θ on the model core's profiled criterion (``crossed.model``)."""
 
-from crossed.engines.native.engine import ConvergenceWarning, SingularFitWarning, fit_native
-from crossed.engines.native.optimize import ConvergenceStatus, LmerControl, OptSummary
+from crossed.engines.native.engine import fit_native
+from crossed.engines.native.optimize import LmerControl, OptSummary
+from crossed.model.convergence import ConvergenceStatus
+from crossed.model.finish import ConvergenceWarning, SingularFitWarning
 
 __all__ = ["ConvergenceStatus", "ConvergenceWarning", "LmerControl", "OptSummary",
            "SingularFitWarning", "fit_native"]

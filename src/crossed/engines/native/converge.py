@@ -29,75 +29,20 @@ by the conformance suite: on every reference case the criterion is at most lme4'
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 
 from crossed.engines.native.optimize import (
     ROUNDOFF_LIMITED,
-    ConvergenceStatus,
     LmerControl,
     OptSummary,
     Restart,
     bobyqa,
-    classify_convergence,
-    derivatives,
 )
+from crossed.model.convergence import ConvergenceCheck, ConvergenceStatus, assess
 
-__all__ = ["ConvergenceCheck", "assess", "optimize_theta", "restart_message"]
-
-
-@dataclass(frozen=True)
-class ConvergenceCheck:
-    """lme4's verdict on a theta: singular, and its derivative check (skipped if singular).
-
-    Attributes
-    ----------
-    singular : bool
-        A bounded theta below ``control.singular_tol`` (lme4's ``isSingular``).
-    converged : bool
-        False when the optimiser's return code or the derivative check says so.
-    messages : tuple of str
-        The check's messages (lme4's wording), empty when it passed or was skipped.
-    gradient, hessian, free : numpy.ndarray or None
-        Finite-difference derivatives at theta over ``free``; None when not computed.
-    status : ConvergenceStatus
-        The verdict as one value; ``converged == status.converged``.
-    issues : tuple of (ConvergenceStatus or None)
-        For each message, the problem it reports (None: a note that does not fail the
-        check).
-    """
-
-    singular: bool
-    converged: bool
-    messages: tuple[str, ...] = ()
-    gradient: np.ndarray | None = None
-    hessian: np.ndarray | None = None
-    free: np.ndarray | None = None
-    status: ConvergenceStatus = ConvergenceStatus.OK
-    issues: tuple[ConvergenceStatus | None, ...] = ()
-
-
-def assess(theta: np.ndarray, fmin: float, lower: np.ndarray, control: LmerControl,
-           crit: Callable[[np.ndarray], float] | None,
-           crit_many: Callable[[list[np.ndarray]], np.ndarray] | None = None,
-           return_code: int = 1) -> ConvergenceCheck:
-    """lme4's checks at ``theta``: singularity, then (non-singular fits, ``check_conv``)
-    the scaled gradient and the Hessian of the criterion ``crit``."""
-    bounded = np.isfinite(lower)
-    singular = bool(np.any(theta[bounded] < control.singular_tol))
-    stopped = ConvergenceStatus.from_return_code(return_code)
-    if singular or not control.check_conv or crit is None:
-        status = ConvergenceStatus.combine(singular, stopped)
-        return ConvergenceCheck(singular, status.converged, status=status)
-    free = np.ones(len(theta), dtype=bool)
-    with np.errstate(all="ignore"):
-        g, H = derivatives(crit, theta, free, fmin, fun_many=crit_many)
-    checked = classify_convergence(g, H, control.conv_tol)
-    msgs = tuple(m for m, _ in checked)
-    issues = tuple(kind for _, kind in checked)
-    status = ConvergenceStatus.combine(singular, *issues, stopped)
-    return ConvergenceCheck(singular, status.converged, msgs, g, H, free, status, issues)
+__all__ = ["optimize_theta", "restart_message"]
 
 
 def _restart(theta: np.ndarray, check: ConvergenceCheck, lower: np.ndarray,

@@ -9,27 +9,14 @@ import time
 import numpy as np
 
 from crossed._threads import single_blas_thread
-from crossed._warn import warn
 from crossed.design import Design
 from crossed.design.frame import DataError
-from crossed.engines.native.converge import (
-    ConvergenceCheck,
-    assess,
-    optimize_theta,
-    restart_message,
-)
-from crossed.engines.native.optimize import LmerControl, OptSummary
+from crossed.engines.native.converge import optimize_theta, restart_message
+from crossed.engines.native.optimize import LmerControl
 from crossed.model.batched import objectives
+from crossed.model.finish import finish_fit
 from crossed.model.pls import PLS, profiled_deviance
 from crossed.model.result import LmerFit
-
-
-class ConvergenceWarning(UserWarning):
-    """The optimiser did not converge cleanly (lme4's convergence warnings)."""
-
-
-class SingularFitWarning(UserWarning):
-    """A bounded variance parameter is on the boundary (lme4's ``boundary (singular) fit``)."""
 
 
 def fit_native(design: Design, reml: bool = True, control: LmerControl | None = None,
@@ -49,14 +36,13 @@ def fit_native(design: Design, reml: bool = True, control: LmerControl | None = 
     LmerFit
     """
     with single_blas_thread():
-        pls = PLS(design.random.blocks, design.X, design.y)
-        return fit_pls(design, pls, reml, control or LmerControl(), data_name)
+        return fit_pls(design, PLS.of(design), reml, control or LmerControl(), data_name)
 
 
 def fit_pls(design: Design, pls: PLS, reml: bool, control: LmerControl,
             data_name: str = "data") -> LmerFit:
-    """Optimise theta for a design whose PLS problem is already built (e.g. by
-    :meth:`PLS.with_response` in simulation loops)."""
+    """Optimise theta for a design whose PLS problem is already built (``PLS.of(design)``,
+    or ``PLS.of(design, like=...)`` in simulation loops)."""
     t0 = time.perf_counter()
     n, p = design.X.shape
 
@@ -87,63 +73,10 @@ def fit_pls(design: Design, pls: PLS, reml: bool, control: LmerControl,
             f"the {'REML' if reml else 'ML'} criterion is not finite at any theta the optimiser "
             f"tried ({opt.feval} evaluations): the response or a predictor holds values too "
             "large to square in floating point; rescale the variables")
-    return finish_fit(design, pls, f, theta, dev, reml, "native", opt, control, t0, data_name,
-                      check)
-
-
-def finish_fit(design: Design, pls: PLS, f, theta: np.ndarray, dev: float, reml: bool,
-               engine: str, opt: OptSummary | None, control: LmerControl, t0: float,
-               data_name: str, check: ConvergenceCheck | None = None) -> LmerFit:
-    """Solve for β, u, σ and vcov at ``theta``, report the checks and build the result.
-
-    ``check`` is lme4's verdict at ``theta`` (:func:`converge.assess`); without it the fit
-    is only checked for singularity (engines that run their own optimiser and checks).
-    """
-    n, p = design.X.shape
-    messages: list[str] = []
-    if design.n_dropped:
-        messages.append(f"{design.n_dropped} rows dropped for missing values")
-    if design.fixed.dropped:
-        messages.append("rank-deficient fixed-effect columns dropped: "
-                        + ", ".join(design.fixed.dropped))
-    if check is None:
-        check = assess(theta, dev, design.random.theta_lower, control, None)
-    if opt is not None:
-        note = restart_message(opt.restarts)
-        if note is not None:
-            messages.append(note)
-        if opt.return_code < 0 or opt.return_code == 5:
-            messages.append(f"optimizer ({opt.optimizer}) stopped: {opt.message}")
-    for m in check.messages:
-        messages.append(m)
-        warn(m, ConvergenceWarning)
-    singular = check.singular
-    if singular:
-        msg = "boundary (singular) fit: see help('isSingular')"
-        messages.append(msg)
-        warn(msg, SingularFitWarning)
-    try:
-        beta, u = pls.solve(f)
-        Ri = pls.rx_inverse(f)
-    except np.linalg.LinAlgError as exc:
-        raise DataError(
-            f"the penalised least-squares system at the optimum is numerically not positive "
-            f"definite ({exc}): the predictors are on very different scales or nearly "
-            "collinear; rescale the variables (lme4 stops here with 'Downdated VtV is not "
-            "positive definite')") from None
-    denom = n - p if reml else n
-    sigma = float(np.sqrt(f.pwrss / denom))
-    vcov = sigma**2 * (Ri.T @ Ri)
-    fit = LmerFit(
-        design=design, reml=reml, engine=engine, theta=theta, beta=beta, sigma=sigma,
-        deviance=float(dev), vcov_beta=vcov, u=tuple(u), opt=opt, is_singular=singular,
-        converged=check.converged, messages=tuple(messages), data_name=data_name,
-        convergence=check.status,
-    )
-    fit._cache["pls"] = pls
-    fit._cache["factor"] = f
-    fit._cache["fit_seconds"] = time.perf_counter() - t0
-    return fit
+    note = restart_message(opt.restarts)
+    return finish_fit(design, pls, f, theta, dev, reml, "native", opt, control,
+                      time.perf_counter() - t0, data_name, check,
+                      notes=() if note is None else (note,))
 
 
 class NativeEngine:

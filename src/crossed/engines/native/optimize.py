@@ -1,88 +1,21 @@
-"""Optimiser settings, the optimisation log (OptSummary) and lme4's convergence checks."""
+"""The native optimiser: its settings (LmerControl), NLopt's BOBYQA, and the optimisation
+record (OptSummary, Restart). lme4's convergence checks are the model core's
+(``crossed.model.convergence``)."""
 
 from __future__ import annotations
 
-import enum
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import nlopt
 import numpy as np
 
-__all__ = ["ConvergenceStatus", "LmerControl", "OptSummary", "Restart", "bobyqa",
-           "check_convergence", "classify_convergence", "derivatives"]
+if TYPE_CHECKING:
+    from crossed.model.convergence import ConvergenceStatus
 
-
-class ConvergenceStatus(enum.StrEnum):
-    """How an optimisation ended: lme4's verdict as one value (a ``str``, so it compares
-    equal to, and serialises as, its lower-case value).
-
-    A fit is converged (:attr:`LmerFit.converged`) exactly when its status is ``OK`` or
-    ``SINGULAR``; :attr:`LmerFit.is_singular` is reported separately (a fit that failed
-    its checks can be singular too). When several problems occur, the optimiser's
-    return code (``MAX_EVALUATIONS``, ``FAILED``) is reported before a failed derivative
-    check (``GRADIENT``, then ``HESSIAN``), and any failure before ``SINGULAR``; the
-    fit's messages list them all.
-
-    Attributes
-    ----------
-    OK
-        The optimiser stopped on a tolerance and lme4's checks passed: no message, or only
-        notes that do not fail the check (``Hessian is numerically singular``, ``Model is
-        nearly unidentifiable``).
-    SINGULAR
-        Converged on the boundary: a bounded theta below ``singular_tol`` (lme4's
-        ``boundary (singular) fit: see help('isSingular')``; lme4 then skips the
-        derivative checks).
-    GRADIENT
-        lme4's scaled-gradient check failed (``Model failed to converge with max|grad| =
-        ...``, ``... max|relative grad| ...``, ``unable to evaluate scaled gradient``), or
-        the criterion is not finite near the optimum (lme4's ``Gradient contains NAs``;
-        crossed's ``Model failed to converge: the criterion is not finite near the
-        optimum ...``).
-    HESSIAN
-        lme4's Hessian check failed (``Model failed to converge: degenerate Hessian with
-        k negative eigenvalues``, ``Problem with Hessian check``).
-    MAX_EVALUATIONS
-        The optimiser stopped at its evaluation limit (NLopt's ``NLOPT_MAXEVAL_REACHED``,
-        return code 5; lme4's ``convergence code 5 from nloptwrap``).
-    FAILED
-        The optimiser failed otherwise (a negative NLopt return code; any other lme4
-        message that the model failed to converge), or an engine reported non-convergence
-        without saying why (statsmodels' ``converged = False``).
-    """
-
-    OK = "ok"
-    SINGULAR = "singular"
-    GRADIENT = "gradient"
-    HESSIAN = "hessian"
-    MAX_EVALUATIONS = "max_evaluations"
-    FAILED = "failed"
-
-    @property
-    def converged(self) -> bool:
-        """True for ``OK`` and ``SINGULAR`` (the fit's ``converged`` flag)."""
-        return self in (ConvergenceStatus.OK, ConvergenceStatus.SINGULAR)
-
-    @classmethod
-    def combine(cls, singular: bool, *issues: ConvergenceStatus | None) -> ConvergenceStatus:
-        """The status of a fit from its singularity and the problems found (None: none),
-        in the order of precedence of the class docstring."""
-        for kind in (cls.MAX_EVALUATIONS, cls.FAILED, cls.GRADIENT, cls.HESSIAN):
-            if kind in issues:
-                return kind
-        return cls.SINGULAR if singular else cls.OK
-
-    @classmethod
-    def from_return_code(cls, return_code: int) -> ConvergenceStatus | None:
-        """NLopt's return code as a problem: ``MAX_EVALUATIONS`` (5), ``FAILED`` (< 0) or
-        None (stopped on a tolerance)."""
-        if return_code == 5:
-            return cls.MAX_EVALUATIONS
-        if return_code < 0:
-            return cls.FAILED
-        return None
+__all__ = ["LmerControl", "OptSummary", "Restart", "bobyqa"]
 
 
 ROUNDOFF_LIMITED = -4  # NLopt's NLOPT_ROUNDOFF_LIMITED
@@ -286,92 +219,3 @@ def bobyqa(fun: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.ndarray
         feval=len(log), return_code=int(code), message=_NLOPT_CODES.get(code, str(code)),
         control=control, log=tuple(log),
     )
-
-
-def derivatives(fun: Callable[[np.ndarray], float], x: np.ndarray, free: np.ndarray,
-                fx: float, delta: float = 1e-4,
-                fun_many: Callable[[list[np.ndarray]], np.ndarray] | None = None
-                ) -> tuple[np.ndarray, np.ndarray]:
-    """Central-difference gradient and Hessian over the ``free`` coordinates (lme4's deriv12).
-
-    The 2m + 2m(m - 1) points are those of lme4's deriv12; ``fun_many``, when given,
-    evaluates them all in one call (a batched criterion), else ``fun`` one by one.
-    """
-    idx = np.flatnonzero(free)
-    m = len(idx)
-    points: list[np.ndarray] = []
-    for a, i in enumerate(idx):
-        for s in (1, -1):
-            xx = x.copy()
-            xx[i] += s * delta
-            points.append(xx)
-        for b in range(a):
-            j = idx[b]
-            for si, sj in ((1, 1), (1, -1), (-1, 1), (-1, -1)):
-                xx = x.copy()
-                xx[i] += si * delta
-                xx[j] += sj * delta
-                points.append(xx)
-    values = iter(fun_many(points) if fun_many is not None and points
-                  else [fun(p) for p in points])
-    g = np.zeros(m)
-    H = np.zeros((m, m))
-    for a in range(m):
-        plus, minus = next(values), next(values)
-        g[a] = (plus - minus) / (2 * delta)
-        H[a, a] = (plus - 2 * fx + minus) / delta**2
-        for b in range(a):
-            v = [next(values) for _ in range(4)]
-            H[a, b] = H[b, a] = (v[0] - v[1] - v[2] + v[3]) / (4 * delta**2)
-    return g, H
-
-
-def check_convergence(g: np.ndarray, H: np.ndarray, tol: float,
-                      hess_tol: float = 1e-6) -> list[str]:
-    """lme4's ``check.conv.grad`` and ``check.conv.hess`` messages (empty when fine).
-
-    lme4 runs these only for non-singular fits, on the derivatives of the criterion
-    with respect to theta.
-    """
-    return [m for m, _ in classify_convergence(g, H, tol, hess_tol)]
-
-
-def classify_convergence(g: np.ndarray, H: np.ndarray, tol: float, hess_tol: float = 1e-6,
-                         ) -> list[tuple[str, ConvergenceStatus | None]]:
-    """lme4's derivative checks, each message with the problem it reports
-    (``GRADIENT`` or ``HESSIAN``; None for a note that does not fail the check)."""
-    out: list[tuple[str, ConvergenceStatus | None]] = []
-    if len(g) == 0:
-        return out
-    if not (np.all(np.isfinite(g)) and np.all(np.isfinite(H))):
-        out.append(("Model failed to converge: the criterion is not finite near the optimum, "
-                    "so its gradient and Hessian cannot be evaluated",
-                    ConvergenceStatus.GRADIENT))
-        return out
-    try:
-        Lh = np.linalg.cholesky(H)
-        scgrad = np.linalg.solve(Lh.T, g)  # lme4: solve(chol(Hessian), gradient)
-    except np.linalg.LinAlgError:
-        out.append(("unable to evaluate scaled gradient", ConvergenceStatus.GRADIENT))
-    else:
-        maxmin = float(np.max(np.minimum(np.abs(scgrad), np.abs(g))))
-        if maxmin > tol:
-            comp = int(np.argmax(np.minimum(np.abs(scgrad), np.abs(g)))) + 1
-            out.append((f"Model failed to converge with max|grad| = {maxmin:.6g} "
-                        f"(tol = {tol:g}, component {comp})", ConvergenceStatus.GRADIENT))
-    ev = np.linalg.eigvalsh(0.5 * (H + H.T))[::-1]
-    negative = int(np.sum(ev < -hess_tol))
-    if negative:
-        out.append((f"Model failed to converge: degenerate Hessian with {negative} negative "
-                    "eigenvalues", ConvergenceStatus.HESSIAN))
-    elif np.any(np.abs(ev) < hess_tol) or ev[-1] <= 0:
-        out.append(("Hessian is numerically singular: parameters are not uniquely determined",
-                    None))
-    else:
-        if ev[0] * hess_tol > 1:
-            out.append(("Model is nearly unidentifiable: very large eigenvalue - Rescale "
-                        "variables?", None))
-        if ev[-1] / ev[0] < hess_tol:
-            out.append(("Model is nearly unidentifiable: large eigenvalue ratio - Rescale "
-                        "variables?", None))
-    return out

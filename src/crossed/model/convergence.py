@@ -1,0 +1,236 @@
+"""lme4's convergence checks on a theta: singular, scaled gradient, Hessian.
+
+The checks of ``lme4:::checkConv`` (lme4 1.1-31): a bounded theta below 1e-4 marks the
+fit singular (and lme4 skips the rest); otherwise the gradient and Hessian of the profiled
+criterion by lme4's central differences (``deriv12``) give the scaled-gradient check and
+the Hessian's eigenvalue checks. :class:`ConvergenceStatus` is the verdict as one value.
+Part of the model core: every engine reports its fit's status with it.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from crossed.engines.native.optimize import LmerControl
+
+__all__ = ["ConvergenceCheck", "ConvergenceStatus", "assess", "check_convergence",
+           "classify_convergence", "derivatives"]
+
+
+class ConvergenceStatus(enum.StrEnum):
+    """How an optimisation ended: lme4's verdict as one value (a ``str``, so it compares
+    equal to, and serialises as, its lower-case value).
+
+    A fit is converged (:attr:`LmerFit.converged`) exactly when its status is ``OK`` or
+    ``SINGULAR``; :attr:`LmerFit.is_singular` is reported separately (a fit that failed
+    its checks can be singular too). When several problems occur, the optimiser's
+    return code (``MAX_EVALUATIONS``, ``FAILED``) is reported before a failed derivative
+    check (``GRADIENT``, then ``HESSIAN``), and any failure before ``SINGULAR``; the
+    fit's messages list them all.
+
+    Attributes
+    ----------
+    OK
+        The optimiser stopped on a tolerance and lme4's checks passed: no message, or only
+        notes that do not fail the check (``Hessian is numerically singular``, ``Model is
+        nearly unidentifiable``).
+    SINGULAR
+        Converged on the boundary: a bounded theta below ``singular_tol`` (lme4's
+        ``boundary (singular) fit: see help('isSingular')``; lme4 then skips the
+        derivative checks).
+    GRADIENT
+        lme4's scaled-gradient check failed (``Model failed to converge with max|grad| =
+        ...``, ``... max|relative grad| ...``, ``unable to evaluate scaled gradient``), or
+        the criterion is not finite near the optimum (lme4's ``Gradient contains NAs``;
+        crossed's ``Model failed to converge: the criterion is not finite near the
+        optimum ...``).
+    HESSIAN
+        lme4's Hessian check failed (``Model failed to converge: degenerate Hessian with
+        k negative eigenvalues``, ``Problem with Hessian check``).
+    MAX_EVALUATIONS
+        The optimiser stopped at its evaluation limit (NLopt's ``NLOPT_MAXEVAL_REACHED``,
+        return code 5; lme4's ``convergence code 5 from nloptwrap``).
+    FAILED
+        The optimiser failed otherwise (a negative NLopt return code; any other lme4
+        message that the model failed to converge), or an engine reported non-convergence
+        without saying why (statsmodels' ``converged = False``).
+    """
+
+    OK = "ok"
+    SINGULAR = "singular"
+    GRADIENT = "gradient"
+    HESSIAN = "hessian"
+    MAX_EVALUATIONS = "max_evaluations"
+    FAILED = "failed"
+
+    @property
+    def converged(self) -> bool:
+        """True for ``OK`` and ``SINGULAR`` (the fit's ``converged`` flag)."""
+        return self in (ConvergenceStatus.OK, ConvergenceStatus.SINGULAR)
+
+    @classmethod
+    def combine(cls, singular: bool, *issues: ConvergenceStatus | None) -> ConvergenceStatus:
+        """The status of a fit from its singularity and the problems found (None: none),
+        in the order of precedence of the class docstring."""
+        for kind in (cls.MAX_EVALUATIONS, cls.FAILED, cls.GRADIENT, cls.HESSIAN):
+            if kind in issues:
+                return kind
+        return cls.SINGULAR if singular else cls.OK
+
+    @classmethod
+    def from_return_code(cls, return_code: int) -> ConvergenceStatus | None:
+        """NLopt's return code as a problem: ``MAX_EVALUATIONS`` (5), ``FAILED`` (< 0) or
+        None (stopped on a tolerance)."""
+        if return_code == 5:
+            return cls.MAX_EVALUATIONS
+        if return_code < 0:
+            return cls.FAILED
+        return None
+
+
+@dataclass(frozen=True)
+class ConvergenceCheck:
+    """lme4's verdict on a theta: singular, and its derivative check (skipped if singular).
+
+    Attributes
+    ----------
+    singular : bool
+        A bounded theta below ``control.singular_tol`` (lme4's ``isSingular``).
+    converged : bool
+        False when the optimiser's return code or the derivative check says so.
+    messages : tuple of str
+        The check's messages (lme4's wording), empty when it passed or was skipped.
+    gradient, hessian, free : numpy.ndarray or None
+        Finite-difference derivatives at theta over ``free``; None when not computed.
+    status : ConvergenceStatus
+        The verdict as one value; ``converged == status.converged``.
+    issues : tuple of (ConvergenceStatus or None)
+        For each message, the problem it reports (None: a note that does not fail the
+        check).
+    """
+
+    singular: bool
+    converged: bool
+    messages: tuple[str, ...] = ()
+    gradient: np.ndarray | None = None
+    hessian: np.ndarray | None = None
+    free: np.ndarray | None = None
+    status: ConvergenceStatus = ConvergenceStatus.OK
+    issues: tuple[ConvergenceStatus | None, ...] = ()
+
+
+def assess(theta: np.ndarray, fmin: float, lower: np.ndarray, control: LmerControl,
+           crit: Callable[[np.ndarray], float] | None,
+           crit_many: Callable[[list[np.ndarray]], np.ndarray] | None = None,
+           return_code: int = 1) -> ConvergenceCheck:
+    """lme4's checks at ``theta``: singularity, then (non-singular fits, ``check_conv``)
+    the scaled gradient and the Hessian of the criterion ``crit``."""
+    bounded = np.isfinite(lower)
+    singular = bool(np.any(theta[bounded] < control.singular_tol))
+    stopped = ConvergenceStatus.from_return_code(return_code)
+    if singular or not control.check_conv or crit is None:
+        status = ConvergenceStatus.combine(singular, stopped)
+        return ConvergenceCheck(singular, status.converged, status=status)
+    free = np.ones(len(theta), dtype=bool)
+    with np.errstate(all="ignore"):
+        g, H = derivatives(crit, theta, free, fmin, fun_many=crit_many)
+    checked = classify_convergence(g, H, control.conv_tol)
+    msgs = tuple(m for m, _ in checked)
+    issues = tuple(kind for _, kind in checked)
+    status = ConvergenceStatus.combine(singular, *issues, stopped)
+    return ConvergenceCheck(singular, status.converged, msgs, g, H, free, status, issues)
+
+
+def derivatives(fun: Callable[[np.ndarray], float], x: np.ndarray, free: np.ndarray,
+                fx: float, delta: float = 1e-4,
+                fun_many: Callable[[list[np.ndarray]], np.ndarray] | None = None
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Central-difference gradient and Hessian over the ``free`` coordinates (lme4's deriv12).
+
+    The 2m + 2m(m - 1) points are those of lme4's deriv12; ``fun_many``, when given,
+    evaluates them all in one call (a batched criterion), else ``fun`` one by one.
+    """
+    idx = np.flatnonzero(free)
+    m = len(idx)
+    points: list[np.ndarray] = []
+    for a, i in enumerate(idx):
+        for s in (1, -1):
+            xx = x.copy()
+            xx[i] += s * delta
+            points.append(xx)
+        for b in range(a):
+            j = idx[b]
+            for si, sj in ((1, 1), (1, -1), (-1, 1), (-1, -1)):
+                xx = x.copy()
+                xx[i] += si * delta
+                xx[j] += sj * delta
+                points.append(xx)
+    values = iter(fun_many(points) if fun_many is not None and points
+                  else [fun(p) for p in points])
+    g = np.zeros(m)
+    H = np.zeros((m, m))
+    for a in range(m):
+        plus, minus = next(values), next(values)
+        g[a] = (plus - minus) / (2 * delta)
+        H[a, a] = (plus - 2 * fx + minus) / delta**2
+        for b in range(a):
+            v = [next(values) for _ in range(4)]
+            H[a, b] = H[b, a] = (v[0] - v[1] - v[2] + v[3]) / (4 * delta**2)
+    return g, H
+
+
+def check_convergence(g: np.ndarray, H: np.ndarray, tol: float,
+                      hess_tol: float = 1e-6) -> list[str]:
+    """lme4's ``check.conv.grad`` and ``check.conv.hess`` messages (empty when fine).
+
+    lme4 runs these only for non-singular fits, on the derivatives of the criterion
+    with respect to theta.
+    """
+    return [m for m, _ in classify_convergence(g, H, tol, hess_tol)]
+
+
+def classify_convergence(g: np.ndarray, H: np.ndarray, tol: float, hess_tol: float = 1e-6,
+                         ) -> list[tuple[str, ConvergenceStatus | None]]:
+    """lme4's derivative checks, each message with the problem it reports
+    (``GRADIENT`` or ``HESSIAN``; None for a note that does not fail the check)."""
+    out: list[tuple[str, ConvergenceStatus | None]] = []
+    if len(g) == 0:
+        return out
+    if not (np.all(np.isfinite(g)) and np.all(np.isfinite(H))):
+        out.append(("Model failed to converge: the criterion is not finite near the optimum, "
+                    "so its gradient and Hessian cannot be evaluated",
+                    ConvergenceStatus.GRADIENT))
+        return out
+    try:
+        Lh = np.linalg.cholesky(H)
+        scgrad = np.linalg.solve(Lh.T, g)  # lme4: solve(chol(Hessian), gradient)
+    except np.linalg.LinAlgError:
+        out.append(("unable to evaluate scaled gradient", ConvergenceStatus.GRADIENT))
+    else:
+        maxmin = float(np.max(np.minimum(np.abs(scgrad), np.abs(g))))
+        if maxmin > tol:
+            comp = int(np.argmax(np.minimum(np.abs(scgrad), np.abs(g)))) + 1
+            out.append((f"Model failed to converge with max|grad| = {maxmin:.6g} "
+                        f"(tol = {tol:g}, component {comp})", ConvergenceStatus.GRADIENT))
+    ev = np.linalg.eigvalsh(0.5 * (H + H.T))[::-1]
+    negative = int(np.sum(ev < -hess_tol))
+    if negative:
+        out.append((f"Model failed to converge: degenerate Hessian with {negative} negative "
+                    "eigenvalues", ConvergenceStatus.HESSIAN))
+    elif np.any(np.abs(ev) < hess_tol) or ev[-1] <= 0:
+        out.append(("Hessian is numerically singular: parameters are not uniquely determined",
+                    None))
+    else:
+        if ev[0] * hess_tol > 1:
+            out.append(("Model is nearly unidentifiable: very large eigenvalue - Rescale "
+                        "variables?", None))
+        if ev[-1] / ev[0] < hess_tol:
+            out.append(("Model is nearly unidentifiable: large eigenvalue ratio - Rescale "
+                        "variables?", None))
+    return out
