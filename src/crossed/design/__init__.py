@@ -56,7 +56,7 @@ class Design:
     fixed: FixedDesign
     random: RandomDesign
     n_dropped: int
-    levels: dict
+    levels: dict[str, list[str]]
     columns: tuple[str, ...]
     frame: pd.DataFrame | None = field(default=None, repr=False, compare=False)
 
