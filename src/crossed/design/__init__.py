@@ -60,7 +60,7 @@ class Design:
     fixed: FixedDesign
     random: RandomDesign
     n_dropped: int
-    levels: dict
+    levels: dict[str, list[str]]
     columns: tuple[str, ...]
     frame: pd.DataFrame | None = field(default=None, repr=False, compare=False)
     # objects derived from this design (the model core's PLS problem): created empty in

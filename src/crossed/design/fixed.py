@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -78,7 +79,7 @@ class FixedDesign:
     spec: MatrixSpec
 
 
-def _r_part(part: str, expr: str, categories: list | None) -> str | None:
+def _r_part(part: str, expr: str, categories: list[Any] | None) -> str | None:
     """Translate one formulaic column-name part to R's ``factorlevel`` form."""
     bare = expr[1:-1] if expr.startswith("`") and expr.endswith("`") else expr
     for prefix in (expr, bare):
@@ -127,7 +128,7 @@ def _untick(name: str) -> str:
     return _TICKED_R_NAME.sub(r"\1", name)
 
 
-def _r_column_name(col: str, factors: list, state: dict) -> str:
+def _r_column_name(col: str, factors: list[Any], state: dict[str, Any]) -> str:
     """R's name of one formulaic column (``language[T.es]:task[T.t2]`` ->
     ``languagees:taskt2``); each part is matched against the term's factors (formulaic may
     code a term with a subset of them). Untranslatable names are kept as they are."""
@@ -192,7 +193,7 @@ def independent_columns(X: np.ndarray, tol: float = RANK_TOL) -> np.ndarray:
         except np.linalg.LinAlgError:
             pass
     # X = QR with orthonormal Q preserves inner products: examine R's columns instead of X's
-    R = np.linalg.qr(X, mode="r") if X.shape[0] > p else X
+    R = cast(np.ndarray, np.linalg.qr(X, mode="r")) if X.shape[0] > p else X
     keep = np.zeros(p, dtype=bool)
     Q = np.zeros((R.shape[0], 0))
     for j in range(p):
@@ -310,12 +311,12 @@ def build_matrix(
     except Exception as exc:
         raise DataError(f"cannot build the random-effects matrix for {expr!r}: "
                         f"{plain_message(exc)}") from exc
-    names, _, _ = _r_column_names(mm.model_spec, list(mm.columns), caret)
-    keep = tuple(range(len(names)))
+    r_names, _, _ = _r_column_names(mm.model_spec, list(mm.columns), caret)
+    keep = tuple(range(len(r_names)))
     return (
         np.asarray(mm.to_numpy(), dtype=float),
-        tuple(names),
-        MatrixSpec(formulaic=mm.model_spec, names=tuple(names), keep=keep),
+        tuple(r_names),
+        MatrixSpec(formulaic=mm.model_spec, names=tuple(r_names), keep=keep),
     )
 
 

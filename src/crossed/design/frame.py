@@ -8,6 +8,7 @@ import numbers
 import re
 from collections.abc import Hashable
 from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -75,7 +76,7 @@ def level_label(value: object) -> str:
     return str(value)
 
 
-def _r_sorted(uniq: list, numeric: bool) -> list:
+def _r_sorted(uniq: list[Any], numeric: bool) -> list[Any]:
     """Distinct values in R's ``factor()`` order: numbers numerically, strings as R sorts
     them in an English locale (case-insensitive first, lower case before upper on ties)."""
     if numeric:
@@ -95,7 +96,7 @@ class PreparedFrame:
 
     data: pd.DataFrame
     n_dropped: int
-    levels: dict[str, list]
+    levels: dict[str, list[str]]
 
 
 def _suggest(name: str, columns: list[str]) -> str:
@@ -133,7 +134,7 @@ def value_columns(spec: ModelSpec, columns: list[str]) -> set[str]:
     return _variables(spec, set(columns))[0]
 
 
-_TIME_KINDS = "mM"  # numpy datetime64 / timedelta64
+_TIME_KINDS = ("m", "M")  # numpy datetime64 / timedelta64
 
 
 def _is_time(dtype: object) -> bool:
@@ -274,7 +275,7 @@ def _as_numbers(values: pd.api.extensions.ExtensionArray) -> object:
     return values
 
 
-def _encode_factor(values: pd.api.extensions.ExtensionArray) -> tuple[np.ndarray, list]:
+def _encode_factor(values: pd.api.extensions.ExtensionArray) -> tuple[np.ndarray, list[str]]:
     """Codes and R-ordered level labels of a factor column (no missing values).
 
     Every value becomes its R label (:func:`level_label`), so values R would see as the
@@ -351,7 +352,7 @@ def prepare(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -> Pre
         arrays = {c: a.copy() for c, a in arrays.items()}
     if len(data) == n_dropped:
         raise DataError("no rows left after dropping rows with missing values")
-    levels: dict[str, list] = {}
+    levels: dict[str, list[str]] = {}
     reference = spec.reference_levels
     for col, values in arrays.items():
         if not is_categorical(values):  # numeric grouping columns stay numeric
@@ -384,7 +385,7 @@ def prepare(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -> Pre
     return PreparedFrame(data=frame, n_dropped=n_dropped, levels=levels)
 
 
-def _match_level(ref: object, levels: list, column: str) -> object:
+def _match_level(ref: object, levels: list[str], column: str) -> str:
     """The level ``ref`` names: equal labels, or equal numbers (``"308.0"`` names ``"308"``,
     as ModelSpec keeps reference levels as strings)."""
     wanted = {"True": "TRUE", "False": "FALSE"}.get(str(ref), level_label(ref))
@@ -407,7 +408,8 @@ def _as_float(value: object) -> float | None:
         return None
 
 
-def encode_new(data: pd.DataFrame, levels: dict[str, list], columns: list[str]) -> pd.DataFrame:
+def encode_new(data: pd.DataFrame, levels: dict[str, list[str]], columns: list[str]
+               ) -> pd.DataFrame:
     """Select ``columns`` of new data; factor columns become their R level labels.
 
     Values of a factor column that R would see as a fitted level (``308.0`` for the level
@@ -430,7 +432,7 @@ def _bools_as_labels(values: np.ndarray) -> np.ndarray:
     so hashing would merge levels R keeps apart ("TRUE" and "1"). Hashing keeps whichever
     came first, so any distinct value equal to 0 or 1 calls for the closer look."""
     distinct = pd.unique(values)
-    if not any(isinstance(v, numbers.Number) and v in (0, 1) for v in distinct):
+    if not any(isinstance(v, numbers.Number) and cast(object, v) in (0, 1) for v in distinct):
         return values
     return np.array([("TRUE" if v else "FALSE") if isinstance(v, bool | np.bool_) else v
                      for v in values], dtype=object)
@@ -442,7 +444,7 @@ def labels_of(values: pd.Series) -> np.ndarray:
     objects = _bools_as_labels(np.asarray(values, dtype=object))
     codes, uniques = pd.factorize(objects, use_na_sentinel=True)
     labels = np.array([level_label(u) for u in uniques] + [np.nan], dtype=object)
-    return labels[codes]  # code -1 (missing) takes the trailing NaN
+    return cast(np.ndarray, labels[codes])  # code -1 (missing) takes the trailing NaN
 
 
 def check_numeric_response(y: np.ndarray, name: str) -> np.ndarray:

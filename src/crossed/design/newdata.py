@@ -88,8 +88,9 @@ def build_new(mspec: MatrixSpec, frame: pd.DataFrame, what: str) -> np.ndarray:
             raise DataError(f"cannot build the {what} matrix on the new data: {exc}") from exc
     unseen = [w for w in caught if _UNSEEN.search(str(w.message))]
     if unseen:
-        values = re.sub(r"np\.\w+\(([^)]*)\)", r"\1",
-                        _UNSEEN.search(str(unseen[0].message)).group(1))
+        match = _UNSEEN.search(str(unseen[0].message))
+        assert match is not None  # unseen holds the warnings it matches
+        values = re.sub(r"np\.\w+\(([^)]*)\)", r"\1", match.group(1))
         raise DataError(f"{_culprit(mspec, frame)} has level(s) {values} not seen when fitting "
                         f"({what} part); a new level of a fixed factor cannot be predicted")
     for w in caught:

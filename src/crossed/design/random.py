@@ -97,7 +97,7 @@ class ReBlock:
 
     @property
     def q(self) -> int:
-        return self.Z.shape[1]
+        return int(self.Z.shape[1])
 
     @property
     def nlevels(self) -> int:
@@ -179,15 +179,15 @@ def group_codes(
         codes = np.asarray(only.codes, dtype=np.int64)
         if len(codes) and codes.min() >= 0 and np.bincount(codes).all() and (
                 codes.max() + 1 == len(only.categories)):
-            labels = [level_label(c) for c in only.categories.tolist()]
-            if len(set(labels)) == len(labels):
-                return codes, tuple(labels), ()
+            only_labels = [level_label(c) for c in only.categories.tolist()]
+            if len(set(only_labels)) == len(only_labels):
+                return codes, tuple(only_labels), ()
     key = np.zeros(len(frame), dtype=np.int64)
     cats = []
     for f in factors:
-        c, labels = _factor_labels(frame[f])
-        cats.append(labels)
-        key = key * len(labels) + c
+        c, f_labels = _factor_labels(frame[f])
+        cats.append(f_labels)
+        key = key * len(f_labels) + c
     uniq, codes = np.unique(key, return_inverse=True)
     # keys and labels of the observed combinations, vectorised over levels
     parts = []
@@ -341,7 +341,8 @@ def assemble_random(terms: list[TermColumns]) -> RandomDesign:
             group=key, factors=first.factors, levels=first.levels, codes=first.codes,
             Z=np.column_stack([t.Z for t, _, _ in members[key]]), theta_index=tidx,
             column_names=tuple(n for t, _, _ in members[key] for n in t.names),
-            exprs=tuple(sources) if all(src is not None for src in sources) else (),
+            exprs=(tuple(src for src in sources if src is not None)
+                   if all(src is not None for src in sources) else ()),
             keys=first.keys,
         ))
     return RandomDesign(terms=tuple(re_terms), blocks=tuple(blocks),

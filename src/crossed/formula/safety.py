@@ -434,5 +434,5 @@ def _collect(node: ast.AST, aliases: dict[str, str], out: set[str]) -> None:
         elif len(func) > 1 and func[0] not in ("np", "contr"):  # x.method() (trusted)
             out.add(aliases.get(func[0], func[0]))
         return
-    for child in ast.iter_child_nodes(node):
-        _collect(child, aliases, out)
+    for sub in ast.iter_child_nodes(node):
+        _collect(sub, aliases, out)

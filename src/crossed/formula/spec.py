@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from crossed.formula.grammar import (
@@ -122,7 +123,7 @@ def _normalise_expr(expr: str) -> str:
     return re.sub(r"\s+", " ", expr.strip())
 
 
-def check_spec(spec: ModelSpec, columns=None) -> None:
+def check_spec(spec: ModelSpec, columns: Collection[str] | None = None) -> None:
     """Refuse a spec whose response, fixed part or random expressions hold anything off
     :mod:`crossed.formula.safety`'s allow-list (``columns``: the data's, once known)."""
     check_expression(f"0 + {spec.response}", spec.formula, columns)

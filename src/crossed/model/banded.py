@@ -73,6 +73,7 @@ class BandedBlocks:
 
     def solve(self, Lb: np.ndarray, Y: np.ndarray) -> np.ndarray:
         """blockdiag(L_s)⁻¹ Y for a stacked (ℓ q, k) right-hand side."""
+        X: np.ndarray
         X, info = lapack.dtbtrs(Lb, np.asfortranarray(Y), uplo="L")
         if info != 0:
             raise np.linalg.LinAlgError(f"singular banded factor (dtbtrs info={info})")

@@ -53,6 +53,7 @@ def _batch(pls: PLS, T: np.ndarray, reml: bool) -> np.ndarray | None:
     if not np.all(np.isfinite(ld1)):
         return None
     m = pls._map
+    assert m is not None  # batchable
     g = G[:, m.rep].transpose(0, 2, 3, 1).reshape(len(T), -1)
     C = np.repeat(pls.Arr.reshape(1, -1), len(T), axis=0)
     C[:, m.rows] -= g @ m.W.T

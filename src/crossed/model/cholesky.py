@@ -26,11 +26,16 @@ from __future__ import annotations
 
 import ctypes
 from concurrent.futures import Future
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 from scipy.linalg import cython_blas, cython_lapack, lapack
 
 from crossed._threads import helper_thread
+
+if TYPE_CHECKING:
+    from _ctypes import CFuncPtr, _CArgObject
+    from types import ModuleType
 
 PANEL = 96
 """Panel width (columns): measured best among 64, 96, 128, 192 for r ≈ 1,100."""
@@ -40,7 +45,7 @@ MIN_SPLIT = 64
 """The helper thread takes a part of the trailing update only from this many rows on."""
 
 
-def _routine(module: object, name: str, nargs: int) -> ctypes._CFuncPtr:
+def _routine(module: ModuleType, name: str, nargs: int) -> CFuncPtr:
     """A scipy BLAS/LAPACK routine as a ctypes function of ``nargs`` pointer arguments.
 
     The capsule's name is the routine's C signature; it must take ``nargs`` pointers with
@@ -76,7 +81,7 @@ _ONE = ctypes.c_double(1.0)
 _MINUS_ONE = ctypes.c_double(-1.0)
 
 
-def _int(v: int) -> ctypes.c_int:
+def _int(v: int) -> _CArgObject:
     return ctypes.byref(ctypes.c_int(v))
 
 
@@ -167,7 +172,7 @@ def cholesky_lower(A: np.ndarray, solve_from: int | None = None) -> int:
     if not (A.flags.f_contiguous and A.dtype == np.float64 and A.shape == (n, n)):
         raise ValueError("cholesky_lower needs a square float64 array in Fortran order")
     if n < MIN_BLOCKED or not AVAILABLE:
-        return lapack.dpotrf(A, lower=1, clean=0, overwrite_a=1)[1]
+        return cast(int, lapack.dpotrf(A, lower=1, clean=0, overwrite_a=1)[1])
     state = _Blocked(A, n if solve_from is None else solve_from)
     pool = helper_thread()
     info = state.panel(0, PANEL)
@@ -177,7 +182,7 @@ def cholesky_lower(A: np.ndarray, solve_from: int | None = None) -> int:
         e = k + PANEL
         w = PANEL
         s = split_point(n, e, PANEL)
-        job: Future | None = None
+        job: Future[None] | None = None
         if s < n:
             if pool is not None:
                 job = pool.submit(state.syrk, k, w, s, n)

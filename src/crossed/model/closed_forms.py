@@ -9,6 +9,8 @@ criterion follows from two log determinants and the penalised residual sum of sq
 
 from __future__ import annotations
 
+from typing import cast, overload
+
 import numpy as np
 
 _B_OFFSET = np.array([[1.0], [0.0], [1.0]])
@@ -33,7 +35,8 @@ def closed_form_1x1(a: np.ndarray, t: float | np.ndarray) -> tuple[np.ndarray, n
     return b, t * t / b
 
 
-def entries_2x2(a: np.ndarray, t0, t1, t2) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def entries_2x2(a: np.ndarray, t0: float | np.ndarray, t1: float | np.ndarray,
+                t2: float | np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """q = 2: B_s's entries (b00, b10, b11), (3, ℓ), and their determinants, from ``a`` =
     (a00, a10, a11) per level; with t0, t1, t2 of shape (points,), a leading axis over the
     points. Also returns the products of the t's, for :func:`g_2x2`."""
@@ -50,13 +53,20 @@ def g_2x2(b: np.ndarray, det: np.ndarray, prods: np.ndarray) -> np.ndarray:
     inv /= det[..., None, :]  # (b11, -b10, b00) / det = (i00, i10, i11)
     G = (prods @ _N_COEF).reshape(*prods.shape[:-1], 4, 3) @ inv
     G = G.reshape(*G.shape[:-2], 2, 2, -1)
-    return G.transpose(2, 0, 1) if G.ndim == 3 else G.transpose(0, 3, 1, 2)
+    return cast(np.ndarray, G.transpose(2, 0, 1) if G.ndim == 3 else G.transpose(0, 3, 1, 2))
 
 
-def criterion(ldL2, ldRX2, pwrss, n: int, p: int, reml: bool):
+@overload
+def criterion(ldL2: float, ldRX2: float, pwrss: float, n: int, p: int, reml: bool) -> float: ...
+@overload
+def criterion(ldL2: np.ndarray, ldRX2: np.ndarray, pwrss: np.ndarray, n: int, p: int,
+              reml: bool) -> np.ndarray: ...
+def criterion(ldL2: float | np.ndarray, ldRX2: float | np.ndarray, pwrss: float | np.ndarray,
+              n: int, p: int, reml: bool) -> float | np.ndarray:
     """lme4's profiled REML or ML criterion from the log determinants and the penalised
     residual sum of squares (floats, or arrays of them)."""
     if reml:
         nmp = n - p
-        return ldL2 + ldRX2 + nmp * (1.0 + np.log(2.0 * np.pi * pwrss / nmp))
-    return ldL2 + n * (1.0 + np.log(2.0 * np.pi * pwrss / n))
+        return cast("float | np.ndarray",
+                    ldL2 + ldRX2 + nmp * (1.0 + np.log(2.0 * np.pi * pwrss / nmp)))
+    return cast("float | np.ndarray", ldL2 + n * (1.0 + np.log(2.0 * np.pi * pwrss / n)))

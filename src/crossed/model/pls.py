@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import scipy.sparse as sp
@@ -47,6 +47,7 @@ from crossed.model.closed_forms import (
 if TYPE_CHECKING:
     from crossed.design import Design
 from crossed.model.sparse_map import (
+    Products,
     SparseMap,
     build_sparse_map,
     response_free_products,
@@ -61,6 +62,7 @@ def tri_solve(L: np.ndarray, B: np.ndarray, trans: bool = False) -> np.ndarray:
     """Solve L x = B (or Lᵀ x = B) for lower-triangular L (LAPACK dtrtrs, no checks)."""
     if L.shape[0] == 0:
         return np.zeros(np.shape(B))
+    x: np.ndarray
     x, info = lapack.dtrtrs(L, B, lower=1, trans=1 if trans else 0)
     if info != 0:
         raise np.linalg.LinAlgError(f"singular triangular factor (dtrtrs info={info})")
@@ -179,7 +181,7 @@ class PLS:
         bounds = np.cumsum([0] + self.rest_sizes + [self.p + 1])
         self._scalar_ranges = list(zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True))
         self._plan_update()
-        self._free: list | None = None  # W's y-free products, once a new response comes
+        self._free: list[Products] | None = None  # W's y-free products, once a new response comes
         self._set_response(np.asarray(y, dtype=float))
 
     def _set_response(self, y: np.ndarray) -> None:
@@ -210,6 +212,7 @@ class PLS:
         cheaper = self._group_cost <= self._w_cost and self.l1 * self.q1 * self.r <= 20_000_000
         if self.update == "groups" or (self.update is None and cheaper):
             self._Arr_F = np.asfortranarray(Arr)
+            assert self._level_groups is not None  # planned whenever groups can be chosen
             self._groups = [self._group_block(A1r, levels, cols)
                             for levels, cols in self._level_groups]
         else:
@@ -320,15 +323,15 @@ class PLS:
         """Products of two scales, flattened θ̃ ⊗ θ̃ with θ̃ = (θ, 1): an updated entry's
         s_i s_j is ``table[self._scale_pair]`` (scalar later blocks)."""
         v = np.concatenate((theta, _ONE))
-        return np.multiply.outer(v, v).reshape(-1)
+        return cast(np.ndarray, np.multiply.outer(v, v).reshape(-1))
 
     def _scale_matrix(self, theta: np.ndarray) -> sp.csr_matrix:
         mats = [sp.kron(sp.identity(b.nlevels), b.template(theta).T) for b in self.blocks[1:]]
         mats.append(sp.identity(self.p + 1))
         return sp.block_diag(mats, format="csr")
 
-    def first_block(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, float,
-                                                      bool]:
+    def first_block(self, theta: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None,
+                                                      np.ndarray | None, float, bool]:
         """Block 1 per level: Cholesky factors of B_s, G_s = T B_s⁻¹ Tᵀ, a half H_s of G_s
         (G_s = H_sᵀ H_s) and log det of the block."""
         if self.q1 == 1:
@@ -343,6 +346,7 @@ class PLS:
             return _first_block_2x2(self._a_2x2, t0, t1, t2)
         # q1 > 2: one banded factor of all levels (chol is its band storage); G and H are
         # formed in schur only where the update needs them
+        assert self._band is not None  # q1 > 2
         Lb, logdet, ok = self._band.factor(theta)
         return Lb, None, None, logdet, ok
 
@@ -365,15 +369,18 @@ class PLS:
             H = (np.linalg.inv(np.linalg.cholesky(_matrices_2x2(chol)))
                  @ self.blocks[0].template(theta).T)
         if self._groups is None:
+            assert G is not None  # first_block's G, or HᵀH above (q1 > 2)
             return self._sparse_schur(theta, G)
         # A_r1 G A_1r = Σ_s Mᵀ_s M_s with M_s = H_s A_s: per group of levels one symmetric
         # rank-k update (dsyrk) on the group's columns
         if single and self.q1 == 2:  # G A_1r by batched 2 x 2 products, one GEMM
             levels, _, block = self._groups[0]
+            assert G is not None  # first_block's (q1 = 2)
             GA = (G[levels] @ block).reshape(-1, self.r)
             C = self.Arr - block.reshape(-1, self.r).T @ GA  # symmetric, row-major
             return np.asfortranarray(self._finish_schur(theta, C).T)  # (copies only when
             # the later blocks are not scalar: then the result is the full symmetric matrix)
+        assert H is not None  # first_block's (q1 = 1) or formed above (q1 >= 2)
         if single:
             return self._finish_schur(theta, blas.dsyrk(
                 -1.0, self._group_rows(self._groups[0], H), beta=1.0, c=self._Arr_F,
@@ -390,6 +397,7 @@ class PLS:
         its transpose, a Fortran-order view whose lower triangle is that upper one."""
         r = self.r
         m = self._map
+        assert m is not None  # no groups: the sparse map
         if self._rest_scalar and self.r_rand and m.arr is not None:
             # A_rr and the update are sparse: C = S (A_rr - W g) S on their support alone,
             # each part of W's rows written by its thread
@@ -399,6 +407,7 @@ class PLS:
             table = self._scale_table(theta)
 
             def assemble(lo: int, hi: int, W: sp.csr_matrix) -> None:
+                assert m.arr is not None  # checked above
                 vals = m.arr[lo:hi] - W @ g
                 vals *= table[self._scale_pair[lo:hi]]
                 flat[m.rows[lo:hi]] = vals
@@ -428,7 +437,7 @@ class PLS:
         """The group's M_sᵀ = (H_s A_s)ᵀ side by side (columns x levels·q1, Fortran)."""
         levels, cols, block = group
         if self.q1 == 1:
-            return block * H[levels, 0, 0]
+            return cast(np.ndarray, block * H[levels, 0, 0])
         return np.asfortranarray((H[levels] @ block).reshape(-1, len(cols)).T)
 
     def _finish_schur(self, theta: np.ndarray, C: np.ndarray) -> np.ndarray:
@@ -452,6 +461,7 @@ class PLS:
         chol, G, H, ld1, ok = self.first_block(theta)
         if not ok:
             return Factor(theta=theta, ok=False)
+        assert chol is not None  # ok
         L = self.schur(theta, chol, G, H)
         if cholesky_lower(L, solve_from=self.r_rand) != 0:
             return Factor(theta=theta, ok=False)
@@ -471,6 +481,7 @@ class PLS:
     def solve(self, f: Factor) -> tuple[np.ndarray, list[np.ndarray]]:
         """Fixed effects β and spherical random effects u (one (ℓ, q) array per block)."""
         L = f.L
+        assert L is not None  # an ok factorisation
         rr = self.r_rand
         Lx = L[:-1, :-1]
         c = L[-1, :-1]
@@ -501,6 +512,7 @@ class PLS:
     def conditional_inverse_blocks(self, f: Factor) -> list[np.ndarray]:
         """Diagonal blocks of (ΛᵀZᵀZΛ + I)⁻¹ per level, one (ℓ, q, q) array per block."""
         L = f.L
+        assert L is not None  # an ok factorisation
         rr = self.r_rand
         theta = f.theta
         Lrr = L[:rr, :rr]
@@ -538,6 +550,7 @@ class PLS:
 
     def first_chol(self, f: Factor) -> np.ndarray:
         """The first block's per-level Cholesky factors, (ℓ₁, q₁, q₁)."""
+        assert f.first is not None  # an ok factorisation
         if self.q1 == 2:  # first_block left B's entries (b00, b10, b11) per level
             return np.linalg.cholesky(_matrices_2x2(f.first))
         return f.first if self._band is None else self._band.unpack(f.first)
@@ -545,6 +558,7 @@ class PLS:
     def rx_inverse(self, f: Factor) -> np.ndarray:
         """R_X⁻¹ with vcov(β) = σ² R_X⁻¹ R_X⁻ᵀ (R_X lower here)."""
         rr = self.r_rand
+        assert f.L is not None  # an ok factorisation
         Lx = f.L[rr:-1, rr:-1]
         return tri_inverse(np.ascontiguousarray(Lx))
 
@@ -556,7 +570,7 @@ def _matrices_2x2(entries: np.ndarray) -> np.ndarray:
 
 
 def _first_block_2x2(a: np.ndarray, t0: float, t1: float, t2: float
-                     ) -> tuple[np.ndarray, np.ndarray, None, float, bool]:
+                     ) -> tuple[np.ndarray | None, np.ndarray | None, None, float, bool]:
     """``first_block`` for q = 2 in closed form on the entries, a few operations on (3, ℓ)
     arrays instead of batched LAPACK calls. Returns B's entries (3, ℓ) in place of a
     Cholesky factor (see :meth:`PLS.first_chol`) and G (ℓ, 2, 2)."""
@@ -579,7 +593,7 @@ def deviance_at(f: Factor, sigma: float, n: int, p: int, reml: bool) -> float:
     if not f.ok:
         return np.inf
     s2 = sigma * sigma
-    dev = f.ldL2 + f.pwrss / s2 + n * np.log(2.0 * np.pi * s2)
+    dev: float = f.ldL2 + f.pwrss / s2 + n * np.log(2.0 * np.pi * s2)
     if reml:
         dev += f.ldRX2 - p * np.log(2.0 * np.pi * s2)
     return dev

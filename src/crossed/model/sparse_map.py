@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import scipy.sparse as sp
@@ -20,6 +20,8 @@ import scipy.sparse as sp
 from crossed._threads import helper_thread
 
 T = TypeVar("T")
+Products = tuple[np.ndarray, np.ndarray, np.ndarray]
+"""Products of W as (target, k, value), sorted by target (see :func:`_upper_products`)."""
 
 SUPPORT_FRACTION = 0.4
 """C is assembled on its support when that is at most this fraction of its upper triangle."""
@@ -63,7 +65,7 @@ class SparseMap:
 
     def g_vector(self, G: np.ndarray) -> np.ndarray:
         """W's argument: G's entries per class, entry-major, from the per-level G."""
-        return G[self.rep].transpose(1, 2, 0).reshape(-1)
+        return cast(np.ndarray, G[self.rep].transpose(1, 2, 0).reshape(-1))
 
     def each_part(self, fn: Callable[[int, int, np.ndarray | sp.csr_matrix], T]) -> list[T]:
         """``fn(lo, hi, W[lo:hi])`` for each part of W's rows, the last on the helper thread
@@ -78,12 +80,12 @@ class SparseMap:
         """The update's entries at ``rows`` from the per-level G (ℓ₁, q₁, q₁)."""
         g = self.g_vector(G)
         if len(self.parts) == 1:
-            return self.W @ g
+            return cast(np.ndarray, self.W @ g)
         return np.concatenate(self.each_part(lambda lo, hi, W: W @ g))
 
 
 def build_sparse_map(A1r: sp.csr_matrix, A11: np.ndarray, Arr: np.ndarray,
-                     support: bool, free: list | None = None) -> SparseMap:
+                     support: bool, free: list[Products] | None = None) -> SparseMap:
     """Build W from A_1r (ℓ₁·q₁ x r, sorted indices), the first block's A_s (ℓ₁, q₁, q₁) and
     the dense A_rr; with ``support``, C may be assembled on the nonzeros of A_rr and the
     update alone (scalar later blocks) when they are few.
@@ -119,6 +121,7 @@ def build_sparse_map(A1r: sp.csr_matrix, A11: np.ndarray, Arr: np.ndarray,
         with_arr = _sorted_union([updated, np.flatnonzero(np.triu(Arr))])
         if len(with_arr) <= SUPPORT_FRACTION * r * (r + 1) / 2:
             rows, arr = with_arr, Arr.reshape(-1)[with_arr]
+    W: Any  # numpy.ndarray or scipy.sparse.csr_matrix (and a list of parts below)
     if blocks is None:
         W = np.zeros((len(rows), W_updated.shape[1]))
         W[np.searchsorted(rows, updated)] = W_updated
@@ -127,14 +130,14 @@ def build_sparse_map(A1r: sp.csr_matrix, A11: np.ndarray, Arr: np.ndarray,
         W = W[0] if len(W) == 1 else sp.hstack(W, format="csr")
     if sp.issparse(W) == (W.shape[0] * W.shape[1] <= 50_000):  # small: dense (no sparse-
         W = W.toarray() if sp.issparse(W) else sp.csr_matrix(W)  # product call overhead)
-    parts: tuple = ((0, len(rows), W),)
+    parts: tuple[tuple[int, int, np.ndarray | sp.csr_matrix], ...] = ((0, len(rows), W),)
     if sp.issparse(W) and W.nnz >= SPLIT_NNZ:
         mid = int(np.searchsorted(W.indptr, W.nnz // 2))
         parts = ((0, mid, _row_slice(W, 0, mid)), (mid, len(rows), _row_slice(W, mid, len(rows))))
     return SparseMap(W=W, rows=rows, i=rows // r, j=rows % r, arr=arr, rep=rep, parts=parts)
 
 
-def response_free_products(A1r: sp.csr_matrix, A11: np.ndarray) -> list | None:
+def response_free_products(A1r: sp.csr_matrix, A11: np.ndarray) -> list[Products] | None:
     """The products of W that do not involve y (A_1r's last column), kept for refits with
     new responses (:meth:`PLS.with_response`); None for small designs (dense products)."""
     q, r = A11.shape[1], A1r.shape[1]
@@ -160,7 +163,7 @@ def _classes(A11: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _dense(A11: np.ndarray, r: int) -> bool:
     """Whether W is formed from dense products (small designs)."""
     l1, q = A11.shape[0], A11.shape[1]
-    return l1 * q * q * r * r <= MAX_DENSE_PRODUCTS
+    return bool(l1 * q * q * r * r <= MAX_DENSE_PRODUCTS)
 
 
 def _rows_by_position(A1r: sp.csr_matrix, q: int) -> list[sp.csr_matrix]:
@@ -175,12 +178,10 @@ def _column_part(A: sp.csr_matrix, last: bool) -> sp.csr_matrix:
     return sp.csr_matrix((A.data[keep], A.indices[keep], kept[A.indptr]), shape=A.shape)
 
 
-def _merge(a: tuple[np.ndarray, np.ndarray, np.ndarray],
-           b: tuple[np.ndarray, np.ndarray, np.ndarray]
-           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _merge(a: Products, b: Products) -> Products:
     """Two (target, k, value) lists sorted by target, with no target in both, as one."""
     order = np.argsort(np.concatenate([a[0], b[0]]), kind="stable")
-    return tuple(np.concatenate([x, y])[order] for x, y in zip(a, b, strict=True))
+    return cast(Products, tuple(np.concatenate([x, y])[order] for x, y in zip(a, b, strict=True)))
 
 
 def _dense_products(A1r: sp.csr_matrix, q: int, class_of: np.ndarray, ncls: int
@@ -196,7 +197,7 @@ def _dense_products(A1r: sp.csr_matrix, q: int, class_of: np.ndarray, ncls: int
         products = per_class
     stored = np.zeros(A1r.shape, dtype=bool)
     stored[np.repeat(np.arange(l1 * q), np.diff(A1r.indptr)), A1r.indices] = True
-    stored = stored.reshape(l1, q, r).any(axis=1)
+    stored = cast(np.ndarray, stored.reshape(l1, q, r).any(axis=1))
     touched = np.tril((stored[:, :, None] & stored[:, None, :]).any(axis=0))  # (i, j), j <= i
     j, i = np.nonzero(touched.T)  # (row-major in (j, i): sorted positions)
     W = products[:, :, :, i, j].transpose(3, 1, 2, 0).reshape(len(i), -1)
@@ -204,7 +205,7 @@ def _dense_products(A1r: sp.csr_matrix, q: int, class_of: np.ndarray, ncls: int
 
 
 def _upper_products(Aa: sp.csr_matrix, Ab: sp.csr_matrix, class_of: np.ndarray, ncls: int
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                    ) -> Products:
     """Σ_{s in k} Aa[s, i] Ab[s, j] for j <= i, per class k, as (target, k, value) sorted by
     target = j·r + i, then k (Aa, Ab: one row per level, r columns)."""
     ls, r = Aa.shape
