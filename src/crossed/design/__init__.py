@@ -65,7 +65,8 @@ class Design:
     frame: pd.DataFrame | None = field(default=None, repr=False, compare=False)
     # objects derived from this design (the model core's PLS problem): created empty in
     # every instance, written only by :meth:`derived`, left out of pickles
-    _derived: dict = field(init=False, default_factory=dict, repr=False, compare=False)
+    _derived: dict[str, Any] = field(init=False, default_factory=dict, repr=False,
+                                     compare=False)
 
     def __post_init__(self) -> None:
         for arr in (self.y, self.fixed.X, *(b.Z for b in self.random.blocks),
@@ -87,7 +88,7 @@ class Design:
             self._derived[key] = compute()
         return self._derived[key]
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_derived"] = {}  # rebuilt on demand (a PLS can be large)
         return state

@@ -131,8 +131,10 @@ class PLS:
         the fit share it. ``like``: a PLS of the same design with another response, whose
         y-free products are reused (:meth:`with_response`; simulation refits)."""
         if like is not None:
-            return design.derived("pls", lambda: like.with_response(design.y))
-        return design.derived("pls", lambda: cls(design.random.blocks, design.X, design.y))
+            base = like
+            return cast(PLS, design.derived("pls", lambda: base.with_response(design.y)))
+        return cast(PLS, design.derived(
+            "pls", lambda: cls(design.random.blocks, design.X, design.y)))
 
     def __init__(self, blocks: tuple[ReBlock, ...], X: np.ndarray, y: np.ndarray,
                  update: str | None = None):

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pandas as pd
@@ -26,6 +26,7 @@ from crossed.model.convergence import ConvergenceStatus
 
 if TYPE_CHECKING:
     from crossed.engines.native.optimize import OptSummary
+    from crossed.formula import ModelSpec
     from crossed.model.pls import PLS, Factor
 
 
@@ -129,7 +130,8 @@ class LmerFit:
     # derived objects of *this* result (its factorisation, inference models): created
     # empty in every instance (replace, copy and pickle too), written only by
     # :meth:`memo`, never a constructor argument
-    _cache: dict = field(init=False, default_factory=dict, repr=False, compare=False)
+    _cache: dict[str, Any] = field(init=False, default_factory=dict, repr=False,
+                                   compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "engine_info", MappingProxyType(dict(self.engine_info)))
@@ -145,14 +147,14 @@ class LmerFit:
             if isinstance(arr, np.ndarray):
                 arr.flags.writeable = False
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         """State for pickle and copy: the fields, with an empty cache (never shared)."""
         state = dict(self.__dict__)
         state["_cache"] = {}
         state["engine_info"] = dict(self.engine_info)
         return state
 
-    def __setstate__(self, state: dict) -> None:
+    def __setstate__(self, state: dict[str, Any]) -> None:
         state = dict(state)
         state["engine_info"] = MappingProxyType(dict(state.get("engine_info", {})))
         self.__dict__.update(state)
@@ -167,7 +169,7 @@ class LmerFit:
 
     # ------------------------------------------------------------------ basic quantities
     @property
-    def spec(self):
+    def spec(self) -> ModelSpec:
         return self.design.spec
 
     @property
@@ -226,7 +228,7 @@ class LmerFit:
 
     @property
     def bic(self) -> float:
-        return self.deviance + np.log(self.nobs) * self.npar
+        return float(self.deviance + np.log(self.nobs) * self.npar)
 
     @property
     def df_residual(self) -> int:
@@ -244,7 +246,7 @@ class LmerFit:
     @property
     def factor_at_optimum(self) -> Factor:
         """The PLS factorisation at ``theta`` (computed once)."""
-        return self.memo("factor", lambda: self.pls.factor(self.theta))
+        return cast("Factor", self.memo("factor", lambda: self.pls.factor(self.theta)))
 
     # ------------------------------------------------------------------ random effects
     def _templates(self) -> list[np.ndarray]:
@@ -273,7 +275,7 @@ class LmerFit:
             ``sdcor``: SD for a variance, correlation for a covariance). Validated against
             lme4 1.1-31 on the reference cases.
         """
-        rows = []
+        rows: list[tuple[str, str | None, str | None, float, float]] = []
         s2 = self.sigma**2
         for term in self.design.random.terms:
             blk = self.design.random.blocks[term.block]
@@ -334,12 +336,14 @@ class LmerFit:
     def fitted(self) -> np.ndarray:
         """Conditional fitted values Xβ̂ + Zb̂ (length nobs)."""
         blocks = self.design.random.blocks
-        return self.design.X @ self.beta + self._random_part(
+        out: np.ndarray = self.design.X @ self.beta + self._random_part(
             [b.codes for b in blocks], [b.Z for b in blocks])
+        return out
 
     def residuals(self) -> np.ndarray:
         """Response minus conditional fitted values."""
-        return self.design.y - self.fitted()
+        out: np.ndarray = self.design.y - self.fitted()
+        return out
 
     def predict(self, newdata: pd.DataFrame | None = None, include_random: bool = True,
                 allow_new_levels: bool = False) -> np.ndarray:
@@ -412,9 +416,10 @@ class LmerFit:
         if y is not None:  # a copy: the fit freezes its arrays, never the caller's
             design = design.with_response(np.array(y, dtype=float, copy=True))
         control = self.opt.control if self.opt is not None else None
-        return _provided("refit")(self.engine, design,
-                                  reml=self.reml if reml is None else bool(reml),
-                                  control=control, data_name=self.data_name)
+        refit: LmerFit = _provided("refit")(self.engine, design,
+                                            reml=self.reml if reml is None else bool(reml),
+                                            control=control, data_name=self.data_name)
+        return refit
 
     def simulate(self, nsim: int = 1, seed: int | np.random.Generator | None = None,
                  use_ranef: bool = False) -> np.ndarray:
@@ -424,10 +429,13 @@ class LmerFit:
         ``use_ranef=True`` conditions on the estimated ones. See
         :func:`crossed.simulate.simulate_responses`.
         """
-        return _provided("simulate")(self, nsim=nsim, seed=seed, use_ranef=use_ranef)
+        sims: np.ndarray = _provided("simulate")(self, nsim=nsim, seed=seed,
+                                                 use_ranef=use_ranef)
+        return sims
 
     def check(self, nsim: int = 250, seed: int | np.random.Generator | None = None,
-              use_ranef: bool = False, alpha: float = 0.05, calibrate: int = 0, **kwargs):
+              use_ranef: bool = False, alpha: float = 0.05, calibrate: int = 0,
+              **kwargs: Any) -> Any:
         """Simulated-residual (DHARMa) diagnostics, explained in words: uniformity (KS),
         dispersion and outlier tests, ``plot()``. See :func:`crossed.simulate.check`."""
         return _provided("check")(self, nsim=nsim, seed=seed, use_ranef=use_ranef, alpha=alpha,
@@ -459,7 +467,7 @@ class LmerFit:
         return _provided("anova")(self, type=type, ddf=ddf)
 
     def emmeans(self, specs: str | list[str], by: str | list[str] | None = None,
-                ddf: str = "satterthwaite", level: float = 0.95):
+                ddf: str = "satterthwaite", level: float = 0.95) -> Any:
         """Estimated marginal means; see :func:`crossed.inference.emmeans.emmeans`."""
         return _provided("emmeans")(self, specs, by=by, ddf=ddf, level=level)
 
@@ -490,7 +498,7 @@ class LmerFit:
 
     def summary(self, ddf: str = "satterthwaite") -> str:
         """The text ``summary(lmerTest::lmer(...))`` prints, as a string."""
-        return _provided("summary")(self, ddf=ddf)
+        return str(_provided("summary")(self, ddf=ddf))
 
     def __repr__(self) -> str:
         kind = "REML" if self.reml else "ML"
