@@ -36,6 +36,7 @@ from crossed._warn import warn
 from crossed.design import Design
 from crossed.engines.errors import EngineUnavailableError
 from crossed.engines.native.optimize import LmerControl
+from crossed.engines.registry import FunctionEngine
 from crossed.model.convergence import ConvergenceStatus
 from crossed.model.result import LmerFit
 
@@ -523,20 +524,6 @@ def lmertest_tables(fit: LmerFit, ddf: str = "satterthwaite", type: int = 3,
     return {"coefficients": coefs, "anova": anova}
 
 
-class Lme4Engine:
-    """R's ``lme4::lmer`` through rpy2 (the :class:`crossed.engines.Engine` protocol). It
-    expresses every design the grammar builds; when R, rpy2 or lme4 is missing, ``fit``
-    raises :class:`EngineUnavailableError` naming what to install."""
-
-    name = "lme4"
-
-    def supports(self, design: Design) -> str | None:
-        """Always None (availability is :meth:`fit`'s EngineUnavailableError)."""
-        return None
-
-    def fit(self, design: Design, reml: bool, control: LmerControl | None,
-            data_name: str = "data") -> LmerFit:
-        return fit_lme4(design, reml=reml, control=control, data_name=data_name)
-
-
-ENGINE = Lme4Engine()
+# R's lme4 expresses every design the grammar builds; when R, rpy2 or lme4 is missing,
+# fitting raises EngineUnavailableError naming what to install
+ENGINE = FunctionEngine("lme4", fit_lme4)

@@ -11,6 +11,8 @@ through rpy2) is loaded only when used. :func:`fit_with` is what ``cx.lmer``, re
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from crossed.engines.errors import UnsupportedModelError
@@ -20,7 +22,7 @@ if TYPE_CHECKING:
     from crossed.engines.native.optimize import LmerControl
     from crossed.model.result import LmerFit
 
-__all__ = ["Engine", "available", "fit_with", "get_engine", "register"]
+__all__ = ["Engine", "FunctionEngine", "available", "fit_with", "get_engine", "register"]
 
 
 @runtime_checkable
@@ -45,6 +47,32 @@ class Engine(Protocol):
         """Fit ``design`` (REML or ML); ``control`` is the native optimiser's settings and
         engines that run their own optimiser refuse anything but None."""
         ...
+
+
+@dataclass(frozen=True)
+class FunctionEngine:
+    """An :class:`Engine` made of a fit function (``fit_native``, ``fit_lme4`` ...) and,
+    for engines that cannot express every design, a ``supports`` function.
+
+    Attributes
+    ----------
+    name : str
+    fit_function : callable
+        ``fit_function(design, reml=..., control=..., data_name=...) -> LmerFit``.
+    supports_function : callable, optional
+        ``supports_function(design) -> str | None`` (None: every design).
+    """
+
+    name: str
+    fit_function: Callable[..., LmerFit]
+    supports_function: Callable[[Design], str | None] | None = None
+
+    def supports(self, design: Design) -> str | None:
+        return None if self.supports_function is None else self.supports_function(design)
+
+    def fit(self, design: Design, reml: bool, control: LmerControl | None,
+            data_name: str = "data") -> LmerFit:
+        return self.fit_function(design, reml=reml, control=control, data_name=data_name)
 
 
 _TARGETS: dict[str, str] = {}  # name -> "module:attribute" of its ENGINE object

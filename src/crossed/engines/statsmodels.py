@@ -36,6 +36,7 @@ from crossed._warn import warn
 from crossed.design import Design, ReTerm
 from crossed.engines.errors import UnsupportedModelError
 from crossed.engines.native.optimize import LmerControl
+from crossed.engines.registry import FunctionEngine
 from crossed.model.convergence import ConvergenceStatus
 from crossed.model.result import LmerFit
 
@@ -400,24 +401,14 @@ def fit_statsmodels(design: Design, reml: bool = True, control: LmerControl | No
                    engine_info={"statsmodels_result": result, "statsmodels_layout": layout})
 
 
-class StatsmodelsEngine:
-    """statsmodels' ``MixedLM`` as a crossed engine (the :class:`crossed.engines.Engine`
-    protocol): it refuses what MixedLM cannot express, or only at a prohibitive cost."""
-
-    name = "statsmodels"
-
-    def supports(self, design: Design) -> str | None:
-        """None, or why MixedLM cannot fit ``design`` (the :class:`UnsupportedModelError`
-        message :meth:`fit` would raise)."""
-        try:
-            check_size(design, translate(design))
-        except UnsupportedModelError as exc:
-            return str(exc)
-        return None
-
-    def fit(self, design: Design, reml: bool, control: LmerControl | None,
-            data_name: str = "data") -> LmerFit:
-        return fit_statsmodels(design, reml=reml, control=control, data_name=data_name)
+def supports(design: Design) -> str | None:
+    """None, or why MixedLM cannot fit ``design`` (the :class:`UnsupportedModelError`
+    message fitting would raise: a structure it cannot express, or a prohibitive cost)."""
+    try:
+        check_size(design, translate(design))
+    except UnsupportedModelError as exc:
+        return str(exc)
+    return None
 
 
-ENGINE = StatsmodelsEngine()
+ENGINE = FunctionEngine("statsmodels", fit_statsmodels, supports)

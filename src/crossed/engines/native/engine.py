@@ -13,6 +13,7 @@ from crossed.design import Design
 from crossed.design.frame import DataError
 from crossed.engines.native.converge import optimize_theta, restart_message
 from crossed.engines.native.optimize import LmerControl
+from crossed.engines.registry import FunctionEngine
 from crossed.model.batched import objectives
 from crossed.model.finish import finish_fit
 from crossed.model.pls import PLS, profiled_deviance
@@ -79,19 +80,5 @@ def fit_pls(design: Design, pls: PLS, reml: bool, control: LmerControl,
                       notes=() if note is None else (note,))
 
 
-class NativeEngine:
-    """crossed's own engine (the :class:`crossed.engines.Engine` protocol): BOBYQA over θ
-    on the model core's profiled criterion; it fits every design the grammar expresses."""
-
-    name = "native"
-
-    def supports(self, design: Design) -> str | None:
-        """Always None: every design the formula grammar builds."""
-        return None
-
-    def fit(self, design: Design, reml: bool, control: LmerControl | None,
-            data_name: str = "data") -> LmerFit:
-        return fit_native(design, reml=reml, control=control, data_name=data_name)
-
-
-ENGINE = NativeEngine()
+# crossed's own engine: every design the grammar builds (crossed.engines registers it)
+ENGINE = FunctionEngine("native", fit_native)
