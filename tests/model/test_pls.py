@@ -8,6 +8,8 @@ here computed with Z formed densely on small data, at several theta.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -323,3 +325,22 @@ def test_fit_factors_each_theta_once(monkeypatch):
     fresh = factor(PLS(design.random.blocks, design.X, design.y), fit.theta)
     n, p = design.X.shape
     assert fit.deviance == profiled_deviance(fresh, n, p, True)
+
+
+def test_the_kept_factorisation_is_this_responses_only():
+    """PLS.keep / factor_at: the optimiser's factorisation is reused at its theta, never by
+    a PLS of another response (with_response)."""
+    import warnings
+
+    import crossed as cx
+
+    df = pd.read_csv(Path(__file__).resolve().parents[1] / "data" / "sleepstudy.csv")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = cx.lmer("Reaction ~ Days + (Days | Subject)", df)
+    pls = fit.pls
+    assert pls.factor_at(fit.theta) is fit.factor_at_optimum
+    other = pls.with_response(fit.design.y * 2.0)
+    f = other.factor_at(fit.theta)
+    assert f is not fit.factor_at_optimum
+    assert f.pwrss == pytest.approx(4.0 * fit.factor_at_optimum.pwrss, rel=1e-10)

@@ -90,6 +90,7 @@ def finish_fit(design: Design, pls: PLS, f: Factor, theta: np.ndarray, dev: floa
         msg = "boundary (singular) fit: see help('isSingular')"
         messages.append(msg)
         warn(msg, SingularFitWarning)
+    pls.keep(f)
     try:
         beta, u = pls.solve(f)
         Ri = pls.rx_inverse(f)
