@@ -232,7 +232,11 @@ def test_lrt_refits_with_the_fits_own_engine(small_data, monkeypatch):
         engines.append("statsmodels")
         return original(design, *args, **kwargs)
 
-    monkeypatch.setattr(sm_engine, "fit_statsmodels", spy)
+    from crossed.engines import get_engine, registry
+
+    get_engine("statsmodels")  # loaded, then replaced by the spy in the registry
+    monkeypatch.setitem(registry._LOADED, "statsmodels",
+                        registry.FunctionEngine("statsmodels", spy, sm_engine.supports))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         row = cs.lrt("x")(fit)(fit)

@@ -49,3 +49,9 @@ def _clean(obj):
     if isinstance(obj, list | tuple | set | frozenset):
         return [_clean(v) for v in obj]
     return _plain(obj)
+
+
+def print_notes(notes: list[str]) -> None:
+    """The warnings a command collected, one ``note:`` line each."""
+    for n in notes:
+        print(f"note: {n}")

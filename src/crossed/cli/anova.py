@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import warnings
 
-from crossed.cli._tables import dump_json, text_table
+from crossed.cli._tables import dump_json, print_notes, text_table
 from crossed.cli.fit import JSON_HELP, add_model_arguments, fit_from_args
 
 
@@ -25,8 +25,7 @@ def _run(args: argparse.Namespace) -> int:
     if eta is not None:
         print()
         print(text_table(eta, f"Partial eta squared ({args.level:.0%} interval)"))
-    for n in notes:
-        print(f"note: {n}")
+    print_notes(notes)
     return 0
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import warnings
 
-from crossed.cli._tables import dump_json, text_table
+from crossed.cli._tables import dump_json, print_notes, text_table
 from crossed.cli.fit import JSON_HELP, add_model_arguments, fit_from_args
 
 
@@ -29,8 +29,7 @@ def _run(args: argparse.Namespace) -> int:
     print()
     print(text_table(pairs, f"Pairwise contrasts (p-values adjusted: "
                             f"{pairs.attrs.get('adjust')})"))
-    for n in notes:
-        print(f"note: {n}")
+    print_notes(notes)
     return 0
 
 

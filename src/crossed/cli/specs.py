@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import warnings
 
-from crossed.cli._tables import dump_json, text_table
+from crossed.cli._tables import dump_json, print_notes, text_table
 from crossed.cli.fit import (
     DATA_HELP,
     JSON_HELP,
@@ -51,8 +51,7 @@ def _run_compare(args: argparse.Namespace) -> int:
         print()
         print(text_table(res.lrt, "Likelihood-ratio tests of nested specifications "
                                   "(ML refits)"))
-    for n in notes:
-        print(f"note: {n}")
+    print_notes(notes)
     return 0
 
 

@@ -43,6 +43,18 @@ class MatrixSpec:
         return np.asarray(mm, dtype=float)[:, list(self.keep)]
 
 
+def _model_matrix(text: str, frame: pd.DataFrame, output: str, failure: str) -> Any:
+    """formulaic's model matrix of ``text`` (allow-listed context); its errors, which
+    carry the expression at fault, become a DataError starting with ``failure``."""
+    try:
+        return model_matrix(text, frame, output=output, na_action="raise",
+                            context=SAFE_CONTEXT)
+    except DataError:
+        raise
+    except Exception as exc:
+        raise DataError(f"{failure}: {plain_message(exc)}") from exc
+
+
 def _plain_matrix(columns: tuple[str, ...], frame: pd.DataFrame) -> np.ndarray:
     n = len(frame)
     return np.column_stack([np.ones(n) if c == "1" else frame[c].to_numpy(dtype=float)
@@ -240,14 +252,8 @@ def build_fixed(rhs: str, frame: pd.DataFrame, caret: bool = False) -> FixedDesi
     else:
         check_reserved_levels(rhs, frame)
         text = quote_dotted(rhs, set(frame.columns))
-        try:
-            mm = model_matrix(text, frame, output="pandas", na_action="raise",
-                              context=SAFE_CONTEXT)
-        except DataError:
-            raise
-        except Exception as exc:  # formulaic's errors carry the expression at fault
-            raise DataError(f"cannot build the fixed-effects matrix for {rhs!r}: "
-                            f"{plain_message(exc)}") from exc
+        mm = _model_matrix(text, frame, "pandas",
+                           f"cannot build the fixed-effects matrix for {rhs!r}")
         fspec = mm.model_spec
         X = np.asarray(mm.to_numpy(), dtype=float)
         names, labels, assign = _r_column_names(fspec, list(mm.columns), caret)
@@ -305,12 +311,8 @@ def build_matrix(
         return _plain_matrix(plain, frame), names, spec
     check_reserved_levels(expr, frame)
     text = quote_dotted(power_in_calls(expr), set(frame.columns))
-    try:
-        mm = model_matrix(text, frame, output="pandas", na_action="raise",
-                          context=SAFE_CONTEXT)
-    except Exception as exc:
-        raise DataError(f"cannot build the random-effects matrix for {expr!r}: "
-                        f"{plain_message(exc)}") from exc
+    mm = _model_matrix(text, frame, "pandas",
+                       f"cannot build the random-effects matrix for {expr!r}")
     r_names, _, _ = _r_column_names(mm.model_spec, list(mm.columns), caret)
     keep = tuple(range(len(r_names)))
     return (
@@ -328,12 +330,7 @@ def build_response(response: str, frame: pd.DataFrame) -> np.ndarray:
             raise DataError(f"response {response!r} is not numeric (dtype {col.dtype})")
         return check_numeric_response(col.to_numpy(), response)
     text = quote_dotted(f"0 + {response}", set(frame.columns))
-    try:
-        mm = model_matrix(text, frame, output="numpy", na_action="raise",
-                          context=SAFE_CONTEXT)
-    except Exception as exc:
-        raise DataError(f"cannot evaluate the response {response!r}: "
-                        f"{plain_message(exc)}") from exc
+    mm = _model_matrix(text, frame, "numpy", f"cannot evaluate the response {response!r}")
     arr = np.asarray(mm, dtype=float)
     if arr.ndim != 2 or arr.shape[1] != 1:
         raise DataError(f"response {response!r} is not a single numeric column")

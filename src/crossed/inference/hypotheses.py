@@ -87,11 +87,15 @@ class TermInfo:
         return va <= vb and len(vb - va) > 0 and self.numerics[a] == self.numerics[b]
 
 
+def _terms_and_x(fit: LmerFit) -> tuple[TermInfo, np.ndarray, int]:
+    """The fit's terms, its fixed-effects matrix and that matrix's number of columns."""
+    X = fit.design.X
+    return TermInfo(fit), X, X.shape[1]
+
+
 def type1(fit: LmerFit) -> dict[str, np.ndarray]:
     """lmerTest's ``get_contrasts_type1``: sequential hypotheses per term."""
-    info = TermInfo(fit)
-    X = fit.design.X
-    p = X.shape[1]
+    info, X, p = _terms_and_x(fit)
     U = np.ones((1, 1)) if p == 1 else doolittle_upper(X.T @ X)
     return {t: U[info.cols[t], :] for t in info.labels}
 
@@ -103,9 +107,7 @@ def _marginal(info: TermInfo, p: int) -> dict[str, np.ndarray]:
 
 def type2(fit: LmerFit) -> dict[str, np.ndarray]:
     """lmerTest's default Type II (``get_contrasts_type2_unfolded``)."""
-    info = TermInfo(fit)
-    X = fit.design.X
-    p = X.shape[1]
+    info, X, p = _terms_and_x(fit)
     if p <= 1 or len(info.labels) <= 1:
         return type1(fit)
     out = {}
@@ -168,9 +170,7 @@ def _resid(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 def type3(fit: LmerFit) -> dict[str, np.ndarray]:
     """lmerTest's ``get_contrasts_type3`` for treatment-coded X."""
-    info = TermInfo(fit)
-    X = fit.design.X
-    p = X.shape[1]
+    info, X, p = _terms_and_x(fit)
     if p <= 1 or len(info.labels) <= 1:
         return type1(fit)
     rdX, rdnames = full_indicator_design(fit)

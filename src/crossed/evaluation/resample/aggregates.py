@@ -15,6 +15,7 @@ All resamples of a chunk are drawn as arrays (no Python loop per resample).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -216,6 +217,21 @@ def summarize_resamples(res: Resamples, level: float = 0.95) -> pd.DataFrame:
     return df
 
 
+def per_task_mode(table, tasks: str | tuple[str, ...], seed: SeedLike, columns: dict,
+                  analyse: Callable[[ScoreTable, str, np.random.Generator], pd.DataFrame],
+                  ) -> pd.DataFrame:
+    """``analyse(score_table, mode, rng)`` for each task mode, stacked with a leading
+    ``tasks`` column. One score table serves every mode (a per-item table's bootstrap is
+    drawn once, so the estimate is the same for every mode), and one generator is drawn
+    from in mode order."""
+    rng = as_generator(seed)
+    st = as_score_table(table, seed=rng, **columns)
+    modes = (tasks,) if isinstance(tasks, str) else tuple(tasks)
+    parts = [analyse(st, mode, rng).assign(tasks=mode) for mode in modes]
+    out = pd.concat(parts, ignore_index=True)
+    return out[["tasks"] + [c for c in out.columns if c != "tasks"]]
+
+
 @renamed_keywords(seed_is_random=True, random_state="seed", progress_bar="progress")
 def aggregates(table, aggregates: tuple[str, ...] | list[str] = AGGREGATES,
                n_resamples: int = 10_000, tasks: str | tuple[str, ...] = ("fixed", "bootstrap"),
@@ -232,17 +248,10 @@ def aggregates(table, aggregates: tuple[str, ...] | list[str] = AGGREGATES,
     DataFrame
         Columns ``tasks`` (task mode) then those of :func:`summarize_resamples`.
     """
-    rng = as_generator(seed)
-    # one table for every mode: a per-item table's bootstrap is drawn once, and the
-    # estimate is the same for every mode
-    st = as_score_table(table, seed=rng, **columns)
-    modes = (tasks,) if isinstance(tasks, str) else tuple(tasks)
-    parts = []
-    for mode in modes:
-        res = resample_aggregates(st, aggregates, n_resamples, mode, n_tasks, replication,
-                                  seed=rng, progress=progress)
-        parts.append(summarize_resamples(res, level).assign(tasks=mode))
-    out = pd.concat(parts, ignore_index=True)
-    out = out[["tasks"] + [c for c in out.columns if c != "tasks"]]
+    out = per_task_mode(
+        table, tasks, seed, columns,
+        lambda st, mode, rng: summarize_resamples(resample_aggregates(
+            st, aggregates, n_resamples, mode, n_tasks, replication, seed=rng,
+            progress=progress), level))
     out.attrs.update(conf_level=level, replication=replication, n_resamples=n_resamples)
     return out

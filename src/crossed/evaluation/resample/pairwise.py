@@ -6,13 +6,13 @@ import numpy as np
 import pandas as pd
 
 from crossed._conventions import renamed_keywords
-from crossed.evaluation.resample._util import SeedLike, as_generator, z_value
+from crossed.evaluation.resample._util import SeedLike, z_value
 from crossed.evaluation.resample.aggregates import (
     AGGREGATES,
     Resamples,
+    per_task_mode,
     resample_aggregates,
 )
-from crossed.evaluation.resample.table import as_score_table
 
 
 def differences_from_resamples(res: Resamples, level: float = 0.95,
@@ -84,16 +84,11 @@ def pairwise_differences(table, aggregates=AGGREGATES, n_resamples: int = 10_000
     DataFrame
         Column ``tasks`` then those of :func:`differences_from_resamples`.
     """
-    rng = as_generator(seed)
-    st = as_score_table(table, seed=rng, **columns)
-    modes = (tasks,) if isinstance(tasks, str) else tuple(tasks)
-    parts = []
-    for mode in modes:
-        res = resample_aggregates(st, aggregates, n_resamples, mode, n_tasks, replication,
-                                  higher_is_better, seed=rng, progress=progress)
-        parts.append(differences_from_resamples(res, level, threshold).assign(tasks=mode))
-    out = pd.concat(parts, ignore_index=True)
-    out = out[["tasks"] + [c for c in out.columns if c != "tasks"]]
+    out = per_task_mode(
+        table, tasks, seed, columns,
+        lambda st, mode, rng: differences_from_resamples(resample_aggregates(
+            st, aggregates, n_resamples, mode, n_tasks, replication, higher_is_better,
+            seed=rng, progress=progress), level, threshold))
     out.attrs.update(conf_level=level, threshold=threshold, n_resamples=n_resamples)
     return out
 
