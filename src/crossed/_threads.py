@@ -23,6 +23,9 @@ from contextlib import AbstractContextManager, contextmanager
 
 from threadpoolctl import ThreadpoolController
 
+__all__ = ["available_cpus", "blas_threads", "helper_thread", "single_blas_thread",
+           "use_helper_thread"]
+
 _CONTROLLER: ThreadpoolController | None = None
 _HELPER: ThreadPoolExecutor | None = None
 _HELPER_WANTED: bool | None = None

@@ -14,6 +14,8 @@ from crossed.engines.native import LmerControl
 from crossed.fit import LmerFit
 from crossed.formula import parse
 
+__all__ = ["lmer"]
+
 
 def lmer(formula: str, data: pd.DataFrame, reml: bool = True, engine: str = "native",
          reference: dict[str, str] | None = None, na_action: str = "omit",

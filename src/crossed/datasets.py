@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pandas as pd
 
+__all__ = ["DATA_SUFFIXES", "data_format", "list_datasets", "load_dataset", "read_data"]
+
 # file name and the columns that are factors (read as strings, as R's reference fits do)
 _DATASETS: dict[str, tuple[str, tuple[str, ...]]] = {
     "exist_multi": ("exist_multi.csv", ("architecture", "model", "language", "task", "mode")),

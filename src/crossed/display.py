@@ -14,6 +14,9 @@ from crossed.model.result import provide
 if TYPE_CHECKING:
     from crossed.fit import LmerFit
 
+__all__ = ["format_cell", "format_correlation", "format_fixed_effects", "format_pvalue",
+           "format_random_effects", "format_summary", "r_abbreviate", "signif_stars"]
+
 _VOWELS = set("aeiou")
 
 

@@ -21,6 +21,8 @@ import sys
 import traceback
 import warnings
 
+__all__ = ["EXIT_ERROR", "build_parser", "describe_error", "main", "plain_message"]
+
 _COMMAND_MODULES = (
     "crossed.cli.fit",
     "crossed.cli.resample",

@@ -6,6 +6,8 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+__all__ = ["check_output", "check_output_dir", "write_output"]
+
 
 def check_output(path: str | Path, option: str = "-o") -> Path:
     """Refuse an output file that cannot be written, before any work is done.

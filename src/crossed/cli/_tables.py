@@ -10,6 +10,8 @@ import pandas as pd
 
 from crossed.display import format_cell
 
+__all__ = ["dump_json", "print_notes", "records", "text_table"]
+
 
 def text_table(df: pd.DataFrame, title: str | None = None) -> str:
     """Aligned text of a table (4 significant digits; empty cells for missing values)."""

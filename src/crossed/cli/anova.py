@@ -8,6 +8,8 @@ import warnings
 from crossed.cli._tables import dump_json, print_notes, text_table
 from crossed.cli.fit import JSON_HELP, add_model_arguments, fit_from_args
 
+__all__ = ["register"]
+
 
 def _run(args: argparse.Namespace) -> int:
     with warnings.catch_warnings(record=True) as caught:

@@ -8,6 +8,8 @@ from crossed.cli._tables import dump_json
 from crossed.cli.fit import JSON_HELP, add_model_arguments, parse_reference, read_model_table
 from crossed.evaluation.compare_engines import compare_engines, format_comparison
 
+__all__ = ["register"]
+
 
 def _run(args: argparse.Namespace) -> int:
     data, _ = read_model_table(args)

@@ -11,6 +11,9 @@ from crossed.api import lmer
 from crossed.cli._tables import dump_json
 from crossed.datasets import list_datasets, load_dataset, read_data
 
+__all__ = ["DATA_HELP", "JSON_HELP", "add_model_arguments", "add_model_options", "fit_from_args",
+           "parse_reference", "read_model_table", "read_table", "register"]
+
 JSON_HELP = "machine-readable output (strict JSON: NaN and infinite numbers are null)"
 DATA_HELP = ("data file (.csv, .tsv, .jsonl, .json, each optionally .gz, or .parquet) or a "
              "bundled dataset name")

@@ -10,6 +10,8 @@ from crossed.cli._files import check_output, write_output
 from crossed.cli.fit import DATA_HELP, read_table
 from crossed.evaluation.headroom import headroom
 
+__all__ = ["register"]
+
 
 def _source(text: str):
     """A number, a lookup table (CSV/Parquet file), or a column name."""

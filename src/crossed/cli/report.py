@@ -8,6 +8,8 @@ from crossed.cli._files import check_output, write_output
 from crossed.cli.fit import DATA_HELP, add_model_options, parse_reference, read_model_table
 from crossed.evaluation.specs import resolve_formula
 
+__all__ = ["register"]
+
 
 def _run(args: argparse.Namespace) -> int:
     try:

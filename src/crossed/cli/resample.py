@@ -17,6 +17,8 @@ import pandas as pd
 
 from crossed.cli._files import check_output, check_output_dir, write_output
 
+__all__ = ["ANALYSES", "register"]
+
 ANALYSES = ("variance", "aggregates", "pairwise", "ranks", "predict")
 
 

@@ -17,6 +17,8 @@ from crossed.cli.fit import (
 from crossed.evaluation import specs as specs_mod
 from crossed.evaluation.compare_specs import compare_specs
 
+__all__ = ["register"]
+
 
 def _run_compare(args: argparse.Namespace) -> int:
     data, name = read_model_table(args)

@@ -22,6 +22,10 @@ from crossed.design.frame import (
 from crossed.formula.grammar import plain_message, power_in_calls
 from crossed.formula.safety import SAFE_CONTEXT
 
+__all__ = ["FixedDesign", "MatrixSpec", "RANK_TOL", "build_fixed", "build_matrix",
+           "build_response", "check_reserved_levels", "independent_columns", "split_colons",
+           "subset_fixed"]
+
 RANK_TOL = 1e-7
 
 

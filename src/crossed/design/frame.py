@@ -17,6 +17,11 @@ from crossed._warn import warn
 from crossed.formula.safety import expression_names
 from crossed.formula.spec import ModelSpec
 
+__all__ = ["DataError", "PreparedFrame", "check_column", "check_finite", "check_numeric_response",
+           "check_response_varies", "check_scale", "encode_new", "expression_variables",
+           "is_categorical", "labels_of", "level_label", "prepare", "quote_dotted", "r_number",
+           "used_columns", "value_columns"]
+
 _IDENT = re.compile(r"`[^`]+`|(?:[^\W\d]|\.)[\w.]*")
 
 

@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     from crossed.design.fixed import MatrixSpec
     from crossed.design.random import ReBlock
 
+__all__ = ["NewRows", "build_new", "check_new_values", "describe_level", "encode", "missing_rows",
+           "new_level_codes"]
+
 _UNSEEN = re.compile(r"not seen in original dataset\): (\{.*\})", re.S)
 
 

@@ -18,6 +18,9 @@ from crossed.design.fixed import MatrixSpec, build_matrix
 from crossed.design.frame import DataError, level_label
 from crossed.formula.spec import RandomTermSpec
 
+__all__ = ["RandomDesign", "ReBlock", "ReTerm", "TermColumns", "assemble_random", "build_random",
+           "group_codes", "subset_random"]
+
 
 @dataclass(frozen=True)
 class ReTerm:

@@ -15,6 +15,8 @@ import numpy as np
 from crossed.design import Design
 from crossed.design.random import ReBlock, TermColumns, assemble_random
 
+__all__ = ["TermPiece", "reduced_design"]
+
 
 @dataclass(frozen=True)
 class TermPiece:

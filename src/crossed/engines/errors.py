@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+__all__ = ["EngineUnavailableError", "UnsupportedModelError"]
+
 
 class UnsupportedModelError(ValueError):
     """The engine cannot express this model specification.

@@ -40,6 +40,10 @@ from crossed.engines.registry import FunctionEngine
 from crossed.model.convergence import ConvergenceStatus
 from crossed.model.result import LmerFit
 
+__all__ = ["ENGINE", "INSTALL_R", "INSTALL_RPY2", "R_PACKAGES_DEBIAN", "assemble_fit",
+           "design_to_r", "fit_lme4", "info_from_r", "lme4_issue", "lmertest_tables", "r_session",
+           "to_r_frame"]
+
 R_PACKAGES_DEBIAN = {"lme4": "r-cran-lme4", "lmerTest": "r-cran-lmertest",
                      "pbkrtest": "r-cran-pbkrtest"}
 INSTALL_R = ("apt-get install -y --no-install-recommends r-base-core r-cran-lme4 "

@@ -22,6 +22,8 @@ from crossed.engines.errors import UnsupportedModelError
 from crossed.formula import parse
 from crossed.model.result import LmerFit
 
+__all__ = ["from_pymer4"]
+
 
 def from_pymer4(model: Any, reference: dict[str, str] | None = None,
                 data_name: str = "data") -> LmerFit:

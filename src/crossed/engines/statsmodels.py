@@ -40,6 +40,10 @@ from crossed.engines.registry import FunctionEngine
 from crossed.model.convergence import ConvergenceStatus
 from crossed.model.result import LmerFit
 
+__all__ = ["ENGINE", "Layout", "MAX_COST", "MAX_DENSE_ENTRIES", "POLISH", "SUGGEST",
+           "build_model", "check_size", "fit_best", "fit_statsmodels", "supports",
+           "theta_from_statsmodels", "translate"]
+
 # dense entries of the per-group variance-component matrices above which statsmodels would
 # need more than ~400 MB (and hours): the InstEval-sized crossed designs
 MAX_DENSE_ENTRIES = 50_000_000

@@ -12,6 +12,8 @@ from crossed.api import lmer
 from crossed.engines import available, get_engine
 from crossed.engines.errors import EngineUnavailableError, UnsupportedModelError
 
+__all__ = ["QUANTITIES", "compare_engines", "format_comparison"]
+
 QUANTITIES = ("criterion", "fixef", "std_error", "variance", "covariance", "sigma", "theta",
               "time_s")
 

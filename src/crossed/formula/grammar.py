@@ -11,6 +11,9 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+__all__ = ["FormulaError", "ParsedFormula", "RawRandomTerm", "parse_formula", "plain_message",
+           "power_in_calls", "split_outside_ticks"]
+
 # R's names: letters (any alphabet), digits, '.' and '_', not starting with a digit; or
 # anything but a backtick inside backticks
 _NAME = re.compile(r"`[^`]+`|(?:[^\W\d]|\.)[\w.]*")

@@ -30,6 +30,9 @@ from formulaic.utils.code import sanitize_variable_names
 
 from crossed.formula.grammar import FormulaError, plain_message
 
+__all__ = ["ALLOWED_TEXT", "MAX_EXPONENT", "MAX_POLY_DEGREE", "SAFE_CONTEXT", "check_expression",
+           "check_python", "expression_names"]
+
 # name -> (max positional arguments, allowed keywords); the first argument is the data
 _MATH = ("log", "log2", "log10", "log1p", "exp", "exp2", "expm1", "sqrt", "abs")
 _NP_FUNCS: dict[str, tuple[int, frozenset[str]]] = {

@@ -14,6 +14,8 @@ from crossed.formula.grammar import (
 )
 from crossed.formula.safety import check_expression
 
+__all__ = ["ModelSpec", "RandomTermSpec", "check_spec", "expand_group", "parse"]
+
 _PLAIN_NAME = re.compile(r"(?:[^\W\d]|\.(?![0-9]))[\w.]*")
 
 

@@ -23,6 +23,8 @@ import functools
 import numpy as np
 from scipy import optimize, special, stats
 
+__all__ = ["METHODS", "adjust_p", "critical_values", "ptukey_sf", "qtukey"]
+
 METHODS = ("tukey", "dunnettx", "sidak", "bonferroni", "holm", "fdr", "none")
 
 

@@ -27,6 +27,8 @@ from crossed.inference.hypotheses import hypotheses
 if TYPE_CHECKING:
     from crossed.fit import LmerFit
 
+__all__ = ["ANOVA_COLUMNS", "anova", "f_test"]
+
 ANOVA_COLUMNS = ["term", "sum_sq", "mean_sq", "num_df", "den_df", "statistic", "p_value"]
 
 

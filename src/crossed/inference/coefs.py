@@ -13,6 +13,8 @@ from crossed.inference.ddf import contrast_t, normalise_ddf
 if TYPE_CHECKING:
     from crossed.fit import LmerFit
 
+__all__ = ["coef_table", "contrast_tests"]
+
 
 def contrast_tests(fit: LmerFit, L: np.ndarray, ddf: str = "satterthwaite",
                    level: float = 0.95) -> pd.DataFrame:

@@ -38,6 +38,9 @@ from crossed._warn import warn
 if TYPE_CHECKING:
     from crossed.fit import LmerFit
 
+__all__ = ["EFFECT_COLUMNS", "cohens_f2", "eta_squared", "f_to_effect", "ncp_interval",
+           "omega_squared"]
+
 EFFECT_COLUMNS = ["term", "estimate", "conf_low", "conf_high", "num_df", "den_df"]
 
 

@@ -43,6 +43,10 @@ from crossed.inference.hypotheses import TermInfo, zapsmall
 if TYPE_CHECKING:
     from crossed.fit import LmerFit
 
+__all__ = ["EMMeans", "INTERACTION_NOTE", "JOINT_DEP_NOTE", "JOINT_EST_NOTE", "NONEST",
+           "NONEST_NOTE", "emmeans", "full_grid_matrix", "grid_variables", "joint_tests",
+           "reference_grid"]
+
 INTERACTION_NOTE = "NOTE: Results may be misleading due to involvement in interactions"
 NONEST = "nonEst"
 NONEST_NOTE = ("nonEst: not estimable on this rank-deficient fit (an empty cell of the "

@@ -30,6 +30,9 @@ if TYPE_CHECKING:
     from crossed.design.fixed import MatrixSpec
     from crossed.fit import LmerFit
 
+__all__ = ["ESTIMABLE_TOL", "NullBasis", "QR_TOL", "SVD_TOL", "estimable_subspace",
+           "fit_null_basis", "is_estimable", "nonest_basis", "r_qr"]
+
 ESTIMABLE_TOL = 1e-8
 """``estimability::is.estble``'s default tolerance (emmeans' ``estble.tol``)."""
 QR_TOL = 1e-7

@@ -26,6 +26,9 @@ from crossed.design.fixed import build_matrix, split_colons
 if TYPE_CHECKING:
     from crossed.fit import LmerFit
 
+__all__ = ["TermInfo", "doolittle_upper", "full_indicator_design", "hypotheses", "split_term",
+           "type1", "type2", "type3", "zapsmall"]
+
 
 def split_term(label: str) -> list[str]:
     """Variables of a term label (``"a:b"`` -> ``["a", "b"]``), ':' inside brackets kept."""

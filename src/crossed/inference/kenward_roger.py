@@ -33,6 +33,8 @@ from scipy import linalg
 if TYPE_CHECKING:
     from crossed.fit import LmerFit
 
+__all__ = ["KRModel", "MAX_Q", "kr_f_test", "kr_t", "lb_ddf"]
+
 MAX_Q = 6000
 """Largest total number of random effects for which Kenward–Roger is computed."""
 

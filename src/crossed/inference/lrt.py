@@ -26,6 +26,9 @@ from crossed.design.reduce import TermPiece, reduced_design
 if TYPE_CHECKING:
     from crossed.fit import LmerFit
 
+__all__ = ["COMPARE_COLUMNS", "RANOVA_COLUMNS", "compare", "lm_loglik", "random_bars", "ranova",
+           "variance_components"]
+
 RANOVA_COLUMNS = ["term", "npar", "loglik", "aic", "statistic", "df", "p_value"]
 COMPARE_COLUMNS = ["model", "formula", "npar", "aic", "bic", "loglik", "deviance",
                    "statistic", "df", "p_value"]

@@ -10,6 +10,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+__all__ = ["ZERO_TOL", "central_derivatives", "mixed_second"]
+
 ZERO_TOL = np.sqrt(np.finfo(float).eps / 7e-7)
 
 

@@ -23,6 +23,8 @@ import pandas as pd
 if TYPE_CHECKING:
     from crossed.fit import LmerFit
 
+__all__ = ["r2_nakagawa", "variance_parts"]
+
 
 def variance_parts(fit: LmerFit) -> dict[str, float]:
     """σ²_f, σ²_r and σ²_ε of Nakagawa's R² (see the module docstring)."""

@@ -22,6 +22,8 @@ from crossed.model.pls import deviance_at
 if TYPE_CHECKING:
     from crossed.fit import LmerFit
 
+__all__ = ["EIG_TOL", "SatterthwaiteModel", "satterthwaite_t"]
+
 EIG_TOL = 1e-8
 
 

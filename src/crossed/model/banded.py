@@ -12,6 +12,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import lapack
 
+__all__ = ["BandedBlocks"]
+
 
 class BandedBlocks:
     """Per-level matrices B_s of one random-effects block, factored together.

@@ -27,6 +27,8 @@ from crossed.model.closed_forms import (
 if TYPE_CHECKING:
     from crossed.model.pls import PLS
 
+__all__ = ["batchable", "objectives"]
+
 
 def batchable(pls: PLS) -> bool:
     """Whether :func:`objectives` evaluates ``pls`` in one batch: a single grouping factor

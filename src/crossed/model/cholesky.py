@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from _ctypes import CFuncPtr, _CArgObject
     from types import ModuleType
 
+__all__ = ["MIN_BLOCKED", "MIN_SPLIT", "PANEL", "cholesky_lower", "split_point"]
+
 PANEL = 96
 """Panel width (columns): measured best among 64, 96, 128, 192 for r ≈ 1,100."""
 MIN_BLOCKED = 400

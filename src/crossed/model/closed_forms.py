@@ -13,6 +13,8 @@ from typing import cast, overload
 
 import numpy as np
 
+__all__ = ["closed_form_1x1", "criterion", "entries_2x2", "g_2x2"]
+
 _B_OFFSET = np.array([[1.0], [0.0], [1.0]])
 _INV_SIGN = np.array([[1.0], [-1.0], [1.0]])
 # q = 2, T = [[t0, 0], [t1, t2]]: B_s = TᵀA_sT + I and G_s = T B_s⁻¹ Tᵀ on their entries,

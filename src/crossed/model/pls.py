@@ -53,6 +53,9 @@ from crossed.model.sparse_map import (
     response_free_products,
 )
 
+__all__ = ["Factor", "MAX_DENSE", "MAX_GROUPED_LEVELS", "PLS", "deviance_at", "profiled_deviance",
+           "tri_inverse", "tri_solve"]
+
 MAX_DENSE = 20000
 MAX_GROUPED_LEVELS = 50_000
 _ONE = np.ones(1)

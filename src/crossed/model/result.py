@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from crossed.formula import ModelSpec
     from crossed.model.pls import PLS, Factor
 
+__all__ = ["LmerFit", "provide"]
+
 
 # ---------------------------------------------------------------- the method table
 # name -> (implementation, the module that provides it: named in the error when missing)

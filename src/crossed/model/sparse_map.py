@@ -19,6 +19,9 @@ import scipy.sparse as sp
 
 from crossed._threads import helper_thread
 
+__all__ = ["MAX_DENSE_PRODUCTS", "MIN_CLASSED_LEVELS", "Products", "SPLIT_NNZ",
+           "SUPPORT_FRACTION", "SparseMap", "T", "build_sparse_map", "response_free_products"]
+
 T = TypeVar("T")
 Products = tuple[np.ndarray, np.ndarray, np.ndarray]
 """Products of W as (target, k, value), sorted by target (see :func:`_upper_products`)."""

@@ -4,3 +4,5 @@ Modules: ``design`` (interaction plots of the design), ``emmeans`` (EMMs with in
 ``ranef`` (caterpillar plots of conditional modes), ``residuals`` (residual checks),
 ``resample`` and ``simulate`` (figures of those analyses).
 """
+
+__all__: list[str] = []

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+__all__ = ["plt"]
+
 
 def plt():
     """``matplotlib.pyplot``, with a clear error when matplotlib is not installed."""

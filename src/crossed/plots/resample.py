@@ -7,6 +7,8 @@ import pandas as pd
 
 from crossed.plots import _mpl
 
+__all__ = ["plot_rank_distribution", "plot_tau_by_size"]
+
 
 def plot_tau_by_size(result, ax=None, show_weighted: bool = True, level: float | None = None):
     """Kendall τ (mean and 5–95 % band over subsets) against subset size, one line per strategy.

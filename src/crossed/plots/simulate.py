@@ -8,6 +8,9 @@ import numpy as np
 
 from crossed.plots import _mpl
 
+__all__ = ["METHOD_LABELS", "plot_ablation", "plot_bootstrap", "plot_power_curve",
+           "plot_residual_diagnostics"]
+
 METHOD_LABELS = {"lmm": "mixed model", "rm_anova": "repeated-measures ANOVA"}
 
 

@@ -26,6 +26,8 @@ from crossed.simulate.simtests import RESULT_KEYS, bind_test, label_of
 if TYPE_CHECKING:
     from crossed.fit import LmerFit
 
+__all__ = ["AblationResult", "COLUMNS", "DEFAULT_FRACTIONS", "ablation", "removal_masks"]
+
 DEFAULT_FRACTIONS = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5)
 COLUMNS = ["fraction", "rep", "method", "n_removed", "nobs", "status", *RESULT_KEYS,
            "detected", "n_subjects", "message"]

@@ -19,6 +19,8 @@ from crossed.simulate.simtests import ContrastTest
 if TYPE_CHECKING:
     from crossed.fit import LmerFit
 
+__all__ = ["BootResult", "CI_TYPES", "STATS", "bootstrap"]
+
 CI_TYPES = ("percentile", "basic", "normal")
 
 

@@ -39,6 +39,9 @@ from crossed.simulate.response import simulate_responses
 if TYPE_CHECKING:
     from crossed.fit import LmerFit
 
+__all__ = ["CHUNK_ELEMENTS", "Diagnostics", "MAX_ROWS", "SimulatedResiduals", "check",
+           "chunk_size", "simulate_residuals"]
+
 
 #: Observations the simulated-residual tests use at most; a larger fit is tested on a random
 #: subsample of this many rows (the tests are then about as powerful as on all rows, and the

@@ -26,6 +26,9 @@ from crossed._conventions import show_progress
 from crossed._threads import use_helper_thread
 from crossed._warn import warn
 
+__all__ = ["BACKENDS", "Seed", "TaskResults", "check_count", "check_unit", "run_tasks",
+           "seed_sequence", "spawn_seeds"]
+
 Seed = int | np.random.Generator | np.random.SeedSequence | None
 
 BACKENDS = ("joblib", "dask")

@@ -23,6 +23,8 @@ from crossed.model.pls import PLS
 if TYPE_CHECKING:
     from crossed.fit import LmerFit
 
+__all__ = ["FIT_ERRORS", "Refitter"]
+
 
 FIT_ERRORS = (Exception,)
 """Exceptions recorded as a failed replicate of a simulation (with the message) instead of

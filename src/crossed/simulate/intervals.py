@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
+__all__ = ["boot_interval", "clopper_pearson", "norm_inter"]
+
 
 def clopper_pearson(successes: np.ndarray | int, trials: np.ndarray | int,
                     level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:

@@ -16,6 +16,8 @@ from crossed.formula import parse
 if TYPE_CHECKING:
     from crossed.fit import LmerFit
 
+__all__ = ["extend", "specify"]
+
 
 def _theta_from_varcorr(design, varcorr: Mapping[str, Any], sigma: float) -> np.ndarray:
     theta = np.zeros(design.random.ntheta)

@@ -25,6 +25,8 @@ from crossed.simulate.simtests import RESULT_KEYS, bind_test, label_of
 if TYPE_CHECKING:
     from crossed.fit import LmerFit
 
+__all__ = ["PowerCurve", "PowerResult", "REPLICATE_COLUMNS", "power_curve", "power_sim"]
+
 REPLICATE_COLUMNS = ["sim", "status", *RESULT_KEYS, "significant", "message"]
 
 

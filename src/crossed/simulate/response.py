@@ -11,6 +11,8 @@ from crossed._conventions import as_generator
 if TYPE_CHECKING:
     from crossed.fit import LmerFit
 
+__all__ = ["Seed", "simulate_responses"]
+
 Seed = int | np.random.Generator | None
 
 

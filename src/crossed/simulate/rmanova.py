@@ -20,6 +20,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+__all__ = ["PreparedRMAnova", "RMAnova"]
+
 
 def _orthonormal_contrasts(k: int) -> np.ndarray:
     """(k − 1) x k orthonormal rows orthogonal to the constant (Helmert, normalised)."""

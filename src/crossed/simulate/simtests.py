@@ -28,6 +28,10 @@ from scipy import stats
 if TYPE_CHECKING:
     from crossed.fit import LmerFit
 
+__all__ = ["CallableTest", "ContrastTest", "JointContrastTest", "LRT_ENGINES",
+           "LikelihoodRatioTest", "RESULT_KEYS", "bind_test", "check_lrt_engine", "emm_contrast",
+           "fixed", "label_of", "lrt"]
+
 RESULT_KEYS = ("estimate", "std_error", "df", "statistic", "p_value")
 
 

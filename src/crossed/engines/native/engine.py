@@ -19,6 +19,8 @@ from crossed.model.finish import finish_fit
 from crossed.model.pls import PLS, profiled_deviance
 from crossed.model.result import LmerFit
 
+__all__ = ["ENGINE", "fit_native", "fit_pls"]
+
 
 def fit_native(design: Design, reml: bool = True, control: LmerControl | None = None,
                data_name: str = "data") -> LmerFit:

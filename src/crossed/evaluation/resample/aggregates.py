@@ -32,6 +32,10 @@ from crossed.evaluation.resample._util import (
 )
 from crossed.evaluation.resample.table import ScoreTable, as_score_table
 
+__all__ = ["AGGREGATES", "REPLICATION_MODES", "Resamples", "TASK_MODES", "aggregate",
+           "aggregates", "draw_task_scores", "per_task_mode", "resample_aggregates",
+           "summarize_resamples"]
+
 AGGREGATES = ("mean", "geometric_mean", "median")
 TASK_MODES = ("fixed", "bootstrap", "subsample")
 REPLICATION_MODES = ("parametric", "nonparametric", "none")

@@ -28,6 +28,8 @@ from scipy.stats import norm
 
 from crossed.evaluation.resample._util import SeedLike, as_generator
 
+__all__ = ["aso", "aso_batch", "aso_matrix", "violation_ratio"]
+
 
 def _grid(dt: float) -> np.ndarray:
     return np.arange(dt, 1.0, dt)

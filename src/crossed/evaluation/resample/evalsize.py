@@ -31,6 +31,8 @@ from crossed.evaluation.resample._util import SeedLike, as_generator, progress_i
 from crossed.evaluation.resample.aso import violation_ratio
 from crossed.evaluation.resample.table import ScoreTable
 
+__all__ = ["EvalSizeResult", "STRATEGIES", "eval_size", "kendall_tau_b"]
+
 STRATEGIES = ("seq", "rand", "rand_seq")
 
 

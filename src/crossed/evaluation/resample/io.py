@@ -32,6 +32,9 @@ import pandas as pd
 from crossed._conventions import renamed_keywords
 from crossed.evaluation.resample.table import ScoreTable, from_replicates, from_summary
 
+__all__ = ["FORMATS", "detect_format", "read_ea_mt", "read_flores", "read_frame", "read_openner",
+           "read_table", "read_xquad"]
+
 FORMATS = ("xquad", "flores", "openner", "ea_mt", "long")
 
 

@@ -12,6 +12,8 @@ import re
 
 import pandas as pd
 
+__all__ = ["language_code", "language_features"]
+
 # code: (name, family, script)
 _LANGUAGES: dict[str, tuple[str, str, str]] = {
     "ara": ("Arabic", "Afro-Asiatic", "Arabic"),

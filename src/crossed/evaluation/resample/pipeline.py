@@ -18,6 +18,8 @@ from crossed.evaluation.resample.ranks import ranks_from_resamples
 from crossed.evaluation.resample.table import ScoreTable, as_score_table
 from crossed.evaluation.resample.variance import VarianceComponents, variance_components
 
+__all__ = ["LeaderboardAnalysis", "analyze"]
+
 
 @dataclass(frozen=True)
 class LeaderboardAnalysis:

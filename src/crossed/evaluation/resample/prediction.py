@@ -28,6 +28,8 @@ from crossed._conventions import renamed_keywords
 from crossed.evaluation.resample._util import SeedLike, as_generator, progress_iter
 from crossed.evaluation.resample.table import _drop_missing
 
+__all__ = ["MODELS", "PredictionResult", "leave_one_task_out", "prediction_frame"]
+
 MODELS = ("baseline", "linear", "gbm", "mixed")
 
 

@@ -15,6 +15,8 @@ from crossed.evaluation.resample.aggregates import (
 )
 from crossed.evaluation.resample.table import as_score_table
 
+__all__ = ["rank_distribution", "rank_table", "ranks_from_resamples"]
+
 
 def ranks_from_resamples(res: Resamples) -> pd.DataFrame:
     """Share of resamples in which each system takes each rank, for every aggregate.

@@ -23,6 +23,8 @@ from crossed._conventions import renamed_keywords
 from crossed._warn import warn
 from crossed.evaluation.resample._util import SeedLike, as_generator
 
+__all__ = ["ScoreTable", "as_score_table", "from_items", "from_replicates", "from_summary"]
+
 
 @dataclass(frozen=True)
 class ScoreTable:

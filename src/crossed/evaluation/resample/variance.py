@@ -30,6 +30,8 @@ from crossed._conventions import renamed_keywords
 from crossed.evaluation.resample._util import SeedLike, as_generator, chunks, progress_iter
 from crossed.evaluation.resample.table import ScoreTable, as_score_table
 
+__all__ = ["COMPONENTS", "VarianceComponents", "variance_components"]
+
 COMPONENTS = ("mean", "between_task_sd", "seed_sd", "boot_sd", "within_sd")
 
 
