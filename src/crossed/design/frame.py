@@ -46,7 +46,7 @@ def r_number(value: float) -> str:
     v = float(value)
     if not np.isfinite(v):
         return "NaN" if np.isnan(v) else ("Inf" if v > 0 else "-Inf")
-    if v == int(v) and abs(v) < 1e15:
+    if v == int(v):  # R's fixed notation ("%.0f") writes every digit of a whole number
         fixed = str(int(v))
     else:
         fixed = np.format_float_positional(v, precision=15, unique=False, fractional=False,
@@ -66,7 +66,9 @@ def level_label(value: object) -> str:
         return value
     if isinstance(value, bool | np.bool_):
         return "TRUE" if value else "FALSE"
-    if isinstance(value, int | np.integer) and abs(int(value)) < 10**15:
+    if isinstance(value, int | np.integer):
+        # every digit, as R writes a whole number below 1e15; larger integers (64-bit IDs)
+        # too, where R, holding them as doubles, would merge distinct ones into one level
         return str(int(value))
     if isinstance(value, numbers.Real):
         return r_number(float(value))
@@ -329,6 +331,7 @@ def prepare(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -> Pre
         raise DataError("the data table is empty (0 rows)")
     label = {str(c): c for c in data.columns}
     used, groups = used_columns(spec, list(label))
+    check_unique_columns(data, used)
     as_value = value_columns(spec, list(label))
     # the used columns as arrays (a frame is built once, at the end: cheaper than .loc or
     # column-wise frame operations for a few columns)
@@ -420,11 +423,21 @@ def encode_new(data: pd.DataFrame, levels: dict[str, list], columns: list[str]) 
     missing = [c for c in columns if c not in data.columns]
     if missing:
         raise DataError(f"column {missing[0]!r} is not in the new data")
+    check_unique_columns(data, columns, "new data")
     frame = data.loc[:, columns].copy()
     for col in levels:
         if col in frame.columns:
             frame[col] = labels_of(frame[col])
     return frame
+
+
+def check_unique_columns(data: pd.DataFrame, columns: list[str], what: str = "data") -> None:
+    """Refuse a used column whose name appears more than once in ``data``."""
+    counts = pd.Series([str(c) for c in data.columns]).value_counts()
+    for c in columns:
+        if counts.get(c, 0) > 1:
+            raise DataError(f"column {c!r} appears {int(counts[c])} times in the {what}; "
+                            "give each column a distinct name")
 
 
 def _bools_as_labels(values: np.ndarray) -> np.ndarray:

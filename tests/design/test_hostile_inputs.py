@@ -1,0 +1,67 @@
+"""Hostile data and new data found by adversarial probing (issue 14): each case is a clear
+error naming the culprit, or R's answer."""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import crossed
+from crossed import DataError
+from crossed.design.frame import level_label, r_number
+
+
+def _data(n: int = 120, seed: int = 1) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    d = pd.DataFrame({"g": rng.integers(0, 8, n), "h": rng.choice(list("pqrs"), n),
+                      "x": rng.normal(size=n), "f": rng.choice(list("abc"), n)})
+    d["y"] = d.x + (d.f == "b") + rng.normal(size=n) + d.g * 0.3
+    return d
+
+
+def _quiet(formula, data, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return crossed.lmer(formula, data, **kw)
+
+
+def test_duplicated_used_column_is_refused_by_name():
+    d = _data()
+    with pytest.raises(DataError, match="'x' appears 2 times"):
+        crossed.lmer("y ~ x + (1 | g)", pd.concat([d, d[["x"]]], axis=1))
+
+
+def test_duplicated_unused_column_is_fine():
+    d = _data()
+    fit = _quiet("y ~ x + (1 | g)", pd.concat([d, d[["f"]]], axis=1))
+    assert fit.nobs == len(d)
+
+
+def test_duplicated_column_in_new_data_is_refused_by_name():
+    d = _data()
+    fit = _quiet("y ~ x + (1 | g)", d)
+    with pytest.raises(DataError, match="'x' appears 2 times in the new data"):
+        fit.predict(pd.concat([d.head(3), d.head(3)[["x"]]], axis=1))
+
+
+# Rscript -e 'as.character(c(2^62, 2^62 + 1024, 123456789012345678, 2^70))'
+# [1] "4611686018427387904" "4611686018427388928" "123456789012345680" "1.18059162071741e+21"
+@pytest.mark.parametrize("value,label", [
+    (2.0**62, "4611686018427387904"), (2.0**62 + 1024, "4611686018427388928"),
+    (123456789012345678.0, "123456789012345680"), (2.0**70, "1.18059162071741e+21"),
+    (1e15 + 1, "1e+15"),
+])
+def test_large_whole_numbers_are_labelled_as_r_writes_them(value, label):
+    assert r_number(value) == label
+
+
+def test_large_integer_ids_stay_distinct_levels():
+    # 64-bit IDs used to be labelled with 15 significant digits, so all became one level
+    d = _data()
+    d["z"] = d["g"] + 2**62
+    fit = _quiet("y ~ x + (1 | z)", d)
+    assert fit.ngroups == {"z": 8}
+    assert level_label(np.int64(2**62 + 1)) == "4611686018427387905"
+    ref = _quiet("y ~ x + (1 | g)", d)
+    np.testing.assert_allclose(fit.fixef.to_numpy(), ref.fixef.to_numpy(), rtol=1e-6)
