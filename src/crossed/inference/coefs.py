@@ -24,6 +24,15 @@ def normalise_ddf(ddf: str) -> str:
     return aliases[key]
 
 
+def check_level(level: object, name: str = "level") -> float:
+    """A confidence level strictly between 0 and 1 (``0.95``), else a ValueError naming
+    the argument (R's ``confint`` would return NaN or a zero-width interval)."""
+    if (isinstance(level, bool | np.bool_) or not isinstance(level, int | float | np.number)
+            or not 0.0 < float(level) < 1.0):
+        raise ValueError(f"{name} must be a number between 0 and 1 (e.g. 0.95), got {level!r}")
+    return float(level)
+
+
 def contrast_tests(fit: LmerFit, L: np.ndarray, ddf: str = "satterthwaite",
                    level: float = 0.95) -> pd.DataFrame:
     """t tests of the rows of ``L @ beta`` with the chosen denominator df.
@@ -31,6 +40,7 @@ def contrast_tests(fit: LmerFit, L: np.ndarray, ddf: str = "satterthwaite",
     Returns the columns ``estimate, std_error, df, statistic, p_value, conf_low, conf_high``.
     """
     method = normalise_ddf(ddf)
+    level = check_level(level)
     L = np.atleast_2d(np.asarray(L, dtype=float))
     if method == "satterthwaite":
         from crossed.inference.satterthwaite import satterthwaite_t

@@ -17,6 +17,7 @@ emmeans does (``tukey``: the number of means; others: the number of contrasts).
 
 from __future__ import annotations
 
+import ast
 import itertools
 import re
 import warnings
@@ -55,7 +56,9 @@ def _as_list(x) -> list[str]:
         return []
     if isinstance(x, str):
         return [v.strip() for v in x.replace("*", ":").split(":") if v.strip()]
-    return [str(v) for v in x]
+    if not isinstance(x, list | tuple) or not all(isinstance(v, str) for v in x):
+        raise TypeError(f"specs and by take a variable name or a list of names, got {x!r}")
+    return list(x)
 
 
 def grid_variables(fit: LmerFit) -> list[str]:
@@ -71,6 +74,33 @@ def grid_variables(fit: LmerFit) -> list[str]:
                     order.append(c)
     order += sorted(used - set(order))
     return order
+
+
+def _factor_made_columns(fit: LmerFit) -> set[str]:
+    """Numeric columns the fixed part turns into factors with ``C(column, ...)``: emmeans
+    puts every level of such a column in the reference grid, not its mean."""
+    cols = set(fit.design.columns)
+    out: set[str] = set()
+    for node in ast.walk(_parse_or_none(fit.design.spec.fixed or "")):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and node.func.id == "C" and node.args):
+            arg = node.args[0]
+            if isinstance(arg, ast.Name) and arg.id in cols:
+                out.add(arg.id)
+            elif (isinstance(arg, ast.Call) and isinstance(arg.func, ast.Name)
+                  and arg.func.id == "Q" and arg.args and isinstance(arg.args[0], ast.Constant)
+                  and arg.args[0].value in cols):
+                out.add(str(arg.args[0].value))
+    return out
+
+
+def _parse_or_none(text: str) -> ast.AST:
+    """``text`` (a fixed part such as ``C(g) * x``) as a Python expression, or an empty
+    module when it is not one (backticked names: no ``C()`` to find then)."""
+    try:
+        return ast.parse(text.replace("~", " "), mode="eval")
+    except SyntaxError:
+        return ast.parse("")
 
 
 def reference_grid(fit: LmerFit, cov_reduce: str = "mean") -> tuple[pd.DataFrame, np.ndarray]:
@@ -95,9 +125,12 @@ def reference_grid(fit: LmerFit, cov_reduce: str = "mean") -> tuple[pd.DataFrame
         raise ValueError("the fit keeps no data columns; a reference grid needs them")
     levels = fit.design.levels
     values: dict[str, list] = {}
+    made_factors = _factor_made_columns(fit)
     for v in grid_variables(fit):
         if v in levels:
             values[v] = list(levels[v])
+        elif v in made_factors:  # C(g) of a numeric g: emmeans uses factor(g)'s levels
+            values[v] = sorted(pd.unique(frame[v].to_numpy()).tolist())
         else:
             m = float(np.mean(frame[v].to_numpy(dtype=float)))
             values[v] = [m] if cov_reduce == "mean" else [m - 1.0, m + 1.0]

@@ -217,6 +217,10 @@ def compare(*fits: LmerFit, names: list[str] | None = None, refit: bool = True) 
     """
     if len(fits) < 2:
         raise ValueError("compare() needs at least two fits")
+    for i, f in enumerate(fits):
+        if not (hasattr(f, "design") and hasattr(f, "loglik")):
+            raise TypeError(f"compare() takes fitted models (LmerFit); argument {i + 1} is "
+                            f"{type(f).__name__}")
     names = list(names) if names is not None else [f"model_{i + 1}" for i in range(len(fits))]
     if len(names) != len(fits):
         raise ValueError("names must have one label per fit")

@@ -1,0 +1,77 @@
+"""Inference on hostile specifications found by adversarial probing (issue 14)."""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import crossed
+
+
+def _data(n: int = 120, seed: int = 1) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    d = pd.DataFrame({"g": rng.integers(0, 8, n), "h": rng.choice(list("pqrs"), n),
+                      "x": rng.normal(size=n), "f": rng.choice(list("abc"), n)})
+    d["y"] = d.x + (d.f == "b") + rng.normal(size=n) + d.g * 0.3
+    return d
+
+
+def _quiet(formula, data, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return crossed.lmer(formula, data, **kw)
+
+
+# d <- read.csv("d1.csv")   # _data() written with to_csv(index=False)
+# m <- lmer(y ~ factor(g) + (1|h), d); as.data.frame(emmeans(m, "g"))   # (KR df)
+R_EMM_FACTOR_G = [-0.1098566, 0.5955702, 1.0950878, 1.4934082, 1.4078381, 1.7777746,
+                  1.7311042, 2.3904527]
+R_SE_FACTOR_G = [0.4147151, 0.4866301, 0.3948968, 0.3947180, 0.4175978, 0.5093416,
+                 0.3388833, 0.4668229]
+
+
+def test_emmeans_of_a_numeric_column_made_a_factor_with_C_has_every_level():
+    # it used to give one row at the mean of g, with the reference level's linear function
+    fit = _quiet("y ~ C(g) + (1 | h)", _data())
+    tab = fit.emmeans("g", ddf="kenward-roger").table()
+    assert tab["g"].tolist() == list(range(8))
+    np.testing.assert_allclose(tab["estimate"], R_EMM_FACTOR_G, atol=1e-6)
+    np.testing.assert_allclose(tab["std_error"], R_SE_FACTOR_G, rtol=1e-4)
+
+
+def test_emmeans_of_C_column_by_another_factor():
+    fit = _quiet("y ~ C(g) * x + f + (1 | h)", _data())
+    tab = fit.emmeans("g", by="f").table()
+    assert len(tab) == 8 * 3
+    assert tab["estimate"].notna().all()
+
+
+@pytest.mark.parametrize("specs", [3, [1, 2], {"f": 1}])
+def test_emmeans_specs_of_the_wrong_type_are_refused_by_name(specs):
+    fit = _quiet("y ~ x + f + (1 | g)", _data())
+    with pytest.raises(TypeError, match="specs and by"):
+        fit.emmeans(specs)
+
+
+@pytest.mark.parametrize("level", [1.5, 0, 1, -0.1, True, "0.95", np.nan])
+def test_confidence_level_outside_0_1_is_refused(level):
+    # coef_table(level=1.5) used to give NaN intervals, level=0 zero-width ones
+    fit = _quiet("y ~ x + f + (1 | g)", _data())
+    with pytest.raises(ValueError, match="level must be a number between 0 and 1"):
+        fit.coef_table(level=level)
+    with pytest.raises(ValueError, match="level must be a number between 0 and 1"):
+        fit.emmeans("f", level=level).table()
+
+
+@pytest.mark.parametrize("ci", [2, 0, -1])
+def test_eta_squared_ci_outside_0_1_is_refused(ci):
+    fit = _quiet("y ~ x + f + (1 | g)", _data())
+    with pytest.raises(ValueError, match="ci must be a number between 0 and 1"):
+        fit.eta_squared(ci=ci)
+
+
+def test_compare_refuses_a_non_fit_by_position():
+    fit = _quiet("y ~ x + f + (1 | g)", _data())
+    with pytest.raises(TypeError, match="argument 2 is int"):
+        crossed.compare(fit, 3)
