@@ -65,3 +65,23 @@ def test_large_integer_ids_stay_distinct_levels():
     assert level_label(np.int64(2**62 + 1)) == "4611686018427387905"
     ref = _quiet("y ~ x + (1 | g)", d)
     np.testing.assert_allclose(fit.fixef.to_numpy(), ref.fixef.to_numpy(), rtol=1e-6)
+
+
+# R: lmer(y ~ factor(f, levels = c("a", "b")) + (1|g), d) drops the 'c' rows (NA levels);
+# formulaic coded them as the reference level 'a', keeping all 120 rows: a wrong fit
+@pytest.mark.parametrize("levels", ["['a', 'b']", "['a']", "['b', 'c']"])
+def test_values_outside_C_levels_are_refused(levels):
+    with pytest.raises(DataError, match=r"outside the levels given to C\(") as err:
+        _quiet(f"y ~ x + C(f, levels={levels}) + (1 | g)", _data())
+    assert "C(f, levels=" in str(err.value)
+
+
+def test_C_levels_listing_every_value_is_fine():
+    fit = _quiet("y ~ x + C(f, levels=['c', 'a', 'b']) + (1 | g)", _data())
+    assert fit.nobs == 120
+    assert [n[-1] for n in fit.fixef_names[2:]] == ["a", "b"]
+
+
+def test_values_outside_C_levels_in_a_random_term_are_refused():
+    with pytest.raises(DataError, match=r"outside the levels given to C\("):
+        _quiet("y ~ x + (C(f, levels=['a', 'b']) | h)", _data())

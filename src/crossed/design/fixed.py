@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 from formulaic import model_matrix
+from formulaic.errors import DataMismatchWarning
 from formulaic.model_spec import ModelSpec as FormulaicSpec
 
 from crossed.design.frame import DataError, check_finite, check_numeric_response, quote_dotted
@@ -16,6 +17,32 @@ from crossed.formula.grammar import plain_message, power_in_calls
 from crossed.formula.safety import SAFE_CONTEXT
 
 RANK_TOL = 1e-7
+
+
+def _model_matrix(text: str, frame: pd.DataFrame, what: str, expr: str, **kw):
+    """formulaic's ``model_matrix``; its errors, and values outside the levels given to
+    ``C()`` (which it would silently code as the reference level), become a DataError."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", category=DataMismatchWarning)
+        try:
+            return model_matrix(text, frame, na_action="raise", context=SAFE_CONTEXT, **kw)
+        except DataError:
+            raise
+        except Exception as exc:  # formulaic's errors carry the expression at fault
+            raise DataError(f"cannot build the {what} matrix for {expr!r}: "
+                            f"{_unlisted_message(exc) or plain_message(exc)}") from exc
+
+
+def _unlisted_message(exc: BaseException) -> str | None:
+    """Plain words for a DataMismatchWarning raised (as an error) inside formulaic."""
+    while exc is not None:
+        if isinstance(exc, DataMismatchWarning):
+            found = re.search(r"\{.*\}", str(exc))
+            return ("the data hold values outside the levels given to C(..., levels=...)"
+                    f"{': ' + found.group(0) if found else ''}; R's factor(x, levels=) "
+                    "would make those rows missing: drop them first, or list every level")
+        exc = exc.__cause__ or exc.__context__
+    return None
 
 
 @dataclass(frozen=True)
@@ -32,7 +59,17 @@ class MatrixSpec:
     def build(self, frame: pd.DataFrame) -> np.ndarray:
         if self.formulaic is None:
             return _plain_matrix(self.plain, frame)[:, list(self.keep)]
-        mm = self.formulaic.get_model_matrix(frame, output="numpy", context=SAFE_CONTEXT)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("error", category=DataMismatchWarning)
+            try:
+                mm = self.formulaic.get_model_matrix(frame, output="numpy",
+                                                     context=SAFE_CONTEXT)
+            except Exception as exc:
+                message = _unlisted_message(exc)
+                if message is None:
+                    raise
+                raise DataError(f"cannot build the model matrix of the new data: "
+                                f"{message}") from exc
         return np.asarray(mm, dtype=float)[:, list(self.keep)]
 
 
@@ -214,14 +251,7 @@ def build_fixed(rhs: str, frame: pd.DataFrame, caret: bool = False) -> FixedDesi
         labels, assign = list(names), list(range(len(names)))
     else:
         text = quote_dotted(rhs, set(frame.columns))
-        try:
-            mm = model_matrix(text, frame, output="pandas", na_action="raise",
-                              context=SAFE_CONTEXT)
-        except DataError:
-            raise
-        except Exception as exc:  # formulaic's errors carry the expression at fault
-            raise DataError(f"cannot build the fixed-effects matrix for {rhs!r}: "
-                            f"{plain_message(exc)}") from exc
+        mm = _model_matrix(text, frame, "fixed-effects", rhs, output="pandas")
         fspec = mm.model_spec
         X = np.asarray(mm.to_numpy(), dtype=float)
         names, labels, assign = _r_column_names(fspec, list(mm.columns), caret)
@@ -280,12 +310,7 @@ def build_matrix(
                           plain=plain)
         return _plain_matrix(plain, frame), names, spec
     text = quote_dotted(power_in_calls(expr), set(frame.columns))
-    try:
-        mm = model_matrix(text, frame, output="pandas", na_action="raise",
-                          context=SAFE_CONTEXT)
-    except Exception as exc:
-        raise DataError(f"cannot build the random-effects matrix for {expr!r}: "
-                        f"{plain_message(exc)}") from exc
+    mm = _model_matrix(text, frame, "random-effects", expr, output="pandas")
     names, _, _ = _r_column_names(mm.model_spec, list(mm.columns), caret)
     keep = tuple(range(len(names)))
     return (
