@@ -75,3 +75,27 @@ def test_compare_refuses_a_non_fit_by_position():
     fit = _quiet("y ~ x + f + (1 | g)", _data())
     with pytest.raises(TypeError, match="argument 2 is int"):
         crossed.compare(fit, 3)
+
+
+def test_pairs_of_a_single_mean_is_nothing_nonest():
+    # R: pairs(emmeans(m, "x")) prints "(nothing)  nonEst"; crossed raised
+    # "need at least one array to concatenate"
+    fit = _quiet("y ~ x + f + (1 | g)", _data())
+    tab = fit.emmeans("x").pairs()
+    assert tab["contrast"].tolist() == ["(nothing)"]
+    assert tab["note"].tolist() == ["nonEst"] and tab["estimate"].isna().all()
+
+
+@pytest.mark.parametrize("ref", [3, -1, 1.0, True])
+def test_trt_vs_ctrl_ref_out_of_range_is_refused(ref):
+    fit = _quiet("y ~ x + f + (1 | g)", _data())
+    with pytest.raises(ValueError, match="ref must be the index of the control level"):
+        fit.emmeans("f").contrast("trt.vs.ctrl", ref=ref)
+
+
+@pytest.mark.parametrize("weights,match", [({}, "dict is empty"),
+                                           ({"a": ["x", 1, 2]}, "'a': weights must be numbers")])
+def test_bad_contrast_weights_are_refused_by_name(weights, match):
+    fit = _quiet("y ~ x + f + (1 | g)", _data())
+    with pytest.raises(ValueError, match=match):
+        fit.emmeans("f").contrast(weights)

@@ -11,6 +11,19 @@ import pandas as pd
 from crossed.display import format_cell
 
 
+def count_arg(text: str) -> int:
+    """An argparse type: a whole number >= 0 (digits printed, counts)."""
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {value}")
+    return value
+
+
 def text_table(df: pd.DataFrame, title: str | None = None) -> str:
     """Aligned text of a table (4 significant digits; empty cells for missing values)."""
     body = df.map(format_cell).to_string(index=False) if len(df) else "(no rows)"

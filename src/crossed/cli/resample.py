@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from crossed.cli._files import check_output, check_output_dir, write_output
+from crossed.cli._tables import count_arg
 
 ANALYSES = ("variance", "aggregates", "pairwise", "ranks", "predict")
 
@@ -86,7 +87,7 @@ def _add_table_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed-col", default=None, help="seed column of a long table")
     p.add_argument("--boot", default=None, help="bootstrap-replicate column of a long table")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    p.add_argument("--digits", type=int, default=3, help="digits printed (default 3)")
+    p.add_argument("--digits", type=count_arg, default=3, help="digits printed (default 3)")
     p.add_argument("--output-dir", default=None, help="also write each table as CSV here")
     p.add_argument("--n-boot", type=int, default=None,
                    help="bootstrap replicates behind a summary table's boot SDs (for their SEs)")

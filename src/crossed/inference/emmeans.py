@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 
 INTERACTION_NOTE = "NOTE: Results may be misleading due to involvement in interactions"
 NONEST = "nonEst"
+NOTHING = "(nothing)"
 NONEST_NOTE = ("nonEst: not estimable on this rank-deficient fit (an empty cell of the "
                "design); estimate, SE, df and p value are NaN, as emmeans reports them")
 JOINT_EST_NOTE = "e: df1 reduced due to non-estimability"
@@ -339,6 +340,8 @@ class EMMeans:
             W, names = _contrast_weights(method, labels, ref)
             L = W @ self.linfct[rows]
             est = self._estimable(W, rows)
+            if names == [NOTHING]:  # one mean: emmeans prints "(nothing)  nonEst"
+                est = np.zeros(1, dtype=bool)
             res = self._tests(L, level, est)
             k = len(rows)
             fam_adjust = adjust if len(names) > 1 else "none"  # emmeans: one contrast
@@ -387,8 +390,14 @@ def _contrast_weights(method, labels: list[str], ref: int) -> tuple[np.ndarray, 
     k = len(labels)
     rows, names = [], []
     if isinstance(method, dict):
+        if not method:
+            raise ValueError("contrast weights: the dict is empty; give {name: weights}")
         for name, w in method.items():
-            w = np.asarray(w, dtype=float)
+            try:
+                w = np.asarray(w, dtype=float).reshape(-1)
+            except (TypeError, ValueError):
+                raise ValueError(f"contrast {name!r}: weights must be numbers, got "
+                                 f"{w!r}") from None
             if len(w) != k:
                 raise ValueError(f"contrast {name!r} has {len(w)} weights for {k} means")
             rows.append(w)
@@ -410,6 +419,10 @@ def _contrast_weights(method, labels: list[str], ref: int) -> tuple[np.ndarray, 
                 np.flatnonzero(rows[r] > 0)[0], np.flatnonzero(rows[r] < 0)[0]))
             rows, names = [rows[o] for o in order], [names[o] for o in order]
     elif method == "trt.vs.ctrl":
+        if (isinstance(ref, bool | np.bool_) or not isinstance(ref, int | np.integer)
+                or not 0 <= ref < k):
+            raise ValueError(f"ref must be the index of the control level, from 0 to "
+                             f"{k - 1} ({', '.join(labels)}), got {ref!r}")
         for i in range(k):
             if i == ref:
                 continue
@@ -420,6 +433,8 @@ def _contrast_weights(method, labels: list[str], ref: int) -> tuple[np.ndarray, 
     else:
         raise ValueError(f"unknown contrast method {method!r}; use 'pairwise', 'revpairwise', "
                          "'trt.vs.ctrl' or a dict of weights")
+    if not rows:  # a single mean has no contrasts
+        return np.zeros((1, k)), [NOTHING]
     return np.vstack(rows), names
 
 

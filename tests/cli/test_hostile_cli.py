@@ -1,0 +1,44 @@
+"""CLI arguments found by adversarial probing (issue 14): one-line errors, no garbage."""
+
+from pathlib import Path
+
+import pytest
+
+from crossed.cli import main
+
+SLEEP = str(Path(__file__).resolve().parents[1] / "data" / "sleepstudy.csv")
+MODEL = "Reaction ~ Days + (1 | Subject)"
+
+
+def fails(capsys, *argv) -> str:
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:  # argparse's own errors exit
+        code = exc.code
+    err = capsys.readouterr().err
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("crossed: error: "), err
+    return lines[0]
+
+
+def test_emmeans_of_a_numeric_covariate_prints_its_mean(capsys):
+    # "need at least one array to concatenate" before: one mean has no pairs; emmeans
+    # prints "(nothing)  nonEst"
+    assert main(["emmeans", SLEEP, MODEL, "Days"]) == 0
+    out = capsys.readouterr().out
+    assert "(nothing)" in out and "nonEst" in out
+
+
+@pytest.mark.parametrize("command", [["compare-engines", SLEEP, MODEL],
+                                     ["resample", SLEEP]])
+def test_negative_digits_are_refused(capsys, command):
+    # compare-engines said "Format specifier missing precision"; resample rounded to tens
+    line = fails(capsys, *command, "--digits", "-2")
+    assert "--digits" in line and ">= 0" in line
+
+
+@pytest.mark.parametrize("level", ["2", "0", "-0.5"])
+def test_emmeans_level_outside_0_1_is_refused(capsys, level):
+    line = fails(capsys, "emmeans", SLEEP, MODEL, "Days", "--level", level)
+    assert "level must be a number between 0 and 1" in line
