@@ -97,7 +97,16 @@ class Design:
             Keep the private copy of the used columns (needed by EMMs and ANOVA computed on
             the subset); simulation loops that only need estimates skip it.
         """
-        idx = np.arange(self.n)[np.asarray(rows)]
+        rows = np.asarray(rows)
+        if rows.dtype != bool and not np.issubdtype(rows.dtype, np.integer) and rows.size:
+            raise DataError(f"rows must be whole-number positions or a boolean mask, got "
+                            f"dtype {rows.dtype}")
+        if rows.dtype == bool and rows.shape != (self.n,):
+            raise DataError(f"a boolean mask of rows needs {self.n} values, got {rows.size}")
+        if rows.dtype != bool and rows.size and not (-self.n <= rows.min()
+                                                     and rows.max() < self.n):
+            raise DataError(f"rows holds positions outside 0..{self.n - 1}")
+        idx = np.arange(self.n)[rows.astype(int) if rows.size == 0 else rows]
         if idx.size == 0:
             raise DataError("the subset has no rows")
         fixed = subset_fixed(self.fixed, idx)
