@@ -1,0 +1,35 @@
+"""Score tables found by adversarial probing (issue 14): clear errors, not NaN crashes or
+infinite means."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from crossed import resample
+
+
+def _replicates() -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    return pd.DataFrame([{"system": s, "task": t, "seed": k, "score": rng.normal(50, 2)}
+                         for s in "ABC" for t in ("t1", "t2", "t3") for k in range(3)])
+
+
+def test_an_empty_table_is_refused():
+    # "cannot convert float NaN to integer" before
+    with pytest.raises(ValueError, match="the table has no rows"):
+        resample.from_replicates(_replicates().iloc[:0], "score", seed="seed")
+    with pytest.raises(ValueError, match="the table has no rows"):
+        resample.from_items(_replicates().iloc[:0].assign(item=1), "score")
+
+
+def test_a_table_of_missing_scores_is_refused():
+    with pytest.raises(ValueError, match="no rows with a value in every one of"):
+        resample.from_replicates(_replicates().assign(score=np.nan), "score", seed="seed")
+
+
+def test_an_infinite_score_is_refused_by_column():
+    # the cell mean became inf and the aggregates inf or NaN
+    d = _replicates()
+    d.loc[4, "score"] = np.inf
+    with pytest.raises(ValueError, match="column 'score' has 1 infinite values"):
+        resample.from_replicates(d, "score", seed="seed")
