@@ -85,3 +85,30 @@ def test_C_levels_listing_every_value_is_fine():
 def test_values_outside_C_levels_in_a_random_term_are_refused():
     with pytest.raises(DataError, match=r"outside the levels given to C\("):
         _quiet("y ~ x + (C(f, levels=['a', 'b']) | h)", _data())
+
+
+@pytest.mark.parametrize("column,shown", [("b", "FALSE, TRUE"), ("f", "a, b, c")])
+def test_non_numeric_response_names_its_values(column, shown):
+    # said "dtype category" for a boolean or text column
+    d = _data().assign(b=lambda t: t.x > 0)
+    with pytest.raises(DataError, match=f"response '{column}' is not numeric.*{shown}"):
+        crossed.lmer(f"{column} ~ x + (1 | g)", d)
+
+
+def test_a_response_too_small_to_square_is_refused_by_name():
+    # the message said "values too large to square"; lme4 fits y * 1e-200 (its optimiser
+    # works on the scaled criterion); crossed asks to rescale
+    d = _data()
+    with pytest.raises(DataError, match="response 'y' varies by too little"):
+        crossed.lmer("y ~ x + (1 | g)", d.assign(y=d.y * 1e-200))
+    fit = _quiet("y ~ x + (1 | g)", d.assign(y=d.y * 1e-20))
+    ref = _quiet("y ~ x + (1 | g)", d)
+    np.testing.assert_allclose(fit.fixef.to_numpy() * 1e20, ref.fixef.to_numpy(), rtol=1e-5)
+
+
+@pytest.mark.parametrize("formula", ["y ~ y + x + (1 | g)", "y ~ y * x + (1 | g)"])
+def test_the_response_as_a_predictor_is_refused(formula):
+    # R: "the response appeared on the right-hand side and was dropped"; crossed fitted
+    # y on y (slope 1, residual 0)
+    with pytest.raises(DataError, match="the response 'y' is also a term of the fixed part"):
+        crossed.lmer(formula, _data())

@@ -141,6 +141,9 @@ def build_design(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -
     # a formula written with R's ^ gets R's column names (I(x^2)) back
     caret = "^" in spec.formula
     fixed = build_fixed(spec.fixed, frame, caret=caret)
+    if spec.response in fixed.term_labels:  # R drops it with a warning; it explains y by y
+        raise DataError(f"the response {spec.response!r} is also a term of the fixed part; "
+                        "remove it from the right-hand side")
     check_scale(fixed.X, fixed.names)
     if not spec.random:
         raise DataError("no random-effects terms in the formula: use (expr | group)")

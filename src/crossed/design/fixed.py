@@ -59,17 +59,7 @@ class MatrixSpec:
     def build(self, frame: pd.DataFrame) -> np.ndarray:
         if self.formulaic is None:
             return _plain_matrix(self.plain, frame)[:, list(self.keep)]
-        with warnings.catch_warnings():
-            warnings.filterwarnings("error", category=DataMismatchWarning)
-            try:
-                mm = self.formulaic.get_model_matrix(frame, output="numpy",
-                                                     context=SAFE_CONTEXT)
-            except Exception as exc:
-                message = _unlisted_message(exc)
-                if message is None:
-                    raise
-                raise DataError(f"cannot build the model matrix of the new data: "
-                                f"{message}") from exc
+        mm = self.formulaic.get_model_matrix(frame, output="numpy", context=SAFE_CONTEXT)
         return np.asarray(mm, dtype=float)[:, list(self.keep)]
 
 
@@ -324,7 +314,12 @@ def build_response(response: str, frame: pd.DataFrame) -> np.ndarray:
     """The response vector; a column name or an expression (``np.log(y)``)."""
     if response in frame.columns:
         col = frame[response]
-        if isinstance(col.dtype, pd.CategoricalDtype) or not pd.api.types.is_numeric_dtype(col):
+        if isinstance(col.dtype, pd.CategoricalDtype):  # prepare() made it a factor
+            shown = ", ".join(map(str, col.cat.categories[:5]))
+            raise DataError(f"response {response!r} is not numeric: it holds labels or "
+                            f"booleans ({shown}{', ...' if len(col.cat.categories) > 5 else ''}"
+                            f"); convert it to numbers, e.g. data[{response!r}].astype(float)")
+        if not pd.api.types.is_numeric_dtype(col):
             raise DataError(f"response {response!r} is not numeric (dtype {col.dtype})")
         return check_numeric_response(col.to_numpy(), response)
     text = quote_dotted(f"0 + {response}", set(frame.columns))
