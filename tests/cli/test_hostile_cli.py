@@ -42,3 +42,27 @@ def test_negative_digits_are_refused(capsys, command):
 def test_emmeans_level_outside_0_1_is_refused(capsys, level):
     line = fails(capsys, "emmeans", SLEEP, MODEL, "Days", "--level", level)
     assert "level must be a number between 0 and 1" in line
+
+
+@pytest.mark.parametrize("specs", ["", ":"])
+def test_emmeans_empty_specs_are_refused(capsys, specs):
+    # a numpy "matmul: Input operand 1 has a mismatch" message before
+    line = fails(capsys, "emmeans", SLEEP, MODEL, specs)
+    assert "specs and by take variable names" in line
+
+
+
+
+def test_headroom_on_a_missing_column_is_refused(capsys):
+    # --on was ignored with numeric gold and baseline
+    line = fails(capsys, "headroom", SLEEP, "--score", "Reaction", "--gold", "900",
+                 "--baseline", "0", "--on", "nope")
+    assert "'nope'" in line
+
+
+def test_headroom_non_numeric_score_names_the_column(capsys, tmp_path):
+    data = tmp_path / "d.csv"
+    data.write_text("s,g\na,1\nb,2\n")
+    line = fails(capsys, "headroom", str(data), "--score", "s", "--gold", "10",
+                 "--baseline", "0")
+    assert "score column 's' is not numeric" in line

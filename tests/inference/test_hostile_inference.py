@@ -99,3 +99,10 @@ def test_bad_contrast_weights_are_refused_by_name(weights, match):
     fit = _quiet("y ~ x + f + (1 | g)", _data())
     with pytest.raises(ValueError, match=match):
         fit.emmeans("f").contrast(weights)
+
+
+def test_a_repeated_spec_is_one_variable():
+    # "f*f" gave a numpy matmul shape error
+    fit = _quiet("y ~ x + f + (1 | g)", _data())
+    tab = fit.emmeans("f*f").table()
+    pd.testing.assert_frame_equal(tab, fit.emmeans("f").table())

@@ -56,10 +56,13 @@ def _as_list(x) -> list[str]:
     if x is None:
         return []
     if isinstance(x, str):
-        return [v.strip() for v in x.replace("*", ":").split(":") if v.strip()]
+        names = [v.strip() for v in x.replace("*", ":").split(":") if v.strip()]
+        if not names:
+            raise ValueError(f"specs and by take variable names, got {x!r}")
+        return list(dict.fromkeys(names))
     if not isinstance(x, list | tuple) or not all(isinstance(v, str) for v in x):
         raise TypeError(f"specs and by take a variable name or a list of names, got {x!r}")
-    return list(x)
+    return list(dict.fromkeys(x))
 
 
 def grid_variables(fit: LmerFit) -> list[str]:
