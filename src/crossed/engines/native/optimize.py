@@ -183,11 +183,22 @@ def bobyqa(fun: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.ndarray
         opt.set_ftol_abs(control.ftol_abs)
         opt.set_xtol_rel(control.xtol_rel)
     opt.set_maxeval(control.maxeval)
-    x = opt.optimize(np.asarray(x0, dtype=float))
-    code = opt.last_optimize_result()
+    try:
+        x = opt.optimize(np.asarray(x0, dtype=float))
+        code = opt.last_optimize_result()
+        fmin = float(opt.last_optimum_value())
+    except nlopt.RoundoffLimited:
+        # NLopt raises where nloptr returns status -4 with its best point ("the returned
+        # minimum may still be useful"): keep the best point evaluated; the convergence
+        # checks that follow judge it
+        code = -4
+        if log:
+            x, fmin = min(log, key=lambda e: e[1] if math.isfinite(e[1]) else math.inf)
+        else:
+            x, fmin = np.asarray(x0, dtype=float), float(fun(np.asarray(x0, dtype=float)))
     return OptSummary(
         optimizer="NLOPT_LN_BOBYQA", theta_start=np.asarray(x0, dtype=float).copy(),
-        theta_final=np.asarray(x), lower=lower.copy(), fmin=float(opt.last_optimum_value()),
+        theta_final=np.asarray(x), lower=lower.copy(), fmin=fmin,
         feval=len(log), return_code=int(code), message=_NLOPT_CODES.get(code, str(code)),
         control=control, log=tuple(log),
     )
