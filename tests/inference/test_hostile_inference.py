@@ -106,3 +106,35 @@ def test_a_repeated_spec_is_one_variable():
     fit = _quiet("y ~ x + f + (1 | g)", _data())
     tab = fit.emmeans("f*f").table()
     pd.testing.assert_frame_equal(tab, fit.emmeans("f").table())
+
+
+def test_tukey_and_dunnettx_below_two_df_are_nan_as_in_r():
+    # R: qtukey(0.95, 3, 0.26) and ptukey(q, 3, 0.26) are NaN ("NaNs produced"); crossed's
+    # quantile search raised "f(a) and f(b) must have different signs" from brentq
+    from crossed.inference.adjust import critical_values, ptukey_sf, qtukey
+
+    assert np.isnan(qtukey(0.95, 3, 0.26)) and np.isnan(ptukey_sf(3.0, 3, 1.5))
+    assert np.isfinite(qtukey(0.95, 3, 2.0))  # R: qtukey(0.95, 3, 2) = 8.330783
+    np.testing.assert_allclose(qtukey(0.95, 3, 2.0), 8.330783, rtol=1e-6)
+    for method in ("tukey", "dunnettx"):
+        assert np.isnan(critical_values(np.array([0.3]), 0.95, method, 3, 2)[0])
+
+
+def test_pairs_with_a_contrast_below_two_df_reports_nan_not_a_crash():
+    # d <- data.frame(a = ..., g = ..., y = ...)   # the values below
+    # pairs(emmeans(lmer(y ~ a + (a||g), d), "a", lmer.df = "satterthwaite")): the two
+    # contrasts with r have df < 1 and NaN p value and interval ("NaNs produced")
+    d = pd.DataFrame({
+        "a": list("pppqpppqpqpprpprqqrqrprpqqqrqqrqp"),
+        "g": [1, 1, 0, 0, 1, 0, 1, 1, 0, 1, 0, 1, 0, 1, 1, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0,
+              0, 0, 1, 0, 0, 0, 0],
+        "y": [-0.9549, -1.2252, -1.0642, 0.2458, 0.4942, -1.608, -0.718, 0.4682, -1.6982,
+              -1.9462, -0.7333, -2.2976, -1.1042, -2.4261, -2.842, 1.138, 0.3366, 0.1085,
+              0.2406, -0.2965, 1.4071, -1.9599, -0.8669, -0.5659, 1.2395, -1.7018, -0.3116,
+              1.0709, -1.351, 0.2313, 0.8313, 0.0286, 0.5295]})
+    fit = _quiet("y ~ a + (a || g)", d)
+    tab = fit.emmeans("a").pairs()
+    small = tab["df"] < 2
+    assert small.sum() == 2
+    assert tab.loc[small, ["p_value", "conf_low", "conf_high"]].isna().all().all()
+    assert tab.loc[~small, "p_value"].notna().all()
