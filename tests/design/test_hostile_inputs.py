@@ -112,3 +112,13 @@ def test_the_response_as_a_predictor_is_refused(formula):
     # y on y (slope 1, residual 0)
     with pytest.raises(DataError, match="the response 'y' is also a term of the fixed part"):
         crossed.lmer(formula, _data())
+
+
+def test_reference_level_of_a_numeric_column_says_how_to_make_it_a_factor():
+    # said "'z' is not a factor in the model" although C(z) is one
+    d = _data().assign(z=lambda t: t.g % 3)
+    with pytest.raises(DataError, match="'z', a numeric column: convert it to strings"):
+        crossed.lmer("y ~ C(z) + (1 | g)", d, reference={"z": 2})
+    as_text = _quiet("y ~ C(z) + (1 | g)", d.assign(z=d.z.astype(str)), reference={"z": 2})
+    ordered = _quiet("y ~ C(z, levels=[2, 0, 1]) + (1 | g)", d)
+    np.testing.assert_allclose(as_text.fixef.to_numpy(), ordered.fixef.to_numpy(), rtol=1e-6)

@@ -382,6 +382,12 @@ def prepare(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -> Pre
                                                 validate=False)
     frame = pd.DataFrame(arrays, copy=False)
     for col in reference:
+        if col in arrays and col not in levels:  # used, but numeric (maybe inside C())
+            raise DataError(
+                f"reference level given for {col!r}, a numeric column: convert it to "
+                f"strings (data[{col!r}].astype(str)) to use it as a factor with a reference "
+                f"level, or order the levels in the formula: C({col}, levels=[...])"
+            )
         if col not in levels:
             raise DataError(
                 f"reference level given for {col!r}, which is not a factor in the model"
