@@ -66,3 +66,9 @@ def test_refit_refuses_a_constant_or_non_numeric_response(fit):
 def test_refit_rows_are_validated(fit, rows, match):
     with pytest.raises(DataError, match=match):
         fit.refit(rows=rows)
+
+
+def test_emm_contrast_of_a_numeric_covariate_is_refused(fit):
+    # a single mean: the power of "(nothing)" was reported as 0% from 2 of 2 simulations
+    with pytest.raises(ValueError, match=r"emm_contrast\('x'\) has a single mean"):
+        crossed.power_sim(fit, test=crossed.emm_contrast("x"), nsim=2, seed=1)

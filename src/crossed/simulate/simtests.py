@@ -233,6 +233,9 @@ def emm_contrast(specs: str | list[str], contrast: str | dict | Sequence[float] 
             emm = emmeans(fit, specs, ddf=method)
         labels = _labels(emm.grid)
         k_means = len(labels)
+        if k_means < 2:  # a numeric covariate (one mean at its average): no contrast
+            raise ValueError(f"emm_contrast({specs_label!r}) has a single mean: there is "
+                             "nothing to contrast; name a factor, or test a coefficient")
         if isinstance(contrast, dict):
             W, names = _contrast_weights(contrast, labels, 0)
         elif contrast is not None and not isinstance(contrast, str):
