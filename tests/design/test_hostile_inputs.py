@@ -122,3 +122,22 @@ def test_reference_level_of_a_numeric_column_says_how_to_make_it_a_factor():
     as_text = _quiet("y ~ C(z) + (1 | g)", d.assign(z=d.z.astype(str)), reference={"z": 2})
     ordered = _quiet("y ~ C(z, levels=[2, 0, 1]) + (1 | g)", d)
     np.testing.assert_allclose(as_text.fixef.to_numpy(), ordered.fixef.to_numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "uint8", "float32"])
+def test_transforms_of_narrow_numeric_columns_compute_in_doubles(dtype):
+    # I(x * x) of an int8 column wrapped around (10000 -> 16) and predict() (which
+    # computes in doubles) disagreed with fitted(); R computes in doubles
+    d = _data()
+    d["z"] = (d["g"] * 15).astype(dtype)
+    fit = _quiet("y ~ I(z * z) + (1 | g)", d)
+    ref = _quiet("y ~ I(z * z) + (1 | g)", d.assign(z=d["z"].astype(float)))
+    np.testing.assert_allclose(fit.fixef.to_numpy(), ref.fixef.to_numpy(), rtol=1e-10)
+    np.testing.assert_allclose(fit.predict(d), fit.fitted(), rtol=1e-10)
+
+
+def test_factor_of_a_numeric_column_keeps_rs_level_names():
+    # R: lmer(y ~ factor(g) + ...) names factor(g)1 (not 1.0), factor(z)0.5, factor(z)1e-05
+    d = _data()
+    assert _quiet("y ~ C(g) + (1 | h)", d).fixef_names[1:3] == ("C(g)1", "C(g)2")
+    assert _quiet("y ~ C(z) + (1 | h)", d.assign(z=d.g * 1e-5)).fixef_names[1] == "C(z)1e-05"

@@ -12,7 +12,13 @@ from formulaic import model_matrix
 from formulaic.errors import DataMismatchWarning
 from formulaic.model_spec import ModelSpec as FormulaicSpec
 
-from crossed.design.frame import DataError, check_finite, check_numeric_response, quote_dotted
+from crossed.design.frame import (
+    DataError,
+    check_finite,
+    check_numeric_response,
+    level_label,
+    quote_dotted,
+)
 from crossed.formula.grammar import plain_message, power_in_calls
 from crossed.formula.safety import SAFE_CONTEXT
 
@@ -114,7 +120,7 @@ def _r_part(part: str, expr: str, categories: list | None) -> str | None:
             return f"{bare}{m.group(1)}" if m else None
         for lv in sorted(categories, key=lambda v: -len(str(v))):
             if rest in (f"[T.{lv}]", f"[{lv}]"):
-                return f"{bare}{lv}"
+                return f"{bare}{level_label(lv)}"  # R's label: C(g) of 1.0 is C(g)1
     return None
 
 

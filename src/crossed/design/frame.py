@@ -360,6 +360,8 @@ def prepare(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -> Pre
     for col, values in arrays.items():
         if not is_categorical(values):  # numeric grouping columns stay numeric
             arrays[col] = _as_numbers(values)
+            if col in as_value:  # R computes in doubles: I(x^2) of an int8/int32 column
+                arrays[col] = np.asarray(arrays[col], dtype=float)  # must not overflow
             continue
         if (col in as_value and isinstance(values.dtype, pd.CategoricalDtype)
                 and values.dtype.ordered):
