@@ -141,3 +141,21 @@ def test_factor_of_a_numeric_column_keeps_rs_level_names():
     d = _data()
     assert _quiet("y ~ C(g) + (1 | h)", d).fixef_names[1:3] == ("C(g)1", "C(g)2")
     assert _quiet("y ~ C(z) + (1 | h)", d.assign(z=d.g * 1e-5)).fixef_names[1] == "C(z)1e-05"
+
+
+@pytest.mark.parametrize("formula,names", [
+    ("y ~ f*x + (1 | g)", ("(Intercept)", "fb", "fc", "x", "fb:x", "fc:x")),
+    ("y ~ `f*x` + (1 | g)", ("(Intercept)", "f*x")),
+])
+def test_a_column_named_like_an_operator_needs_backticks(formula, names):
+    # a column named "f*x" was used for the bare term f*x (R: f + x + f:x)
+    d = _data()
+    d["f*x"] = d["g"] * 1.0
+    assert _quiet(formula, d).fixef_names == names
+
+
+def test_a_column_named_a_colon_b_does_not_hide_the_interaction():
+    d = _data().assign(a=lambda t: t.f, b=lambda t: t.h)
+    d["a:b"] = d["x"]
+    assert "a:b" not in _quiet("y ~ a:b + (1 | g)", d).fixef_names
+    assert _quiet("y ~ `a:b` + (1 | g)", d).fixef_names == ("(Intercept)", "a:b")

@@ -13,6 +13,7 @@ from formulaic.errors import DataMismatchWarning
 from formulaic.model_spec import ModelSpec as FormulaicSpec
 
 from crossed.design.frame import (
+    BARE_NAME,
     DataError,
     check_finite,
     check_numeric_response,
@@ -83,6 +84,8 @@ def _plain_columns(expr: str, frame: pd.DataFrame) -> tuple[str, ...] | None:
         return None
     cols = [t for t in tokens if t not in ("0", "1")]
     for c in cols:
+        if not BARE_NAME.fullmatch(c):  # "a:b" is an interaction, `a:b` a column
+            return None
         if c not in frame.columns or not pd.api.types.is_numeric_dtype(frame[c]) or (
                 pd.api.types.is_bool_dtype(frame[c])):
             return None

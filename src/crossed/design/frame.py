@@ -17,6 +17,8 @@ from crossed.formula.safety import expression_names
 from crossed.formula.spec import ModelSpec
 
 _IDENT = re.compile(r"`[^`]+`|(?:[^\W\d]|\.)[\w.]*")
+BARE_NAME = re.compile(r"(?:[^\W\d]|\.)[\w.]*")
+"""A name R reads without backticks: ``Days``, ``Informed.liking``, ``Días``."""
 
 
 class DataError(ValueError):
@@ -35,8 +37,8 @@ def quote_dotted(text: str, columns: set[str]) -> str:
 
 def expression_variables(text: str, columns: set[str]) -> set[str]:
     """Data columns an expression (formulaic right-hand side) refers to."""
-    if text.strip() in columns:
-        return {text.strip()}
+    if text.strip() in columns and BARE_NAME.fullmatch(text.strip()):
+        return {text.strip()}  # (a column named "a:b" or "f*x" needs backticks, as in R)
     return expression_names(quote_dotted(text, columns))
 
 
