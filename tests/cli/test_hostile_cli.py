@@ -66,3 +66,9 @@ def test_headroom_non_numeric_score_names_the_column(capsys, tmp_path):
     line = fails(capsys, "headroom", str(data), "--score", "s", "--gold", "10",
                  "--baseline", "0")
     assert "score column 's' is not numeric" in line
+
+
+def test_resample_negative_seed_is_refused_by_name(capsys):
+    # numpy's "expected non-negative integer" named no argument
+    line = fails(capsys, "resample", SLEEP, "--seed", "-5")
+    assert "--seed" in line and ">= 0" in line

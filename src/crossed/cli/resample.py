@@ -86,7 +86,7 @@ def _add_table_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--task", default="task", help="task column of a long table")
     p.add_argument("--seed-col", default=None, help="seed column of a long table")
     p.add_argument("--boot", default=None, help="bootstrap-replicate column of a long table")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--seed", type=count_arg, default=0, help="random seed (default 0)")
     p.add_argument("--digits", type=count_arg, default=3, help="digits printed (default 3)")
     p.add_argument("--output-dir", default=None, help="also write each table as CSV here")
     p.add_argument("--n-boot", type=int, default=None,
