@@ -138,3 +138,13 @@ def test_pairs_with_a_contrast_below_two_df_reports_nan_not_a_crash():
     assert small.sum() == 2
     assert tab.loc[small, ["p_value", "conf_low", "conf_high"]].isna().all().all()
     assert tab.loc[~small, "p_value"].notna().all()
+
+
+def test_ranova_lists_an_expanded_double_bar_term_as_lmertest_does():
+    # ranova(lmer(y ~ x + (x || g) + (1 | h/g), d)) lists (1 | g) before x in (0 + x | g);
+    # crossed listed the slope first, so positional access picked the wrong row
+    d = _data()
+    d["y"] = d["y"] + d["h"].map({"p": -2.0, "q": 0.0, "r": 1.0, "s": 2.5})
+    tab = _quiet("y ~ x + (x || g) + (1 | h/g)", d).ranova()
+    assert tab["term"].tolist() == ["<none>", "(1 | g)", "x in (0 + x | g)", "(1 | g:h)",
+                                    "(1 | h)"]

@@ -81,6 +81,8 @@ def random_bars(fit: LmerFit) -> list[dict]:
         key = id(exprs[idx[0]][0]) if exprs[idx[0]] is not None else None
         mine = [i for i in idx if exprs[i] is not None and id(exprs[i][0]) == key]
         mine = mine if (spec.uncorrelated and mine) else idx[:1]
+        # lmerTest lists an expanded || term as written: its intercept first
+        mine = sorted(mine, key=lambda i: terms[i].columns[0] != "(Intercept)")
         for i in mine:
             claimed.add(i)
             cols = terms[i].columns
