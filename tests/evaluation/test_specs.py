@@ -74,3 +74,20 @@ def test_user_folder(tmp_path, monkeypatch):
     assert str(s) == "y ~ model + (1 | dataset)"
     with pytest.raises(ValueError, match="needs field 'item'"):
         specs.from_name("paired", response="y", system="model")
+
+
+@pytest.mark.parametrize("kw", [{"subjects": None}, {"subjects": ""}, {"response": 3}])
+def test_repeated_measures_refuses_a_missing_name_by_field(kw):
+    # subjects=None raised "'NoneType' object has no attribute 'strip'"
+    args = {"response": "y", "within": ["f"], "subjects": "g", **kw}
+    field = next(iter(kw))
+    with pytest.raises(ValueError, match=f"{field} must be a column name"):
+        specs.repeated_measures(**args)
+
+
+@pytest.mark.parametrize("kw", [{"systems": None}, {"datasets": 2}, {"response": None}])
+def test_cross_classified_refuses_a_missing_name_by_field(kw):
+    args = {"response": "y", "systems": "g", "datasets": "h", **kw}
+    field = next(iter(kw))
+    with pytest.raises(ValueError, match=f"{field} must be a column name"):
+        specs.cross_classified(**args)
