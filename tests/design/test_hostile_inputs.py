@@ -159,3 +159,11 @@ def test_a_column_named_a_colon_b_does_not_hide_the_interaction():
     d["a:b"] = d["x"]
     assert "a:b" not in _quiet("y ~ a:b + (1 | g)", d).fixef_names
     assert _quiet("y ~ `a:b` + (1 | g)", d).fixef_names == ("(Intercept)", "a:b")
+
+
+def test_a_fixed_part_with_as_many_columns_as_rows_is_refused():
+    # x read as a factor (crossed fit --factor x): 120 levels; the REML criterion divided
+    # by n - p = 0 (ZeroDivisionError); lme4: "objective in x0 returns NA"
+    d = _data().assign(x=lambda t: t.x.astype(str))
+    with pytest.raises(DataError, match="no residual degrees of freedom"):
+        _quiet("y ~ f * x + (1 | g)", d)

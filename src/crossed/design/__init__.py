@@ -144,6 +144,11 @@ def build_design(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -
     if spec.response in fixed.term_labels:  # R drops it with a warning; it explains y by y
         raise DataError(f"the response {spec.response!r} is also a term of the fixed part; "
                         "remove it from the right-hand side")
+    if fixed.X.shape[1] >= len(y):  # lme4: "objective in x0 returns NA"
+        raise DataError(f"the fixed part has {fixed.X.shape[1]} independent columns for "
+                        f"{len(y)} observations: no residual degrees of freedom are left to "
+                        "estimate the variances; simplify the fixed part (a numeric column "
+                        "read as a factor?)")
     check_scale(fixed.X, fixed.names)
     if not spec.random:
         raise DataError("no random-effects terms in the formula: use (expr | group)")
