@@ -72,3 +72,15 @@ def test_resample_negative_seed_is_refused_by_name(capsys):
     # numpy's "expected non-negative integer" named no argument
     line = fails(capsys, "resample", SLEEP, "--seed", "-5")
     assert "--seed" in line and ">= 0" in line
+
+
+@pytest.mark.parametrize("flag,value,bound", [("--n-resamples", "0", ">= 1"),
+                                              ("--n-resamples", "-5", ">= 1"),
+                                              ("--n-tasks", "-1", ">= 1"),
+                                              ("--n-boot", "-3", ">= 1"),
+                                              ("--max-matrix", "-1", ">= 0")])
+def test_resample_counts_are_refused_by_flag(capsys, flag, value, bound):
+    # --n-resamples 0 was an "internal error (IndexError ...)"; -5 a numpy message;
+    # --n-boot -3 was accepted
+    line = fails(capsys, "resample", SLEEP, flag, value)
+    assert flag in line and bound in line

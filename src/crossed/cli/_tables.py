@@ -11,17 +11,22 @@ import pandas as pd
 from crossed.display import format_cell
 
 
-def count_arg(text: str) -> int:
-    """An argparse type: a whole number >= 0 (digits printed, counts)."""
+def count_arg(text: str, minimum: int = 0) -> int:
+    """An argparse type: a whole number >= ``minimum`` (digits printed, seeds, counts)."""
     import argparse
 
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {value}")
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"expected a number >= {minimum}, got {value}")
     return value
+
+
+def positive_arg(text: str) -> int:
+    """An argparse type: a whole number >= 1 (numbers of resamples, tasks, replicates)."""
+    return count_arg(text, minimum=1)
 
 
 def text_table(df: pd.DataFrame, title: str | None = None) -> str:

@@ -33,3 +33,15 @@ def test_an_infinite_score_is_refused_by_column():
     d.loc[4, "score"] = np.inf
     with pytest.raises(ValueError, match="column 'score' has 1 infinite values"):
         resample.from_replicates(d, "score", seed="seed")
+
+
+@pytest.mark.parametrize("kw,name", [({"n_resamples": 0}, "n_resamples"),
+                                     ({"n_resamples": -2}, "n_resamples"),
+                                     ({"n_tasks": 0, "tasks": "subsample"}, "n_tasks")])
+def test_resample_counts_are_validated_by_name(kw, name):
+    # n_resamples=0 raised an IndexError, -2 "negative dimensions are not allowed"
+    st = resample.from_replicates(_replicates(), "score", seed="seed")
+    with pytest.raises(ValueError, match=f"{name} must be a whole number >= 1"):
+        resample.aggregates(st, seed=0, **kw)
+    with pytest.raises(ValueError, match=f"{name} must be a whole number >= 1"):
+        resample.pairwise_differences(st, seed=0, **kw)
