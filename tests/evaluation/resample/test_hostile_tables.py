@@ -45,3 +45,17 @@ def test_resample_counts_are_validated_by_name(kw, name):
         resample.aggregates(st, seed=0, **kw)
     with pytest.raises(ValueError, match=f"{name} must be a whole number >= 1"):
         resample.pairwise_differences(st, seed=0, **kw)
+
+
+@pytest.mark.parametrize("kw,match", [({"n_subsamples": -1}, "n_subsamples must be"),
+                                      ({"n_subsamples": 0}, "n_subsamples must be"),
+                                      ({"level": 5}, "level is a Kendall tau"),
+                                      ({"quantile": 7}, "quantile must be from 0 to 1"),
+                                      ({"sizes": []}, "sizes is empty")])
+def test_eval_size_arguments_are_validated_by_name(kw, match):
+    # -1: "negative dimensions are not allowed"; sizes=[]: IndexError; 0 and level=5 ran
+    rng = np.random.default_rng(0)
+    d = pd.DataFrame([{"system": s, "item": i, "score": rng.random()}
+                      for s in "ABC" for i in range(40)])
+    with pytest.raises(ValueError, match=match):
+        resample.eval_size(d, seed=0, **{"n_subsamples": 3, **kw})

@@ -243,8 +243,17 @@ def eval_size(data, score: str = "score", system: str = "system", item: str = "i
         smallest = max(0.05 * total, 2.0 if unit == "items" else float(weights.max()))
         sizes = np.unique(np.round(np.geomspace(min(smallest, total), total, 8)))
     sizes = sorted(float(s) for s in sizes)
+    if not sizes:
+        raise ValueError("sizes is empty: give at least one subset size")
     if sizes[0] <= 0:
         raise ValueError("subset sizes must be positive")
+    from crossed.simulate.execution import check_count
+
+    n_subsamples = check_count("n_subsamples", n_subsamples)
+    if not -1.0 <= level <= 1.0:  # a Kendall tau
+        raise ValueError(f"level is a Kendall tau, from -1 to 1, got {level!r}")
+    if quantile is not None and not 0.0 <= quantile <= 1.0:
+        raise ValueError(f"quantile must be from 0 to 1, got {quantile!r}")
     sign = 1.0 if higher_is_better else -1.0
     S, K = vals.shape[1], vals.shape[2]
     use_aso = aso and S > 1 and (K >= 2 or unit == "items")
