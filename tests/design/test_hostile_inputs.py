@@ -167,3 +167,14 @@ def test_a_fixed_part_with_as_many_columns_as_rows_is_refused():
     d = _data().assign(x=lambda t: t.x.astype(str))
     with pytest.raises(DataError, match="no residual degrees of freedom"):
         _quiet("y ~ f * x + (1 | g)", d)
+
+
+def test_distinct_numbers_merged_into_one_grouping_level_are_reported():
+    # Rscript -e 'nlevels(factor(c(1e15 + 1, 1e15 + 2)))'  -> 1 (R merges silently)
+    d = _data().assign(z=lambda t: (1e15 + t.g).astype(float))
+    with pytest.warns(UserWarning, match="grouping column 'z': the distinct values"):
+        fit = crossed.lmer("y ~ x + (1 | z)", d)
+    assert fit.ngroups["z"] < 8  # R's levels
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        _ = _quiet("y ~ x + (1 | z)", d.assign(z=d.g.astype(float)))  # no merge, no warning
