@@ -107,3 +107,19 @@ def test_fixed_group_nonest_levels_are_nan_and_unranked(rank_deficient):
                                rtol=1e-7)
     assert np.isnan(out["estimate"].iloc[2]) and np.isnan(out["rank"].iloc[2])
     assert out["rank"].tolist()[:2] == [1, 2]
+
+
+@pytest.mark.parametrize("level", [2, -1, 0, 1])
+def test_interval_level_outside_0_1_is_refused_by_name(level):
+    # adjusted_means(level=2) and interaction_effects(level=-1) gave NaN or zero-width
+    # intervals without a word
+    rng = np.random.default_rng(1)
+    d = pd.DataFrame({"g": rng.integers(0, 6, 90), "h": rng.choice(list("pqr"), 90)})
+    d["y"] = rng.normal(size=90) + d.g * 0.3
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = cx.lmer("y ~ 1 + (1 | g) + (1 | h) + (1 | g:h)", d)
+    with pytest.raises(ValueError, match="level must be a number between 0 and 1"):
+        fit.adjusted_means("g", level=level)
+    with pytest.raises(ValueError, match="level must be a number between 0 and 1"):
+        fit.interaction_effects("g", "h", level=level)

@@ -93,3 +93,20 @@ def test_templates_are_a_real_package_folder(monkeypatch):
         shipped = data["tool"]["setuptools"]["package-data"]["crossed"]
         assert "formulas/*.toml" in shipped and "py.typed" in shipped
         assert (root / "src" / "crossed" / "py.typed").exists()
+
+
+@pytest.mark.parametrize("kw", [{"subjects": None}, {"subjects": ""}, {"response": 3}])
+def test_repeated_measures_refuses_a_missing_name_by_field(kw):
+    # subjects=None raised "'NoneType' object has no attribute 'strip'"
+    args = {"response": "y", "within": ["f"], "subjects": "g", **kw}
+    field = next(iter(kw))
+    with pytest.raises(ValueError, match=f"{field} must be a column name"):
+        specs.repeated_measures(**args)
+
+
+@pytest.mark.parametrize("kw", [{"systems": None}, {"datasets": 2}, {"response": None}])
+def test_cross_classified_refuses_a_missing_name_by_field(kw):
+    args = {"response": "y", "systems": "g", "datasets": "h", **kw}
+    field = next(iter(kw))
+    with pytest.raises(ValueError, match=f"{field} must be a column name"):
+        specs.cross_classified(**args)

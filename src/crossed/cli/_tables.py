@@ -13,6 +13,24 @@ from crossed.display import format_cell
 __all__ = ["dump_json", "print_notes", "records", "text_table"]
 
 
+def count_arg(text: str, minimum: int = 0) -> int:
+    """An argparse type: a whole number >= ``minimum`` (digits printed, seeds, counts)."""
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"expected a number >= {minimum}, got {value}")
+    return value
+
+
+def positive_arg(text: str) -> int:
+    """An argparse type: a whole number >= 1 (numbers of resamples, tasks, replicates)."""
+    return count_arg(text, minimum=1)
+
+
 def text_table(df: pd.DataFrame, title: str | None = None) -> str:
     """Aligned text of a table (4 significant digits; empty cells for missing values)."""
     body = df.map(format_cell).to_string(index=False) if len(df) else "(no rows)"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from crossed.cli._tables import dump_json
+from crossed.cli._tables import count_arg, dump_json
 from crossed.cli.fit import JSON_HELP, add_model_arguments, parse_reference, read_model_table
 from crossed.evaluation.compare_engines import compare_engines, format_comparison
 
@@ -39,6 +39,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p._option_string_actions["--engine"].help = argparse.SUPPRESS  # see --engines
     p.add_argument("--engines", default=None, metavar="A,B",
                    help="comma-separated engines (default: all of native, statsmodels, lme4)")
-    p.add_argument("--digits", type=int, default=7, help="significant digits (default 7)")
+    p.add_argument("--digits", type=count_arg, default=7, help="significant digits (default 7)")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(func=_run)

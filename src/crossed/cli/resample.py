@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from crossed.cli._files import check_output, check_output_dir, write_output
+from crossed.cli._tables import count_arg, positive_arg
 
 __all__ = ["ANALYSES", "register"]
 
@@ -87,10 +88,10 @@ def _add_table_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--task", default="task", help="task column of a long table")
     p.add_argument("--seed-col", default=None, help="seed column of a long table")
     p.add_argument("--boot", default=None, help="bootstrap-replicate column of a long table")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    p.add_argument("--digits", type=int, default=3, help="digits printed (default 3)")
+    p.add_argument("--seed", type=count_arg, default=0, help="random seed (default 0)")
+    p.add_argument("--digits", type=count_arg, default=3, help="digits printed (default 3)")
     p.add_argument("--output-dir", default=None, help="also write each table as CSV here")
-    p.add_argument("--n-boot", type=int, default=None,
+    p.add_argument("--n-boot", type=positive_arg, default=None,
                    help="bootstrap replicates behind a summary table's boot SDs (for their SEs)")
     p.add_argument("--progress", action="store_true", help="show progress bars")
 
@@ -290,16 +291,16 @@ def register(sub: argparse._SubParsersAction) -> None:
                    choices=["all", *ANALYSES], help="analyses to print (default: all but predict)")
     p.add_argument("--predict", action="store_true",
                    help="add leave-one-language-out performance prediction")
-    p.add_argument("--n-resamples", type=int, default=10_000)
+    p.add_argument("--n-resamples", type=positive_arg, default=10_000)
     p.add_argument("--replication", default="parametric",
                    choices=["parametric", "nonparametric", "none"])
-    p.add_argument("--n-tasks", type=int, default=None,
+    p.add_argument("--n-tasks", type=positive_arg, default=None,
                    help="tasks per subsample for the differences (default half)")
     p.add_argument("--aggregate", default="mean", choices=["mean", "geometric_mean", "median"],
                    help="aggregate of the difference matrices and figure")
     p.add_argument("--threshold", type=float, default=2.0,
                    help="|effect size| counted as large (default 2)")
-    p.add_argument("--max-matrix", type=int, default=12,
+    p.add_argument("--max-matrix", type=count_arg, default=12,
                    help="print difference matrices for at most this many systems (default 12)")
     p.add_argument("--figure", default=None, help="save a rank-distribution figure here")
     p.set_defaults(func=_run_resample)
@@ -314,7 +315,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     q.add_argument("--sizes", type=_floats, default=None, help="comma-separated sizes")
     q.add_argument("--strategies", nargs="+", default=["seq", "rand", "rand_seq"],
                    choices=["seq", "rand", "rand_seq"])
-    q.add_argument("--n-subsamples", type=int, default=50)
+    q.add_argument("--n-subsamples", type=positive_arg, default=50)
     q.add_argument("--level", type=float, default=0.9, help="τ level for the smallest size")
     q.add_argument("--quantile", type=float, default=None,
                    help="judge the smallest size by this quantile of τ instead of its mean")

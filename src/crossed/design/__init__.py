@@ -145,7 +145,16 @@ class Design:
             Keep the private copy of the used columns (needed by EMMs and ANOVA computed on
             the subset); simulation loops that only need estimates skip it.
         """
-        idx = np.arange(self.n)[np.asarray(rows)]
+        rows = np.asarray(rows)
+        if rows.dtype != bool and not np.issubdtype(rows.dtype, np.integer) and rows.size:
+            raise DataError(f"rows must be whole-number positions or a boolean mask, got "
+                            f"dtype {rows.dtype}")
+        if rows.dtype == bool and rows.shape != (self.n,):
+            raise DataError(f"a boolean mask of rows needs {self.n} values, got {rows.size}")
+        if rows.dtype != bool and rows.size and not (-self.n <= rows.min()
+                                                     and rows.max() < self.n):
+            raise DataError(f"rows holds positions outside 0..{self.n - 1}")
+        idx = np.arange(self.n)[rows.astype(int) if rows.size == 0 else rows]
         if idx.size == 0:
             raise DataError("the subset has no rows")
         fixed = subset_fixed(self.fixed, idx)
@@ -180,6 +189,14 @@ def build_design(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -
     # a formula written with R's ^ gets R's column names (I(x^2)) back
     caret = "^" in spec.formula
     fixed = build_fixed(spec.fixed, frame, caret=caret)
+    if spec.response in fixed.term_labels:  # R drops it with a warning; it explains y by y
+        raise DataError(f"the response {spec.response!r} is also a term of the fixed part; "
+                        "remove it from the right-hand side")
+    if fixed.X.shape[1] >= len(y):  # lme4: "objective in x0 returns NA"
+        raise DataError(f"the fixed part has {fixed.X.shape[1]} independent columns for "
+                        f"{len(y)} observations: no residual degrees of freedom are left to "
+                        "estimate the variances; simplify the fixed part (a numeric column "
+                        "read as a factor?)")
     check_scale(fixed.X, fixed.names)
     if not spec.random:
         raise DataError("no random-effects terms in the formula: use (expr | group)")

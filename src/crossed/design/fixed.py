@@ -3,20 +3,24 @@
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
 import numpy as np
 import pandas as pd
 from formulaic import model_matrix
+from formulaic.errors import DataMismatchWarning
 from formulaic.model_spec import ModelSpec as FormulaicSpec
 
 from crossed._warn import warn
 from crossed.design.frame import (
+    BARE_NAME,
     DataError,
     check_finite,
     check_numeric_response,
     expression_variables,
+    level_label,
     quote_dotted,
 )
 from crossed.formula.grammar import plain_message, power_in_calls
@@ -27,6 +31,34 @@ __all__ = ["FixedDesign", "MatrixSpec", "RANK_TOL", "build_fixed", "build_matrix
            "subset_fixed"]
 
 RANK_TOL = 1e-7
+
+
+def _model_matrix(text: str, frame: pd.DataFrame, failure: str, **kw: Any) -> Any:
+    """formulaic's ``model_matrix`` (allow-listed context); its errors, and values outside
+    the levels given to ``C()`` (which it would silently code as the reference level),
+    become a DataError starting with ``failure``."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", category=DataMismatchWarning)
+        try:
+            return model_matrix(text, frame, na_action="raise", context=SAFE_CONTEXT, **kw)
+        except DataError:
+            raise
+        except Exception as exc:  # formulaic's errors carry the expression at fault
+            raise DataError(f"{failure}: "
+                            f"{_unlisted_message(exc) or plain_message(exc)}") from exc
+
+
+def _unlisted_message(error: BaseException) -> str | None:
+    """Plain words for a DataMismatchWarning raised (as an error) inside formulaic."""
+    exc: BaseException | None = error
+    while exc is not None:
+        if isinstance(exc, DataMismatchWarning):
+            found = re.search(r"\{.*\}", str(exc))
+            return ("the data hold values outside the levels given to C(..., levels=...)"
+                    f"{': ' + found.group(0) if found else ''}; R's factor(x, levels=) "
+                    "would make those rows missing: drop them first, or list every level")
+        exc = exc.__cause__ or exc.__context__
+    return None
 
 
 @dataclass(frozen=True)
@@ -47,18 +79,6 @@ class MatrixSpec:
         return np.asarray(mm, dtype=float)[:, list(self.keep)]
 
 
-def _model_matrix(text: str, frame: pd.DataFrame, output: str, failure: str) -> Any:
-    """formulaic's model matrix of ``text`` (allow-listed context); its errors, which
-    carry the expression at fault, become a DataError starting with ``failure``."""
-    try:
-        return model_matrix(text, frame, output=output, na_action="raise",
-                            context=SAFE_CONTEXT)
-    except DataError:
-        raise
-    except Exception as exc:
-        raise DataError(f"{failure}: {plain_message(exc)}") from exc
-
-
 def _plain_matrix(columns: tuple[str, ...], frame: pd.DataFrame) -> np.ndarray:
     n = len(frame)
     return np.column_stack([np.ones(n) if c == "1" else frame[c].to_numpy(dtype=float)
@@ -73,6 +93,8 @@ def _plain_columns(expr: str, frame: pd.DataFrame) -> tuple[str, ...] | None:
         return None
     cols = [t for t in tokens if t not in ("0", "1")]
     for c in cols:
+        if not BARE_NAME.fullmatch(c):  # "a:b" is an interaction, `a:b` a column
+            return None
         if c not in frame.columns or not pd.api.types.is_numeric_dtype(frame[c]) or (
                 pd.api.types.is_bool_dtype(frame[c])):
             return None
@@ -110,7 +132,7 @@ def _r_part(part: str, expr: str, categories: list[Any] | None) -> str | None:
             return f"{bare}{m.group(1)}" if m else None
         for lv in sorted(categories, key=lambda v: -len(str(v))):
             if rest in (f"[T.{lv}]", f"[{lv}]"):
-                return f"{bare}{lv}"
+                return f"{bare}{level_label(lv)}"  # R's label: C(g) of 1.0 is C(g)1
     return None
 
 
@@ -256,8 +278,8 @@ def build_fixed(rhs: str, frame: pd.DataFrame, caret: bool = False) -> FixedDesi
     else:
         check_reserved_levels(rhs, frame)
         text = quote_dotted(rhs, set(frame.columns))
-        mm = _model_matrix(text, frame, "pandas",
-                           f"cannot build the fixed-effects matrix for {rhs!r}")
+        mm = _model_matrix(text, frame, f"cannot build the fixed-effects matrix for {rhs!r}",
+                           output="pandas")
         fspec = mm.model_spec
         X = np.asarray(mm.to_numpy(), dtype=float)
         names, labels, assign = _r_column_names(fspec, list(mm.columns), caret)
@@ -315,8 +337,8 @@ def build_matrix(
         return _plain_matrix(plain, frame), names, spec
     check_reserved_levels(expr, frame)
     text = quote_dotted(power_in_calls(expr), set(frame.columns))
-    mm = _model_matrix(text, frame, "pandas",
-                       f"cannot build the random-effects matrix for {expr!r}")
+    mm = _model_matrix(text, frame, f"cannot build the random-effects matrix for {expr!r}",
+                       output="pandas")
     r_names, _, _ = _r_column_names(mm.model_spec, list(mm.columns), caret)
     keep = tuple(range(len(r_names)))
     return (
@@ -330,11 +352,17 @@ def build_response(response: str, frame: pd.DataFrame) -> np.ndarray:
     """The response vector; a column name or an expression (``np.log(y)``)."""
     if response in frame.columns:
         col = frame[response]
-        if isinstance(col.dtype, pd.CategoricalDtype) or not pd.api.types.is_numeric_dtype(col):
+        if isinstance(col.dtype, pd.CategoricalDtype):  # prepare() made it a factor
+            shown = ", ".join(map(str, col.cat.categories[:5]))
+            raise DataError(f"response {response!r} is not numeric: it holds labels or "
+                            f"booleans ({shown}{', ...' if len(col.cat.categories) > 5 else ''}"
+                            f"); convert it to numbers, e.g. data[{response!r}].astype(float)")
+        if not pd.api.types.is_numeric_dtype(col):
             raise DataError(f"response {response!r} is not numeric (dtype {col.dtype})")
         return check_numeric_response(col.to_numpy(), response)
     text = quote_dotted(f"0 + {response}", set(frame.columns))
-    mm = _model_matrix(text, frame, "numpy", f"cannot evaluate the response {response!r}")
+    mm = _model_matrix(text, frame, f"cannot evaluate the response {response!r}",
+                       output="numpy")
     arr = np.asarray(mm, dtype=float)
     if arr.ndim != 2 or arr.shape[1] != 1:
         raise DataError(f"response {response!r} is not a single numeric column")

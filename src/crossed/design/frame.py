@@ -23,6 +23,8 @@ __all__ = ["DataError", "PreparedFrame", "check_column", "check_finite", "check_
            "used_columns", "value_columns"]
 
 _IDENT = re.compile(r"`[^`]+`|(?:[^\W\d]|\.)[\w.]*")
+BARE_NAME = re.compile(r"(?:[^\W\d]|\.)[\w.]*")
+"""A name R reads without backticks: ``Days``, ``Informed.liking``, ``Días``."""
 
 
 class DataError(ValueError):
@@ -41,8 +43,8 @@ def quote_dotted(text: str, columns: set[str]) -> str:
 
 def expression_variables(text: str, columns: set[str]) -> set[str]:
     """Data columns an expression (formulaic right-hand side) refers to."""
-    if text.strip() in columns:
-        return {text.strip()}
+    if text.strip() in columns and BARE_NAME.fullmatch(text.strip()):
+        return {text.strip()}  # (a column named "a:b" or "f*x" needs backticks, as in R)
     return expression_names(quote_dotted(text, columns))
 
 
@@ -52,7 +54,7 @@ def r_number(value: float) -> str:
     v = float(value)
     if not np.isfinite(v):
         return "NaN" if np.isnan(v) else ("Inf" if v > 0 else "-Inf")
-    if v == int(v) and abs(v) < 1e15:
+    if v == int(v):  # R's fixed notation ("%.0f") writes every digit of a whole number
         fixed = str(int(v))
     else:
         fixed = np.format_float_positional(v, precision=15, unique=False, fractional=False,
@@ -72,7 +74,9 @@ def level_label(value: object) -> str:
         return value
     if isinstance(value, bool | np.bool_):
         return "TRUE" if value else "FALSE"
-    if isinstance(value, int | np.integer) and abs(int(value)) < 10**15:
+    if isinstance(value, int | np.integer):
+        # every digit, as R writes a whole number below 1e15; larger integers (64-bit IDs)
+        # too, where R, holding them as doubles, would merge distinct ones into one level
         return str(int(value))
     if isinstance(value, numbers.Real):
         return r_number(float(value))
@@ -335,6 +339,7 @@ def prepare(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -> Pre
         raise DataError("the data table is empty (0 rows)")
     label = {str(c): c for c in data.columns}
     used, groups = used_columns(spec, list(label))
+    check_unique_columns(data, used)
     as_value = value_columns(spec, list(label))
     # the used columns as arrays (a frame is built once, at the end: cheaper than .loc or
     # column-wise frame operations for a few columns)
@@ -362,6 +367,8 @@ def prepare(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -> Pre
     for col, values in arrays.items():
         if not is_categorical(values):  # numeric grouping columns stay numeric
             arrays[col] = _as_numbers(values)
+            if col in as_value:  # R computes in doubles: I(x^2) of an int8/int32 column
+                arrays[col] = np.asarray(arrays[col], dtype=float)  # must not overflow
             continue
         if (col in as_value and isinstance(values.dtype, pd.CategoricalDtype)
                 and values.dtype.ordered):
@@ -383,6 +390,12 @@ def prepare(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -> Pre
                                                 validate=False)
     frame = pd.DataFrame(arrays, copy=False)
     for col in reference:
+        if col in arrays and col not in levels:  # used, but numeric (maybe inside C())
+            raise DataError(
+                f"reference level given for {col!r}, a numeric column: convert it to "
+                f"strings (data[{col!r}].astype(str)) to use it as a factor with a reference "
+                f"level, or order the levels in the formula: C({col}, levels=[...])"
+            )
         if col not in levels:
             raise DataError(
                 f"reference level given for {col!r}, which is not a factor in the model"
@@ -425,11 +438,21 @@ def encode_new(data: pd.DataFrame, levels: dict[str, list[str]], columns: list[s
     missing = [c for c in columns if c not in data.columns]
     if missing:
         raise DataError(f"column {missing[0]!r} is not in the new data")
+    check_unique_columns(data, columns, "new data")
     frame = data.loc[:, columns].copy()
     for col in levels:
         if col in frame.columns:
             frame[col] = labels_of(frame[col])
     return frame
+
+
+def check_unique_columns(data: pd.DataFrame, columns: list[str], what: str = "data") -> None:
+    """Refuse a used column whose name appears more than once in ``data``."""
+    counts = pd.Series([str(c) for c in data.columns]).value_counts()
+    for c in columns:
+        if counts.get(c, 0) > 1:
+            raise DataError(f"column {c!r} appears {int(counts[c])} times in the {what}; "
+                            "give each column a distinct name")
 
 
 def _bools_as_labels(values: np.ndarray) -> np.ndarray:
@@ -463,4 +486,8 @@ def check_numeric_response(y: np.ndarray, name: str) -> np.ndarray:
         raise DataError(f"response {name!r} has {int(undefined.sum())} undefined (NaN) "
                         "values after evaluation")
     check_finite(name, out, what="response")
+    spread = float(np.max(np.abs(out - np.mean(out)))) if out.size else 0.0
+    if 0.0 < spread < 1e-140:  # its squares (the residual variance) underflow
+        raise DataError(f"response {name!r} varies by too little to fit (largest deviation "
+                        f"from its mean {spread:.3g}); rescale it")
     return out

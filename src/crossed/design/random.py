@@ -9,11 +9,13 @@ single block-diagonal first block instead of eight dense ones.
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
+from crossed._warn import warn
 from crossed.design.fixed import MatrixSpec, build_matrix
 from crossed.design.frame import DataError, level_label
 from crossed.formula.spec import RandomTermSpec
@@ -155,6 +157,21 @@ class RandomDesign:
         return np.sqrt(v / v_e)
 
 
+def _warn_merged_numbers(column: str, values: list[object], labels: list[str]) -> None:
+    """Say when distinct numbers share one R label and so one level (R merges them
+    silently: 64-bit IDs stored as doubles above 1e15 become one group)."""
+    seen: dict[str, object] = {}
+    for v, lv in zip(values, labels, strict=True):
+        if isinstance(v, bool | np.bool_) or not isinstance(v, numbers.Real):
+            continue
+        if lv in seen and seen[lv] != v:
+            warn(f"grouping column {column!r}: the distinct values {seen[lv]!r} and "
+                 f"{v!r} are one level, {lv!r} (R's label, 15 significant digits); "
+                 "convert the column to strings or integers to keep them apart", UserWarning)
+            return
+        seen.setdefault(lv, v)
+
+
 def _factor_labels(col: pd.Series) -> tuple[np.ndarray, list[str]]:
     """Codes and R labels of one grouping column; values with one R label are one level."""
     cat = col.array if isinstance(col.dtype, pd.CategoricalDtype) else pd.Categorical(col)
@@ -162,6 +179,7 @@ def _factor_labels(col: pd.Series) -> tuple[np.ndarray, list[str]]:
     labels = [level_label(c) for c in cat.categories.tolist()]
     unique = list(dict.fromkeys(labels))
     if len(unique) < len(labels):  # e.g. 0.1 + 0.2 and 0.3: one label, one level in R
+        _warn_merged_numbers(str(col.name), cat.categories.tolist(), labels)
         position = {lv: i for i, lv in enumerate(unique)}
         codes = np.array([position[lv] for lv in labels], dtype=np.int64)[codes]
     return codes, unique

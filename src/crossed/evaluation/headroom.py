@@ -69,13 +69,21 @@ def _lookup(data: pd.DataFrame, table: pd.DataFrame, on: list[str], what: str,
     return out
 
 
+def _numeric(data: pd.DataFrame, column: str, what: str) -> np.ndarray:
+    """A column as floats, or a ValueError naming it and its first non-number."""
+    try:
+        return pd.to_numeric(data[column], errors="raise").to_numpy(dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{what} column {column!r} is not numeric ({exc})") from None
+
+
 def _values(data: pd.DataFrame, source, on: list[str], what: str, average: bool) -> np.ndarray:
     if isinstance(source, pd.DataFrame):
         return _lookup(data, source, on, what, average)
     if isinstance(source, str):
         if source not in data.columns:
             raise ValueError(f"{what} column {source!r} is not in the data")
-        out = pd.to_numeric(data[source], errors="raise").to_numpy(dtype=float)
+        out = _numeric(data, source, what)
         if np.isnan(out).any():
             raise ValueError(f"{what} column {source!r} has missing values")
         return out
@@ -128,7 +136,10 @@ def headroom(data: pd.DataFrame, score: str = "score", gold: str | float | pd.Da
     on_l = _as_list(on)
     if score not in data.columns:
         raise ValueError(f"score column {score!r} is not in the data")
-    s = pd.to_numeric(data[score], errors="raise").to_numpy(dtype=float)
+    missing_on = [c for c in on_l if c not in data.columns]
+    if missing_on:
+        raise ValueError(f"on: column {missing_on[0]!r} is not in the data")
+    s = _numeric(data, score, "score")
     G = _values(data, gold, on_l, "gold", average=False)
     b = _values(data, baseline, on_l, "baseline", average=True)
     if np.any(G <= 0):

@@ -138,6 +138,13 @@ def _list(x: str | Sequence[str] | None, what: str) -> list[str]:
     return [v.strip() for v in out]
 
 
+def _name(x: object, what: str) -> str:
+    """One column name (or ``a/b``), else a ValueError naming the field."""
+    if not isinstance(x, str) or not x.strip():
+        raise ValueError(f"{what} must be a column name, got {x!r}")
+    return x.strip()
+
+
 def _subjects_terms(subjects: str) -> list[tuple[str, str]]:
     parts = [p.strip() for p in subjects.split("/")]
     out = [(f"(1 | {parts[0]})", f"random intercept: each {parts[0]}'s overall level")]
@@ -174,6 +181,7 @@ def repeated_measures(response: str, within: Sequence[str],
         (1 | architecture/model)``; ``spec.explain()`` says what each term is for.
     """
     within_l = _list(within, "within")
+    response, subjects = _name(response, "response"), _name(subjects, "subjects")
     if not within_l:
         raise ValueError("repeated_measures needs at least one within-system condition")
     rec = load_named("repeated_measures")
@@ -220,6 +228,8 @@ def cross_classified(response: str, systems: str = "model", datasets: str = "dat
         ``str(spec)`` is the formula; ``spec.explain()`` says what each term is for.
     """
     nuis = _list(nuisance, "nuisance")
+    response = _name(response, "response")
+    systems, datasets = _name(systems, "systems"), _name(datasets, "datasets")
     if slopes not in ("uncorrelated", "none"):
         raise ValueError(f"slopes must be 'uncorrelated' or 'none', got {slopes!r}")
     rec = load_named("cross_classified")

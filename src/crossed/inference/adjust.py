@@ -85,6 +85,8 @@ def ptukey_sf(q: float, k: float, df: float) -> float:
     uses, so that p values agree with emmeans' to ~1e-9 relative, including where that
     quadrature loses accuracy (df > 800, p < 1e-8).
     """
+    if df < 2:  # R's ptukey: NaN (with a warning) below 2 df, where AS 190 fails
+        return np.nan
     if not q > 0:
         return 1.0
     if not np.isfinite(df) or df > 25000:
@@ -113,6 +115,8 @@ def qtukey(level: float, k: float, df: float) -> float:
 
 @functools.lru_cache(maxsize=512)
 def _qtukey(level: float, k: float, df: float) -> float:
+    if df < 2:  # R's qtukey: NaN below 2 df (the interval is then NaN, as in emmeans)
+        return np.nan
     return float(optimize.brentq(lambda q: ptukey_sf(q, k, df) - (1.0 - level), 1e-8, 100.0,
                                  xtol=1e-10))
 
@@ -188,6 +192,8 @@ def critical_values(df: np.ndarray, level: float, method: str, n_means: int,
             out[i] = np.nan
         elif method == "tukey" and n_means > 2:
             out[i] = qtukey(level, n_means, d) / np.sqrt(2.0)
+        elif method == "dunnettx" and m > 1 and d < 2:
+            out[i] = np.nan  # its tukey-based quantile is NaN below 2 df (R's qtukey)
         elif method == "dunnettx" and m > 1:
             out[i] = optimize.brentq(lambda x, d=d: _pdunnx(x, m, d) - level, 1e-6, 100.0)
         elif method == "sidak":

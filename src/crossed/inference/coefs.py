@@ -16,6 +16,15 @@ if TYPE_CHECKING:
 __all__ = ["coef_table", "contrast_tests"]
 
 
+def check_level(level: object, name: str = "level") -> float:
+    """A confidence level strictly between 0 and 1 (``0.95``), else a ValueError naming
+    the argument (R's ``confint`` would return NaN or a zero-width interval)."""
+    if (isinstance(level, bool | np.bool_) or not isinstance(level, int | float | np.number)
+            or not 0.0 < float(level) < 1.0):
+        raise ValueError(f"{name} must be a number between 0 and 1 (e.g. 0.95), got {level!r}")
+    return float(level)
+
+
 def contrast_tests(fit: LmerFit, L: np.ndarray, ddf: str = "satterthwaite",
                    level: float = 0.95) -> pd.DataFrame:
     """t tests of the rows of ``L @ beta`` with the chosen denominator df.
@@ -23,6 +32,7 @@ def contrast_tests(fit: LmerFit, L: np.ndarray, ddf: str = "satterthwaite",
     Returns the columns ``estimate, std_error, df, statistic, p_value, conf_low, conf_high``.
     """
     method = normalise_ddf(ddf)
+    level = check_level(level)
     est, se, df = contrast_t(fit, L, method)
     with np.errstate(divide="ignore", invalid="ignore"):
         t = est / se

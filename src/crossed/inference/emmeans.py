@@ -17,6 +17,7 @@ emmeans does (``tukey``: the number of means; others: the number of contrasts).
 
 from __future__ import annotations
 
+import ast
 import itertools
 import re
 from dataclasses import dataclass, field, replace
@@ -49,6 +50,7 @@ __all__ = ["EMMeans", "INTERACTION_NOTE", "JOINT_DEP_NOTE", "JOINT_EST_NOTE", "N
 
 INTERACTION_NOTE = "NOTE: Results may be misleading due to involvement in interactions"
 NONEST = "nonEst"
+NOTHING = "(nothing)"
 NONEST_NOTE = ("nonEst: not estimable on this rank-deficient fit (an empty cell of the "
                "design); estimate, SE, df and p value are NaN, as emmeans reports them")
 JOINT_EST_NOTE = "e: df1 reduced due to non-estimability"
@@ -59,8 +61,13 @@ def _as_list(x) -> list[str]:
     if x is None:
         return []
     if isinstance(x, str):
-        return [v.strip() for v in x.replace("*", ":").split(":") if v.strip()]
-    return [str(v) for v in x]
+        names = [v.strip() for v in x.replace("*", ":").split(":") if v.strip()]
+        if not names:
+            raise ValueError(f"specs and by take variable names, got {x!r}")
+        return list(dict.fromkeys(names))
+    if not isinstance(x, list | tuple) or not all(isinstance(v, str) for v in x):
+        raise TypeError(f"specs and by take a variable name or a list of names, got {x!r}")
+    return list(dict.fromkeys(x))
 
 
 def grid_variables(fit: LmerFit) -> list[str]:
@@ -76,6 +83,33 @@ def grid_variables(fit: LmerFit) -> list[str]:
                     order.append(c)
     order += sorted(used - set(order))
     return order
+
+
+def _factor_made_columns(fit: LmerFit) -> set[str]:
+    """Numeric columns the fixed part turns into factors with ``C(column, ...)``: emmeans
+    puts every level of such a column in the reference grid, not its mean."""
+    cols = set(fit.design.columns)
+    out: set[str] = set()
+    for node in ast.walk(_parse_or_none(fit.design.spec.fixed or "")):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and node.func.id == "C" and node.args):
+            arg = node.args[0]
+            if isinstance(arg, ast.Name) and arg.id in cols:
+                out.add(arg.id)
+            elif (isinstance(arg, ast.Call) and isinstance(arg.func, ast.Name)
+                  and arg.func.id == "Q" and arg.args and isinstance(arg.args[0], ast.Constant)
+                  and arg.args[0].value in cols):
+                out.add(str(arg.args[0].value))
+    return out
+
+
+def _parse_or_none(text: str) -> ast.AST:
+    """``text`` (a fixed part such as ``C(g) * x``) as a Python expression, or an empty
+    module when it is not one (backticked names: no ``C()`` to find then)."""
+    try:
+        return ast.parse(text.replace("~", " "), mode="eval")
+    except SyntaxError:
+        return ast.parse("")
 
 
 def reference_grid(fit: LmerFit, cov_reduce: str = "mean") -> tuple[pd.DataFrame, np.ndarray]:
@@ -100,9 +134,12 @@ def reference_grid(fit: LmerFit, cov_reduce: str = "mean") -> tuple[pd.DataFrame
         raise ValueError("the fit keeps no data columns; a reference grid needs them")
     levels = fit.design.levels
     values: dict[str, list] = {}
+    made_factors = _factor_made_columns(fit)
     for v in grid_variables(fit):
         if v in levels:
             values[v] = list(levels[v])
+        elif v in made_factors:  # C(g) of a numeric g: emmeans uses factor(g)'s levels
+            values[v] = sorted(pd.unique(frame[v].to_numpy()).tolist())
         else:
             m = float(np.mean(frame[v].to_numpy(dtype=float)))
             values[v] = [m] if cov_reduce == "mean" else [m - 1.0, m + 1.0]
@@ -311,6 +348,8 @@ class EMMeans:
             W, names = _contrast_weights(method, labels, ref)
             L = W @ self.linfct[rows]
             est = self._estimable(W, rows)
+            if names == [NOTHING]:  # one mean: emmeans prints "(nothing)  nonEst"
+                est = np.zeros(1, dtype=bool)
             res = self._tests(L, level, est)
             k = len(rows)
             fam_adjust = adjust if len(names) > 1 else "none"  # emmeans: one contrast
@@ -359,8 +398,14 @@ def _contrast_weights(method, labels: list[str], ref: int) -> tuple[np.ndarray, 
     k = len(labels)
     rows, names = [], []
     if isinstance(method, dict):
+        if not method:
+            raise ValueError("contrast weights: the dict is empty; give {name: weights}")
         for name, w in method.items():
-            w = np.asarray(w, dtype=float)
+            try:
+                w = np.asarray(w, dtype=float).reshape(-1)
+            except (TypeError, ValueError):
+                raise ValueError(f"contrast {name!r}: weights must be numbers, got "
+                                 f"{w!r}") from None
             if len(w) != k:
                 raise ValueError(f"contrast {name!r} has {len(w)} weights for {k} means")
             rows.append(w)
@@ -382,6 +427,10 @@ def _contrast_weights(method, labels: list[str], ref: int) -> tuple[np.ndarray, 
                 np.flatnonzero(rows[r] > 0)[0], np.flatnonzero(rows[r] < 0)[0]))
             rows, names = [rows[o] for o in order], [names[o] for o in order]
     elif method == "trt.vs.ctrl":
+        if (isinstance(ref, bool | np.bool_) or not isinstance(ref, int | np.integer)
+                or not 0 <= ref < k):
+            raise ValueError(f"ref must be the index of the control level, from 0 to "
+                             f"{k - 1} ({', '.join(labels)}), got {ref!r}")
         for i in range(k):
             if i == ref:
                 continue
@@ -392,6 +441,8 @@ def _contrast_weights(method, labels: list[str], ref: int) -> tuple[np.ndarray, 
     else:
         raise ValueError(f"unknown contrast method {method!r}; use 'pairwise', 'revpairwise', "
                          "'trt.vs.ctrl' or a dict of weights")
+    if not rows:  # a single mean has no contrasts
+        return np.zeros((1, k)), [NOTHING]
     return np.vstack(rows), names
 
 

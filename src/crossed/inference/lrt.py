@@ -84,6 +84,8 @@ def random_bars(fit: LmerFit) -> list[dict]:
         key = id(exprs[idx[0]][0]) if exprs[idx[0]] is not None else None
         mine = [i for i in idx if exprs[i] is not None and id(exprs[i][0]) == key]
         mine = mine if (spec.uncorrelated and mine) else idx[:1]
+        # lmerTest lists an expanded || term as written: its intercept first
+        mine = sorted(mine, key=lambda i: terms[i].columns[0] != "(Intercept)")
         for i in mine:
             claimed.add(i)
             cols = terms[i].columns
@@ -220,6 +222,10 @@ def compare(*fits: LmerFit, names: list[str] | None = None, refit: bool = True) 
     """
     if len(fits) < 2:
         raise ValueError("compare() needs at least two fits")
+    for i, f in enumerate(fits):
+        if not (hasattr(f, "design") and hasattr(f, "loglik")):
+            raise TypeError(f"compare() takes fitted models (LmerFit); argument {i + 1} is "
+                            f"{type(f).__name__}")
     names = list(names) if names is not None else [f"model_{i + 1}" for i in range(len(fits))]
     if len(names) != len(fits):
         raise ValueError("names must have one label per fit")

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from crossed.design import Design
+from crossed.design.frame import DataError, check_response_varies
 from crossed.model.convergence import ConvergenceStatus
 
 if TYPE_CHECKING:
@@ -416,7 +417,12 @@ class LmerFit:
             raise TypeError(f"reml must be True, False or None (the fit's), got {reml!r}")
         design = self.design if rows is None else self.design.subset(rows)
         if y is not None:  # a copy: the fit freezes its arrays, never the caller's
-            design = design.with_response(np.array(y, dtype=float, copy=True))
+            try:
+                y_new = np.array(y, dtype=float, copy=True)
+            except (TypeError, ValueError):
+                raise DataError("refit: the new response y must be numbers") from None
+            design = design.with_response(y_new)
+            check_response_varies(design.y, self.spec.response)
         control = self.opt.control if self.opt is not None else None
         refit: LmerFit = _provided("refit")(self.engine, design,
                                             reml=self.reml if reml is None else bool(reml),

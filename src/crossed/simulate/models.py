@@ -94,8 +94,9 @@ def specify(formula: str, data: pd.DataFrame, fixef: Mapping[str, float],
     """
     from crossed.fit import LmerFit
 
-    if sigma <= 0:
-        raise ValueError("sigma must be positive")
+    if (isinstance(sigma, bool | np.bool_) or not isinstance(sigma, int | float | np.number)
+            or not np.isfinite(sigma) or sigma <= 0):
+        raise ValueError(f"sigma must be a positive number, got {sigma!r}")
     spec = parse(formula, reference=reference)
     frame = data.copy()
     has_response = spec.response in frame.columns or not spec.response.isidentifier()
@@ -108,6 +109,10 @@ def specify(formula: str, data: pd.DataFrame, fixef: Mapping[str, float],
     if missing or extra:
         raise ValueError(f"fixef must give every coefficient: missing {missing}, unknown "
                          f"{extra}; the coefficients are {names}")
+    bad = [n for n in names if isinstance(fixef[n], bool | np.bool_)
+           or not isinstance(fixef[n], int | float | np.number) or not np.isfinite(fixef[n])]
+    if bad:
+        raise ValueError(f"fixef[{bad[0]!r}] must be a finite number, got {fixef[bad[0]]!r}")
     beta = np.array([float(fixef[n]) for n in names])
     theta = _theta_from_varcorr(design, varcorr, sigma)
     if has_response:

@@ -227,6 +227,9 @@ def emm_contrast(specs: str | list[str], contrast: str | dict | Sequence[float] 
             emm = emmeans(fit, specs, ddf=method)
         labels = _labels(emm.grid)
         k_means = len(labels)
+        if k_means < 2:  # a numeric covariate (one mean at its average): no contrast
+            raise ValueError(f"emm_contrast({specs_label!r}) has a single mean: there is "
+                             "nothing to contrast; name a factor, or test a coefficient")
         if isinstance(contrast, dict):
             W, names = _contrast_weights(contrast, labels, 0)
         elif contrast is not None and not isinstance(contrast, str):
@@ -352,12 +355,21 @@ class CallableTest:
 
     def __call__(self, fit: LmerFit, rows: np.ndarray | None = None) -> dict:
         out = self.func(fit)
-        if isinstance(out, dict):
-            row = _nan_row("ok")
-            row.update({k: out[k] for k in out})
-            return row
         row = _nan_row("ok")
-        row["p_value"] = float(out)
+        if isinstance(out, dict):
+            row.update({k: out[k] for k in out})
+        else:
+            row["p_value"] = out
+        p = row["p_value"]
+        # a p value that is no probability (NaN, 2, a string) fails the replicate, naming
+        # it, rather than counting as "not significant"
+        if row.get("status") != "ok":  # a dict may say "non_estimable" (p is NaN then)
+            return row
+        if (isinstance(p, bool | np.bool_) or not isinstance(p, int | float | np.number)
+                or not 0.0 <= float(p) <= 1.0):
+            raise ValueError(f"the test function {self.name!r} returned the p value {p!r}; "
+                             "expected a number from 0 to 1")
+        row["p_value"] = float(p)
         return row
 
 

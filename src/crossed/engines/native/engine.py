@@ -75,7 +75,7 @@ def fit_pls(design: Design, pls: PLS, reml: bool, control: LmerControl,
         raise DataError(
             f"the {'REML' if reml else 'ML'} criterion is not finite at any theta the optimiser "
             f"tried ({opt.feval} evaluations): the response or a predictor holds values too "
-            "large to square in floating point; rescale the variables")
+            "large (or too small) to square in floating point; rescale the variables")
     note = restart_message(opt.restarts)
     return finish_fit(design, pls, f, theta, dev, reml, "native", opt, control,
                       time.perf_counter() - t0, data_name, check,

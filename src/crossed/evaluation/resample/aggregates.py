@@ -162,6 +162,11 @@ def resample_aggregates(table, aggregates: tuple[str, ...] | list[str] = AGGREGA
     no replication noise it is SD_ddof0(task means)/sqrt(T); with one stored seed drawn per
     cell, the variance of the mean is Σ var_ddof0(seeds)/T² (test_resample_aggregates.py).
     """
+    from crossed.simulate.execution import check_count
+
+    n_resamples = check_count("n_resamples", n_resamples)  # 0 gave an IndexError
+    if n_tasks is not None:
+        n_tasks = check_count("n_tasks", n_tasks)
     rng = as_generator(seed)
     st = as_score_table(table, seed=rng, **columns)
     aggs = tuple(aggregates)

@@ -30,6 +30,7 @@ from crossed._conventions import renamed_keywords
 from crossed.evaluation.resample._util import SeedLike, as_generator, progress_iter
 from crossed.evaluation.resample.aso import violation_ratio
 from crossed.evaluation.resample.table import ScoreTable
+from crossed.simulate.execution import check_count
 
 __all__ = ["EvalSizeResult", "STRATEGIES", "eval_size", "kendall_tau_b"]
 
@@ -234,6 +235,11 @@ def eval_size(data, score: str = "score", system: str = "system", item: str = "i
         raise ValueError("unit='tokens' needs a tokens column")
     weights = tok if unit == "tokens" else np.ones(vals.shape[0])
     sizes = _subset_sizes(sizes, weights, unit)
+    n_subsamples = check_count("n_subsamples", n_subsamples)
+    if not -1.0 <= level <= 1.0:  # a Kendall tau
+        raise ValueError(f"level is a Kendall tau, from -1 to 1, got {level!r}")
+    if quantile is not None and not 0.0 <= quantile <= 1.0:
+        raise ValueError(f"quantile must be from 0 to 1, got {quantile!r}")
     sign = 1.0 if higher_is_better else -1.0
     S, K = vals.shape[1], vals.shape[2]
     settings = _Aso(aso_threshold, aso_confidence, aso_bootstrap, dt)
@@ -289,6 +295,8 @@ def _subset_sizes(sizes, weights: np.ndarray, unit: str) -> list[float]:
         smallest = max(0.05 * total, 2.0 if unit == "items" else float(weights.max()))
         sizes = np.unique(np.round(np.geomspace(min(smallest, total), total, 8)))
     sizes = sorted(float(s) for s in sizes)
+    if not sizes:
+        raise ValueError("sizes is empty: give at least one subset size")
     if sizes[0] <= 0:
         raise ValueError("subset sizes must be positive")
     return sizes

@@ -156,7 +156,19 @@ def _drop_missing(data: pd.DataFrame, cols: list[str], system: str) -> pd.DataFr
     if missing_cols:
         raise KeyError(f"column(s) {missing_cols} not in the table; it has {list(data.columns)}")
     df = data[cols]
+    for c in cols:
+        values = df[c]
+        if pd.api.types.is_numeric_dtype(values.dtype) and not pd.api.types.is_bool_dtype(
+                values.dtype):
+            infinite = np.isinf(values.to_numpy(dtype=float, na_value=np.nan))
+            if infinite.any():
+                raise ValueError(f"column {c!r} has {int(infinite.sum())} infinite values "
+                                 "(first in row {}); drop those rows or set them missing"
+                                 .format(int(np.flatnonzero(infinite)[0])))
     bad = df.isna().any(axis=1).to_numpy()
+    if bad.all():
+        raise ValueError("the table has no rows" + (" with a value in every one of "
+                         f"{', '.join(map(repr, cols))}" if len(df) else ""))
     if not bad.any():
         return df
     which = df.loc[bad, system].astype(object).where(df.loc[bad, system].notna(),
