@@ -41,3 +41,28 @@ def test_renamed_keywords_name_the_new_spelling():
                                         r"with seed_col='run'"):
         f(seed="run")
     assert f.__name__ == "f"
+
+
+@pytest.mark.parametrize("bad,error", [(-1, ValueError), (1.5, TypeError), ("a", TypeError),
+                                       (True, TypeError)])
+def test_a_bad_seed_is_refused_by_name_everywhere(bad, error):
+    import warnings
+
+    import pandas as pd
+
+    import crossed as cx
+    from crossed import resample
+
+    df = pd.DataFrame({"y": [1.0, 2.1, 2.9, 4.2, 5.1, 5.8, 7.2, 8.1],
+                       "g": list("aabbccdd")})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = cx.lmer("y ~ 1 + (1 | g)", df)
+    with pytest.raises(error, match="seed="):
+        fit.simulate(2, seed=bad)
+    with pytest.raises(error, match="seed="):
+        cx.bootstrap(fit, lambda f: f.beta, nsim=2, seed=bad)
+    st = resample.from_replicates(pd.DataFrame({"system": list("aabb"), "task": list("xyxy"),
+                                                "score": [1.0, 2.0, 3.0, 4.0]}), "score")
+    with pytest.raises(error, match="seed="):
+        resample.aggregates(st, n_resamples=5, seed=bad)

@@ -13,13 +13,14 @@ with a ``TypeError`` that names the new keyword: see :func:`renamed_keywords`.
 from __future__ import annotations
 
 import functools
+import numbers
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import numpy as np
 
-__all__ = ["SeedLike", "as_generator", "renamed_keywords", "show_progress"]
+__all__ = ["SeedLike", "as_generator", "check_seed", "renamed_keywords", "show_progress"]
 
 SeedLike = int | np.random.Generator | np.random.SeedSequence | None
 
@@ -29,8 +30,22 @@ _WHAT = {"seed": "the random seed", "seed_col": "the column of seeds",
          "progress": "progress bars on/off"}
 
 
+def check_seed(seed: object) -> None:
+    """Refuse what is not a random seed, naming ``seed=``: a whole number >= 0, a numpy
+    SeedSequence or Generator, or None (fresh entropy). Booleans, floats, text and negative
+    numbers are refused (numpy's own message names no argument)."""
+    if seed is None or isinstance(seed, np.random.SeedSequence | np.random.Generator):
+        return
+    if isinstance(seed, bool | np.bool_) or not isinstance(seed, numbers.Integral):
+        raise TypeError(f"seed= must be a whole number >= 0, a numpy Generator or "
+                        f"SeedSequence, or None; got {seed!r}")
+    if seed < 0:
+        raise ValueError(f"seed= must be a whole number >= 0, got {seed!r}")
+
+
 def as_generator(seed: SeedLike) -> np.random.Generator:
     """A numpy Generator from an int, a SeedSequence, a Generator (used as is) or None."""
+    check_seed(seed)
     if isinstance(seed, np.random.Generator):
         return seed
     return np.random.default_rng(seed)

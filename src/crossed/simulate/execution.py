@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from crossed._conventions import show_progress
+from crossed._conventions import check_seed, show_progress
 from crossed._threads import use_helper_thread
 from crossed._warn import warn
 
@@ -74,6 +74,7 @@ def seed_sequence(seed: Seed) -> np.random.SeedSequence:
     A Generator contributes the next draw of its stream as entropy (so passing the same
     Generator state twice gives the same tasks); None draws fresh OS entropy.
     """
+    check_seed(seed)
     if isinstance(seed, np.random.SeedSequence):
         return seed
     if isinstance(seed, np.random.Generator):
