@@ -31,8 +31,8 @@ def grand_mean(fit: LmerFit) -> tuple[float, float]:
     means (emmeans' ``emmeans(fit, ~ 1)``). On a rank-deficient fit where that average is
     not estimable (emmeans' ``nonEst``), both are NaN.
     """
-    from crossed.inference.emmeans import full_grid_matrix, reference_grid
     from crossed.inference.estimability import fit_null_basis, is_estimable
+    from crossed.inference.grid import full_grid_matrix, reference_grid
 
     _, X = reference_grid(fit)
     c = np.asarray(X, dtype=float).mean(axis=0)

@@ -17,10 +17,8 @@ emmeans does (``tukey``: the number of means; others: the number of contrasts).
 
 from __future__ import annotations
 
-import ast
 import itertools
-import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -28,7 +26,6 @@ import pandas as pd
 from scipy import stats
 
 from crossed._warn import warn
-from crossed.design.frame import expression_variables
 from crossed.inference.adjust import adjust_p, critical_values
 from crossed.inference.coefs import contrast_tests
 from crossed.inference.ddf import contrast_vcov, normalise_ddf
@@ -39,14 +36,21 @@ from crossed.inference.estimability import (
     is_estimable,
     r_qr,
 )
+from crossed.inference.grid import (
+    as_list,
+    full_grid_matrix,
+    grid_labels,
+    involved_in_interactions,
+    marginal_linfct,
+    reference_grid,
+)
 from crossed.inference.hypotheses import TermInfo, zapsmall
 
 if TYPE_CHECKING:
     from crossed.fit import LmerFit
 
-__all__ = ["EMMeans", "INTERACTION_NOTE", "JOINT_DEP_NOTE", "JOINT_EST_NOTE", "NONEST",
-           "NONEST_NOTE", "emmeans", "full_grid_matrix", "grid_variables", "joint_tests",
-           "reference_grid"]
+__all__ = ["INTERACTION_NOTE", "JOINT_DEP_NOTE", "JOINT_EST_NOTE", "NONEST", "NONEST_NOTE",
+           "EMMeans", "consec_weights", "contrast_weights", "emmeans", "joint_f", "joint_tests"]
 
 INTERACTION_NOTE = "NOTE: Results may be misleading due to involvement in interactions"
 NONEST = "nonEst"
@@ -55,168 +59,6 @@ NONEST_NOTE = ("nonEst: not estimable on this rank-deficient fit (an empty cell 
                "design); estimate, SE, df and p value are NaN, as emmeans reports them")
 JOINT_EST_NOTE = "e: df1 reduced due to non-estimability"
 JOINT_DEP_NOTE = "d: df1 reduced due to linear dependence"
-
-
-def _as_list(x) -> list[str]:
-    if x is None:
-        return []
-    if isinstance(x, str):
-        names = [v.strip() for v in x.replace("*", ":").split(":") if v.strip()]
-        if not names:
-            raise ValueError(f"specs and by take variable names, got {x!r}")
-        return list(dict.fromkeys(names))
-    if not isinstance(x, list | tuple) or not all(isinstance(v, str) for v in x):
-        raise TypeError(f"specs and by take a variable name or a list of names, got {x!r}")
-    return list(dict.fromkeys(x))
-
-
-def grid_variables(fit: LmerFit) -> list[str]:
-    """Data columns of the fixed part, in order of first appearance in the terms."""
-    cols = set(fit.design.columns)
-    used = expression_variables(fit.design.spec.fixed, cols) if fit.design.spec.fixed else set()
-    info = TermInfo(fit)
-    order: list[str] = []
-    for t in info.labels:
-        for v in info.vars[t]:
-            for c in ([v] if v in cols else sorted(expression_variables(v, cols))):
-                if c in used and c not in order:
-                    order.append(c)
-    order += sorted(used - set(order))
-    return order
-
-
-def _factor_made_columns(fit: LmerFit) -> set[str]:
-    """Numeric columns the fixed part turns into factors with ``C(column, ...)``: emmeans
-    puts every level of such a column in the reference grid, not its mean."""
-    cols = set(fit.design.columns)
-    out: set[str] = set()
-    for node in ast.walk(_parse_or_none(fit.design.spec.fixed or "")):
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-                and node.func.id == "C" and node.args):
-            arg = node.args[0]
-            if isinstance(arg, ast.Name) and arg.id in cols:
-                out.add(arg.id)
-            elif (isinstance(arg, ast.Call) and isinstance(arg.func, ast.Name)
-                  and arg.func.id == "Q" and arg.args and isinstance(arg.args[0], ast.Constant)
-                  and arg.args[0].value in cols):
-                out.add(str(arg.args[0].value))
-    return out
-
-
-def _parse_or_none(text: str) -> ast.AST:
-    """``text`` (a fixed part such as ``C(g) * x``) as a Python expression, or an empty
-    module when it is not one (backticked names: no ``C()`` to find then)."""
-    try:
-        return ast.parse(text.replace("~", " "), mode="eval")
-    except SyntaxError:
-        return ast.parse("")
-
-
-def reference_grid(fit: LmerFit, cov_reduce: str = "mean") -> tuple[pd.DataFrame, np.ndarray]:
-    """emmeans' reference grid and its model matrix.
-
-    Parameters
-    ----------
-    fit : LmerFit
-    cov_reduce : {"mean", "meanint"}
-        Numeric covariates at their mean, or at mean − 1 and mean + 1 (``meanint``, what
-        ``joint_tests`` uses).
-
-    Returns
-    -------
-    grid : pandas.DataFrame
-        One row per combination, the first variable varying fastest (``expand.grid``).
-    X : numpy.ndarray
-        The fixed-effects model matrix of the grid (rows x p).
-    """
-    frame = fit.design.frame
-    if frame is None:
-        raise ValueError("the fit keeps no data columns; a reference grid needs them")
-    levels = fit.design.levels
-    values: dict[str, list] = {}
-    made_factors = _factor_made_columns(fit)
-    for v in grid_variables(fit):
-        if v in levels:
-            values[v] = list(levels[v])
-        elif v in made_factors:  # C(g) of a numeric g: emmeans uses factor(g)'s levels
-            values[v] = sorted(pd.unique(frame[v].to_numpy()).tolist())
-        else:
-            m = float(np.mean(frame[v].to_numpy(dtype=float)))
-            values[v] = [m] if cov_reduce == "mean" else [m - 1.0, m + 1.0]
-    names = list(values)
-    combos = list(itertools.product(*[values[n] for n in reversed(names)]))
-    grid = pd.DataFrame([tuple(reversed(c)) for c in combos], columns=names)
-    build = grid.copy()
-    for v in names:
-        if v in levels:
-            build[v] = pd.Categorical(build[v], categories=levels[v])
-    X = fit.design.fixed.spec.build(build) if names else np.ones((1, len(fit.beta)))
-    return grid, X
-
-
-class _WithDesign:
-    """A fit seen with another design (the full, pre-drop fixed-effects columns)."""
-
-    def __init__(self, fit: LmerFit, design):
-        self._fit = fit
-        self.design = design
-
-    def __getattr__(self, name):
-        return getattr(self._fit, name)
-
-
-def full_grid_matrix(fit: LmerFit, nb: NullBasis, cov_reduce: str = "mean") -> np.ndarray:
-    """The reference grid's model matrix over every column of the fixed part, including
-    those the fit dropped for rank (emmeans' ``X`` with ``NA`` coefficients)."""
-    design = replace(fit.design, fixed=replace(fit.design.fixed, spec=nb.spec))
-    _, X_full = reference_grid(_WithDesign(fit, design), cov_reduce=cov_reduce)
-    return X_full
-
-
-def _marginal_linfct(grid: pd.DataFrame, X: np.ndarray, facs: list[str]):
-    """Equally weighted averages of grid rows per combination of ``facs`` (first fastest)."""
-    for f in facs:
-        if f not in grid.columns:
-            have = ", ".join(grid.columns) or "no variables: the fixed part is an intercept"
-            raise ValueError(f"{f!r} is not a variable of the fixed part (reference grid has "
-                             f"{have})")
-    levs = [list(dict.fromkeys(grid[f])) for f in facs]
-    combos = [tuple(reversed(c)) for c in itertools.product(*reversed(levs))]
-    keys = list(zip(*[grid[f] for f in facs], strict=True)) if facs else [()] * len(grid)
-    rows = []
-    for c in combos:
-        idx = [i for i, k in enumerate(keys) if k == c]
-        rows.append(X[idx].mean(axis=0))
-    return pd.DataFrame(combos, columns=facs), np.vstack(rows)
-
-
-def _involved_in_interactions(fit: LmerFit, facs: list[str]) -> bool:
-    """emmeans' ``.some.term.contains``: a term holds all ``facs`` and other variables."""
-    info = TermInfo(fit)
-    for t in info.labels:
-        vs = set(info.vars[t])
-        if set(facs) <= vs and len(vs) > len(facs):
-            return True
-    return False
-
-
-def _is_num(values) -> bool:
-    try:
-        [float(str(v)) for v in values]
-    except ValueError:
-        return False
-    return True
-
-
-def _labels(sub: pd.DataFrame) -> list[str]:
-    """emmeans' contrast labels: numeric-looking levels get the factor's name as prefix
-    (``enhance.levels``), labels containing - + / * are parenthesised (``parens``)."""
-    cols = []
-    for c in sub.columns:
-        vals = [str(v) for v in sub[c]]
-        cols.append([f"{c}{v}" for v in vals] if _is_num(vals) else vals)
-    labels = [" ".join(parts) for parts in zip(*cols, strict=True)]
-    return [f"({lb})" if re.search(r"-|\+|/|\*", lb) else lb for lb in labels]
 
 
 @dataclass
@@ -332,7 +174,7 @@ class EMMeans:
         As in emmeans, a family (``by`` group) of a single contrast is not adjusted, and the
         family size of an adjustment counts the non-estimable contrasts too.
         """
-        by = self.by if by is None else _as_list(by)
+        by = self.by if by is None else as_list(by)
         level = self.level if level is None else level
         pairwise = isinstance(method, str) and method in ("pairwise", "revpairwise")
         if adjust is None:
@@ -344,8 +186,8 @@ class EMMeans:
         frames, used, nonest = [], set(), False
         for rows in self._groups(by):
             sub = self.grid.iloc[rows]
-            labels = _labels(sub[inner])
-            W, names = _contrast_weights(method, labels, ref)
+            labels = grid_labels(sub[inner])
+            W, names = contrast_weights(method, labels, ref)
             L = W @ self.linfct[rows]
             est = self._estimable(W, rows)
             if names == [NOTHING]:  # one mean: emmeans prints "(nothing)  nonEst"
@@ -394,7 +236,7 @@ def _tests_with_nonest(fit: LmerFit, L: np.ndarray, ddf: str, level: float,
     return out
 
 
-def _contrast_weights(method, labels: list[str], ref: int) -> tuple[np.ndarray, list[str]]:
+def contrast_weights(method, labels: list[str], ref: int) -> tuple[np.ndarray, list[str]]:
     k = len(labels)
     rows, names = [], []
     if isinstance(method, dict):
@@ -469,25 +311,25 @@ def emmeans(fit: LmerFit, specs: str | list[str], by: str | list[str] | None = N
         Warns with emmeans' note when a factor of ``specs``/``by`` is involved in an
         interaction (the means average over the other factors of that interaction).
     """
-    specs_l, by_l = _as_list(specs), _as_list(by)
+    specs_l, by_l = as_list(specs), as_list(by)
     method = normalise_ddf(ddf)
     grid, X = reference_grid(fit)
     facs = specs_l + [b for b in by_l if b not in specs_l]
-    keys, L = _marginal_linfct(grid, X, facs)  # specs vary fastest, by groups contiguous
+    keys, L = marginal_linfct(grid, X, facs)  # specs vary fastest, by groups contiguous
     messages = []
-    if _involved_in_interactions(fit, facs):
+    if involved_in_interactions(fit, facs):
         messages.append(INTERACTION_NOTE)
         warn(INTERACTION_NOTE, UserWarning)
     nb = fit_null_basis(fit)
     L_full = None
     if nb is not None:
-        _, L_full = _marginal_linfct(grid, full_grid_matrix(fit, nb), facs)
+        _, L_full = marginal_linfct(grid, full_grid_matrix(fit, nb), facs)
     return EMMeans(fit=fit, specs=specs_l, by=by_l, grid=keys, linfct=L, ddf=method,
                    level=level, messages=messages, linfct_full=L_full, nbasis=nb)
 
 
 # ---------------------------------------------------------------------- joint tests
-def _consec(k: int) -> np.ndarray:
+def consec_weights(k: int) -> np.ndarray:
     """emmeans' ``consec.emmc``: level i+1 minus level i (rows: contrasts)."""
     C = np.zeros((k - 1, k))
     for i in range(k - 1):
@@ -499,7 +341,7 @@ def _zap(x: np.ndarray, tol: float = 1e-7) -> np.ndarray:
     return np.where(np.abs(x) < tol, 0.0, x)
 
 
-def _joint_f(fit: LmerFit, LL: np.ndarray, ddf: str, nb: NullBasis | None = None) -> dict:
+def joint_f(fit: LmerFit, LL: np.ndarray, ddf: str, nb: NullBasis | None = None) -> dict:
     """emmeans' ``test(..., joint = TRUE)`` of the rows of LL.
 
     Rows are over every column of the fixed part when ``nb`` is given (a rank-deficient
@@ -575,7 +417,7 @@ def joint_tests(fit: LmerFit, by: str | list[str] | None = None,
         dependence); sorted by the order of the term.
     """
     method = normalise_ddf(ddf)
-    by_l = _as_list(by)
+    by_l = as_list(by)
     grid, X = reference_grid(fit, cov_reduce="meanint")
     nb = fit_null_basis(fit)
     if nb is not None:
@@ -589,13 +431,13 @@ def joint_tests(fit: LmerFit, by: str | list[str] | None = None,
         for these in itertools.combinations(facs, size):
             if not any(set(these) <= tv for tv in term_vars):
                 continue
-            keys, L = _marginal_linfct(grid, X, list(these) + by_l)
+            keys, L = marginal_linfct(grid, X, list(these) + by_l)
             for gi, g in enumerate(_by_groups(keys, by_l)):
                 nlev = [len(dict.fromkeys(keys[f].iloc[g])) for f in these]
                 C = np.ones((1, 1))
                 for k in nlev:  # first factor fastest
-                    C = np.kron(_consec(k), C)
-                res = _joint_f(fit, C @ L[g], method, nb)
+                    C = np.kron(consec_weights(k), C)
+                res = joint_f(fit, C @ L[g], method, nb)
                 if res["L"] is not None:
                     bases.setdefault(gi, []).append(res["L"])
                 row = {"term": ":".join(these)}
@@ -626,17 +468,17 @@ def _confounded(fit: LmerFit, grid: pd.DataFrame, X: np.ndarray, facs: list[str]
                 nb: NullBasis | None) -> list[dict]:
     """emmeans' ``(confounded)`` rows: the joint test of consecutive differences among all
     cells minus the terms' tests (by F·df1 difference), per ``by`` group."""
-    keys, L = _marginal_linfct(grid, X, facs + by_l)
+    keys, L = marginal_linfct(grid, X, facs + by_l)
     out = []
     for gi, g in enumerate(_by_groups(keys, by_l)):
         if len(g) < 2:
             continue
-        ref = _joint_f(fit, _consec(len(g)) @ L[g], method, nb)
+        ref = joint_f(fit, consec_weights(len(g)) @ L[g], method, nb)
         if ref["df1"] == 0:
             continue
         tst = {"df1": 0, "statistic": 0.0}
         if bases.get(gi):
-            tst = _joint_f(fit, np.vstack(bases[gi]), method, nb)
+            tst = joint_f(fit, np.vstack(bases[gi]), method, nb)
         df1 = ref["df1"] - tst["df1"]
         F = np.nan
         if df1 > 0:

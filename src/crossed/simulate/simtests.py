@@ -156,7 +156,7 @@ class JointContrastTest:
     df1: int = 0
 
     def __call__(self, fit: LmerFit, rows: np.ndarray | None = None) -> dict:
-        from crossed.inference.emmeans import _joint_f
+        from crossed.inference.emmeans import joint_f
         from crossed.inference.estimability import NullBasis, nonest_basis
 
         refit_names = tuple(fit.fixef_names)
@@ -170,7 +170,7 @@ class JointContrastTest:
                 L = self.L[:, kept]
             else:
                 nb = NullBasis(spec=None, kept=kept, basis=basis)
-        res = _joint_f(fit, L, self.ddf, nb)
+        res = joint_f(fit, L, self.ddf, nb)
         if res["df1"] < self.df1:
             return _nan_row("non_estimable")
         return {"status": "ok", "estimate": np.nan, "std_error": np.nan, "df": res["df2"],
@@ -220,25 +220,26 @@ def emm_contrast(specs: str | list[str], contrast: str | dict | Sequence[float] 
     specs_label = specs if isinstance(specs, str) else ":".join(specs)
 
     def setup(fit: LmerFit) -> ContrastTest | JointContrastTest:
-        from crossed.inference.emmeans import _consec, _contrast_weights, _labels, emmeans
+        from crossed.inference.emmeans import consec_weights, contrast_weights, emmeans
+        from crossed.inference.grid import grid_labels
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             emm = emmeans(fit, specs, ddf=method)
-        labels = _labels(emm.grid)
+        labels = grid_labels(emm.grid)
         k_means = len(labels)
         if k_means < 2:  # a numeric covariate (one mean at its average): no contrast
             raise ValueError(f"emm_contrast({specs_label!r}) has a single mean: there is "
                              "nothing to contrast; name a factor, or test a coefficient")
         if isinstance(contrast, dict):
-            W, names = _contrast_weights(contrast, labels, 0)
+            W, names = contrast_weights(contrast, labels, 0)
         elif contrast is not None and not isinstance(contrast, str):
-            W, names = _contrast_weights({"custom": list(contrast)}, labels, 0)
+            W, names = contrast_weights({"custom": list(contrast)}, labels, 0)
         elif contrast is None and k_means > 2:
-            W, names = _consec(k_means), [f"{specs_label}: all {k_means} means equal "
+            W, names = consec_weights(k_means), [f"{specs_label}: all {k_means} means equal "
                                           f"(joint F, df1 = {k_means - 1})"]
         else:
-            W, names = _contrast_weights("pairwise", labels, 0)
+            W, names = contrast_weights("pairwise", labels, 0)
             if isinstance(contrast, str):
                 if contrast not in names:
                     raise ValueError(f"contrast {contrast!r} not among {names}")

@@ -26,7 +26,7 @@ import pandas as pd
 
 from crossed._conventions import renamed_keywords
 from crossed.evaluation.resample._util import SeedLike, as_generator, progress_iter
-from crossed.evaluation.resample.table import _drop_missing
+from crossed.evaluation.resample.table import drop_missing
 
 __all__ = ["MODELS", "PredictionResult", "leave_one_task_out", "prediction_frame"]
 
@@ -162,7 +162,7 @@ def leave_one_task_out(data: pd.DataFrame, score: str = "score", system: str = "
     missing = [c for c in need if c not in data.columns]
     if missing:
         raise ValueError(f"columns not in the data: {missing}")
-    df = _drop_missing(data, list(dict.fromkeys(need)), system).reset_index(drop=True)
+    df = drop_missing(data, list(dict.fromkeys(need)), system).reset_index(drop=True)
     tasks = list(pd.unique(df[task]))
     if len(tasks) < 3:
         raise ValueError("leave-one-task-out needs at least 3 tasks")

@@ -23,7 +23,8 @@ from crossed._conventions import renamed_keywords
 from crossed._warn import warn
 from crossed.evaluation.resample._util import SeedLike, as_generator
 
-__all__ = ["ScoreTable", "as_score_table", "from_items", "from_replicates", "from_summary"]
+__all__ = ["ScoreTable", "as_score_table", "drop_missing", "from_items", "from_replicates",
+           "from_summary"]
 
 
 @dataclass(frozen=True)
@@ -149,7 +150,7 @@ def _within_cell_index(df: pd.DataFrame, keys: list[str], col: str | None) -> np
     return (df.groupby(keys, sort=False)[col].rank(method="dense").to_numpy() - 1).astype(np.int64)
 
 
-def _drop_missing(data: pd.DataFrame, cols: list[str], system: str) -> pd.DataFrame:
+def drop_missing(data: pd.DataFrame, cols: list[str], system: str) -> pd.DataFrame:
     """``data[cols]`` without the rows that miss a value, with a warning that counts them
     per system and names the columns (never a silent drop)."""
     missing_cols = [c for c in cols if c not in data.columns]
@@ -205,7 +206,7 @@ def from_replicates(data: pd.DataFrame, score: str, system: str = "system",
     Rows missing the score or a label are dropped with a warning that counts them per
     system.
     """
-    df = _drop_missing(data, [c for c in (system, task, seed_col, boot, score) if c is not None],
+    df = drop_missing(data, [c for c in (system, task, seed_col, boot, score) if c is not None],
                        system)
     s_codes, systems = _labels(df[system])
     t_codes, tasks = _labels(df[task])
@@ -283,7 +284,7 @@ def from_items(data: pd.DataFrame, score: str, system: str = "system", task: str
     """
     rng = as_generator(seed)
     cols = [c for c in (system, task, seed_col, item, score) if c is not None]
-    df = _drop_missing(data, cols, system)
+    df = drop_missing(data, cols, system)
     s_codes, systems = _labels(df[system])
     t_codes, tasks = _labels(df[task])
     df = df.assign(_s=s_codes, _t=t_codes, _k=_within_cell_index(df.assign(_s=s_codes, _t=t_codes),
