@@ -27,25 +27,17 @@ shared with a helper thread when large, ``cholesky.py``). Z is never formed dens
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.linalg import blas, lapack
+from scipy.linalg import blas
 
 from crossed.design.random import ReBlock
 from crossed.model.banded import BandedBlocks
 from crossed.model.cholesky import cholesky_lower
-from crossed.model.closed_forms import (
-    closed_form_1x1,
-    criterion,
-    entries_2x2,
-    g_2x2,
-)
-
-if TYPE_CHECKING:
-    from crossed.design import Design
+from crossed.model.closed_forms import closed_form_1x1, entries_2x2, g_2x2
+from crossed.model.factor import Factor, deviance_at, profiled_deviance, tri_inverse, tri_solve
 from crossed.model.sparse_map import (
     Products,
     SparseMap,
@@ -53,54 +45,15 @@ from crossed.model.sparse_map import (
     response_free_products,
 )
 
+if TYPE_CHECKING:
+    from crossed.design import Design
+
 __all__ = ["Factor", "MAX_DENSE", "MAX_GROUPED_LEVELS", "PLS", "deviance_at", "profiled_deviance",
            "tri_inverse", "tri_solve"]
 
 MAX_DENSE = 20000
 MAX_GROUPED_LEVELS = 50_000
 _ONE = np.ones(1)
-
-
-def tri_solve(L: np.ndarray, B: np.ndarray, trans: bool = False) -> np.ndarray:
-    """Solve L x = B (or Lᵀ x = B) for lower-triangular L (LAPACK dtrtrs, no checks)."""
-    if L.shape[0] == 0:
-        return np.zeros(np.shape(B))
-    x: np.ndarray
-    x, info = lapack.dtrtrs(L, B, lower=1, trans=1 if trans else 0)
-    if info != 0:
-        raise np.linalg.LinAlgError(f"singular triangular factor (dtrtrs info={info})")
-    return x
-
-
-def tri_inverse(L: np.ndarray) -> np.ndarray:
-    """Inverse of a lower-triangular matrix (LAPACK dtrtri)."""
-    if L.shape[0] == 0:
-        return np.zeros((0, 0))
-    inv, info = lapack.dtrtri(L, lower=1)
-    if info != 0:
-        raise np.linalg.LinAlgError(f"singular triangular factor (dtrtri info={info})")
-    return np.tril(inv)
-
-
-@dataclass
-class Factor:
-    """The factorisation at one theta."""
-
-    theta: np.ndarray
-    ok: bool
-    ldL2: float = np.inf
-    """log det(ΛᵀZᵀZΛ + I)."""
-    ldRX2: float = np.inf
-    """log det(R_XᵀR_X)."""
-    pwrss: float = np.inf
-    """Penalised residual sum of squares r²."""
-    L: np.ndarray | None = None
-    """Dense Cholesky factor of the rest part (later random blocks, X, y), in its lower
-    triangle (the upper one is not cleared; only triangular LAPACK routines read it)."""
-    first: np.ndarray | None = None
-    """The first block's per-level matrices as :meth:`PLS.first_block` leaves them: their
-    Cholesky factors (q₁ = 1), B_s's entries (q₁ = 2) or the LAPACK band storage of the factors
-    (q₁ > 2); :meth:`PLS.first_chol` gives the (ℓ₁, q₁, q₁) factors."""
 
 
 def _sparse_z(block: ReBlock) -> sp.csr_matrix:
@@ -597,21 +550,3 @@ def _first_block_2x2(a: np.ndarray, t0: float, t1: float, t2: float
     if not np.isfinite(logdet):
         return None, None, None, np.inf, False
     return b, g_2x2(b, det, prods), None, logdet, True
-
-
-def profiled_deviance(f: Factor, n: int, p: int, reml: bool) -> float:
-    """lme4's profiled criterion from a factorisation (inf when not positive definite)."""
-    if not f.ok or f.pwrss <= 0:
-        return np.inf
-    return criterion(f.ldL2, f.ldRX2, f.pwrss, n, p, reml)
-
-
-def deviance_at(f: Factor, sigma: float, n: int, p: int, reml: bool) -> float:
-    """Unprofiled deviance at (θ, σ) as lmerTest's ``devfun_vp`` computes it."""
-    if not f.ok:
-        return np.inf
-    s2 = sigma * sigma
-    dev: float = f.ldL2 + f.pwrss / s2 + n * np.log(2.0 * np.pi * s2)
-    if reml:
-        dev += f.ldRX2 - p * np.log(2.0 * np.pi * s2)
-    return dev

@@ -1,0 +1,74 @@
+"""A factorisation of the PLS system at one theta (:class:`Factor`), the criteria it gives,
+and the triangular solves used on its factors. :class:`crossed.model.pls.PLS` makes them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.linalg import lapack
+
+from crossed.model.closed_forms import criterion
+
+__all__ = ["Factor", "deviance_at", "profiled_deviance", "tri_inverse", "tri_solve"]
+
+
+def tri_solve(L: np.ndarray, B: np.ndarray, trans: bool = False) -> np.ndarray:
+    """Solve L x = B (or Lᵀ x = B) for lower-triangular L (LAPACK dtrtrs, no checks)."""
+    if L.shape[0] == 0:
+        return np.zeros(np.shape(B))
+    x: np.ndarray
+    x, info = lapack.dtrtrs(L, B, lower=1, trans=1 if trans else 0)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"singular triangular factor (dtrtrs info={info})")
+    return x
+
+
+def tri_inverse(L: np.ndarray) -> np.ndarray:
+    """Inverse of a lower-triangular matrix (LAPACK dtrtri)."""
+    if L.shape[0] == 0:
+        return np.zeros((0, 0))
+    inv, info = lapack.dtrtri(L, lower=1)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"singular triangular factor (dtrtri info={info})")
+    return np.tril(inv)
+
+
+@dataclass
+class Factor:
+    """The factorisation at one theta."""
+
+    theta: np.ndarray
+    ok: bool
+    ldL2: float = np.inf
+    """log det(ΛᵀZᵀZΛ + I)."""
+    ldRX2: float = np.inf
+    """log det(R_XᵀR_X)."""
+    pwrss: float = np.inf
+    """Penalised residual sum of squares r²."""
+    L: np.ndarray | None = None
+    """Dense Cholesky factor of the rest part (later random blocks, X, y), in its lower
+    triangle (the upper one is not cleared; only triangular LAPACK routines read it)."""
+    first: np.ndarray | None = None
+    """The first block's per-level matrices as :meth:`PLS.first_block` leaves them: their
+    Cholesky factors (q₁ = 1), B_s's entries (q₁ = 2) or the LAPACK band storage of the factors
+    (q₁ > 2); :meth:`PLS.first_chol` gives the (ℓ₁, q₁, q₁) factors."""
+
+
+def profiled_deviance(f: Factor, n: int, p: int, reml: bool) -> float:
+    """lme4's profiled criterion from a factorisation (inf when not positive definite)."""
+    if not f.ok or f.pwrss <= 0:
+        return np.inf
+    return criterion(f.ldL2, f.ldRX2, f.pwrss, n, p, reml)
+
+
+def deviance_at(f: Factor, sigma: float, n: int, p: int, reml: bool) -> float:
+    """Unprofiled deviance at (θ, σ) as lmerTest's ``devfun_vp`` computes it."""
+    if not f.ok:
+        return np.inf
+    s2 = sigma * sigma
+    dev: float = f.ldL2 + f.pwrss / s2 + n * np.log(2.0 * np.pi * s2)
+    if reml:
+        dev += f.ldRX2 - p * np.log(2.0 * np.pi * s2)
+    return dev
