@@ -8,22 +8,12 @@ import pandas as pd
 import pytest
 
 import crossed
+from _hostile import hostile_data, quiet_lmer
 from crossed import DataError
 from crossed.design.frame import level_label, r_number
 
-
-def _data(n: int = 120, seed: int = 1) -> pd.DataFrame:
-    rng = np.random.default_rng(seed)
-    d = pd.DataFrame({"g": rng.integers(0, 8, n), "h": rng.choice(list("pqrs"), n),
-                      "x": rng.normal(size=n), "f": rng.choice(list("abc"), n)})
-    d["y"] = d.x + (d.f == "b") + rng.normal(size=n) + d.g * 0.3
-    return d
-
-
-def _quiet(formula, data, **kw):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return crossed.lmer(formula, data, **kw)
+_data = hostile_data
+_quiet = quiet_lmer
 
 
 def test_duplicated_used_column_is_refused_by_name():

@@ -1,26 +1,15 @@
 """Inference on hostile specifications found by adversarial probing (issue 14)."""
 
-import warnings
 
 import numpy as np
 import pandas as pd
 import pytest
 
 import crossed
+from _hostile import hostile_data, quiet_lmer
 
-
-def _data(n: int = 120, seed: int = 1) -> pd.DataFrame:
-    rng = np.random.default_rng(seed)
-    d = pd.DataFrame({"g": rng.integers(0, 8, n), "h": rng.choice(list("pqrs"), n),
-                      "x": rng.normal(size=n), "f": rng.choice(list("abc"), n)})
-    d["y"] = d.x + (d.f == "b") + rng.normal(size=n) + d.g * 0.3
-    return d
-
-
-def _quiet(formula, data, **kw):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return crossed.lmer(formula, data, **kw)
+_data = hostile_data
+_quiet = quiet_lmer
 
 
 # d <- read.csv("d1.csv")   # _data() written with to_csv(index=False)
