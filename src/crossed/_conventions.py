@@ -20,7 +20,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-__all__ = ["SeedLike", "as_generator", "check_seed", "renamed_keywords", "show_progress"]
+__all__ = ["SeedLike", "as_generator", "check_count", "check_fraction", "check_seed",
+           "renamed_keywords", "show_progress"]
 
 SeedLike = int | np.random.Generator | np.random.SeedSequence | None
 
@@ -28,6 +29,24 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 _WHAT = {"seed": "the random seed", "seed_col": "the column of seeds",
          "progress": "progress bars on/off"}
+
+
+def check_count(name: str, value: Any, minimum: int = 1) -> int:
+    """``value`` as an int, or a ValueError naming the argument (e.g. ``nsim=0``)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise ValueError(f"{name} must be a whole number >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def check_fraction(name: str, value: Any) -> float:
+    """``value`` as a float strictly between 0 and 1 (a confidence level, ``alpha``), or a
+    ValueError naming the argument (R's ``confint`` would return NaN or a zero-width
+    interval)."""
+    if (isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real)
+            or not 0.0 < float(value) < 1.0):
+        raise ValueError(f"{name} must be a number between 0 and 1 (e.g. 0.95), got "
+                         f"{value!r}")
+    return float(value)
 
 
 def check_seed(seed: object) -> None:

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from crossed.inference.coefs import check_level
+from crossed._conventions import check_fraction
 
 if TYPE_CHECKING:
     from crossed.fit import LmerFit
@@ -81,7 +81,7 @@ def adjusted_means(fit: LmerFit, group: str, level: float = 0.95) -> pd.DataFram
         ``group``'s non-estimable EMMs (emmeans' ``nonEst``) are NaN, listed last, with
         ``rank`` NaN.
     """
-    level = check_level(level)
+    level = check_fraction("level", level)
     if group in _random_groups(fit):
         re = fit.ranef()
         re = re[(re["group"] == group) & (re["term"] == "(Intercept)")]
@@ -156,7 +156,7 @@ def interaction_effects(fit: LmerFit, a: str, b: str, level: float = 0.95) -> pd
         (``main_effect + estimate``: ``a``'s deviation from the population mean on ``b``,
         before dataset difficulty). Values are lme4's ``ranef(fit, condVar = TRUE)``.
     """
-    level = check_level(level)
+    level = check_fraction("level", level)
     groups = _random_groups(fit)
     name = f"{a}:{b}" if f"{a}:{b}" in groups else f"{b}:{a}" if f"{b}:{a}" in groups else None
     if name is None:

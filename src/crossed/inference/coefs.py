@@ -8,21 +8,13 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from crossed._conventions import check_fraction
 from crossed.inference.ddf import contrast_t, normalise_ddf
 
 if TYPE_CHECKING:
     from crossed.fit import LmerFit
 
 __all__ = ["coef_table", "contrast_tests"]
-
-
-def check_level(level: object, name: str = "level") -> float:
-    """A confidence level strictly between 0 and 1 (``0.95``), else a ValueError naming
-    the argument (R's ``confint`` would return NaN or a zero-width interval)."""
-    if (isinstance(level, bool | np.bool_) or not isinstance(level, int | float | np.number)
-            or not 0.0 < float(level) < 1.0):
-        raise ValueError(f"{name} must be a number between 0 and 1 (e.g. 0.95), got {level!r}")
-    return float(level)
 
 
 def contrast_tests(fit: LmerFit, L: np.ndarray, ddf: str = "satterthwaite",
@@ -32,7 +24,7 @@ def contrast_tests(fit: LmerFit, L: np.ndarray, ddf: str = "satterthwaite",
     Returns the columns ``estimate, std_error, df, statistic, p_value, conf_low, conf_high``.
     """
     method = normalise_ddf(ddf)
-    level = check_level(level)
+    level = check_fraction("level", level)
     est, se, df = contrast_t(fit, L, method)
     with np.errstate(divide="ignore", invalid="ignore"):
         t = est / se

@@ -144,9 +144,9 @@ def _effect_table(fit: LmerFit, es: str, partial: bool, ci: float | None, altern
         warn("only partial effect sizes are available for mixed models (as in "
              "effectsize); returning partial values", UserWarning)
     if ci is not None:
-        from crossed.inference.coefs import check_level
+        from crossed._conventions import check_fraction
 
-        ci = check_level(ci, "ci")
+        ci = check_fraction("ci", ci)
     tab = anova(fit, type=type, ddf=ddf)
     res = f_to_effect(tab["statistic"], tab["num_df"], tab["den_df"], es=es, ci=ci,
                       alternative=alternative)

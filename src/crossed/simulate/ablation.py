@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from crossed.simulate.execution import check_count, check_unit, run_tasks, seed_sequence
+from crossed._conventions import check_count, check_fraction
+from crossed.simulate.execution import run_tasks, seed_sequence
 from crossed.simulate.fastrefit import FIT_ERRORS, Refitter
 from crossed.simulate.intervals import clopper_pearson
 from crossed.simulate.rmanova import PreparedRMAnova, RMAnova
@@ -239,7 +240,7 @@ def ablation(data: pd.DataFrame, formula: str, test: Any, fractions=DEFAULT_FRAC
     from crossed.api import lmer
 
     reps = check_count("reps", reps)
-    alpha, level = check_unit("alpha", alpha), check_unit("level", level)
+    alpha, level = check_fraction("alpha", alpha), check_fraction("level", level)
     unit_l = [unit] if isinstance(unit, str) else (list(unit) if unit is not None else None)
     rm = None
     if rm_anova is not None:

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from crossed.simulate.execution import check_count, check_unit, run_tasks, seed_sequence
+from crossed._conventions import check_count, check_fraction
+from crossed.simulate.execution import run_tasks, seed_sequence
 from crossed.simulate.fastrefit import FIT_ERRORS, Refitter
 from crossed.simulate.intervals import boot_interval
 from crossed.simulate.response import simulate_responses
@@ -149,7 +150,7 @@ class BootResult:
             Percentile/basic/normal as ``boot.ci`` (boot 1.3-28) computes them.
         """
         ci = ci or self.ci
-        level = self.level if level is None else check_unit("level", level)
+        level = self.level if level is None else check_fraction("level", level)
         rows = []
         for term, t0 in self.t0.items():
             t = self.replicates[term].to_numpy(dtype=float)
@@ -217,7 +218,7 @@ def bootstrap(fit: LmerFit, stat: str | Callable = "fixef", nsim: int = 1000,
         ``interrupted=True`` and a warning.
     """
     nsim = check_count("nsim", nsim)
-    level = check_unit("level", level)
+    level = check_fraction("level", level)
     if ci not in CI_TYPES:
         raise ValueError(f"unknown ci {ci!r}; use one of {', '.join(CI_TYPES)}")
     func = _stat_function(stat, fit)

@@ -33,7 +33,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from crossed.simulate.execution import check_count, check_unit, seed_sequence
+from crossed._conventions import check_count, check_fraction
+from crossed.simulate.execution import seed_sequence
 from crossed.simulate.response import simulate_responses
 
 if TYPE_CHECKING:
@@ -358,7 +359,7 @@ def check(fit: LmerFit, nsim: int = 250, seed: Any = None, use_ranef: bool = Fal
         KS p-values uniform under a correct model, small under misspecified ones.
     """
     nsim = check_count("nsim", nsim)
-    alpha = check_unit("alpha", alpha)
+    alpha = check_fraction("alpha", alpha)
     calibrate = check_count("calibrate", calibrate, minimum=0)
     ss = seed_sequence(seed)
     res_ss, cal_ss = ss.spawn(2)

@@ -15,7 +15,6 @@ returns the results finished so far, flagged ``interrupted``.
 
 from __future__ import annotations
 
-import numbers
 import os
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -26,7 +25,7 @@ from crossed._conventions import check_seed, show_progress
 from crossed._threads import use_helper_thread
 from crossed._warn import warn
 
-__all__ = ["BACKENDS", "Seed", "TaskResults", "check_count", "check_unit", "run_tasks",
+__all__ = ["BACKENDS", "Seed", "TaskResults", "run_tasks",
            "seed_sequence", "spawn_seeds"]
 
 Seed = int | np.random.Generator | np.random.SeedSequence | None
@@ -48,24 +47,6 @@ class TaskResults(list):
 
     interrupted: bool = False
     n_tasks: int = 0
-
-
-def check_count(name: str, value: Any, minimum: int = 1) -> int:
-    """``value`` as an int, or a ValueError naming the argument (e.g. ``nsim=0``)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(f"{name} must be a whole number >= {minimum}, got {value!r}")
-    return int(value)
-
-
-def check_unit(name: str, value: Any) -> float:
-    """``value`` as a float strictly between 0 and 1, or a ValueError naming the argument."""
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number in (0, 1), got {value!r}") from None
-    if not 0.0 < v < 1.0:
-        raise ValueError(f"{name} must be in (0, 1), got {value!r}")
-    return v
 
 
 def seed_sequence(seed: Seed) -> np.random.SeedSequence:

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from crossed.simulate.execution import check_count, check_unit, run_tasks, seed_sequence
+from crossed._conventions import check_count, check_fraction
+from crossed.simulate.execution import run_tasks, seed_sequence
 from crossed.simulate.fastrefit import FIT_ERRORS, Refitter
 from crossed.simulate.intervals import clopper_pearson
 from crossed.simulate.response import simulate_responses
@@ -165,7 +166,7 @@ def power_sim(fit: LmerFit, test: Any, nsim: int = 1000, seed: Any = None,
         ``interrupted=True`` and a warning.
     """
     nsim = check_count("nsim", nsim)
-    alpha, level = check_unit("alpha", alpha), check_unit("level", level)
+    alpha, level = check_fraction("alpha", alpha), check_fraction("level", level)
     bound = bind_test(test, fit)
     job = _PowerJob(fit=fit, test=bound, refitter=Refitter(fit, check_conv=check_conv),
                     alpha=alpha, rows={0: None})
@@ -278,7 +279,7 @@ def power_curve(fit: LmerFit, test: Any, along: str, breaks: list[int] | None = 
         ``table`` (power with Clopper–Pearson intervals per break), ``plot()``.
     """
     nsim = check_count("nsim", nsim)
-    alpha, level = check_unit("alpha", alpha), check_unit("level", level)
+    alpha, level = check_fraction("alpha", alpha), check_fraction("level", level)
     within_l = [within] if isinstance(within, str) else within
     if breaks is None:
         _, levels = _curve_rows(fit, along, within_l, [1])

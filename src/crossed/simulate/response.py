@@ -37,7 +37,7 @@ def simulate_responses(fit: LmerFit, nsim: int = 1, seed: Seed = None,
     numpy.ndarray
         Shape (nobs, nsim): y* = Xβ̂ + Zb* + ε*, ε* ~ N(0, σ̂²I).
     """
-    from crossed.simulate.execution import check_count
+    from crossed._conventions import check_count
 
     nsim = check_count("nsim", nsim)
     rng = as_generator(seed)

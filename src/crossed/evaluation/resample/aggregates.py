@@ -162,7 +162,7 @@ def resample_aggregates(table, aggregates: tuple[str, ...] | list[str] = AGGREGA
     no replication noise it is SD_ddof0(task means)/sqrt(T); with one stored seed drawn per
     cell, the variance of the mean is Σ var_ddof0(seeds)/T² (test_resample_aggregates.py).
     """
-    from crossed.simulate.execution import check_count
+    from crossed._conventions import check_count
 
     n_resamples = check_count("n_resamples", n_resamples)  # 0 gave an IndexError
     if n_tasks is not None:

@@ -26,11 +26,10 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm, weightedtau
 
-from crossed._conventions import renamed_keywords
+from crossed._conventions import check_count, renamed_keywords
 from crossed.evaluation.resample._util import SeedLike, as_generator, progress_iter
 from crossed.evaluation.resample.aso import violation_ratio
 from crossed.evaluation.resample.table import ScoreTable
-from crossed.simulate.execution import check_count
 
 __all__ = ["EvalSizeResult", "STRATEGIES", "eval_size", "kendall_tau_b"]
 
