@@ -15,8 +15,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from crossed.engines.errors import UnsupportedModelError
-
 if TYPE_CHECKING:
     from crossed.design import Design
     from crossed.engines.native.optimize import LmerControl
@@ -39,7 +37,8 @@ class Engine(Protocol):
 
     def supports(self, design: Design) -> str | None:
         """None when the engine can fit ``design``; else why not, in a sentence that names
-        an engine that can (the message of the :class:`UnsupportedModelError` raised)."""
+        an engine that can: the message of the :class:`UnsupportedModelError` that
+        :meth:`fit` raises for it (ask before fitting, e.g. to compare engines)."""
         ...
 
     def fit(self, design: Design, reml: bool, control: LmerControl | None,
@@ -132,10 +131,7 @@ def fit_with(engine: str, design: Design, reml: bool, control: LmerControl | Non
     ValueError
         For an unknown engine name.
     UnsupportedModelError
-        When the engine cannot fit the design (its ``supports`` says why).
+        When the engine cannot fit the design: raised by the engine's ``fit``, with the
+        reason its ``supports`` gives (``supports`` is for asking before fitting).
     """
-    chosen = get_engine(engine)
-    reason = chosen.supports(design)
-    if reason is not None:
-        raise UnsupportedModelError(reason)
-    return chosen.fit(design, reml=reml, control=control, data_name=data_name)
+    return get_engine(engine).fit(design, reml=reml, control=control, data_name=data_name)
