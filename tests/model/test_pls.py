@@ -327,9 +327,9 @@ def test_fit_factors_each_theta_once(monkeypatch):
     assert fit.deviance == profiled_deviance(fresh, n, p, True)
 
 
-def test_the_kept_factorisation_is_this_responses_only():
-    """PLS.keep / factor_at: the optimiser's factorisation is reused at its theta, never by
-    a PLS of another response (with_response)."""
+def test_a_fit_keeps_the_factorisation_its_estimates_came_from():
+    """finish_fit memoises its factorisation on the fit; another fit of the same design
+    (a refit sharing the design's PLS problem) does not replace it."""
     import warnings
 
     import crossed as cx
@@ -338,9 +338,10 @@ def test_the_kept_factorisation_is_this_responses_only():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fit = cx.lmer("Reaction ~ Days + (Days | Subject)", df)
-    pls = fit.pls
-    assert pls.factor_at(fit.theta) is fit.factor_at_optimum
-    other = pls.with_response(fit.design.y * 2.0)
-    f = other.factor_at(fit.theta)
-    assert f is not fit.factor_at_optimum
-    assert f.pwrss == pytest.approx(4.0 * fit.factor_at_optimum.pwrss, rel=1e-10)
+        ml = fit.refit(reml=False)
+    assert ml.pls is fit.pls  # one PLS problem per design
+    f = fit.factor_at_optimum
+    np.testing.assert_array_equal(f.theta, fit.theta)
+    beta, _ = fit.pls.solve(f)
+    np.testing.assert_array_equal(beta, fit.beta)
+    np.testing.assert_array_equal(ml.factor_at_optimum.theta, ml.theta)

@@ -90,7 +90,6 @@ def finish_fit(design: Design, pls: PLS, f: Factor, theta: np.ndarray, dev: floa
         msg = "boundary (singular) fit: see help('isSingular')"
         messages.append(msg)
         warn(msg, SingularFitWarning)
-    pls.keep(f)
     try:
         beta, u = pls.solve(f)
         Ri = pls.rx_inverse(f)
@@ -109,4 +108,5 @@ def finish_fit(design: Design, pls: PLS, f: Factor, theta: np.ndarray, dev: floa
         converged=check.converged, messages=tuple(messages), data_name=data_name,
         convergence=check.status, fit_seconds=seconds,
     )
+    fit.memo("factor", lambda: f)  # the factorisation its estimates came from
     return fit

@@ -267,7 +267,6 @@ class PLS:
         if self._map is not None and self._free is None:
             self._free = response_free_products(self.A1r, self.A11)
         new = copy.copy(self)
-        new._kept = None  # a factorisation of the other response
         new._set_response(np.asarray(y, dtype=float))
         return new
 
@@ -413,18 +412,6 @@ class PLS:
         idx = self._diag_rand
         C[idx, idx] += 1.0
         return C
-
-    def keep(self, f: Factor) -> None:
-        """Keep ``f`` (the optimiser's factorisation at its optimum) for :meth:`factor_at`,
-        so that a fit's later quantities come from the factorisation its estimates did."""
-        self._kept: Factor | None = f
-
-    def factor_at(self, theta: np.ndarray) -> Factor:
-        """The kept factorisation when it is at ``theta``, else :meth:`factor`."""
-        kept: Factor | None = self.__dict__.get("_kept")
-        if kept is not None and np.array_equal(kept.theta, theta):
-            return kept
-        return self.factor(theta)
 
     def factor(self, theta: np.ndarray) -> Factor:
         """Factor the PLS system at ``theta``; ``ok`` is False if it is not positive definite."""

@@ -249,7 +249,7 @@ class LmerFit:
     @property
     def factor_at_optimum(self) -> Factor:
         """The PLS factorisation at ``theta`` (computed once)."""
-        return cast("Factor", self.memo("factor", lambda: self.pls.factor_at(self.theta)))
+        return cast("Factor", self.memo("factor", lambda: self.pls.factor(self.theta)))
 
     # ------------------------------------------------------------------ random effects
     def _templates(self) -> list[np.ndarray]:
