@@ -166,3 +166,19 @@ def test_contrasts_refusals():
         crossed.lmer(FORMULA, d, contrasts={"recipe": [[1], [-1]]})
     with pytest.raises(TypeError, match="dict"):
         crossed.lmer(FORMULA, d, contrasts=["recipe"])
+
+
+def test_ordered_factor_in_a_random_term_gets_contr_poly():
+    """lme4 codes the random-effects matrices with R's default contrasts too: an ordered
+    factor gets ``x.L`` (emmeans_features.R, ``random_ordered``; θ 1e-3 relative,
+    REML criterion 1e-7 relative)."""
+    r = REF["random_ordered"]
+    ss = pd.read_csv(DATA / "sleepstudy.csv", dtype={"Subject": str})
+    half = np.where(ss["Days"] < 5, "early", "late")
+    ss["x"] = pd.Categorical(half, categories=["early", "late"], ordered=True)
+    fit = crossed.lmer(r["formula"], ss)
+    assert list(fit.fixef.index) == r["fixef_names"]
+    assert fit.design.random.blocks[0].column_names == tuple(r["ranef_names"])
+    assert fit.deviance == pytest.approx(r["reml_crit"], rel=1e-7)
+    assert _rel(fit.theta, r["theta"]) < 1e-3
+    assert np.max(np.abs(fit.fixef.to_numpy() - r["fixef"])) < 1e-4

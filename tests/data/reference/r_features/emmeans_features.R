@@ -58,6 +58,18 @@ res$contrasts <- list(
   sum_sum = contrast_case(cake_u, list(recipe = "contr.sum", temperature = "contr.sum")),
   poly_unordered = contrast_case(cake_u, list(temperature = "contr.poly")))
 
+# an ordered factor in a random-effects term: lme4's mkReTrms codes it with contr.poly too
+# (contrasts= applies to the fixed part only); sleepstudy, x = Days < 5 ("early"/"late")
+ss <- read.csv("tests/data/sleepstudy.csv")
+ss$Subject <- factor(ss$Subject)
+ss$x <- factor(ifelse(ss$Days < 5, "early", "late"), levels = c("early", "late"),
+               ordered = TRUE)
+fr <- lmer(Reaction ~ x + (x | Subject), ss)
+res$random_ordered <- list(formula = "Reaction ~ x + (x | Subject)",
+  fixef_names = names(fixef(fr)), fixef = unname(fixef(fr)), theta = unname(getME(fr, "theta")),
+  reml_crit = REMLcrit(fr), ranef_names = colnames(ranef(fr)$Subject),
+  vc_names = as.data.frame(VarCorr(fr))$var1)
+
 # ---------------------------------------------------------------- at / cov.reduce / by
 fit2 <- lmer(angle ~ recipe * temp + (1 | recipe:replicate), cake)
 sm <- function(x) df_of(summary(x))
