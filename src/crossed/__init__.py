@@ -19,6 +19,8 @@ from crossed.evaluation.crossval import cross_validate
 from crossed.evaluation.headroom import headroom
 from crossed.fit import LmerFit
 from crossed.formula import FormulaError, ModelSpec, parse
+from crossed.inference.emmeans import emmeans
+from crossed.inference.emtrends import emtrends
 from crossed.inference.lrt import compare
 from crossed.simulate import (
     ablation,
@@ -54,6 +56,8 @@ __all__ = [
     "compare_engines",
     "compare_specs",
     "cross_validate",
+    "emmeans",
+    "emtrends",
     "from_pymer4",
     "headroom",
     "list_datasets",

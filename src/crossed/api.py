@@ -20,7 +20,7 @@ __all__ = ["lmer"]
 def lmer(formula: str, data: pd.DataFrame, reml: bool = True, engine: str = "native",
          reference: dict[str, str] | None = None, na_action: str = "omit",
          control: LmerControl | None = None, data_name: str | None = None,
-         trusted: bool = False) -> LmerFit:
+         trusted: bool = False, contrasts: Mapping[str, object] | None = None) -> LmerFit:
     """Fit a linear mixed model written in lme4's formula language.
 
     Parameters
@@ -33,8 +33,8 @@ def lmer(formula: str, data: pd.DataFrame, reml: bool = True, engine: str = "nat
         Long table; string/categorical/boolean columns are factors (treatment contrasts,
         first level = reference: sorted, or the order of a pandas Categorical). Levels are
         R's labels: ``308``, ``308.0`` and ``"308"`` in one column are one level. An
-        *ordered* categorical is also coded with treatment contrasts (R would use
-        polynomial contrasts; a warning says so). Nullable ``Int64``/``Float64`` columns
+        *ordered* categorical gets polynomial contrasts (``contr.poly``: columns ``.L``,
+        ``.Q``, ``.C``, ``^4``, ...), as in R. Nullable ``Int64``/``Float64`` columns
         are numbers, ``pd.NA`` a missing value. Dates and durations may define groups but
         are refused as predictors; infinite values are refused; predictors on very
         different scales give lme4's "consider rescaling" warning.
@@ -59,6 +59,13 @@ def lmer(formula: str, data: pd.DataFrame, reml: bool = True, engine: str = "nat
         ``log``, ``exp``, ``sqrt``, ``abs``, ``scale``, ``center``, ``poly``, ...), and
         anything else raises :class:`~crossed.FormulaError` before it is evaluated, so a
         formula from a file or a command line cannot run code.
+    contrasts : dict, optional
+        Contrast coding per factor of the fixed part (lme4's ``contrasts``), e.g.
+        ``{"lr": "sum"}``: ``"treatment"`` (R's ``contr.treatment``, columns named by
+        level), ``"sum"`` and ``"helmert"`` (columns ``lr1``, ``lr2``, ...), ``"poly"``
+        (``lr.L``, ``lr.Q``, ...) or a matrix with one row per level and one column per
+        contrast (columns ``lr1``, ...). Estimated marginal means, Type III ANOVA (mapped
+        to treatment coding, as lmerTest does) and effect sizes do not depend on it.
 
     Returns
     -------
@@ -67,7 +74,7 @@ def lmer(formula: str, data: pd.DataFrame, reml: bool = True, engine: str = "nat
     _check_arguments(formula, reml, engine, reference, na_action, control, data_name)
     if not isinstance(trusted, bool | np.bool_):
         raise TypeError(f"trusted must be True or False, got {trusted!r}")
-    spec = parse(formula, reference=reference, trusted=bool(trusted))
+    spec = parse(formula, reference=reference, trusted=bool(trusted), contrasts=contrasts)
     design = build_design(spec, data, na_action=na_action)
     check_response_varies(design.y, spec.response)
     return fit_with(engine, design, reml=bool(reml), control=control, data_name=data_name or "data")

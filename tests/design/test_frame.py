@@ -279,11 +279,17 @@ def test_nullable_missing_values_are_counted_like_nan(sleep, missing):
     assert fit.nobs == 177
 
 
-def test_ordered_categorical_is_treatment_coded_with_a_warning(sleep):
-    """R would code an ordered factor with contr.poly; crossed uses treatment contrasts
-    and says so (documented in cx.lmer)."""
+def test_ordered_categorical_gets_polynomial_contrasts(sleep):
+    """As R: an ordered factor is coded with contr.poly (``x.L``), silently; an unordered
+    one, or contrasts={"x": "treatment"}, with treatment contrasts."""
     half = np.where(sleep["Days"] < 5, "early", "late")
     data = sleep.assign(x=pd.Categorical(half, categories=["early", "late"], ordered=True))
-    with pytest.warns(UserWarning, match="'x' is an ordered categorical.*treatment"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
         fit = crossed.lmer("Reaction ~ x + (1 | Subject)", data)
-    assert list(fit.fixef_names) == ["(Intercept)", "xlate"]
+    assert list(fit.fixef_names) == ["(Intercept)", "x.L"]
+    # contr.poly(2) = (-1, 1)/sqrt(2): the slope is the treatment difference / sqrt(2)
+    treat = crossed.lmer("Reaction ~ x + (1 | Subject)", data,
+                         contrasts={"x": "treatment"})
+    assert list(treat.fixef_names) == ["(Intercept)", "xlate"]
+    assert fit.fixef["x.L"] == pytest.approx(treat.fixef["xlate"] / np.sqrt(2), rel=1e-6)

@@ -9,6 +9,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from crossed._warn import warn
+from crossed.design.contrasts import contrast_matrix
 from crossed.design.fixed import FixedDesign, build_fixed, build_response, subset_fixed
 from crossed.design.frame import (
     DataError,
@@ -164,6 +166,19 @@ class Design:
             frame = self.frame.iloc[idx].reset_index(drop=True)
         return replace(self, y=self.y[idx], fixed=fixed, random=random, frame=frame)
 
+def _user_codings(spec: ModelSpec, levels: dict[str, list[str]]) -> dict[str, Any]:
+    """``contrasts=`` checked against the factors of the model (a named column that is not
+    a factor raises; a coding matrix must fit the factor's levels)."""
+    out = spec.contrast_codings
+    for col, coding in out.items():
+        if col not in levels:
+            raise DataError(f"contrasts given for {col!r}, which is not a factor of the model "
+                            "(a numeric column? convert it with .astype(str))")
+        if not isinstance(coding, str):
+            contrast_matrix(coding, levels[col], col)  # raises on a wrong shape
+    return out
+
+
 def build_design(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -> Design:
     """Build the design of ``spec`` on ``data``.
 
@@ -188,7 +203,16 @@ def build_design(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -
     y = build_response(spec.response, frame)  # non-finite values refused there
     # a formula written with R's ^ gets R's column names (I(x^2)) back
     caret = "^" in spec.formula
-    fixed = build_fixed(spec.fixed, frame, caret=caret)
+    # R codes ordered factors with contr.poly unless contrasts= names another coding; the
+    # random-effects matrices (lme4's mkReTrms) use only the defaults
+    ordered = {c: "poly" for c in prepared.ordered}
+    fixed = build_fixed(spec.fixed, frame, caret=caret,
+                        codings=ordered | _user_codings(spec, prepared.levels))
+    used = dict(fixed.codings)
+    for col, coding in spec.contrasts:
+        if coding != "treatment" and col not in used:
+            warn(f"contrasts for {col!r} ignored: the fixed part does not use it as a plain "
+                 "factor term (R: 'variable is absent, its contrast will be ignored')")
     if spec.response in fixed.term_labels:  # R drops it with a warning; it explains y by y
         raise DataError(f"the response {spec.response!r} is also a term of the fixed part; "
                         "remove it from the right-hand side")
@@ -200,7 +224,7 @@ def build_design(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -
     check_scale(fixed.X, fixed.names)
     if not spec.random:
         raise DataError("no random-effects terms in the formula: use (expr | group)")
-    random = build_random(spec.random, frame, caret=caret)
+    random = build_random(spec.random, frame, caret=caret, codings=ordered)
     for blk in random.blocks:
         for j, name in enumerate(blk.column_names):
             check_finite(f"{name} | {blk.group}", blk.Z[:, j], what="random-effects column")

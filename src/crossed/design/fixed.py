@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 import warnings
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 import numpy as np
@@ -14,6 +15,7 @@ from formulaic.errors import DataMismatchWarning
 from formulaic.model_spec import ModelSpec as FormulaicSpec
 
 from crossed._warn import warn
+from crossed.design.contrasts import alias_column, rewrite_formula
 from crossed.design.frame import (
     BARE_NAME,
     DataError,
@@ -33,14 +35,16 @@ __all__ = ["FixedDesign", "MatrixSpec", "RANK_TOL", "build_fixed", "build_matrix
 RANK_TOL = 1e-7
 
 
-def _model_matrix(text: str, frame: pd.DataFrame, failure: str, **kw: Any) -> Any:
+def _model_matrix(text: str, frame: pd.DataFrame, failure: str,
+                  context: Mapping[str, Any] | None = None, **kw: Any) -> Any:
     """formulaic's ``model_matrix`` (allow-listed context); its errors, and values outside
     the levels given to ``C()`` (which it would silently code as the reference level),
     become a DataError starting with ``failure``."""
     with warnings.catch_warnings():
         warnings.filterwarnings("error", category=DataMismatchWarning)
         try:
-            return model_matrix(text, frame, na_action="raise", context=SAFE_CONTEXT, **kw)
+            return model_matrix(text, frame, na_action="raise",
+                                context=context or SAFE_CONTEXT, **kw)
         except DataError:
             raise
         except Exception as exc:  # formulaic's errors carry the expression at fault
@@ -71,11 +75,15 @@ class MatrixSpec:
     """Indices of formulaic's columns kept (rank-deficient columns dropped)."""
     plain: tuple[str, ...] = ()
     """Without formulaic: the columns, ``"1"`` for the intercept (simple random terms)."""
+    context: Mapping[str, Any] | None = field(default=None, compare=False)
+    """formulaic's evaluation context when it differs from the allow-listed one (the
+    contrast codings of :mod:`crossed.design.contrasts`)."""
 
     def build(self, frame: pd.DataFrame) -> np.ndarray:
         if self.formulaic is None:
             return _plain_matrix(self.plain, frame)[:, list(self.keep)]
-        mm = self.formulaic.get_model_matrix(frame, output="numpy", context=SAFE_CONTEXT)
+        mm = self.formulaic.get_model_matrix(frame, output="numpy",
+                                             context=self.context or SAFE_CONTEXT)
         return np.asarray(mm, dtype=float)[:, list(self.keep)]
 
 
@@ -115,10 +123,17 @@ class FixedDesign:
     """For each column of X, the index of its term in ``term_labels``."""
     dropped: tuple[str, ...]
     spec: MatrixSpec
+    codings: tuple[tuple[str, Any], ...] = ()
+    """The non-default contrast codings used (column, coding), in column order."""
 
 
 def _r_part(part: str, expr: str, categories: list[Any] | None) -> str | None:
     """Translate one formulaic column-name part to R's ``factorlevel`` form."""
+    column = alias_column(expr)
+    if column is not None:  # a coded factor: RCoding names its columns as R suffixes them
+        if part.startswith(expr) and re.fullmatch(r"\[.*\]", part[len(expr):], re.S):
+            return f"{column}{part[len(expr) + 1:-1]}"
+        return None
     bare = expr[1:-1] if expr.startswith("`") and expr.endswith("`") else expr
     for prefix in (expr, bare):
         if not part.startswith(prefix):
@@ -146,7 +161,7 @@ def _r_column_names(
     assign: list[int] = []
     for t_index, struct in enumerate(spec.structure):
         factors = list(struct.term.factors)
-        label = _power(":".join(_strip(str(f.expr)) for f in factors), caret)
+        label = _power(":".join(_factor_label(str(f.expr)) for f in factors), caret)
         labels.append("(Intercept)" if label == "1" else label)
         for col in struct.columns:
             assign.append(t_index)
@@ -189,6 +204,13 @@ def _r_column_name(col: str, factors: list[Any], state: dict[str, Any]) -> str:
 def _power(name: str, caret: bool) -> str:
     """A formula written with R's ``x^2`` gets R's names back (formulaic prints x ** 2)."""
     return name.replace(" ** ", "^") if caret else name
+
+
+def _factor_label(expr: str) -> str:
+    """R's label of a factor of a term: the column for a coded factor
+    (``C(lr, cx_contr_0)`` -> ``lr``), the expression without backticks otherwise."""
+    column = alias_column(expr)
+    return _strip(expr) if column is None else column
 
 
 def _strip(expr: str) -> str:
@@ -264,22 +286,41 @@ def check_reserved_levels(expr: str, frame: pd.DataFrame) -> None:
             )
 
 
-def build_fixed(rhs: str, frame: pd.DataFrame, caret: bool = False) -> FixedDesign:
+def _coded(text: str, codings: Mapping[str, Any] | None
+           ) -> tuple[str, dict[str, Any] | None, tuple[tuple[str, Any], ...]]:
+    """``text`` with its coded factors wrapped for formulaic, the evaluation context and
+    the codings used (:func:`crossed.design.contrasts.rewrite_formula`)."""
+    wanted = {c: k for c, k in (codings or {}).items() if k != "treatment"}
+    if not wanted:
+        return text, None, ()
+    new, ctx, found = rewrite_formula(text, wanted)
+    if not found:
+        return text, None, ()
+    return new, {**SAFE_CONTEXT, **ctx}, tuple((c, wanted[c]) for c in wanted if c in found)
+
+
+def build_fixed(rhs: str, frame: pd.DataFrame, caret: bool = False,
+                codings: Mapping[str, Any] | None = None) -> FixedDesign:
     """Fixed-effects design for a formulaic right-hand side on prepared data.
 
     Rank-deficient columns are dropped with a warning naming them, as lme4 does.
+    ``codings`` maps factor columns to their contrast coding (R's ``contrasts``;
+    :mod:`crossed.design.contrasts`); unlisted factors get treatment contrasts.
     """
     plain = _plain_columns(rhs, frame)
     fspec = None
+    context = None
+    used: tuple[tuple[str, Any], ...] = ()
     if plain:  # intercept and numeric columns only: no formulaic round trip
         X = _plain_matrix(plain, frame)
         names = ["(Intercept)" if c == "1" else c for c in plain]
         labels, assign = list(names), list(range(len(names)))
     else:
         check_reserved_levels(rhs, frame)
-        text = quote_dotted(rhs, set(frame.columns))
+        text, context, used = _coded(rhs, codings)
+        text = quote_dotted(text, set(frame.columns))
         mm = _model_matrix(text, frame, f"cannot build the fixed-effects matrix for {rhs!r}",
-                           output="pandas")
+                           context=context, output="pandas")
         fspec = mm.model_spec
         X = np.asarray(mm.to_numpy(), dtype=float)
         names, labels, assign = _r_column_names(fspec, list(mm.columns), caret)
@@ -301,7 +342,9 @@ def build_fixed(rhs: str, frame: pd.DataFrame, caret: bool = False) -> FixedDesi
         term_labels=tuple(labels),
         assign=tuple(assign[i] for i in idx),
         dropped=dropped,
-        spec=MatrixSpec(formulaic=fspec, names=kept_names, keep=idx, plain=plain or ()),
+        spec=MatrixSpec(formulaic=fspec, names=kept_names, keep=idx, plain=plain or (),
+                        context=context),
+        codings=used,
     )
 
 
@@ -319,16 +362,18 @@ def subset_fixed(fixed: FixedDesign, rows: np.ndarray) -> FixedDesign:
     idx = np.flatnonzero(keep)
     names = tuple(fixed.names[i] for i in idx)
     spec = MatrixSpec(formulaic=fixed.spec.formulaic, names=names,
-                      keep=tuple(fixed.spec.keep[i] for i in idx))
+                      keep=tuple(fixed.spec.keep[i] for i in idx), context=fixed.spec.context)
     return FixedDesign(X=X[:, idx], names=names, term_labels=fixed.term_labels,
                        assign=tuple(fixed.assign[i] for i in idx),
-                       dropped=fixed.dropped + dropped, spec=spec)
+                       dropped=fixed.dropped + dropped, spec=spec, codings=fixed.codings)
 
 
 def build_matrix(
-    expr: str, frame: pd.DataFrame, caret: bool = False
+    expr: str, frame: pd.DataFrame, caret: bool = False,
+    codings: Mapping[str, Any] | None = None,
 ) -> tuple[np.ndarray, tuple[str, ...], MatrixSpec]:
-    """Model matrix of a random-term expression (no rank reduction), with R names."""
+    """Model matrix of a random-term expression (no rank reduction), with R names
+    (``codings``: contrast codings of factors, as :func:`build_fixed`)."""
     plain = _plain_columns(expr, frame)
     if plain:
         names = tuple("(Intercept)" if c == "1" else c for c in plain)
@@ -336,15 +381,16 @@ def build_matrix(
                           plain=plain)
         return _plain_matrix(plain, frame), names, spec
     check_reserved_levels(expr, frame)
-    text = quote_dotted(power_in_calls(expr), set(frame.columns))
+    text, context, _ = _coded(power_in_calls(expr), codings)
+    text = quote_dotted(text, set(frame.columns))
     mm = _model_matrix(text, frame, f"cannot build the random-effects matrix for {expr!r}",
-                       output="pandas")
+                       context=context, output="pandas")
     r_names, _, _ = _r_column_names(mm.model_spec, list(mm.columns), caret)
     keep = tuple(range(len(r_names)))
     return (
         np.asarray(mm.to_numpy(), dtype=float),
         tuple(r_names),
-        MatrixSpec(formulaic=mm.model_spec, names=tuple(r_names), keep=keep),
+        MatrixSpec(formulaic=mm.model_spec, names=tuple(r_names), keep=keep, context=context),
     )
 
 

@@ -106,6 +106,9 @@ class PreparedFrame:
     data: pd.DataFrame
     n_dropped: int
     levels: dict[str, list[str]]
+    ordered: tuple[str, ...] = ()
+    """Factor columns that were ordered pandas Categoricals (R's ``ordered``: coded with
+    ``contr.poly`` unless ``contrasts=`` says otherwise)."""
 
 
 def _suggest(name: str, columns: list[str]) -> str:
@@ -318,8 +321,8 @@ def prepare(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -> Pre
     Column types are read as R would read them: numbers (also pandas' nullable ``Int64`` /
     ``Float64``) are numeric; strings, booleans, objects and categoricals are factors whose
     levels are R's labels (``308`` and ``"308"`` are one level); an ordered categorical is
-    a factor with treatment contrasts (R would use polynomial contrasts: a warning says
-    so); dates and durations may group but are refused as predictors; ``pd.NA``, ``None``
+    recorded in ``ordered`` (R codes it with polynomial contrasts); dates and durations
+    may group but are refused as predictors; ``pd.NA``, ``None``
     and ``NaN`` are missing values. (Infinite values are refused in the model matrices, as
     R does: ``I(1 / x)`` of an infinite ``x`` is 0.)
 
@@ -363,6 +366,7 @@ def prepare(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -> Pre
     if len(data) == n_dropped:
         raise DataError("no rows left after dropping rows with missing values")
     levels: dict[str, list[str]] = {}
+    ordered: list[str] = []
     reference = spec.reference_levels
     for col, values in arrays.items():
         if not is_categorical(values):  # numeric grouping columns stay numeric
@@ -370,13 +374,8 @@ def prepare(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -> Pre
             if col in as_value:  # R computes in doubles: I(x^2) of an int8/int32 column
                 arrays[col] = np.asarray(arrays[col], dtype=float)  # must not overflow
             continue
-        if (col in as_value and isinstance(values.dtype, pd.CategoricalDtype)
-                and values.dtype.ordered):
-            warn(
-                f"column {col!r} is an ordered categorical: crossed codes it with treatment "
-                "contrasts, as an unordered factor (R would use polynomial contrasts, "
-                "contr.poly); use .cat.as_unordered() to silence this warning",
-            )
+        if isinstance(values.dtype, pd.CategoricalDtype) and values.dtype.ordered:
+            ordered.append(col)
         codes, lv = _encode_factor(values)
         if col in reference:
             ref = _match_level(reference[col], lv, col)
@@ -400,7 +399,8 @@ def prepare(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -> Pre
             raise DataError(
                 f"reference level given for {col!r}, which is not a factor in the model"
             )
-    return PreparedFrame(data=frame, n_dropped=n_dropped, levels=levels)
+    return PreparedFrame(data=frame, n_dropped=n_dropped, levels=levels,
+                         ordered=tuple(ordered))
 
 
 def _match_level(ref: object, levels: list[str], column: str) -> str:

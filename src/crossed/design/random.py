@@ -10,7 +10,9 @@ single block-diagonal first block instead of eight dense ones.
 from __future__ import annotations
 
 import numbers
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -276,13 +278,14 @@ class TermColumns:
 
 
 def build_random(terms: tuple[RandomTermSpec, ...], frame: pd.DataFrame,
-                 caret: bool = False) -> RandomDesign:
+                 caret: bool = False, codings: Mapping[str, Any] | None = None
+                 ) -> RandomDesign:
     """Random-effects structure of a model on prepared data."""
     n = len(frame)
     # lme4 terms as written, with || split into one term per column
     out: list[TermColumns] = []
     for spec in terms:
-        Zt, names, mspec = build_matrix(spec.expr, frame, caret=caret)
+        Zt, names, mspec = build_matrix(spec.expr, frame, caret=caret, codings=codings)
         if Zt.shape[1] == 0:
             raise DataError(f"random term ({spec.expr} | {spec.name}) has no columns")
         codes, levels, keys = group_codes(frame, spec.factors, spec.name)

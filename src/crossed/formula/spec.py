@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from crossed.formula.grammar import (
     FormulaError,
@@ -14,7 +16,12 @@ from crossed.formula.grammar import (
 )
 from crossed.formula.safety import check_expression
 
-__all__ = ["ModelSpec", "RandomTermSpec", "check_spec", "expand_group", "parse"]
+__all__ = ["CODINGS", "ModelSpec", "RandomTermSpec", "check_spec", "expand_group",
+           "normalise_coding", "parse"]
+
+CODINGS = ("treatment", "sum", "helmert", "poly")
+"""Named contrast codings (R's ``contr.treatment``, ``contr.sum``, ``contr.helmert``,
+``contr.poly``)."""
 
 _PLAIN_NAME = re.compile(r"(?:[^\W\d]|\.(?![0-9]))[\w.]*")
 
@@ -62,6 +69,11 @@ class ModelSpec:
     trusted : bool
         True when the formula's expressions may be arbitrary Python (``trusted=True``);
         otherwise they passed :mod:`crossed.formula.safety`'s allow-list.
+    contrasts : tuple of (str, coding)
+        Contrast coding per factor column of the fixed part (lme4's ``contrasts``
+        argument): ``"treatment"``, ``"sum"``, ``"helmert"``, ``"poly"`` or a matrix (levels
+        x contrasts) as a tuple of row tuples. Ordered categoricals not listed get
+        ``"poly"`` (R's default) when the design is built.
     """
 
     formula: str
@@ -70,6 +82,11 @@ class ModelSpec:
     random: tuple[RandomTermSpec, ...]
     reference: tuple[tuple[str, str], ...] = field(default=())
     trusted: bool = False
+    contrasts: tuple[tuple[str, str | tuple[tuple[float, ...], ...]], ...] = field(default=())
+
+    @property
+    def contrast_codings(self) -> dict[str, str | tuple[tuple[float, ...], ...]]:
+        return dict(self.contrasts)
 
     @property
     def reference_levels(self) -> dict[str, str]:
@@ -134,8 +151,30 @@ def check_spec(spec: ModelSpec, columns: Collection[str] | None = None) -> None:
         check_expression(term.expr, spec.formula, columns)
 
 
+def normalise_coding(column: str, coding: object) -> str | tuple[tuple[float, ...], ...]:
+    """A coding as the spec keeps it: one of :data:`CODINGS` (R's ``"contr.sum"`` also
+    accepted) or a matrix (levels x contrasts) as a tuple of row tuples."""
+    if isinstance(coding, str):
+        name = coding.strip().lower()
+        name = name[len("contr."):] if name.startswith("contr.") else name
+        if name not in CODINGS:
+            raise ValueError(f"contrasts[{column!r}]: unknown coding {coding!r}; use one of "
+                             f"{', '.join(CODINGS)} or a matrix (levels x contrasts)")
+        return name
+    try:
+        m = np.asarray(coding, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"contrasts[{column!r}] must be a coding name or a numeric matrix, "
+                        f"got {type(coding).__name__}") from None
+    if m.ndim != 2 or m.shape[1] == 0 or not np.all(np.isfinite(m)):
+        raise ValueError(f"contrasts[{column!r}]: a contrast matrix must be 2-D (one row per "
+                         f"level, one column per contrast) of finite numbers, got shape "
+                         f"{m.shape}")
+    return tuple(tuple(float(v) for v in row) for row in m)
+
+
 def parse(formula: str, reference: dict[str, str] | None = None,
-          trusted: bool = False) -> ModelSpec:
+          trusted: bool = False, contrasts: Mapping[str, object] | None = None) -> ModelSpec:
     """Parse an lme4 formula into a :class:`ModelSpec`.
 
     Parameters
@@ -149,6 +188,10 @@ def parse(formula: str, reference: dict[str, str] | None = None,
         numbers, arithmetic and a short list of functions (``I``, ``C``, ``log``, ``exp``,
         ``sqrt``, ``scale``, ``poly``, ...; :mod:`crossed.formula.safety`) are allowed, so
         a formula from a file or a command line cannot run code.
+    contrasts : dict, optional
+        Contrast coding per factor column, e.g. ``{"lr": "sum"}``: ``"treatment"``,
+        ``"sum"``, ``"helmert"``, ``"poly"`` (R's ``contr.*``; ``"contr.sum"`` is accepted
+        too) or a matrix with one row per level and one column per contrast.
 
     Returns
     -------
@@ -175,9 +218,18 @@ def parse(formula: str, reference: dict[str, str] | None = None,
                 )
             )
     ref = tuple(sorted((str(k), str(v)) for k, v in (reference or {}).items()))
+    if contrasts is not None and not isinstance(contrasts, Mapping):
+        raise TypeError("contrasts must be a dict {column: coding}, got "
+                        f"{type(contrasts).__name__}")
+    codings = []
+    for column, coding in (contrasts or {}).items():
+        if not isinstance(column, str):
+            raise TypeError(f"contrasts: column names must be strings, got {column!r}")
+        codings.append((column, normalise_coding(column, coding)))
     spec = ModelSpec(
         formula=formula, response=parsed.response.strip(), fixed=parsed.fixed,
         random=tuple(terms), reference=ref, trusted=bool(trusted),
+        contrasts=tuple(sorted(codings, key=lambda c: c[0])),
     )
     if not trusted:
         check_spec(spec)

@@ -5,6 +5,7 @@ from crossed.inference.anova import anova, f_test
 from crossed.inference.coefs import coef_table, contrast_tests
 from crossed.inference.effect_sizes import cohens_f2, eta_squared, omega_squared
 from crossed.inference.emmeans import EMMeans, emmeans, joint_tests
+from crossed.inference.emtrends import emtrends
 from crossed.inference.kenward_roger import KRModel
 from crossed.inference.lrt import compare, ranova, variance_components
 from crossed.inference.r2 import r2_nakagawa
@@ -15,6 +16,7 @@ from crossed.model.result import provide
 provide("coef_table", coef_table)
 provide("anova", anova)
 provide("emmeans", emmeans)
+provide("emtrends", emtrends)
 provide("eta_squared", eta_squared)
 provide("r2", r2_nakagawa)
 provide("ranova", ranova)
@@ -30,6 +32,7 @@ __all__ = [
     "compare",
     "contrast_tests",
     "emmeans",
+    "emtrends",
     "eta_squared",
     "f_test",
     "joint_tests",

@@ -29,6 +29,13 @@ from crossed._warn import warn
 from crossed.inference.adjust import adjust_p, critical_values
 from crossed.inference.coefs import contrast_tests
 from crossed.inference.ddf import contrast_vcov, normalise_ddf
+from crossed.inference.emm_contrasts import NOTHING, contrast_weights, default_adjust
+from crossed.inference.emm_response import (
+    Transform,
+    back_contrasts,
+    back_means,
+    response_transform,
+)
 from crossed.inference.estimability import (
     NullBasis,
     estimable_subspace,
@@ -50,11 +57,11 @@ if TYPE_CHECKING:
     from crossed.fit import LmerFit
 
 __all__ = ["INTERACTION_NOTE", "JOINT_DEP_NOTE", "JOINT_EST_NOTE", "NONEST", "NONEST_NOTE",
-           "EMMeans", "consec_weights", "contrast_weights", "emmeans", "joint_f", "joint_tests"]
+           "EMMeans", "consec_weights", "contrast_weights", "emmeans", "joint_f", "joint_tests",
+           "split_specs"]
 
 INTERACTION_NOTE = "NOTE: Results may be misleading due to involvement in interactions"
 NONEST = "nonEst"
-NOTHING = "(nothing)"
 NONEST_NOTE = ("nonEst: not estimable on this rank-deficient fit (an empty cell of the "
                "design); estimate, SE, df and p value are NaN, as emmeans reports them")
 JOINT_EST_NOTE = "e: df1 reduced due to non-estimability"
@@ -95,6 +102,18 @@ class EMMeans:
     messages: list[str] = field(default_factory=list)
     linfct_full: np.ndarray | None = field(default=None, repr=False)
     nbasis: NullBasis | None = field(default=None, repr=False)
+    tran: Transform | None = None
+    """The response transformation (``log(y)`` ...), for ``type="response"``."""
+    type: str = "link"
+    """Scale of :meth:`table` and :meth:`contrast` by default (``"link"``/``"response"``)."""
+    estimate_name: str = "emmean"
+    """emmeans' name of the estimate (``"emmean"``, ``"x.trend"`` for emtrends)."""
+
+    def _type(self, type: str | None) -> str:
+        t = self.type if type is None else type
+        if t not in ("link", "response"):
+            raise ValueError(f"type must be 'link' or 'response', got {t!r}")
+        return t
 
     def _estimable(self, W: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """Estimability of the combinations W of the means ``rows``."""
@@ -108,15 +127,24 @@ class EMMeans:
             return contrast_tests(self.fit, L, ddf=self.ddf, level=level)
         return _tests_with_nonest(self.fit, L, self.ddf, level, estimable)
 
-    def table(self) -> pd.DataFrame:
+    def table(self, type: str | None = None) -> pd.DataFrame:
         """The EMMs (emmeans' ``summary(emmeans(...))``).
+
+        Parameters
+        ----------
+        type : {"link", "response"}, optional
+            ``"response"`` back-transforms a transformed response (``log(y)``: see
+            :mod:`crossed.inference.emm_response`); default: the scale given to
+            :func:`emmeans`.
 
         Returns
         -------
         pandas.DataFrame
-            Key columns (``by`` then ``specs``), ``estimate`` (EMM), ``std_error``, ``df``,
-            ``conf_low``, ``conf_high`` (t intervals at ``attrs["conf_level"]``). Validated
-            against emmeans 1.8.4 (``lmer.df = "satterthwaite"`` and ``"kenward-roger"``).
+            Key columns (``by`` then ``specs``), ``estimate`` (EMM; ``response`` on the
+            response scale), ``std_error`` (delta method on the response scale), ``df``,
+            ``conf_low``, ``conf_high`` (t intervals at ``attrs["conf_level"]``,
+            back-transformed on the response scale). Validated against emmeans 1.8.4
+            (``lmer.df = "satterthwaite"`` and ``"kenward-roger"``; ``type = "response"``).
         """
         rows = np.arange(len(self.grid))
         est = self._estimable(np.eye(len(rows)), rows)
@@ -127,7 +155,10 @@ class EMMeans:
         if not est.all():
             out["note"] = np.where(est, "", NONEST)
             messages.append(NONEST_NOTE)
-        out.attrs.update(conf_level=self.level, ddf=self.ddf, messages=messages)
+        out.attrs.update(conf_level=self.level, ddf=self.ddf, messages=messages,
+                         estimate_name=self.estimate_name)
+        if self._type(type) == "response" and self.tran is not None:
+            return back_means(out, self.tran)
         return out
 
     # ------------------------------------------------------------------ contrasts
@@ -139,26 +170,33 @@ class EMMeans:
         return [np.array([i for i, k in enumerate(keys) if k == s]) for s in seen]
 
     def contrast(self, method: str | dict = "pairwise", adjust: str | None = None,
-                 by: list[str] | str | None = None, ref: int = 0,
-                 level: float | None = None) -> pd.DataFrame:
+                 by: list[str] | str | None = None, ref: int | str = 0,
+                 level: float | None = None, type: str | None = None) -> pd.DataFrame:
         """Contrasts among the EMMs (emmeans' ``contrast``), within each ``by`` group.
 
         Parameters
         ----------
-        method : {"pairwise", "revpairwise", "trt.vs.ctrl"} or dict
-            Pairwise differences (first minus later levels), their reverse, each level minus
-            the reference level ``ref``, or custom weights ``{name: weights over the means
-            of a group}``.
+        method : str or dict
+            ``"pairwise"`` (first minus later levels), ``"revpairwise"``,
+            ``"trt.vs.ctrl"`` (each level minus the control ``ref``), ``"trt.vs.ctrl1"``,
+            ``"trt.vs.ctrlk"``, ``"consec"`` (each level minus the one before), ``"eff"``
+            (each level minus the average), ``"poly"`` (orthogonal polynomials) or custom
+            weights ``{name: weights over the means of a group}``
+            (:mod:`crossed.inference.emm_contrasts`).
         adjust : str, optional
             Multiplicity adjustment (:mod:`crossed.inference.adjust`); emmeans' defaults:
-            ``tukey`` for pairwise, ``dunnettx`` for trt.vs.ctrl, ``none`` for custom.
-            ``tukey`` on non-pairwise contrasts becomes ``sidak``, as in emmeans.
+            ``tukey`` for pairwise, ``dunnettx`` for trt.vs.ctrl, ``mvt`` for consec,
+            ``fdr`` for eff, ``none`` for poly and custom weights. ``tukey`` on
+            non-pairwise contrasts becomes ``sidak``, as in emmeans.
         by : list of str, optional
             Grouping factors (default: those of the EMMs).
-        ref : int
-            Index of the control level for ``trt.vs.ctrl``.
+        ref : int or str
+            The control level of ``trt.vs.ctrl``: its index (0-based) or the level.
         level : float, optional
             Confidence level (default: the EMMs').
+        type : {"link", "response"}, optional
+            ``"response"``: ratios for a log-transformed response
+            (:mod:`crossed.inference.emm_response`); default: the EMMs' ``type``.
 
         Returns
         -------
@@ -167,7 +205,8 @@ class EMMeans:
             ``std_error``, ``df``, ``statistic`` (t ratio), ``p_value`` (adjusted),
             ``conf_low``, ``conf_high`` (adjusted intervals); ``note`` (``"nonEst"``) when
             some contrast is not estimable. ``attrs``: ``adjust``, ``conf_level``.
-            Validated against emmeans 1.8.4 ``pairs()`` (Tukey and none).
+            Validated against emmeans 1.8.4 ``pairs()`` (Tukey and none) and
+            ``contrast()`` with each method above (mvt: to 1e-3, R's Monte Carlo error).
 
         Notes
         -----
@@ -178,8 +217,8 @@ class EMMeans:
         level = self.level if level is None else level
         pairwise = isinstance(method, str) and method in ("pairwise", "revpairwise")
         if adjust is None:
-            adjust = ("tukey" if pairwise else "dunnettx" if method == "trt.vs.ctrl"
-                      else "none")
+            adjust = default_adjust(method)
+        adjust = str(adjust).lower()
         if adjust == "tukey" and not pairwise:
             adjust = "sidak"
         inner = [f for f in list(self.grid.columns) if f not in by]
@@ -187,7 +226,8 @@ class EMMeans:
         for rows in self._groups(by):
             sub = self.grid.iloc[rows]
             labels = grid_labels(sub[inner])
-            W, names = contrast_weights(method, labels, ref)
+            raw = [" ".join(map(str, r)) for r in sub[inner].itertuples(index=False)]
+            W, names = contrast_weights(method, labels, ref, raw)
             L = W @ self.linfct[rows]
             est = self._estimable(W, rows)
             if names == [NOTHING]:  # one mean: emmeans prints "(nothing)  nonEst"
@@ -196,9 +236,11 @@ class EMMeans:
             k = len(rows)
             fam_adjust = adjust if len(names) > 1 else "none"  # emmeans: one contrast
             used.add(fam_adjust)
+            corr = self._corr(L) if fam_adjust == "mvt" else None
             res["p_value"] = adjust_p(res["statistic"], res["df"], res["p_value"],
-                                      fam_adjust, k)
-            crit = critical_values(res["df"].to_numpy(), level, fam_adjust, k, len(names))
+                                      fam_adjust, k, corr=corr)
+            crit = critical_values(res["df"].to_numpy(), level, fam_adjust, k, len(names),
+                                   corr=corr)
             res["conf_low"] = res["estimate"] - crit * res["std_error"]
             res["conf_high"] = res["estimate"] + crit * res["std_error"]
             res.insert(0, "contrast", names)
@@ -212,12 +254,21 @@ class EMMeans:
             out = out.drop(columns="note")
         out.attrs.update(adjust=adjust if adjust in used else "none", conf_level=level,
                          ddf=self.ddf, messages=[NONEST_NOTE] if nonest else [])
+        if self._type(type) == "response" and self.tran is not None:
+            return back_contrasts(out, self.tran)
         return out
 
+    def _corr(self, L: np.ndarray) -> np.ndarray:
+        """Correlation of the estimates L β̂ (the mvt adjustment's)."""
+        V = L @ contrast_vcov(self.fit, self.ddf) @ L.T
+        d = np.sqrt(np.clip(np.diag(V), 1e-300, None))
+        return V / np.outer(d, d)
+
     def pairs(self, adjust: str = "tukey", reverse: bool = False,
-              by: list[str] | str | None = None) -> pd.DataFrame:
+              by: list[str] | str | None = None, type: str | None = None) -> pd.DataFrame:
         """Pairwise differences of the EMMs (emmeans' ``pairs``); see :meth:`contrast`."""
-        return self.contrast("revpairwise" if reverse else "pairwise", adjust=adjust, by=by)
+        return self.contrast("revpairwise" if reverse else "pairwise", adjust=adjust, by=by,
+                             type=type)
 
     def joint_tests(self) -> pd.DataFrame:
         """emmeans' ``joint_tests`` of the fit, within this object's ``by`` groups."""
@@ -236,73 +287,36 @@ def _tests_with_nonest(fit: LmerFit, L: np.ndarray, ddf: str, level: float,
     return out
 
 
-def contrast_weights(method, labels: list[str], ref: int) -> tuple[np.ndarray, list[str]]:
-    k = len(labels)
-    rows, names = [], []
-    if isinstance(method, dict):
-        if not method:
-            raise ValueError("contrast weights: the dict is empty; give {name: weights}")
-        for name, w in method.items():
-            try:
-                w = np.asarray(w, dtype=float).reshape(-1)
-            except (TypeError, ValueError):
-                raise ValueError(f"contrast {name!r}: weights must be numbers, got "
-                                 f"{w!r}") from None
-            if len(w) != k:
-                raise ValueError(f"contrast {name!r} has {len(w)} weights for {k} means")
-            rows.append(w)
-            names.append(str(name))
-        return np.vstack(rows), names
-    if method in ("pairwise", "revpairwise"):
-        for i in range(k):
-            for j in range(i + 1, k):
-                w = np.zeros(k)
-                if method == "pairwise":
-                    w[i], w[j] = 1.0, -1.0
-                    names.append(f"{labels[i]} - {labels[j]}")
-                else:
-                    w[j], w[i] = 1.0, -1.0
-                    names.append(f"{labels[j]} - {labels[i]}")
-                rows.append(w)
-        if method == "revpairwise":  # emmeans lists them by the later level
-            order = sorted(range(len(rows)), key=lambda r: (
-                np.flatnonzero(rows[r] > 0)[0], np.flatnonzero(rows[r] < 0)[0]))
-            rows, names = [rows[o] for o in order], [names[o] for o in order]
-    elif method == "trt.vs.ctrl":
-        if (isinstance(ref, bool | np.bool_) or not isinstance(ref, int | np.integer)
-                or not 0 <= ref < k):
-            raise ValueError(f"ref must be the index of the control level, from 0 to "
-                             f"{k - 1} ({', '.join(labels)}), got {ref!r}")
-        for i in range(k):
-            if i == ref:
-                continue
-            w = np.zeros(k)
-            w[i], w[ref] = 1.0, -1.0
-            rows.append(w)
-            names.append(f"{labels[i]} - {labels[ref]}")
-    else:
-        raise ValueError(f"unknown contrast method {method!r}; use 'pairwise', 'revpairwise', "
-                         "'trt.vs.ctrl' or a dict of weights")
-    if not rows:  # a single mean has no contrasts
-        return np.zeros((1, k)), [NOTHING]
-    return np.vstack(rows), names
-
-
 def emmeans(fit: LmerFit, specs: str | list[str], by: str | list[str] | None = None,
-            ddf: str = "satterthwaite", level: float = 0.95) -> EMMeans:
+            ddf: str = "satterthwaite", level: float = 0.95, at: dict | None = None,
+            cov_reduce="mean", type: str = "link") -> EMMeans:
     """Estimated marginal means (emmeans' ``emmeans(fit, ~ specs, by = by)``).
 
     Parameters
     ----------
     fit : LmerFit
     specs : str or list of str
-        Factor(s) whose means are wanted: ``"language"``, ``"language:task"`` or a list.
+        Factor(s) whose means are wanted: ``"language"``, ``"language:task"``, a list, or
+        ``"1"`` for the overall mean (emmeans' ``~ 1``). ``"a | b"`` is ``specs="a",
+        by="b"``.
     by : str or list of str, optional
-        Factors to condition on (means and contrasts within each of their levels).
+        Variables to condition on (means and contrasts within each of their levels); a
+        covariate given several values by ``at`` may be one.
     ddf : {"satterthwaite", "kenward-roger", "none"}
         emmeans' ``lmer.df``.
     level : float
         Confidence level of the intervals.
+    at : dict, optional
+        Grid values per variable (emmeans' ``at``): ``{"num_epochs": [1, 3]}`` puts a
+        covariate at those values (the means average over them unless it is in
+        ``specs``/``by``), a list of levels restricts a factor.
+    cov_reduce : str, callable or dict
+        How other covariates enter the grid (emmeans' ``cov.reduce``): ``"mean"``
+        (default), ``"min"``, ``"max"``, ``"median"``, a function of the column, or a dict
+        of those per covariate.
+    type : {"link", "response"}
+        Scale of the table and contrasts: ``"response"`` back-transforms a response
+        written ``log(y)``, ``np.log(y)``, ``sqrt(y)``, ... (ratios for log contrasts).
 
     Returns
     -------
@@ -311,11 +325,14 @@ def emmeans(fit: LmerFit, specs: str | list[str], by: str | list[str] | None = N
         Warns with emmeans' note when a factor of ``specs``/``by`` is involved in an
         interaction (the means average over the other factors of that interaction).
     """
-    specs_l, by_l = as_list(specs), as_list(by)
+    specs_l, by_l = split_specs(specs, by)
     method = normalise_ddf(ddf)
-    grid, X = reference_grid(fit)
+    tran = _checked_type(fit, type)
+    grid, X = reference_grid(fit, cov_reduce=cov_reduce, at=at)
     facs = specs_l + [b for b in by_l if b not in specs_l]
     keys, L = marginal_linfct(grid, X, facs)  # specs vary fastest, by groups contiguous
+    if not facs:  # emmeans' ~ 1
+        keys = pd.DataFrame({"1": ["overall"]})
     messages = []
     if involved_in_interactions(fit, facs):
         messages.append(INTERACTION_NOTE)
@@ -323,9 +340,35 @@ def emmeans(fit: LmerFit, specs: str | list[str], by: str | list[str] | None = N
     nb = fit_null_basis(fit)
     L_full = None
     if nb is not None:
-        _, L_full = marginal_linfct(grid, full_grid_matrix(fit, nb), facs)
-    return EMMeans(fit=fit, specs=specs_l, by=by_l, grid=keys, linfct=L, ddf=method,
-                   level=level, messages=messages, linfct_full=L_full, nbasis=nb)
+        _, L_full = marginal_linfct(grid, full_grid_matrix(fit, nb, cov_reduce, at), facs)
+    return EMMeans(fit=fit, specs=specs_l or ["1"], by=by_l, grid=keys, linfct=L,
+                   ddf=method, level=level, messages=messages, linfct_full=L_full, nbasis=nb,
+                   tran=tran, type=type)
+
+
+def split_specs(specs, by) -> tuple[list[str], list[str]]:
+    """``specs`` and ``by`` as lists; ``"a | b"`` splits into specs ``a`` and by ``b``;
+    ``"1"`` (emmeans' ``~ 1``) is no factor."""
+    if isinstance(specs, str) and "|" in specs:
+        left, _, right = specs.partition("|")
+        specs = left
+        by = as_list(by) + as_list(right)
+    if isinstance(specs, str) and specs.strip() in ("1", "~1", "~ 1"):
+        return [], as_list(by)
+    return as_list(specs), as_list(by)
+
+
+def _checked_type(fit: LmerFit, type: str) -> Transform | None:
+    """The response transform for ``type="response"`` (None on the link scale)."""
+    if type not in ("link", "response"):
+        raise ValueError(f"type must be 'link' or 'response', got {type!r}")
+    response = fit.design.spec.response
+    tran = response_transform(response)
+    if type == "response" and tran is None and response not in fit.design.columns:
+        raise ValueError(f"type='response': cannot back-transform the response {response!r}; "
+                         "recognised are log, log2, log10, log1p, sqrt and exp of a column "
+                         "(np.log(y), log(y), sqrt(y), ...)")
+    return tran
 
 
 # ---------------------------------------------------------------------- joint tests

@@ -2,8 +2,9 @@
 marginal means over it.
 
 The grid crosses every level of every factor of the fixed part with each numeric covariate
-reduced to its mean (``cov.reduce = mean``; a covariate inside ``scale()``/``poly()`` is
-reduced before the transform, as emmeans does). Used by :mod:`crossed.inference.emmeans`
+reduced to its mean (``cov.reduce = mean``, or another reduction, or the values of ``at``;
+a covariate inside ``scale()``/``poly()`` is reduced before the transform, as emmeans
+does). Used by :mod:`crossed.inference.emmeans`
 and by the adjusted means of :mod:`crossed.evaluation.adjusted`.
 """
 
@@ -84,15 +85,74 @@ def _parse_or_none(text: str) -> ast.AST:
         return ast.parse("")
 
 
-def reference_grid(fit: LmerFit, cov_reduce: str = "mean") -> tuple[pd.DataFrame, np.ndarray]:
+_REDUCERS = {"mean": np.mean, "min": np.min, "max": np.max, "median": np.median}
+
+
+def _reduce(values: np.ndarray, how, column: str) -> list[float]:
+    """A covariate's grid values under emmeans' ``cov.reduce``."""
+    if isinstance(how, dict):
+        how = how.get(column, "mean")
+    if how == "meanint":
+        m = float(np.mean(values))
+        return [m - 1.0, m + 1.0]
+    if isinstance(how, str):
+        if how not in _REDUCERS:
+            raise ValueError(f"cov_reduce must be 'mean', 'min', 'max', 'median', a function "
+                             f"or a dict of them per covariate, got {how!r}")
+        how = _REDUCERS[how]
+    if not callable(how):
+        raise TypeError(f"cov_reduce for {column!r} must be a name or a function, got "
+                        f"{type(how).__name__}")
+    out = np.atleast_1d(np.asarray(how(values), dtype=float)).ravel()
+    if out.size == 0 or not np.all(np.isfinite(out)):
+        raise ValueError(f"cov_reduce gave no finite value for {column!r}")
+    return [float(v) for v in out]
+
+
+def _at_values(v: str, wanted, levels: dict, numeric: bool) -> list:
+    """The grid values ``at`` gives a variable: levels of a factor (checked), numbers of a
+    covariate."""
+    vals = list(wanted) if isinstance(wanted, list | tuple | np.ndarray | pd.Series | pd.Index) \
+        else [wanted]
+    if not vals:
+        raise ValueError(f"at[{v!r}] is empty")
+    if v in levels:
+        known = {str(lv): lv for lv in levels[v]}
+        out = []
+        for x in vals:
+            if str(x) not in known:
+                raise ValueError(f"at[{v!r}]: {x!r} is not a level of {v!r} (levels: "
+                                 f"{', '.join(map(str, levels[v][:10]))})")
+            out.append(known[str(x)])
+        return out
+    if not numeric:
+        raise ValueError(f"at[{v!r}]: cannot set values for this variable")
+    try:
+        return [float(x) for x in vals]
+    except (TypeError, ValueError):
+        raise ValueError(f"at[{v!r}] must hold numbers for the covariate {v!r}, got "
+                         f"{vals!r}") from None
+
+
+def reference_grid(fit: LmerFit, cov_reduce="mean", at: dict | None = None,
+                   shift: dict | None = None) -> tuple[pd.DataFrame, np.ndarray]:
     """emmeans' reference grid and its model matrix.
 
     Parameters
     ----------
     fit : LmerFit
-    cov_reduce : {"mean", "meanint"}
-        Numeric covariates at their mean, or at mean − 1 and mean + 1 (``meanint``, what
-        ``joint_tests`` uses).
+    cov_reduce : str, callable or dict
+        How each numeric covariate enters the grid (emmeans' ``cov.reduce``): ``"mean"``
+        (default), ``"min"``, ``"max"``, ``"median"``, a function of the column's values
+        returning one number or several, ``"meanint"`` (mean − 1 and mean + 1, what
+        ``joint_tests`` uses), or a dict of those per covariate (others: mean).
+    at : dict, optional
+        Grid values per variable (emmeans' ``at``): numbers for a covariate (replacing
+        ``cov_reduce``), a subset of the levels for a factor.
+    shift : dict, optional
+        Amounts added to covariates after the grid is built (the finite difference of
+        :func:`crossed.inference.emtrends.emtrends`); the returned grid shows the values
+        before the shift.
 
     Returns
     -------
@@ -105,16 +165,25 @@ def reference_grid(fit: LmerFit, cov_reduce: str = "mean") -> tuple[pd.DataFrame
     if frame is None:
         raise ValueError("the fit keeps no data columns; a reference grid needs them")
     levels = fit.design.levels
+    at = dict(at or {})
+    if not isinstance(at, dict):
+        raise TypeError(f"at must be a dict {{variable: values}}, got {type(at).__name__}")
     values: dict[str, list] = {}
     made_factors = _factor_made_columns(fit)
-    for v in grid_variables(fit):
-        if v in levels:
+    names_in_grid = grid_variables(fit)
+    for v in at:
+        if v not in names_in_grid:
+            raise ValueError(f"at: {v!r} is not a variable of the fixed part (reference grid "
+                             f"has {', '.join(names_in_grid) or 'no variables'})")
+    for v in names_in_grid:
+        if v in at:
+            values[v] = _at_values(v, at[v], levels, v not in made_factors)
+        elif v in levels:
             values[v] = list(levels[v])
         elif v in made_factors:  # C(g) of a numeric g: emmeans uses factor(g)'s levels
             values[v] = sorted(pd.unique(frame[v].to_numpy()).tolist())
         else:
-            m = float(np.mean(frame[v].to_numpy(dtype=float)))
-            values[v] = [m] if cov_reduce == "mean" else [m - 1.0, m + 1.0]
+            values[v] = _reduce(frame[v].to_numpy(dtype=float), cov_reduce, v)
     names = list(values)
     combos = list(itertools.product(*[values[n] for n in reversed(names)]))
     grid = pd.DataFrame([tuple(reversed(c)) for c in combos], columns=names)
@@ -122,6 +191,8 @@ def reference_grid(fit: LmerFit, cov_reduce: str = "mean") -> tuple[pd.DataFrame
     for v in names:
         if v in levels:
             build[v] = pd.Categorical(build[v], categories=levels[v])
+    for v, h in (shift or {}).items():
+        build[v] = build[v].astype(float) + h
     X = fit.design.fixed.spec.build(build) if names else np.ones((1, len(fit.beta)))
     return grid, X
 
@@ -137,11 +208,13 @@ class _WithDesign:
         return getattr(self._fit, name)
 
 
-def full_grid_matrix(fit: LmerFit, nb: NullBasis, cov_reduce: str = "mean") -> np.ndarray:
+def full_grid_matrix(fit: LmerFit, nb: NullBasis, cov_reduce="mean", at: dict | None = None,
+                     shift: dict | None = None) -> np.ndarray:
     """The reference grid's model matrix over every column of the fixed part, including
     those the fit dropped for rank (emmeans' ``X`` with ``NA`` coefficients)."""
     design = replace(fit.design, fixed=replace(fit.design.fixed, spec=nb.spec))
-    _, X_full = reference_grid(_WithDesign(fit, design), cov_reduce=cov_reduce)
+    _, X_full = reference_grid(_WithDesign(fit, design), cov_reduce=cov_reduce, at=at,
+                               shift=shift)
     return X_full
 
 

@@ -7,8 +7,8 @@
 - Type III: lmerTest's ``extract_contrasts_type3``: the full-indicator ("rank deficient")
   design of every term is projected on X, and the contrast columns of each term are
   orthogonalised against the columns of the terms containing it (higher order terms
-  first). The hypotheses do not depend on the contrast coding. crossed's X always uses
-  treatment contrasts, so no mapping between codings is needed.
+  first). For other codings (``contrasts=``, ordered factors) lmerTest maps the
+  hypotheses of the treatment-coded X to X's coefficients, and so does :func:`type3`.
 
 Containment follows lmerTest's ``term_contain``: term A is contained in term B when A's
 variables are a proper subset of B's and both have the same numeric variables.
@@ -16,18 +16,20 @@ variables are a proper subset of B's and both have the same numeric variables.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import warnings
+from dataclasses import replace
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import pandas as pd
 
-from crossed.design.fixed import build_matrix, split_colons
+from crossed.design.fixed import build_fixed, build_matrix, split_colons
 
 if TYPE_CHECKING:
     from crossed.fit import LmerFit
 
 __all__ = ["TermInfo", "doolittle_upper", "full_indicator_design", "hypotheses", "split_term",
-           "type1", "type2", "type3", "zapsmall"]
+           "treatment_coded", "type1", "type2", "type3", "zapsmall"]
 
 
 def split_term(label: str) -> list[str]:
@@ -171,11 +173,44 @@ def _resid(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return y - x @ coef
 
 
+class _WithFixed:
+    """A fit seen with another fixed-effects design (same data, other contrast coding)."""
+
+    def __init__(self, fit: LmerFit, design: object):
+        self._fit = fit
+        self.design = design
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._fit, name)
+
+
+def treatment_coded(fit: LmerFit) -> LmerFit:
+    """The fit seen with its fixed part rebuilt with treatment contrasts for every factor
+    (lmerTest's ``get_model_matrix(model, type = "remake", contrasts = "contr.treatment")``
+    made full rank)."""
+    design = fit.design
+    if design.frame is None:
+        raise ValueError("the fit keeps no data columns; Type III under a non-treatment "
+                         "coding needs them (refit with crossed.lmer)")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fixed = build_fixed(design.spec.fixed, design.frame, caret="^" in design.spec.formula,
+                            codings={})
+    return cast("LmerFit", _WithFixed(fit, replace(design, fixed=fixed)))
+
+
 def type3(fit: LmerFit) -> dict[str, np.ndarray]:
-    """lmerTest's ``get_contrasts_type3`` for treatment-coded X."""
+    """lmerTest's ``get_contrasts_type3``: for treatment-coded X directly; for any other
+    coding (``contrasts=``, ordered factors) the hypotheses of the treatment-coded X mapped
+    to X's coefficients by ``zapsmall(ginv(X_treatment) X)``, as lmerTest does, so the
+    tests are those of treatment coding."""
     info, X, p = _terms_and_x(fit)
     if p <= 1 or len(info.labels) <= 1:
         return type1(fit)
+    if fit.design.fixed.codings:
+        treat = treatment_coded(fit)
+        mapping = zapsmall(np.linalg.pinv(treat.design.X) @ X)
+        return {t: L @ mapping for t, L in type3(treat).items()}
     rdX, rdnames = full_indicator_design(fit)
     coef, *_ = np.linalg.lstsq(X, rdX, rcond=None)  # ginv(X) %*% rdX, X full rank
     L = zapsmall(coef.T)  # rows: rdX columns, columns: X columns

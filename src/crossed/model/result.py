@@ -39,7 +39,8 @@ _PROVIDED: dict[str, Callable[..., Any]] = {}
 _PROVIDERS = {
     "refit": "crossed.fit", "simulate": "crossed.simulate", "check": "crossed.simulate",
     "coef_table": "crossed.inference", "anova": "crossed.inference",
-    "emmeans": "crossed.inference", "eta_squared": "crossed.inference",
+    "emmeans": "crossed.inference", "emtrends": "crossed.inference",
+    "eta_squared": "crossed.inference",
     "r2": "crossed.inference", "ranova": "crossed.inference",
     "variance_components": "crossed.inference", "adjusted_means": "crossed.evaluation",
     "interaction_effects": "crossed.evaluation", "summary": "crossed.display",
@@ -475,9 +476,15 @@ class LmerFit:
         return _provided("anova")(self, type=type, ddf=ddf)
 
     def emmeans(self, specs: str | list[str], by: str | list[str] | None = None,
-                ddf: str = "satterthwaite", level: float = 0.95) -> Any:
-        """Estimated marginal means; see :func:`crossed.inference.emmeans.emmeans`."""
-        return _provided("emmeans")(self, specs, by=by, ddf=ddf, level=level)
+                ddf: str = "satterthwaite", level: float = 0.95, **kwargs: Any) -> Any:
+        """Estimated marginal means; see :func:`crossed.inference.emmeans.emmeans`
+        (``at=``, ``cov_reduce=``, ``type=`` pass through)."""
+        return _provided("emmeans")(self, specs, by=by, ddf=ddf, level=level, **kwargs)
+
+    def emtrends(self, specs: str | list[str], var: str, **kwargs: Any) -> Any:
+        """Estimated marginal trends of ``var``; see
+        :func:`crossed.inference.emtrends.emtrends`."""
+        return _provided("emtrends")(self, specs, var, **kwargs)
 
     def eta_squared(self, partial: bool = True, ci: float | None = 0.95,
                     alternative: str = "two-sided") -> pd.DataFrame:

@@ -1,0 +1,158 @@
+"""Contrast codings of factors, as R's ``contr.treatment``, ``contr.sum``, ``contr.helmert``
+and ``contr.poly`` build them, with R's column names.
+
+``lmer(..., contrasts={"lr": "sum"})`` and ordered pandas Categoricals (R's default
+``contr.poly``) reach formulaic by rewriting each bare use of the column in the formula as
+``C(column, cx_contr_<i>)``, where ``cx_contr_<i>`` is a :class:`RCoding` placed in the
+evaluation context. formulaic keeps that text in its model spec, so new data (predictions,
+reference grids) is coded the same way. Term labels and column names are translated back to
+R's: ``recipe1``, ``recipe2`` (sum, Helmert, a matrix without column names),
+``temperature.L``, ``.Q``, ``.C``, ``^4`` (poly), the level labels (treatment; the full
+indicator coding R uses where a term needs it, such as ``0 + f``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from formulaic.transforms.contrasts import Contrasts
+
+from crossed.formula.spec import CODINGS, normalise_coding
+
+__all__ = ["CODINGS", "CONTEXT_PREFIX", "RCoding", "alias_column", "contrast_matrix",
+           "normalise_coding", "poly_matrix", "rewrite_formula"]
+
+CONTEXT_PREFIX = "cx_contr_"
+_ALIAS = re.compile(r"^C\((.*), " + CONTEXT_PREFIX + r"\d+\)$", re.S)
+_TOKEN = re.compile(r"`[^`]+`|(?:[^\W\d]|\.)[\w.]*")
+
+
+def poly_matrix(n: int) -> np.ndarray:
+    """R's ``contr.poly(n)``: orthonormal polynomials in the scores 1..n (columns: degree
+    1..n-1), each with a positive leading coefficient (R's ``make.poly``)."""
+    x = np.arange(1, n + 1, dtype=float)
+    V = np.vander(x - x.mean(), n, increasing=True)
+    Q, R = np.linalg.qr(V)
+    Z = Q * np.diag(R)[None, :]
+    Z = Z / np.sqrt(np.sum(Z * Z, axis=0))[None, :]
+    return np.asarray(Z[:, 1:])
+
+
+def _poly_names(k: int) -> list[str]:
+    return [{1: ".L", 2: ".Q", 3: ".C"}.get(d, f"^{d}") for d in range(1, k + 1)]
+
+
+def contrast_matrix(coding: str | tuple[tuple[float, ...], ...], levels: Sequence[str],
+                    column: str = "") -> tuple[np.ndarray, list[str]]:
+    """The coding matrix (levels x columns) and R's column suffixes of one factor."""
+    n = len(levels)
+    if not isinstance(coding, str):
+        m = np.asarray(coding, dtype=float)
+        if m.shape[0] != n:
+            raise ValueError(f"contrasts[{column!r}]: the matrix has {m.shape[0]} rows for "
+                             f"{n} levels ({', '.join(map(str, levels[:10]))})")
+        full = np.column_stack([np.ones(n), m])
+        if m.shape[1] != n - 1 or np.linalg.matrix_rank(full) < n:
+            raise ValueError(f"contrasts[{column!r}]: the matrix must have {n - 1} columns "
+                             "which, with a column of ones, span all levels")
+        return m, [str(j) for j in range(1, m.shape[1] + 1)]
+    if coding == "treatment":
+        return np.eye(n)[:, 1:], list(levels[1:])
+    if coding == "sum":
+        m = np.eye(n, n - 1)
+        m[-1, :] = -1.0
+        return m, [str(j) for j in range(1, n)]
+    if coding == "helmert":
+        m = np.zeros((n, n - 1))
+        for j in range(n - 1):
+            m[: j + 1, j] = -1.0
+            m[j + 1, j] = j + 1.0
+        return m, [str(j) for j in range(1, n)]
+    if n > 95:
+        raise ValueError(f"contrasts[{column!r}]: polynomial contrasts need fewer than 96 "
+                         f"levels, as in R (got {n})")
+    return poly_matrix(n), _poly_names(n - 1)
+
+
+@dataclass(frozen=True)
+class RCoding(Contrasts):  # type: ignore[misc]
+    """An R contrast coding for formulaic: the coding matrix when formulaic reduces the
+    rank, the full indicator coding otherwise (as R's ``model.matrix``)."""
+
+    coding: str | tuple[tuple[float, ...], ...] = "treatment"
+    column: str = ""
+
+    @Contrasts.override  # type: ignore[untyped-decorator]
+    def _get_coding_matrix(self, levels: Sequence[Hashable], reduced_rank: bool = True,
+                           sparse: bool = False) -> Any:
+        if not reduced_rank:
+            return np.eye(len(levels))
+        return contrast_matrix(self.coding, [str(v) for v in levels], self.column)[0]
+
+    @Contrasts.override  # type: ignore[untyped-decorator]
+    def get_coding_column_names(self, levels: Sequence[Hashable],
+                                reduced_rank: bool = True) -> Sequence[Hashable]:
+        if not reduced_rank:
+            return list(levels)
+        return contrast_matrix(self.coding, [str(v) for v in levels], self.column)[1]
+
+    @Contrasts.override  # type: ignore[untyped-decorator]
+    def get_coefficient_row_names(self, levels: Sequence[Hashable],
+                                  reduced_rank: bool = True) -> Sequence[Hashable]:
+        return list(levels)
+
+
+def alias_column(expr: str) -> str | None:
+    """The column of a factor expression written by :func:`rewrite_formula`, else None."""
+    m = _ALIAS.match(expr)
+    if m is None:
+        return None
+    name = m.group(1).strip()
+    return name[1:-1] if name.startswith("`") and name.endswith("`") else name
+
+
+def rewrite_formula(text: str, codings: Mapping[str, Any]
+                    ) -> tuple[str, dict[str, RCoding], set[str]]:
+    """``text`` (a formulaic right-hand side) with each top-level use of a coded column
+    wrapped as ``C(column, cx_contr_<i>)``.
+
+    Returns
+    -------
+    text : str
+    context : dict
+        ``cx_contr_<i>`` -> :class:`RCoding`, for formulaic's evaluation context.
+    found : set of str
+        The coded columns used bare at the top level of ``text`` (columns only used inside
+        an expression, e.g. ``C(lr)``, are not recoded).
+    """
+    names = {c: f"{CONTEXT_PREFIX}{i}" for i, c in enumerate(codings)}
+    context = {names[c]: RCoding(coding=codings[c], column=c) for c in codings}
+    out: list[str] = []
+    found: set[str] = set()
+    depth, pos = 0, 0
+    while pos < len(text):
+        ch = text[pos]
+        m = _TOKEN.match(text, pos) if (ch == "`" or ch == "." or ch.isalpha()
+                                        or ch == "_") else None
+        if m is None:
+            depth += ch in "([{"
+            depth -= ch in ")]}"
+            out.append(ch)
+            pos += 1
+            continue
+        tok = m.group(0)
+        bare = tok[1:-1] if tok.startswith("`") else tok
+        prev = text[:pos].rstrip()
+        nxt = text[m.end():].lstrip()
+        if (depth == 0 and bare in codings and not nxt.startswith("(")
+                and not (prev.endswith(".") or prev[-1:].isalnum())):
+            out.append(f"C({tok}, {names[bare]})")
+            found.add(bare)
+        else:
+            out.append(tok)
+        pos = m.end()
+    return "".join(out), context, found
