@@ -38,13 +38,13 @@ from crossed.model.banded import BandedBlocks
 from crossed.model.cholesky import cholesky_lower
 from crossed.model.closed_forms import closed_form_1x1, entries_2x2, g_2x2
 from crossed.model.factor import Factor, deviance_at, profiled_deviance, tri_inverse, tri_solve
-from crossed.model.sparse_schur import SparseFactor, SparseSchur, sparse_schur_for
 from crossed.model.sparse_map import (
     Products,
     SparseMap,
     build_sparse_map,
     response_free_products,
 )
+from crossed.model.sparse_schur import SparseFactor, SparseSchur, sparse_schur_for
 
 if TYPE_CHECKING:
     from crossed.design import Design
@@ -141,7 +141,6 @@ class PLS:
         # the sparse Schur complement (sparse_schur.py): no r x r array is formed
         self._sparse = sparse_schur_for(schur, first, rest, self._Z1t, Zr, X, y, MAX_DENSE)
         if self._sparse is not None:
-            self._map, self._groups, self._free = None, None, None
             self._set_sparse_response(np.asarray(y, dtype=float))
             return
         self._Z1tZr = (self._Z1t @ Zr).tocsr() if Zr is not None else None
@@ -194,6 +193,7 @@ class PLS:
     def _set_sparse_response(self, y: np.ndarray) -> None:
         """The sparse path's response: its products and A_1r = Z₁ᵀ[Zr X y] (sparse)."""
         assert self._sparse is not None  # the sparse path
+        self._map, self._groups, self._free = None, None, None
         if y is not self._sparse.y:
             self._sparse.set_response(y)
         self.y = y

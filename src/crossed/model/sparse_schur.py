@@ -336,7 +336,7 @@ def sparse_schur_for(schur: str | None, first: ReBlock, rest: tuple[ReBlock, ...
                 f"together; the dense part of the blocked Cholesky is limited to {max_dense} "
                 "(schur=None or 'sparse' factors it as a sparse matrix)")
         return None
-    if schur != "sparse" and rr < SPARSE_FROM:
+    if schur is None and SPARSE_FROM > rr <= max_dense:
         return None
     s = SparseSchur(first, rest, Z1t, Zr, X, np.asarray(y, dtype=float))
     low = s.fill_is_low()
