@@ -12,12 +12,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from tests.reference import load_case
 
 import crossed
 from crossed.model import pls as pls_module
 from crossed.model import sparse_schur
 from crossed.model.pls import PLS, profiled_deviance
+from reference import load_case
 
 CASES = ["penicillin_crossed", "pastes_nested", "ham_crossed", "blurb_ccmem", "ner_crossed",
          "exist_mono_nested", "blurb_ccmem_slopes"]
@@ -71,13 +71,6 @@ def test_sparse_criterion_and_solution_equal_dense(name):
             for x, y in zip(sparse.conditional_inverse_blocks(fs),
                             dense.conditional_inverse_blocks(fd), strict=True):
                 np.testing.assert_allclose(x, y, rtol=1e-9, atol=1e-12)
-
-
-@pytest.fixture
-def always_sparse(monkeypatch):
-    """Every PLS with later blocks takes the sparse path."""
-    monkeypatch.setattr(sparse_schur, "SPARSE_FROM", 0)
-    monkeypatch.setattr(sparse_schur, "FILL_FRACTION", 1.0)
 
 
 def _assert_same_fit(fs: crossed.LmerFit, fd: crossed.LmerFit) -> None:

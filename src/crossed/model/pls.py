@@ -496,16 +496,18 @@ class PLS:
         return beta, [u1] + u_blocks
 
     def conditional_inverse_blocks(self, f: Factor) -> list[np.ndarray]:
-        """Diagonal blocks of (ΛᵀZᵀZΛ + I)⁻¹ per level, one (ℓ, q, q) array per block
-        (the sparse path: up to ``MAX_DENSE`` random effects after the first block)."""
+        """Diagonal blocks of (ΛᵀZᵀZΛ + I)⁻¹ per level, one (ℓ, q, q) array per block."""
+        if isinstance(f, SparseFactor):  # by a selected inversion (sparse_schur.py)
+            assert self._sparse is not None  # its factorisations
+            half = np.linalg.solve(self.first_chol(f), np.broadcast_to(
+                np.eye(self.q1), (self.l1, self.q1, self.q1)))
+            return self._sparse.conditional_inverse_blocks(
+                f, np.swapaxes(half, 1, 2) @ half, f.theta)
+        L = f.L
+        assert L is not None  # an ok factorisation
         rr = self.r_rand
         theta = f.theta
-        if isinstance(f, SparseFactor):
-            assert self._sparse is not None  # its factorisations
-            Lrr = self._sparse.dense_rr_factor(f, MAX_DENSE)
-        else:
-            assert f.L is not None  # an ok factorisation
-            Lrr = f.L[:rr, :rr]
+        Lrr = L[:rr, :rr]
         out_rest: list[np.ndarray] = []
         if rr:
             Linv = tri_inverse(Lrr)

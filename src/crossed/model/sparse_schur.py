@@ -145,10 +145,11 @@ class SparseSchur:
         self.set_response(y)
 
     # ------------------------------------------------------------------ construction
-    def _pairs(self, A1R: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray, np.ndarray,
-                                                   np.ndarray]:
-        """Every pair of nonzeros of A_1R in the rows of one level, col(e₁) ≤ col(e₂):
-        (row i = col(e₁), column j = col(e₂), G's flat entry (s, a₁, a₂), a₁ a₂ values)."""
+    def _pairs(self, A1R: sp.csr_matrix, upper: bool = True
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Every pair of nonzeros of A_1R in the rows of one level (col(e₁) ≤ col(e₂) when
+        ``upper``): (row i = col(e₁), column j = col(e₂), G's flat entry (s, a₁, a₂), the
+        product of the two values)."""
         q = self.q1
         counts = np.diff(A1R.indptr)
         row_of = np.repeat(np.arange(A1R.shape[0]), counts)
@@ -163,8 +164,9 @@ class SparseSchur:
         offs = np.arange(len(e1)) - np.repeat(np.cumsum(reps) - reps, reps)
         e2 = start[level[e1]] + offs
         cols = A1R.indices.astype(np.int64)
-        keep = cols[e1] <= cols[e2]
-        e1, e2 = e1[keep], e2[keep]
+        if upper:
+            keep = cols[e1] <= cols[e2]
+            e1, e2 = e1[keep], e2[keep]
         a1, a2 = row_of[e1] % q, row_of[e2] % q
         g = level[e1].astype(np.int64) * q * q + a1 * q + a2
         return cols[e1], cols[e2], g, A1R.data[e1] * A1R.data[e2]
@@ -279,19 +281,37 @@ class SparseSchur:
         assert f.LD is not None  # an ok factorisation
         return np.ascontiguousarray(f.LD[:-1, :-1])
 
-    def dense_rr_factor(self, f: SparseFactor, limit: int) -> np.ndarray:
-        """The dense lower Cholesky factor of C_RR (for conditional variances), refused
-        past ``limit`` random effects."""
-        if self.rr > limit:
-            raise ValueError(
-                f"conditional variances of the random effects (ranef(condvar=True)) are not "
-                f"available on the sparse path: the grouping factors after "
-                f"{self.first.group!r} have {self.rr} random effects, more than the {limit} "
-                "for which the needed inverse is formed densely; use condvar=False")
+    def selected_inverse(self, f: SparseFactor) -> _SelectedInverse:
+        """The entries of C_RR⁻¹ on the pattern of its factor (Takahashi's recurrences)."""
         assert f.values is not None  # an ok factorisation
-        full = self.matrix(f.values).toarray()
-        full = np.triu(full) + np.triu(full, 1).T
-        return np.asarray(np.linalg.cholesky(full))
+        solver = _import_qdldl().Solver(self.matrix(f.values), upper=True)
+        L, d, perm = solver.factors()
+        return _SelectedInverse(sp.csc_matrix(L), np.asarray(d), np.asarray(perm))
+
+    def conditional_inverse_blocks(self, f: SparseFactor, Binv: np.ndarray,
+                                   theta: np.ndarray) -> list[np.ndarray]:
+        """Diagonal blocks of (ΛᵀZᵀZΛ + I)⁻¹ per level: the first block's
+        B_s⁻¹ + B_s⁻¹Ã_s C_RR⁻¹ Ã_sᵀB_s⁻¹ (Ã_s = T₁ᵀ A_1R[s] S_Rᵀ), then each later block's
+        diagonal blocks of C_RR⁻¹, from the selected inverse of C_RR (no dense inverse)."""
+        Z = self.selected_inverse(f)
+        out: list[np.ndarray] = []
+        pos = 0
+        for b in self.rest:
+            cols = pos + np.arange(b.nlevels * b.q).reshape(b.nlevels, b.q)
+            i = np.broadcast_to(cols[:, :, None], (b.nlevels, b.q, b.q))
+            j = np.broadcast_to(cols[:, None, :], (b.nlevels, b.q, b.q))
+            out.append(Z.entries(i.ravel(), j.ravel()).reshape(b.nlevels, b.q, b.q))
+            pos += b.nlevels * b.q
+        q = self.q1
+        T1 = self.first.template(theta)
+        S = self._scale(theta)
+        At = sp.kron(sp.identity(self.l1), T1.T, format="csr") @ (self.A1R @ S.T)
+        K = (sp.block_diag(list(Binv), format="csr") @ At).tocsr()  # B⁻¹Ã, (ℓ₁q₁ x rr)
+        K.sum_duplicates()
+        rows_i, cols_j, g, vals = self._pairs(K, upper=False)
+        V1 = Binv.copy().reshape(-1)
+        V1 += np.bincount(g, weights=vals * Z.entries(rows_i, cols_j), minlength=len(V1))
+        return [V1.reshape(self.l1, q, q)] + out
 
     def fill_is_low(self) -> bool:
         """Factor once on the pattern (symbolic analysis, AMD ordering) and say whether the
@@ -345,3 +365,57 @@ def sparse_schur_for(schur: str | None, first: ReBlock, rest: tuple[ReBlock, ...
     if schur == "sparse" or rr > max_dense or low:
         return s
     return None
+
+
+class _SelectedInverse:
+    """Entries of A⁻¹ on the pattern of the factor of A = P(I + L)D(I + L)ᵀPᵀ (QDLDL's).
+
+    With M = (I + L)D(I + L)ᵀ and Y = M⁻¹, for each column j from the last, over the rows S
+    of L's column j: Y[S, j] = −Y[S, S] L[S, j] and Y[j, j] = 1/d_j − L[S, j]ᵀ Y[S, j]
+    (Takahashi, Fagan and Chen 1973); Y[S, S] lies on the pattern (S is a clique of the
+    filled graph) and was computed before. A⁻¹[p_k, p_l] = Y[k, l].
+    """
+
+    def __init__(self, L: sp.csc_matrix, d: np.ndarray, perm: np.ndarray):
+        L.sort_indices()
+        n = L.shape[0]
+        self.n = n
+        indptr, rows = L.indptr, L.indices.astype(np.int64)
+        col = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
+        self.keys = col * n + rows  # sorted: column-major, rows sorted in each column
+        self.inv_perm = np.empty(n, dtype=np.int64)
+        self.inv_perm[perm] = np.arange(n)
+        Y = np.zeros(len(rows))
+        Yd = 1.0 / d
+        lvals = L.data
+        for j in range(n - 1, -1, -1):
+            lo, hi = indptr[j], indptr[j + 1]
+            if lo == hi:
+                continue
+            S = rows[lo:hi]
+            m = hi - lo
+            a = np.repeat(S, m)
+            b = np.tile(S, m)
+            sub = np.empty(m * m)
+            diag = a == b
+            sub[diag] = Yd[a[diag]]
+            lo_, hi_ = np.minimum(a, b)[~diag], np.maximum(a, b)[~diag]
+            sub[~diag] = Y[np.searchsorted(self.keys, lo_ * n + hi_)]
+            z = -(sub.reshape(m, m) @ lvals[lo:hi])
+            Y[lo:hi] = z
+            Yd[j] -= float(lvals[lo:hi] @ z)
+        self.Y, self.Yd = Y, Yd
+
+    def entries(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        """A⁻¹[i, j] for pairs on the pattern (original order)."""
+        k, l = self.inv_perm[i], self.inv_perm[j]
+        out = np.empty(len(k))
+        same = k == l
+        out[same] = self.Yd[k[same]]
+        lo, hi = np.minimum(k, l)[~same], np.maximum(k, l)[~same]
+        key = lo * self.n + hi
+        at = np.minimum(np.searchsorted(self.keys, key), len(self.keys) - 1)
+        if not np.all(self.keys[at] == key):  # pragma: no cover - pattern argument
+            raise AssertionError("an entry of the inverse off the factor's pattern")
+        out[~same] = self.Y[at]
+        return out
