@@ -46,9 +46,14 @@ SPARSE_FROM = 4000
 FILL_FRACTION = 0.01
 """The sparse path is taken below ``MAX_DENSE`` when the factor of C_RR has at most this
 fraction of a dense triangle's entries."""
-MAX_SPARSE_NNZ = 150_000_000
+MAX_SPARSE_NNZ = 100_000_000
 """Largest number of stored entries (the map W, the pattern of C_RR, its factor) accepted:
-about 2 GB of values and indices."""
+about 1.2 GB of values and indices each; the first factor's update is enumerated through at
+most half as many pairs of nonzeros (about 3 GB of temporary index arrays)."""
+
+
+class _NotSparse(Exception):
+    """The automatic choice found C_RR too dense for the sparse path to pay."""
 
 
 def _import_qdldl() -> Any:
@@ -96,10 +101,15 @@ class SparseSchur:
         Z of the later blocks side by side (n x r_rand).
     X : numpy.ndarray
     y : numpy.ndarray
+    max_entries : float, optional
+        Give up (``_NotSparse``) as soon as the update's pairs or C_RR's pattern exceed
+        this many entries (the automatic choice below the dense limit).
     """
 
     def __init__(self, first: ReBlock, rest: tuple[ReBlock, ...], Z1t: sp.csr_matrix,
-                 Zr: sp.csr_matrix, X: np.ndarray, y: np.ndarray):
+                 Zr: sp.csr_matrix, X: np.ndarray, y: np.ndarray,
+                 max_entries: float | None = None):
+        self.max_entries = max_entries
         self.first, self.rest = first, rest
         self.names = ", ".join(repr(b.group) for b in (first, *rest))
         self.q1, self.l1 = first.q, first.nlevels
@@ -117,6 +127,8 @@ class SparseSchur:
         ukeys = np.unique(np.concatenate([
             ARR.col.astype(np.int64) * rr + ARR.row, cols_u * rr + rows_u,
             np.arange(rr, dtype=np.int64) * (rr + 1)]))
+        if max_entries is not None and len(ukeys) > max_entries:
+            raise _NotSparse
         if len(ukeys) > MAX_SPARSE_NNZ:
             raise _too_large("the pattern of the Schur complement", len(ukeys), self.names)
         self.ukeys = ukeys
@@ -142,6 +154,7 @@ class SparseSchur:
             if self.scalar else np.zeros(0, dtype=np.int64)
         self.solver: Any = None
         self.nnz_factor = 0
+        self.max_entries = None  # (construction only)
         self.set_response(y)
 
     # ------------------------------------------------------------------ construction
@@ -157,7 +170,9 @@ class SparseSchur:
         per_level = np.bincount(level, minlength=self.l1)
         start = np.concatenate([[0], np.cumsum(per_level)])[:-1]
         npairs = int(np.sum(per_level.astype(np.int64) ** 2))
-        if npairs > 2 * MAX_SPARSE_NNZ:
+        if self.max_entries is not None and npairs > min(MAX_SPARSE_NNZ // 2, 20_000_000):
+            raise _NotSparse  # (the automatic choice: no GBs of pairs on a guess)
+        if npairs > MAX_SPARSE_NNZ // 2:
             raise _too_large("the first factor's update", npairs // 2, self.names)
         reps = per_level[level]
         e1 = np.repeat(np.arange(len(level)), reps)
@@ -358,13 +373,21 @@ def sparse_schur_for(schur: str | None, first: ReBlock, rest: tuple[ReBlock, ...
         return None
     if schur is None and SPARSE_FROM > rr <= max_dense:
         return None
-    s = SparseSchur(first, rest, Z1t, Zr, X, np.asarray(y, dtype=float))
+    y = np.asarray(y, dtype=float)
+    if schur is None and rr <= max_dense:  # sparse only if it pays: stop early if not
+        try:
+            s = SparseSchur(first, rest, Z1t, Zr, X, y,
+                            max_entries=FILL_FRACTION * rr * (rr + 1) / 2)
+        except (_NotSparse, MemoryError):
+            return None
+    else:
+        s = SparseSchur(first, rest, Z1t, Zr, X, y)
     low = s.fill_is_low()
+    if schur is None and rr <= max_dense and not low:
+        return None
     if s.nnz_factor > MAX_SPARSE_NNZ:
         raise _too_large("its Cholesky factor", s.nnz_factor, s.names)
-    if schur == "sparse" or rr > max_dense or low:
-        return s
-    return None
+    return s
 
 
 class _SelectedInverse:
