@@ -53,7 +53,7 @@ def test_sparse_criterion_and_solution_equal_dense(name):
     assert sparse._sparse is not None and not hasattr(sparse, "Arr")
     rng = np.random.default_rng(0)
     thetas = [fit.theta] + [fit.theta * rng.uniform(0.5, 1.5, len(fit.theta)) + 0.05
-                            for _ in range(2)]
+                            for _ in range(1 if name == "ham_crossed" else 2)]
     for i, theta in enumerate(thetas):
         fd, fs = dense.factor(theta), sparse.factor(theta)
         for reml in (True, False):
@@ -133,15 +133,15 @@ def test_schur_argument_is_checked():
 def test_automatic_choice_keeps_dense_designs_dense(monkeypatch):
     """Below the dense limit the sparse path is taken only when C_RR's factor is sparse:
     fully crossed factors give a dense C_RR, pooled annotators a block diagonal one."""
-    monkeypatch.setattr(sparse_schur, "SPARSE_FROM", 100)
+    monkeypatch.setattr(sparse_schur, "SPARSE_FROM", 50)
     monkeypatch.setattr(sparse_schur, "FILL_FRACTION", 0.1)
     rng = np.random.default_rng(5)
-    crossed_data = pd.DataFrame({"a": np.repeat([f"a{i}" for i in range(150)], 120),
-                                 "b": np.tile([f"b{i}" for i in range(120)], 150)})
+    crossed_data = pd.DataFrame({"a": np.repeat([f"a{i}" for i in range(60)], 55),
+                                 "b": np.tile([f"b{i}" for i in range(55)], 60)})
     crossed_data["y"] = rng.normal(size=len(crossed_data))
     d = crossed.lmer("y ~ 1 + (1 | a) + (1 | b)", crossed_data).design
     assert PLS(d.random.blocks, d.X, d.y)._sparse is None  # every a meets every b
-    pooled = _crowd(items=2000, pools=20, pool_size=10, raters=3)
+    pooled = _crowd(items=600, pools=12, pool_size=10, raters=3)
     d = crossed.lmer("y ~ x + (1 | item) + (1 | annotator)", pooled).design
-    # 200 annotators in 20 pools: 20 blocks of 10 x 10, 1100 of the 20,100 entries
+    # 120 annotators in 12 pools: 12 blocks of 10 x 10, 660 of the 7260 entries
     assert PLS(d.random.blocks, d.X, d.y)._sparse is not None
