@@ -22,6 +22,12 @@ design. The B_s are factored in closed form for q₁ ≤ 2 and as one banded mat
 (``banded.py``). An evaluation costs that update, the first block's factorisation and one
 dense Cholesky of size r (assembled on its nonzeros alone when they are few; blocked and
 shared with a helper thread when large, ``cholesky.py``). Z is never formed densely.
+
+Past ``MAX_DENSE`` random effects after the first block (or from ``SPARSE_FROM`` on when its
+factor's fill is low) C is not formed: ``sparse_schur.py`` keeps its random part sparse and
+factors it by QDLDL; its factorisations are :class:`SparseFactor`, which ``solve``,
+``rx_factor``/``rx_inverse`` and ``conditional_inverse_blocks`` read as they read the dense
+``Factor`` (``Factor.L`` is None there).
 """
 
 from __future__ import annotations
