@@ -106,6 +106,9 @@ def test_pooled_crowd_design_past_a_lowered_limit(monkeypatch):
     # the annotators' Schur complement is block diagonal by pool: no fill beyond the pools
     assert s.nnz_factor <= 6 * 30 * 31 // 2
     _assert_same_fit(fit, dense)
+    # conditional SDs by the selected inversion, its columns in many small chunks
+    monkeypatch.setattr(sparse_schur._SelectedInverse, "CHUNK", 500)
+    np.testing.assert_allclose(fit.ranef()["cond_sd"], dense.ranef()["cond_sd"], rtol=1e-4)
     with pytest.raises(ValueError, match="limited to 150"):
         PLS(fit.design.random.blocks, fit.design.X, fit.design.y, schur="dense")
     # simulation refits share the sparse structures (another response)

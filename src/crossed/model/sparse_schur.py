@@ -79,6 +79,16 @@ class SparseFactor(Factor):
     """C_RR's values on the pattern (upper triangle, column-major order)."""
 
 
+def _sorted_unique(keys: np.ndarray) -> np.ndarray:
+    """The sorted distinct values (an in-place sort; faster than ``np.unique``'s hashing on
+    millions of int64 keys)."""
+    keys.sort()
+    keep = np.empty(len(keys), dtype=bool)
+    keep[:1] = True
+    np.not_equal(keys[1:], keys[:-1], out=keep[1:])
+    return keys[keep]
+
+
 def _too_large(what: str, count: int, names: str) -> MemoryError:
     return MemoryError(
         f"the sparse Schur complement of the grouping factors {names} needs {count} stored "
@@ -124,7 +134,7 @@ class SparseSchur:
         # the pattern of U = A_RR − A_R1 G A_1R (upper triangle, keys j·rr + i, i ≤ j)
         prs = self._pairs(A1R)
         rows_u, cols_u, cols_g, w_vals = prs
-        ukeys = np.unique(np.concatenate([
+        ukeys = _sorted_unique(np.concatenate([
             ARR.col.astype(np.int64) * rr + ARR.row, cols_u * rr + rows_u,
             np.arange(rr, dtype=np.int64) * (rr + 1)]))
         if max_entries is not None and len(ukeys) > max_entries:
@@ -144,7 +154,7 @@ class SparseSchur:
             ones = self._full(ukeys, np.ones(len(ukeys)), rr)
             S1 = self._scale(None)
             Cp = sp.triu((S1 @ ones @ S1.T).tocsr(), format="coo")
-            self.keys = np.unique(Cp.col.astype(np.int64) * rr + Cp.row)
+            self.keys = _sorted_unique(Cp.col.astype(np.int64) * rr + Cp.row)
         self.ii = (self.keys % rr).astype(np.int64)
         self.jj = (self.keys // rr).astype(np.int64)
         self.diag = np.flatnonzero(self.ii == self.jj)
@@ -399,6 +409,9 @@ class _SelectedInverse:
     filled graph) and was computed before. A⁻¹[p_k, p_l] = Y[k, l].
     """
 
+    CHUNK = 2_000_000
+    """Pairs whose positions are searched at once (memory: about 40 bytes each)."""
+
     def __init__(self, L: sp.csc_matrix, d: np.ndarray, perm: np.ndarray):
         L.sort_indices()
         n = L.shape[0]
@@ -408,26 +421,53 @@ class _SelectedInverse:
         self.keys = col * n + rows  # sorted: column-major, rows sorted in each column
         self.inv_perm = np.empty(n, dtype=np.int64)
         self.inv_perm[perm] = np.arange(n)
-        Y = np.zeros(len(rows))
-        Yd = 1.0 / d
+        nnz = len(rows)
+        Y = np.zeros(nnz + n)  # the factor's pattern, then the diagonal
+        Y[nnz:] = 1.0 / d
         lvals = L.data
-        for j in range(n - 1, -1, -1):
-            lo, hi = indptr[j], indptr[j + 1]
-            if lo == hi:
-                continue
-            S = rows[lo:hi]
-            m = hi - lo
-            a = np.repeat(S, m)
-            b = np.tile(S, m)
-            sub = np.empty(m * m)
-            diag = a == b
-            sub[diag] = Yd[a[diag]]
-            lo_, hi_ = np.minimum(a, b)[~diag], np.maximum(a, b)[~diag]
-            sub[~diag] = Y[np.searchsorted(self.keys, lo_ * n + hi_)]
-            z = -(sub.reshape(m, m) @ lvals[lo:hi])
-            Y[lo:hi] = z
-            Yd[j] -= float(lvals[lo:hi] @ z)
+        counts = np.diff(indptr)
+        pairs = counts.astype(np.int64) ** 2
+        # columns in chunks of at most ~2M pairs, from the last: the positions in Y of
+        # Y[S, S] for each column's S are found by one vectorised search per chunk
+        step = self.CHUNK
+        ends = np.searchsorted(np.cumsum(pairs), np.arange(0, pairs.sum() + 1, step)[1:],
+                               side="right").tolist() + [n]
+        bounds = sorted(set([0] + [min(e, n) for e in ends]))
+        for c0, c1 in reversed(list(zip(bounds[:-1], bounds[1:], strict=True))):
+            pos, offs = self._positions(indptr, rows, c0, c1)
+            for j in range(c1 - 1, c0 - 1, -1):
+                lo, hi = indptr[j], indptr[j + 1]
+                if lo == hi:
+                    continue
+                m = hi - lo
+                o = offs[j - c0]
+                z = -(Y[pos[o:o + m * m]].reshape(m, m) @ lvals[lo:hi])
+                Y[lo:hi] = z
+                Y[nnz + j] -= float(lvals[lo:hi] @ z)
+        Yd = Y[nnz:]
+        Y = Y[:nnz]
         self.Y, self.Yd = Y, Yd
+
+    def _positions(self, indptr: np.ndarray, rows: np.ndarray, c0: int, c1: int
+                   ) -> tuple[np.ndarray, np.ndarray]:
+        """For columns c0..c1-1: the positions in Y (pattern, then diagonal at nnz + i) of
+        every (a, b) in S × S, row-major per column, and each column's offset."""
+        n, nnz = self.n, len(rows)
+        lo, hi = indptr[c0], indptr[c1]
+        counts = np.diff(indptr[c0:c1 + 1]).astype(np.int64)
+        offs = np.concatenate([[0], np.cumsum(counts ** 2)])
+        col = np.repeat(np.arange(c1 - c0), counts)  # each entry's column (chunk-relative)
+        reps = counts[col]
+        e1 = np.repeat(np.arange(lo, hi), reps)
+        start = indptr[c0:c1] - lo
+        k = np.arange(len(e1)) - np.repeat(np.cumsum(reps) - reps, reps)
+        e2 = lo + start[col[e1 - lo]] + k
+        a, b = rows[e1], rows[e2]
+        small, large = np.minimum(a, b), np.maximum(a, b)
+        pos = np.searchsorted(self.keys, small * n + large)
+        same = a == b
+        pos[same] = nnz + a[same]
+        return pos, offs[:-1]
 
     def entries(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
         """A⁻¹[i, j] for pairs on the pattern (original order)."""
