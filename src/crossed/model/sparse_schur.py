@@ -330,8 +330,11 @@ class SparseSchur:
         q = self.q1
         T1 = self.first.template(theta)
         S = self._scale(theta)
-        At = sp.kron(sp.identity(self.l1), T1.T, format="csr") @ (self.A1R @ S.T)
-        K = (sp.block_diag(list(Binv), format="csr") @ At).tocsr()  # B⁻¹Ã, (ℓ₁q₁ x rr)
+        M = (Binv @ T1.T).reshape(-1)  # B_s⁻¹T₁ᵀ per level, as one block-diagonal matrix
+        cols = (np.arange(self.l1)[:, None, None] * q + np.arange(q)[None, None, :])
+        BT = sp.csr_matrix((M, np.broadcast_to(cols, (self.l1, q, q)).reshape(-1),
+                            np.arange(0, self.l1 * q * q + 1, q)), shape=(self.l1 * q,) * 2)
+        K = (BT @ (self.A1R @ S.T)).tocsr()  # B⁻¹Ã, (ℓ₁q₁ x rr)
         K.sum_duplicates()
         rows_i, cols_j, g, vals = self._pairs(K, upper=False)
         V1 = Binv.copy().reshape(-1)
