@@ -158,6 +158,7 @@ class SparseSchur:
         self.ii = (self.keys % rr).astype(np.int64)
         self.jj = (self.keys // rr).astype(np.int64)
         self.diag = np.flatnonzero(self.ii == self.jj)
+        self.ii32 = self.ii.astype(np.int32)
         self.indptr = np.concatenate([[0], np.cumsum(np.bincount(self.jj, minlength=rr))])
         self.scale_index = np.concatenate(
             [np.full(b.nlevels, b.theta_index[0, 0]) for b in rest]).astype(np.int64) \
@@ -253,8 +254,7 @@ class SparseSchur:
 
     def matrix(self, vals: np.ndarray) -> sp.csc_matrix:
         """C_RR's upper triangle (CSC) from its values on the pattern."""
-        return sp.csc_matrix((vals, self.ii.astype(np.int32), self.indptr),
-                             shape=(self.rr, self.rr))
+        return sp.csc_matrix((vals, self.ii32, self.indptr), shape=(self.rr, self.rr))
 
     def factor(self, theta: np.ndarray, G: np.ndarray, ld1: float, first: np.ndarray
                ) -> SparseFactor:
