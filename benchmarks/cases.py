@@ -83,6 +83,11 @@ class Case:
         Target peak memory for crossed, in GB.
     min_repeat : int
         Fits to time at least (sleepstudy: many, it is timed formula to fit).
+    timeout_s : float or None
+        Seconds before a peer's subprocess is killed on this case (None: ``--timeout``);
+        the table then says "did not finish in N s".
+    generated : bool
+        The data file is generated (``crowd.py``) before the case runs when missing.
     """
 
     name: str
@@ -96,6 +101,8 @@ class Case:
     indicators: tuple[tuple[str, str, str], ...] = ()
     target_gb: float | None = None
     min_repeat: int = 1
+    timeout_s: float | None = None
+    generated: bool = False
 
 
 BLURB_FACTORS = ("model", "dataset", "seed", "lr", "batch_size")
@@ -217,4 +224,21 @@ CASES = (
         target_s=0.5,
     ),
 )
+CASES = (*CASES, Case(
+    name="crowd",
+    title=("crowdsourcing `y ~ 1 + x + (1|item) + (1|annotator)`, 1M rows, 200k items ×"
+           " 30k annotators in 600 pools"),
+    data="benchmarks/data/crowd_1m.csv.gz",
+    formula="y ~ 1 + x + (1 | item) + (1 | annotator)",
+    factors=("item", "annotator", "pool"),
+    statsmodels=StatsmodelsSpec(
+        fixed="y ~ x", vc={"item": "0 + C(item)", "annotator": "0 + C(annotator)"},
+        by_default=False,
+        skip_reason="variance components of one group cannot hold 230k random effects",
+    ),
+    target_s=60.0,
+    target_gb=4.0,
+    timeout_s=900.0,
+    generated=True,
+))
 CASES_BY_NAME = {case.name: case for case in CASES}

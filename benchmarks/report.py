@@ -40,7 +40,7 @@ def cell(record: dict | None, with_memory: bool = False) -> str:
     if record["status"] == "skipped":
         return "— (skipped)"
     if record["status"] == "timeout":
-        return f"> {record['wall_s']:.0f} s (timeout)"
+        return f"did not finish in {record.get('timeout_s', record['wall_s']):.0f} s"
     if record["status"] == "error":
         return "error"
     text = fmt_time(record["median_s"])
@@ -210,8 +210,10 @@ def cpu_model() -> str:
     return platform.processor() or "unknown CPU"
 
 
-def make_header(argv: list[str], results: dict[str, dict[str, dict]]) -> str:
-    """Date, machine, versions of the peers and the command line."""
+def make_header(argv: list[str], results: dict[str, dict[str, dict]],
+                env_lines: list[str] | None = None) -> str:
+    """Date, machine, versions of the peers, the command line and the environment
+    (``env_lines``: :func:`environment.describe`'s)."""
     versions = sorted({record["version"] for by_peer in results.values()
                        for record in by_peer.values() if record.get("version")})
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -220,5 +222,6 @@ def make_header(argv: list[str], results: dict[str, dict[str, dict]]) -> str:
         f" {git_commit()}" + (f"; {', '.join(versions)}." if versions else "."),
         "",
         "Command: `" + " ".join(["python", "benchmarks/run.py", *argv]) + "`",
+        *(env_lines or []),
     ])
 

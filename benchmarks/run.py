@@ -4,6 +4,7 @@ Usage::
 
     .venv/bin/python benchmarks/run.py [--cases a,b] [--peers crossed,lme4,...]
         [--repeat N] [--budget S] [--timeout S] [--all] [--out results.md] [--json raw.json]
+        [--kernels machine|other|both]
 
 Every (case, peer) pair runs in its own subprocess, so that its peak resident memory can be
 read from the kernel (``os.wait4``) and a crash or a timeout of one peer does not stop the
@@ -12,6 +13,14 @@ the case's data are read (not timed), and then the call that goes from formula a
 a fitted model is timed (``time.perf_counter`` in Python, ``proc.time`` in R) up to
 ``--repeat`` times (sleepstudy: at least 50 times), stopping early once the fits have taken
 ``--budget`` seconds in all; the median is reported.
+
+The report gives the environment: the BLAS library and kernel each worker used
+(threadpoolctl), the numerical packages' versions, the CPU and the machine's load before and
+after each (case, peer) (``environment.py``). ``--kernels both`` runs the whole table twice,
+each time in a subprocess: with OpenBLAS' kernel as the machine is set, and with the other
+one (``OPENBLAS_CORETYPE``/``OPENBLAS_L2_SIZE`` unset when the machine sets them, else
+``OPENBLAS_CORETYPE=Haswell``), and prints one table per kernel and crossed's times side by
+side.
 
 The script is also its own worker: ``run.py --worker PEER --case NAME --result FILE`` fits
 one case with one Python peer and writes a JSON record. lme4 runs through
@@ -35,8 +44,12 @@ import time
 from pathlib import Path
 
 from cases import ALL_PEERS, CASES, CASES_BY_NAME, R_SCRIPT, REPO, Case
-from report import cell, make_header, render
+from environment import describe, environment
+from report import cell, fmt_time, make_header, render
 from workers import run_worker
+
+KERNEL_VARIABLES = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+OTHER_CORETYPE = "Haswell"
 
 
 def r_spec(case: Case, repeat: int, budget: float) -> dict:
@@ -119,7 +132,8 @@ def run_one(case: Case, peer: str, repeat: int, budget: float, timeout: float,
     record = {"wall_s": time.perf_counter() - start, "peak_rss_mb": usage.ru_maxrss / 1024.0}
     log_tail = log_path.read_text(errors="replace")[-2000:]
     if timed_out:
-        record.update(status="timeout", message=f"killed after {timeout:g} s")
+        record.update(status="timeout", timeout_s=timeout,
+                      message=f"did not finish in {timeout:g} s (killed)")
     elif process.returncode != 0 or not result_path.exists():
         record.update(status="error",
                       message=f"exit code {process.returncode}: {last_line(log_tail)}",
@@ -150,8 +164,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help="timed fits per (case, peer); sleepstudy at least 50 (default 3)")
     parser.add_argument("--budget", type=float, default=30.0,
                         help="stop repeating once the fits took this many seconds (default 30)")
-    parser.add_argument("--timeout", type=float, default=600.0,
-                        help="seconds before one (case, peer) subprocess is killed (600)")
+    parser.add_argument("--timeout", type=float, default=None,
+                        help="seconds before one (case, peer) subprocess is killed (default:"
+                             " the case's own limit, else 600)")
+    parser.add_argument("--kernels", choices=("machine", "other", "both"), default="machine",
+                        help="OpenBLAS kernel: as the machine is set (default), the other"
+                             " one (OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE unset if set, else"
+                             " OPENBLAS_CORETYPE=Haswell), or both, one table each")
     parser.add_argument("--all", action="store_true",
                         help="also run statsmodels where it did not finish in the issue")
     parser.add_argument("--out", type=Path, help="also write the markdown report here")
@@ -180,18 +199,26 @@ def main(argv: list[str] | None = None) -> int:
         record = run_worker(args.worker, cases[0], args.repeat, args.budget)
         args.result.write_text(json.dumps(record))
         return 0
+    if args.kernels != "machine":
+        return run_kernels(argv, args)
 
+    driver_env = environment()
     peers = args.peers.split(",")
     results: dict[str, dict[str, dict]] = {}
     with tempfile.TemporaryDirectory(prefix="crossed-bench-") as tmp:
         for case in cases:
             results[case.name] = {}
+            if case.generated:  # (deterministic; written once)
+                from crowd import ensure_crowd_file
+
+                ensure_crowd_file(REPO / case.data)
+            timeout = args.timeout or case.timeout_s or 600.0
             for peer in peers:
                 if peer == "statsmodels" and not (case.statsmodels.by_default or args.all):
                     record = {"status": "skipped",
                               "message": f"{case.statsmodels.skip_reason} (--all runs it)"}
                 else:
-                    record = run_one(case, peer, args.repeat, args.budget, args.timeout,
+                    record = run_one(case, peer, args.repeat, args.budget, timeout,
                                      Path(tmp))
                 results[case.name][peer] = record
                 criterion = ""
@@ -202,15 +229,87 @@ def main(argv: list[str] | None = None) -> int:
                       file=sys.stderr, flush=True)
                 if args.out:  # keep a partial report in case the run is cut short
                     done = [c for c in cases if c.name in results]
-                    args.out.write_text(render(results, done, peers, make_header(argv, results))
+                    header = make_header(argv, results, describe(driver_env, environment(),
+                                                                  results))
+                    args.out.write_text(render(results, done, peers, header)
                                         + "\n(partial: the run is still going)\n")
 
-    report = render(results, cases, peers, make_header(argv, results))
+    header = make_header(argv, results, describe(driver_env, environment(), results))
+    report = render(results, cases, peers, header)
     print(report)
     if args.out:
         args.out.write_text(report)
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
+    return 0
+
+
+def kernel_environments() -> list[tuple[str, dict[str, str]]]:
+    """(label, environment) of each kernel: as the machine is set, and the other one."""
+    machine = dict(os.environ)
+    other = {k: v for k, v in os.environ.items() if k not in KERNEL_VARIABLES}
+    set_here = {k: os.environ[k] for k in KERNEL_VARIABLES if k in os.environ}
+    if set_here:
+        label = ", ".join(f"{k}={v}" for k, v in set_here.items())
+        return [(f"as the machine is set ({label})", machine),
+                ("OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset", other)]
+    other["OPENBLAS_CORETYPE"] = OTHER_CORETYPE
+    return [("as the machine is set (no OPENBLAS_CORETYPE)", machine),
+            (f"OPENBLAS_CORETYPE={OTHER_CORETYPE}", other)]
+
+
+def run_kernels(argv: list[str], args: argparse.Namespace) -> int:
+    """``--kernels other|both``: rerun this script in a subprocess per kernel, then print
+    each kernel's report and crossed's median times side by side."""
+    kernels = kernel_environments()
+    if args.kernels == "other":
+        kernels = kernels[1:]
+    rest = []
+    skip = False
+    for a in argv:  # the arguments less --kernels, --out and --json
+        if skip:
+            skip = False
+            continue
+        if a in ("--kernels", "--out", "--json"):
+            skip = True
+            continue
+        if a.startswith(("--kernels=", "--out=", "--json=")):
+            continue
+        rest.append(a)
+    reports, records = [], []
+    with tempfile.TemporaryDirectory(prefix="crossed-kernels-") as tmp:
+        for k, (label, env) in enumerate(kernels):
+            out, raw = Path(tmp) / f"k{k}.md", Path(tmp) / f"k{k}.json"
+            print(f"[kernel: {label}]", file=sys.stderr, flush=True)
+            code = subprocess.run([sys.executable, str(Path(__file__).resolve()), *rest,
+                                   "--out", str(out), "--json", str(raw)], env=env,
+                                  cwd=REPO, stdout=subprocess.DEVNULL).returncode
+            if code != 0 or not out.exists():
+                reports.append(f"## Kernel: {label}\n\nthe run failed (exit code {code})\n")
+                records.append({})
+                continue
+            reports.append(f"## Kernel: {label}\n\n{out.read_text()}")
+            records.append(json.loads(raw.read_text()))
+    text = "\n".join(reports)
+    if len(kernels) == 2:
+        lines = ["## crossed under both kernels (median wall time)", "",
+                 f"| case | {kernels[0][0]} | {kernels[1][0]} | second / first |",
+                 "|---|---|---|---|"]
+        for case in args.cases.split(","):
+            a = records[0].get(case, {}).get("crossed", {})
+            b = records[1].get(case, {}).get("crossed", {})
+            cells = [fmt_time(r["median_s"]) if r.get("status") == "ok" else r.get("status", "—")
+                     for r in (a, b)]
+            both = a.get("status") == "ok" and b.get("status") == "ok"
+            ratio_text = f"{b['median_s'] / a['median_s']:.2f}" if both else "—"
+            lines.append(f"| {case} | {cells[0]} | {cells[1]} | {ratio_text} |")
+        text += "\n" + "\n".join(lines) + "\n"
+    print(text)
+    if args.out:
+        args.out.write_text(text)
+    if args.json:
+        args.json.write_text(json.dumps(
+            {label: rec for (label, _), rec in zip(kernels, records, strict=True)}, indent=1))
     return 0
 
 

@@ -12,6 +12,7 @@ import time
 import warnings
 
 from cases import REPO, SLEEPSTUDY, Case
+from environment import environment, load_average
 
 
 def load_data(case: Case):
@@ -213,7 +214,8 @@ def run_worker(peer: str, case: Case, repeat: int, budget: float) -> dict:
     -------
     dict
         ``times`` (wall seconds of each fit), ``cpu_times`` (CPU seconds of this process,
-        all threads), ``rss_before_fit_mb``, ``warnings`` and what
+        all threads), ``rss_before_fit_mb``, ``warnings``, ``env`` (environment.py's
+        record: BLAS kernel, versions, load before and after the fits) and what
         the describer reports (criterion, converged, singular, feval, version).
     """
     if peer == "crossed":
@@ -233,6 +235,7 @@ def run_worker(peer: str, case: Case, repeat: int, budget: float) -> dict:
     if peer == "statsmodels":
         data = prepare_statsmodels_data(case, data)
     rss_before = peak_rss_mb()
+    env = environment()  # (after the warm-up: every BLAS library is loaded)
 
     times, cpu_times = [], []
     with warnings.catch_warnings(record=True) as caught:
@@ -246,7 +249,8 @@ def run_worker(peer: str, case: Case, repeat: int, budget: float) -> dict:
                 break
     messages = sorted({f"{w.category.__name__}: {w.message}" for w in caught})
     record = describe(result)
+    env["load_after"] = load_average()
     record.update(times=times, cpu_times=cpu_times, rss_before_fit_mb=rss_before,
-                  warnings=messages)
+                  warnings=messages, env=env)
     return record
 

@@ -9,7 +9,8 @@
 # lme4 is warmed up on sleepstudy first; the data are read before timing; each timed fit
 # is the lme4::lmer call alone, measured with proc.time (elapsed, and user + system CPU).
 # RESULT.json gets the times, the REML criterion, convergence, singularity, evaluation
-# count, warnings and versions.
+# count, warnings, versions and the environment (R's BLAS and LAPACK, the load average
+# before and after the fits).
 
 args <- commandArgs(trailingOnly = TRUE)
 spec <- jsonlite::fromJSON(args[1], simplifyVector = FALSE)
@@ -34,6 +35,10 @@ for (column in names(spec$reference)) {
 }
 form <- as.formula(spec$formula)
 rss_before <- peak_rss_mb()
+load_average <- function() {
+  as.numeric(strsplit(readLines("/proc/loadavg"), " ")[[1]][1:3])
+}
+load_before <- load_average()
 
 times <- numeric(0)
 cpu_times <- numeric(0)
@@ -69,6 +74,13 @@ result <- list(
   feval = fit@optinfo$feval,
   theta = I(unname(getME(fit, "theta"))),
   rss_before_fit_mb = rss_before,
+  env = list(
+    blas_text = sprintf("R's BLAS %s; LAPACK %s (Matrix %s: CHOLMOD for lme4)",
+                        basename(extSoftVersion()[["BLAS"]]), basename(La_library()),
+                        packageVersion("Matrix")),
+    load = I(load_before),
+    load_after = I(load_average())
+  ),
   warnings = as.list(unique(trimws(c(messages, conv_messages)))),
   version = sprintf("lme4 %s (%s)", packageVersion("lme4"),
                     sub("R version ([0-9.]+).*", "R \\1", R.version.string))

@@ -22,6 +22,12 @@ design. The B_s are factored in closed form for q₁ ≤ 2 and as one banded mat
 (``banded.py``). An evaluation costs that update, the first block's factorisation and one
 dense Cholesky of size r (assembled on its nonzeros alone when they are few; blocked and
 shared with a helper thread when large, ``cholesky.py``). Z is never formed densely.
+
+Past ``MAX_DENSE`` random effects after the first block (or from ``SPARSE_FROM`` on when its
+factor's fill is low) C is not formed: ``sparse_schur.py`` keeps its random part sparse and
+factors it by QDLDL; its factorisations are :class:`SparseFactor`, which ``solve``,
+``rx_factor``/``rx_inverse`` and ``conditional_inverse_blocks`` read as they read the dense
+``Factor`` (``Factor.L`` is None there).
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ from crossed.model.sparse_map import (
     build_sparse_map,
     response_free_products,
 )
+from crossed.model.sparse_schur import SparseFactor, SparseSchur, sparse_schur_for
 
 if TYPE_CHECKING:
     from crossed.design import Design
@@ -78,6 +85,10 @@ class PLS:
     update : {None, "groups", "sparse"}
         How A_r1 G A_1r is formed at each evaluation: dense rank-k updates over groups of
         levels, or the sparse map W; None chooses the cheaper by an operation count.
+    schur : {None, "dense", "sparse"}
+        How the Schur complement is factored: densely (limited to ``MAX_DENSE`` random
+        effects after the first block), or sparse (``sparse_schur.py``); None: sparse past
+        ``MAX_DENSE``, or from ``SPARSE_FROM`` on when its factor's fill is low.
     """
 
     @classmethod
@@ -93,9 +104,11 @@ class PLS:
             "pls", lambda: cls(design.random.blocks, design.X, design.y)))
 
     def __init__(self, blocks: tuple[ReBlock, ...], X: np.ndarray, y: np.ndarray,
-                 update: str | None = None):
+                 update: str | None = None, schur: str | None = None):
         if update not in (None, "groups", "sparse"):
             raise ValueError(f"update must be None, 'groups' or 'sparse', got {update!r}")
+        if schur not in (None, "dense", "sparse"):
+            raise ValueError(f"schur must be None, 'dense' or 'sparse', got {schur!r}")
         self.update = update
         self.blocks = tuple(blocks)
         self.n, self.p = X.shape
@@ -106,11 +119,6 @@ class PLS:
         self.rest_sizes = [b.nlevels * b.q for b in rest]
         self.r_rand = int(sum(self.rest_sizes))
         self.r = self.r_rand + self.p + 1
-        if self.r_rand > MAX_DENSE:
-            raise ValueError(
-                f"the grouping factors after {first.group!r} have {self.r_rand} random effects "
-                f"together; the dense part of the blocked Cholesky is limited to {MAX_DENSE}"
-            )
         # cross-products that do not involve y (shared by with_response)
         Z1 = _sparse_z(first)
         Zr = sp.hstack([_sparse_z(b) for b in rest], format="csr") if rest else None
@@ -127,8 +135,6 @@ class PLS:
             self._a_2x2 = np.stack([A11[:, 0, 0], A11[:, 1, 0], A11[:, 1, 1]])
         self._Zr = Zr
         self._Z1t = Z1.T.tocsr()
-        self._Z1tZr = (self._Z1t @ Zr).tocsr() if Zr is not None else None
-        self._ZrtZr = (Zr.T @ Zr).toarray() if Zr is not None else None
         self._rest_scalar = all(b.q == 1 for b in rest)
         # evaluation shortcuts: theta positions of scalar templates
         self._t1 = int(first.theta_index[0, 0]) if self.q1 == 1 else -1
@@ -138,6 +144,13 @@ class PLS:
         # scalar later blocks: the index ranges of each block, then of X and y (scale 1)
         bounds = np.cumsum([0] + self.rest_sizes + [self.p + 1])
         self._scalar_ranges = list(zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True))
+        # the sparse Schur complement (sparse_schur.py): no r x r array is formed
+        self._sparse = sparse_schur_for(schur, first, rest, self._Z1t, Zr, X, y, MAX_DENSE)
+        if self._sparse is not None:
+            self._set_sparse_response(np.asarray(y, dtype=float))
+            return
+        self._Z1tZr = (self._Z1t @ Zr).tocsr() if Zr is not None else None
+        self._ZrtZr = (Zr.T @ Zr).toarray() if Zr is not None else None
         self._plan_update()
         self._free: list[Products] | None = None  # W's y-free products, once a new response comes
         self._set_response(np.asarray(y, dtype=float))
@@ -182,6 +195,15 @@ class PLS:
                 k = 2 + max(int(b.theta_index.max()) for b in self.blocks)
                 a, b = self._scale_index[self._map.i] % k, self._scale_index[self._map.j] % k
                 self._scale_pair = a * k + b
+
+    def _set_sparse_response(self, y: np.ndarray) -> None:
+        """The sparse path's response: its products and A_1r = Z₁ᵀ[Zr X y] (sparse)."""
+        assert self._sparse is not None  # the sparse path
+        self._map, self._groups, self._free = None, None, None
+        if y is not self._sparse.y:
+            self._sparse.set_response(y)
+        self.y = y
+        self.A1r = sp.hstack([self._sparse.A1R, sp.csr_matrix(self._sparse.A1D)], format="csr")
 
     def _group_block(self, A1r: sp.csr_matrix, levels: np.ndarray, cols: np.ndarray
                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -264,6 +286,11 @@ class PLS:
     def with_response(self, y: np.ndarray) -> PLS:
         """The same design with another response: every product not involving y is reused
         (simulations refit thousands of responses), the sparse map's too."""
+        if self._sparse is not None:
+            new = copy.copy(self)
+            new._sparse = self._sparse.with_response(np.asarray(y, dtype=float))
+            new._set_sparse_response(new._sparse.y)
+            return new
         if self._map is not None and self._free is None:
             self._free = response_free_products(self.A1r, self.A11)
         new = copy.copy(self)
@@ -420,6 +447,12 @@ class PLS:
         if not ok:
             return Factor(theta=theta, ok=False)
         assert chol is not None  # ok
+        if self._sparse is not None:
+            if self._band is not None:  # G = HᵀH from the banded factor (q1 > 2)
+                H = self._band.half(theta, chol)
+                G = np.swapaxes(H, 1, 2) @ H
+            assert G is not None  # first_block's (q1 <= 2) or formed above
+            return self._sparse.factor(theta, G, ld1, chol)
         L = self.schur(theta, chol, G, H)
         if cholesky_lower(L, solve_from=self.r_rand) != 0:
             return Factor(theta=theta, ok=False)
@@ -438,13 +471,14 @@ class PLS:
     # ------------------------------------------------------------------ solutions
     def solve(self, f: Factor) -> tuple[np.ndarray, list[np.ndarray]]:
         """Fixed effects β and spherical random effects u (one (ℓ, q) array per block)."""
-        L = f.L
-        assert L is not None  # an ok factorisation
-        rr = self.r_rand
-        Lx = L[:-1, :-1]
-        c = L[-1, :-1]
-        x = tri_solve(Lx, c, trans=True)
-        u_rest, beta = x[:rr], x[rr:]
+        if isinstance(f, SparseFactor):
+            u_rest, beta = SparseSchur.solution(f)
+        else:
+            L = f.L
+            assert L is not None  # an ok factorisation
+            rr = self.r_rand
+            x = tri_solve(L[:-1, :-1], L[-1, :-1], trans=True)
+            u_rest, beta = x[:rr], x[rr:]
         theta = f.theta
         # the rest blocks' u, per level; the first block from its own equations
         u_blocks = []
@@ -469,6 +503,12 @@ class PLS:
 
     def conditional_inverse_blocks(self, f: Factor) -> list[np.ndarray]:
         """Diagonal blocks of (ΛᵀZᵀZΛ + I)⁻¹ per level, one (ℓ, q, q) array per block."""
+        if isinstance(f, SparseFactor):  # by a selected inversion (sparse_schur.py)
+            assert self._sparse is not None  # its factorisations
+            half = np.linalg.solve(self.first_chol(f), np.broadcast_to(
+                np.eye(self.q1), (self.l1, self.q1, self.q1)))
+            return self._sparse.conditional_inverse_blocks(
+                f, np.swapaxes(half, 1, 2) @ half, f.theta)
         L = f.L
         assert L is not None  # an ok factorisation
         rr = self.r_rand
@@ -515,10 +555,15 @@ class PLS:
 
     def rx_inverse(self, f: Factor) -> np.ndarray:
         """R_X⁻¹ with vcov(β) = σ² R_X⁻¹ R_X⁻ᵀ (R_X lower here)."""
+        return tri_inverse(self.rx_factor(f))
+
+    def rx_factor(self, f: Factor) -> np.ndarray:
+        """R_X, lower triangular (p x p), contiguous: X's part of the factor."""
+        if isinstance(f, SparseFactor):
+            return SparseSchur.rx(f)
         rr = self.r_rand
         assert f.L is not None  # an ok factorisation
-        Lx = f.L[rr:-1, rr:-1]
-        return tri_inverse(np.ascontiguousarray(Lx))
+        return np.ascontiguousarray(np.tril(f.L[rr:-1, rr:-1]))
 
 
 def _matrices_2x2(entries: np.ndarray) -> np.ndarray:

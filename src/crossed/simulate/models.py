@@ -150,8 +150,8 @@ def _criterion_and_vcov(design, theta: np.ndarray, beta: np.ndarray, sigma: floa
         dev = deviance_at(f, sigma, n, p, reml=True)
     else:  # r²(θ, β) = r²(θ) + ‖R_X (β − β̂_θ)‖²
         beta_hat, _ = pls.solve(f)
-        Lx = f.L[pls.r_rand:-1, pls.r_rand:-1]
-        extra = float(np.sum((np.tril(Lx).T @ (beta - beta_hat)) ** 2))
+        Lx = pls.rx_factor(f)  # R_X, lower (dense or sparse path)
+        extra = float(np.sum((Lx.T @ (beta - beta_hat)) ** 2))
         s2 = sigma * sigma
         dev = f.ldL2 + (f.pwrss + extra) / s2 + n * np.log(2.0 * np.pi * s2)
     Ri = pls.rx_inverse(f)

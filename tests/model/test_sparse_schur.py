@@ -1,0 +1,150 @@
+"""The sparse Schur complement (model/sparse_schur.py) against the dense path.
+
+The sparse path must give the dense path's criterion (to 1e-10 relative) at any θ, and
+fits through it the dense fits' estimates within the conformance tolerances
+(tests/engines/test_conformance.py: fixef 1e-6, SE 1e-4, theta 1e-3 relative + 1e-4).
+The sparse path is forced with ``PLS(schur="sparse")``, or, for whole fits, by patching
+the automatic choice (``SPARSE_FROM = 0``, ``FILL_FRACTION = 1``) or lowering ``MAX_DENSE``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import crossed
+from crossed.model import pls as pls_module
+from crossed.model import sparse_schur
+from crossed.model.pls import PLS, profiled_deviance
+from reference import load_case
+
+CASES = ["penicillin_crossed", "pastes_nested", "ham_crossed", "blurb_ccmem", "ner_crossed",
+         "exist_mono_nested", "blurb_ccmem_slopes"]
+FIT_CASES = ["penicillin_crossed", "ham_crossed", "ner_crossed", "pastes_nested"]
+FIXEF_RTOL, SE_RTOL, THETA_RTOL, THETA_ATOL = 1e-6, 1e-4, 1e-3, 1e-4
+
+
+def _fit(name: str) -> crossed.LmerFit:
+    case = load_case(name)
+    return crossed.lmer(case.formula, case.data, reml=case.reml, reference=case.reference)
+
+
+def _crowd(items: int, pools: int, pool_size: int, raters: int, seed: int = 3) -> pd.DataFrame:
+    """The benchmark's pooled crowdsourcing design (benchmarks/crowd.py), small."""
+    rng = np.random.default_rng(seed)
+    pool = rng.integers(0, pools, items)
+    local = np.argsort(rng.random((items, pool_size)), axis=1)[:, :raters]
+    ann = (pool[:, None] * pool_size + local).ravel()
+    item = np.repeat(np.arange(items), raters)
+    x = rng.normal(size=len(item))
+    y = (3 + 0.4 * x + rng.normal(0, 0.8, items)[item] + rng.normal(0, 0.5, pools * pool_size)[ann]
+         + rng.normal(size=len(item)))
+    return pd.DataFrame({"item": [f"i{i}" for i in item], "annotator": [f"a{a}" for a in ann],
+                         "x": x, "y": y})
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_sparse_criterion_and_solution_equal_dense(name):
+    fit = _fit(name)
+    d = fit.design
+    dense = PLS(d.random.blocks, d.X, d.y, schur="dense")
+    sparse = PLS(d.random.blocks, d.X, d.y, schur="sparse")
+    assert sparse._sparse is not None and not hasattr(sparse, "Arr")
+    rng = np.random.default_rng(0)
+    thetas = [fit.theta] + [fit.theta * rng.uniform(0.5, 1.5, len(fit.theta)) + 0.05
+                            for _ in range(1 if name == "ham_crossed" else 2)]
+    for i, theta in enumerate(thetas):
+        fd, fs = dense.factor(theta), sparse.factor(theta)
+        for reml in (True, False):
+            a = profiled_deviance(fd, dense.n, dense.p, reml)
+            b = profiled_deviance(fs, sparse.n, sparse.p, reml)
+            assert abs(b - a) <= 1e-10 * abs(a), (name, theta, a, b)
+        beta_d, u_d = dense.solve(fd)
+        beta_s, u_s = sparse.solve(fs)
+        np.testing.assert_allclose(beta_s, beta_d, rtol=1e-9, atol=1e-10)
+        for x, y in zip(u_s, u_d, strict=True):
+            np.testing.assert_allclose(x, y, rtol=1e-8, atol=1e-10)
+        np.testing.assert_allclose(sparse.rx_inverse(fs), dense.rx_inverse(fd), rtol=1e-9,
+                                   atol=1e-12)
+        if i == 0:  # (the dense path's conditional variances are slow on ham)
+            for x, y in zip(sparse.conditional_inverse_blocks(fs),
+                            dense.conditional_inverse_blocks(fd), strict=True):
+                np.testing.assert_allclose(x, y, rtol=1e-9, atol=1e-12)
+
+
+def _assert_same_fit(fs: crossed.LmerFit, fd: crossed.LmerFit) -> None:
+    assert abs(fs.deviance - fd.deviance) <= 1e-9 * abs(fd.deviance)
+    np.testing.assert_allclose(fs.theta, fd.theta, rtol=THETA_RTOL, atol=THETA_ATOL)
+    np.testing.assert_allclose(fs.fixef, fd.fixef, rtol=FIXEF_RTOL)
+    np.testing.assert_allclose(np.sqrt(np.diag(fs.vcov)), np.sqrt(np.diag(fd.vcov)),
+                               rtol=SE_RTOL)
+
+
+@pytest.mark.parametrize("name", FIT_CASES)
+def test_sparse_fit_equals_dense_fit(name, monkeypatch):
+    dense = _fit(name)
+    monkeypatch.setattr(sparse_schur, "SPARSE_FROM", 0)
+    monkeypatch.setattr(sparse_schur, "FILL_FRACTION", 1.0)
+    fit = _fit(name)
+    assert fit.pls._sparse is not None and dense.pls._sparse is None
+    _assert_same_fit(fit, dense)
+    # downstream readers of the factor: Satterthwaite df, conditional SDs
+    np.testing.assert_allclose(fit.coef_table()["df"], dense.coef_table()["df"], rtol=1e-3)
+    np.testing.assert_allclose(fit.ranef()["cond_sd"], dense.ranef()["cond_sd"], rtol=1e-4)
+
+
+def test_pooled_crowd_design_past_a_lowered_limit(monkeypatch):
+    data = _crowd(items=600, pools=6, pool_size=30, raters=4)
+    formula = "y ~ 1 + x + (1 | item) + (1 | annotator)"
+    dense = crossed.lmer(formula, data)
+    assert dense.pls._sparse is None and dense.pls.r_rand == 180
+    monkeypatch.setattr(pls_module, "MAX_DENSE", 150)  # 180 annotators: past it
+    fit = crossed.lmer(formula, data.copy())  # (a new design: its PLS is built anew)
+    s = fit.pls._sparse
+    assert s is not None
+    # the annotators' Schur complement is block diagonal by pool: no fill beyond the pools
+    assert s.nnz_factor <= 6 * 30 * 31 // 2
+    _assert_same_fit(fit, dense)
+    # conditional SDs by the selected inversion, its columns in many small chunks
+    monkeypatch.setattr(sparse_schur._SelectedInverse, "CHUNK", 500)
+    np.testing.assert_allclose(fit.ranef()["cond_sd"], dense.ranef()["cond_sd"], rtol=1e-4)
+    with pytest.raises(ValueError, match="limited to 150"):
+        PLS(fit.design.random.blocks, fit.design.X, fit.design.y, schur="dense")
+    # simulation refits share the sparse structures (another response)
+    other = fit.pls.with_response(fit.design.y[::-1].copy())
+    assert other._sparse is not None and other._sparse.W is s.W
+    f = other.factor(fit.theta)
+    assert f.ok and np.isfinite(profiled_deviance(f, other.n, other.p, True))
+
+
+def test_too_large_sparse_factor_is_refused_naming_the_factors(monkeypatch):
+    data = _crowd(items=200, pools=4, pool_size=10, raters=3)
+    monkeypatch.setattr(sparse_schur, "MAX_SPARSE_NNZ", 50)
+    d = crossed.lmer("y ~ x + (1 | item) + (1 | annotator)", data).design
+    with pytest.raises(MemoryError, match=r"'item', 'annotator'.*too large"):
+        PLS(d.random.blocks, d.X, d.y, schur="sparse")
+
+
+def test_schur_argument_is_checked():
+    data = _crowd(items=50, pools=2, pool_size=5, raters=2)
+    d = crossed.lmer("y ~ x + (1 | item) + (1 | annotator)", data).design
+    with pytest.raises(ValueError, match="schur must be"):
+        PLS(d.random.blocks, d.X, d.y, schur="cholmod")
+
+
+def test_automatic_choice_keeps_dense_designs_dense(monkeypatch):
+    """Below the dense limit the sparse path is taken only when C_RR's factor is sparse:
+    fully crossed factors give a dense C_RR, pooled annotators a block diagonal one."""
+    monkeypatch.setattr(sparse_schur, "SPARSE_FROM", 50)
+    monkeypatch.setattr(sparse_schur, "FILL_FRACTION", 0.1)
+    rng = np.random.default_rng(5)
+    crossed_data = pd.DataFrame({"a": np.repeat([f"a{i}" for i in range(60)], 55),
+                                 "b": np.tile([f"b{i}" for i in range(55)], 60)})
+    crossed_data["y"] = rng.normal(size=len(crossed_data))
+    d = crossed.lmer("y ~ 1 + (1 | a) + (1 | b)", crossed_data).design
+    assert PLS(d.random.blocks, d.X, d.y)._sparse is None  # every a meets every b
+    pooled = _crowd(items=600, pools=12, pool_size=10, raters=3)
+    d = crossed.lmer("y ~ x + (1 | item) + (1 | annotator)", pooled).design
+    # 120 annotators in 12 pools: 12 blocks of 10 x 10, 660 of the 7260 entries
+    assert PLS(d.random.blocks, d.X, d.y)._sparse is not None
