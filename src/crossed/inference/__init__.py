@@ -5,7 +5,10 @@ from crossed.inference.anova import anova, f_test
 from crossed.inference.coefs import coef_table, contrast_tests
 from crossed.inference.effect_sizes import cohens_f2, eta_squared, omega_squared
 from crossed.inference.emmeans import EMMeans, emmeans, joint_tests
+from crossed.inference.icc import icc
+from crossed.inference.influence import cooks_distance, hatvalues, influence
 from crossed.inference.kenward_roger import KRModel
+from crossed.inference.levels import coef_levels
 from crossed.inference.lrt import compare, ranova, variance_components
 from crossed.inference.r2 import r2_nakagawa
 from crossed.inference.satterthwaite import SatterthwaiteModel, satterthwaite_t
@@ -19,19 +22,29 @@ provide("eta_squared", eta_squared)
 provide("r2", r2_nakagawa)
 provide("ranova", ranova)
 provide("variance_components", variance_components)
+provide("coef", coef_levels)
+provide("icc", icc)
+provide("hatvalues", hatvalues)
+provide("cooks_distance", cooks_distance)
+provide("influence", influence)
 
 __all__ = [
     "EMMeans",
     "KRModel",
     "SatterthwaiteModel",
     "anova",
+    "coef_levels",
     "coef_table",
     "cohens_f2",
     "compare",
     "contrast_tests",
+    "cooks_distance",
     "emmeans",
     "eta_squared",
     "f_test",
+    "hatvalues",
+    "icc",
+    "influence",
     "joint_tests",
     "omega_squared",
     "r2_nakagawa",
