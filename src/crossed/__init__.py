@@ -1,7 +1,7 @@
 """crossed: mixed-effects analysis of evaluation results."""
 
 from crossed import display  # noqa: F401  (provides LmerFit.summary)
-from crossed.api import lmer
+from crossed.api import lm, lmer
 from crossed.datasets import list_datasets, load_dataset
 from crossed.design.frame import DataError
 from crossed.engines.errors import EngineUnavailableError, UnsupportedModelError
@@ -18,6 +18,7 @@ from crossed.evaluation.compare_specs import compare_specs
 from crossed.evaluation.crossval import cross_validate
 from crossed.evaluation.headroom import headroom
 from crossed.fit import LmerFit
+from crossed.model.lm import LmFit
 from crossed.formula import FormulaError, ModelSpec, parse
 from crossed.inference.lrt import compare
 from crossed.simulate import (
@@ -46,6 +47,7 @@ __all__ = [
     "EngineUnavailableError",
     "FormulaError",
     "LmerControl",
+    "LmFit",
     "LmerFit",
     "ModelSpec",
     "SingularFitWarning",
@@ -57,6 +59,7 @@ __all__ = [
     "from_pymer4",
     "headroom",
     "list_datasets",
+    "lm",
     "lmer",
     "load_dataset",
     "parse",
