@@ -12,6 +12,7 @@ from crossed.inference.levels import coef_levels
 from crossed.inference.lrt import compare, ranova, variance_components
 from crossed.inference.r2 import r2_nakagawa
 from crossed.inference.satterthwaite import SatterthwaiteModel, satterthwaite_t
+from crossed.inference.step import StepResult, step
 from crossed.model.result import provide
 
 # the R-like methods of LmerFit implemented in this layer (crossed.model.result)
@@ -27,11 +28,13 @@ provide("icc", icc)
 provide("hatvalues", hatvalues)
 provide("cooks_distance", cooks_distance)
 provide("influence", influence)
+provide("step", step)
 
 __all__ = [
     "EMMeans",
     "KRModel",
     "SatterthwaiteModel",
+    "StepResult",
     "anova",
     "coef_levels",
     "coef_table",
@@ -50,5 +53,6 @@ __all__ = [
     "r2_nakagawa",
     "ranova",
     "satterthwaite_t",
+    "step",
     "variance_components",
 ]
