@@ -18,9 +18,9 @@ from crossed.evaluation.compare_specs import compare_specs
 from crossed.evaluation.crossval import cross_validate
 from crossed.evaluation.headroom import headroom
 from crossed.fit import LmerFit
-from crossed.model.lm import LmFit
 from crossed.formula import FormulaError, ModelSpec, parse
 from crossed.inference.lrt import compare
+from crossed.model.lm import LmFit
 from crossed.simulate import (
     ablation,
     bootstrap,

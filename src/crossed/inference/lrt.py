@@ -197,7 +197,7 @@ def ranova(fit: LmerFit) -> pd.DataFrame:
 def _response(fit: object) -> np.ndarray:
     """The response of a mixed fit (its design's) or of an ``LmFit``."""
     design = getattr(fit, "design", None)
-    return np.asarray(design.y if design is not None else getattr(fit, "y"))
+    return np.asarray(design.y if design is not None else fit.y)
 
 
 def compare(*fits: LmerFit, names: list[str] | None = None, refit: bool = True) -> pd.DataFrame:

@@ -333,20 +333,20 @@ def profile(fit: LmerFit, which: list[str] | None = None) -> list[_Profile]:
         out.append(_collect(lab, nm, up + down, lower[w], upper[w]))
 
     se = np.sqrt(np.diag(ml.vcov_beta))
+    tlow = np.asarray(design.random.theta_lower, dtype=float)
+    tup = np.full(len(tlow), math.inf)
     for j, nm in enumerate(fe):
         if nm not in wanted:
             continue
         est = float(ml.beta[j])
         xj = design.X[:, j]
         Xdrop = np.delete(design.X, j, axis=1)
-        tlow = design.random.theta_lower
 
         def fe_zeta(fw: float, start: np.ndarray, xj: np.ndarray = xj,
                     Xdrop: np.ndarray = Xdrop, est: float = est
                     ) -> tuple[float, float, np.ndarray]:
             p1 = PLS(design.random.blocks, Xdrop, design.y - xj * fw)
-            th, fval = _minimise(lambda t: p1.objective(t, False), ml.theta, tlow,
-                                 np.full(len(tlow), math.inf))
+            th, fval = _minimise(lambda t: p1.objective(t, False), ml.theta, tlow, tup)
             if not math.isfinite(fval):
                 return (fw, math.nan, start)
             return (fw, math.copysign(math.sqrt(check_dev(fval)), fw - est), th)

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-
 __all__ = ["LmFit", "fit_lm"]
 
 
