@@ -76,3 +76,12 @@ def test_unknown_group_column_is_refused():
 def test_bad_residual_type_is_refused():
     with pytest.raises(ValueError, match="type must be"):
         fit("penicillin").residuals(type="deviance")
+
+
+def test_observation_deletion_matches_lme4():
+    ref = answers()["penicillin"]
+    infl = fit("penicillin").influence()
+    assert list(infl["deleted"]) == list(range(fit("penicillin").nobs))
+    np.testing.assert_allclose(infl["(Intercept)"], arr(ref["influence_obs_fixef"]), rtol=1e-6)
+    np.testing.assert_allclose(infl["cooks_distance"], arr(ref["influence_obs_cooks"]),
+                               rtol=1e-3)

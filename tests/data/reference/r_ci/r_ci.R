@@ -51,6 +51,11 @@ for (cs in cases) {
   # dfbetas.influence.merMod fails with a single fixed effect (non-conformable arrays)
   r$influence_dfbetas <- tryCatch(as.data.frame(dfbetas(infl)), error = function(e) NULL)
   r$influence_varcov <- as.data.frame(infl[[4]])
+  if (cs$name == "penicillin") {  # one refit per observation (lme4's default groups)
+    io <- influence(m, data = d)
+    r$influence_obs_cooks <- unname(cooks.distance(io))
+    r$influence_obs_fixef <- unname(io[[2]][, 1])
+  }
   r$compare_lm <- as.data.frame(anova(m, lm(as.formula(cs$lm), data = d)))
   r$compare_lm_model <- rownames(anova(m, lm(as.formula(cs$lm), data = d)))
   res[[cs$name]] <- r
