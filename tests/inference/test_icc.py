@@ -2,6 +2,7 @@
 (r_ci.R). Tolerance 1e-5 relative."""
 
 import pytest
+
 from r_ci_cases import answers, fit
 
 

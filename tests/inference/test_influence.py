@@ -4,16 +4,16 @@
 
 Tolerances: hat values 1e-7 absolute, Cook's distances 1e-5 relative, residuals 1e-6
 absolute (closed forms at the native optimum). Case deletion: refitted fixed effects 1e-5
-relative, variance components 1e-3 relative, covariances 1e-4 of √(v₁v₂) (lme4 refits each deletion with
-``maxfun = 1000`` from the full fit's θ, and stops ~5e-5 from the optimum), Cook's
-distances and dfbetas 1e-3 relative.
+relative, variance components 1e-3 relative, covariances 1e-4 of √(v₁v₂) (lme4 refits
+each deletion with ``maxfun = 1000`` from the full fit's θ, and stops ~5e-5 from the
+optimum), Cook's distances and dfbetas 1e-3 relative.
 """
 
 import numpy as np
 import pytest
-from r_ci_cases import answers, arr, fit
 
 from crossed.design.frame import DataError
+from r_ci_cases import answers, arr, fit
 
 
 @pytest.mark.parametrize("name", ["sleepstudy", "penicillin"])

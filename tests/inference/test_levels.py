@@ -3,6 +3,7 @@
 
 import numpy as np
 import pytest
+
 from r_ci_cases import answers, fit
 
 

@@ -3,9 +3,9 @@
 
 import numpy as np
 import pytest
-from r_ci_cases import answers, fit, interval_table
 
 from crossed.inference.profile import back_spline, profile, var_params
+from r_ci_cases import answers, fit, interval_table
 
 
 @pytest.mark.parametrize("name", ["sleepstudy", "penicillin"])

@@ -6,9 +6,9 @@ Tolerances: log-likelihoods and LRTs 1e-6 relative, F tests 1e-5 relative (Satte
 import numpy as np
 import pandas as pd
 import pytest
-from r_ci_cases import answers, data, num
 
 import crossed as cx
+from r_ci_cases import answers, data, num
 
 HAM = ("Informed.liking ~ Product * Information * Gender + (1 | Consumer) + "
        "(1 | Product:Consumer) + (1 | Information:Consumer)")

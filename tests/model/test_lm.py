@@ -4,9 +4,9 @@ by ML at the native optimum)."""
 
 import numpy as np
 import pytest
-from r_ci_cases import CASES, answers, data, fit, num
 
 import crossed as cx
+from r_ci_cases import CASES, answers, data, fit, num
 
 LM = {"sleepstudy": "Reaction ~ Days", "penicillin": "diameter ~ 1"}
 

@@ -9,6 +9,7 @@ of the width of R's interval.
 
 import numpy as np
 import pytest
+
 from r_ci_cases import answers, fit, interval_table
 
 
