@@ -1,11 +1,14 @@
 """Likelihood-profile intervals against lme4 1.1-31's ``confint(fit, method = "profile")``
 (tests/data/reference/r_ci/r_ci.R). Tolerance: 1e-4 relative (achieved: ~1e-6)."""
 
+import warnings
+
 import numpy as np
 import pytest
 
+import crossed as cx
 from crossed.inference.profile import back_spline, profile, var_params
-from r_ci_cases import answers, fit, interval_table
+from r_ci_cases import answers, data, fit, interval_table
 
 
 @pytest.mark.parametrize("name", ["sleepstudy", "penicillin"])
@@ -52,3 +55,17 @@ def test_back_spline_inverts_a_monotone_curve():
     assert np.isnan(inv(np.array([10.0]))[0])  # outside the profiled range
     with pytest.raises(ValueError, match="monotone"):
         back_spline(x, np.cos(x))
+
+
+@pytest.mark.parametrize("case", ["dyestuff2", "sleepstudy_zerocorr"])
+def test_profile_singular_and_uncorrelated(case):
+    """A singular fit (the SD's interval starts at its bound 0) and ``||`` terms."""
+    ref_case = answers()["profile_extra"][case]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        f = cx.lmer(ref_case["formula"], data(ref_case["data"], (ref_case["factors"],)))
+    ref = interval_table(ref_case["ci"])
+    got = f.confint().set_index("parameter")
+    assert list(got.index) == list(ref.index)
+    np.testing.assert_allclose(got["conf_low"], ref.iloc[:, 0], rtol=1e-4, atol=1e-8)
+    np.testing.assert_allclose(got["conf_high"], ref.iloc[:, 1], rtol=1e-4)

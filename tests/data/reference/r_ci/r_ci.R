@@ -60,6 +60,14 @@ for (cs in cases) {
   r$compare_lm_model <- rownames(anova(m, lm(as.formula(cs$lm), data = d)))
   res[[cs$name]] <- r
 }
+# profile intervals of a singular fit (SD profiled from its bound 0) and of || terms
+d <- read_case("tests/data/Dyestuff2.csv", "Batch")
+res$profile_extra$dyestuff2 <- list(formula = "Yield ~ 1 + (1 | Batch)", data = "Dyestuff2.csv",
+  factors = "Batch", ci = mat(confint(lmer(Yield ~ 1 + (1 | Batch), data = d))))
+d <- read_case("tests/data/sleepstudy.csv", "Subject")
+res$profile_extra$sleepstudy_zerocorr <- list(formula = "Reaction ~ Days + (Days || Subject)",
+  data = "sleepstudy.csv", factors = "Subject",
+  ci = mat(confint(lmer(Reaction ~ Days + (Days || Subject), data = d))))
 # lmerTest::step on the ham example of lmerTest's documentation
 d <- read_case("tests/data/ham.csv", c("Consumer", "Product", "Information", "Gender"))
 m <- lmerTest::lmer(Informed.liking ~ Product * Information * Gender + (1 | Consumer) +
