@@ -1,7 +1,7 @@
 """crossed: mixed-effects analysis of evaluation results."""
 
 from crossed import display  # noqa: F401  (provides LmerFit.summary)
-from crossed.api import lmer
+from crossed.api import lm, lmer
 from crossed.datasets import list_datasets, load_dataset
 from crossed.design.frame import DataError
 from crossed.engines.errors import EngineUnavailableError, UnsupportedModelError
@@ -22,6 +22,7 @@ from crossed.formula import FormulaError, ModelSpec, parse
 from crossed.inference.emmeans import emmeans
 from crossed.inference.emtrends import emtrends
 from crossed.inference.lrt import compare
+from crossed.model.lm import LmFit
 from crossed.simulate import (
     ablation,
     bootstrap,
@@ -48,6 +49,7 @@ __all__ = [
     "EngineUnavailableError",
     "FormulaError",
     "LmerControl",
+    "LmFit",
     "LmerFit",
     "ModelSpec",
     "SingularFitWarning",
@@ -61,6 +63,7 @@ __all__ = [
     "from_pymer4",
     "headroom",
     "list_datasets",
+    "lm",
     "lmer",
     "load_dataset",
     "parse",

@@ -13,8 +13,9 @@ from crossed.engines import fit_with, get_engine
 from crossed.engines.native import LmerControl
 from crossed.fit import LmerFit
 from crossed.formula import parse
+from crossed.model.lm import LmFit, fit_lm
 
-__all__ = ["lmer"]
+__all__ = ["lm", "lmer"]
 
 
 def lmer(formula: str, data: pd.DataFrame, reml: bool = True, engine: str = "native",
@@ -105,3 +106,41 @@ def _check_arguments(formula: object, reml: object, engine: object, reference: o
         raise TypeError(f"control must be an LmerControl, got {type(control).__name__}")
     if data_name is not None and not isinstance(data_name, str):
         raise TypeError(f"data_name must be a string, got {type(data_name).__name__}")
+
+
+def lm(formula: str, data: pd.DataFrame, reference: dict[str, str] | None = None,
+       na_action: str = "omit", data_name: str | None = None,
+       trusted: bool = False) -> LmFit:
+    """Fit a linear model without random effects (R's ``lm``), to compare a mixed model
+    with: ``cx.compare(mixed_fit, cx.lm("y ~ x", data))`` is lme4's ``anova(lmer, lm)``.
+
+    The fixed part is built exactly as :func:`lmer` builds it (same factor coding, names,
+    allow-list and missing-value handling). Only the log-likelihood and coefficients are
+    provided: use statsmodels for a full linear-model toolkit.
+
+    Returns
+    -------
+    LmFit
+        ``beta``/``fixef``, ``sigma``, ``loglik`` (maximum likelihood, R's ``logLik(lm)``),
+        ``npar`` (coefficients + 1), ``aic``, ``bic``, ``nobs``.
+    """
+    if not isinstance(formula, str):
+        raise TypeError(f"formula must be a string such as 'y ~ x', got {type(formula).__name__}")
+    if not isinstance(trusted, bool | np.bool_):
+        raise TypeError(f"trusted must be True or False, got {trusted!r}")
+    if not isinstance(na_action, str) or na_action not in ("omit", "raise"):
+        raise ValueError(f"na_action must be 'omit' or 'raise', got {na_action!r}")
+    spec = parse(formula, reference=reference, trusted=bool(trusted))
+    if spec.random:
+        raise ValueError("lm(): the formula has random-effects terms; use lmer()")
+    from crossed.design.fixed import build_fixed, build_response
+    from crossed.design.frame import prepare
+    from crossed.formula.spec import check_spec
+
+    prepared = prepare(spec, data, na_action=na_action)
+    if not spec.trusted:
+        check_spec(spec, columns={str(c) for c in data.columns})
+    y = build_response(spec.response, prepared.data)
+    fixed = build_fixed(spec.fixed, prepared.data, caret="^" in spec.formula)
+    return fit_lm(formula, fixed.X, y, fixed.names, n_dropped=prepared.n_dropped,
+                  data_name=data_name or "data")

@@ -194,13 +194,21 @@ def ranova(fit: LmerFit) -> pd.DataFrame:
 
 
 # ---------------------------------------------------------------------- compare
+def _response(fit: object) -> np.ndarray:
+    """The response of a mixed fit (its design's) or of an ``LmFit``."""
+    design = getattr(fit, "design", None)
+    return np.asarray(design.y if design is not None else fit.y)
+
+
 def compare(*fits: LmerFit, names: list[str] | None = None, refit: bool = True) -> pd.DataFrame:
     """Likelihood-ratio comparison of models fitted to the same rows (lme4's ``anova(m1, m2)``).
 
     Parameters
     ----------
-    *fits : LmerFit
-        Two or more fits of the same response on the same rows.
+    *fits : LmerFit or LmFit
+        Two or more fits of the same response on the same rows; an ``LmFit``
+        (:func:`crossed.lm`) is compared by its maximum-likelihood log-likelihood, as
+        lme4's ``anova(lmer_fit, lm_fit)`` does (the mixed fits are refitted by ML).
     names : list of str, optional
         Labels of the models (default ``model_1``, ``model_2``, ... in argument order).
     refit : bool
@@ -223,15 +231,15 @@ def compare(*fits: LmerFit, names: list[str] | None = None, refit: bool = True) 
     if len(fits) < 2:
         raise ValueError("compare() needs at least two fits")
     for i, f in enumerate(fits):
-        if not (hasattr(f, "design") and hasattr(f, "loglik")):
-            raise TypeError(f"compare() takes fitted models (LmerFit); argument {i + 1} is "
-                            f"{type(f).__name__}")
+        if not ((hasattr(f, "design") or hasattr(f, "y")) and hasattr(f, "loglik")):
+            raise TypeError(f"compare() takes fitted models (LmerFit, LmFit); argument "
+                            f"{i + 1} is {type(f).__name__}")
     names = list(names) if names is not None else [f"model_{i + 1}" for i in range(len(fits))]
     if len(names) != len(fits):
         raise ValueError("names must have one label per fit")
     base = fits[0]
     for nm, f in zip(names[1:], fits[1:], strict=True):
-        if f.nobs != base.nobs or not np.array_equal(f.design.y, base.design.y):
+        if f.nobs != base.nobs or not np.array_equal(_response(f), _response(base)):
             raise DataError(
                 f"models were not all fitted to the same rows: {names[0]!r} has {base.nobs} "
                 f"observations, {nm!r} has {f.nobs}"

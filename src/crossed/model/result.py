@@ -44,6 +44,9 @@ _PROVIDERS = {
     "r2": "crossed.inference", "ranova": "crossed.inference",
     "variance_components": "crossed.inference", "adjusted_means": "crossed.evaluation",
     "interaction_effects": "crossed.evaluation", "summary": "crossed.display",
+    "confint": "crossed.simulate", "coef": "crossed.inference", "icc": "crossed.inference",
+    "hatvalues": "crossed.inference", "cooks_distance": "crossed.inference",
+    "influence": "crossed.inference", "step": "crossed.inference",
 }
 
 
@@ -344,9 +347,23 @@ class LmerFit:
             [b.codes for b in blocks], [b.Z for b in blocks])
         return out
 
-    def residuals(self) -> np.ndarray:
-        """Response minus conditional fitted values."""
+    def residuals(self, type: str = "response", scaled: bool = False) -> np.ndarray:
+        """Conditional residuals (lme4's ``residuals(fit, type, scaled)``).
+
+        ``type="response"`` (or ``"working"``): y − (Xβ̂ + Zb̂); ``"pearson"``: the same
+        times the square root of the prior weights (equal for unweighted fits).
+        ``scaled=True`` divides by σ̂ (lme4's scaled residuals).
+        """
+        if type not in ("response", "working", "pearson"):
+            raise ValueError(f"type must be 'response', 'working' or 'pearson', got {type!r}")
+        if not isinstance(scaled, bool | np.bool_):
+            raise TypeError(f"scaled must be True or False, got {scaled!r}")
         out: np.ndarray = self.design.y - self.fitted()
+        weights = getattr(self.design, "weights", None)
+        if type == "pearson" and weights is not None:
+            out = out * np.sqrt(np.asarray(weights, dtype=float))
+        if scaled:
+            out = out / self.sigma
         return out
 
     def predict(self, newdata: pd.DataFrame | None = None, include_random: bool = True,
@@ -510,6 +527,40 @@ class LmerFit:
     def interaction_effects(self, a: str, b: str, level: float = 0.95) -> pd.DataFrame:
         """Conditional modes of ``(1 | a:b)``; see ``evaluation.adjusted``."""
         return _provided("interaction_effects")(self, a, b, level=level)
+
+    def confint(self, parm: str | list[str] | None = None, level: float = 0.95,
+                method: str = "profile", **kwargs: Any) -> pd.DataFrame:
+        """Intervals of the variance parameters, σ and β (lme4's ``confint``: profile, Wald,
+        boot); see :func:`crossed.simulate.confint.confint`."""
+        out: pd.DataFrame = _provided("confint")(self, parm=parm, level=level, method=method,
+                                                 **kwargs)
+        return out
+
+    def coef(self) -> dict[str, pd.DataFrame]:
+        """Per-level coefficients (lme4's ``coef``); see ``inference.levels.coef_levels``."""
+        out: dict[str, pd.DataFrame] = _provided("coef")(self)
+        return out
+
+    def icc(self, by_group: bool = False) -> pd.DataFrame:
+        """Adjusted and conditional ICC (``performance::icc``); see ``inference.icc``."""
+        return cast(pd.DataFrame, _provided("icc")(self, by_group=by_group))
+
+    def hatvalues(self) -> np.ndarray:
+        """Leverages (lme4's ``hatvalues``); see ``inference.influence.hatvalues``."""
+        return cast(np.ndarray, _provided("hatvalues")(self))
+
+    def cooks_distance(self) -> np.ndarray:
+        """Cook's distance per observation (lme4's ``cooks.distance``)."""
+        return cast(np.ndarray, _provided("cooks_distance")(self))
+
+    def influence(self, groups: str | None = None) -> pd.DataFrame:
+        """Case-deletion influence (lme4's ``influence``); see ``inference.influence``."""
+        return cast(pd.DataFrame, _provided("influence")(self, groups=groups))
+
+    def step(self, **kwargs: Any) -> Any:
+        """Backward elimination of random then fixed terms (lmerTest's ``step``); see
+        :func:`crossed.inference.step.step`."""
+        return _provided("step")(self, **kwargs)
 
     def summary(self, ddf: str = "satterthwaite") -> str:
         """The text ``summary(lmerTest::lmer(...))`` prints, as a string."""

@@ -1,6 +1,7 @@
 """Simulation: responses from fitted models, refits, and the analyses built on them.
 
 - :func:`simulate_responses` / ``fit.simulate`` — lme4's ``simulate()``.
+- :func:`confint` / ``fit.confint`` — lme4's ``confint`` (profile, Wald, boot).
 - :func:`bootstrap` — parametric bootstrap (lme4's ``bootMer``) with percentile, basic and
   normal intervals.
 - :func:`ablation` — missing-data robustness of a test (with the repeated-measures ANOVA
@@ -18,6 +19,7 @@ with ``n_jobs=1``, several local processes (joblib) or a Dask cluster (``backend
 from crossed.model.result import provide
 from crossed.simulate.ablation import AblationResult, ablation
 from crossed.simulate.bootstrap import BootResult, bootstrap
+from crossed.simulate.confint import confint
 from crossed.simulate.diagnostics import Diagnostics, check, simulate_residuals
 from crossed.simulate.fastrefit import Refitter
 from crossed.simulate.intervals import clopper_pearson
@@ -30,6 +32,7 @@ from crossed.simulate.simtests import emm_contrast, fixed, lrt
 # the R-like methods of LmerFit implemented in this layer (crossed.model.result)
 provide("simulate", simulate_responses)
 provide("check", check)
+provide("confint", confint)
 
 __all__ = [
     "AblationResult",
@@ -44,6 +47,7 @@ __all__ = [
     "bootstrap",
     "check",
     "clopper_pearson",
+    "confint",
     "emm_contrast",
     "extend",
     "fixed",
