@@ -45,6 +45,7 @@ from crossed.inference.grid import (
     reference_grid,
 )
 from crossed.inference.hypotheses import TermInfo, zapsmall
+from crossed.tables import result_table
 
 if TYPE_CHECKING:
     from crossed.fit import LmerFit
@@ -128,7 +129,7 @@ class EMMeans:
             out["note"] = np.where(est, "", NONEST)
             messages.append(NONEST_NOTE)
         out.attrs.update(conf_level=self.level, ddf=self.ddf, messages=messages)
-        return out
+        return result_table(out, "emmeans")
 
     # ------------------------------------------------------------------ contrasts
     def _groups(self, by: list[str]) -> list[np.ndarray]:
@@ -212,7 +213,7 @@ class EMMeans:
             out = out.drop(columns="note")
         out.attrs.update(adjust=adjust if adjust in used else "none", conf_level=level,
                          ddf=self.ddf, messages=[NONEST_NOTE] if nonest else [])
-        return out
+        return result_table(out, "emmeans")
 
     def pairs(self, adjust: str = "tukey", reverse: bool = False,
               by: list[str] | str | None = None) -> pd.DataFrame:
@@ -221,7 +222,20 @@ class EMMeans:
 
     def joint_tests(self) -> pd.DataFrame:
         """emmeans' ``joint_tests`` of the fit, within this object's ``by`` groups."""
-        return joint_tests(self.fit, by=self.by or None, ddf=self.ddf)
+        return result_table(joint_tests(self.fit, by=self.by or None, ddf=self.ddf),
+                            "emmeans")
+
+    # ------------------------------------------------------------------ display
+    def __repr__(self) -> str:
+        by = f" by {', '.join(self.by)}" if self.by else ""
+        return (f"<EMMeans of {', '.join(self.specs)}{by}: {len(self.grid)} means, "
+                f"{self.ddf} df, {self.level:.0%} intervals>")
+
+    def __str__(self) -> str:
+        return str(self.table())
+
+    def _repr_html_(self) -> str:
+        return self.table()._repr_html_()
 
 
 def _tests_with_nonest(fit: LmerFit, L: np.ndarray, ddf: str, level: float,

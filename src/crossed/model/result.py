@@ -43,6 +43,7 @@ _PROVIDERS = {
     "r2": "crossed.inference", "ranova": "crossed.inference",
     "variance_components": "crossed.inference", "adjusted_means": "crossed.evaluation",
     "interaction_effects": "crossed.evaluation", "summary": "crossed.display",
+    "repr_html": "crossed.display",
 }
 
 
@@ -505,8 +506,19 @@ class LmerFit:
         return _provided("interaction_effects")(self, a, b, level=level)
 
     def summary(self, ddf: str = "satterthwaite") -> str:
-        """The text ``summary(lmerTest::lmer(...))`` prints, as a string."""
-        return str(_provided("summary")(self, ddf=ddf))
+        """What ``summary(lmerTest::lmer(...))`` prints.
+
+        Returns
+        -------
+        crossed.tables.Summary
+            A ``str`` (the text; ``print()`` shows it) with ``.tables`` (``"Random
+            effects"``, ``"Fixed effects"``: DataFrames) and a notebook view.
+        """
+        return cast(str, _provided("summary")(self, ddf=ddf))
+
+    def _repr_html_(self) -> str:
+        """The notebook view: the summary's criteria and tables (``crossed.display``)."""
+        return cast(str, _provided("repr_html")(self))
 
     def __repr__(self) -> str:
         kind = "REML" if self.reml else "ML"
