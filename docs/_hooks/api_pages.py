@@ -65,4 +65,7 @@ def on_config(config, **kwargs):
 def on_files(files, config, **kwargs):
     for path, content in _pages().items():
         files.append(File.generated(config, path, content=content))
+    # the changelog lives at the repository root (CHANGELOG.md)
+    changelog = SRC.parents[1] / "CHANGELOG.md"
+    files.append(File.generated(config, "changelog.md", content=changelog.read_text()))
     return files

@@ -92,10 +92,14 @@ def format_frame(df: pd.DataFrame, pvalues: PValueStyle = "r", na: str = "NA") -
                         index=df.index, columns=df.columns)
 
 
-def _footnotes(attrs: Mapping[str, Any]) -> list[str]:
+def _footnotes(attrs: Mapping[str, Any], emmeans: bool = False) -> list[str]:
+    """The lines printed below a table, as emmeans prints them (df method for EMM tables,
+    confidence level, adjustment, messages)."""
     notes = []
     if attrs.get("conf_level") is not None and attrs.get("show_conf", True):
         notes.append(f"Confidence level used: {attrs['conf_level']:g}")
+    if emmeans and attrs.get("ddf"):
+        notes.insert(0, f"Degrees-of-freedom method: {attrs['ddf']}")
     adjust = attrs.get("adjust")
     if adjust and adjust != "none":
         notes.append(f"P value adjustment: {adjust} method")
@@ -163,7 +167,7 @@ class ResultTable(pd.DataFrame):
         shown = self.formatted()
         body = shown.to_string(index=False) if len(shown) else "(no rows)"
         lines = ([self._title] if self._title else []) + [body]
-        return "\n".join(lines + _footnotes(self.attrs))
+        return "\n".join(lines + _footnotes(self.attrs, self._pvalues == "emmeans"))
 
     def __repr__(self) -> str:
         return self.to_text()
@@ -173,7 +177,7 @@ class ResultTable(pd.DataFrame):
 
     def _repr_html_(self) -> str:
         return _wrap_html(html_table(pd.DataFrame(self), self._pvalues, self._title,
-                                     _footnotes(self.attrs)))
+                                     _footnotes(self.attrs, self._pvalues == "emmeans")))
 
 
 def result_table(df: pd.DataFrame, pvalues: PValueStyle = "r",
