@@ -30,6 +30,7 @@ from crossed.simulate import (
     specify,
 )
 
+
 def _version() -> str:
     """The installed distribution's version: set once, in pyproject.toml."""
     from importlib.metadata import PackageNotFoundError, version

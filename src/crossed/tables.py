@@ -31,7 +31,7 @@ from crossed._format import (
 )
 
 __all__ = ["PValueStyle", "ResultDisplay", "ResultTable", "Summary", "format_frame",
-           "html_table", "result_table", "returns_table"]
+           "html_table", "note_text", "result_table", "returns_table"]
 
 PValueStyle = Literal["r", "emmeans"]
 
@@ -41,10 +41,17 @@ _CSS = ("<style>.crossed-result table.crossed{border-collapse:collapse;font-size
         "border-bottom:1px solid #ddd;white-space:nowrap}"
         ".crossed-result table.crossed th{text-align:right;border-bottom:1px solid #888}"
         ".crossed-result td.num{text-align:right}.crossed-result td.txt,"
-        ".crossed-result th.txt{text-align:left}"
+        ".crossed-result table.crossed th.txt{text-align:left}"
         ".crossed-result .head{font-family:monospace;white-space:pre;margin:0.2em 0}"
         ".crossed-result .note{color:#555;font-size:0.85em;margin:0.1em 0}"
         ".crossed-result h4{margin:0.4em 0 0.2em 0}</style>")
+
+
+def note_text(message: str) -> str:
+    """A note's text without its own ``NOTE:`` prefix (emmeans' messages carry one), so
+    that it is never printed as ``note: NOTE: ...``."""
+    text = str(message).strip()
+    return text[5:].lstrip() if text[:5].upper() == "NOTE:" else text
 
 
 def _is_number_column(s: pd.Series) -> bool:
@@ -251,7 +258,7 @@ class Summary(str):
         for name, table in self.tables.items():
             parts.append(html_table(table, self.pvalues, name, _footnotes(
                 {k: v for k, v in table.attrs.items() if k != "conf_level"})))
-        parts += [f'<p class="note">note: {html.escape(n)}</p>' for n in self.notes]
+        parts += [f'<p class="note">note: {html.escape(note_text(n))}</p>' for n in self.notes]
         return _wrap_html("".join(parts))
 
 

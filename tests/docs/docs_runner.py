@@ -199,7 +199,7 @@ def compare_output(actual: str, expected: str) -> str | None:
             if anchored:
                 break
         if found is None:
-            return (f"expected lines not found in order:\n" + "\n".join(seg)
+            return ("expected lines not found in order:\n" + "\n".join(seg)
                     + "\n--- actual output ---\n" + "\n".join(act))
         pos = found + len(seg)
     if len(segments) == 1 and pos != len(act):
@@ -212,8 +212,11 @@ def compare_output(actual: str, expected: str) -> str | None:
 def run_page(path: Path, update: bool = False) -> PageRun:
     """Run every block of ``path``; with ``update``, rewrite its shown outputs."""
     import matplotlib
+    import pandas as pd
 
     matplotlib.use("Agg")
+    # a notebook shows every column of a table: so do the shown outputs
+    pd.set_option("display.width", 250, "display.max_columns", 40)
     lines = path.read_text().splitlines()
     blocks = parse_blocks(lines)
     run = PageRun(path)

@@ -11,7 +11,6 @@ import warnings
 from pathlib import Path
 
 import pytest
-
 from docs_runner import run_page
 
 ROOT = Path(__file__).resolve().parents[2]

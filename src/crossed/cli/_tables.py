@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from crossed.tables import format_frame
+from crossed.tables import format_frame, note_text
 
 __all__ = ["dump_json", "note_text", "print_notes", "records", "text_table"]
 
@@ -73,13 +73,6 @@ def _clean(obj):
     if isinstance(obj, list | tuple | set | frozenset):
         return [_clean(v) for v in obj]
     return _plain(obj)
-
-
-def note_text(message: str) -> str:
-    """A note's text without its own ``NOTE:`` prefix (emmeans' messages carry one), so
-    that it is never printed as ``note: NOTE: ...``."""
-    text = message.strip()
-    return text[5:].lstrip() if text[:5].upper() == "NOTE:" else text
 
 
 def print_notes(notes: list[str]) -> None:
