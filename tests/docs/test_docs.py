@@ -13,10 +13,14 @@ from pathlib import Path
 import pytest
 from docs_runner import run_page
 
+from conftest import require_r
+
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = sorted((ROOT / "docs").glob("*.md"))
 # pages whose blocks take minutes (simulations, resampling): still run by the suite
 SLOW = {"simulation.md", "resample.md", "tutorial-cross-classified.md"}
+# pages that run R through the lme4 engine (skipped without R, except in CI)
+NEEDS_R = {"engines.md"}
 
 
 @pytest.fixture
@@ -33,6 +37,8 @@ def page_dir(tmp_path, monkeypatch):
                                                marks=[pytest.mark.slow] if p.name in SLOW
                                                else []) for p in PAGES])
 def test_page_runs_and_shows_its_output(page, page_dir):
+    if page.name in NEEDS_R:
+        require_r()
     update = os.environ.get("CROSSED_DOCS_UPDATE", "") not in ("", "0")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

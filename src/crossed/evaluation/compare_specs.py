@@ -20,7 +20,7 @@ from scipy import stats
 from crossed.api import lmer
 from crossed.fit import LmerFit
 from crossed.inference.lrt import compare
-from crossed.tables import PValueStyle, ResultDisplay, format_frame, result_table
+from crossed.tables import PValueStyle, ResultDisplay, format_frame, note_text, result_table
 
 __all__ = ["SpecComparison", "compare_specs", "nested_in", "residual_checks",
            "simulated_checks"]
@@ -243,7 +243,8 @@ def compare_specs(data: pd.DataFrame, formulas: Sequence[str], focus: str,
                              f"({formula})")
         emm, pairs, common = _focus_and_fit(fit, name, focus, ddf, level, adjust)
         emms[name] = emm.table()
-        messages += [f"{name}: {m}" for m in emm.messages + pairs.attrs.get("messages", [])]
+        messages += [f"{name}: {note_text(m)}"
+                     for m in emm.messages + pairs.attrs.get("messages", [])]
         if check:
             messages += _simulated_checks_into(common, fit, name, nsim, seed)
         rows += _contrast_rows(common, pairs)
