@@ -15,18 +15,20 @@ from crossed.inference.r2 import r2_nakagawa
 from crossed.inference.satterthwaite import SatterthwaiteModel, satterthwaite_t
 from crossed.inference.step import StepResult, step
 from crossed.model.result import provide
+from crossed.tables import returns_table
 
-# the R-like methods of LmerFit implemented in this layer (crossed.model.result)
-provide("coef_table", coef_table)
-provide("anova", anova)
+# the R-like methods of LmerFit implemented in this layer (crossed.model.result); their
+# tables are ResultTables: DataFrames that print as R prints these tables (crossed.tables)
+provide("coef_table", returns_table(coef_table))
+provide("anova", returns_table(anova))
 provide("emmeans", emmeans)
 provide("emtrends", emtrends)
-provide("eta_squared", eta_squared)
-provide("r2", r2_nakagawa)
-provide("ranova", ranova)
-provide("variance_components", variance_components)
+provide("eta_squared", returns_table(eta_squared))
+provide("r2", returns_table(r2_nakagawa))
+provide("ranova", returns_table(ranova))
+provide("variance_components", returns_table(variance_components))
 provide("coef", coef_levels)
-provide("icc", icc)
+provide("icc", returns_table(icc))
 provide("hatvalues", hatvalues)
 provide("cooks_distance", cooks_distance)
 provide("influence", influence)
