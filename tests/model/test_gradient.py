@@ -168,3 +168,23 @@ def test_gradient_on_the_boundary_is_one_sided_exact() -> None:
         fit = crossed.lmer(case.formula, case.data, reml=True)
     g = criterion_gradient(fit.pls, fit.pls.factor(np.zeros(1)), True)
     assert abs(g[0]) < 1e-12
+
+
+@pytest.mark.parametrize("name", ["sleepstudy_slopes", "carrots_slopes", "blurb_ccmem_slopes",
+                                  "ner_crossed", "ham_crossed", "pastes_nested"])
+def test_sparse_and_dense_paths_agree(name: str, fitted: dict, monkeypatch) -> None:
+    """The gradient from A_1r kept dense equals the one from sparse products and
+    :meth:`PLS.schur` (the path of large designs)."""
+    from crossed.model import gradient
+
+    pls, theta_r = _pls(name, fitted)
+    theta = _points(theta_r, _lower(pls, len(theta_r)))[1]
+    f = pls.factor(theta)
+    results = []
+    for fraction in (-1.0, 2.0):  # every design dense; none
+        monkeypatch.setattr(gradient, "DENSE_FRACTION", fraction)
+        gradient._PLANS.pop(pls, None)
+        results.append([criterion_gradient(pls, f, reml) for reml in (True, False)])
+    gradient._PLANS.pop(pls, None)
+    for dense, sparse in zip(*results, strict=True):
+        np.testing.assert_allclose(sparse, dense, rtol=1e-9, atol=1e-9 * np.max(np.abs(dense)))

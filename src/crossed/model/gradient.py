@@ -32,21 +32,63 @@ every R reference case, REML and ML, at R's θ and at random θ
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import weakref
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import lapack
 
-from crossed.model.factor import Factor, profiled_deviance
+from crossed.model.factor import Factor, profiled_deviance, tri_solve
 
 if TYPE_CHECKING:
     from crossed.model.pls import PLS
 
-__all__ = ["criterion_gradient", "value_and_gradient"]
+__all__ = ["DENSE_FRACTION", "DENSE_PRODUCTS", "criterion_gradient", "value_and_gradient"]
 
-_CHUNK = 4_000_000
-"""Entries of the dense (levels·q₁ x R) product formed at a time."""
+DENSE_PRODUCTS = 2_000_000
+"""Up to this many entries of A_1r (ℓ₁·q₁ x r), it is kept dense for the gradient and the
+unscaled Schur complement is formed from it directly; above, sparse products (in chunks
+of this many dense entries) and :meth:`PLS.schur`."""
+DENSE_FRACTION = 0.25
+"""... and when at least this fraction of its entries are nonzero."""
+
+
+@dataclass
+class _Plan:
+    """What the gradient reuses across evaluations of one PLS problem."""
+
+    positions: list[tuple[np.ndarray, np.ndarray]]
+    """Per block: the flat positions in its q x q template that hold a θ, and their θ."""
+    dense: np.ndarray | None
+    """A_1r as a dense (ℓ₁, q₁, r) array (small designs), else None."""
+    sparse: dict[int, sp.csr_matrix] = field(default_factory=dict)
+    """A_1r's first R columns (large or sparse designs), by R."""
+    rows: dict[int, np.ndarray] = field(default_factory=dict)
+    """The row of each stored entry of ``sparse[R]``, by R."""
+    upper: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    """The strict upper triangle's indices of an R x R matrix, by R."""
+
+
+_PLANS: weakref.WeakKeyDictionary[PLS, _Plan] = weakref.WeakKeyDictionary()
+
+
+def _plan(pls: PLS) -> _Plan:
+    plan = _PLANS.get(pls)
+    if plan is None:
+        positions = []
+        for blk in pls.blocks:
+            flat = blk.theta_index.reshape(-1)
+            pos = np.flatnonzero(flat >= 0)
+            positions.append((pos, flat[pos]))
+        dense = None
+        size = pls.l1 * pls.q1 * pls.r
+        if size <= DENSE_PRODUCTS and pls.A1r.nnz > DENSE_FRACTION * size:
+            dense = pls.A1r.toarray().reshape(pls.l1, pls.q1, pls.r)
+        plan = _Plan(positions, dense)
+        _PLANS[pls] = plan
+    return plan
 
 
 def value_and_gradient(pls: PLS, theta: np.ndarray, reml: bool) -> tuple[float, np.ndarray,
@@ -77,99 +119,170 @@ def criterion_gradient(pls: PLS, f: Factor, reml: bool) -> np.ndarray:
         One entry per θ.
     """
     assert f.ok and f.L is not None
+    plan = _plan(pls)
     theta = f.theta
-    beta, u = pls.solve(f)
+    L = f.L
+    rr, q1, l1 = pls.r_rand, pls.q1, pls.l1
+    templates = [blk.template(theta) for blk in pls.blocks]
+    T1 = templates[0]
+    # the PLS solution (as PLS.solve) and Zᵀ(y − Xβ − ZΛu) from the cross-products
+    x = tri_solve(L[:-1, :-1], L[-1, :-1], trans=True)
+    u_rest: list[np.ndarray] = []
+    b_rest: list[np.ndarray] = []
+    pos = 0
+    for blk, T in zip(pls.blocks[1:], templates[1:], strict=True):
+        size = blk.nlevels * blk.q
+        ub = x[pos:pos + size].reshape(blk.nlevels, blk.q)
+        u_rest.append(ub)
+        b_rest.append((ub @ T.T).ravel())
+        pos += size
+    xs = np.concatenate(b_rest + [x[rr:], [-1.0]])  # [b_rest, β, −1]
+    rhs = -(pls.A1r @ xs).reshape(l1, q1)  # Z₁ᵀ(y − Z_r b_r − Xβ)
+    Dinv = _first_inverse(pls, f)
+    u1 = (Dinv @ (rhs @ T1)[:, :, None])[:, :, 0]
+    b1 = u1 @ T1.T
+    Ztr = [rhs - (pls.A11 @ b1[:, :, None])[:, :, 0]]
+    if rr:
+        if plan.dense is not None:
+            rest = pls.Arr[:rr] @ xs + b1.reshape(-1) @ plan.dense.reshape(-1, pls.r)[:, :rr]
+        else:
+            rest = pls.Arr[:rr] @ xs + (pls.A1r.T @ b1.reshape(-1))[:rr]
+        pos = 0
+        for blk in pls.blocks[1:]:
+            size = blk.nlevels * blk.q
+            Ztr.append(-rest[pos:pos + size].reshape(blk.nlevels, blk.q))
+            pos += size
     grad = np.zeros(len(theta))
-    # ∂r²: −2 Σ_s (Zᵀres)[s, a] u_s[b] per template entry (a, b)
-    res = pls.y - pls.X @ beta
-    for blk, ub in zip(pls.blocks, u, strict=True):
-        b = ub @ blk.template(theta).T
-        res = res - np.einsum("ij,ij->i", blk.Z, b[blk.codes])
-    dr2 = np.zeros_like(grad)
-    for blk, ub in zip(pls.blocks, u, strict=True):
-        Ztr = np.stack([np.bincount(blk.codes, weights=blk.Z[:, a] * res,
-                                    minlength=blk.nlevels) for a in range(blk.q)], axis=1)
-        _accumulate(dr2, blk.theta_index, -2.0 * Ztr.T @ ub)  # [a, b] = Σ_s Ztr[s,a] u[s,b]
-    R = pls.r_rand + pls.p if reml else pls.r_rand
-    dlog = _logdet_gradient(pls, f, R, len(grad))
+    for (where, index), z, ub in zip(plan.positions, Ztr, [u1] + u_rest, strict=True):
+        grad[index] += -2.0 * (z.T @ ub).reshape(-1)[where]  # [a, b] = Σ_s z[s, a] u[s, b]
     m = pls.n - pls.p if reml else pls.n
-    return dlog + (m / f.pwrss) * dr2
+    grad *= m / f.pwrss
+    R = rr + pls.p if reml else rr
+    grad += _logdet_gradient(pls, plan, f, templates, Dinv, R)
+    return grad
 
 
-def _accumulate(grad: np.ndarray, index: np.ndarray, M: np.ndarray) -> None:
-    """grad[index[a, b]] += M[a, b] for each template entry (a, b) holding a θ."""
-    mask = index >= 0
-    np.add.at(grad, index[mask], M[mask])
+def _first_inverse(pls: PLS, f: Factor) -> np.ndarray:
+    """D_s⁻¹ = (T₁ᵀA_sT₁ + I)⁻¹ per level, (ℓ₁, q₁, q₁), from the factorisation's first
+    block (closed forms for q₁ ≤ 2, one banded solve for q₁ > 2)."""
+    first = f.first
+    assert first is not None
+    if pls.q1 == 1:
+        return cast(np.ndarray, 1.0 / (first * first))
+    if pls.q1 == 2:  # B_s's entries (b00, b10, b11)
+        b00, b10, b11 = first
+        det = b00 * b11 - b10 * b10
+        return np.stack([b11, -b10, -b10, b00], axis=1).reshape(-1, 2, 2) / det[:, None, None]
+    band = pls._band
+    assert band is not None  # q1 > 2
+    X = band.solve(first, band._eye_stack).reshape(pls.l1, pls.q1, pls.q1)  # L_s⁻¹
+    return cast(np.ndarray, np.swapaxes(X, 1, 2) @ X)
 
 
-def _logdet_gradient(pls: PLS, f: Factor, R: int, k: int) -> np.ndarray:
+def _logdet_gradient(pls: PLS, plan: _Plan, f: Factor, templates: list[np.ndarray],
+                     Dinv: np.ndarray, R: int) -> np.ndarray:
     """∂ log det Ω / ∂θ for the system of the random effects and the first R - r_rand
-    columns of X (R = r_rand: the random effects alone)."""
+    columns after them (R = r_rand: the random effects alone; + p: and X)."""
     theta = f.theta
     assert f.L is not None
-    grad = np.zeros(k)
-    rr = pls.r_rand
+    grad = np.zeros(len(theta))
+    rr, q1, l1 = pls.r_rand, pls.q1, pls.l1
     if R:
         Sinv, info = lapack.dpotri(f.L[:R, :R], lower=1)
         if info != 0:
             raise np.linalg.LinAlgError(f"dpotri failed (info={info})")
-        Sinv = np.tril(Sinv) + np.tril(Sinv, -1).T
+        upper = plan.upper.get(R)
+        if upper is None:
+            upper = plan.upper[R] = np.triu_indices(R, 1)
+        Sinv[upper] = Sinv.T[upper]
     else:
         Sinv = np.zeros((0, 0))
-    # S_R's scale (later random blocks' Λ, identity on X) as a sparse matrix, or a vector
+    # S_R = blockdiag(Λ_rest, I): a vector when the later blocks are scalar
+    scale: np.ndarray | None = None
+    SR: sp.csr_matrix | None = None
     if pls._rest_scalar:
         scale = pls._scale_vector(theta)[:R]
-        SR: sp.csr_matrix | None = None
     else:
-        scale = None
-        SR = pls._scale_matrix(theta)[:R, :R].T.tocsr()  # blockdiag(Λ_rest, I)
-    # ---- first block
-    first = pls.blocks[0]
-    q1, l1 = pls.q1, pls.l1
-    T1 = first.template(theta)
+        SR = sp.csr_matrix(pls._scale_matrix(theta)[:R, :R].T)
+    # ---- first block: D_s⁻¹ T₁ᵀ [A_s + W_s (G_s A_s − I)] per level
+    T1 = templates[0]
     A = pls.A11
-    D = T1.T @ A @ T1 + np.eye(q1)
-    Dinv = np.linalg.inv(D)
-    G = T1 @ Dinv @ T1.T
-    W = np.zeros((l1, q1, q1))
+    K = (Dinv.reshape(-1, q1) @ T1.T).reshape(l1, q1, q1)  # D_s⁻¹ T₁ᵀ
+    G = (np.swapaxes(K, 1, 2).reshape(-1, q1) @ T1.T).reshape(l1, q1, q1)  # T₁ D_s⁻¹ T₁ᵀ
+    Kh = K.transpose(1, 0, 2).reshape(q1, -1)  # [K_1 ... K_ℓ]
     if R:
-        V = pls.A1r[:, :R]
-        V = V @ sp.diags(scale) if scale is not None else V @ SR
-        V = sp.csr_matrix(V)
-        step = max(1, _CHUNK // max(R * q1, 1))
-        for s0 in range(0, l1, step):
-            s1 = min(l1, s0 + step)
-            Vc = V[s0 * q1:s1 * q1]
-            Y = np.asarray(Vc @ Sinv)  # (levels·q1, R)
-            for b in range(q1):
-                rows = Vc[b::q1] if q1 > 1 else Vc
-                for a in range(q1):
-                    Ya = Y[a::q1] if q1 > 1 else Y
-                    W[s0:s1, a, b] = np.asarray(rows.multiply(Ya).sum(axis=1)).ravel()
-    M = A + W @ (G @ A - np.eye(q1))
-    per_level = Dinv @ (T1.T @ M)  # (l1, q1, q1): [b, a] is the (s, b), (s, a) entry
-    _accumulate(grad, first.theta_index, 2.0 * per_level.sum(axis=0).T)
-    # ---- later blocks: diagonal blocks of S⁻¹ S_Rᵀ C₀
+        W = _first_w(pls, plan, Sinv, scale, SR, R)
+        # Σ_s K_s [A_s − W_s + W_s G_s A_s]
+        per_level = Kh @ (A - W + W @ (G @ A)).reshape(-1, q1)
+    else:
+        per_level = Kh @ A.reshape(-1, q1)
+    where, index = plan.positions[0]
+    grad[index] += 2.0 * per_level.T.reshape(-1)[where]  # [b, a]: (s, b), (s, a) entries
+    # ---- later blocks: the diagonal blocks of S⁻¹ S_Rᵀ C₀
     if rr:
-        C0 = _unscaled_schur(pls, theta)[:R, :R]
+        if plan.dense is not None:
+            A1 = plan.dense[:, :, :R]
+            GA = A1 * G[:, :, :1] if q1 == 1 else G @ A1
+            C0 = pls.Arr[:R, :R] - A1.reshape(-1, R).T @ GA.reshape(-1, R)
+        else:
+            C0 = _unscaled_schur(pls, plan, theta)[:R, :R]
         if scale is not None:
             P = Sinv * scale[None, :]
         else:
             assert SR is not None
             P = np.asarray((SR @ Sinv).T)  # S⁻¹ S_Rᵀ = (S_R S⁻¹)ᵀ
         pos = 0
-        for blk in pls.blocks[1:]:
+        for blk, (where, index) in zip(pls.blocks[1:], plan.positions[1:], strict=True):
             size = blk.nlevels * blk.q
             Pk = P[pos:pos + size].reshape(blk.nlevels, blk.q, R)
             Ck = C0[pos:pos + size].reshape(blk.nlevels, blk.q, R)
-            blockwise = np.einsum("lbm,lam->ab", Pk, Ck)  # Σ_s [(s, b), (s, a)] at [a, b]
-            _accumulate(grad, blk.theta_index, 2.0 * blockwise)
+            if blk.q == 1:
+                grad[index] += 2.0 * float(np.vdot(Pk, Ck))
+            else:  # Σ_s [(s, b), (s, a)] at [a, b]
+                grad[index] += 2.0 * np.einsum("lbm,lam->ab", Pk, Ck).reshape(-1)[where]
             pos += size
     return grad
 
 
-def _unscaled_schur(pls: PLS, theta: np.ndarray) -> np.ndarray:
-    """C₀ = A_RR − A_R1 G A_1R (symmetric, r x r) at ``theta``'s first block."""
+def _first_w(pls: PLS, plan: _Plan, Sinv: np.ndarray, scale: np.ndarray | None,
+              SR: sp.csr_matrix | None, R: int) -> np.ndarray:
+    """W_s = V_s S⁻¹ V_sᵀ per level, V = A_1R S_R (dense, or sparse by chunks of levels)."""
+    q1, l1 = pls.q1, pls.l1
+    if plan.dense is not None:
+        V = plan.dense[:, :, :R]
+        V = V * scale if scale is not None else (V.reshape(-1, R) @ SR).reshape(l1, q1, R)
+        Y = (V.reshape(-1, R) @ Sinv).reshape(l1, q1, R)
+        if q1 == 1:
+            return np.einsum("sij,sij->s", Y, V).reshape(l1, 1, 1)
+        return cast(np.ndarray, Y @ np.swapaxes(V, 1, 2))
+    W = np.empty((l1, q1, q1))
+    Vs = plan.sparse.get(R)
+    if Vs is None:
+        Vs = plan.sparse[R] = sp.csr_matrix(pls.A1r[:, :R])
+    if scale is not None:  # the columns scaled, same structure
+        Vs = sp.csr_matrix((Vs.data * scale[Vs.indices], Vs.indices, Vs.indptr), shape=Vs.shape)
+    else:
+        Vs = sp.csr_matrix(Vs @ SR)
+    rows = plan.rows.get(R)
+    if rows is None:
+        rows = plan.rows[R] = np.repeat(np.arange(l1 * q1), np.diff(Vs.indptr))
+    level, b = np.divmod(rows, q1)
+    step = max(1, DENSE_PRODUCTS // max(R * q1, 1))
+    for s0 in range(0, l1, step):  # W[s, a, b] = Σ_j (V S⁻¹)[(s, a), j] V[(s, b), j]
+        s1 = min(l1, s0 + step)
+        lo, hi = Vs.indptr[s0 * q1], Vs.indptr[s1 * q1]
+        Y = np.asarray(Vs[s0 * q1:s1 * q1] @ Sinv)  # rows of V S⁻¹
+        lev, bb, cols, data = level[lo:hi] - s0, b[lo:hi], Vs.indices[lo:hi], Vs.data[lo:hi]
+        for a in range(q1):
+            vals = data * Y[lev * q1 + a, cols]
+            W[s0:s1, a, :] = np.bincount(lev * q1 + bb, weights=vals,
+                                         minlength=(s1 - s0) * q1).reshape(s1 - s0, q1)
+    return W
+
+
+def _unscaled_schur(pls: PLS, plan: _Plan, theta: np.ndarray) -> np.ndarray:
+    """C₀ = A_RR − A_R1 G A_1R (symmetric, r x r) at ``theta``'s first block, by
+    :meth:`PLS.schur` with the later blocks' templates at the identity."""
     ident = np.array(theta, dtype=float)
     for blk in pls.blocks[1:]:
         idx = blk.theta_index
@@ -180,7 +293,10 @@ def _unscaled_schur(pls: PLS, theta: np.ndarray) -> np.ndarray:
     chol, G, H, _, ok = pls.first_block(theta)
     assert ok and chol is not None
     C = np.array(pls.schur(ident, chol, G, H))
-    C = np.tril(C) + np.tril(C, -1).T
+    upper = plan.upper.get(pls.r)
+    if upper is None:
+        upper = plan.upper[pls.r] = np.triu_indices(pls.r, 1)
+    C[upper] = C.T[upper]
     d = np.arange(pls.r_rand)
     C[d, d] -= 1.0
-    return C
+    return cast(np.ndarray, C)

@@ -39,6 +39,7 @@ from crossed.engines.native.optimize import (
     OptSummary,
     Restart,
     bobyqa,
+    lbfgsb,
 )
 from crossed.model.convergence import ConvergenceCheck, ConvergenceStatus, assess
 
@@ -88,8 +89,11 @@ def optimize_theta(crit: Callable[[np.ndarray], float], theta0: np.ndarray,
                    lower: np.ndarray, control: LmerControl,
                    crit_many: Callable[[list[np.ndarray]], np.ndarray] | None = None,
                    check_crit: Callable[[np.ndarray], float] | None = None,
+                   crit_grad: Callable[[np.ndarray], tuple[float, np.ndarray]] | None = None,
                    ) -> tuple[OptSummary, ConvergenceCheck]:
-    """BOBYQA from ``theta0`` with lme4's settings, then continuations (module docstring).
+    """BOBYQA from ``theta0`` with lme4's settings (or L-BFGS-B on the analytic gradient,
+    ``control.optimizer == "lbfgsb"``), then continuations (module docstring) by the same
+    optimiser.
 
     Parameters
     ----------
@@ -102,6 +106,8 @@ def optimize_theta(crit: Callable[[np.ndarray], float], theta0: np.ndarray,
         The criterion at many points at once (for the derivative check).
     check_crit : callable, optional
         The criterion for the derivative check (default ``crit``).
+    crit_grad : callable, optional
+        The criterion and its gradient at a theta (needed by ``"lbfgsb"``).
 
     Returns
     -------
@@ -112,21 +118,32 @@ def optimize_theta(crit: Callable[[np.ndarray], float], theta0: np.ndarray,
         lme4's checks at ``theta_final``.
     """
     check_crit = crit if check_crit is None else check_crit
-    opt = bobyqa(crit, theta0, lower, control)
+    if control.optimizer == "lbfgsb" and crit_grad is None:
+        raise ValueError("optimizer 'lbfgsb' needs the criterion's gradient (crit_grad)")
+
+    def run(start: np.ndarray, restart: bool) -> OptSummary:
+        if control.optimizer == "lbfgsb":
+            assert crit_grad is not None  # checked above
+            return lbfgsb(crit_grad, start, lower, control)
+        return bobyqa(crit, start, lower, control, restart=restart)
+
+    opt = run(theta0, False)
     check = assess(opt.theta_final, opt.fmin, lower, control, check_crit, crit_many,
                    opt.return_code)
     restarts: list[Restart] = []
     log = list(opt.log)
+    geval = opt.geval
     while len(restarts) < control.restarts:
         plan = _restart(opt.theta_final, check, lower, control, len(restarts))
         if plan is None:
             break
         reason, start = plan
-        more = bobyqa(crit, start, lower, control, restart=True)
+        more = run(start, True)
         log.extend(more.log)
+        geval += more.geval
         improved = more.fmin < opt.fmin
         restarts.append(Restart(reason, opt.fmin, min(more.fmin, opt.fmin), more.feval,
-                                more.return_code))
+                                more.return_code, more.geval, more.optimizer))
         if improved:
             code, message = more.return_code, more.message
             if code == ROUNDOFF_LIMITED:
@@ -139,7 +156,7 @@ def optimize_theta(crit: Callable[[np.ndarray], float], theta0: np.ndarray,
                            opt.return_code)
         else:
             break  # no progress from the best point: the check's verdict stands
-    opt = replace(opt, feval=len(log), log=tuple(log), restarts=tuple(restarts),
+    opt = replace(opt, feval=len(log), geval=geval, log=tuple(log), restarts=tuple(restarts),
                   gradient=check.gradient, hessian=check.hessian, free=check.free,
                   status=check.status)
     return opt, check
@@ -151,6 +168,7 @@ def restart_message(restarts: tuple[Restart, ...]) -> str | None:
         return None
     gain = restarts[0].fmin_before - restarts[-1].fmin_after
     n = sum(r.feval for r in restarts)
+    name = "BOBYQA" if restarts[0].optimizer == "NLOPT_LN_BOBYQA" else restarts[0].optimizer
     return (f"optimizer continued after lme4's stopping rule ({restarts[0].reason}): "
-            f"{len(restarts)} BOBYQA restart(s) from the best point, {n} evaluations, "
+            f"{len(restarts)} {name} restart(s) from the best point, {n} evaluations, "
             f"criterion lowered by {gain:.3g}")
