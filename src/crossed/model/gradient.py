@@ -65,10 +65,12 @@ class _Plan:
     """A_1r as a dense (ℓ₁, q₁, r) array (small designs), else None."""
     sparse: dict[int, sp.csr_matrix] = field(default_factory=dict)
     """A_1r's first R columns (large or sparse designs), by R."""
+    transposed: dict[str, np.ndarray | sp.csr_matrix] = field(default_factory=dict)
+    """A_1r and the sparse map's W transposed (CSR), formed once."""
+    map_rows: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    """The sparse map's positions inside the first R rows and columns, and their weights."""
     rows: dict[int, np.ndarray] = field(default_factory=dict)
     """The row of each stored entry of ``sparse[R]``, by R."""
-    upper: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
-    """The strict upper triangle's indices of an R x R matrix, by R."""
 
 
 _PLANS: weakref.WeakKeyDictionary[PLS, _Plan] = weakref.WeakKeyDictionary()
@@ -146,7 +148,10 @@ def criterion_gradient(pls: PLS, f: Factor, reml: bool) -> np.ndarray:
         if plan.dense is not None:
             rest = pls.Arr[:rr] @ xs + b1.reshape(-1) @ plan.dense.reshape(-1, pls.r)[:, :rr]
         else:
-            rest = pls.Arr[:rr] @ xs + (pls.A1r.T @ b1.reshape(-1))[:rr]
+            At = plan.transposed.get("A1r")
+            if At is None:
+                At = plan.transposed["A1r"] = pls.A1r[:, :rr].T.tocsr()
+            rest = pls.Arr[:rr] @ xs + At @ b1.reshape(-1)
         pos = 0
         for blk in pls.blocks[1:]:
             size = blk.nlevels * blk.q
@@ -172,7 +177,8 @@ def _first_inverse(pls: PLS, f: Factor) -> np.ndarray:
     if pls.q1 == 2:  # B_s's entries (b00, b10, b11)
         b00, b10, b11 = first
         det = b00 * b11 - b10 * b10
-        return np.stack([b11, -b10, -b10, b00], axis=1).reshape(-1, 2, 2) / det[:, None, None]
+        inv: np.ndarray = np.stack([b11, -b10, -b10, b00], axis=1).reshape(-1, 2, 2)
+        return cast(np.ndarray, inv / det[:, None, None])
     band = pls._band
     assert band is not None  # q1 > 2
     X = band.solve(first, band._eye_stack).reshape(pls.l1, pls.q1, pls.q1)  # L_s⁻¹
@@ -191,10 +197,8 @@ def _logdet_gradient(pls: PLS, plan: _Plan, f: Factor, templates: list[np.ndarra
         Sinv, info = lapack.dpotri(f.L[:R, :R], lower=1)
         if info != 0:
             raise np.linalg.LinAlgError(f"dpotri failed (info={info})")
-        upper = plan.upper.get(R)
-        if upper is None:
-            upper = plan.upper[R] = np.triu_indices(R, 1)
-        Sinv[upper] = Sinv.T[upper]
+        Sinv = np.tril(Sinv)
+        Sinv += np.tril(Sinv, -1).T
     else:
         Sinv = np.zeros((0, 0))
     # S_R = blockdiag(Λ_rest, I): a vector when the later blocks are scalar
@@ -209,13 +213,16 @@ def _logdet_gradient(pls: PLS, plan: _Plan, f: Factor, templates: list[np.ndarra
     A = pls.A11
     K = (Dinv.reshape(-1, q1) @ T1.T).reshape(l1, q1, q1)  # D_s⁻¹ T₁ᵀ
     G = (np.swapaxes(K, 1, 2).reshape(-1, q1) @ T1.T).reshape(l1, q1, q1)  # T₁ D_s⁻¹ T₁ᵀ
-    Kh = K.transpose(1, 0, 2).reshape(q1, -1)  # [K_1 ... K_ℓ]
+    # Σ_s K_s A_s + Σ_s K_s W_s (G_s A_s − I) (sums over one level per class of equal A_s
+    # when the update uses the sparse map: there W_s is summed over the class)
+    per_level = K.transpose(1, 0, 2).reshape(q1, -1) @ A.reshape(-1, q1)
     if R:
-        W = _first_w(pls, plan, Sinv, scale, SR, R)
-        # Σ_s K_s [A_s − W_s + W_s G_s A_s]
-        per_level = Kh @ (A - W + W @ (G @ A)).reshape(-1, q1)
-    else:
-        per_level = Kh @ A.reshape(-1, q1)
+        if pls._map is not None:
+            W, rep = _class_w(pls, plan, Sinv, scale, SR, R), pls._map.rep
+            K, G, A = K[rep], G[rep], A[rep]
+        else:
+            W = _first_w(pls, plan, Sinv, scale, SR, R)
+        per_level += K.transpose(1, 0, 2).reshape(q1, -1) @ (W @ (G @ A) - W).reshape(-1, q1)
     where, index = plan.positions[0]
     grad[index] += 2.0 * per_level.T.reshape(-1)[where]  # [b, a]: (s, b), (s, a) entries
     # ---- later blocks: the diagonal blocks of S⁻¹ S_Rᵀ C₀
@@ -225,7 +232,7 @@ def _logdet_gradient(pls: PLS, plan: _Plan, f: Factor, templates: list[np.ndarra
             GA = A1 * G[:, :, :1] if q1 == 1 else G @ A1
             C0 = pls.Arr[:R, :R] - A1.reshape(-1, R).T @ GA.reshape(-1, R)
         else:
-            C0 = _unscaled_schur(pls, plan, theta)[:R, :R]
+            C0 = _unscaled_schur(pls, theta)[:R, :R]
         if scale is not None:
             P = Sinv * scale[None, :]
         else:
@@ -244,6 +251,40 @@ def _logdet_gradient(pls: PLS, plan: _Plan, f: Factor, templates: list[np.ndarra
     return grad
 
 
+def _class_w(pls: PLS, plan: _Plan, Sinv: np.ndarray, scale: np.ndarray | None,
+              SR: sp.csr_matrix | None, R: int) -> np.ndarray:
+    """Σ_{s in c} W_s per class c of levels with equal A_s, from the sparse map (its
+    transpose applied to S_R S⁻¹ S_Rᵀ at the updated positions: as one evaluation's update).
+
+    The map's column (a, b, c) at position (i, j), i <= j, is Σ_{s in c} A_1r[(s, a), ·]
+    A_1r[(s, b), ·] at (i, j) in one order or the other; W_s is symmetric, so each
+    off-diagonal position counts for both orders and a diagonal one for half of each."""
+    m = pls._map
+    assert m is not None
+    q1 = pls.q1
+    got = plan.map_rows.get(R)
+    if got is None:
+        keep = np.flatnonzero((m.i < R) & (m.j < R))
+        half = np.where(m.i[keep] == m.j[keep], 0.5, 1.0)
+        got = plan.map_rows[R] = (keep, half)
+    keep, half = got
+    i, j = m.i[keep], m.j[keep]
+    if scale is not None:
+        x = Sinv[i, j] * scale[i] * scale[j]
+    else:
+        assert SR is not None
+        X = np.asarray(SR @ np.asarray(SR @ Sinv).T)  # S_R S⁻¹ S_Rᵀ (symmetric)
+        x = X[i, j]
+    xvec = np.zeros(m.W.shape[0])
+    xvec[keep] = x * half
+    WT = plan.transposed.get("W")
+    if WT is None:
+        W = m.W
+        WT = plan.transposed["W"] = sp.csr_matrix(W.T) if sp.issparse(W) else np.asarray(W).T
+    t = np.asarray(WT @ xvec).reshape(q1, q1, -1).transpose(2, 0, 1)
+    return t + np.swapaxes(t, 1, 2)
+
+
 def _first_w(pls: PLS, plan: _Plan, Sinv: np.ndarray, scale: np.ndarray | None,
               SR: sp.csr_matrix | None, R: int) -> np.ndarray:
     """W_s = V_s S⁻¹ V_sᵀ per level, V = A_1R S_R (dense, or sparse by chunks of levels)."""
@@ -253,7 +294,7 @@ def _first_w(pls: PLS, plan: _Plan, Sinv: np.ndarray, scale: np.ndarray | None,
         V = V * scale if scale is not None else (V.reshape(-1, R) @ SR).reshape(l1, q1, R)
         Y = (V.reshape(-1, R) @ Sinv).reshape(l1, q1, R)
         if q1 == 1:
-            return np.einsum("sij,sij->s", Y, V).reshape(l1, 1, 1)
+            return cast(np.ndarray, np.einsum("sij,sij->s", Y, V).reshape(l1, 1, 1))
         return cast(np.ndarray, Y @ np.swapaxes(V, 1, 2))
     W = np.empty((l1, q1, q1))
     Vs = plan.sparse.get(R)
@@ -280,7 +321,7 @@ def _first_w(pls: PLS, plan: _Plan, Sinv: np.ndarray, scale: np.ndarray | None,
     return W
 
 
-def _unscaled_schur(pls: PLS, plan: _Plan, theta: np.ndarray) -> np.ndarray:
+def _unscaled_schur(pls: PLS, theta: np.ndarray) -> np.ndarray:
     """C₀ = A_RR − A_R1 G A_1R (symmetric, r x r) at ``theta``'s first block, by
     :meth:`PLS.schur` with the later blocks' templates at the identity."""
     ident = np.array(theta, dtype=float)
@@ -292,11 +333,8 @@ def _unscaled_schur(pls: PLS, plan: _Plan, theta: np.ndarray) -> np.ndarray:
                     ident[idx[a, b]] = 1.0 if a == b else 0.0
     chol, G, H, _, ok = pls.first_block(theta)
     assert ok and chol is not None
-    C = np.array(pls.schur(ident, chol, G, H))
-    upper = plan.upper.get(pls.r)
-    if upper is None:
-        upper = plan.upper[pls.r] = np.triu_indices(pls.r, 1)
-    C[upper] = C.T[upper]
+    C = np.tril(pls.schur(ident, chol, G, H))
+    C += np.tril(C, -1).T
     d = np.arange(pls.r_rand)
     C[d, d] -= 1.0
-    return cast(np.ndarray, C)
+    return C

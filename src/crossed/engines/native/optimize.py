@@ -246,7 +246,7 @@ def bobyqa(fun: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.ndarray
     )
 
 
-_LBFGSB_CODES = {0: 1, 1: 5, 2: ROUNDOFF_LIMITED}
+_LBFGSB_CODES = {0: 1, 1: 5, 2: 1}
 
 
 def lbfgsb(fun_grad: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.ndarray,
@@ -256,8 +256,10 @@ def lbfgsb(fun_grad: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.nd
 
     A bound is reached exactly (L-BFGS-B projects onto it): singular fits end with their
     theta at 0. The result is the lowest criterion logged. scipy's status maps to NLopt's
-    codes: 0 (converged) -> 1, 1 (evaluation or iteration limit) -> 5, 2 (the line search
-    failed: at the precision limit of the criterion) -> -4 (roundoff limited).
+    codes: 0 (converged) -> 1, 1 (evaluation or iteration limit) -> 5, and 2 (the line
+    search found no lower criterion: the criterion's rounding noise exceeds what is left to
+    gain, as NLopt's roundoff-limited BOBYQA continuations in ``converge.py``) -> 1 with that
+    said in the message: lme4's derivative check at the point decides, as after any stop.
     """
     log: list[tuple[np.ndarray, float]] = []
     k = len(x0)
@@ -280,6 +282,8 @@ def lbfgsb(fun_grad: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.nd
     x, fmin = min(finite, key=lambda point: point[1]) if finite else (res.x, math.inf)
     code = _LBFGSB_CODES.get(int(res.status), -1)
     message = res.message if isinstance(res.message, str) else str(res.message)
+    if int(res.status) == 2:
+        message = f"stopped at the precision limit of the criterion: {message}"
     return OptSummary(
         optimizer="L-BFGS-B", theta_start=x0.copy(), theta_final=np.asarray(x).copy(),
         lower=lower.copy(), fmin=float(fmin), feval=len(log), return_code=code,
