@@ -1,4 +1,5 @@
-"""Optimise theta to the optimum: lme4's BOBYQA run, its checks, and continuations.
+"""Optimise theta to the optimum: lme4's BOBYQA run (or L-BFGS-B on the analytic
+gradient, ``LmerControl.optimizer``), its checks, and continuations.
 
 lme4 stops BOBYQA when the trust radius falls below ``xtol_rel = 1e-4`` and then checks
 the result (``checkConv``: scaled gradient and Hessian by finite differences, skipped for
@@ -21,6 +22,12 @@ until the check passes, the fit is singular (lme4 skips the check then), a conti
 no longer lowers the criterion, or ``control.restarts`` continuations were made. What was
 done is recorded in :attr:`OptSummary.restarts` and in the fit's messages.
 
+L-BFGS-B runs the same continuations with itself. The edge restart matters more for it:
+a step projected onto a bound puts a diagonal θ at exactly 0, where the criterion's
+derivative in it vanishes (the criterion is even in a column of Λ's template), so the
+projected gradient is zero there whether or not 0 is the optimum (ham_crossed and
+carrots_slopes stop there once; the restart from ``edge_start`` finds the optimum).
+
 Validated by ``tests/engines/test_native_converge.py`` and, under both BLAS kernels in CI,
 by the conformance suite: on every reference case the criterion is at most lme4's
 + 1e-9 relative, and ``converged`` / ``is_singular`` agree with R.
@@ -34,6 +41,7 @@ from dataclasses import replace
 import numpy as np
 
 from crossed.engines.native.optimize import (
+    AUTO_LBFGSB_THETA,
     ROUNDOFF_LIMITED,
     LmerControl,
     OptSummary,
@@ -120,9 +128,12 @@ def optimize_theta(crit: Callable[[np.ndarray], float], theta0: np.ndarray,
     check_crit = crit if check_crit is None else check_crit
     if control.optimizer == "lbfgsb" and crit_grad is None:
         raise ValueError("optimizer 'lbfgsb' needs the criterion's gradient (crit_grad)")
+    use_lbfgsb = control.optimizer == "lbfgsb" or (
+        control.optimizer == "auto" and crit_grad is not None
+        and len(theta0) >= AUTO_LBFGSB_THETA)
 
     def run(start: np.ndarray, restart: bool) -> OptSummary:
-        if control.optimizer == "lbfgsb":
+        if use_lbfgsb:
             assert crit_grad is not None  # checked above
             return lbfgsb(crit_grad, start, lower, control)
         return bobyqa(crit, start, lower, control, restart=restart)

@@ -1,4 +1,5 @@
-"""The native engine: lme4's profiled criterion minimised by BOBYQA over theta
+"""The native engine: lme4's profiled criterion minimised by BOBYQA over theta, or by
+L-BFGS-B on its analytic gradient (``model/gradient.py``; ``LmerControl.optimizer``)
 (lme4's settings, then continued to the optimum where lme4's checks ask for it:
 ``converge.py``)."""
 

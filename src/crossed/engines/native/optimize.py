@@ -16,11 +16,13 @@ from scipy.optimize import minimize
 if TYPE_CHECKING:
     from crossed.model.convergence import ConvergenceStatus
 
-__all__ = ["OPTIMIZERS", "LmerControl", "OptSummary", "Restart", "bobyqa", "lbfgsb"]
+__all__ = ["AUTO_LBFGSB_THETA", "OPTIMIZERS", "LmerControl", "OptSummary", "Restart", "bobyqa", "lbfgsb"]
 
 
 ROUNDOFF_LIMITED = -4  # NLopt's NLOPT_ROUNDOFF_LIMITED
-OPTIMIZERS = ("bobyqa", "lbfgsb")
+OPTIMIZERS = ("auto", "bobyqa", "lbfgsb")
+AUTO_LBFGSB_THETA = 5
+"""``optimizer="auto"`` runs L-BFGS-B from this many θ on, BOBYQA below (see LmerControl)."""
 _NLOPT_CODES = {
     1: "success", 2: "stopval reached", 3: "ftol reached", 4: "xtol reached",
     5: "maxeval reached", 6: "maxtime reached", -1: "failure", -2: "invalid arguments",
@@ -35,10 +37,14 @@ class LmerControl:
     Attributes
     ----------
     optimizer : str
-        ``"bobyqa"`` (NLopt's LN_BOBYQA, lme4's default: lme4's path) or ``"lbfgsb"``
+        ``"bobyqa"`` (NLopt's LN_BOBYQA, lme4's default: lme4's path), ``"lbfgsb"``
         (scipy's L-BFGS-B on the analytic gradient of the criterion, ``model/gradient.py``;
         its own tolerances ``lbfgsb_gtol`` and ``lbfgsb_ftol``; the continuations below run
-        the same optimiser).
+        the same optimiser) or ``"auto"`` (default): L-BFGS-B for models with at least
+        ``AUTO_LBFGSB_THETA`` (5) variance parameters, where BOBYQA's evaluations grow as
+        the square of their number (blurb CCMEM + 8 slopes: ~1,500 BOBYQA evaluations, ~70
+        L-BFGS-B evaluations with gradients), BOBYQA below, where it needs few evaluations
+        and one costs a fraction of a gradient. :attr:`OptSummary.optimizer` says which ran.
     xtol_abs, ftol_abs : float
         Absolute tolerances on theta and on the criterion (1e-8 each in lme4).
     xtol_rel : float
@@ -77,7 +83,7 @@ class LmerControl:
         ... or when a step lowers the criterion by at most this, relative.
     """
 
-    optimizer: str = "bobyqa"
+    optimizer: str = "auto"
     xtol_abs: float = 1e-8
     ftol_abs: float = 1e-8
     xtol_rel: float = 1e-4
