@@ -13,9 +13,9 @@ import warnings
 
 import numpy as np
 import pytest
-from reference import CRIT_SLACK, case_names, fit_case, r_answers
 
 from crossed.engines.native.optimize import LmerControl
+from reference import CRIT_SLACK, case_names, fit_case, r_answers
 
 
 def _fit(name: str, **control):

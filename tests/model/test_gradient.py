@@ -19,11 +19,11 @@ import warnings
 
 import numpy as np
 import pytest
-from reference import as_array, case_names, load_case
 
 import crossed
 from crossed.model.gradient import criterion_gradient, value_and_gradient
 from crossed.model.pls import PLS
+from reference import as_array, case_names, load_case
 
 FD_REL = 1e-6
 

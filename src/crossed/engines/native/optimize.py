@@ -1,6 +1,6 @@
 """The native optimiser: its settings (LmerControl), NLopt's BOBYQA, L-BFGS-B with the
-analytic gradient (scipy), and the optimisation record (OptSummary, Restart). lme4's convergence checks are the model core's
-(``crossed.model.convergence``)."""
+analytic gradient (scipy), and the optimisation record (OptSummary, Restart). lme4's
+convergence checks are the model core's (``crossed.model.convergence``)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from scipy.optimize import minimize
 if TYPE_CHECKING:
     from crossed.model.convergence import ConvergenceStatus
 
-__all__ = ["AUTO_LBFGSB_THETA", "OPTIMIZERS", "LmerControl", "OptSummary", "Restart", "bobyqa", "lbfgsb"]
+__all__ = ["AUTO_LBFGSB_THETA", "OPTIMIZERS", "LmerControl", "OptSummary", "Restart", "bobyqa",
+           "lbfgsb"]
 
 
 ROUNDOFF_LIMITED = -4  # NLopt's NLOPT_ROUNDOFF_LIMITED
