@@ -155,6 +155,12 @@ class PLS:
         self._free: list[Products] | None = None  # W's y-free products, once a new response comes
         self._set_response(np.asarray(y, dtype=float))
 
+    @property
+    def uses_sparse_schur(self) -> bool:
+        """Whether the Schur complement is factored sparse (``sparse_schur.py``): then the
+        factor has no dense ``L`` (and the analytic gradient is not available)."""
+        return self._sparse is not None
+
     def _set_response(self, y: np.ndarray) -> None:
         """The cross-products with y, and the first-to-rest product they complete."""
         self.y = y

@@ -75,9 +75,17 @@ def fit_pls(design: Design, pls: PLS, reml: bool, control: LmerControl,
             return value, np.full(len(theta), np.nan)
         return value, criterion_gradient(pls, f, reml)
 
+    # the analytic gradient reads the dense factor; the sparse Schur path has none
+    has_gradient = not pls.uses_sparse_schur
+    if control.optimizer == "lbfgsb" and not has_gradient:
+        raise ValueError(
+            "optimizer='lbfgsb' needs the criterion's analytic gradient, which is computed "
+            "from the dense part of the blocked Cholesky; this design uses the sparse Schur "
+            "complement (too many random effects after the first grouping factor), so use "
+            "optimizer='bobyqa' or 'auto'")
     opt, check = optimize_theta(crit_keeping_best, design.random.theta_start(pls.y),
                                 design.random.theta_lower, control, crit_many, crit,
-                                crit_grad_keeping_best)
+                                crit_grad_keeping_best if has_gradient else None)
     theta = opt.theta_final.copy()
     f = best[1]
     if f is None or not np.array_equal(f.theta, theta):  # (NLopt returns its best point)
