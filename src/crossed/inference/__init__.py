@@ -9,10 +9,13 @@ from crossed.inference.kenward_roger import KRModel
 from crossed.inference.lrt import compare, ranova, variance_components
 from crossed.inference.r2 import r2_nakagawa
 from crossed.inference.satterthwaite import SatterthwaiteModel, satterthwaite_t
+from crossed.inference.glmm_wald import glmm_coef_table
+from crossed.model.glmm.result import provide as _glmm_provide
 from crossed.model.result import provide
 
 # the R-like methods of LmerFit implemented in this layer (crossed.model.result)
 provide("coef_table", coef_table)
+_glmm_provide("coef_table", glmm_coef_table)
 provide("anova", anova)
 provide("emmeans", emmeans)
 provide("eta_squared", eta_squared)

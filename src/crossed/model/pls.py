@@ -27,6 +27,7 @@ shared with a helper thread when large, ``cholesky.py``). Z is never formed dens
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from typing import TYPE_CHECKING, cast
 
 import numpy as np
@@ -56,11 +57,13 @@ MAX_GROUPED_LEVELS = 50_000
 _ONE = np.ones(1)
 
 
-def _sparse_z(block: ReBlock) -> sp.csr_matrix:
-    """Z of one block: row i holds the q values of observation i in its level's columns."""
+def _sparse_z(block: ReBlock, values: np.ndarray | None = None) -> sp.csr_matrix:
+    """Z of one block: row i holds the q values of observation i in its level's columns
+    (``values``: other values in Z's place, e.g. √w-scaled)."""
     n, q = block.Z.shape
     cols = (block.codes[:, None] * q + np.arange(q)[None, :]).ravel()
-    return sp.csr_matrix((block.Z.ravel(), cols, np.arange(0, n * q + 1, q)),
+    Zv = block.Z if values is None else values
+    return sp.csr_matrix((Zv.ravel(), cols, np.arange(0, n * q + 1, q)),
                          shape=(n, block.nlevels * q))
 
 
@@ -268,6 +271,51 @@ class PLS:
             self._free = response_free_products(self.A1r, self.A11)
         new = copy.copy(self)
         new._set_response(np.asarray(y, dtype=float))
+        return new
+
+    # ------------------------------------------------------------------ prior weights
+    @classmethod
+    def weighted(cls, blocks: tuple[ReBlock, ...], X: np.ndarray, y: np.ndarray,
+                 weights: np.ndarray | None) -> PLS:
+        """The PLS problem of √w-scaled ``Z``, ``X`` and ``y`` (prior weights ``w``,
+        lme4's ``weights=``); None or all ones gives the unweighted problem."""
+        if weights is None or np.all(weights == 1.0):
+            return cls(blocks, X, y)
+        sw = np.sqrt(np.asarray(weights, dtype=float))
+        scaled = tuple(replace(b, Z=b.Z * sw[:, None]) for b in blocks)
+        return cls(scaled, X * sw[:, None], np.asarray(y, dtype=float) * sw)
+
+    def reweighted(self, sqrt_w: np.ndarray, y: np.ndarray) -> PLS:
+        """The same structure with the rows of ``[Z X y]`` scaled by ``sqrt_w`` (and the
+        response ``y``, unscaled): the cross-products are recomputed, the plan of the
+        update (how levels are grouped) is kept. For PIRLS, whose working weights change
+        at every iteration while the pattern of the products does not."""
+        src = self.__dict__.get("_source") or (self.blocks, self.X)
+        blocks, X = src
+        new = copy.copy(self)
+        new._source = src
+        first, rest = blocks[0], blocks[1:]
+        z1 = first.Z * sqrt_w[:, None]
+        A11 = np.empty((self.l1, self.q1, self.q1))
+        for a in range(self.q1):
+            for b in range(a + 1):
+                A11[:, a, b] = A11[:, b, a] = np.bincount(
+                    first.codes, weights=z1[:, a] * z1[:, b], minlength=self.l1)
+        new.A11 = A11
+        if self.q1 > 2:
+            new._band = BandedBlocks(A11, first.theta_index)
+        if self.q1 == 2:
+            new._a_2x2 = np.stack([A11[:, 0, 0], A11[:, 1, 0], A11[:, 1, 1]])
+        Z1 = _sparse_z(first, z1)
+        new._Z1t = Z1.T.tocsr()
+        if rest:
+            Zr = sp.hstack([_sparse_z(b, b.Z * sqrt_w[:, None]) for b in rest], format="csr")
+            new._Zr = Zr
+            new._Z1tZr = (new._Z1t @ Zr).tocsr()
+            new._ZrtZr = (Zr.T @ Zr).toarray()
+        new.X = X * sqrt_w[:, None]
+        new._free = None
+        new._set_response(np.asarray(y, dtype=float) * sqrt_w)
         return new
 
     # ------------------------------------------------------------------ precomputation
