@@ -33,7 +33,8 @@ if TYPE_CHECKING:
     from crossed.design import Design
 
 __all__ = ["DROP1_COLUMNS", "WALD_COLUMNS", "distribution_variance", "drop1",
-           "fixed_reduced_design", "r2_nakagawa_glmm", "refit_design", "wald_anova"]
+           "fixed_reduced_design", "glmm_anova", "r2_nakagawa_glmm", "refit_design",
+           "wald_anova"]
 
 WALD_COLUMNS = ["term", "statistic", "df", "p_value"]
 DROP1_COLUMNS = ["term", "npar", "aic", "statistic", "p_value"]
@@ -85,6 +86,19 @@ def wald_anova(fit: Any, type: int | str = 3) -> pd.DataFrame:
     out = pd.DataFrame(rows, columns=WALD_COLUMNS)
     out.attrs.update(type=str(type), test="Wald chisq", hypotheses=Ls)
     return out
+
+
+def glmm_anova(fit: Any, *others: Any, type: int | str = 3,
+               names: list[str] | None = None) -> pd.DataFrame:
+    """``fit.anova()``: Wald χ² tests per term (:func:`wald_anova`), or, given other fits,
+    their likelihood-ratio comparison (lme4's ``anova(m0, m1)``,
+    :func:`crossed.inference.lrt.compare`: ``npar``, ``aic``, ``bic``, ``loglik``,
+    ``deviance`` (−2ℓ), ``statistic`` (χ²), ``df``, ``p_value``)."""
+    if others:
+        from crossed.inference.lrt import compare
+
+        return compare(fit, *others, names=names)
+    return wald_anova(fit, type=type)
 
 
 # ---------------------------------------------------------------------- refits

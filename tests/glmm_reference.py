@@ -21,7 +21,7 @@ from scipy import special, stats
 from crossed.design import build_design
 from crossed.formula import parse
 
-DATA = Path(__file__).resolve().parents[1] / "data"
+DATA = Path(__file__).resolve().parent / "data"
 REF = DATA / "reference" / "glmm" / "glmm.json"
 
 # the data columns R treated as factors, per data file
