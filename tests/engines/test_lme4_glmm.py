@@ -11,9 +11,9 @@ import warnings
 
 import numpy as np
 import pytest
-from glmm_reference import as_list, case, case_data
 
 import crossed as cx
+from glmm_reference import as_list, case, case_data
 
 CBIND = "cbind(incidence, size - incidence) ~ period + (1 | herd)"
 CASES = {

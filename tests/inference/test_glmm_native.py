@@ -4,8 +4,8 @@ performance 0.10.2): tests/data/reference/glmm/glmm.json, from glmm.R beside it.
 The native optimiser stops at lme4's criterion or slightly below it (never assert where
 an optimiser stopped), so its estimates differ from lme4's by ~1e-5: EMMs on the response
 scale are compared at 5e-5 relative, SEs at 1e-4, likelihood-ratio statistics and AICs at
-1e-4 absolute (criterion slack), Wald χ² on the √χ² (z) scale at 2e-3 absolute. On lme4's own estimates the
-same code matches R to 1e-8 (test_glmm_r_estimates.py).
+1e-4 absolute (criterion slack), Wald χ² on the √χ² (z) scale at 2e-3 absolute. On
+lme4's own estimates the same code matches R to 1e-8 (test_glmm_r_estimates.py).
 
 R calls: ``emmeans(m, spec, type = "response")`` and ``pairs()`` (Tukey; summary with
 ``infer = TRUE``); ``drop1(m, test = "Chisq")``; ``anova(m_small, m)``;
@@ -20,9 +20,9 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from glmm_reference import case, case_data
 
 import crossed as cx
+from glmm_reference import case, case_data
 
 pytestmark = pytest.mark.filterwarnings("ignore:NOTE. Results may be misleading")
 

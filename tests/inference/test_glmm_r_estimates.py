@@ -16,10 +16,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from glmm_reference import case, case_data, r_estimates_fit
 
 from crossed.inference.glmm import r2_nakagawa_glmm, wald_anova
 from crossed.inference.glmm_emmeans import glmm_emmeans
+from glmm_reference import case, case_data, r_estimates_fit
 
 pytestmark = pytest.mark.filterwarnings("ignore:NOTE. Results may be misleading")
 RTOL = 1e-8

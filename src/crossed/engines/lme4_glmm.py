@@ -152,8 +152,9 @@ def fit_glmm_lme4(design: Design, family: Any, nagq: int = 1, control: Any = Non
         design=design, family=family, nagq=int(nagq), engine="lme4", theta=info["theta"],
         beta=info["fixef"], u=u, deviance=info["criterion"], criterion=-2.0 * info["loglik"],
         vcov_beta=info["vcov"], linear_predictor=info["eta"],
-        cond_var_u=_cond_var_u(design, info["theta"], info["postvar"]), opt=None, is_singular=info["singular"], converged=status.converged,
-        convergence=status, messages=tuple(messages), data_name=data_name,
+        cond_var_u=_cond_var_u(design, info["theta"], info["postvar"]), opt=None,
+        is_singular=info["singular"], converged=status.converged, convergence=status,
+        messages=tuple(messages), data_name=data_name,
         fit_seconds=time.perf_counter() - t0,
         engine_info={"r_seconds": info["seconds"], "r_optimizer": info["optimizer"],
                      "r_feval": info["feval"]})
