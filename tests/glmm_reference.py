@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import special, stats
 
 from crossed.design import build_design
 from crossed.formula import parse
+from crossed.model.glmm.family import binomial, poisson
 
 DATA = Path(__file__).resolve().parent / "data"
 REF = DATA / "reference" / "glmm" / "glmm.json"
@@ -84,20 +84,6 @@ def case_data(name: str) -> pd.DataFrame:
 
 
 # ---------------------------------------------------------------------- stand-in fits
-def _link(name: str):
-    from types import SimpleNamespace
-
-    if name == "logit":
-        return SimpleNamespace(name=name, linkinv=special.expit,
-                               mu_eta=lambda e: special.expit(e) * (1 - special.expit(e)))
-    if name == "probit":
-        return SimpleNamespace(name=name, linkinv=stats.norm.cdf, mu_eta=stats.norm.pdf)
-    if name == "cloglog":
-        return SimpleNamespace(name=name, linkinv=lambda e: -np.expm1(-np.exp(e)),
-                               mu_eta=lambda e: np.exp(e - np.exp(e)))
-    return SimpleNamespace(name=name, linkinv=np.exp, mu_eta=np.exp)
-
-
 @dataclass
 class REstimatesFit:
     """crossed's design with R's estimates: what the inference layer reads of a GlmerFit."""
@@ -135,13 +121,11 @@ class REstimatesFit:
 
 
 def r_estimates_fit(name: str) -> REstimatesFit:
-    from types import SimpleNamespace
-
     c = case(name)
     design = build_design(parse(DESIGN_FORMULA[name]), case_data(name))
     assert list(design.fixed.names) == c["fixef_names"], (design.fixed.names, c["fixef_names"])
     assert list(design.random.theta_names) == as_list(c["theta_names"])
-    family = SimpleNamespace(name=c["family"], link=_link(c["link"]))
+    family = binomial(c["link"]) if c["family"] == "binomial" else poisson(c["link"])
     return REstimatesFit(design=design, family=family, beta=np.array(c["beta"]),
                          vcov_beta=np.array(c["vcov"]), theta=np.array(as_list(c["theta"])),
                          loglik=c["loglik"], nagq=c["nagq"])

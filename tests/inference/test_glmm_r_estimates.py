@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from crossed.inference.glmm import r2_nakagawa_glmm, wald_anova
+from crossed.inference.glmm import fixed_reduced_design, r2_nakagawa_glmm, wald_anova
 from crossed.inference.glmm_emmeans import glmm_emmeans
 from glmm_reference import case, case_data, r_estimates_fit
 
@@ -103,3 +103,28 @@ def test_binomial_nakagawa_r2(name):
         assert np.isnan(got["conditional"])
     else:
         np.testing.assert_allclose(got["conditional"], ref["conditional"], rtol=1e-8)
+
+
+def test_refusals_name_what_is_wrong():
+    fit = r_estimates_fit("cbpp")
+    with pytest.raises(ValueError, match="type must be"):
+        glmm_emmeans(fit, "period", type="probability")
+    emm = glmm_emmeans(fit, "period")
+    with pytest.raises(ValueError, match="ratio"):
+        emm.contrast({"avg": [0.25, 0.25, 0.25, 0.25]})
+    # on the link scale the same weights are a plain linear function
+    tab = emm.contrast({"avg": [0.25, 0.25, 0.25, 0.25]}, type="link")
+    np.testing.assert_allclose(tab["estimate"], np.mean(pd.DataFrame(
+        case("cbpp")["emm"]["emmeans_link"])["emmean"]), rtol=1e-10)
+    with pytest.raises(ValueError, match="no fixed term"):
+        fixed_reduced_design(fit.design, "herd")
+
+
+def test_reduced_design_drops_the_terms_columns():
+    fit = r_estimates_fit("errors_offset")
+    red = fixed_reduced_design(fit.design, "system:task")
+    assert red.fixed.names == ("(Intercept)", "systemB", "systemC", "taskprose")
+    assert red.fixed.term_labels == ("(Intercept)", "system", "task")
+    assert red.fixed.assign == (0, 1, 1, 2)
+    null = fixed_reduced_design(fit.design, None)
+    assert null.fixed.names == ("(Intercept)",) and null.X.shape == (fit.design.n, 1)

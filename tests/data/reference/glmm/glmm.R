@@ -38,7 +38,10 @@
 #   pairs           summary(pairs(emm), infer = TRUE) with emm on the response scale:
 #                   odds.ratio / ratio (exp of link differences), SE (delta method),
 #                   asymp.LCL/UCL, z.ratio and p.value on the link scale, Tukey adjustment
-#   r2              performance::r2_nakagawa(m): conditional and marginal
+#   r2              performance::r2_nakagawa(m): conditional and marginal; for Poisson
+#                   fits also the null model insight::null_model(m) refits (its intercept
+#                   gives the distribution variance ln(1 + 1/exp(b0)); its -2 logLik and
+#                   lme4's convergence messages, since that refit may stop early)
 suppressMessages({
   library(jsonlite); library(lme4); library(emmeans); library(performance)
 })
@@ -120,7 +123,15 @@ emm_block <- function(m, spec, ...) {
 r2_block <- function(m) {
   r <- tryCatch(suppressWarnings(r2_nakagawa(m)), error = function(e) NULL)
   if (is.null(r) || all(is.na(unlist(r)))) return(NULL)
-  list(conditional = unname(r$R2_conditional), marginal = unname(r$R2_marginal))
+  out <- list(conditional = unname(r$R2_conditional), marginal = unname(r$R2_marginal))
+  if (family(m)$family == "poisson") {  # the null model insight refits for ln(1 + 1/mu)
+    n0 <- suppressWarnings(insight::null_model(m))
+    out$null_model <- list(formula = paste(deparse(formula(n0)), collapse = " "),
+                           intercept = unname(fixef(n0)[[1]]),
+                           minus2loglik = -2 * as.numeric(logLik(n0)),
+                           messages = n0@optinfo$conv$lme4$messages)
+  }
+  out
 }
 
 describe <- function(m, name, data_file, formula, family, link, extra = list(),
