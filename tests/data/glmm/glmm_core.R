@@ -40,7 +40,7 @@ sep <- data.frame(cond = factor(rep(c("a", "b", "c"), each = 100)),
                   item = factor(rep(sprintf("i%02d", 1:20), 15)))
 sep$y <- rbinom(300, 1, 0.5)
 sep$y[sep$cond == "c"] <- 1
-sep$y[sep$item == "i01"] <- 0
+sep$y[sep$item == "i01" & sep$cond != "c"] <- 0
 write.csv(sep, file.path(out_dir, "separation.csv"), row.names = FALSE)
 
 one <- function(fit) {
@@ -58,6 +58,8 @@ one <- function(fit) {
        resid_resp_head = unname(head(residuals(fit, type = "response"), 10)),
        resid_work_head = unname(head(residuals(fit, type = "working"), 10)),
        ranef_first = unname(head(ranef(fit, condVar = TRUE)[[1]][[1]], 5)),
+       ranef_first_group = names(ranef(fit))[1],
+       ranef_first_levels = head(rownames(ranef(fit)[[1]]), 5),
        ranef_first_sd = unname(head(sqrt(attr(ranef(fit, condVar = TRUE)[[1]], "postVar")[1, 1, ]), 5)),
        summary = paste(capture.output(print(summary(fit))), collapse = "\n"))
 }

@@ -294,7 +294,10 @@ class GlmmProblem:
     def deviance0(self, theta: np.ndarray) -> float:
         """nAGQ = 0 criterion: PIRLS over u and β at θ, then the Laplace deviance."""
         self.evaluations += 1
-        s = self.pirls(theta, None, joint=True)
+        try:
+            s = self.pirls(theta, None, joint=True)
+        except PirlsError:
+            return np.inf  # (lme4 stops with the error; the optimiser steps back here)
         self.last = s
         return self.laplace_of(s)
 
@@ -303,7 +306,10 @@ class GlmmProblem:
         self.evaluations += 1
         k = len(pars) - self.p
         theta, beta = np.asarray(pars[:k], dtype=float), np.asarray(pars[k:], dtype=float)
-        s = self.pirls(theta, beta, joint=False)
+        try:
+            s = self.pirls(theta, beta, joint=False)
+        except PirlsError:
+            return np.inf
         self.last = s
         if nagq <= 1:
             return self.laplace_of(s)
