@@ -30,7 +30,7 @@ FACTORS = {
     "grouseticks.csv": ["INDEX", "BROOD", "YEAR", "LOCATION"],
     "errors_offset.csv": ["prompt", "task", "system"],
     "items_systems.csv.gz": ["item", "dataset", "system"],
-    "singular.csv": ["group", "cond"],
+    "singular_cond.csv": ["group", "cond"],
 }
 
 # the case's model for crossed's LMM design builder (no cbind/offset): what the stand-in

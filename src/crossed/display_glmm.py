@@ -16,17 +16,18 @@ def _g(x: float, digits: int = 4) -> str:
 
 def format_glmer_summary(fit: GlmerFit) -> str:
     """The text of lme4's ``print(summary(fit))`` for a glmer fit."""
-    how = ("Laplace Approximation" if fit.nagq <= 1
-           else f"Adaptive Gauss-Hermite Quadrature, nAGQ = {fit.nagq}")
-    lines = ["Generalized linear mixed model fit by maximum likelihood (" + how + ") [glmerMod]",
+    how = ("(Laplace\n  Approximation)" if fit.nagq == 1
+           else "(Adaptive\n  Gauss-Hermite Quadrature, nAGQ = 0)" if fit.nagq == 0
+           else f"(Adaptive\n  Gauss-Hermite Quadrature, nAGQ = {fit.nagq})")
+    lines = ["Generalized linear mixed model fit by maximum likelihood " + how + " [glmerMod]",
              f" Family: {fit.family.name}  ( {fit.family.link.name} )",
              f"Formula: {fit.formula}", f"   Data: {fit.data_name}", ""]
     head = ["AIC", "BIC", "logLik", "deviance", "df.resid"]
     vals = [f"{fit.aic:.1f}", f"{fit.bic:.1f}", f"{fit.loglik:.1f}",
             f"{-2 * fit.loglik:.1f}", str(fit.df_residual)]
-    w = [max(len(h), len(v)) + 1 for h, v in zip(head, vals, strict=True)]
-    lines.append("".join(h.rjust(k + 1) for h, k in zip(head, w, strict=True)) + " ")
-    lines.append("".join(v.rjust(k + 1) for v, k in zip(vals, w, strict=True)) + " ")
+    wd = max(len(x) for x in head + vals)  # R prints a named vector: one common width
+    lines.append(" ".join(h.rjust(wd) for h in head) + " ")
+    lines.append(" ".join(v.rjust(wd) for v in vals) + " ")
     lines += ["", "Scaled residuals: "]
     q = np.quantile(fit.residuals("pearson"), [0, 0.25, 0.5, 0.75, 1])
     qs = [f"{v:.4f}" for v in q]
@@ -73,6 +74,7 @@ def format_glmer_summary(fit: GlmerFit) -> str:
         ab = [r_abbreviate(n) for n in names]
         lines += ["", "Correlation of Fixed Effects:"]
         cw = max(6, *(len(a) for a in ab[:-1]))
+        nw = max(len(n) for n in names[1:])
         lines.append(" " * nw + " " + " ".join(a.ljust(cw) for a in ab[:-1]))
         for i in range(1, p):
             cells = [f"{C[i, j]:.3f}".replace("0.", ".", 0).rjust(cw) for j in range(i)]

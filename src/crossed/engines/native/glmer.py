@@ -216,8 +216,23 @@ def _check_separation(design: Design, family: Family, beta: np.ndarray, vcov: np
         return
     se = np.sqrt(np.maximum(np.diag(vcov), 0.0))
     names = design.fixed.names
-    bad = [names[j] for j in range(len(beta)) if abs(beta[j]) > 8 and se[j] > 0.5 * abs(
-        beta[j])]
+    X, y = design.X, np.asarray(design.y)
+    w = np.ones(len(y)) if design.weights is None else np.asarray(design.weights)
+    for j, name in enumerate(names):
+        col = X[:, j]
+        on = (col == 1) & (w > 0)
+        if name == "(Intercept)" or not np.all((col == 0) | (col == 1)) or not on.any():
+            continue
+        if np.all(y[on] == 1) or np.all(y[on] == 0):
+            value = int(y[on][0])
+            msg = (f"complete separation: every response is {value} where {name} = 1, so its "
+                   f"estimate ({beta[j]:.3g}) would be infinite; its Wald test and SE are "
+                   "meaningless (lme4 reports where its optimiser stopped): use a "
+                   "likelihood-ratio test, or merge or drop the level")
+            messages.append(msg)
+            warn(msg, SeparationWarning)
+    bad = [names[j] for j in range(len(beta)) if abs(beta[j]) > 10 and se[j] > 0.5 * abs(
+        beta[j]) and not any(names[j] in m for m in messages)]
     if bad:
         msg = (f"possible complete separation: the estimate of {', '.join(bad)} is large "
                "with a huge standard error (some level or range of it has only 0s or only "

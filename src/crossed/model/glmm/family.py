@@ -29,8 +29,9 @@ def _logit_inv(eta: np.ndarray) -> np.ndarray:
 
 
 def _logit_mu_eta(eta: np.ndarray) -> np.ndarray:
-    opexp = 1.0 + np.exp(np.clip(eta, -700, 700))
-    out = np.exp(np.clip(eta, -700, 700)) / (opexp * opexp)
+    e = np.exp(np.clip(eta, _MTHRESH, _THRESH))
+    opexp = 1.0 + e
+    out = e / (opexp * opexp)
     return np.where((eta > _THRESH) | (eta < _MTHRESH), _EPS, out)
 
 

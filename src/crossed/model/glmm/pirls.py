@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from crossed.model.glmm.family import Family
+from crossed.model.glmm.scalar import ScalarSolver
 from crossed.model.pls import PLS
 
 if TYPE_CHECKING:
@@ -104,6 +105,9 @@ class GlmmProblem:
         self.sizes = [b.nlevels * b.q for b in self.blocks]
         self.q = int(sum(self.sizes))
         self.scalar1 = len(self.blocks) == 1 and self.blocks[0].q == 1
+        self.scalar = (all(b.q == 1 for b in self.blocks) and not self.scalar1
+                       and sum(b.nlevels for b in self.blocks[1:]) <= 4000)
+        self._scalar = ScalarSolver(self.blocks, self.X) if self.scalar else None
         self._pls_u: PLS | None = None
         self._pls_joint: PLS | None = None
         # starting values (R's mustart)
@@ -177,6 +181,9 @@ class GlmmProblem:
             else:
                 u = ru / d
             return u, beta, float(np.sum(np.log(d))), np.sqrt(d)
+        if self._scalar is not None:
+            u, beta, ld, sol = self._scalar.solve(theta, sw * sw, z, joint)
+            return u, beta, ld, sol
         if joint:
             if self._pls_joint is None:
                 self._pls_joint = PLS(self.blocks, self.X, self.y)
@@ -264,6 +271,8 @@ class GlmmProblem:
                            sqrt_w=sw, iterations=it)
         if self.scalar1:
             state.diag = info  # type: ignore[assignment]
+        elif self._scalar is not None:
+            state.factor = info
         else:
             state.pls, state.factor = info  # type: ignore[misc]
         return state
@@ -285,7 +294,10 @@ class GlmmProblem:
     def deviance0(self, theta: np.ndarray) -> float:
         """nAGQ = 0 criterion: PIRLS over u and β at θ, then the Laplace deviance."""
         self.evaluations += 1
-        s = self.pirls(theta, None, joint=True)
+        try:
+            s = self.pirls(theta, None, joint=True)
+        except PirlsError:
+            return np.inf  # (lme4 stops with the error; the optimiser steps back here)
         self.last = s
         return self.laplace_of(s)
 
@@ -294,7 +306,10 @@ class GlmmProblem:
         self.evaluations += 1
         k = len(pars) - self.p
         theta, beta = np.asarray(pars[:k], dtype=float), np.asarray(pars[k:], dtype=float)
-        s = self.pirls(theta, beta, joint=False)
+        try:
+            s = self.pirls(theta, beta, joint=False)
+        except PirlsError:
+            return np.inf
         self.last = s
         if nagq <= 1:
             return self.laplace_of(s)
@@ -345,6 +360,9 @@ class GlmmProblem:
                                           minlength=nl) for j in range(self.p)], axis=1)
             S = (self.X * w[:, None]).T @ self.X - C.T @ (C / d[:, None])
             return np.linalg.inv(S)
+        if self._scalar is not None:
+            _, _, _, sol = self._scalar.solve(theta, sw * sw, self.y, True)
+            return ScalarSolver.unscaled_vcov(sol)
         if self._pls_joint is None:
             self._pls_joint = PLS(self.blocks, self.X, self.y)
         pls = self._pls_joint.reweighted(sw, self.y)
@@ -358,6 +376,10 @@ class GlmmProblem:
         if self.scalar1:
             assert s.diag is not None
             return [(1.0 / s.diag ** 2)[:, None, None]]
+        if self._scalar is not None:
+            _, _, _, sol = self._scalar.solve(theta, s.sqrt_w ** 2, self.y, False)
+            v = ScalarSolver.cond_var(sol)
+            return [b[:, :, None] for b in self.split(v)]
         if self._pls_u is None:
             self._pls_u = PLS(self.blocks, self.X[:, :0], self.y)
         pls = self._pls_u.reweighted(s.sqrt_w, self.y)

@@ -298,8 +298,8 @@ for (seed in 1:200) {
   m_s <- glmer(y ~ cond + (1 | group), data = d, family = binomial)
   if (isSingular(m_s) && getME(m_s, "theta")[[1]] == 0) { sing <- list(seed = seed, d = d, m = m_s); break }
 }
-write.csv(sing$d, file.path(datadir, "singular.csv"), row.names = FALSE)
-cases$singular <- describe(sing$m, "singular", "singular.csv", "y ~ cond + (1 | group)",
+write.csv(sing$d, file.path(datadir, "singular_cond.csv"), row.names = FALSE)
+cases$singular <- describe(sing$m, "singular", "singular_cond.csv", "y ~ cond + (1 | group)",
   "binomial", "logit", extra = list(seed = sing$seed,
                                     glm_deviance = deviance(glm(y ~ cond, binomial, sing$d)),
                                     emm = emm_block(sing$m, "cond")))
