@@ -87,3 +87,30 @@ def test_lme4_engine_refuses_control(r_stack):
     fit = _fit("cbpp", "native")
     with pytest.raises(ValueError, match="control"):
         fit_glmm_lme4(fit.design, fit.family, control=object())
+
+
+def test_inference_on_lme4_fits_reproduces_r(lme4_fits):
+    """drop1, the LRT against a nested fit and the response-scale EMMs computed on the
+    lme4 engine's fits equal R's (drop1(test = "Chisq"), anova(m0, m), emmeans) to
+    rounding: the inference layer refits with the fit's own engine."""
+    import pandas as pd
+
+    fit, ref = lme4_fits["cbpp"], case("cbpp")
+    d1 = fit.drop1()
+    r1 = pd.DataFrame(ref["drop1"])
+    np.testing.assert_allclose(d1["aic"], r1["AIC"], rtol=1e-8)
+    np.testing.assert_allclose(d1["statistic"].iloc[1:], r1["LRT"].iloc[1:], rtol=1e-6)
+    small = _fit_formula("cbpp", ref["anova"]["small"], "lme4")
+    lrt = fit.anova(small)
+    r2 = pd.DataFrame(ref["anova"]["table"])
+    np.testing.assert_allclose(lrt["statistic"].iloc[1], r2["Chisq"].iloc[1], rtol=1e-6)
+    np.testing.assert_allclose(lrt["aic"], r2["AIC"], rtol=1e-9)
+    emm = fit.emmeans("period").table()
+    np.testing.assert_allclose(emm["estimate"], pd.DataFrame(ref["emm"]["emmeans"])["prob"],
+                               rtol=1e-7)
+
+
+def _fit_formula(name: str, formula: str, engine: str):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return cx.glmer(formula, case_data(name), family="binomial", engine=engine)
