@@ -182,7 +182,9 @@ def glmm_emmeans(fit: Any, specs: str | list[str], by: str | list[str] | None = 
         Added to the linear predictor of every EMM. Default: the mean of the fit's offset
         over the rows (0 without one), which is where emmeans 1.8.4 puts a formula's
         ``offset(log(length))`` (the mean of log(length), not the log of the mean); pass 0
-        for rates per unit of exposure (emmeans' ``offset = 0``).
+        for rates per unit of exposure (emmeans' ``offset = 0``). Validated for an offset
+        written in the formula; for glmer's ``offset=`` argument the same default is used
+        (emmeans' handling of that case was not compared).
 
     Returns
     -------
