@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
-
-from dataclasses import replace
 
 from crossed._warn import warn
 from crossed.design import build_design

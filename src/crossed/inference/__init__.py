@@ -5,11 +5,11 @@ from crossed.inference.anova import anova, f_test
 from crossed.inference.coefs import coef_table, contrast_tests
 from crossed.inference.effect_sizes import cohens_f2, eta_squared, omega_squared
 from crossed.inference.emmeans import EMMeans, emmeans, joint_tests
+from crossed.inference.glmm_wald import glmm_coef_table
 from crossed.inference.kenward_roger import KRModel
 from crossed.inference.lrt import compare, ranova, variance_components
 from crossed.inference.r2 import r2_nakagawa
 from crossed.inference.satterthwaite import SatterthwaiteModel, satterthwaite_t
-from crossed.inference.glmm_wald import glmm_coef_table
 from crossed.model.glmm.result import provide as _glmm_provide
 from crossed.model.result import provide
 

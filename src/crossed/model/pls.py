@@ -293,7 +293,7 @@ class PLS:
         src = self.__dict__.get("_source") or (self.blocks, self.X)
         blocks, X = src
         new = copy.copy(self)
-        new._source = src
+        new._source = src  # type: ignore[attr-defined]
         first, rest = blocks[0], blocks[1:]
         z1 = first.Z * sqrt_w[:, None]
         A11 = np.empty((self.l1, self.q1, self.q1))

@@ -328,8 +328,9 @@ class GlmmProblem:
 
         def devc(u: np.ndarray) -> np.ndarray:
             mu = self._mu(fixed + zc * (t * u[codes]))
-            return u * u + np.bincount(codes, weights=fam.dev_resids(self.y, mu, self.wt),
-                                       minlength=nl)
+            out: np.ndarray = u * u + np.bincount(
+                codes, weights=fam.dev_resids(self.y, mu, self.wt), minlength=nl)
+            return out
 
         devc0 = devc(s.u)
         sd = 1.0 / s.diag
@@ -368,7 +369,7 @@ class GlmmProblem:
         pls = self._pls_joint.reweighted(sw, self.y)
         f = pls.factor(theta)
         Ri = pls.rx_inverse(f)
-        return Ri.T @ Ri
+        return np.asarray(Ri.T @ Ri, dtype=float)
 
     def cond_var(self, theta: np.ndarray, s: PirlsState) -> list[np.ndarray]:
         """Diagonal blocks of (Λ'Z'WZΛ + I)⁻¹ per level (spherical), one (ℓ, q, q) array

@@ -113,7 +113,8 @@ class ScalarSolver:
         if rr:
             tr = theta[self.rest_theta]
             wn = np.tile(w, len(self.zr))
-            vals = np.bincount(self.pair_inv, weights=wn * self.z1zr, minlength=self.npairs)
+            vals: np.ndarray = np.bincount(self.pair_inv, weights=wn * self.z1zr,
+                                           minlength=self.npairs).astype(float)
             vals *= t1 * tr[self.pair_cols]
             rows, cols = self.pair_rows, self.pair_cols
             flat = np.zeros(rr * rr)
@@ -181,7 +182,7 @@ class ScalarSolver:
         assert s.chol is not None
         Lx = s.chol[s.rr:, s.rr:]
         Li = solve_triangular(Lx, np.eye(s.p), lower=True)
-        return Li.T @ Li
+        return np.asarray(Li.T @ Li, dtype=float)
 
     @staticmethod
     def cond_var(s: ScalarSolve) -> np.ndarray:
