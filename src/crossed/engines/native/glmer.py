@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import replace
 from collections.abc import Callable
+from dataclasses import replace
 
 import nlopt
 import numpy as np
