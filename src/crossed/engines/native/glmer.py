@@ -157,7 +157,10 @@ def _fit(design: Design, family: Family, nagq: int, control: LmerControl,
             return prob.deviance(x, nagq)
 
         g0 = np.concatenate([theta, np.zeros(p)])
-        optg = _bobyqa(lambda g: fun(to_x(g)), g0, lower2, step, 1e-10, 1e-9,
+        # criterion tolerance relative to its size (1e-10 at cbpp's 184), never below
+        # what double precision can resolve in a sum of n terms
+        ftol = 1e-10 * max(1.0, abs(crit0) / 200.0)
+        optg = _bobyqa(lambda g: fun(to_x(g)), g0, lower2, step, ftol, 1e-8,
                        control.maxeval, control)
         opt = replace(optg, theta_start=x0, theta_final=to_x(optg.theta_final),
                       log=tuple((to_x(g), v) for g, v in optg.log))

@@ -23,12 +23,18 @@ _INVEPS = 1.0 / _EPS
 
 def _logit_inv(eta: np.ndarray) -> np.ndarray:
     # R's C code: clamp at eta = -30/30 so mu stays within (eps, 1 - eps)
+    if eta.size and _MTHRESH <= eta.min() and eta.max() <= _THRESH:
+        tmp0 = np.exp(eta)
+        return np.asarray(tmp0 / (1.0 + tmp0), dtype=float)
     tmp = np.where(eta < _MTHRESH, _EPS, np.where(eta > _THRESH, _INVEPS, np.exp(
         np.clip(eta, _MTHRESH, _THRESH))))
     return tmp / (1.0 + tmp)
 
 
 def _logit_mu_eta(eta: np.ndarray) -> np.ndarray:
+    if eta.size and _MTHRESH <= eta.min() and eta.max() <= _THRESH:
+        e0 = np.exp(eta)
+        return np.asarray(e0 / ((1.0 + e0) * (1.0 + e0)), dtype=float)
     e = np.exp(np.clip(eta, _MTHRESH, _THRESH))
     opexp = 1.0 + e
     out = e / (opexp * opexp)

@@ -108,6 +108,13 @@ class GlmmProblem:
         self.scalar = (all(b.q == 1 for b in self.blocks) and not self.scalar1
                        and sum(b.nlevels for b in self.blocks[1:]) <= 4000)
         self._scalar = ScalarSolver(self.blocks, self.X) if self.scalar else None
+        # all scalar terms: Z Λ u as one gather (theta index per u entry, codes per block)
+        self._scalar_index: np.ndarray | None = None
+        if all(b.q == 1 for b in self.blocks) and len(self.blocks) == 1:
+            b0 = self.blocks[0]
+            self._scalar_index = np.full(b0.nlevels, int(b0.theta_index[0, 0]))
+            self._all_codes = b0.codes
+            self._zs = b0.Z[:, 0]
         self._pls_u: PLS | None = None
         self._pls_joint: PLS | None = None
         # starting values (R's mustart)
@@ -134,6 +141,8 @@ class GlmmProblem:
 
     def zlu(self, theta: np.ndarray, u: np.ndarray) -> np.ndarray:
         """Z Λθ u (the random part of the linear predictor)."""
+        if self._scalar_index is not None:  # scalar terms: θ_k z u[level]
+            return self._zs * (theta[self._scalar_index] * u)[self._all_codes]
         out = np.zeros(self.n)
         for blk, ub in zip(self.blocks, self.split(u), strict=True):
             b = ub @ blk.template(theta).T
