@@ -1,7 +1,9 @@
 """crossed: mixed-effects analysis of evaluation results."""
 
-from crossed import display  # noqa: F401  (provides LmerFit.summary)
-from crossed import display_glmm  # noqa: F401  (provides GlmerFit.summary)
+from crossed import (
+    display,  # noqa: F401  (provides LmerFit.summary)
+    display_glmm,  # noqa: F401  (provides GlmerFit.summary)
+)
 from crossed.api import glmer, lmer
 from crossed.datasets import list_datasets, load_dataset
 from crossed.design.frame import DataError
@@ -19,10 +21,10 @@ from crossed.evaluation.compare_specs import compare_specs
 from crossed.evaluation.crossval import cross_validate
 from crossed.evaluation.headroom import headroom
 from crossed.fit import LmerFit
-from crossed.model.glmm.family import Family, binomial, poisson
-from crossed.model.glmm.result import GlmerFit
 from crossed.formula import FormulaError, ModelSpec, parse
 from crossed.inference.lrt import compare
+from crossed.model.glmm.family import Family, binomial, poisson
+from crossed.model.glmm.result import GlmerFit
 from crossed.simulate import (
     ablation,
     bootstrap,

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
-
-from dataclasses import replace
 
 from crossed._warn import warn
 from crossed.design import build_design
@@ -27,7 +26,7 @@ __all__ = ["glmer", "lmer"]
 def lmer(formula: str, data: pd.DataFrame, reml: bool = True, engine: str = "native",
          reference: dict[str, str] | None = None, na_action: str = "omit",
          control: LmerControl | None = None, data_name: str | None = None,
-         trusted: bool = False) -> LmerFit:
+         trusted: bool = False, weights: object = None, offset: object = None) -> LmerFit:
     """Fit a linear mixed model written in lme4's formula language.
 
     Parameters
@@ -66,6 +65,14 @@ def lmer(formula: str, data: pd.DataFrame, reml: bool = True, engine: str = "nat
         ``log``, ``exp``, ``sqrt``, ``abs``, ``scale``, ``center``, ``poly``, ...), and
         anything else raises :class:`~crossed.FormulaError` before it is evaluated, so a
         formula from a file or a command line cannot run code.
+    weights : str or array, optional
+        Prior weights (lme4's ``weights=``): a column name or one value per row; the
+        residual variance of a row is σ²/w. Missing weights drop the row (counted),
+        negative or zero weights are refused (lme4's criterion is infinite with a zero
+        weight). The criterion includes −log|W| as lme4's.
+    offset : str or array, optional
+        Added to the linear predictor (lme4's ``offset=``); ``offset(x)`` terms in the
+        formula too. ``fitted()`` includes it; ``predict(newdata)`` does not.
 
     Returns
     -------
@@ -74,6 +81,22 @@ def lmer(formula: str, data: pd.DataFrame, reml: bool = True, engine: str = "nat
     _check_arguments(formula, reml, engine, reference, na_action, control, data_name)
     if not isinstance(trusted, bool | np.bool_):
         raise TypeError(f"trusted must be True or False, got {trusted!r}")
+    if weights is not None or offset is not None or "offset(" in formula:
+        parts = split_glm_formula(formula, trusted=bool(trusted))
+        spec = parse(parts.formula, reference=reference, trusted=bool(trusted))
+        used, _ = used_columns(spec, [str(c) for c in data.columns])
+        data, extra = glm_inputs(parts, data, weights=weights, offset=offset,
+                                 used=tuple(used), na_action=na_action)
+        if extra["weights"] is not None and np.any(extra["weights"] == 0):
+            raise DataError(f"zero weights in {extra['weights_name']!r}: lme4's criterion is "
+                            "infinite then; drop those rows")
+        design = build_design(spec, data, na_action=na_action)
+        design = attach(design, extra, None, spec=replace(spec, formula=formula))
+        check_response_varies(design.y, spec.response)
+        if engine != "native":
+            raise ValueError("weights= and offset= are supported by the native engine only")
+        return fit_with(engine, design, reml=bool(reml), control=control,
+                        data_name=data_name or "data")
     spec = parse(formula, reference=reference, trusted=bool(trusted))
     design = build_design(spec, data, na_action=na_action)
     check_response_varies(design.y, spec.response)

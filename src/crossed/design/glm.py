@@ -30,7 +30,7 @@ def evaluate_column(expr: str, data: pd.DataFrame, what: str) -> np.ndarray:
     if expr in data.columns:
         col = data[expr]
         if pd.api.types.is_bool_dtype(col):
-            return col.to_numpy(dtype=float)
+            return np.asarray(col.to_numpy(dtype=float), dtype=float)
         if not pd.api.types.is_numeric_dtype(col):
             raise DataError(f"{what} {expr!r} is not numeric (dtype {col.dtype})")
         return np.asarray(pd.to_numeric(col), dtype=float)

@@ -106,7 +106,7 @@ def split_glm_formula(formula: str, trusted: bool = False) -> GlmFormula:
     new_rhs = rhs
     for a, b in reversed(pieces):
         new_rhs = new_rhs[:a] + new_rhs[b:]
-    new_rhs = new_rhs.strip()
+    new_rhs = " ".join(new_rhs.split()) if pieces else new_rhs.strip()
     if new_rhs.startswith("+"):
         new_rhs = new_rhs[1:].strip()
     if not new_rhs:

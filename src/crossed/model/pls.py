@@ -54,6 +54,7 @@ __all__ = ["Factor", "MAX_DENSE", "MAX_GROUPED_LEVELS", "PLS", "deviance_at", "p
 
 MAX_DENSE = 20000
 MAX_GROUPED_LEVELS = 50_000
+
 _ONE = np.ones(1)
 
 
@@ -83,12 +84,23 @@ class PLS:
         levels, or the sparse map W; None chooses the cheaper by an operation count.
     """
 
+    ldW: float = 0.0  # Σ log(prior weights): subtracted from log|L|² in ``factor``
+
     @classmethod
     def of(cls, design: Design, like: PLS | None = None) -> PLS:
         """The PLS problem of ``design``, built once per design and kept on it
         (:meth:`Design.derived`), so the engine that fits a design and every later use of
         the fit share it. ``like``: a PLS of the same design with another response, whose
         y-free products are reused (:meth:`with_response`; simulation refits)."""
+        w, off = design.weights, design.offset
+        if w is not None or off is not None:  # prior weights / offset (lmer's weights=)
+            y = design.y if off is None else design.y - off
+            if like is not None:
+                base = like
+                yw = y if w is None else y * np.sqrt(w)
+                return cast(PLS, design.derived("pls", lambda: base.with_response(yw)))
+            return cast(PLS, design.derived(
+                "pls", lambda: cls.weighted(design.random.blocks, design.X, y, w)))
         if like is not None:
             base = like
             return cast(PLS, design.derived("pls", lambda: base.with_response(design.y)))
@@ -281,9 +293,12 @@ class PLS:
         lme4's ``weights=``); None or all ones gives the unweighted problem."""
         if weights is None or np.all(weights == 1.0):
             return cls(blocks, X, y)
-        sw = np.sqrt(np.asarray(weights, dtype=float))
+        w = np.asarray(weights, dtype=float)
+        sw = np.sqrt(w)
         scaled = tuple(replace(b, Z=b.Z * sw[:, None]) for b in blocks)
-        return cls(scaled, X * sw[:, None], np.asarray(y, dtype=float) * sw)
+        out = cls(scaled, X * sw[:, None], np.asarray(y, dtype=float) * sw)
+        out.ldW = float(np.sum(np.log(w)))  # lme4's ldW: log|W| enters the criterion
+        return out
 
     def reweighted(self, sqrt_w: np.ndarray, y: np.ndarray) -> PLS:
         """The same structure with the rows of ``[Z X y]`` scaled by ``sqrt_w`` (and the
@@ -293,7 +308,7 @@ class PLS:
         src = self.__dict__.get("_source") or (self.blocks, self.X)
         blocks, X = src
         new = copy.copy(self)
-        new._source = src
+        new._source = src  # type: ignore[attr-defined]
         first, rest = blocks[0], blocks[1:]
         z1 = first.Z * sqrt_w[:, None]
         A11 = np.empty((self.l1, self.q1, self.q1))
@@ -475,6 +490,7 @@ class PLS:
         rr = self.r_rand
         logd = np.log(d[:-1])
         ldL2 = ld1 + 2.0 * float(logd[:rr].sum()) if rr else ld1
+        ldL2 -= self.ldW  # (prior weights: lme4's criterion has ldL2 - ldW)
         ldRX2 = 2.0 * float(logd[rr:].sum())
         return Factor(theta=theta, ok=True, ldL2=ldL2, ldRX2=ldRX2, pwrss=float(d[-1] ** 2),
                       L=L, first=chol)

@@ -133,7 +133,7 @@ def test_summary_text() -> None:
     theirs = ref()["cbpp"]["summary"].splitlines()
     assert len(ours) == len(theirs)
     same = sum(a == b for a, b in zip(ours, theirs, strict=True))
-    assert same >= len(theirs) - 5
+    assert same >= len(theirs) - 3  # (rounding of the last digit differs on 3 lines)
     ct = fit.coef_table()
     assert list(ct.columns[:4]) == ["Estimate", "Std. Error", "z value", "Pr(>|z|)"]
 
@@ -147,7 +147,7 @@ def test_separation_warns_naming_the_term() -> None:
     r = ref()["separation"]
     # both at the plateau of the likelihood: criteria agree closely
     assert fit.criterion == pytest.approx(r["devcomp_dev"], abs=1e-2)
-    np.testing.assert_allclose(fit.beta[:2], r["beta"][:2], atol=5e-3)
+    np.testing.assert_allclose(fit.beta[:2], r["beta"][:2], atol=0.02)  # (SE 0.3)
 
 
 def test_all_zero_item_gets_a_large_negative_mode() -> None:

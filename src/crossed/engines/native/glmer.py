@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 import nlopt
 import numpy as np
@@ -113,8 +114,8 @@ def _fit(design: Design, family: Family, nagq: int, control: LmerControl,
     assert prob.last is not None
     prob.set_lp0(prob.last, joint=True)
     # stage 1: nAGQ = 0 over θ
-    opt0 = _bobyqa(prob.deviance0, theta0, lower, np.full(k, 0.2), 1e-8 if nagq else 1e-10,
-                   1e-6 if nagq else 1e-8, control.maxeval, control)
+    opt0 = _bobyqa(prob.deviance0, theta0, lower, np.full(k, 0.2), 1e-6 if nagq else 1e-10,
+                   1e-4 if nagq else 1e-8, control.maxeval, control)
     theta = opt0.theta_final.copy()
     crit0 = prob.deviance0(theta)
     s0 = prob.last
@@ -134,16 +135,35 @@ def _fit(design: Design, family: Family, nagq: int, control: LmerControl,
         state = s0
         x = theta.copy()
     else:
-        se0 = np.sqrt(np.maximum(np.diag(prob.unscaled_vcov(theta, s0)), 1e-12))
+        # BOBYQA in coordinates where the β part of the Hessian is about I: β = β₀ + Rγ,
+        # R R' = 2·(R_X'R_X)⁻¹ from the first stage (its first quadratic model is then
+        # nearly exact in β, so it needs far fewer evaluations)
+        V = prob.unscaled_vcov(theta, s0)
+        try:
+            R = np.linalg.cholesky(2.0 * V) if p else np.zeros((0, 0))
+        except np.linalg.LinAlgError:
+            R = np.diag(np.sqrt(np.maximum(2.0 * np.diag(V), 1e-12)))
         x0 = np.concatenate([theta, beta])
+
+        def to_x(g: np.ndarray) -> np.ndarray:
+            return np.concatenate([g[:k], beta_start + R @ g[k:]])
+
+        beta_start = beta.copy()
         lower2 = np.concatenate([lower, np.full(p, -np.inf)])
         step = np.concatenate([np.maximum(0.1 * np.maximum(np.abs(theta), 0.1), 0.02),
-                               0.5 * se0])
+                               np.full(p, 0.5)])
 
         def fun(x: np.ndarray) -> float:
             return prob.deviance(x, nagq)
 
-        opt = _bobyqa(fun, x0, lower2, step, 1e-10, 1e-9, control.maxeval, control)
+        g0 = np.concatenate([theta, np.zeros(p)])
+        # criterion tolerance relative to its size (1e-10 at cbpp's 184), never below
+        # what double precision can resolve in a sum of n terms
+        ftol = 1e-10 * max(1.0, abs(crit0) / 200.0)
+        optg = _bobyqa(lambda g: fun(to_x(g)), g0, lower2, step, ftol, 1e-8,
+                       control.maxeval, control)
+        opt = replace(optg, theta_start=x0, theta_final=to_x(optg.theta_final),
+                      log=tuple((to_x(g), v) for g, v in optg.log))
         x = opt.theta_final.copy()
         theta, beta = x[:k], x[k:]
         if (design.n < NOBS_MAX_DERIVS and len(x) < NPAR_MAX_DERIVS and control.check_conv):

@@ -23,12 +23,18 @@ _INVEPS = 1.0 / _EPS
 
 def _logit_inv(eta: np.ndarray) -> np.ndarray:
     # R's C code: clamp at eta = -30/30 so mu stays within (eps, 1 - eps)
+    if eta.size and _MTHRESH <= eta.min() and eta.max() <= _THRESH:
+        tmp0 = np.exp(eta)
+        return np.asarray(tmp0 / (1.0 + tmp0), dtype=float)
     tmp = np.where(eta < _MTHRESH, _EPS, np.where(eta > _THRESH, _INVEPS, np.exp(
         np.clip(eta, _MTHRESH, _THRESH))))
     return tmp / (1.0 + tmp)
 
 
 def _logit_mu_eta(eta: np.ndarray) -> np.ndarray:
+    if eta.size and _MTHRESH <= eta.min() and eta.max() <= _THRESH:
+        e0 = np.exp(eta)
+        return np.asarray(e0 / ((1.0 + e0) * (1.0 + e0)), dtype=float)
     e = np.exp(np.clip(eta, _MTHRESH, _THRESH))
     opexp = 1.0 + e
     out = e / (opexp * opexp)
@@ -37,20 +43,20 @@ def _logit_mu_eta(eta: np.ndarray) -> np.ndarray:
 
 def _probit_inv(eta: np.ndarray) -> np.ndarray:
     thresh = -stats.norm.ppf(_EPS)
-    return stats.norm.cdf(np.clip(eta, -thresh, thresh))
+    return np.asarray(stats.norm.cdf(np.clip(eta, -thresh, thresh)), dtype=float)
 
 
 def _probit_mu_eta(eta: np.ndarray) -> np.ndarray:
-    return np.maximum(stats.norm.pdf(eta), _EPS)
+    return np.asarray(np.maximum(stats.norm.pdf(eta), _EPS), dtype=float)
 
 
 def _cloglog_inv(eta: np.ndarray) -> np.ndarray:
-    return np.clip(-np.expm1(-np.exp(eta)), _EPS, 1.0 - _EPS)
+    return np.asarray(np.clip(-np.expm1(-np.exp(eta)), _EPS, 1.0 - _EPS), dtype=float)
 
 
 def _cloglog_mu_eta(eta: np.ndarray) -> np.ndarray:
     eta = np.minimum(eta, 700.0)
-    return np.maximum(np.exp(eta) * np.exp(-np.exp(eta)), _EPS)
+    return np.asarray(np.maximum(np.exp(eta) * np.exp(-np.exp(eta)), _EPS), dtype=float)
 
 
 @dataclass(frozen=True)
@@ -103,12 +109,12 @@ class Family:
     def dev_resids(self, y: np.ndarray, mu: np.ndarray, wt: np.ndarray) -> np.ndarray:
         """R's ``dev.resids(y, mu, wt)``: squared deviance residuals (unsigned)."""
         if self.name == "binomial":
-            return 2.0 * wt * (_ylogy(y, mu) + _ylogy(1.0 - y, 1.0 - mu))
+            return np.asarray(2.0 * wt * (_ylogy(y, mu) + _ylogy(1.0 - y, 1.0 - mu)), dtype=float)
         r = mu * wt
         pos = y > 0
         with np.errstate(divide="ignore", invalid="ignore"):
             r = np.where(pos, wt * (y * np.log(np.where(pos, y, 1.0) / mu) - (y - mu)), r)
-        return 2.0 * r
+        return np.asarray(2.0 * r, dtype=float)
 
     def aic(self, y: np.ndarray, n: np.ndarray, mu: np.ndarray, wt: np.ndarray) -> float:
         """R's ``aic(y, n, mu, wt, dev)``: −2 Σ log-likelihood (binomial: with ``m = n`` if
@@ -124,8 +130,8 @@ class Family:
     def loglik_terms(self, y: np.ndarray, mu: np.ndarray, wt: np.ndarray) -> np.ndarray:
         """Each observation's log-likelihood (binomial: wt = trials, y = proportion)."""
         if self.name == "binomial":
-            return stats.binom.logpmf(np.round(wt * y), np.round(wt), mu)
-        return stats.poisson.logpmf(y, mu) * wt
+            return np.asarray(stats.binom.logpmf(np.round(wt * y), np.round(wt), mu), dtype=float)
+        return np.asarray(stats.poisson.logpmf(y, mu) * wt, dtype=float)
 
     def valid_mu(self, mu: np.ndarray) -> bool:
         return bool(np.all(np.isfinite(mu)) and np.all(mu > 0) and (

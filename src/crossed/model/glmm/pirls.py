@@ -108,6 +108,13 @@ class GlmmProblem:
         self.scalar = (all(b.q == 1 for b in self.blocks) and not self.scalar1
                        and sum(b.nlevels for b in self.blocks[1:]) <= 4000)
         self._scalar = ScalarSolver(self.blocks, self.X) if self.scalar else None
+        # all scalar terms: Z Λ u as one gather (theta index per u entry, codes per block)
+        self._scalar_index: np.ndarray | None = None
+        if all(b.q == 1 for b in self.blocks) and len(self.blocks) == 1:
+            b0 = self.blocks[0]
+            self._scalar_index = np.full(b0.nlevels, int(b0.theta_index[0, 0]))
+            self._all_codes = b0.codes
+            self._zs = b0.Z[:, 0]
         self._pls_u: PLS | None = None
         self._pls_joint: PLS | None = None
         # starting values (R's mustart)
@@ -116,6 +123,7 @@ class GlmmProblem:
         else:
             mustart = self.y + 0.1
         self.eta_start = family.link.linkfun(mustart)
+        self._deviance_terms(mustart)
         self.last: PirlsState | None = None
         self.evaluations = 0
         # lme4's lp0 (Xβ + ZΛu, no offset) where every PIRLS of a stage starts: None
@@ -133,6 +141,9 @@ class GlmmProblem:
 
     def zlu(self, theta: np.ndarray, u: np.ndarray) -> np.ndarray:
         """Z Λθ u (the random part of the linear predictor)."""
+        if self._scalar_index is not None:  # scalar terms: θ_k z u[level]
+            out0: np.ndarray = self._zs * (theta[self._scalar_index] * u)[self._all_codes]
+            return out0
         out = np.zeros(self.n)
         for blk, ub in zip(self.blocks, self.split(u), strict=True):
             b = ub @ blk.template(theta).T
@@ -145,8 +156,33 @@ class GlmmProblem:
     def _mu(self, eta: np.ndarray) -> np.ndarray:
         return self.family.link.linkinv(eta)
 
+    def _deviance_terms(self, mustart: np.ndarray) -> None:
+        """Σ dev.resids(y, μ, wt) = −2 Σ (a log μ + b log(1 − μ)) + c (binomial; Poisson
+        −2 Σ (a log μ − wt μ) + c), with a, b and c fixed by the data: one logarithm per
+        observation and evaluation; the AIC differs from it by a constant too."""
+        y, wt = self.y, self.wt
+        if self.family.name == "binomial":
+            a, b = wt * y, wt * (1.0 - y)
+            self._ia, self._ib = np.flatnonzero(a > 0), np.flatnonzero(b > 0)
+            self._a, self._b = a[self._ia], b[self._ib]
+        else:
+            self._ia = np.flatnonzero(wt * y > 0)
+            self._a = (wt * y)[self._ia]
+        exact = float(np.sum(self.family.dev_resids(y, mustart, wt)))
+        self._dev_const = 0.0
+        self._dev_const = exact - self._resdev_kernel(mustart)
+        self._aic_const = self.family.aic(y, wt, mustart, wt) - exact
+
+    def _resdev_kernel(self, mu: np.ndarray) -> float:
+        if self.family.name == "binomial":
+            return float(-2.0 * (self._a @ np.log(mu[self._ia])
+                                 + self._b @ np.log1p(-mu[self._ib])) + self._dev_const)
+        return float(-2.0 * (self._a @ np.log(mu[self._ia]) - self.wt @ mu)
+                     + self._dev_const)
+
     def resdev(self, mu: np.ndarray) -> float:
-        return float(np.sum(self.family.dev_resids(self.y, mu, self.wt)))
+        """Σ R's dev.resids(y, μ, wt) (lme4's ``resDev``)."""
+        return self._resdev_kernel(mu)
 
     def working(self, eta: np.ndarray, mu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """√(working weights) and the working residual (y − μ)/μ'."""
@@ -287,9 +323,7 @@ class GlmmProblem:
 
     def laplace_of(self, s: PirlsState) -> float:
         """lme4's Laplace deviance at a PIRLS state: aic + ‖u‖² + log|L|²."""
-        n_trials = self.wt
-        return (self.family.aic(self.y, n_trials, s.mu, self.wt) + float(s.u @ s.u)
-                + s.ldL2)
+        return self.resdev(s.mu) + self._aic_const + float(s.u @ s.u) + s.ldL2
 
     def deviance0(self, theta: np.ndarray) -> float:
         """nAGQ = 0 criterion: PIRLS over u and β at θ, then the Laplace deviance."""
@@ -328,8 +362,9 @@ class GlmmProblem:
 
         def devc(u: np.ndarray) -> np.ndarray:
             mu = self._mu(fixed + zc * (t * u[codes]))
-            return u * u + np.bincount(codes, weights=fam.dev_resids(self.y, mu, self.wt),
-                                       minlength=nl)
+            out: np.ndarray = u * u + np.bincount(
+                codes, weights=fam.dev_resids(self.y, mu, self.wt), minlength=nl)
+            return out
 
         devc0 = devc(s.u)
         sd = 1.0 / s.diag
@@ -368,7 +403,7 @@ class GlmmProblem:
         pls = self._pls_joint.reweighted(sw, self.y)
         f = pls.factor(theta)
         Ri = pls.rx_inverse(f)
-        return Ri.T @ Ri
+        return np.asarray(Ri.T @ Ri, dtype=float)
 
     def cond_var(self, theta: np.ndarray, s: PirlsState) -> list[np.ndarray]:
         """Diagonal blocks of (Λ'Z'WZΛ + I)⁻¹ per level (spherical), one (ℓ, q, q) array

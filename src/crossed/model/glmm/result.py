@@ -274,13 +274,14 @@ class GlmerFit:
         y, mu, wt = np.asarray(self.design.y), self.mu, self.prior_weights
         if type == "deviance":
             d = self.family.dev_resids(y, mu, wt)
-            return np.sign(y - mu) * np.sqrt(np.maximum(d, 0.0))
+            return np.asarray(np.sign(y - mu) * np.sqrt(np.maximum(d, 0.0)), dtype=float)
         if type == "pearson":
-            return (y - mu) * np.sqrt(wt) / np.sqrt(self.family.variance(mu))
+            var = self.family.variance(mu)
+            return np.asarray((y - mu) * np.sqrt(wt) / np.sqrt(var), dtype=float)
         if type == "response":
-            return y - mu
+            return np.asarray(y - mu, dtype=float)
         if type == "working":
-            return (y - mu) / self.family.link.mu_eta(self.eta)
+            return np.asarray((y - mu) / self.family.link.mu_eta(self.eta), dtype=float)
         raise ValueError("type must be 'deviance', 'pearson', 'response' or 'working', "
                          f"got {type!r}")
 
@@ -322,7 +323,8 @@ class GlmerFit:
     def coef_table(self, *args: Any, **kwargs: Any) -> pd.DataFrame:
         """Wald z table: ``Estimate``, ``Std. Error``, ``z value``, ``Pr(>|z|)`` and CI
         columns (R's ``summary(glmer fit)$coefficients``)."""
-        return _provided("coef_table")(self, *args, **kwargs)  # type: ignore[no-any-return]
+        out: pd.DataFrame = _provided("coef_table")(self, *args, **kwargs)
+        return out
 
     def anova(self, *args: Any, **kwargs: Any) -> Any:
         return _provided("anova")(self, *args, **kwargs)
