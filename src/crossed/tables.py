@@ -118,6 +118,8 @@ def html_table(df: pd.DataFrame, pvalues: PValueStyle = "r", title: str | None =
                notes: Sequence[str] = ()) -> str:
     """An HTML ``<table>`` of ``df`` formatted by :func:`format_frame` (numbers right
     aligned, labels left aligned), with an optional title and notes below."""
+    if _labelled(df.index):  # row names (a coefficient table's terms) as a first column
+        df = df.reset_index()
     shown = format_frame(df, pvalues)
     numeric = [_is_number_column(df[c]) or pd.api.types.is_bool_dtype(df[c])
                for c in df.columns]
@@ -133,6 +135,11 @@ def html_table(df: pd.DataFrame, pvalues: PValueStyle = "r", title: str | None =
                f'<tbody>{"".join(rows)}</tbody></table>')
     out += [f'<p class="note">{html.escape(n)}</p>' for n in notes]
     return "".join(out)
+
+
+def _labelled(index: pd.Index) -> bool:
+    """Whether an index holds row names worth printing (not the default 0, 1, ...)."""
+    return not isinstance(index, pd.RangeIndex)
 
 
 def _wrap_html(body: str) -> str:
@@ -170,9 +177,11 @@ class ResultTable(pd.DataFrame):
         return format_frame(pd.DataFrame(self), self._pvalues)
 
     def to_text(self) -> str:
-        """Aligned text as R prints the table (no row names), with its notes."""
+        """Aligned text as R prints the table (row names only where the index holds
+        labels, not 0, 1, ...), with its notes."""
         shown = self.formatted()
-        body = shown.to_string(index=False) if len(shown) else "(no rows)"
+        body = (shown.to_string(index=_labelled(shown.index)) if len(shown)
+                else "(no rows)")
         lines = ([self._title] if self._title else []) + [body]
         return "\n".join(lines + _footnotes(self.attrs, self._pvalues == "emmeans"))
 
