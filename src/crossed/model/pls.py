@@ -53,6 +53,9 @@ __all__ = ["Factor", "MAX_DENSE", "MAX_GROUPED_LEVELS", "PLS", "deviance_at", "p
 
 MAX_DENSE = 20000
 MAX_GROUPED_LEVELS = 50_000
+_SMALL_SCHUR = 256
+"""Up to this size the scaled A_rr is formed by one product with the scales' outer product
+(fewer calls), above it block by block on the upper triangle (half the work)."""
 _ONE = np.ones(1)
 
 
@@ -380,10 +383,15 @@ class PLS:
             # S (A_rr - W g) S with S diagonal and constant on each block: copy-and-scale
             # A_rr block by block (upper block pairs), subtract the scaled update
             s = self._scale_vector(theta)
-            C = np.empty((r, r))
-            for i, (a0, a1) in enumerate(self._scalar_ranges):
-                for b0, b1 in self._scalar_ranges[i:]:
-                    np.multiply(self.Arr[a0:a1, b0:b1], s[a0] * s[b0], out=C[a0:a1, b0:b1])
+            if r <= _SMALL_SCHUR:  # one product with the outer product of the scales (the
+                # same s_i s_j, so the same upper blocks; the lower ones are not read)
+                C = self.Arr * np.multiply.outer(s, s)
+            else:
+                C = np.empty((r, r))
+                for i, (a0, a1) in enumerate(self._scalar_ranges):
+                    for b0, b1 in self._scalar_ranges[i:]:
+                        np.multiply(self.Arr[a0:a1, b0:b1], s[a0] * s[b0],
+                                    out=C[a0:a1, b0:b1])
             update *= self._scale_table(theta)[self._scale_pair]
             C.reshape(-1)[m.rows] -= update
         idx = self._diag_rand
