@@ -321,6 +321,19 @@ def independent_columns(X: np.ndarray, tol: float = RANK_TOL) -> np.ndarray:
     p = X.shape[1]
     if p == 0:
         return np.zeros(0, dtype=bool)
+    if X.shape[0] > 4 * p:
+        # fast path on the Gram matrix, without an n x p scaled copy: accepted only when
+        # every column is clearly independent (relative residual > 1e-4); anything else
+        # takes the route below, whose verdict it would be
+        gram = X.T @ X
+        d = np.sqrt(np.diag(gram))
+        if np.all(d > 0) and np.all(np.isfinite(gram)):
+            try:
+                chol = np.linalg.cholesky(gram / np.outer(d, d))
+                if np.min(np.abs(np.diag(chol))) > 1e-4:
+                    return np.ones(p, dtype=bool)
+            except np.linalg.LinAlgError:
+                pass
     norms = np.linalg.norm(X, axis=0)
     if np.all(norms > 0):
         # fast path on the Gram matrix: accepted only when every column is clearly
@@ -463,7 +476,7 @@ def _coded_fixed(columns: tuple[str, ...], factors: dict[str, tuple[str, ...]],
         return None
     idx = tuple(range(X.shape[1]))
     return FixedDesign(
-        X=X[:, list(idx)], names=tuple(names), term_labels=tuple(labels),
+        X=X, names=tuple(names), term_labels=tuple(labels),
         assign=tuple(assign), dropped=(),
         spec=MatrixSpec(formulaic=None, names=tuple(names), keep=idx, plain=columns,
                         factors=tuple(factors.items())),

@@ -165,6 +165,11 @@ def _classes(A11: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     l1, q = A11.shape[0], A11.shape[1]
     if l1 < MIN_CLASSED_LEVELS:  # few levels: nothing to gain
         return np.arange(l1), np.arange(l1)
+    if q == 1:  # the same classes and representatives (first occurrences, stable sort)
+        # without the row-wise unique's structured sort
+        _, rep, class_of = np.unique(A11.reshape(l1), return_index=True,
+                                     return_inverse=True)
+        return rep, class_of.reshape(-1)
     _, rep, class_of = np.unique(A11.reshape(l1, q * q), axis=0, return_index=True,
                                  return_inverse=True)
     return rep, class_of.reshape(-1)
