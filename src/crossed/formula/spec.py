@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Collection
 from dataclasses import dataclass, field
@@ -160,6 +161,14 @@ def parse(formula: str, reference: dict[str, str] | None = None,
         On a syntax error, naming the position and what was expected, or on an expression
         off the allow-list (checked before anything is evaluated).
     """
+    ref = tuple(sorted((str(k), str(v)) for k, v in (reference or {}).items()))
+    if not isinstance(formula, str):
+        return _parse(formula, ref, bool(trusted))  # (raises, naming the type)
+    return _parse_cached(formula, ref, bool(trusted))
+
+
+def _parse(formula: str, ref: tuple[tuple[str, str], ...], trusted: bool) -> ModelSpec:
+    """:func:`parse` with the reference levels as sorted (column, level) strings."""
     parsed = parse_formula(formula)
     terms: list[RandomTermSpec] = []
     for raw in parsed.random:
@@ -174,7 +183,6 @@ def parse(formula: str, reference: dict[str, str] | None = None,
                     uncorrelated=raw.double_bar,
                 )
             )
-    ref = tuple(sorted((str(k), str(v)) for k, v in (reference or {}).items()))
     spec = ModelSpec(
         formula=formula, response=parsed.response.strip(), fixed=parsed.fixed,
         random=tuple(terms), reference=ref, trusted=bool(trusted),
@@ -182,3 +190,8 @@ def parse(formula: str, reference: dict[str, str] | None = None,
     if not trusted:
         check_spec(spec)
     return spec
+
+
+# a ModelSpec is immutable and parsing is pure: refits, simulations and repeated fits of one
+# formula parse it once (errors are not cached: they are raised again)
+_parse_cached = functools.lru_cache(maxsize=256)(_parse)
