@@ -390,6 +390,9 @@ def prepare(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -> Pre
         dtype = pd.CategoricalDtype(pd.Index(lv, dtype=object), ordered=False)
         arrays[col] = pd.Categorical.from_codes(codes, dtype=dtype, validate=False)
     frame = pd.DataFrame(arrays, copy=False)
+    # column labels as a plain object index: the design looks columns up a dozen times, and
+    # pandas' string index (pyarrow) makes each lookup several times dearer
+    frame.columns = pd.Index(list(arrays), dtype=object)
     for col in reference:
         if col in arrays and col not in levels:  # used, but numeric (maybe inside C())
             raise DataError(
