@@ -139,7 +139,7 @@ def _coded_matrix(columns: tuple[str, ...], factors: dict[str, tuple[str, ...]],
         elif c in factors:
             levels = factors[c]
             values = frame[c]
-            if isinstance(values, pd.Categorical) and values.categories is levels_index[c]:
+            if isinstance(values, pd.Categorical) and values.categories is levels_index.get(c):
                 codes = np.asarray(values.codes, dtype=np.int64)  # (the prepared column)
             else:
                 codes = _level_codes(values, levels, c)
