@@ -15,6 +15,7 @@ Every stochastic function takes ``seed`` and gives identical results for identic
 with ``n_jobs=1``, several local processes (joblib) or a Dask cluster (``backend="dask"``).
 """
 
+from crossed.model.glmm.result import provide as _glmm_provide
 from crossed.model.result import provide
 from crossed.simulate.ablation import AblationResult, ablation
 from crossed.simulate.bootstrap import BootResult, bootstrap
@@ -30,6 +31,10 @@ from crossed.simulate.simtests import emm_contrast, fixed, lrt
 # the R-like methods of LmerFit implemented in this layer (crossed.model.result)
 provide("simulate", simulate_responses)
 provide("check", check)
+# GlmerFit's (crossed.model.glmm.result): the same functions, which branch on the family
+_glmm_provide("simulate", simulate_responses)
+_glmm_provide("check", check)
+_glmm_provide("bootstrap", bootstrap)
 
 __all__ = [
     "AblationResult",
