@@ -40,8 +40,8 @@ class Refitter:
     ----------
     fit : LmerFit or GlmerFit
         The model whose design is reused. A GLMM is refitted by ``crossed.fit.refit_glmer``
-        (its engine, family and nAGQ; no reuse of products). Fits from other engines are refitted with their
-        own ``fit.refit`` (no speed-up).
+        (its engine, family and nAGQ; no reuse of products). Fits from other engines are
+        refitted with their own ``fit.refit`` (no speed-up).
     check_conv : bool, optional
         Run lme4's convergence derivative check after each refit (default: as the fit's
         own control). Skipping it skips the continuation after a failed check
