@@ -156,3 +156,17 @@ def test_residual_plots_accept_glmm(cbpp_fit):
 
     fig = residual_plots(cbpp_fit)
     assert len(fig.axes) == 2
+
+
+def test_extend_glmm_items(cbpp_fit):
+    from crossed.datasets import item_level_irt
+    from crossed.simulate import extend
+
+    d = item_level_irt(n_systems=3, n_items=30, n_datasets=2, seed=1)
+    fit = cx.glmer("correct ~ system + (1 | item)", d)
+    big = extend(fit, along="item", n=100)
+    assert big.nobs == 300 and len(big.eta) == 300
+    np.testing.assert_allclose(big.eta[:180], fit.eta)     # old rows keep their modes
+    assert big.simulate(1, seed=1, use_ranef=True).shape == (300, 1)
+    with pytest.raises(ValueError, match="prior weights"):
+        extend(cbpp_fit, along="herd", n=30)

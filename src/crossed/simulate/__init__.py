@@ -1,6 +1,7 @@
 """Simulation: responses from fitted models, refits, and the analyses built on them.
 
-- :func:`simulate_responses` / ``fit.simulate`` — lme4's ``simulate()``.
+- :func:`simulate_responses` / ``fit.simulate`` — lme4's ``simulate()``, for LMMs and GLMMs
+  (binomial, Poisson: ``GlmerFit`` has the same methods; tests are Wald z / LRT there).
 - :func:`bootstrap` — parametric bootstrap (lme4's ``bootMer``) with percentile, basic and
   normal intervals.
 - :func:`ablation` — missing-data robustness of a test (with the repeated-measures ANOVA
