@@ -94,6 +94,22 @@ def test_pairs_odds_and_rate_ratios(name):
     np.testing.assert_allclose(got["conf_high"], r["asymp.UCL"], rtol=SE_RTOL)
 
 
+def test_emmeans_and_rate_ratios_by_group():
+    """emmeans(m, "system", by = "task", type = "response") and its pairs."""
+    ref = case("errors_offset")["emm_by"]
+    emm = native("errors_offset").emmeans("system", by="task")
+    got = emm.table()
+    r = pd.DataFrame(ref["emmeans"])
+    assert list(got["task"]) == list(r["task"]) and list(got["system"]) == list(r["system"])
+    _check_emm(got, r, "rate")
+    pr = emm.pairs()
+    rp = pd.DataFrame(ref["pairs"])
+    assert list(pr["contrast"]) == list(rp["contrast"]) and list(pr["task"]) == list(rp["task"])
+    np.testing.assert_allclose(pr["estimate"], rp["ratio"], rtol=EMM_RTOL)
+    np.testing.assert_allclose(pr["std_error"], rp["SE"], rtol=SE_RTOL)
+    np.testing.assert_allclose(pr["p_value"], rp["p.value"], rtol=1e-3, atol=1e-6)
+
+
 def test_emmeans_offset_zero_gives_rates_per_unit_exposure():
     ref = case("errors_offset")["emm_offset0"]
     got = native("errors_offset").emmeans("system", offset=0).table()

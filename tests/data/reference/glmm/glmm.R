@@ -109,11 +109,11 @@ ranef_head <- function(m, k = 10) {
   })
 }
 
-emm_block <- function(m, spec, ...) {
-  out <- list(spec = spec)
-  emm <- emmeans(m, spec, type = "response", ...)
+emm_block <- function(m, spec, by = NULL, ...) {
+  out <- list(spec = spec, by = by)
+  emm <- emmeans(m, spec, by = by, type = "response", ...)
   out$emmeans <- tab(summary(emm, infer = TRUE))
-  out$emmeans_link <- tab(summary(emmeans(m, spec, ...), infer = TRUE))
+  out$emmeans_link <- tab(summary(emmeans(m, spec, by = by, ...), infer = TRUE))
   pr <- pairs(emm)
   out$pairs <- tab(summary(pr, infer = TRUE))
   out$pairs_adjust <- "tukey"
@@ -254,6 +254,7 @@ cases$errors_offset <- describe(m_off, "errors_offset", "errors_offset.csv", f_o
                      "emm_offset0 uses offset = 0 (rates per unit length)"),
     emm = emm_block(m_off, "system"),
     emm_offset0 = emm_block(m_off, "system", offset = 0),
+    emm_by = emm_block(m_off, "system", by = "task"),
     emm_additive = emm_block(m_off_add, "system")))
 
 ## 6. 0/1 items x systems, about 50k rows: correct ~ system + (1|item) + (1|dataset) ---------
