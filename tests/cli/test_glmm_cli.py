@@ -101,3 +101,18 @@ def test_report_glmm_refuses_compare(capsys, tmp_path):
                  "period", "--compare", "incidence ~ 1 + (1 | herd)",
                  "-o", str(tmp_path / "r.html")]) == 2
     assert "for linear mixed models" in capsys.readouterr().err
+
+
+def test_compare_engines_family(capsys):
+    assert main(["compare-engines", CBPP, CBPP_F, "--family", "binomial", "--factor", "herd",
+                 "period", "--engines", "native,statsmodels"]) == 0
+    out = capsys.readouterr().out
+    assert "(GLMM, binomial)" in out and "-2 log-likelihood (Laplace)" in out
+    assert "variational Bayes" in out
+
+
+def test_spec_item_level_says_family(capsys):
+    assert main(["spec", "item_level", "outcome=correct", "systems=system", "items=item"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("item_level: correct ~ system + (1 | item)")
+    assert "family: binomial" in out

@@ -120,6 +120,9 @@ class Specification:
         width = max((len(t) for t, _ in self.terms), default=0)
         lines = [f"{self.design}: {self.formula}", ""]
         lines += [f"  {t:<{width}}  {why}" for t, why in self.terms]
+        if self.family is not None:
+            lines += ["", f"family: {self.family} (a GLMM: crossed.glmer, or --family "
+                          f"{self.family} on the command line)"]
         if self.notes:
             lines += ["", self.notes.strip()]
         return "\n".join(lines)
