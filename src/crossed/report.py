@@ -359,7 +359,8 @@ def _glmm_report(data: pd.DataFrame, formula: str, focus: str | None, title: str
             notes.append(f"R2: {exc}")
         frame = _observed_frame(fit)  # type: ignore[arg-type]
         pair = _crossed_pair(fit)  # type: ignore[arg-type]
-        if pair is not None:
+        # item-level data: a design plot over thousands of items says nothing
+        if pair is not None and max(frame[c].nunique() for c in pair) <= 60:
             parts.append(_design_section(frame, fit.spec.response, pair))
         if focus is not None:
             emm = fit.emmeans(focus, type="response")
