@@ -387,6 +387,9 @@ def check(fit: LmerFit, nsim: int = 250, seed: Any = None, use_ranef: bool = Fal
     if res.subsampled:
         for r in rows:
             r["method"] += f", on {res.describe_rows()}"
+    if (is_glmm(fit) and fit.family.name == "binomial"  # type: ignore[union-attr]
+            and np.all(fit.prior_weights == 1.0)):  # type: ignore[union-attr]
+        rows[1]["method"] += " (0/1 response: no power against overdispersion, as DHARMa warns)"
     if calibrate:
         from crossed.simulate.execution import run_tasks
         from crossed.simulate.fastrefit import Refitter
