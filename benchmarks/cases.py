@@ -88,6 +88,18 @@ class Case:
         the table then says "did not finish in N s".
     generated : bool
         The data file is generated (``crowd.py``) before the case runs when missing.
+    family : str or None
+        A GLMM (``crossed.glmer``, lme4's ``glmer``, mixedlm's ``glmer``) with this family
+        instead of an LMM fitted by REML; the criterion is then −2 log L (Laplace).
+        statsmodels is refused for GLMMs (its mixed GLMs are variational Bayes).
+    weights : str or None
+        Prior-weights column of a GLMM, for peers that take a proportion and weights
+        (``mixedlm_formula``).
+    mixedlm_formula : str or None
+        The formula for mixedlm where it cannot read ``formula`` (no ``cbind``).
+    generate : dict or None
+        Keyword arguments of :func:`crossed.datasets.item_level_irt`: the table is
+        generated (deterministically) into ``data`` on first use, not stored in git.
     """
 
     name: str
@@ -103,6 +115,10 @@ class Case:
     min_repeat: int = 1
     timeout_s: float | None = None
     generated: bool = False
+    family: str | None = None
+    weights: str | None = None
+    mixedlm_formula: str | None = None
+    generate: dict | None = None
 
 
 BLURB_FACTORS = ("model", "dataset", "seed", "lr", "batch_size")
@@ -241,4 +257,53 @@ CASES = (*CASES, Case(
     timeout_s=900.0,
     generated=True,
 ))
+GLMM_STATSMODELS = StatsmodelsSpec(
+    fixed="", by_default=False,
+    skip_reason=("refused: statsmodels has no maximum-likelihood GLMM (its "
+                 "BinomialBayesMixedGLM is variational Bayes, another estimator)"))
+
+CASES = CASES + (
+    Case(
+        name="cbpp",
+        title="cbpp `cbind(incidence, size - incidence) ~ period + (1|herd)`, 56 rows, "
+              "formula to fit (GLMM)",
+        data="tests/data/glmm/cbpp.csv",
+        formula="cbind(incidence, size - incidence) ~ period + (1 | herd)",
+        factors=("herd", "period"),
+        statsmodels=GLMM_STATSMODELS,
+        target_s=0.020,
+        min_repeat=20,
+        family="binomial",
+        weights="size",
+        mixedlm_formula="prop ~ period + (1 | herd)",
+    ),
+    Case(
+        name="items",
+        title=("item-level `correct ~ system + (1|item) + (1|dataset)`, 20 systems x 5,000 "
+               "items x 2 datasets = 200k binary rows (GLMM)"),
+        data="benchmarks/data/generated/item_level_200k.csv.gz",
+        formula="correct ~ system + (1 | item) + (1 | dataset)",
+        factors=("system", "item", "dataset"),
+        statsmodels=GLMM_STATSMODELS,
+        target_s=10.0,
+        family="binomial",
+        generate={"n_systems": 20, "n_items": 5000, "n_datasets": 2, "seed": 17},
+    ),
+)
 CASES_BY_NAME = {case.name: case for case in CASES}
+
+
+def ensure_data(case: Case) -> Path:
+    """The case's data file, generated first for a generated case (deterministic)."""
+    path = REPO / case.data
+    if case.generate is not None and not path.exists():
+        import sys
+
+        sys.path.insert(0, str(REPO / "src"))
+        from crossed.datasets import item_level_irt
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp.gz")
+        item_level_irt(**case.generate).to_csv(tmp, index=False, compression="gzip")
+        tmp.replace(path)
+    return path

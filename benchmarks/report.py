@@ -116,7 +116,7 @@ def render(results: dict[str, dict[str, dict]], cases: list[Case], peers: list[s
     str
     """
     lines = [header, "",
-             "| case (REML) | crossed | lme4 | statsmodels | mixedlm | lme4/crossed"
+             "| case (REML; GLMM: ML) | crossed | lme4 | statsmodels | mixedlm | lme4/crossed"
              " | mixedlm/crossed | target | criterion agreement |",
              "|---|---|---|---|---|---|---|---|---|"]
     for case in cases:

@@ -43,7 +43,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from cases import ALL_PEERS, CASES, CASES_BY_NAME, R_SCRIPT, REPO, Case
+from cases import ALL_PEERS, CASES, CASES_BY_NAME, R_SCRIPT, REPO, Case, ensure_data
 from environment import describe, environment
 from report import cell, fmt_time, make_header, render
 from workers import run_worker
@@ -66,13 +66,14 @@ def r_spec(case: Case, repeat: int, budget: float) -> dict:
     dict
     """
     return {
-        "data": str(REPO / case.data),
+        "data": str(ensure_data(case)),
         "formula": case.formula,
         "factors": list(case.factors),
         "reference": case.reference,
         "indicators": [{"name": n, "column": c, "level": lv} for n, c, lv in case.indicators],
         "repeat": max(repeat, case.min_repeat),
         "budget": budget,
+        "family": case.family,
     }
 
 
@@ -214,7 +215,9 @@ def main(argv: list[str] | None = None) -> int:
                 ensure_crowd_file(REPO / case.data)
             timeout = args.timeout or case.timeout_s or 600.0
             for peer in peers:
-                if peer == "statsmodels" and not (case.statsmodels.by_default or args.all):
+                if peer == "statsmodels" and case.family is not None:
+                    record = {"status": "skipped", "message": case.statsmodels.skip_reason}
+                elif peer == "statsmodels" and not (case.statsmodels.by_default or args.all):
                     record = {"status": "skipped",
                               "message": f"{case.statsmodels.skip_reason} (--all runs it)"}
                 else:

@@ -28,7 +28,12 @@ def load_data(case: Case):
     """
     import pandas as pd
 
-    data = pd.read_csv(REPO / case.data, dtype={c: str for c in case.factors})
+    from cases import ensure_data
+
+    data = pd.read_csv(ensure_data(case), dtype={c: str for c in case.factors})
+    if case.mixedlm_formula is not None and case.weights is not None:  # prop for mixedlm
+        successes = case.formula.split("cbind(", 1)[1].split(",", 1)[0].strip()
+        data["prop"] = data[successes] / data[case.weights]
     for new, column, level in case.indicators:
         data[new] = (data[column] == level).astype(float)
     return data
@@ -62,17 +67,25 @@ def prepare_crossed(case: Case, check_conv: bool):
     control = crossed.LmerControl(check_conv=check_conv)
     sleep = pd.read_csv(SLEEPSTUDY, dtype={"Subject": str})
     crossed.lmer("Reaction ~ Days + (Days | Subject)", sleep, control=control)
+    if case.family is not None:  # the GLMM code paths too
+        cbpp = pd.read_csv(REPO / "tests/data/glmm/cbpp.csv", dtype={"herd": str,
+                                                                     "period": str})
+        crossed.glmer("cbind(incidence, size - incidence) ~ period + (1 | herd)", cbpp)
 
     def fit(data):
+        if case.family is not None:
+            return crossed.glmer(case.formula, data, family=case.family, engine="native",
+                                 reference=case.reference or None, control=control)
         return crossed.lmer(case.formula, data, reml=True, engine="native",
                             reference=case.reference or None, control=control)
 
     def describe(result):
         return {
-            "criterion": float(result.deviance),
+            "criterion": float(result.criterion if case.family is not None
+                               else result.deviance),
             "converged": bool(result.converged),
             "singular": bool(result.is_singular),
-            "feval": int(result.opt.feval),
+            "feval": int(result.opt.feval) if result.opt is not None else None,
             "theta": [float(x) for x in result.theta],
             "version": f"crossed {crossed.__version__}",
         }
@@ -121,14 +134,22 @@ def prepare_mixedlm(case: Case):
     mixedlm.lmer("Reaction ~ Days + (Days | Subject)", mixedlm.load_sleepstudy())
 
     def fit(data):
+        if case.family is not None:
+            family = {"binomial": mixedlm.families.Binomial,
+                      "poisson": mixedlm.families.Poisson}[case.family]()
+            weights = None if case.weights is None else data[case.weights].to_numpy(float)
+            return mixedlm.glmer(case.mixedlm_formula or case.formula, data, family=family,
+                                 weights=weights)
         return mixedlm.lmer(case.formula, data, REML=True)
 
     def describe(result):
         return {
-            "criterion": float(result.REMLcrit()),
+            "criterion": float(-2.0 * float(result.logLik().value)
+                               if case.family is not None else result.REMLcrit()),
             "converged": bool(result.converged),
             "singular": bool(result.is_singular()),
-            "feval": int(result.function_evals),
+            "feval": int(getattr(result, "function_evals", None)
+                         or getattr(result, "n_iter", 0) or 0),
             "theta": [float(x) for x in result.theta],
             "version": f"mixedlm {mixedlm.__version__}",
         }

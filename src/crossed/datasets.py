@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pandas as pd
 
-__all__ = ["DATA_SUFFIXES", "data_format", "list_datasets", "load_dataset", "read_data"]
+__all__ = ["DATA_SUFFIXES", "data_format", "item_level_irt", "list_datasets", "load_dataset",
+           "read_data"]
 
 # file name and the columns that are factors (read as strings, as R's reference fits do)
 _DATASETS: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -51,6 +52,67 @@ def load_dataset(name: str) -> pd.DataFrame:
     file, factors = _DATASETS[name]
     with resources.as_file(resources.files("crossed") / "data" / file) as path:
         return pd.read_csv(path, dtype={c: str for c in factors})
+
+
+def item_level_irt(n_systems: int = 6, n_items: int = 150, n_datasets: int = 3,
+                   seed: int = 0, ability_sd: float = 0.6, difficulty_sd: float = 1.2,
+                   dataset_sd: float = 0.5, discrimination_sd: float = 0.3) -> pd.DataFrame:
+    """A synthetic item-level evaluation table: every system answers every test item of
+    every dataset, correct or not, from a two-parameter IRT model.
+
+    For system s, item i of dataset d::
+
+        P(correct) = logistic(a_i · (θ_s − b_i − δ_d))
+
+    with system ability θ_s (evenly spaced over ±1.5 ``ability_sd``: fixed, known
+    contrasts), item difficulty b_i ~ N(0, ``difficulty_sd``²), dataset difficulty
+    δ_d ~ N(0, ``dataset_sd``²) and item discrimination a_i = exp(N(0,
+    ``discrimination_sd``²)) (1 for every item when 0). Deterministic for a given
+    ``seed`` (numpy's ``default_rng``).
+
+    Parameters
+    ----------
+    n_systems, n_items, n_datasets : int
+        Systems; items per dataset; datasets. Rows: n_systems × n_items × n_datasets.
+    seed : int
+    ability_sd, difficulty_sd, dataset_sd, discrimination_sd : float
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``system`` (``"sys01"``, ...), ``dataset`` (``"ds1"``, ...), ``item``
+        (``"ds1_i0001"``, ...: unique across datasets), ``correct`` (0/1 int). The true
+        parameters are in ``attrs``: ``ability`` (per system), ``difficulty``,
+        ``discrimination`` (per item, in item order), ``dataset_shift``.
+    """
+    import numpy as np
+
+    for name, v in (("n_systems", n_systems), ("n_items", n_items),
+                    ("n_datasets", n_datasets)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} must be a whole number >= 1, got {v!r}")
+    rng = np.random.default_rng(seed)
+    ability = (np.linspace(-1.5, 1.5, n_systems) * ability_sd if n_systems > 1
+               else np.zeros(1))
+    n_total = n_items * n_datasets
+    difficulty = rng.normal(0.0, difficulty_sd, n_total)
+    discrimination = np.exp(rng.normal(0.0, discrimination_sd, n_total))
+    shift = rng.normal(0.0, dataset_sd, n_datasets)
+    sys_idx = np.repeat(np.arange(n_systems), n_total)
+    item_idx = np.tile(np.arange(n_total), n_systems)
+    ds_idx = item_idx // n_items
+    eta = discrimination[item_idx] * (ability[sys_idx] - difficulty[item_idx]
+                                      - shift[ds_idx])
+    correct = (rng.random(len(eta)) < 1.0 / (1.0 + np.exp(-eta))).astype(np.int64)
+    systems = np.array([f"sys{k + 1:02d}" for k in range(n_systems)])
+    datasets = np.array([f"ds{k + 1}" for k in range(n_datasets)])
+    items = np.array([f"ds{k // n_items + 1}_i{k % n_items + 1:04d}" for k in range(n_total)])
+    out = pd.DataFrame({"system": systems[sys_idx], "dataset": datasets[ds_idx],
+                        "item": items[item_idx], "correct": correct})
+    out.attrs.update(ability=dict(zip(systems.tolist(), ability.tolist(), strict=True)),
+                     difficulty=difficulty.tolist(), discrimination=discrimination.tolist(),
+                     dataset_shift=dict(zip(datasets.tolist(), shift.tolist(), strict=True)))
+    return out
 
 
 #: File name endings :func:`read_data` reads, and the format of each.

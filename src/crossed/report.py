@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from crossed.api import lmer
+from crossed.api import glmer, lmer
 from crossed.design.frame import expression_variables
-from crossed.fit import LmerFit
+from crossed.fit import GlmerFit, LmerFit
 from crossed.tables import format_frame, note_text
 
 __all__ = ["build_report", "focus_summary", "write_report"]
@@ -85,8 +85,8 @@ def build_report(data: pd.DataFrame, formula: str, focus: str | None = None,
                  compare: Sequence[str] | None = None, title: str | None = None,
                  data_name: str = "data", ddf: str = "satterthwaite",
                  reference: dict[str, str] | None = None, reml: bool = True,
-                 fit: LmerFit | None = None, systems: str | None = None,
-                 check: bool = True) -> str:
+                 fit: LmerFit | GlmerFit | None = None, systems: str | None = None,
+                 check: bool = True, glmm: dict | None = None) -> str:
     """The HTML text of a report on ``formula`` fitted to ``data``.
 
     Parameters
@@ -117,6 +117,14 @@ def build_report(data: pd.DataFrame, formula: str, focus: str | None = None,
         subsample of 50,000 observations for larger fits, which the report states, so
         that their memory stays within that of the fit). False leaves them out, also from
         the comparison of specifications.
+    glmm : dict, optional
+        Keyword arguments of :func:`crossed.glmer` (``family``, ``weights``, ``offset``,
+        ``nAGQ``): report a generalised linear mixed model instead (also when ``fit`` is a
+        :class:`~crossed.GlmerFit`). Its report has the glmer summary, Wald z table,
+        likelihood-ratio tests of the fixed terms (``drop1``), Nakagawa R², EMMs on the
+        response scale with odds/rate ratios, the random effects and DHARMa-style
+        simulated residuals; ``ddf``, ``reml``, ``systems`` and ``compare`` do not apply
+        (refused).
 
     Returns
     -------
@@ -125,6 +133,12 @@ def build_report(data: pd.DataFrame, formula: str, focus: str | None = None,
         holding a base64 PNG ``<img>``.
     """
     notes: list[str] = []
+    if glmm is not None or isinstance(fit, GlmerFit):
+        if compare or systems is not None:
+            raise ValueError("--compare and --systems are for linear mixed models; a GLMM "
+                             "report has neither")
+        return _glmm_report(data, formula, focus, title, data_name, reference, fit,
+                            check, glmm or {})
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         if fit is None:
@@ -372,6 +386,77 @@ def _document(title: str, head: str, parts: list[str]) -> str:
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>"
             f"<h1>{html.escape(title)}</h1>{head}\n" + "\n".join(parts) + "</body></html>\n")
+
+
+def _glmm_report(data: pd.DataFrame, formula: str, focus: str | None, title: str | None,
+                 data_name: str, reference: dict[str, str] | None, fit: GlmerFit | None,
+                 check: bool, glmm: dict) -> str:
+    """The report of a GLMM (see :func:`build_report`'s ``glmm``)."""
+    from crossed.plots.emmeans import plot_emmeans
+    from crossed.plots.residuals import residual_plots
+
+    notes: list[str] = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if fit is None:
+            fit = glmer(formula, data, reference=reference, data_name=data_name, **glmm)
+        assert fit is not None
+        factors = _fixed_factors(fit)  # type: ignore[arg-type]
+        focus = _choose_focus(fit, factors, focus)  # type: ignore[arg-type]
+        parts = [_section("Model", f"<pre>{html.escape(fit.summary())}</pre>"),
+                 _section("Fixed effects (Wald z tests, link scale)",
+                          _table(fit.coef_table()))]
+        if len(fit.fixef_names) > 1:
+            try:
+                parts.append(_section("Likelihood-ratio tests of the fixed terms (drop1)",
+                                      _table(fit.drop1())))
+            except Exception as exc:  # a reduced refit that fails is reported
+                notes.append(f"drop1: {exc}")
+        try:
+            parts.append(_section("Variance explained (Nakagawa R²)", _table(fit.r2())))
+        except Exception as exc:
+            notes.append(f"R2: {exc}")
+        frame = _observed_frame(fit)  # type: ignore[arg-type]
+        pair = _crossed_pair(fit)  # type: ignore[arg-type]
+        # item-level data: a design plot over thousands of items says nothing
+        if pair is not None and max(frame[c].nunique() for c in pair) <= 60:
+            parts.append(_design_section(frame, fit.spec.response, pair))
+        if focus is not None:
+            emm = fit.emmeans(focus, type="response")
+            tab = emm.table()
+            ratio = "odds ratios" if fit.family.link.name == "logit" else (
+                "rate ratios" if fit.family.link.name == "log" else "differences (link)")
+            body = (_table(tab) + f"<p>Pairwise contrasts as {ratio} (Tukey):</p>"
+                    + _table(emm.pairs()))
+            body += _figure_html(plot_emmeans(tab, focus), "fig-emmeans",
+                                 f"Estimated marginal means of {fit.spec.response} by {focus} "
+                                 "on the response scale.")
+            parts.append(_section(f"Estimated marginal means: {focus}", body))
+        parts.append(_random_effects_section(fit))  # type: ignore[arg-type]
+        body = ""
+        if check:
+            try:
+                diag = fit.check(nsim=250, seed=0)
+            except Exception as exc:  # a failed diagnostic is reported, not fatal
+                notes.append(f"simulated residual checks failed: {exc}")
+            else:
+                body += _table(diag.tests[["test", "method", "statistic", "p_value"]])
+            body += _figure_html(residual_plots(fit), "fig-residuals",
+                                 "Simulated (randomised quantile) residuals: QQ plot "
+                                 "against Uniform(0, 1), and against the predictions.")
+        else:
+            body = "<p>Simulated-residual tests not run.</p>"
+        parts.append(_section("Residual checks", body))
+    notes += sorted({str(w.message) for w in caught})
+    title = title or f"crossed report: {formula}"
+    head = (f"<p><code>{html.escape(fit.formula)}</code> on <b>{html.escape(data_name)}</b>: "
+            f"{fit.nobs} observations, "
+            + ", ".join(f"{n} {html.escape(g)}" for g, n in fit.ngroups.items())
+            + f". GLMM, {html.escape(fit.family.name)} family ({fit.family.link.name} link), "
+            f"maximum likelihood ({'Laplace' if fit.nagq <= 1 else f'nAGQ = {fit.nagq}'}), "
+            f"Wald z tests; generated {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by crossed.</p>")
+    head += "".join(f'<p class="note">note: {html.escape(n)}</p>' for n in notes)
+    return _document(title, head, parts)
 
 
 def write_report(path: str | Path, data: pd.DataFrame, formula: str, **kwargs) -> Path:

@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 
 from crossed.cli._tables import count_arg, dump_json
-from crossed.cli.fit import JSON_HELP, add_model_arguments, parse_reference, read_model_table
+from crossed.cli.fit import (
+    JSON_HELP,
+    add_family_options,
+    add_model_arguments,
+    glmm_options,
+    parse_reference,
+    read_model_table,
+)
 from crossed.evaluation.compare_engines import compare_engines, format_comparison
 
 __all__ = ["register"]
@@ -14,8 +21,9 @@ __all__ = ["register"]
 def _run(args: argparse.Namespace) -> int:
     data, _ = read_model_table(args)
     engines = [e.strip() for e in args.engines.split(",")] if args.engines else None
+    glmm = glmm_options(args, data) or {}
     table = compare_engines(args.formula, data, engines=engines, reml=not args.ml,
-                            reference=parse_reference(args.reference))
+                            reference=parse_reference(args.reference), **glmm)
     if args.json:
         out = {
             "formula": args.formula, "reml": not args.ml,
@@ -36,6 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "errors, variance components, criterion and time side by side.",
     )
     add_model_arguments(p)
+    add_family_options(p)
     p._option_string_actions["--engine"].help = argparse.SUPPRESS  # see --engines
     p.add_argument("--engines", default=None, metavar="A,B",
                    help="comma-separated engines (default: all of native, statsmodels, lme4)")

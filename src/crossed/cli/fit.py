@@ -7,12 +7,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from crossed.api import lmer
+from crossed.api import glmer, lmer
 from crossed.cli._tables import dump_json
 from crossed.datasets import list_datasets, load_dataset, read_data
 
-__all__ = ["DATA_HELP", "JSON_HELP", "add_model_arguments", "add_model_options", "fit_from_args",
-           "parse_reference", "read_model_table", "read_table", "register"]
+__all__ = ["DATA_HELP", "FAMILIES", "JSON_HELP", "add_family_options", "add_model_arguments",
+           "add_model_options", "fit_from_args", "glmm_options", "parse_reference",
+           "read_model_table", "read_table", "register"]
+
+#: families of ``--family`` (a GLMM fitted by :func:`crossed.glmer`)
+FAMILIES = ("binomial", "poisson")
 
 JSON_HELP = "machine-readable output (strict JSON: NaN and infinite numbers are null)"
 DATA_HELP = ("data file (.csv, .tsv, .jsonl, .json, each optionally .gz, or .parquet) or a "
@@ -62,6 +66,46 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
     add_model_options(p)
 
 
+def add_family_options(p: argparse.ArgumentParser) -> None:
+    """--family, --weights, --offset and --nagq: a GLMM instead of a linear mixed model."""
+    p.add_argument("--family", choices=FAMILIES,
+                   help="fit a generalised linear mixed model (lme4's glmer) with this "
+                        "family: binomial (0/1, a two-level or boolean column, a proportion "
+                        "with --weights trials, or cbind(successes, failures)) or poisson "
+                        "(counts)")
+    p.add_argument("--weights", metavar="COLUMN",
+                   help="with --family: column of prior weights (binomial: trials)")
+    p.add_argument("--offset", metavar="COLUMN",
+                   help="with --family: column added to the linear predictor (e.g. a log "
+                        "exposure)")
+    p.add_argument("--nagq", type=int, default=1,
+                   help="with --family: 1 Laplace (default), 0, or > 1 adaptive "
+                        "Gauss-Hermite points (one scalar random-effects term)")
+
+
+def glmm_options(args: argparse.Namespace, data: pd.DataFrame) -> dict | None:
+    """The keyword arguments of :func:`crossed.glmer` from ``--family`` and its options,
+    or None for a linear mixed model (then ``--weights``/``--offset``/``--nagq`` are
+    refused: they belong to GLMMs here)."""
+    family = getattr(args, "family", None)
+    weights, offset = getattr(args, "weights", None), getattr(args, "offset", None)
+    nagq = getattr(args, "nagq", 1)
+    if family is None:
+        given = [o for o, v in (("--weights", weights), ("--offset", offset)) if v is not None]
+        if nagq != 1:
+            given.append("--nagq")
+        if given:
+            raise ValueError(f"{', '.join(given)}: only with --family binomial or poisson")
+        return None
+    for opt, col in (("--weights", weights), ("--offset", offset)):
+        if col is not None and col not in data.columns:
+            raise ValueError(f"{opt}: column {col!r} is not in the data")
+    if getattr(args, "ml", False):
+        raise ValueError("--ml is for linear mixed models: a GLMM is always fitted by "
+                         "maximum likelihood (Laplace or --nagq)")
+    return {"family": family, "weights": weights, "offset": offset, "nAGQ": int(nagq)}
+
+
 def read_model_table(args: argparse.Namespace) -> tuple[pd.DataFrame, str]:
     """The table named by ``args.data`` with the ``--factor`` columns as strings."""
     data, name = read_table(args.data)
@@ -73,16 +117,40 @@ def read_model_table(args: argparse.Namespace) -> tuple[pd.DataFrame, str]:
 
 
 def fit_from_args(args: argparse.Namespace):
-    """Fit the model the arguments describe."""
+    """Fit the model the arguments describe (a GLMM with ``--family``)."""
     data, name = read_model_table(args)
     from crossed.evaluation.specs import resolve_formula
 
+    glmm = glmm_options(args, data)
+    if glmm is not None:
+        return glmer(resolve_formula(args.formula), data, engine=args.engine,
+                     reference=parse_reference(args.reference), data_name=name, **glmm)
     return lmer(resolve_formula(args.formula), data, reml=not args.ml, engine=args.engine,
                 reference=parse_reference(args.reference), data_name=name)
 
 
+def _run_glmm(args: argparse.Namespace, fit) -> int:
+    if args.ddf not in ("satterthwaite", "none"):
+        raise ValueError("--ddf: a GLMM's tests are Wald z tests (no denominator df)")
+    if args.json:
+        out = {
+            "formula": fit.formula, "family": fit.family.name, "link": fit.family.link.name,
+            "nagq": fit.nagq, "engine": fit.engine, "nobs": fit.nobs,
+            "deviance": fit.deviance, "loglik": fit.loglik, "aic": fit.aic, "bic": fit.bic,
+            "theta": fit.theta.tolist(), "is_singular": fit.is_singular,
+            "converged": fit.converged, "messages": list(fit.messages),
+            "coefficients": fit.coef_table(), "varcorr": fit.varcorr(),
+        }
+        print(dump_json(out))
+    else:
+        print(fit.summary())
+    return 0
+
+
 def _run(args: argparse.Namespace) -> int:
     fit = fit_from_args(args)
+    if getattr(args, "family", None) is not None:
+        return _run_glmm(args, fit)
     if args.json:
         out = {
             "formula": fit.formula, "reml": fit.reml, "engine": fit.engine, "nobs": fit.nobs,
@@ -98,8 +166,11 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("fit", help="fit a linear mixed model and print its summary")
+    p = sub.add_parser("fit", help="fit a linear (or, with --family, generalised linear) "
+                                   "mixed model and print its summary")
     add_model_arguments(p)
-    p.add_argument("--ddf", default="satterthwaite", help="satterthwaite or none")
+    add_family_options(p)
+    p.add_argument("--ddf", default="satterthwaite",
+                   help="satterthwaite or none (a GLMM's tests are Wald z tests)")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(func=_run)

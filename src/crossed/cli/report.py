@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 
 from crossed.cli._files import check_output, write_output
-from crossed.cli.fit import DATA_HELP, add_model_options, parse_reference, read_model_table
+from crossed.cli.fit import (
+    DATA_HELP,
+    add_family_options,
+    add_model_options,
+    glmm_options,
+    parse_reference,
+    read_model_table,
+)
 from crossed.evaluation.specs import resolve_formula
 
 __all__ = ["register"]
@@ -21,11 +28,12 @@ def _run(args: argparse.Namespace) -> int:
 
     output = check_output(args.output)           # before minutes of fitting
     data, name = read_model_table(args)
+    glmm = glmm_options(args, data)
     text = build_report(data, resolve_formula(args.formula), focus=args.focus,
                         compare=[resolve_formula(f) for f in args.compare] or None,
                         title=args.title, data_name=name, ddf=args.ddf,
                         reference=parse_reference(args.reference), reml=not args.ml,
-                        systems=args.systems, check=not args.no_check)
+                        systems=args.systems, check=not args.no_check, glmm=glmm)
     path = write_output(output, lambda p: p.write_text(text, encoding="utf-8"))
     print(f"wrote {path}")
     return 0
@@ -49,4 +57,5 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "more than 50,000 observations are tested on a random subsample "
                         "of 50,000")
     add_model_options(p)
+    add_family_options(p)
     p.set_defaults(func=_run)

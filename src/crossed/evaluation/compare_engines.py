@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import time
 import warnings
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from crossed.api import lmer
+from crossed.api import glmer, lmer
 from crossed.engines import available, get_engine
 from crossed.engines.errors import EngineUnavailableError, UnsupportedModelError
+from crossed.model.glmm.result import GlmerFit
 
 __all__ = ["QUANTITIES", "compare_engines", "format_comparison"]
 
@@ -19,8 +21,13 @@ QUANTITIES = ("criterion", "fixef", "std_error", "variance", "covariance", "sigm
 
 
 def _rows(fit) -> list[tuple[str, str, float]]:
-    rows: list[tuple[str, str, float]] = [
-        ("criterion", "REML criterion" if fit.reml else "-2 log-likelihood", fit.deviance)]
+    glmm = isinstance(fit, GlmerFit)
+    if glmm:
+        label = "-2 log-likelihood (Laplace)" if fit.nagq <= 1 else "-2 log-likelihood (AGQ)"
+        rows: list[tuple[str, str, float]] = [("criterion", label, fit.criterion)]
+    else:
+        rows = [("criterion", "REML criterion" if fit.reml else "-2 log-likelihood",
+                 fit.deviance)]
     se = np.sqrt(np.diag(fit.vcov_beta))
     for name, b in zip(fit.fixef_names, fit.beta, strict=True):
         rows.append(("fixef", name, float(b)))
@@ -34,7 +41,8 @@ def _rows(fit) -> list[tuple[str, str, float]]:
         else:
             rows.append(("covariance", f"{r.group} {r.term1}, {r.term2}",
                          float(r.variance_or_cov)))
-    rows.append(("sigma", "Residual", float(fit.sigma)))
+    if not glmm:  # a binomial or Poisson GLMM has no residual sigma
+        rows.append(("sigma", "Residual", float(fit.sigma)))
     for name, t in zip(fit.theta_names, fit.theta, strict=True):
         rows.append(("theta", name, float(t)))
     return rows
@@ -42,7 +50,8 @@ def _rows(fit) -> list[tuple[str, str, float]]:
 
 def compare_engines(formula: str, data: pd.DataFrame, engines: list[str] | None = None,
                     reml: bool = True, reference: dict[str, str] | None = None,
-                    na_action: str = "omit") -> pd.DataFrame:
+                    na_action: str = "omit", family: Any = None, nAGQ: int = 1,
+                    weights: Any = None, offset: Any = None) -> pd.DataFrame:
     """Fit one specification with several engines and put the estimates side by side.
 
     Parameters
@@ -57,6 +66,14 @@ def compare_engines(formula: str, data: pd.DataFrame, engines: list[str] | None 
     reference : dict, optional
         Reference level per factor column.
     na_action : {"omit", "raise"}
+    family : str or Family, optional
+        Fit a GLMM (:func:`crossed.glmer`: ``"binomial"``, ``"poisson"``) with every engine
+        instead of an LMM; ``reml`` is then not used. The criterion row is −2 log L by the
+        Laplace approximation (or AGQ), lme4's ``deviance(fit)``-free ``-2 * logLik``; no
+        ``sigma`` row. Engines without GLMMs (statsmodels: its ``BinomialBayesMixedGLM`` is
+        variational Bayes, another estimator) are refused with their reason.
+    nAGQ, weights, offset
+        As :func:`crossed.glmer` (with ``family``).
 
     Returns
     -------
@@ -93,8 +110,13 @@ def compare_engines(formula: str, data: pd.DataFrame, engines: list[str] | None 
         try:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                fit = lmer(formula, data, reml=reml, engine=engine, reference=reference,
-                           na_action=na_action)
+                if family is None:
+                    fit = lmer(formula, data, reml=reml, engine=engine,
+                               reference=reference, na_action=na_action)
+                else:
+                    fit = glmer(formula, data, family=family, nAGQ=nAGQ, weights=weights,
+                                offset=offset, engine=engine, reference=reference,
+                                na_action=na_action)
         except (UnsupportedModelError, EngineUnavailableError) as exc:
             errors[engine] = str(exc)
             values[engine] = {}
@@ -123,7 +145,8 @@ def compare_engines(formula: str, data: pd.DataFrame, engines: list[str] | None 
     else:
         table["spread"] = np.nan
     table.attrs.update(formula=formula, reml=reml, engines=engines, errors=errors,
-                       messages=messages)
+                       messages=messages,
+                       family=None if family is None else str(getattr(family, "name", family)))
     return table
 
 
@@ -142,6 +165,8 @@ def format_comparison(table: pd.DataFrame, digits: int = 7) -> str:
     str
     """
     kind = "REML" if table.attrs.get("reml", True) else "ML"
+    if table.attrs.get("family"):
+        kind = f"GLMM, {table.attrs['family']}"
     lines = [f"{table.attrs.get('formula', '')}  ({kind})", ""]
     lines.append(table.to_string(index=False, na_rep="-",
                                  float_format=lambda v: f"{v:.{digits}g}"))

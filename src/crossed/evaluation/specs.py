@@ -25,8 +25,8 @@ import pandas as pd
 
 from crossed.formula import parse
 
-__all__ = ["Specification", "cross_classified", "from_name", "list_named", "load_named",
-           "repeated_measures", "resolve_formula"]
+__all__ = ["Specification", "cross_classified", "from_name", "item_level", "list_named",
+           "load_named", "repeated_measures", "resolve_formula"]
 
 _FIELD_HELP = {
     "response": "the response column",
@@ -36,6 +36,9 @@ _FIELD_HELP = {
     "datasets": "the datasets' grouping factor, e.g. dataset",
     "nuisance": "nuisance factors of the runs (list), fixed effects",
     "slopes": "'uncorrelated' or 'none'",
+    "outcome": "the per-item outcome column (0/1, boolean, or a count for poisson)",
+    "items": "the test items' grouping factor, e.g. item",
+    "groups": "the grouping factor the items are nested in, e.g. dataset",
 }
 
 
@@ -92,6 +95,9 @@ class Specification:
         Each term of the formula with what it stands for.
     notes : str
         The design's documentation (from ``crossed/formulas/``).
+    family : str or None
+        None: a linear mixed model (:func:`crossed.lmer`); ``"binomial"`` / ``"poisson"``:
+        a GLMM (:func:`crossed.glmer`).
     """
 
     design: str
@@ -99,6 +105,7 @@ class Specification:
     fields: dict = field(default_factory=dict)
     terms: tuple[tuple[str, str], ...] = ()
     notes: str = ""
+    family: str | None = None
 
     def __post_init__(self) -> None:
         # field values pasted into the template may not smuggle in code: the formula must
@@ -113,6 +120,9 @@ class Specification:
         width = max((len(t) for t, _ in self.terms), default=0)
         lines = [f"{self.design}: {self.formula}", ""]
         lines += [f"  {t:<{width}}  {why}" for t, why in self.terms]
+        if self.family is not None:
+            lines += ["", f"family: {self.family} (a GLMM: crossed.glmer, or --family "
+                          f"{self.family} on the command line)"]
         if self.notes:
             lines += ["", self.notes.strip()]
         return "\n".join(lines)
@@ -122,9 +132,12 @@ class Specification:
         return pd.DataFrame(list(self.terms), columns=["term", "meaning"])
 
     def fit(self, data: pd.DataFrame, **kwargs):
-        """``crossed.lmer(self.formula, data, **kwargs)``."""
-        from crossed.api import lmer
+        """``crossed.lmer(self.formula, data, **kwargs)``, or ``crossed.glmer(self.formula,
+        data, family=self.family, **kwargs)`` for a GLMM specification."""
+        from crossed.api import glmer, lmer
 
+        if self.family is not None:
+            return glmer(self.formula, data, **{"family": self.family, **kwargs})
         return lmer(self.formula, data, **kwargs)
 
 
@@ -257,7 +270,71 @@ def cross_classified(response: str, systems: str = "model", datasets: str = "dat
                          terms=tuple(terms), notes=rec.get("notes", ""))
 
 
-_BUILDERS = {"repeated_measures": repeated_measures, "cross_classified": cross_classified}
+def item_level(outcome: str, systems: str = "system", items: str = "item",
+               groups: str | None = None, family: str = "binomial") -> Specification:
+    """One outcome per system × test item: a GLMM with crossed item effects.
+
+    Writes, from ``crossed/formulas/item_level.toml``::
+
+        {outcome} ~ {systems} + (1 | {items})                   (no groups)
+        {outcome} ~ {systems} + (1 | {groups}/{items})          (items nested in groups)
+
+    with a binomial family (logit link), to be fitted by :func:`crossed.glmer`
+    (``spec.fit(data)`` does). This is the standard analysis of item-level evaluation
+    data (correct or not, exact match, pass@1): system contrasts as odds ratios, item
+    difficulty as a random intercept shared by all systems.
+
+    Parameters
+    ----------
+    outcome : str
+        The per-item outcome column: 0/1 or boolean (binomial), a count (``"poisson"``).
+    systems : str
+        The systems' column (fixed effects: the systems compared).
+    items : str
+        The test items' grouping factor (random intercepts).
+    groups : str, optional
+        A grouping factor the items are nested in (datasets, benchmarks, annotators'
+        batches): ``(1 | groups/items)``.
+    family : {"binomial", "poisson"}
+        The family of the GLMM.
+
+    Returns
+    -------
+    Specification
+        ``str(spec)`` is the formula, ``spec.family`` the family, ``spec.fit(data)`` the
+        :class:`~crossed.GlmerFit`; ``spec.explain()`` says what each term is for.
+    """
+    outcome = _name(outcome, "outcome")
+    systems, items = _name(systems, "systems"), _name(items, "items")
+    group = None if groups is None else _name(groups, "groups")
+    if family not in ("binomial", "poisson"):
+        raise ValueError(f"family must be 'binomial' or 'poisson', got {family!r}")
+    for what, col in (("systems", systems), ("items", items), ("groups", group)):
+        if col is not None and "/" in col:
+            raise ValueError(f"{what} must be one column name, got {col!r}; nest items in "
+                             "a grouping factor with groups=")
+    rec = load_named("item_level")
+    fields = {"response": outcome, "systems": systems, "items": items, "groups": group}
+    template = rec["formula"] if group is None else rec["formula_groups"]
+    formula = _fill(template, fields, rec["name"])
+    link = "logit" if family == "binomial" else "log"
+    terms = [(systems, f"fixed effects: each {systems}'s {link}-scale level (contrasts "
+                       f"{'odds' if family == 'binomial' else 'rate'} ratios)")]
+    if group is None:
+        terms.append((f"(1 | {items})", f"random intercept: each {items}'s difficulty, "
+                                        f"shared by all {systems} levels"))
+    else:
+        terms += [(f"(1 | {group})", f"random intercept: each {group}'s overall level"),
+                  (f"(1 | {group}:{items})", f"random intercept: each {items}'s difficulty "
+                                             f"within its {group}")]
+    return Specification(design=rec["name"], formula=formula,
+                         fields={"outcome": outcome, "systems": systems, "items": items,
+                                 "groups": group},
+                         terms=tuple(terms), notes=rec.get("notes", ""), family=family)
+
+
+_BUILDERS = {"repeated_measures": repeated_measures, "cross_classified": cross_classified,
+             "item_level": item_level}
 _LIST_FIELDS = {"within", "nuisance"}
 
 

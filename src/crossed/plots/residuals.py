@@ -13,15 +13,28 @@ __all__ = ["residual_plots"]
 def residual_plots(fit, axes=None):
     """Two panels: conditional residuals against fitted values, and their normal Q-Q plot.
 
+    For a GLMM (:class:`~crossed.GlmerFit`) raw residuals of a binary or count response
+    carry no normal shape to check: the panels are DHARMa's instead (QQ plot of the
+    simulated, randomised quantile residuals against Uniform(0, 1), and those residuals
+    against the rank-transformed predictions), from ``fit.check(seed=0)`` on at most
+    10,000 rows.
+
     Parameters
     ----------
-    fit : LmerFit
+    fit : LmerFit or GlmerFit
     axes : pair of matplotlib Axes, optional
 
     Returns
     -------
     matplotlib.figure.Figure
     """
+    from crossed.simulate.response import is_glmm
+
+    if is_glmm(fit):
+        from crossed.plots.simulate import plot_residual_diagnostics
+        from crossed.simulate.diagnostics import check
+
+        return plot_residual_diagnostics(check(fit, seed=0, max_rows=10_000), axes=axes)
     pyplot = plt()
     if axes is None:
         fig, axes = pyplot.subplots(1, 2, figsize=(8.5, 3.4))

@@ -2,6 +2,8 @@
 
 - :func:`simulate_responses` / ``fit.simulate`` — lme4's ``simulate()``.
 - :func:`confint` / ``fit.confint`` — lme4's ``confint`` (profile, Wald, boot).
+- :func:`simulate_responses` / ``fit.simulate`` — lme4's ``simulate()``, for LMMs and GLMMs
+  (binomial, Poisson: ``GlmerFit`` has the same methods; tests are Wald z / LRT there).
 - :func:`bootstrap` — parametric bootstrap (lme4's ``bootMer``) with percentile, basic and
   normal intervals.
 - :func:`ablation` — missing-data robustness of a test (with the repeated-measures ANOVA
@@ -16,6 +18,7 @@ Every stochastic function takes ``seed`` and gives identical results for identic
 with ``n_jobs=1``, several local processes (joblib) or a Dask cluster (``backend="dask"``).
 """
 
+from crossed.model.glmm.result import provide as _glmm_provide
 from crossed.model.result import provide
 from crossed.simulate.ablation import AblationResult, ablation
 from crossed.simulate.bootstrap import BootResult, bootstrap
@@ -33,6 +36,10 @@ from crossed.simulate.simtests import emm_contrast, fixed, lrt
 provide("simulate", simulate_responses)
 provide("check", check)
 provide("confint", confint)
+# GlmerFit's (crossed.model.glmm.result): the same functions, which branch on the family
+_glmm_provide("simulate", simulate_responses)
+_glmm_provide("check", check)
+_glmm_provide("bootstrap", bootstrap)
 
 __all__ = [
     "AblationResult",

@@ -201,7 +201,8 @@ def ablation(data: pd.DataFrame, formula: str, test: Any, fractions=DEFAULT_FRAC
              reml: bool = True, reference: dict[str, str] | None = None,
              level: float = 0.95, check_conv: bool = False, n_jobs: int | None = 1,
              backend: str = "joblib", scheduler: Any = None,
-             progress: bool | None = None) -> AblationResult:
+             progress: bool | None = None, family: Any = None,
+             weights: str | None = None) -> AblationResult:
     """Missing-data robustness of a test: remove data at random, refit, test.
 
     Parameters
@@ -236,6 +237,12 @@ def ablation(data: pd.DataFrame, formula: str, test: Any, fractions=DEFAULT_FRAC
         lme4's convergence derivative check on each refit (estimates unchanged).
     n_jobs, backend, scheduler, progress
         Execution (:func:`crossed.simulate.execution.run_tasks`).
+    family : str or Family, optional
+        Fit a GLMM instead (:func:`crossed.glmer`, e.g. ``"binomial"`` for item-level
+        correctness); ``reml`` is then not used and tests are Wald z / likelihood-ratio
+        tests.
+    weights : str, optional
+        With ``family``: the column of prior weights (binomial trials).
 
     Returns
     -------
@@ -243,7 +250,14 @@ def ablation(data: pd.DataFrame, formula: str, test: Any, fractions=DEFAULT_FRAC
         ``summary()`` (rate per fraction with intervals), ``replicates``, ``full``,
         ``plot()``.
     """
-    from crossed.api import lmer
+    from crossed.api import glmer, lmer
+
+    def fit_model(frame: pd.DataFrame):
+        if family is None:
+            if weights is not None:
+                raise ValueError("weights= is for GLMMs (give family=)")
+            return lmer(formula, frame, reml=reml, reference=reference)
+        return glmer(formula, frame, family=family, weights=weights, reference=reference)
 
     reps = check_count("reps", reps)
     alpha, level = check_fraction("alpha", alpha), check_fraction("level", level)
@@ -253,11 +267,12 @@ def ablation(data: pd.DataFrame, formula: str, test: Any, fractions=DEFAULT_FRAC
         rm = rm_anova if isinstance(rm_anova, RMAnova) else None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fit = lmer(formula, data, reml=reml, reference=reference)
+        fit = fit_model(data)
     if rm_anova is not None and rm is None:
         rm = RMAnova(response=fit.design.spec.response, **rm_anova)
     extra = list(unit_l or []) + ([rm.subject, *rm.within] if rm else [])
-    needed = list(dict.fromkeys([*fit.design.columns, *extra]))
+    needed = list(dict.fromkeys([*fit.design.columns, *extra,
+                                 *([weights] if weights is not None else [])]))
     missing = [c for c in needed if c not in data.columns]
     if missing:
         raise ValueError(f"columns {missing} are not in the data")
@@ -266,7 +281,7 @@ def ablation(data: pd.DataFrame, formula: str, test: Any, fractions=DEFAULT_FRAC
         data = data.loc[complete]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            fit = lmer(formula, data, reml=reml, reference=reference)
+            fit = fit_model(data)
     data = data.reset_index(drop=True)
     groups, n_groups = None, 0
     if unit_l is not None:

@@ -14,7 +14,7 @@ from crossed._conventions import check_count, check_fraction
 from crossed.simulate.execution import run_tasks, seed_sequence
 from crossed.simulate.fastrefit import FIT_ERRORS, Refitter
 from crossed.simulate.intervals import boot_interval
-from crossed.simulate.response import simulate_responses
+from crossed.simulate.response import is_glmm, simulate_responses
 from crossed.simulate.simtests import ContrastTest
 from crossed.tables import ResultDisplay, result_table
 
@@ -48,6 +48,9 @@ def _theta(fit: LmerFit) -> pd.Series:
 
 
 def _sigma(fit: LmerFit) -> pd.Series:
+    if is_glmm(fit):
+        raise ValueError("a binomial or Poisson GLMM has no residual sigma; use stat='sdcor' "
+                         "or 'theta'")
     return pd.Series([fit.sigma], index=["sigma"])
 
 
@@ -192,10 +195,13 @@ def bootstrap(fit: LmerFit, stat: str | Callable = "fixef", nsim: int = 1000,
 
     Parameters
     ----------
-    fit : LmerFit
+    fit : LmerFit or GlmerFit
+        A GLMM is simulated from its family (:func:`simulate_responses`) and refitted with
+        its engine, family and nAGQ (lme4's ``bootMer`` on a glmer fit).
     stat : str or callable
         ``"fixef"``, ``"theta"``, ``"sdcor"`` (random-effect SDs/correlations and sigma,
-        named ``sd_<term>|<group>``, ``cor_<a>.<b>|<group>``, ``sigma``), ``"sigma"``, a
+        named ``sd_<term>|<group>``, ``cor_<a>.<b>|<group>``, ``sigma``; no sigma for a
+        GLMM), ``"sigma"`` (LMM only), a
         test factory giving a contrast (``crossed.simulate.emm_contrast("language")``,
         ``crossed.simulate.fixed("x")``), or any function of a fit returning a number,
         array, dict or Series.

@@ -9,12 +9,17 @@ equal to the observation,
 
 the randomised probability integral transform: if the model is right the observation is
 exchangeable with its simulations and r_i is exactly Uniform(0, 1) (no values at 0 or 1,
-unlike DHARMa's empirical CDF; otherwise the same idea). Tests:
+unlike DHARMa's empirical CDF; otherwise the same idea). For GLMMs (binomial, Poisson)
+the response is discrete and most simulated values tie with the observation: the
+randomisation over the ties (``e_i``) is what makes r_i uniform, as DHARMa's randomised
+quantile residuals for integer responses. Tests:
 
 - **uniformity**: one-sample Kolmogorov–Smirnov test of r against Uniform(0, 1);
 - **dispersion**: ratio of the observed residual variance (y − mean of simulations) to
   the mean variance of simulated residuals, two-sided simulation p-value (DHARMa's
-  ``testDispersion`` for simulated residuals);
+  ``testDispersion`` for simulated residuals, its default for GLMMs; binomial with
+  trials on counts of successes, as DHARMa). A 0/1 response cannot be overdispersed
+  row by row: there the test has no power, as DHARMa warns;
 - **outliers**: observations outside the range of all their simulations; under the model
   each is so with probability 2/(m + 1), exact two-sided binomial test.
 
@@ -35,7 +40,7 @@ from scipy import stats
 
 from crossed._conventions import check_count, check_fraction
 from crossed.simulate.execution import seed_sequence
-from crossed.simulate.response import simulate_responses
+from crossed.simulate.response import is_glmm, simulate_responses
 from crossed.tables import ResultDisplay
 
 if TYPE_CHECKING:
@@ -75,6 +80,9 @@ class SimulatedResiduals:
         of them (a random subsample); None when every observation is used.
     nobs : int
         Observations of the fit (all of them, used or not).
+    trials : numpy.ndarray or None
+        Binomial GLMM with prior weights: trials of the observations used (the dispersion
+        test works on counts of successes, as DHARMa's); None otherwise.
     """
 
     scaled: np.ndarray
@@ -83,6 +91,7 @@ class SimulatedResiduals:
     predicted: np.ndarray
     rows: np.ndarray | None = None
     nobs: int | None = None
+    trials: np.ndarray | None = None
 
     @property
     def nsim(self) -> int:
@@ -119,7 +128,7 @@ def simulate_residuals(fit: LmerFit, nsim: int = 250, seed: Any = None,
 
     Parameters
     ----------
-    fit : LmerFit
+    fit : LmerFit or GlmerFit
     nsim : int
         Simulations per observation (DHARMa's default is 250).
     seed : int or numpy.random.Generator
@@ -163,14 +172,20 @@ def simulate_residuals(fit: LmerFit, nsim: int = 250, seed: Any = None,
     equal = np.sum(sims == y[:, None], axis=1)
     u = np.random.default_rng(u_seed).random(len(y))
     scaled = (below + u * (equal + 1)) / (nsim + 1)
-    if use_ranef:
+    trials = None
+    if is_glmm(fit):  # response scale: conditional (use_ranef) or population-level mean
+        eta = fit.eta if use_ranef else fit.design.X @ fit.beta + fit.offset
+        predicted = fit.family.link.linkinv(eta)
+        if fit.family.name == "binomial" and fit.design.weights is not None:
+            trials = fit.prior_weights if rows is None else fit.prior_weights[rows]
+    elif use_ranef:
         predicted = fit.fitted()
     else:
         predicted = fit.design.X @ fit.beta
     if rows is not None:
         predicted = predicted[rows]
     return SimulatedResiduals(scaled=scaled, observed=y, simulated=sims, predicted=predicted,
-                              rows=rows, nobs=n)
+                              rows=rows, nobs=n, trials=trials)
 
 
 def _uniformity(res: SimulatedResiduals) -> dict:
@@ -180,14 +195,15 @@ def _uniformity(res: SimulatedResiduals) -> dict:
 
 
 def _dispersion(res: SimulatedResiduals) -> dict:
+    w = np.ones(len(res.observed)) if res.trials is None else res.trials
     mean = res.simulated.mean(axis=1)
-    obs = float(np.var(res.observed - mean))
+    obs = float(np.var(w * (res.observed - mean)))
     m = res.nsim
     sim = np.empty(m)
     step = chunk_size(len(mean), m)          # column blocks: no second rows × nsim array
     for start in range(0, m, step):
-        sim[start:start + step] = np.var(res.simulated[:, start:start + step]
-                                         - mean[:, None], axis=0)
+        sim[start:start + step] = np.var(w[:, None] * (res.simulated[:, start:start + step]
+                                                       - mean[:, None]), axis=0)
     ratio = obs / float(np.mean(sim))
     p_hi = (np.sum(sim >= obs) + 1) / (m + 1)
     p_lo = (np.sum(sim <= obs) + 1) / (m + 1)
@@ -328,7 +344,7 @@ def check(fit: LmerFit, nsim: int = 250, seed: Any = None, use_ranef: bool = Fal
 
     Parameters
     ----------
-    fit : LmerFit
+    fit : LmerFit or GlmerFit
     nsim : int
         Simulations (DHARMa's default 250).
     seed : int or numpy.random.Generator
@@ -372,6 +388,9 @@ def check(fit: LmerFit, nsim: int = 250, seed: Any = None, use_ranef: bool = Fal
     if res.subsampled:
         for r in rows:
             r["method"] += f", on {res.describe_rows()}"
+    if (is_glmm(fit) and fit.family.name == "binomial"  # type: ignore[union-attr]
+            and np.all(fit.prior_weights == 1.0)):  # type: ignore[union-attr]
+        rows[1]["method"] += " (0/1 response: no power against overdispersion, as DHARMa warns)"
     if calibrate:
         from crossed.simulate.execution import run_tasks
         from crossed.simulate.fastrefit import Refitter

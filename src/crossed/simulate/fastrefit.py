@@ -19,6 +19,7 @@ from crossed._threads import single_blas_thread
 from crossed.engines.native.engine import fit_native, fit_pls
 from crossed.engines.native.optimize import LmerControl
 from crossed.model.pls import PLS
+from crossed.simulate.response import is_glmm
 
 if TYPE_CHECKING:
     from crossed.fit import LmerFit
@@ -37,9 +38,10 @@ class Refitter:
 
     Parameters
     ----------
-    fit : LmerFit
-        The model whose design is reused. Fits from other engines are refitted with their
-        own ``fit.refit`` (no speed-up).
+    fit : LmerFit or GlmerFit
+        The model whose design is reused. A GLMM is refitted by ``crossed.fit.refit_glmer``
+        (its engine, family and nAGQ; no reuse of products). Fits from other engines are
+        refitted with their own ``fit.refit`` (no speed-up).
     check_conv : bool, optional
         Run lme4's convergence derivative check after each refit (default: as the fit's
         own control). Skipping it skips the continuation after a failed check
@@ -56,7 +58,8 @@ class Refitter:
 
     def __init__(self, fit: LmerFit, check_conv: bool | None = None, keep_frame: bool = False):
         self.fit = fit
-        self.native = fit.engine == "native"
+        self.glmm = is_glmm(fit)
+        self.native = fit.engine == "native" and not self.glmm
         base = fit.opt.control if fit.opt is not None else LmerControl()
         if check_conv is not None:
             base = replace(base, check_conv=check_conv)
@@ -70,6 +73,12 @@ class Refitter:
               reml: bool | None = None) -> LmerFit:
         """As :meth:`crossed.LmerFit.refit` (new response and/or subset of rows)."""
         fit = self.fit
+        if self.glmm:  # GLMMs: crossed.fit.refit_glmer with this refitter's control
+            from crossed.fit import refit_glmer
+
+            if reml:
+                raise ValueError("a GLMM has no REML criterion (reml must be None)")
+            return refit_glmer(fit, y=y, rows=rows, control=self.control)  # type: ignore[return-value]
         if not self.native:  # other engines: their own refit
             return fit.refit(y=y, rows=rows, reml=reml)
         if y is not None:  # a copy: the refit freezes its arrays, never the caller's

@@ -12,6 +12,7 @@ import pandas as pd
 
 from crossed.design import build_design
 from crossed.formula import parse
+from crossed.simulate.response import is_glmm
 
 if TYPE_CHECKING:
     from crossed.fit import LmerFit
@@ -190,12 +191,19 @@ def extend(fit: LmerFit, along: str | None = None, within: str | list[str] | Non
 
     Returns
     -------
-    LmerFit
+    LmerFit or GlmerFit
         Parameters (β, θ, σ) of ``fit``; conditional modes of existing levels kept, new
-        levels 0. ``deviance`` and ``vcov`` still describe the original data.
+        levels 0. ``deviance`` and ``vcov`` still describe the original data. A GLMM (0/1
+        or count response; not with prior weights or an offset) gets its linear predictor
+        on the new rows; its conditional variances are not recomputed (set to the prior's,
+        identity on the spherical scale).
     """
     if (along is None) == (within is None):
         raise ValueError("give exactly one of along= or within=")
+    glmm = is_glmm(fit)
+    if glmm and (fit.design.weights is not None or fit.design.offset is not None):
+        raise ValueError("extend: a GLMM with prior weights (binomial trials, cbind) or an "
+                         "offset cannot be extended yet: the new rows would need them")
     frame = _plain_frame(fit)
     design = fit.design
     if along is not None:
@@ -245,8 +253,17 @@ def extend(fit: LmerFit, along: str | None = None, within: str | list[str] | Non
                 un[i] = u_old[index[lv]]
         u.append(un)
     what = f"along {along} to {n} levels" if along else f"within {within} to {n} rows"
+    extra: dict[str, Any] = {}
+    if glmm:  # the GLMM's stored linear predictor and conditional variances, on the new rows
+        eta = new.X @ beta
+        for blk, un in zip(new.random.blocks, u, strict=True):
+            b = un @ blk.template(fit.theta).T
+            eta = eta + np.einsum("iq,iq->i", blk.Z, b[blk.codes])
+        extra = {"linear_predictor": eta,
+                 "cond_var_u": tuple(np.repeat(np.eye(b.q)[None], b.nlevels, axis=0)
+                                     for b in new.random.blocks)}
     return replace(fit, design=new, beta=beta, vcov_beta=vcov, u=tuple(u),
-                   messages=fit.messages + (f"design extended {what}",))
+                   messages=fit.messages + (f"design extended {what}",), **extra)
 
 
 def _extended_beta(fit: LmerFit, names: tuple[str, ...],

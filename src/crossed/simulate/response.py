@@ -1,55 +1,112 @@
-"""Simulating responses from a fitted model (lme4's ``simulate.merMod``)."""
+"""Simulating responses from a fitted model (lme4's ``simulate.merMod``), for linear
+(:class:`~crossed.LmerFit`) and generalised (:class:`~crossed.GlmerFit`) mixed models."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from crossed._conventions import as_generator
+from crossed.model.glmm.result import GlmerFit
 
 if TYPE_CHECKING:
     from crossed.fit import LmerFit
 
-__all__ = ["Seed", "simulate_responses"]
+__all__ = ["Seed", "is_glmm", "random_scale", "simulate_responses"]
 
 Seed = int | np.random.Generator | None
 
 
-def simulate_responses(fit: LmerFit, nsim: int = 1, seed: Seed = None,
+def is_glmm(fit: Any) -> bool:
+    """Whether ``fit`` is a generalised linear mixed model (no residual σ; y from a family)."""
+    return isinstance(fit, GlmerFit)
+
+
+def random_scale(fit: LmerFit | GlmerFit) -> float:
+    """Scale of the random effects: b = scale · Λu. σ for an LMM (lme4's relative
+    covariance factor), 1 for binomial and Poisson GLMMs (no dispersion parameter)."""
+    return 1.0 if is_glmm(fit) else float(fit.sigma)  # type: ignore[union-attr]
+
+
+def _linear_predictor(fit: LmerFit | GlmerFit, nsim: int, rng: np.random.Generator,
+                      use_ranef: bool) -> np.ndarray:
+    """(nobs, nsim) Xβ̂ + Zb* (+ offset for a GLMM); b* new draws or the conditional modes."""
+    design = fit.design
+    glmm = is_glmm(fit)
+    if use_ranef:
+        eta = fit.eta if glmm else fit.fitted()  # type: ignore[union-attr]
+        return np.asarray(eta, dtype=float)[:, None] + np.zeros((1, nsim))
+    fixed = design.X @ fit.beta
+    if glmm:
+        fixed = fixed + fit.offset  # type: ignore[union-attr]
+    elif design.offset is not None:
+        fixed = fixed + design.offset
+    mean = np.repeat(fixed[:, None], nsim, axis=1)
+    scale = random_scale(fit)
+    for blk in design.random.blocks:
+        T = blk.template(fit.theta)
+        u = rng.standard_normal((blk.nlevels, blk.q, nsim))
+        b = scale * np.einsum("ab,lbs->las", T, u)
+        mean += np.einsum("iq,iqs->is", blk.Z, b[blk.codes])
+    return mean
+
+
+def _draw_family(fit: GlmerFit, eta: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Responses from the fit's family at linear predictor ``eta`` (nobs, nsim), on the scale
+    of ``design.y``: binomial proportions successes/trials (trials = prior weights, 1 for a
+    0/1 response, as lme4's ``binomial()$simulate``), Poisson counts."""
+    mu = fit.family.link.linkinv(eta)
+    name = fit.family.name
+    if name == "binomial":
+        trials = np.rint(fit.prior_weights).astype(np.int64)
+        if np.any(np.abs(fit.prior_weights - trials) > 1e-7):
+            raise ValueError("simulating a binomial GLMM needs whole numbers of trials as "
+                             "prior weights (lme4 rounds them with a warning; crossed "
+                             "refuses)")
+        successes = rng.binomial(trials[:, None], np.clip(mu, 0.0, 1.0))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out = successes / np.maximum(trials, 1)[:, None]
+        return np.asarray(out, dtype=float)
+    if name == "poisson":
+        if np.any(fit.prior_weights != 1.0):
+            raise ValueError("simulating a Poisson GLMM with prior weights is not defined "
+                             "(lme4 ignores them with a warning; crossed refuses)")
+        return rng.poisson(mu).astype(float)
+    raise ValueError(f"simulating the {name!r} family is not supported (binomial, poisson)")
+
+
+def simulate_responses(fit: LmerFit | GlmerFit, nsim: int = 1, seed: Seed = None,
                        use_ranef: bool = False) -> np.ndarray:
     """Draw responses from the fitted model.
 
     Parameters
     ----------
-    fit : LmerFit
+    fit : LmerFit or GlmerFit
     nsim : int
         Number of simulated response vectors.
     seed : int or numpy.random.Generator, optional
         Identical seeds give identical draws.
     use_ranef : bool
-        False (lme4's default, ``re.form = NA``): new random effects b ~ N(0, σ²ΛΛᵀ) for
-        every simulation. True (``re.form = NULL``): condition on the estimated conditional
-        modes, only the residuals are new.
+        False (lme4's default, ``re.form = NA``): new random effects for every simulation,
+        b* ~ N(0, σ²ΛΛᵀ) (LMM) or N(0, ΛΛᵀ) (binomial/Poisson GLMM: no σ). True
+        (``re.form = NULL``): condition on the estimated conditional modes, only the
+        observation-level noise is new.
 
     Returns
     -------
     numpy.ndarray
-        Shape (nobs, nsim): y* = Xβ̂ + Zb* + ε*, ε* ~ N(0, σ̂²I).
+        Shape (nobs, nsim). LMM: y* = Xβ̂ + Zb* + ε*, ε* ~ N(0, σ̂²I). GLMM: η* = Xβ̂ + Zb*
+        + offset, y* from the family at μ* = g⁻¹(η*): Bernoulli (0/1), Binomial(trials, μ*)
+        / trials (a proportion, trials the prior weights, as ``design.y``), Poisson(μ*).
+        The same model as lme4's ``simulate.merMod`` (distributions, not R's random
+        stream); checked in ``tests/simulate/test_glmm_simulate.py`` by moments.
     """
     from crossed._conventions import check_count
 
     nsim = check_count("nsim", nsim)
     rng = as_generator(seed)
-    design = fit.design
-    n = design.n
-    if use_ranef:
-        mean = fit.fitted()[:, None] + np.zeros((1, nsim))
-    else:
-        mean = np.repeat((design.X @ fit.beta)[:, None], nsim, axis=1)
-        for blk in design.random.blocks:
-            T = blk.template(fit.theta)
-            u = rng.standard_normal((blk.nlevels, blk.q, nsim))
-            b = fit.sigma * np.einsum("ab,lbs->las", T, u)
-            mean += np.einsum("iq,iqs->is", blk.Z, b[blk.codes])
-    return mean + fit.sigma * rng.standard_normal((n, nsim))
+    eta = _linear_predictor(fit, nsim, rng, use_ranef)
+    if is_glmm(fit):
+        return _draw_family(fit, eta, rng)  # type: ignore[arg-type]
+    return eta + fit.sigma * rng.standard_normal((fit.design.n, nsim))  # type: ignore[union-attr]

@@ -35,6 +35,21 @@ __all__ = ["CallableTest", "ContrastTest", "JointContrastTest", "LRT_ENGINES",
 RESULT_KEYS = ("estimate", "std_error", "df", "statistic", "p_value")
 
 
+def _ddf_for(fit: Any, ddf: str | None) -> str:
+    """The df method of a test on ``fit``: None means Satterthwaite for an LMM and the Wald
+    z test (``"none"``: df = inf, R's ``summary(glmer fit)``) for a GLMM, which has no
+    finite-sample df; Satterthwaite or Kenward–Roger on a GLMM is refused."""
+    from crossed.inference.ddf import normalise_ddf
+    from crossed.simulate.response import is_glmm
+
+    if is_glmm(fit):
+        if ddf is not None and normalise_ddf(ddf) != "none":
+            raise ValueError(f"ddf={ddf!r} is for linear mixed models; a GLMM's tests are "
+                             "Wald z tests (use ddf=None or 'none')")
+        return "none"
+    return normalise_ddf("satterthwaite" if ddf is None else ddf)
+
+
 def _nan_row(status: str) -> dict:
     return {"status": status, **dict.fromkeys(RESULT_KEYS, np.nan)}
 
@@ -102,20 +117,24 @@ class ContrastTest:
         return bool(is_estimable(L, nonest_basis(X))[0])
 
 
-def fixed(term: str, ddf: str = "satterthwaite") -> Callable[[LmerFit], ContrastTest]:
-    """t test of one fixed-effect coefficient (lmerTest's ``summary`` row).
+def fixed(term: str, ddf: str | None = None) -> Callable[[LmerFit], ContrastTest]:
+    """t test of one fixed-effect coefficient (lmerTest's ``summary`` row), or for a GLMM
+    the Wald z test (``summary(glmer fit)``'s ``Pr(>|z|)``, simr's default for glmer).
 
     Parameters
     ----------
     term : str
         Coefficient name as in ``fit.fixef`` (e.g. ``"lr1e-5"``).
-    ddf : {"satterthwaite", "kenward-roger", "none"}
+    ddf : {"satterthwaite", "kenward-roger", "none"}, optional
+        Default: Satterthwaite for an LMM, z (``"none"``) for a GLMM.
     """
     from crossed.inference.ddf import normalise_ddf
 
-    method = normalise_ddf(ddf)
+    if ddf is not None:
+        normalise_ddf(ddf)
 
     def setup(fit: LmerFit) -> ContrastTest:
+        method = _ddf_for(fit, ddf)
         if term not in fit.fixef_names:
             raise ValueError(f"{term!r} is not a fixed-effect coefficient; the model has "
                              + ", ".join(fit.fixef_names))
@@ -178,7 +197,7 @@ class JointContrastTest:
 
 
 def emm_contrast(specs: str | list[str], contrast: str | dict | Sequence[float] | None = None,
-                 ddf: str = "satterthwaite") -> Callable[[LmerFit], Any]:
+                 ddf: str | None = None) -> Callable[[LmerFit], Any]:
     """A contrast of estimated marginal means, tested with ``ddf`` (emmeans' ``pairs``).
 
     Parameters
@@ -193,7 +212,9 @@ def emm_contrast(specs: str | list[str], contrast: str | dict | Sequence[float] 
         ``test(contrast(emm, "consec"), joint = TRUE)``, the ``joint_tests`` row of the
         factor). The test's label (``name``, shown by power and ablation summaries) says
         which: ``"en - es"`` or ``"model: all 4 means equal (joint F, df1 = 3)"``.
-    ddf : {"satterthwaite", "kenward-roger", "none"}
+    ddf : {"satterthwaite", "kenward-roger", "none"}, optional
+        Default: Satterthwaite for an LMM; for a GLMM the asymptotic z (chi-square) test on
+        the link scale, as emmeans does for glmer fits (``"none"``).
 
     Returns
     -------
@@ -216,10 +237,12 @@ def emm_contrast(specs: str | list[str], contrast: str | dict | Sequence[float] 
     """
     from crossed.inference.ddf import normalise_ddf
 
-    method = normalise_ddf(ddf)
+    if ddf is not None:
+        normalise_ddf(ddf)
     specs_label = specs if isinstance(specs, str) else ":".join(specs)
 
     def setup(fit: LmerFit) -> ContrastTest | JointContrastTest:
+        method = _ddf_for(fit, ddf)
         from crossed.inference.emmeans import consec_weights, contrast_weights, emmeans
         from crossed.inference.grid import grid_labels
 
@@ -284,7 +307,8 @@ class LikelihoodRatioTest:
     control: Any = None
 
     def __call__(self, fit: LmerFit, rows: np.ndarray | None = None) -> dict:
-        from crossed.engines import fit_with
+        from crossed.engines import fit_glmm_with, fit_with
+        from crossed.simulate.response import is_glmm
 
         check_lrt_engine(fit.engine)
         design = fit.design
@@ -297,6 +321,17 @@ class LikelihoodRatioTest:
         reduced_fixed = replace(fx, X=fx.X[:, keep], names=tuple(fx.names[i] for i in keep),
                                 assign=tuple(fx.assign[i] for i in keep))
         control = None
+        if is_glmm(fit):  # no REML: the full fit is the ML fit; −2 log L = criterion
+            control = self.control or (fit.opt.control if fit.opt is not None else None)
+            g = fit  # type: Any
+            reduced_g = fit_glmm_with(g.engine, replace(design, fixed=reduced_fixed),
+                                      family=g.family, nagq=g.nagq, control=control,
+                                      data_name=g.data_name)
+            stat = max(reduced_g.criterion - g.criterion, 0.0)
+            df = int(drop.sum())
+            return {"status": "ok", "estimate": np.nan, "std_error": np.nan,
+                    "df": float(df), "statistic": float(stat),
+                    "p_value": float(stats.chi2.sf(stat, df))}
         if fit.engine == "native":
             control = self.control or (fit.opt.control if fit.opt is not None else None)
             if control is None:

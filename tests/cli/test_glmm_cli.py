@@ -1,0 +1,118 @@
+"""``crossed fit --family`` and ``crossed report --family``: GLMMs from the command line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from crossed.cli import main
+
+DATA = Path(__file__).parents[1] / "data" / "glmm"
+CBPP = str(DATA / "cbpp.csv")
+CBPP_F = "cbind(incidence, size - incidence) ~ period + (1 | herd)"
+
+
+def run(argv: list[str]) -> int:
+    """``main(argv)``'s exit code (argparse's own errors exit with SystemExit)."""
+    try:
+        return main(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+
+
+def test_fit_binomial_summary(capsys):
+    assert main(["fit", CBPP, CBPP_F, "--family", "binomial", "--factor", "herd",
+                 "period"]) == 0
+    out = capsys.readouterr().out
+    assert "Generalized linear mixed model fit by maximum likelihood" in out
+    assert " Family: binomial  ( logit )" in out
+    assert "z value" in out
+
+
+def test_fit_json_matches_api(capsys):
+    import pandas as pd
+
+    import crossed as cx
+
+    assert main(["fit", str(DATA / "grouseticks.csv"), "TICKS ~ YEAR + (1 | BROOD)",
+                 "--family", "poisson", "--factor", "YEAR", "BROOD", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    g = pd.read_csv(DATA / "grouseticks.csv", dtype={"YEAR": str, "BROOD": str})
+    fit = cx.glmer("TICKS ~ YEAR + (1 | BROOD)", g, family="poisson")
+    assert out["family"] == "poisson" and out["link"] == "log"
+    assert out["loglik"] == pytest.approx(fit.loglik, rel=1e-10)
+    assert [c["Estimate"] for c in out["coefficients"]] == pytest.approx(list(fit.beta))
+
+
+def test_weights_and_offset_columns(capsys, tmp_path):
+    # a proportion with --weights trials is the cbind fit
+    import pandas as pd
+
+    cb = pd.read_csv(DATA / "cbpp.csv")
+    cb["prop"] = cb["incidence"] / cb["size"]
+    path = tmp_path / "cbpp_prop.csv"
+    cb.to_csv(path, index=False)
+    assert main(["fit", str(path), "prop ~ period + (1 | herd)", "--family", "binomial",
+                 "--weights", "size", "--factor", "herd", "period", "--json"]) == 0
+    a = json.loads(capsys.readouterr().out)
+    assert main(["fit", CBPP, CBPP_F, "--family", "binomial", "--factor", "herd", "period",
+                 "--json"]) == 0
+    b = json.loads(capsys.readouterr().out)
+    assert a["loglik"] == pytest.approx(b["loglik"], rel=1e-8)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--weights", "size"], "--weights: only with --family"),
+    (["--family", "gaussian"], "invalid choice: 'gaussian'"),
+    (["--family", "binomial", "--offset", "nope"], "--offset: column 'nope'"),
+    (["--family", "binomial", "--ml"], "--ml is for linear mixed models"),
+])
+def test_bad_options_one_line(capsys, argv, message):
+    assert run(["fit", CBPP, CBPP_F, "--factor", "herd", "period", *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("crossed: error: ") and message in err[0]
+
+
+def test_binary_response_outside_01(capsys, tmp_path):
+    path = tmp_path / "bad.csv"
+    path.write_text("y,g\n0,a\n2,a\n1,b\n0,b\n")
+    assert main(["fit", str(path), "y ~ 1 + (1 | g)", "--family", "binomial"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "outside [0, 1]" in err[0]
+
+
+def test_report_glmm(tmp_path):
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "r.html"
+    assert main(["report", CBPP, CBPP_F, "--family", "binomial", "--factor", "herd",
+                 "period", "-o", str(out)]) == 0
+    text = out.read_text(encoding="utf-8")
+    for section in ("Fixed effects (Wald z tests", "Likelihood-ratio tests",
+                    "Nakagawa R²", "Estimated marginal means: period", "odds ratios",
+                    "Random effects", "Residual checks", "GLMM, binomial family"):
+        assert section in text
+    assert text.count("data:image/png;base64,") >= 3
+
+
+def test_report_glmm_refuses_compare(capsys, tmp_path):
+    assert main(["report", CBPP, CBPP_F, "--family", "binomial", "--factor", "herd",
+                 "period", "--compare", "incidence ~ 1 + (1 | herd)",
+                 "-o", str(tmp_path / "r.html")]) == 2
+    assert "for linear mixed models" in capsys.readouterr().err
+
+
+def test_compare_engines_family(capsys):
+    assert main(["compare-engines", CBPP, CBPP_F, "--family", "binomial", "--factor", "herd",
+                 "period", "--engines", "native,statsmodels"]) == 0
+    out = capsys.readouterr().out
+    assert "(GLMM, binomial)" in out and "-2 log-likelihood (Laplace)" in out
+    assert "variational Bayes" in out
+
+
+def test_spec_item_level_says_family(capsys):
+    assert main(["spec", "item_level", "outcome=correct", "systems=system", "items=item"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("item_level: correct ~ system + (1 | item)")
+    assert "family: binomial" in out
