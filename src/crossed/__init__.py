@@ -1,7 +1,10 @@
 """crossed: mixed-effects analysis of evaluation results."""
 
-from crossed import display  # noqa: F401  (provides LmerFit.summary)
-from crossed.api import lm, lmer
+from crossed import (
+    display,  # noqa: F401  (provides LmerFit.summary)
+    display_glmm,  # noqa: F401  (provides GlmerFit.summary)
+)
+from crossed.api import glmer, lm, lmer
 from crossed.datasets import list_datasets, load_dataset
 from crossed.design.frame import DataError
 from crossed.engines.errors import EngineUnavailableError, UnsupportedModelError
@@ -22,6 +25,8 @@ from crossed.formula import FormulaError, ModelSpec, parse
 from crossed.inference.emmeans import emmeans
 from crossed.inference.emtrends import emtrends
 from crossed.inference.lrt import compare
+from crossed.model.glmm.family import Family, binomial, poisson
+from crossed.model.glmm.result import GlmerFit
 from crossed.model.lm import LmFit
 from crossed.simulate import (
     ablation,
@@ -50,7 +55,12 @@ __all__ = [
     "FormulaError",
     "LmerControl",
     "LmFit",
+    "Family",
+    "GlmerFit",
     "LmerFit",
+    "binomial",
+    "glmer",
+    "poisson",
     "ModelSpec",
     "SingularFitWarning",
     "UnsupportedModelError",

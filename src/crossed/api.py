@@ -3,25 +3,32 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
+from crossed._warn import warn
 from crossed.design import build_design
-from crossed.design.frame import check_response_varies
-from crossed.engines import fit_with, get_engine
+from crossed.design.frame import DataError, check_response_varies, used_columns
+from crossed.design.glm import attach, glm_inputs
+from crossed.engines import fit_glmm_with, fit_with, get_engine
 from crossed.engines.native import LmerControl
 from crossed.fit import LmerFit
 from crossed.formula import parse
+from crossed.formula.glm import split_glm_formula
+from crossed.model.glmm.family import Family, family_of
+from crossed.model.glmm.result import GlmerFit
 from crossed.model.lm import LmFit, fit_lm
 
-__all__ = ["lm", "lmer"]
+__all__ = ["glmer", "lm", "lmer"]
 
 
 def lmer(formula: str, data: pd.DataFrame, reml: bool = True, engine: str = "native",
          reference: dict[str, str] | None = None, na_action: str = "omit",
          control: LmerControl | None = None, data_name: str | None = None,
-         trusted: bool = False, contrasts: Mapping[str, object] | None = None) -> LmerFit:
+         trusted: bool = False, contrasts: Mapping[str, object] | None = None,
+         weights: object = None, offset: object = None) -> LmerFit:
     """Fit a linear mixed model written in lme4's formula language.
 
     Parameters
@@ -67,6 +74,14 @@ def lmer(formula: str, data: pd.DataFrame, reml: bool = True, engine: str = "nat
         (``lr.L``, ``lr.Q``, ...) or a matrix with one row per level and one column per
         contrast (columns ``lr1``, ...). Estimated marginal means, Type III ANOVA (mapped
         to treatment coding, as lmerTest does) and effect sizes do not depend on it.
+    weights : str or array, optional
+        Prior weights (lme4's ``weights=``): a column name or one value per row; the
+        residual variance of a row is σ²/w. Missing weights drop the row (counted),
+        negative or zero weights are refused (lme4's criterion is infinite with a zero
+        weight). The criterion includes −log|W| as lme4's.
+    offset : str or array, optional
+        Added to the linear predictor (lme4's ``offset=``); ``offset(x)`` terms in the
+        formula too. ``fitted()`` includes it; ``predict(newdata)`` does not.
 
     Returns
     -------
@@ -75,6 +90,23 @@ def lmer(formula: str, data: pd.DataFrame, reml: bool = True, engine: str = "nat
     _check_arguments(formula, reml, engine, reference, na_action, control, data_name)
     if not isinstance(trusted, bool | np.bool_):
         raise TypeError(f"trusted must be True or False, got {trusted!r}")
+    if weights is not None or offset is not None or "offset(" in formula:
+        parts = split_glm_formula(formula, trusted=bool(trusted))
+        spec = parse(parts.formula, reference=reference, trusted=bool(trusted),
+                     contrasts=contrasts)
+        used, _ = used_columns(spec, [str(c) for c in data.columns])
+        data, extra = glm_inputs(parts, data, weights=weights, offset=offset,
+                                 used=tuple(used), na_action=na_action)
+        if extra["weights"] is not None and np.any(extra["weights"] == 0):
+            raise DataError(f"zero weights in {extra['weights_name']!r}: lme4's criterion is "
+                            "infinite then; drop those rows")
+        design = build_design(spec, data, na_action=na_action)
+        design = attach(design, extra, None, spec=replace(spec, formula=formula))
+        check_response_varies(design.y, spec.response)
+        if engine != "native":
+            raise ValueError("weights= and offset= are supported by the native engine only")
+        return fit_with(engine, design, reml=bool(reml), control=control,
+                        data_name=data_name or "data")
     spec = parse(formula, reference=reference, trusted=bool(trusted), contrasts=contrasts)
     design = build_design(spec, data, na_action=na_action)
     check_response_varies(design.y, spec.response)
@@ -144,3 +176,107 @@ def lm(formula: str, data: pd.DataFrame, reference: dict[str, str] | None = None
     fixed = build_fixed(spec.fixed, prepared.data, caret="^" in spec.formula)
     return fit_lm(formula, fixed.X, y, fixed.names, n_dropped=prepared.n_dropped,
                   data_name=data_name or "data")
+
+
+def glmer(formula: str, data: pd.DataFrame, family: str | Family = "binomial", nAGQ: int = 1,
+          weights: object = None, offset: object = None, engine: str = "native",
+          control: LmerControl | None = None, na_action: str = "omit",
+          data_name: str | None = None, reference: dict[str, str] | None = None,
+          trusted: bool = False) -> GlmerFit:
+    """Fit a generalised linear mixed model as lme4's ``glmer``.
+
+    Parameters
+    ----------
+    formula : str
+        lme4 formula; the left side may be ``cbind(successes, failures)`` (binomial) and
+        the right side may hold ``offset(expr)`` terms.
+    data : pandas.DataFrame
+    family : {"binomial", "poisson"} or Family
+        ``cx.binomial(link="logit"|"probit"|"cloglog")``, ``cx.poisson()``.
+    nAGQ : int
+        1: Laplace (default); 0: lme4's nAGQ = 0; > 1: adaptive Gauss–Hermite (one scalar
+        random-effects term).
+    weights : str or array, optional
+        Prior weights (binomial: the number of trials of a proportion response).
+    offset : str or array, optional
+        Added to the linear predictor (e.g. ``np.log(exposure)``).
+    engine : str
+        ``"native"`` (default) or an engine with GLMMs (``"lme4"``).
+
+    Binomial responses: 0/1 numbers, booleans, a two-level factor (first level =
+    failure, as R), a proportion with ``weights=`` trials, or ``cbind(s, f)``.
+
+    Returns
+    -------
+    GlmerFit
+    """
+    _check_arguments(formula, True, engine, reference, na_action, control, data_name)
+    fam = family_of(family)
+    if isinstance(nAGQ, bool) or not isinstance(nAGQ, int | np.integer) or nAGQ < 0:
+        raise ValueError(f"nAGQ must be a whole number >= 0, got {nAGQ!r}")
+    parts = split_glm_formula(formula, trusted=bool(trusted))
+    spec = parse(parts.formula, reference=reference, trusted=bool(trusted))
+    used, _ = used_columns(spec, [str(c) for c in data.columns])
+    data, extra = glm_inputs(parts, data, weights=weights, offset=offset, used=tuple(used),
+                             na_action=na_action)
+    data = _glm_response(spec.response, data, fam, parts.cbind is not None)
+    design = build_design(spec, data, na_action=na_action, glmm=True)
+    y, w = _glm_y(design.y, extra, fam, spec.response, parts.cbind is not None)
+    extra["weights"] = w
+    design = attach(design, extra, y, spec=replace(spec, formula=formula))
+    return fit_glmm_with(engine, design, family=fam, nagq=int(nAGQ), control=control,
+                         data_name=data_name or "data")
+
+
+def _glm_response(response: str, data: pd.DataFrame, fam: Family, cbind: bool
+                  ) -> pd.DataFrame:
+    """A boolean or two-level factor binomial response as 0/1 (R: first level = failure)."""
+    if cbind or response not in data.columns or fam.name != "binomial":
+        return data
+    col = data[response]
+    if pd.api.types.is_bool_dtype(col):
+        return data.assign(**{response: col.astype(float)})
+    if isinstance(col.dtype, pd.CategoricalDtype) or not pd.api.types.is_numeric_dtype(col):
+        levels = (list(col.cat.categories) if isinstance(col.dtype, pd.CategoricalDtype)
+                  else sorted(col.dropna().unique(), key=str))
+        if len(levels) != 2:
+            raise DataError(f"binomial response {response!r} has {len(levels)} levels "
+                            f"({', '.join(map(str, levels[:5]))}); a factor response needs "
+                            "two (the first is failure)")
+        vals = np.where(col.isna(), np.nan, (col == levels[1]).astype(float))
+        return data.assign(**{response: vals})
+    return data
+
+
+def _glm_y(y: np.ndarray, extra: dict[str, object], fam: Family, response: str,
+           cbind: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    """The response and prior weights as lme4 stores them; bad values refused."""
+    w = extra["weights"]
+    w = None if w is None else np.asarray(w, dtype=float)
+    if fam.name == "binomial":
+        if cbind:
+            fail = np.asarray(extra["failures"], dtype=float)
+            if np.any(y < 0) or np.any(fail < 0):
+                raise DataError(f"cbind({response}, ...): negative counts of successes or "
+                                "failures")
+            trials = y + fail
+            prop = np.divide(y, trials, out=np.zeros_like(y), where=trials > 0)
+            w = trials if w is None else trials * w
+            return prop, w
+        if np.any((y < 0) | (y > 1)):
+            raise DataError(f"binomial response {response!r} has values outside [0, 1] "
+                            f"(e.g. {y[(y < 0) | (y > 1)][0]:g}): use 0/1, a proportion with "
+                            "weights= trials, or cbind(successes, failures)")
+        if w is None and np.any((y != 0) & (y != 1)):
+            raise DataError(f"binomial response {response!r} holds proportions but no "
+                            "weights= gives the number of trials; pass weights= or use "
+                            "cbind(successes, failures)")
+        if w is not None and np.any(np.abs(w * y - np.round(w * y)) > 1e-3):
+            warn("non-integer #successes in a binomial glm!")
+        return y, w
+    if np.any(y < 0):
+        raise DataError(f"negative values not allowed for the Poisson family: response "
+                        f"{response!r}")
+    if np.any(np.abs(y - np.round(y)) > 1e-8):
+        warn(f"non-integer counts in the Poisson response {response!r}")
+    return y, w

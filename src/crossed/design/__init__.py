@@ -55,6 +55,11 @@ class Design:
         Private copy of the used columns after dropping missing rows (factors encoded as
         categoricals): what inference needs to rebuild reference grids, lmerTest's Type III
         design and reduced or ML refits. Not the user's table.
+    weights : numpy.ndarray or None
+        Prior weights aligned with ``y`` (None: all 1); for a binomial GLMM the number of
+        trials (``cbind(s, f)`` gives ``y = s / (s + f)``, ``weights = s + f``, as lme4).
+    offset : numpy.ndarray or None
+        Offset of the linear predictor aligned with ``y`` (None: 0).
     """
 
     spec: ModelSpec
@@ -65,6 +70,8 @@ class Design:
     levels: dict[str, list[str]]
     columns: tuple[str, ...]
     frame: pd.DataFrame | None = field(default=None, repr=False, compare=False)
+    weights: np.ndarray | None = field(default=None, repr=False, compare=False)
+    offset: np.ndarray | None = field(default=None, repr=False, compare=False)
     # objects derived from this design (the model core's PLS problem): created empty in
     # every instance, written only by :meth:`derived`, left out of pickles
     _derived: dict[str, Any] = field(init=False, default_factory=dict, repr=False,
@@ -72,7 +79,8 @@ class Design:
 
     def __post_init__(self) -> None:
         for arr in (self.y, self.fixed.X, *(b.Z for b in self.random.blocks),
-                    *(b.codes for b in self.random.blocks)):
+                    *(b.codes for b in self.random.blocks),
+                    *(a for a in (self.weights, self.offset) if a is not None)):
             arr.flags.writeable = False
 
     @property
@@ -164,7 +172,10 @@ class Design:
         frame = None
         if keep_frame and self.frame is not None:
             frame = self.frame.iloc[idx].reset_index(drop=True)
-        return replace(self, y=self.y[idx], fixed=fixed, random=random, frame=frame)
+        return replace(self, y=self.y[idx], fixed=fixed, random=random, frame=frame,
+                       weights=None if self.weights is None else self.weights[idx],
+                       offset=None if self.offset is None else self.offset[idx])
+
 
 def _user_codings(spec: ModelSpec, levels: dict[str, list[str]]) -> dict[str, Any]:
     """``contrasts=`` checked against the factors of the model (a named column that is not
@@ -179,7 +190,8 @@ def _user_codings(spec: ModelSpec, levels: dict[str, list[str]]) -> dict[str, An
     return out
 
 
-def build_design(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -> Design:
+def build_design(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit",
+                 glmm: bool = False) -> Design:
     """Build the design of ``spec`` on ``data``.
 
     Parameters
@@ -224,7 +236,7 @@ def build_design(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -
     check_scale(fixed.X, fixed.names)
     if not spec.random:
         raise DataError("no random-effects terms in the formula: use (expr | group)")
-    random = build_random(spec.random, frame, caret=caret, codings=ordered)
+    random = build_random(spec.random, frame, caret=caret, codings=ordered, glmm=glmm)
     for blk in random.blocks:
         for j, name in enumerate(blk.column_names):
             check_finite(f"{name} | {blk.group}", blk.Z[:, j], what="random-effects column")

@@ -278,9 +278,10 @@ class TermColumns:
 
 
 def build_random(terms: tuple[RandomTermSpec, ...], frame: pd.DataFrame,
-                 caret: bool = False, codings: Mapping[str, Any] | None = None
-                 ) -> RandomDesign:
-    """Random-effects structure of a model on prepared data."""
+                 caret: bool = False, codings: Mapping[str, Any] | None = None,
+                 glmm: bool = False) -> RandomDesign:
+    """Random-effects structure of a model on prepared data (``glmm``: a GLMM, which has
+    no residual, so one level per observation is allowed, as lme4's glmer)."""
     n = len(frame)
     # lme4 terms as written, with || split into one term per column
     out: list[TermColumns] = []
@@ -294,7 +295,7 @@ def build_random(terms: tuple[RandomTermSpec, ...], frame: pd.DataFrame,
                 f"grouping factor {spec.name!r} has {len(levels)} level; a random effect "
                 "needs at least 2"
             )
-        if len(levels) >= n:
+        if len(levels) >= n and not (glmm and len(levels) <= n):
             raise DataError(
                 f"grouping factor {spec.name!r} has {len(levels)} levels for {n} observations; "
                 "the random effects and the residual are not identifiable"
@@ -304,7 +305,7 @@ def build_random(terms: tuple[RandomTermSpec, ...], frame: pd.DataFrame,
         ]
         for cols in col_sets:
             nre = len(levels) * len(cols)
-            if nre >= n:
+            if nre > n or (nre == n and not glmm):
                 raise DataError(
                     f"number of observations ({n}) <= number of random effects ({nre}) for "
                     f"term ({spec.expr} | {spec.name}); the random-effects parameters are "

@@ -15,7 +15,14 @@ Engines are chosen by name and never swapped silently. Each follows the
 from __future__ import annotations
 
 from crossed.engines.errors import EngineUnavailableError, UnsupportedModelError
-from crossed.engines.registry import Engine, available, fit_with, get_engine, register
+from crossed.engines.registry import (
+    Engine,
+    available,
+    fit_glmm_with,
+    fit_with,
+    get_engine,
+    register,
+)
 
 register("native", "crossed.engines.native.engine:ENGINE")
 register("statsmodels", "crossed.engines.statsmodels:ENGINE")
@@ -24,4 +31,4 @@ register("lme4", "crossed.engines.lme4:ENGINE", aliases=("pymer4",))
 AVAILABLE = available()
 
 __all__ = ["AVAILABLE", "Engine", "EngineUnavailableError", "UnsupportedModelError",
-           "available", "fit_with", "get_engine", "register"]
+           "available", "fit_glmm_with", "fit_with", "get_engine", "register"]

@@ -13,14 +13,15 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from crossed.design import Design
     from crossed.engines.native.optimize import LmerControl
     from crossed.model.result import LmerFit
 
-__all__ = ["Engine", "FunctionEngine", "available", "fit_with", "get_engine", "register"]
+__all__ = ["Engine", "FunctionEngine", "available", "fit_glmm_with", "fit_with", "get_engine",
+           "register"]
 
 
 @runtime_checkable
@@ -65,9 +66,23 @@ class FunctionEngine:
     name: str
     fit_function: Callable[..., LmerFit]
     supports_function: Callable[[Design], str | None] | None = None
+    glmm_function: Callable[..., Any] | None = None
+    glmm_refusal: str | None = None
 
     def supports(self, design: Design) -> str | None:
         return None if self.supports_function is None else self.supports_function(design)
+
+    def fit_glmm(self, design: Design, family: Any, nagq: int, control: Any,
+                 data_name: str = "data") -> Any:
+        """Fit a GLMM (``glmm_function(design, family=, nagq=, control=, data_name=)``);
+        :class:`UnsupportedModelError` when the engine has none."""
+        if self.glmm_function is None:
+            from crossed.engines.errors import UnsupportedModelError
+
+            raise UnsupportedModelError(self.glmm_refusal or (
+                f"the {self.name!r} engine cannot fit GLMMs; use engine='native' or 'lme4'"))
+        return self.glmm_function(design, family=family, nagq=nagq, control=control,
+                                  data_name=data_name)
 
     def fit(self, design: Design, reml: bool, control: LmerControl | None,
             data_name: str = "data") -> LmerFit:
@@ -135,3 +150,24 @@ def fit_with(engine: str, design: Design, reml: bool, control: LmerControl | Non
         reason its ``supports`` gives (``supports`` is for asking before fitting).
     """
     return get_engine(engine).fit(design, reml=reml, control=control, data_name=data_name)
+
+
+def fit_glmm_with(engine: str, design: Design, family: Any = "binomial", nagq: int = 1,
+                  control: Any = None, data_name: str = "data") -> Any:
+    """Fit a GLMM ``design`` with the named engine (its ``fit_glmm``).
+
+    Raises
+    ------
+    UnsupportedModelError
+        When the engine cannot fit GLMMs, naming one that can.
+    """
+    from crossed.engines.errors import UnsupportedModelError
+    from crossed.model.glmm.family import family_of
+
+    eng = get_engine(engine)
+    fit_glmm = getattr(eng, "fit_glmm", None)
+    if fit_glmm is None:
+        raise UnsupportedModelError(f"the {eng.name!r} engine cannot fit GLMMs; use "
+                                    "engine='native' or 'lme4'")
+    return fit_glmm(design, family=family_of(family), nagq=nagq, control=control,
+                    data_name=data_name)

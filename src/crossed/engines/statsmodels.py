@@ -415,4 +415,9 @@ def supports(design: Design) -> str | None:
     return None
 
 
-ENGINE = FunctionEngine("statsmodels", fit_statsmodels, supports)
+ENGINE = FunctionEngine(
+    "statsmodels", fit_statsmodels, supports,
+    glmm_refusal="the 'statsmodels' engine does not fit GLMMs: statsmodels' "
+    "BinomialBayesMixedGLM and PoissonBayesMixedGLM are variational Bayes methods, not "
+    "lme4's maximum likelihood (Laplace/adaptive Gauss-Hermite) estimator, so their "
+    "numbers would differ; use engine='native' or 'lme4'")

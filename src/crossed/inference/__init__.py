@@ -6,6 +6,7 @@ from crossed.inference.coefs import coef_table, contrast_tests
 from crossed.inference.effect_sizes import cohens_f2, eta_squared, omega_squared
 from crossed.inference.emmeans import EMMeans, emmeans, joint_tests
 from crossed.inference.emtrends import emtrends
+from crossed.inference.glmm_wald import glmm_coef_table
 from crossed.inference.icc import icc
 from crossed.inference.influence import cooks_distance, hatvalues, influence
 from crossed.inference.kenward_roger import KRModel
@@ -14,10 +15,12 @@ from crossed.inference.lrt import compare, ranova, variance_components
 from crossed.inference.r2 import r2_nakagawa
 from crossed.inference.satterthwaite import SatterthwaiteModel, satterthwaite_t
 from crossed.inference.step import StepResult, step
+from crossed.model.glmm.result import provide as _glmm_provide
 from crossed.model.result import provide
 
 # the R-like methods of LmerFit implemented in this layer (crossed.model.result)
 provide("coef_table", coef_table)
+_glmm_provide("coef_table", glmm_coef_table)
 provide("anova", anova)
 provide("emmeans", emmeans)
 provide("emtrends", emtrends)

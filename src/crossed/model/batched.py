@@ -66,7 +66,8 @@ def _batch(pls: PLS, T: np.ndarray, reml: bool) -> np.ndarray | None:
         return None
     d = np.diagonal(L, axis1=1, axis2=2)
     pwrss = d[:, -1] ** 2
-    values = criterion(ld1, 2.0 * np.log(d[:, :-1]).sum(axis=1), pwrss, pls.n, pls.p, reml)
+    values = criterion(ld1 - pls.ldW, 2.0 * np.log(d[:, :-1]).sum(axis=1), pwrss, pls.n,
+                       pls.p, reml)
     return np.where(pwrss > 0, values, np.inf)
 
 

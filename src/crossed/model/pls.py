@@ -33,6 +33,7 @@ factors it by QDLDL; its factorisations are :class:`SparseFactor`, which ``solve
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from typing import TYPE_CHECKING, cast
 
 import numpy as np
@@ -60,14 +61,17 @@ __all__ = ["Factor", "MAX_DENSE", "MAX_GROUPED_LEVELS", "PLS", "deviance_at", "p
 
 MAX_DENSE = 20000
 MAX_GROUPED_LEVELS = 50_000
+
 _ONE = np.ones(1)
 
 
-def _sparse_z(block: ReBlock) -> sp.csr_matrix:
-    """Z of one block: row i holds the q values of observation i in its level's columns."""
+def _sparse_z(block: ReBlock, values: np.ndarray | None = None) -> sp.csr_matrix:
+    """Z of one block: row i holds the q values of observation i in its level's columns
+    (``values``: other values in Z's place, e.g. √w-scaled)."""
     n, q = block.Z.shape
     cols = (block.codes[:, None] * q + np.arange(q)[None, :]).ravel()
-    return sp.csr_matrix((block.Z.ravel(), cols, np.arange(0, n * q + 1, q)),
+    Zv = block.Z if values is None else values
+    return sp.csr_matrix((Zv.ravel(), cols, np.arange(0, n * q + 1, q)),
                          shape=(n, block.nlevels * q))
 
 
@@ -91,12 +95,23 @@ class PLS:
         ``MAX_DENSE``, or from ``SPARSE_FROM`` on when its factor's fill is low.
     """
 
+    ldW: float = 0.0  # Σ log(prior weights): subtracted from log|L|² in ``factor``
+
     @classmethod
     def of(cls, design: Design, like: PLS | None = None) -> PLS:
         """The PLS problem of ``design``, built once per design and kept on it
         (:meth:`Design.derived`), so the engine that fits a design and every later use of
         the fit share it. ``like``: a PLS of the same design with another response, whose
         y-free products are reused (:meth:`with_response`; simulation refits)."""
+        w, off = design.weights, design.offset
+        if w is not None or off is not None:  # prior weights / offset (lmer's weights=)
+            y = design.y if off is None else design.y - off
+            if like is not None:
+                base = like
+                yw = y if w is None else y * np.sqrt(w)
+                return cast(PLS, design.derived("pls", lambda: base.with_response(yw)))
+            return cast(PLS, design.derived(
+                "pls", lambda: cls.weighted(design.random.blocks, design.X, y, w)))
         if like is not None:
             base = like
             return cast(PLS, design.derived("pls", lambda: base.with_response(design.y)))
@@ -297,6 +312,54 @@ class PLS:
         new._set_response(np.asarray(y, dtype=float))
         return new
 
+    # ------------------------------------------------------------------ prior weights
+    @classmethod
+    def weighted(cls, blocks: tuple[ReBlock, ...], X: np.ndarray, y: np.ndarray,
+                 weights: np.ndarray | None) -> PLS:
+        """The PLS problem of √w-scaled ``Z``, ``X`` and ``y`` (prior weights ``w``,
+        lme4's ``weights=``); None or all ones gives the unweighted problem."""
+        if weights is None or np.all(weights == 1.0):
+            return cls(blocks, X, y)
+        w = np.asarray(weights, dtype=float)
+        sw = np.sqrt(w)
+        scaled = tuple(replace(b, Z=b.Z * sw[:, None]) for b in blocks)
+        out = cls(scaled, X * sw[:, None], np.asarray(y, dtype=float) * sw)
+        out.ldW = float(np.sum(np.log(w)))  # lme4's ldW: log|W| enters the criterion
+        return out
+
+    def reweighted(self, sqrt_w: np.ndarray, y: np.ndarray) -> PLS:
+        """The same structure with the rows of ``[Z X y]`` scaled by ``sqrt_w`` (and the
+        response ``y``, unscaled): the cross-products are recomputed, the plan of the
+        update (how levels are grouped) is kept. For PIRLS, whose working weights change
+        at every iteration while the pattern of the products does not."""
+        src = self.__dict__.get("_source") or (self.blocks, self.X)
+        blocks, X = src
+        new = copy.copy(self)
+        new._source = src  # type: ignore[attr-defined]
+        first, rest = blocks[0], blocks[1:]
+        z1 = first.Z * sqrt_w[:, None]
+        A11 = np.empty((self.l1, self.q1, self.q1))
+        for a in range(self.q1):
+            for b in range(a + 1):
+                A11[:, a, b] = A11[:, b, a] = np.bincount(
+                    first.codes, weights=z1[:, a] * z1[:, b], minlength=self.l1)
+        new.A11 = A11
+        if self.q1 > 2:
+            new._band = BandedBlocks(A11, first.theta_index)
+        if self.q1 == 2:
+            new._a_2x2 = np.stack([A11[:, 0, 0], A11[:, 1, 0], A11[:, 1, 1]])
+        Z1 = _sparse_z(first, z1)
+        new._Z1t = Z1.T.tocsr()
+        if rest:
+            Zr = sp.hstack([_sparse_z(b, b.Z * sqrt_w[:, None]) for b in rest], format="csr")
+            new._Zr = Zr
+            new._Z1tZr = (new._Z1t @ Zr).tocsr()
+            new._ZrtZr = (Zr.T @ Zr).toarray()
+        new.X = X * sqrt_w[:, None]
+        new._free = None
+        new._set_response(np.asarray(y, dtype=float) * sqrt_w)
+        return new
+
     # ------------------------------------------------------------------ precomputation
     # ------------------------------------------------------------------ evaluation
     def _scale_vector(self, theta: np.ndarray) -> np.ndarray:
@@ -460,6 +523,7 @@ class PLS:
         rr = self.r_rand
         logd = np.log(d[:-1])
         ldL2 = ld1 + 2.0 * float(logd[:rr].sum()) if rr else ld1
+        ldL2 -= self.ldW  # (prior weights: lme4's criterion has ldL2 - ldW)
         ldRX2 = 2.0 * float(logd[rr:].sum())
         return Factor(theta=theta, ok=True, ldL2=ldL2, ldRX2=ldRX2, pwrss=float(d[-1] ** 2),
                       L=L, first=chol)

@@ -345,6 +345,8 @@ class LmerFit:
         blocks = self.design.random.blocks
         out: np.ndarray = self.design.X @ self.beta + self._random_part(
             [b.codes for b in blocks], [b.Z for b in blocks])
+        if self.design.offset is not None:  # (lmer's offset=)
+            out = out + self.design.offset
         return out
 
     def residuals(self, type: str = "response", scaled: bool = False) -> np.ndarray:

@@ -83,4 +83,10 @@ def fit_pls(design: Design, pls: PLS, reml: bool, control: LmerControl,
 
 
 # crossed's own engine: every design the grammar builds (crossed.engines registers it)
-ENGINE = FunctionEngine("native", fit_native)
+def _fit_glmm(*args: object, **kwargs: object) -> object:
+    from crossed.engines.native.glmer import fit_glmm
+
+    return fit_glmm(*args, **kwargs)  # type: ignore[arg-type]
+
+
+ENGINE = FunctionEngine("native", fit_native, glmm_function=_fit_glmm)

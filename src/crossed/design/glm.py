@@ -1,0 +1,145 @@
+"""Designs with prior weights, an offset and a GLM response (lme4's ``glmer``/``lmer``
+``weights=``, ``offset=``, ``offset(x)`` terms and ``cbind(successes, failures)``).
+
+Rows with a missing weight, offset, successes or failures are dropped before the formula's
+own missing values, counted in ``Design.n_dropped`` and reported; negative weights are
+refused naming the column.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from formulaic import model_matrix
+
+from crossed._warn import warn
+from crossed.design.frame import DataError
+from crossed.formula.glm import GlmFormula
+from crossed.formula.safety import SAFE_CONTEXT
+from crossed.formula.spec import ModelSpec
+
+__all__ = ["attach", "evaluate_column", "glm_inputs"]
+
+
+def evaluate_column(expr: str, data: pd.DataFrame, what: str) -> np.ndarray:
+    """A numeric expression on every row of ``data`` (NaN where missing): a column name,
+    or an allow-listed expression such as ``log(exposure)`` or ``size - incidence``."""
+    if expr in data.columns:
+        col = data[expr]
+        if pd.api.types.is_bool_dtype(col):
+            return np.asarray(col.to_numpy(dtype=float), dtype=float)
+        if not pd.api.types.is_numeric_dtype(col):
+            raise DataError(f"{what} {expr!r} is not numeric (dtype {col.dtype})")
+        return np.asarray(pd.to_numeric(col), dtype=float)
+    try:
+        mm = model_matrix(f"0 + I({expr})", data, na_action="ignore", context=SAFE_CONTEXT,
+                          output="numpy")
+    except Exception as exc:
+        raise DataError(f"cannot evaluate the {what} {expr!r}: {exc}") from exc
+    arr = np.asarray(mm, dtype=float)
+    if arr.ndim != 2 or arr.shape[1] != 1 or arr.shape[0] != len(data):
+        raise DataError(f"the {what} {expr!r} is not a single numeric column")
+    return arr[:, 0]
+
+
+def _vector(value: Any, data: pd.DataFrame, what: str) -> tuple[np.ndarray, str]:
+    """``weights=``/``offset=``: a column name or one value per row of ``data``."""
+    if isinstance(value, str):
+        if value not in data.columns:
+            raise DataError(f"{what} column {value!r} is not in the data")
+        return evaluate_column(value, data, what), value
+    arr = np.asarray(value, dtype=float).reshape(-1)
+    if arr.shape[0] != len(data):
+        raise DataError(f"{what} has {arr.shape[0]} values for {len(data)} rows of data")
+    return arr, what
+
+
+def glm_inputs(parts: GlmFormula, data: pd.DataFrame, weights: Any = None,
+               offset: Any = None, used: tuple[str, ...] = (), na_action: str = "omit",
+               ) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The rows of ``data`` to build the design on, and the GLM arrays for them.
+
+    Returns
+    -------
+    data : pandas.DataFrame
+        ``data`` without the rows whose weight, offset, successes or failures is missing.
+    extra : dict
+        ``weights`` and ``offset`` (arrays on those rows, or None), ``failures`` (the
+        failures of ``cbind``, or None), ``n_dropped`` and ``weights_name``.
+    """
+    n = len(data)
+    missing = np.zeros(n, dtype=bool)
+    where: list[str] = []
+    w = off = fail = None
+    wname = "weights"
+    if weights is not None:
+        w, wname = _vector(weights, data, "weights")
+        bad = ~np.isfinite(w) & ~np.isnan(w)
+        if bad.any():
+            raise DataError(f"{wname} holds infinite values")
+        if np.any(w[~np.isnan(w)] < 0):
+            raise DataError(f"negative weights not allowed: column {wname!r} has "
+                            f"{int(np.sum(w < 0))} negative values")
+        if np.isnan(w).any():
+            where.append(wname)
+        missing |= np.isnan(w)
+    offs = []
+    if offset is not None:
+        offs.append(_vector(offset, data, "offset"))
+    for expr in parts.offsets:
+        offs.append((evaluate_column(expr, data, "offset"), f"offset({expr})"))
+    if offs:
+        off = np.zeros(n)
+        for arr, name in offs:
+            if np.any(np.isinf(arr)):
+                raise DataError(f"{name} holds infinite values (log of 0?)")
+            if np.isnan(arr).any():
+                where.append(name)
+            missing |= np.isnan(arr)
+            off = off + arr
+    if parts.cbind is not None:
+        s_expr, f_expr = parts.cbind
+        fail = evaluate_column(f_expr, data, "response (failures)")
+        succ = evaluate_column(s_expr, data, "response (successes)")
+        for arr, name in ((succ, s_expr), (fail, f_expr)):
+            if np.isnan(arr).any():
+                where.append(name)
+            missing |= np.isnan(arr)
+    for col in used:  # the formula's columns too, so that the design drops no row
+        na = np.asarray(pd.isna(data[col]), dtype=bool)
+        if na.any():
+            where.append(col)
+            missing |= na
+    n_dropped = int(missing.sum())
+    if n_dropped and na_action == "raise":
+        raise DataError(f"{n_dropped} rows have missing values in: {', '.join(where)}")
+    if n_dropped:
+        warn(f"{n_dropped} of {n} rows dropped for missing values in: {', '.join(where)}")
+        keep = ~missing
+        data = data.loc[keep]
+        w = None if w is None else w[keep]
+        off = None if off is None else off[keep]
+        fail = None if fail is None else fail[keep]
+    return data, {"weights": w, "offset": off, "failures": fail, "n_dropped": n_dropped,
+                  "weights_name": wname}
+
+
+def attach(design: Any, extra: dict[str, Any], y: np.ndarray | None,
+           spec: ModelSpec | None = None) -> Any:
+    """``design`` (built on the rows :func:`glm_inputs` kept) with the GLM arrays."""
+    def take(a: np.ndarray | None) -> np.ndarray | None:
+        if a is None:
+            return None
+        if len(a) != design.n:
+            raise DataError("the design dropped rows the weights/offset were not told of")
+        return np.ascontiguousarray(a, dtype=float)
+    kw: dict[str, Any] = {"weights": take(extra["weights"]), "offset": take(extra["offset"]),
+                          "n_dropped": design.n_dropped + extra["n_dropped"]}
+    if y is not None:
+        kw["y"] = y
+    if spec is not None:
+        kw["spec"] = spec
+    return replace(design, **kw)

@@ -1,0 +1,264 @@
+"""The native GLMM engine: lme4's ``glmer`` (Laplace, nAGQ = 0, adaptive Gauss–Hermite).
+
+As lme4 1.1-31: a first stage optimises the nAGQ = 0 deviance (PIRLS over u and β at each
+θ) over θ; the second optimises the Laplace (or AGQ) deviance over (θ, β) jointly from
+there. Both use NLopt's BOBYQA (lme4's second stage defaults to Nelder–Mead; the optimum is
+the same, reached more tightly here). With fewer than 10,000 rows (lme4's
+``check.conv.nobsmax``) the finite-difference gradient and Hessian of the criterion over
+(θ, β) give lme4's convergence checks and ``vcov`` (lme4's ``use.hessian``); otherwise
+``vcov`` comes from R_X at the optimum.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import replace
+
+import nlopt
+import numpy as np
+
+from crossed._threads import single_blas_thread
+from crossed._warn import warn
+from crossed.design import Design
+from crossed.engines.native.optimize import ROUNDOFF_LIMITED, LmerControl, OptSummary
+from crossed.model.convergence import ConvergenceStatus, classify_convergence, derivatives
+from crossed.model.finish import ConvergenceWarning, SingularFitWarning
+from crossed.model.glmm.family import Family, family_of
+from crossed.model.glmm.pirls import GlmmProblem
+from crossed.model.glmm.result import GlmerFit
+
+__all__ = ["SeparationWarning", "fit_glmm"]
+
+NOBS_MAX_DERIVS = 10_000  # lme4's check.conv.nobsmax
+NPAR_MAX_DERIVS = 100  # lme4's check.conv.nparmax
+
+
+class SeparationWarning(UserWarning):
+    """A fixed effect whose estimate and SE explode: (quasi-)complete separation."""
+
+
+def _bobyqa(fun: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.ndarray,
+            step: np.ndarray, ftol_abs: float, xtol_rel: float, maxeval: int,
+            control: LmerControl) -> OptSummary:
+    log: list[tuple[np.ndarray, float]] = []
+
+    def objective(x: np.ndarray, grad: np.ndarray) -> float:
+        val = float(fun(x.copy()))
+        log.append((x.copy(), val))
+        return val if math.isfinite(val) else 1e300
+
+    opt = nlopt.opt(nlopt.LN_BOBYQA, len(x0))
+    opt.set_lower_bounds(np.where(np.isfinite(lower), lower, -np.inf))
+    opt.set_min_objective(objective)
+    opt.set_initial_step(step)
+    opt.set_ftol_abs(ftol_abs)
+    opt.set_xtol_rel(xtol_rel)
+    opt.set_xtol_abs(1e-10)
+    opt.set_maxeval(maxeval)
+    try:
+        x = opt.optimize(np.asarray(x0, dtype=float))
+        code, fmin = opt.last_optimize_result(), float(opt.last_optimum_value())
+    except nlopt.RoundoffLimited:
+        x, fmin = min(log, key=lambda p: p[1] if math.isfinite(p[1]) else math.inf)
+        code = ROUNDOFF_LIMITED
+    best = min(log, key=lambda p: p[1] if math.isfinite(p[1]) else math.inf)
+    if best[1] < fmin:
+        x, fmin = best
+    return OptSummary(optimizer="NLOPT_LN_BOBYQA", theta_start=np.asarray(x0, float).copy(),
+                      theta_final=np.asarray(x, float), lower=lower.copy(), fmin=float(fmin),
+                      feval=len(log), return_code=int(code), message=str(code),
+                      control=control, log=tuple(log))
+
+
+def fit_glmm(design: Design, family: Family | str = "binomial", nagq: int = 1,
+             control: LmerControl | None = None, data_name: str = "data") -> GlmerFit:
+    """Fit a GLMM design as lme4's ``glmer``.
+
+    Parameters
+    ----------
+    design : Design
+        ``y`` (binomial: proportions), ``weights`` (binomial: trials), ``offset``.
+    family : Family or str
+    nagq : int
+        0, 1 (Laplace, default) or more (adaptive Gauss–Hermite; one scalar term only).
+    control : LmerControl, optional
+        ``maxeval``, ``check_conv``, ``conv_tol``, ``singular_tol`` are used.
+
+    Returns
+    -------
+    GlmerFit
+    """
+    with single_blas_thread():
+        return _fit(design, family_of(family), int(nagq), control or LmerControl(),
+                    data_name)
+
+
+def _fit(design: Design, family: Family, nagq: int, control: LmerControl,
+         data_name: str) -> GlmerFit:
+    t0 = time.perf_counter()
+    if nagq < 0 or nagq > 100:
+        raise ValueError(f"nAGQ must be between 0 and 100, got {nagq}")
+    blocks = design.random.blocks
+    if nagq > 1 and (len(design.random.terms) != 1 or blocks[0].q != 1):
+        raise ValueError("nAGQ > 1 is only available for models with a single, scalar "
+                         "random-effects term")
+    prob = GlmmProblem(design, family)
+    lower = np.asarray(design.random.theta_lower, dtype=float)
+    k = len(lower)
+    p = design.X.shape[1]
+    theta0 = np.where(np.isfinite(lower), 1.0, 0.0)
+    # lme4's initial PIRLS (from mustart, at the starting θ) fixes lp0 for stage 1
+    prob.deviance0(theta0)
+    assert prob.last is not None
+    prob.set_lp0(prob.last, joint=True)
+    # stage 1: nAGQ = 0 over θ
+    opt0 = _bobyqa(prob.deviance0, theta0, lower, np.full(k, 0.2), 1e-6 if nagq else 1e-10,
+                   1e-4 if nagq else 1e-8, control.maxeval, control)
+    theta = opt0.theta_final.copy()
+    crit0 = prob.deviance0(theta)
+    s0 = prob.last
+    assert s0 is not None
+    beta = s0.beta.copy()
+    prob.set_lp0(s0, joint=False)
+    messages: list[str] = []
+    if design.n_dropped:
+        messages.append(f"{design.n_dropped} rows dropped for missing values")
+    if design.fixed.dropped:
+        messages.append("rank-deficient fixed-effect columns dropped: "
+                        + ", ".join(design.fixed.dropped))
+    derivs: tuple[np.ndarray, np.ndarray] | None = None
+    opt = opt0
+    if nagq == 0:
+        crit = crit0
+        state = s0
+        x = theta.copy()
+    else:
+        # BOBYQA in coordinates where the β part of the Hessian is about I: β = β₀ + Rγ,
+        # R R' = 2·(R_X'R_X)⁻¹ from the first stage (its first quadratic model is then
+        # nearly exact in β, so it needs far fewer evaluations)
+        V = prob.unscaled_vcov(theta, s0)
+        try:
+            R = np.linalg.cholesky(2.0 * V) if p else np.zeros((0, 0))
+        except np.linalg.LinAlgError:
+            R = np.diag(np.sqrt(np.maximum(2.0 * np.diag(V), 1e-12)))
+        x0 = np.concatenate([theta, beta])
+
+        def to_x(g: np.ndarray) -> np.ndarray:
+            return np.concatenate([g[:k], beta_start + R @ g[k:]])
+
+        beta_start = beta.copy()
+        lower2 = np.concatenate([lower, np.full(p, -np.inf)])
+        step = np.concatenate([np.maximum(0.1 * np.maximum(np.abs(theta), 0.1), 0.02),
+                               np.full(p, 0.5)])
+
+        def fun(x: np.ndarray) -> float:
+            return prob.deviance(x, nagq)
+
+        g0 = np.concatenate([theta, np.zeros(p)])
+        # criterion tolerance relative to its size (1e-10 at cbpp's 184), never below
+        # what double precision can resolve in a sum of n terms
+        ftol = 1e-10 * max(1.0, abs(crit0) / 200.0)
+        optg = _bobyqa(lambda g: fun(to_x(g)), g0, lower2, step, ftol, 1e-8,
+                       control.maxeval, control)
+        opt = replace(optg, theta_start=x0, theta_final=to_x(optg.theta_final),
+                      log=tuple((to_x(g), v) for g, v in optg.log))
+        x = opt.theta_final.copy()
+        theta, beta = x[:k], x[k:]
+        if (design.n < NOBS_MAX_DERIVS and len(x) < NPAR_MAX_DERIVS and control.check_conv):
+            with np.errstate(all="ignore"):
+                derivs = derivatives(fun, x, np.ones(len(x), dtype=bool), opt.fmin)
+        crit = prob.deviance(x, nagq)
+        state = prob.last
+        assert state is not None
+    theta = x[:k].copy()
+    beta = state.beta.copy() if nagq == 0 else x[k:].copy()
+    singular = bool(np.any(theta[np.isfinite(lower)] < control.singular_tol))
+    issues: list[ConvergenceStatus | None] = []
+    if opt.return_code == 5:
+        issues.append(ConvergenceStatus.MAX_EVALUATIONS)
+        messages.append(f"optimizer (bobyqa) stopped at maxeval = {control.maxeval}")
+    elif opt.return_code < 0 and opt.return_code != ROUNDOFF_LIMITED:
+        issues.append(ConvergenceStatus.FAILED)
+        messages.append(f"optimizer (bobyqa) failed: code {opt.return_code}")
+    if singular:
+        msg = "boundary (singular) fit: see help('isSingular')"
+        messages.append(msg)
+        warn(msg, SingularFitWarning)
+    elif derivs is not None:
+        for m, kind in classify_convergence(derivs[0], derivs[1], control.conv_tol):
+            messages.append(m)
+            issues.append(kind)
+            warn(m, ConvergenceWarning)
+    status = ConvergenceStatus.combine(singular, *issues)
+    # vcov: lme4's use.hessian when the Hessian over (θ, β) was computed
+    unsc = prob.unscaled_vcov(theta, state)
+    vcov = unsc
+    if derivs is not None and p:
+        H = derivs[1]
+        try:
+            hi = np.linalg.inv(H)[k:, k:]
+            vh = hi + hi.T
+            if np.all(np.isfinite(vh)) and np.linalg.eigvalsh(vh).min() > 0:
+                vcov = vh
+            else:
+                raise np.linalg.LinAlgError
+        except np.linalg.LinAlgError:
+            msg = ("variance-covariance matrix computed from finite-difference Hessian is "
+                   "not positive definite or contains NA values: falling back to var-cov "
+                   "estimated from RX")
+            messages.append(msg)
+            warn(msg, ConvergenceWarning)
+    _check_separation(design, family, beta, vcov, state.mu, messages)
+    u = tuple(prob.split(state.u))
+    fit = GlmerFit(
+        design=design, family=family, nagq=nagq, engine="native", theta=theta, beta=beta,
+        u=u, deviance=prob.resdev(state.mu), criterion=float(crit), vcov_beta=vcov,
+        linear_predictor=state.eta, cond_var_u=tuple(prob.cond_var(theta, state)),
+        opt=opt, is_singular=singular, converged=status.converged, convergence=status,
+        messages=tuple(messages), data_name=data_name,
+        fit_seconds=time.perf_counter() - t0,
+        engine_info={"feval_stage1": opt0.feval, "feval": opt.feval if nagq else 0,
+                     "pirls_evaluations": prob.evaluations,
+                     "gradient": None if derivs is None else derivs[0],
+                     "hessian": None if derivs is None else derivs[1]},
+    )
+    return fit
+
+
+def _check_separation(design: Design, family: Family, beta: np.ndarray, vcov: np.ndarray,
+                      mu: np.ndarray, messages: list[str]) -> None:
+    """Warn about (quasi-)complete separation: lme4 does not detect it (it may warn about
+    convergence or a large eigenvalue); crossed names the fixed effect whose estimate is
+    large with a huge SE, or says that fitted probabilities are numerically 0 or 1."""
+    if family.name != "binomial" or not len(beta):
+        return
+    se = np.sqrt(np.maximum(np.diag(vcov), 0.0))
+    names = design.fixed.names
+    X, y = design.X, np.asarray(design.y)
+    w = np.ones(len(y)) if design.weights is None else np.asarray(design.weights)
+    for j, name in enumerate(names):
+        col = X[:, j]
+        on = (col == 1) & (w > 0)
+        if name == "(Intercept)" or not np.all((col == 0) | (col == 1)) or not on.any():
+            continue
+        if np.all(y[on] == 1) or np.all(y[on] == 0):
+            value = int(y[on][0])
+            msg = (f"complete separation: every response is {value} where {name} = 1, so its "
+                   f"estimate ({beta[j]:.3g}) would be infinite; its Wald test and SE are "
+                   "meaningless (lme4 reports where its optimiser stopped): use a "
+                   "likelihood-ratio test, or merge or drop the level")
+            messages.append(msg)
+            warn(msg, SeparationWarning)
+    bad = [names[j] for j in range(len(beta)) if abs(beta[j]) > 10 and se[j] > 0.5 * abs(
+        beta[j]) and not any(names[j] in m for m in messages)]
+    if bad:
+        msg = (f"possible complete separation: the estimate of {', '.join(bad)} is large "
+               "with a huge standard error (some level or range of it has only 0s or only "
+               "1s); its Wald test is meaningless, use a likelihood-ratio test or a "
+               "penalised model")
+        messages.append(msg)
+        warn(msg, SeparationWarning)
+
+

@@ -1,0 +1,421 @@
+"""PIRLS and the Laplace / adaptive Gauss–Hermite deviance of a GLMM (lme4's algorithm).
+
+For relative covariance parameters θ (and fixed effects β), penalised iteratively
+reweighted least squares finds the conditional modes u of the spherical random effects
+(lme4's ``pwrssUpdate``: weighted least squares on the working response with the working
+weights wt·μ'²/V(μ), the penalised deviance Σ dev.resids + ‖u‖² checked at every step and
+the step halved while it increases). At the mode, lme4's Laplace approximation of −2 log L
+is ``aic(y, n, μ, wt) + ‖u‖² + log|L|²`` (``glmResp::Laplace``), with L L' = Λ'Z'WZΛ + I at
+the working weights of the last iteration. With ``joint=True`` PIRLS moves β with u (lme4's
+nAGQ = 0 stage). For a single scalar random-effects term the weighted system is diagonal
+and solved by sums per level (closed form); otherwise each iteration reweights the
+design's blocked-Cholesky PLS problem (:meth:`PLS.reweighted`). Validated against lme4
+1.1-31 (``tests/model/glmm``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from crossed.model.glmm.family import Family
+from crossed.model.glmm.scalar import ScalarSolver
+from crossed.model.pls import PLS
+
+if TYPE_CHECKING:
+    from crossed.design import Design
+
+__all__ = ["GlmmProblem", "PirlsState", "PirlsError", "gh_rule"]
+
+
+class PirlsError(ArithmeticError):
+    """PIRLS failed (lme4: ``PIRLS step-halvings failed to reduce deviance``)."""
+
+
+@dataclass
+class PirlsState:
+    """The conditional modes at one (θ, β) and what the deviance needs.
+
+    Attributes
+    ----------
+    u : numpy.ndarray
+        Spherical modes, all blocks flattened (block by block, level-major).
+    beta : numpy.ndarray
+    eta, mu : numpy.ndarray
+        Linear predictor (offset included) and mean.
+    ldL2 : float
+        log|L|² of the random-effects part at the last iteration's working weights.
+    sqrt_w : numpy.ndarray
+        √ of those working weights.
+    iterations : int
+    """
+
+    u: np.ndarray
+    beta: np.ndarray
+    eta: np.ndarray
+    mu: np.ndarray
+    ldL2: float
+    sqrt_w: np.ndarray
+    iterations: int = 0
+    diag: np.ndarray | None = None  # L's diagonal (single scalar term)
+    pls: PLS | None = None  # the last reweighted problem (several terms)
+    factor: object | None = None
+
+
+def gh_rule(k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Gauss–Hermite nodes and weights for the standard normal density (lme4's
+    ``GHrule(k)``: weights summing to 1)."""
+    z, w = np.polynomial.hermite_e.hermegauss(k)
+    return z, w / np.sqrt(2.0 * np.pi)
+
+
+class GlmmProblem:
+    """A GLMM's deviance as a function of θ (nAGQ = 0 stage) or of (θ, β).
+
+    Parameters
+    ----------
+    design : Design
+        With ``y`` (proportions for binomial), ``weights`` (prior weights / trials) and
+        ``offset``.
+    family : Family
+    tol : float
+        PIRLS stops when the penalised deviance changes by less than ``tol`` relatively
+        (lme4's ``tolPwrss``, 1e-7). As lme4, every PIRLS starts from the same linear
+        predictor (``lp0``), so the criterion is a deterministic function of the
+        parameters, lme4's own.
+    """
+
+    def __init__(self, design: Design, family: Family, tol: float = 1e-7,
+                 maxit: int = 100):
+        self.design = design
+        self.family = family
+        self.tol = tol
+        self.maxit = maxit
+        self.y = np.asarray(design.y, dtype=float)
+        self.n = len(self.y)
+        self.wt = (np.ones(self.n) if design.weights is None
+                   else np.asarray(design.weights, dtype=float))
+        self.offset = (np.zeros(self.n) if design.offset is None
+                       else np.asarray(design.offset, dtype=float))
+        self.X = np.asarray(design.X, dtype=float)
+        self.p = self.X.shape[1]
+        self.blocks = design.random.blocks
+        self.sizes = [b.nlevels * b.q for b in self.blocks]
+        self.q = int(sum(self.sizes))
+        self.scalar1 = len(self.blocks) == 1 and self.blocks[0].q == 1
+        self.scalar = (all(b.q == 1 for b in self.blocks) and not self.scalar1
+                       and sum(b.nlevels for b in self.blocks[1:]) <= 4000)
+        self._scalar = ScalarSolver(self.blocks, self.X) if self.scalar else None
+        # all scalar terms: Z Λ u as one gather (theta index per u entry, codes per block)
+        self._scalar_index: np.ndarray | None = None
+        if all(b.q == 1 for b in self.blocks) and len(self.blocks) == 1:
+            b0 = self.blocks[0]
+            self._scalar_index = np.full(b0.nlevels, int(b0.theta_index[0, 0]))
+            self._all_codes = b0.codes
+            self._zs = b0.Z[:, 0]
+        self._pls_u: PLS | None = None
+        self._pls_joint: PLS | None = None
+        # starting values (R's mustart)
+        if family.name == "binomial":
+            mustart = (self.wt * self.y + 0.5) / (self.wt + 1.0)
+        else:
+            mustart = self.y + 0.1
+        self.eta_start = family.link.linkfun(mustart)
+        self._deviance_terms(mustart)
+        self.last: PirlsState | None = None
+        self.evaluations = 0
+        # lme4's lp0 (Xβ + ZΛu, no offset) where every PIRLS of a stage starts: None
+        # until set (then R's mustart)
+        self.lp0: np.ndarray | None = None
+        self.lp0_joint: np.ndarray | None = None
+
+    # ------------------------------------------------------------------ pieces
+    def split(self, u: np.ndarray) -> list[np.ndarray]:
+        out, pos = [], 0
+        for b, size in zip(self.blocks, self.sizes, strict=True):
+            out.append(u[pos:pos + size].reshape(b.nlevels, b.q))
+            pos += size
+        return out
+
+    def zlu(self, theta: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """Z Λθ u (the random part of the linear predictor)."""
+        if self._scalar_index is not None:  # scalar terms: θ_k z u[level]
+            return self._zs * (theta[self._scalar_index] * u)[self._all_codes]
+        out = np.zeros(self.n)
+        for blk, ub in zip(self.blocks, self.split(u), strict=True):
+            b = ub @ blk.template(theta).T
+            if blk.q == 1:
+                out += blk.Z[:, 0] * b[blk.codes, 0]
+            else:
+                out += np.einsum("ij,ij->i", blk.Z, b[blk.codes])
+        return out
+
+    def _mu(self, eta: np.ndarray) -> np.ndarray:
+        return self.family.link.linkinv(eta)
+
+    def _deviance_terms(self, mustart: np.ndarray) -> None:
+        """Σ dev.resids(y, μ, wt) = −2 Σ (a log μ + b log(1 − μ)) + c (binomial; Poisson
+        −2 Σ (a log μ − wt μ) + c), with a, b and c fixed by the data: one logarithm per
+        observation and evaluation; the AIC differs from it by a constant too."""
+        y, wt = self.y, self.wt
+        if self.family.name == "binomial":
+            a, b = wt * y, wt * (1.0 - y)
+            self._ia, self._ib = np.flatnonzero(a > 0), np.flatnonzero(b > 0)
+            self._a, self._b = a[self._ia], b[self._ib]
+        else:
+            self._ia = np.flatnonzero(wt * y > 0)
+            self._a = (wt * y)[self._ia]
+        exact = float(np.sum(self.family.dev_resids(y, mustart, wt)))
+        self._dev_const = 0.0
+        self._dev_const = exact - self._resdev_kernel(mustart)
+        self._aic_const = self.family.aic(y, wt, mustart, wt) - exact
+
+    def _resdev_kernel(self, mu: np.ndarray) -> float:
+        if self.family.name == "binomial":
+            return float(-2.0 * (self._a @ np.log(mu[self._ia])
+                                 + self._b @ np.log1p(-mu[self._ib])) + self._dev_const)
+        return float(-2.0 * (self._a @ np.log(mu[self._ia]) - self.wt @ mu)
+                     + self._dev_const)
+
+    def resdev(self, mu: np.ndarray) -> float:
+        """Σ R's dev.resids(y, μ, wt) (lme4's ``resDev``)."""
+        return self._resdev_kernel(mu)
+
+    def working(self, eta: np.ndarray, mu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """√(working weights) and the working residual (y − μ)/μ'."""
+        me = self.family.link.mu_eta(eta)
+        w = self.wt * me * me / self.family.variance(mu)
+        return np.sqrt(w), (self.y - mu) / me
+
+    # ------------------------------------------------------------------ one solve
+    def _solve(self, theta: np.ndarray, sw: np.ndarray, z: np.ndarray, joint: bool
+               ) -> tuple[np.ndarray, np.ndarray, float, object]:
+        """Minimise ‖√w (z − ZΛu − Xβ)‖² + ‖u‖² (β only when ``joint``)."""
+        if self.scalar1:
+            blk = self.blocks[0]
+            t = float(theta[int(blk.theta_index[0, 0])])
+            zc = blk.Z[:, 0]
+            w = sw * sw
+            wz = w * zc
+            nl = blk.nlevels
+            d = t * t * np.bincount(blk.codes, weights=wz * zc, minlength=nl) + 1.0
+            ru = t * np.bincount(blk.codes, weights=wz * z, minlength=nl)
+            beta = np.zeros(0)
+            if joint and self.p:
+                X = self.X
+                C = t * np.stack([np.bincount(blk.codes, weights=wz * X[:, j], minlength=nl)
+                                  for j in range(self.p)], axis=1)
+                A = (X * w[:, None]).T @ X
+                rb = X.T @ (w * z)
+                Cd = C / d[:, None]
+                S = A - C.T @ Cd
+                beta = np.linalg.solve(S, rb - Cd.T @ ru)
+                u = (ru - C @ beta) / d
+            else:
+                u = ru / d
+            return u, beta, float(np.sum(np.log(d))), np.sqrt(d)
+        if self._scalar is not None:
+            u, beta, ld, sol = self._scalar.solve(theta, sw * sw, z, joint)
+            return u, beta, ld, sol
+        if joint:
+            if self._pls_joint is None:
+                self._pls_joint = PLS(self.blocks, self.X, self.y)
+            base = self._pls_joint
+        else:
+            if self._pls_u is None:
+                self._pls_u = PLS(self.blocks, self.X[:, :0], self.y)
+            base = self._pls_u
+        pls = base.reweighted(sw, z)
+        f = pls.factor(theta)
+        if not f.ok:
+            raise PirlsError("the weighted PLS system is not positive definite")
+        beta, ub = pls.solve(f)
+        return np.concatenate([b.ravel() for b in ub]), beta, float(f.ldL2), (pls, f)
+
+    # ------------------------------------------------------------------ PIRLS
+    def pirls(self, theta: np.ndarray, beta: np.ndarray | None, joint: bool,
+              start: PirlsState | None = None) -> PirlsState:
+        """Conditional modes at θ (and β; ``joint``: β too) by PIRLS with step halving."""
+        theta = np.asarray(theta, dtype=float)
+        if joint:
+            beta = np.zeros(self.p)
+            u = np.zeros(self.q)
+            fixed = self.offset
+        else:
+            assert beta is not None
+            u = np.zeros(self.q)
+            fixed = self.offset + self.X @ beta
+        if start is not None:  # a warm start
+            u = start.u.copy()
+            if joint:
+                beta = start.beta.copy()
+                eta = self.offset + self.X @ beta + self.zlu(theta, u)
+            else:
+                eta = fixed + self.zlu(theta, u)
+        else:  # lme4: every evaluation starts from the same linear predictor lp0
+            lp0 = self.lp0_joint if joint else self.lp0
+            eta = self.offset + (self.eta_start - self.offset if lp0 is None else lp0)
+        mu = self._mu(eta)
+        old = np.inf
+        info: object = None
+        ld = 0.0
+        sw = np.ones(self.n)
+        it = 0
+        for it in range(1, self.maxit + 1):  # noqa: B007
+            sw, wres = self.working(eta, mu)
+            # working response without the offset (and without Xβ when β is fixed)
+            z = eta - fixed + wres
+            u_new, b_new, ld, info = self._solve(theta, sw, z, joint)
+            if joint:
+                eta_new = self.offset + self.X @ b_new + self.zlu(theta, u_new)
+            else:
+                eta_new = fixed + self.zlu(theta, u_new)
+            mu_new = self._mu(eta_new)
+            pdev = self.resdev(mu_new) + float(u_new @ u_new)
+            # lme4's order: the convergence test first, then step halving
+            if np.isfinite(pdev) and abs(old - pdev) < self.tol * abs(pdev):
+                u, eta, mu = u_new, eta_new, mu_new
+                if joint:
+                    beta = b_new
+                break
+            k = 0
+            while (not np.isfinite(pdev) or pdev > old) and k < 20:
+                u_new = 0.5 * (u + u_new)
+                if joint:
+                    b_new = 0.5 * (beta + b_new)
+                    eta_new = self.offset + self.X @ b_new + self.zlu(theta, u_new)
+                else:
+                    eta_new = fixed + self.zlu(theta, u_new)
+                mu_new = self._mu(eta_new)
+                pdev = self.resdev(mu_new) + float(u_new @ u_new)
+                k += 1
+            if not np.isfinite(pdev):
+                raise PirlsError("PIRLS loop resulted in NaN value")
+            if pdev - old > self.tol:
+                raise PirlsError("(maxstephalfit) PIRLS step-halvings failed to reduce "
+                                 "deviance in pwrssUpdate")
+            u, eta, mu = u_new, eta_new, mu_new
+            if joint:
+                beta = b_new
+            old = pdev
+        else:
+            raise PirlsError("pwrssUpdate did not converge in (maxit) iterations")
+        state = PirlsState(u=u, beta=np.asarray(beta, dtype=float), eta=eta, mu=mu, ldL2=ld,
+                           sqrt_w=sw, iterations=it)
+        if self.scalar1:
+            state.diag = info  # type: ignore[assignment]
+        elif self._scalar is not None:
+            state.factor = info
+        else:
+            state.pls, state.factor = info  # type: ignore[misc]
+        return state
+
+    # ------------------------------------------------------------------ deviances
+    def set_lp0(self, s: PirlsState, joint: bool) -> None:
+        """Start every later PIRLS (of that stage) from the state's linear predictor."""
+        if joint:
+            self.lp0_joint = s.eta - self.offset
+        else:
+            self.lp0 = s.eta - self.offset
+
+    def laplace_of(self, s: PirlsState) -> float:
+        """lme4's Laplace deviance at a PIRLS state: aic + ‖u‖² + log|L|²."""
+        return self.resdev(s.mu) + self._aic_const + float(s.u @ s.u) + s.ldL2
+
+    def deviance0(self, theta: np.ndarray) -> float:
+        """nAGQ = 0 criterion: PIRLS over u and β at θ, then the Laplace deviance."""
+        self.evaluations += 1
+        try:
+            s = self.pirls(theta, None, joint=True)
+        except PirlsError:
+            return np.inf  # (lme4 stops with the error; the optimiser steps back here)
+        self.last = s
+        return self.laplace_of(s)
+
+    def deviance(self, pars: np.ndarray, nagq: int = 1) -> float:
+        """Laplace (nAGQ = 1) or AGQ deviance at ``pars = (θ, β)`` (lme4's stage 2)."""
+        self.evaluations += 1
+        k = len(pars) - self.p
+        theta, beta = np.asarray(pars[:k], dtype=float), np.asarray(pars[k:], dtype=float)
+        try:
+            s = self.pirls(theta, beta, joint=False)
+        except PirlsError:
+            return np.inf
+        self.last = s
+        if nagq <= 1:
+            return self.laplace_of(s)
+        return self.agq_of(theta, beta, s, nagq)
+
+    def agq_of(self, theta: np.ndarray, beta: np.ndarray, s: PirlsState, nagq: int) -> float:
+        """lme4's ``glmerAGQ``: Σ_levels (u² + Σ dev.resids) + log|L|² − 2 Σ log(mult),
+        mult the adaptive Gauss–Hermite sum per level around the mode."""
+        assert self.scalar1 and s.diag is not None
+        blk = self.blocks[0]
+        codes, nl = blk.codes, blk.nlevels
+        t = float(theta[int(blk.theta_index[0, 0])])
+        fam = self.family
+        fixed = self.offset + self.X @ beta
+        zc = blk.Z[:, 0]
+
+        def devc(u: np.ndarray) -> np.ndarray:
+            mu = self._mu(fixed + zc * (t * u[codes]))
+            out: np.ndarray = u * u + np.bincount(
+                codes, weights=fam.dev_resids(self.y, mu, self.wt), minlength=nl)
+            return out
+
+        devc0 = devc(s.u)
+        sd = 1.0 / s.diag
+        zk, wk = gh_rule(nagq)
+        mult = np.zeros(nl)
+        for z, w in zip(zk, wk, strict=True):
+            if abs(z) < 1e-300:
+                mult += w
+            else:
+                mult += w * np.exp(-0.5 * (devc(s.u + z * sd) - devc0) + 0.5 * z * z)
+        return float(devc0.sum() + s.ldL2 - 2.0 * np.sum(np.log(mult)))
+
+    # ------------------------------------------------------------------ at the optimum
+    def unscaled_vcov(self, theta: np.ndarray, s: PirlsState) -> np.ndarray:
+        """(R_X' R_X)⁻¹ at the working weights of the state (lme4's ``pp$unsc()``: the
+        covariance of β when the finite-difference Hessian is not used)."""
+        if self.p == 0:
+            return np.zeros((0, 0))
+        sw = s.sqrt_w
+        if self.scalar1:
+            blk = self.blocks[0]
+            t = float(theta[int(blk.theta_index[0, 0])])
+            w = sw * sw
+            zc = blk.Z[:, 0]
+            nl = blk.nlevels
+            d = t * t * np.bincount(blk.codes, weights=w * zc * zc, minlength=nl) + 1.0
+            C = t * np.stack([np.bincount(blk.codes, weights=w * zc * self.X[:, j],
+                                          minlength=nl) for j in range(self.p)], axis=1)
+            S = (self.X * w[:, None]).T @ self.X - C.T @ (C / d[:, None])
+            return np.linalg.inv(S)
+        if self._scalar is not None:
+            _, _, _, sol = self._scalar.solve(theta, sw * sw, self.y, True)
+            return ScalarSolver.unscaled_vcov(sol)
+        if self._pls_joint is None:
+            self._pls_joint = PLS(self.blocks, self.X, self.y)
+        pls = self._pls_joint.reweighted(sw, self.y)
+        f = pls.factor(theta)
+        Ri = pls.rx_inverse(f)
+        return np.asarray(Ri.T @ Ri, dtype=float)
+
+    def cond_var(self, theta: np.ndarray, s: PirlsState) -> list[np.ndarray]:
+        """Diagonal blocks of (Λ'Z'WZΛ + I)⁻¹ per level (spherical), one (ℓ, q, q) array
+        per block, at the state's working weights."""
+        if self.scalar1:
+            assert s.diag is not None
+            return [(1.0 / s.diag ** 2)[:, None, None]]
+        if self._scalar is not None:
+            _, _, _, sol = self._scalar.solve(theta, s.sqrt_w ** 2, self.y, False)
+            v = ScalarSolver.cond_var(sol)
+            return [b[:, :, None] for b in self.split(v)]
+        if self._pls_u is None:
+            self._pls_u = PLS(self.blocks, self.X[:, :0], self.y)
+        pls = self._pls_u.reweighted(s.sqrt_w, self.y)
+        f = pls.factor(theta)
+        return pls.conditional_inverse_blocks(f)

@@ -1,0 +1,71 @@
+"""lmer with prior weights and offsets against lme4 1.1-31.
+
+References: ``tests/data/reference/weights/weights.R`` (sleepstudy, weights = 1 + Days %% 3,
+offset = 2 Days). ``crit`` is ``REMLcrit(fit)`` (REML) or ``deviance(fit)`` (ML), both with
+lme4's −log|W| term; tolerances as lme4's: criterion/logLik 1e-6 relative, β 1e-5 relative
+(absolute 1e-5 on a scale of 250), SE 1e-4, θ 1e-3.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import crossed as cx
+from crossed.design.frame import DataError
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+REF = json.loads((DATA / "reference" / "weights" / "weights.json").read_text())
+
+
+def _sleep() -> pd.DataFrame:
+    d = pd.read_csv(DATA / "sleepstudy.csv", dtype={"Subject": str})
+    d["w"] = 1.0 + d["Days"] % 3
+    d["off"] = 2.0 * d["Days"]
+    return d
+
+
+CASES = {
+    "reml": lambda d: cx.lmer("Reaction ~ Days + (Days | Subject)", d, weights="w"),
+    "ml": lambda d: cx.lmer("Reaction ~ Days + (Days | Subject)", d, weights=d["w"].to_numpy(),
+                            reml=False),
+    "offset": lambda d: cx.lmer("Reaction ~ Days + (1 | Subject)", d, offset="off"),
+    "offset_formula_weights": lambda d: cx.lmer(
+        "Reaction ~ Days + offset(off) + (1 | Subject)", d, weights="w"),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_weighted_lmer_against_lme4(name: str) -> None:
+    r = REF[name]
+    fit = CASES[name](_sleep())
+    assert fit.deviance == pytest.approx(r["crit"], rel=1e-6)
+    assert fit.loglik == pytest.approx(r["loglik"], rel=1e-6)
+    assert fit.sigma == pytest.approx(r["sigma"], rel=1e-5)
+    np.testing.assert_allclose(fit.beta, r["beta"], rtol=1e-5)
+    np.testing.assert_allclose(np.sqrt(np.diag(fit.vcov_beta)), r["se"], rtol=1e-4)
+    np.testing.assert_allclose(fit.theta, r["theta"], atol=1e-3)
+    np.testing.assert_allclose(fit.fitted()[:5], r["fitted_head"], rtol=1e-5)
+
+
+def test_unit_weights_equal_no_weights() -> None:
+    d = _sleep()
+    a = cx.lmer("Reaction ~ Days + (Days | Subject)", d)
+    b = cx.lmer("Reaction ~ Days + (Days | Subject)", d.assign(w=1.0), weights="w")
+    assert a.deviance == pytest.approx(b.deviance, rel=1e-12)
+
+
+def test_bad_weights() -> None:
+    d = _sleep()
+    with pytest.raises(DataError, match="negative weights.*'w'"):
+        cx.lmer("Reaction ~ Days + (1 | Subject)", d.assign(w=-d["w"]), weights="w")
+    with pytest.raises(DataError, match="zero weights"):
+        cx.lmer("Reaction ~ Days + (1 | Subject)", d.assign(w=d["Days"] * 1.0), weights="w")
+    d.loc[[3, 4], "w"] = np.nan
+    with pytest.warns(UserWarning, match="2 of 180 rows dropped"):
+        f = cx.lmer("Reaction ~ Days + (1 | Subject)", d, weights="w")
+    assert f.nobs == 178 and f.n_dropped == 2
