@@ -52,6 +52,7 @@ from crossed.inference.grid import (
     reference_grid,
 )
 from crossed.inference.hypotheses import TermInfo, zapsmall
+from crossed.model.prior import refuse_prior
 
 if TYPE_CHECKING:
     from crossed.fit import LmerFit
@@ -325,6 +326,8 @@ def emmeans(fit: LmerFit, specs: str | list[str], by: str | list[str] | None = N
         Warns with emmeans' note when a factor of ``specs``/``by`` is involved in an
         interaction (the means average over the other factors of that interaction).
     """
+    refuse_prior(fit, "emmeans()", weights=False,
+                 why="emmeans adds the offset at its reference-grid value, not done here")
     specs_l, by_l = split_specs(specs, by)
     method = normalise_ddf(ddf)
     tran = _checked_type(fit, type)

@@ -40,6 +40,7 @@ from scipy.interpolate import CubicSpline
 
 from crossed._warn import warn
 from crossed.model.pls import PLS
+from crossed.model.prior import refuse_prior
 
 if TYPE_CHECKING:
     from crossed.fit import LmerFit
@@ -269,6 +270,9 @@ def profile(fit: LmerFit, which: list[str] | None = None) -> list[_Profile]:
 
     ``which``: lme4 names (``.sig01``, ``.sigma``, fixed-effect names) to profile, None
     for all. Returns one profile per parameter: the parameter values and ζ, sorted."""
+    refuse_prior(fit, "profile confidence intervals (confint(method='profile'))",
+                 why="lme4's profile gives wrong fixed-effect intervals with weights and "
+                 "crossed's is not validated; use method='Wald' or 'boot'")
     ml = _ml_fit(fit)
     design = ml.design
     n = design.n

@@ -17,7 +17,7 @@ the fit's criterion, reference levels and engine.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -128,11 +128,16 @@ def _refit(fit: LmerFit, formula: str) -> LmerFit:
 
     frame = fit.design.frame
     spec = parse(formula, reference=fit.design.spec.reference_levels or None,
-                 trusted=fit.design.spec.trusted)
-    design = build_design(spec, frame)
+                 trusted=fit.design.spec.trusted,
+                 contrasts=fit.design.spec.contrast_codings or None)  # contrasts= kept
+    with warnings.catch_warnings():  # (shown when the full model was fitted)
+        warnings.simplefilter("ignore")
+        design = build_design(spec, frame)
     if design.n != fit.design.n:
         raise DataError("step(): the number of rows in use changed between models "
                         f"({fit.design.n} → {design.n}); remove missing values first")
+    # the same rows: prior weights and the offset (offset(x) terms included) carry over
+    design = replace(design, weights=fit.design.weights, offset=fit.design.offset)
     control = fit.opt.control if fit.opt is not None else None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -12,6 +12,7 @@ import pandas as pd
 
 from crossed.design import build_design
 from crossed.formula import parse
+from crossed.model.prior import refuse_prior
 
 if TYPE_CHECKING:
     from crossed.fit import LmerFit
@@ -194,6 +195,7 @@ def extend(fit: LmerFit, along: str | None = None, within: str | list[str] | Non
         Parameters (β, θ, σ) of ``fit``; conditional modes of existing levels kept, new
         levels 0. ``deviance`` and ``vcov`` still describe the original data.
     """
+    refuse_prior(fit, "extend()", why="the new rows would need weights/offset values")
     if (along is None) == (within is None):
         raise ValueError("give exactly one of along= or within=")
     frame = _plain_frame(fit)

@@ -35,7 +35,8 @@ def simulate_responses(fit: LmerFit, nsim: int = 1, seed: Seed = None,
     Returns
     -------
     numpy.ndarray
-        Shape (nobs, nsim): y* = Xβ̂ + Zb* + ε*, ε* ~ N(0, σ̂²I).
+        Shape (nobs, nsim): y* = Xβ̂ + Zb* + offset + ε*, ε* ~ N(0, σ̂²/w) (prior weights
+        w, 1 when the fit has none), as lme4's ``simulate`` with ``weights=``/``offset=``.
     """
     from crossed._conventions import check_count
 
@@ -47,9 +48,14 @@ def simulate_responses(fit: LmerFit, nsim: int = 1, seed: Seed = None,
         mean = fit.fitted()[:, None] + np.zeros((1, nsim))
     else:
         mean = np.repeat((design.X @ fit.beta)[:, None], nsim, axis=1)
+        if design.offset is not None:  # (lmer's offset=: part of the mean)
+            mean += design.offset[:, None]
         for blk in design.random.blocks:
             T = blk.template(fit.theta)
             u = rng.standard_normal((blk.nlevels, blk.q, nsim))
             b = fit.sigma * np.einsum("ab,lbs->las", T, u)
             mean += np.einsum("iq,iqs->is", blk.Z, b[blk.codes])
-    return mean + fit.sigma * rng.standard_normal((n, nsim))
+    eps = fit.sigma * rng.standard_normal((n, nsim))
+    if design.weights is not None:  # lme4: residual variance σ²/w
+        eps /= np.sqrt(design.weights)[:, None]
+    return mean + eps

@@ -1,0 +1,291 @@
+"""Every consumer of an LmerFit with prior weights, an offset or contrasts=: right (against
+R) or refused with an error naming the feature.
+
+Reference: ``tests/data/reference/weights/audit.R`` (lme4 1.1-31, lmerTest, emmeans,
+performance; R 4.2.2) on sleepstudy with ``w = 1 + Days %% 3``, ``off = 2 Days`` and a
+three-level factor ``grp`` (``Days %/% 4``): ``fw`` = ``lmer(Reaction ~ Days + grp +
+(1 | Subject), weights = w)``, ``fo`` = the same with ``offset = off`` (no weights), ``ff``
+= ``Reaction ~ Days + grp + offset(off) + (1 | Subject)`` with ``weights = w``.
+
+Tolerances: log-likelihoods 1e-6 relative; Satterthwaite df 1e-4 relative (lmerTest's
+numerical Hessian); estimates, SEs, F, R², ICC 1e-5 relative; hat values 1e-7 absolute;
+Cook's distances 1e-5 relative; residuals, fitted values and predictions 1e-6 relative.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import crossed as cx
+from crossed.design.frame import DataError
+from crossed.engines import fit_with
+from crossed.engines.errors import UnsupportedModelError
+from crossed.model.prior import PriorWeightsError
+from crossed.simulate import Refitter
+
+DATA = Path(__file__).resolve().parent / "data"
+R = json.loads((DATA / "reference" / "weights" / "audit.json").read_text())
+FORMULA = "Reaction ~ Days + grp + (1 | Subject)"
+
+
+def _sleep() -> pd.DataFrame:
+    d = pd.read_csv(DATA / "sleepstudy.csv", dtype={"Subject": str})
+    d["w"] = 1.0 + d["Days"] % 3
+    d["off"] = 2.0 * d["Days"]
+    d["grp"] = np.array(["a", "b", "c"])[d["Days"] // 4]
+    return d
+
+
+@pytest.fixture(scope="module")
+def fits():
+    d = _sleep()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return {
+            "d": d,
+            "fw": cx.lmer(FORMULA, d, weights="w"),
+            "fo": cx.lmer(FORMULA, d, offset="off"),
+            "ff": cx.lmer("Reaction ~ Days + grp + offset(off) + (1 | Subject)", d,
+                          weights="w"),
+        }
+
+
+NEWDATA = pd.DataFrame({"Days": [1, 5, 9], "grp": ["a", "b", "c"],
+                        "Subject": ["308", "309", "310"], "off": [10.0, 20.0, 30.0],
+                        "w": 1.0})
+
+
+# ------------------------------------------------------------------ checked against R
+def test_coef_table_satterthwaite(fits):
+    """lmerTest ``coef(summary(fw))``: Satterthwaite with weights."""
+    ct = fits["fw"].coef_table()
+    r = R["coef"]
+    np.testing.assert_allclose(ct["estimate"], r["estimate"], rtol=1e-5)
+    np.testing.assert_allclose(ct["std_error"], r["se"], rtol=1e-5)
+    np.testing.assert_allclose(ct["df"], r["df"], rtol=1e-4)
+
+
+def test_anova_type3_and_eta_squared(fits):
+    """lmerTest ``anova(fw)`` (Type III, Satterthwaite); η² is F·df1/(F·df1 + df2)."""
+    a = fits["fw"].anova()
+    np.testing.assert_allclose(a["statistic"], R["anova"]["F"], rtol=1e-5)
+    np.testing.assert_allclose(a["den_df"], R["anova"]["df"], rtol=1e-4)
+    eta = fits["fw"].eta_squared()
+    F, df1, df2 = np.asarray(R["anova"]["F"]), a["num_df"].to_numpy(), np.asarray(R["anova"]["df"])
+    np.testing.assert_allclose(eta["estimate"], F * df1 / (F * df1 + df2), rtol=1e-5)
+
+
+def test_emmeans_weights(fits):
+    """emmeans ``emmeans(fw, ~grp, lmer.df = "satterthwaite")``."""
+    t = fits["fw"].emmeans("grp").table()
+    r = R["emmeans"]
+    np.testing.assert_allclose(t["estimate"], r["emmean"], rtol=1e-6)
+    np.testing.assert_allclose(t["std_error"], r["se"], rtol=1e-5)
+    np.testing.assert_allclose(t["df"], r["df"], rtol=1e-4)
+
+
+def test_r2_and_icc(fits):
+    """performance ``r2_nakagawa(fw)`` and ``icc(fw)``."""
+    r2 = fits["fw"].r2()
+    assert float(r2["marginal"].iloc[0]) == pytest.approx(R["r2"]["marginal"], rel=1e-5)
+    assert float(r2["conditional"].iloc[0]) == pytest.approx(R["r2"]["conditional"], rel=1e-5)
+    icc = fits["fw"].icc()
+    assert float(icc["adjusted"].iloc[0]) == pytest.approx(R["icc"]["adjusted"], rel=1e-5)
+
+
+def test_ranova_reduced_lm_is_weighted(fits):
+    """lmerTest ``ranova(fw)``: the model without random effects is ``lm(weights = w)``
+    (its log-likelihood has ½Σlog w and the weighted residuals)."""
+    rv = fits["fw"].ranova()
+    np.testing.assert_allclose(rv["loglik"], R["ranova"]["loglik"], rtol=1e-6)
+    assert rv["statistic"].iloc[1] == pytest.approx(R["ranova"]["lrt"], rel=1e-5)
+
+
+def test_lrt_ml_refit_keeps_weights(fits):
+    """lme4 ``anova(ml, update(ml, . ~ . - grp))`` with weights."""
+    d = fits["d"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        small = cx.lmer("Reaction ~ Days + (1 | Subject)", d, weights="w")
+        tab = cx.compare(fits["fw"], small)
+    np.testing.assert_allclose(sorted(tab["loglik"]), sorted(R["lrt"]["loglik"]), rtol=1e-6)
+    assert tab["statistic"].dropna().iloc[0] == pytest.approx(R["lrt"]["chisq"], rel=1e-4)
+
+
+def test_step_keeps_weights(fits):
+    """lmerTest ``step(fw)``: the refits after dropping grp keep the weights."""
+    st = fits["fw"].step()
+    last = st.fixed.set_index("term").loc["Days"]
+    assert last["statistic"] == pytest.approx(R["step"]["F"], rel=1e-5)
+    assert last["den_df"] == pytest.approx(R["step"]["den_df"], rel=1e-4)
+    np.testing.assert_allclose(st.model.beta, R["step"]["final_fixef"], rtol=1e-5)
+    assert st.model.loglik == pytest.approx(R["step"]["final_loglik"], rel=1e-6)
+
+
+def test_hatvalues_and_cooks_weights(fits):
+    """lme4 ``hatvalues(fw)`` (√w-scaled system) and ``cooks.distance(fw)``."""
+    np.testing.assert_allclose(fits["fw"].hatvalues()[:6], R["hatvalues_head"], atol=1e-7)
+    np.testing.assert_allclose(fits["fw"].cooks_distance()[:6], R["cooks_head"], rtol=1e-5)
+
+
+def test_residuals_weights(fits):
+    """lme4 ``residuals(fw, type = "pearson")`` (×√w) and ``residuals(fw, scaled = TRUE)``."""
+    np.testing.assert_allclose(fits["fw"].residuals(type="pearson")[:6], R["pearson_head"],
+                               rtol=1e-6)
+    np.testing.assert_allclose(fits["fw"].residuals(scaled=True)[:6], R["scaled_head"],
+                               rtol=1e-6)
+
+
+def test_fitted_and_predict_offset(fits):
+    """lme4 ``fitted``/``predict``: the offset is part of fitted values and of
+    ``predict(re.form = NA)`` on the fitted data; on newdata an ``offset(x)`` term is
+    evaluated there, an ``offset=`` argument is not (lme4 adds nothing for it)."""
+    fo, ff = fits["fo"], fits["ff"]
+    np.testing.assert_allclose(fo.fitted()[:6], R["fitted_offset_head"], rtol=1e-6)
+    np.testing.assert_allclose(fo.predict(include_random=False)[:6],
+                               R["predict_offset_arg_orig_pop"], rtol=1e-6)
+    np.testing.assert_allclose(fo.predict(NEWDATA), R["predict_offset_arg"], rtol=1e-6)
+    np.testing.assert_allclose(fo.predict(NEWDATA, include_random=False),
+                               R["predict_offset_arg_pop"], rtol=1e-6)
+    np.testing.assert_allclose(ff.predict(NEWDATA), R["predict_offset_term"], rtol=1e-6)
+    np.testing.assert_allclose(ff.predict(NEWDATA, include_random=False),
+                               R["predict_offset_term_pop"], rtol=1e-6)
+    with pytest.raises(DataError, match="offset"):
+        ff.predict(NEWDATA.drop(columns="off"))
+
+
+# ------------------------------------------------------------------ by construction
+def test_simulate_weights_and_offset(fits):
+    """lme4's simulate: ε ~ N(0, σ²/w) and the offset in the mean."""
+    fw = replace(fits["fw"], beta=np.zeros(4))  # mean 0 apart from the random effects
+    sims = fw.simulate(nsim=4000, seed=1, use_ranef=True)
+    resid = sims - fw.fitted()[:, None]
+    w = fw.design.weights
+    for wv in (1.0, 2.0, 3.0):
+        var = resid[w == wv].var()
+        assert var == pytest.approx(fw.sigma**2 / wv, rel=0.03)
+    fo = fits["fo"]
+    s = fo.simulate(nsim=2000, seed=2)
+    pop = fo.design.X @ fo.beta + fo.design.offset
+    assert np.abs(s.mean(axis=1) - pop).max() < 5 * np.sqrt(
+        (fo.sigma**2 + fo.varcorr()["variance_or_cov"].iloc[0]) / 2000) + 1e-9
+
+
+def test_refit_and_refitter_keep_weights_and_offset(fits):
+    for name in ("fw", "ff"):
+        fit = fits[name]
+        again = fit.refit(y=fit.design.y)
+        assert again.deviance == pytest.approx(fit.deviance, rel=1e-8)
+        fast = Refitter(fit).refit(y=fit.design.y)
+        assert fast.deviance == pytest.approx(fit.deviance, rel=1e-8)
+    # rows: the weights and the offset follow them
+    d, keep = fits["d"], np.arange(0, 180, 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        direct = cx.lmer("Reaction ~ Days + grp + offset(off) + (1 | Subject)",
+                         d.iloc[keep], weights="w")
+    sub = Refitter(fits["ff"]).refit(rows=keep)
+    assert sub.deviance == pytest.approx(direct.deviance, rel=1e-7)
+    np.testing.assert_allclose(sub.beta, direct.beta, rtol=1e-5)
+
+
+def test_bootstrap_runs_on_weighted_fit(fits):
+    res = cx.bootstrap(fits["fw"], nsim=3, seed=1)
+    assert res is not None
+
+
+# ------------------------------------------------------------------ refused
+def test_kenward_roger_refused_with_weights(fits):
+    """pbkrtest ignores prior weights (R's KR den. df 375 > n = 180 here): refused."""
+    with pytest.raises(PriorWeightsError, match="Kenward-Roger.*prior weights"):
+        fits["fw"].coef_table(ddf="kenward-roger")
+    with pytest.raises(PriorWeightsError, match="Kenward-Roger"):
+        fits["fw"].anova(ddf="kenward-roger")
+
+
+def test_profile_confint_refused(fits):
+    """lme4's profile gives fixed-effect intervals 50× narrower than Wald with weights."""
+    with pytest.raises(PriorWeightsError, match="profile.*prior weights"):
+        fits["fw"].confint(method="profile")
+    with pytest.raises(PriorWeightsError, match="profile.*offset"):
+        fits["fo"].confint(method="profile")
+    wald = fits["fw"].confint(method="Wald")
+    assert np.isfinite(wald["conf_low"].iloc[-1])
+
+
+def test_emmeans_emtrends_refused_with_offset(fits):
+    with pytest.raises(PriorWeightsError, match="emmeans.*offset"):
+        fits["fo"].emmeans("grp")
+    with pytest.raises(PriorWeightsError, match="emtrends.*offset"):
+        fits["ff"].emtrends("grp", var="Days")
+
+
+def test_extend_refused(fits):
+    with pytest.raises(PriorWeightsError, match="extend"):
+        cx.extend(fits["fw"], along="Subject", n=30)
+
+
+def test_compare_different_weights_refused(fits):
+    d = fits["d"]
+    with pytest.raises(DataError, match="different prior weights"):
+        cx.compare(fits["fw"], cx.lm("Reaction ~ Days + grp", d))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        other = cx.lmer(FORMULA, d.assign(w=1.0 + d["Days"] % 2), weights="w")
+    with pytest.raises(DataError, match="different prior weights"):
+        cx.compare(fits["fw"], other)
+
+
+def test_other_engines_refuse_weighted_designs(fits):
+    for engine in ("statsmodels", "lme4"):
+        with pytest.raises((UnsupportedModelError, ValueError), match="weights|offset"):
+            fit_with(engine, fits["fw"].design, reml=True, control=None)
+        with pytest.raises((UnsupportedModelError, ValueError), match="weights|offset"):
+            fit_with(engine, fits["fo"].design, reml=True, control=None)
+
+
+# ------------------------------------------------------------------ contrasts=
+@pytest.fixture(scope="module")
+def sum_fit():
+    d = _sleep()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return cx.lmer("Reaction ~ grp + (1 | Subject)", d, contrasts={"grp": "sum"})
+
+
+def test_step_keeps_contrasts(sum_fit):
+    st = sum_fit.step()
+    assert st.model.fixef_names == ("(Intercept)", "grp1", "grp2")
+    np.testing.assert_allclose(st.model.beta, sum_fit.beta, rtol=1e-8)
+
+
+def test_refits_keep_contrasts(sum_fit):
+    assert sum_fit.refit(reml=False).fixef_names == sum_fit.fixef_names
+    assert Refitter(sum_fit).refit(rows=np.arange(0, 180, 2)).fixef_names == sum_fit.fixef_names
+    prof = sum_fit.confint(method="profile", parm=["grp1"])
+    assert list(prof["term"]) == ["grp1"]
+
+
+def test_statsmodels_engine_reproduces_contrasts(sum_fit):
+    pytest.importorskip("statsmodels")
+    d = _sleep()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sm = cx.lmer("Reaction ~ grp + (1 | Subject)", d, contrasts={"grp": "sum"},
+                     engine="statsmodels")
+    assert sm.fixef_names == sum_fit.fixef_names
+    np.testing.assert_allclose(sm.beta, sum_fit.beta, rtol=1e-4)
+
+
+def test_lmertest_tables_refuses_contrasts(sum_fit):
+    from crossed.engines.lme4 import lmertest_tables
+
+    with pytest.raises(UnsupportedModelError, match="contrasts="):
+        lmertest_tables(sum_fit)
