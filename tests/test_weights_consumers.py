@@ -289,3 +289,38 @@ def test_lmertest_tables_refuses_contrasts(sum_fit):
 
     with pytest.raises(UnsupportedModelError, match="contrasts="):
         lmertest_tables(sum_fit)
+
+
+def test_lmertest_tables_refuses_ordered_and_weights(fits):
+    from crossed.engines.lme4 import lmertest_tables
+
+    d = _sleep()
+    d["grp"] = pd.Categorical(d["grp"], categories=["a", "b", "c"], ordered=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        poly = cx.lmer("Reaction ~ grp + (1 | Subject)", d)
+    with pytest.raises(UnsupportedModelError, match="ordered factor"):
+        lmertest_tables(poly)
+    with pytest.raises(UnsupportedModelError, match="prior weights or an offset"):
+        lmertest_tables(fits["fw"])
+
+
+def test_summary_scaled_residuals_are_pearson(fits):
+    """lme4's summary: quantiles of residuals(fit, "pearson", scaled = TRUE)."""
+    text = str(fits["fw"].summary())
+    q = np.quantile(fits["fw"].residuals(type="pearson", scaled=True), [0, 1])
+    assert f"{q[0]:.4f}" in text and f"{q[1]:.4f}" in text
+
+
+def test_power_and_check_run_on_weighted_fit(fits):
+    """power_sim/power_curve/check simulate with σ²/w and refit through Refitter (rows keep
+    their weights): smoke test on a few simulations."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ps = cx.power_sim(fits["fw"], "Days", nsim=4, seed=1)
+        assert 0.0 <= ps.power <= 1.0
+        pc = cx.power_curve(fits["ff"], "Days", along="Subject", breaks=[10, 18], nsim=2,
+                            seed=1)
+        assert len(pc.table) == 2
+        chk = fits["fw"].check(nsim=30, seed=1)
+    assert chk is not None

@@ -81,7 +81,11 @@ def lmer(formula: str, data: pd.DataFrame, reml: bool = True, engine: str = "nat
         weight). The criterion includes −log|W| as lme4's.
     offset : str or array, optional
         Added to the linear predictor (lme4's ``offset=``); ``offset(x)`` terms in the
-        formula too. ``fitted()`` includes it; ``predict(newdata)`` does not.
+        formula too. ``fitted()`` and ``predict(include_random=False)`` include it;
+        ``predict(newdata)`` evaluates ``offset(x)`` terms on ``newdata`` but adds
+        nothing for ``offset=`` (as lme4's ``predict``). Methods not validated with
+        weights or offsets (Kenward–Roger, profile intervals, EMMs with an offset,
+        ``extend``) raise :class:`crossed.model.prior.PriorWeightsError`.
 
     Returns
     -------

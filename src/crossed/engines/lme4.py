@@ -482,11 +482,13 @@ def _refuse_formula_refit(fit: LmerFit) -> None:
     """The formula refitted in R uses R's default coding and no weights/offset: refuse a
     fit whose coefficients would then mean something else."""
     design = fit.design
-    other = [c for c, coding in design.spec.contrasts if coding != "treatment"]
+    other = [c for c, coding in design.fixed.codings if coding != "treatment"]
     if other:
         raise UnsupportedModelError(
-            f"lmertest_tables(): the fit has contrasts= for {other}; lmerTest would refit the "
-            "formula with R's default coding, so its coefficients would mean something else")
+            f"lmertest_tables(): the fit codes {other} with non-treatment contrasts "
+            "(contrasts= or an ordered factor); lmerTest would refit the formula with the "
+            "factors unordered and R's default coding, so its coefficients would mean "
+            "something else")
     if getattr(design, "weights", None) is not None or getattr(design, "offset", None) is not None:
         raise UnsupportedModelError(
             "lmertest_tables(): the fit has prior weights or an offset, which the formula "
@@ -519,11 +521,11 @@ def lmertest_tables(fit: LmerFit, ddf: str = "satterthwaite", type: int = 3,
 
     if ddf not in _DDF:
         raise ValueError(f"ddf must be one of {sorted(_DDF)}, got {ddf!r}")
+    _refuse_formula_refit(fit)
     r = r_session()
     r.require("lmerTest")
     if ddf == "kenward-roger":
         r.require("pbkrtest")
-    _refuse_formula_refit(fit)
     r_fit = _formula_fit(fit)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
