@@ -324,3 +324,31 @@ def test_power_and_check_run_on_weighted_fit(fits):
         assert len(pc.table) == 2
         chk = fits["fw"].check(nsim=30, seed=1)
     assert chk is not None
+
+
+def test_lme4_engine_reproduces_contrasts(sum_fit):
+    """The lme4 engine is given the design's columns (positional), so contrasts= carries."""
+    from crossed.engines.errors import EngineUnavailableError
+
+    d = _sleep()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            r = cx.lmer("Reaction ~ grp + (1 | Subject)", d, contrasts={"grp": "sum"},
+                        engine="lme4")
+    except EngineUnavailableError:
+        pytest.skip("R/lme4 not available")
+    assert r.fixef_names == sum_fit.fixef_names
+    np.testing.assert_allclose(r.beta, sum_fit.beta, rtol=1e-5)
+
+
+def test_step_keeps_offset_terms(fits):
+    """step() on a fit with offset(off): the final model keeps the term (its predictions
+    on new data still add it) and the offset values."""
+    st = fits["ff"].step()
+    model = st.model
+    assert "offset(off)" in model.formula
+    np.testing.assert_array_equal(model.design.offset, fits["ff"].design.offset)
+    pop = model.predict(NEWDATA, include_random=False)
+    X = np.column_stack([np.ones(3), NEWDATA["Days"]])
+    np.testing.assert_allclose(pop, X @ model.beta + NEWDATA["off"].to_numpy(), rtol=1e-10)
