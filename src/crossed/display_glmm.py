@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from crossed.display import format_pvalue, r_abbreviate, signif_stars
+from crossed.display import r_abbreviate, signif_stars
 from crossed.model.glmm.result import GlmerFit, provide
 
 __all__ = ["format_glmer_summary"]
@@ -12,6 +12,36 @@ __all__ = ["format_glmer_summary"]
 
 def _g(x: float, digits: int = 4) -> str:
     return f"{x:.{digits}g}"
+
+
+def _r_format(values: list[float], digits: int = 4) -> list[str]:
+    """R's ``format(x, digits=4)`` on a column, approximately: one number of decimals for
+    all, enough for each value's ``digits`` significant digits (trailing zeros dropped
+    where no value needs them); values below 1e-4 of the largest print as zeros."""
+    finite = [abs(v) for v in values if np.isfinite(v) and v != 0]
+    if not finite:
+        return [f"{v:.0f}" if np.isfinite(v) else "NA" for v in values]
+    top = max(finite)
+    dec = 0
+    for v in finite:
+        if v < 1e-4 * top:
+            continue
+        need = digits - 1 - int(np.floor(np.log10(v)))
+        text = f"{v:.{max(need, 0)}f}"
+        while need > 0 and text.endswith("0"):  # fewer digits represent it already
+            text = text[:-1]
+            need -= 1
+        dec = max(dec, need)
+    return [f"{v:.{dec}f}" for v in values]
+
+
+def _coef_decimals(values: np.ndarray, digits: int = 4) -> int:
+    """printCoefmat's decimals for the Estimate and Std. Error columns: enough for the
+    smallest value's ``digits`` significant digits."""
+    finite = np.abs(values[np.isfinite(values) & (values != 0)])
+    if finite.size == 0:
+        return digits
+    return int(max(0, digits - 1 - np.floor(np.log10(finite.min()))))
 
 
 def format_glmer_summary(fit: GlmerFit) -> str:
@@ -39,32 +69,37 @@ def format_glmer_summary(fit: GlmerFit) -> str:
     vc = vc[vc["term2"].isna()]
     rows = [["Groups", "Name", "Variance", "Std.Dev."]]
     last = None
-    for _, r in vc.iterrows():
+    variances = _r_format(list(vc["variance_or_cov"]))
+    sds = _r_format(list(vc["sd_or_cor"]))
+    for i, (_, r) in enumerate(vc.iterrows()):
         rows.append([r["group"] if r["group"] != last else "", str(r["term1"]),
-                     _g(r["variance_or_cov"]), _g(r["sd_or_cor"])])
+                     variances[i], sds[i]])
         last = r["group"]
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     for r in rows:
         lines.append(" " + " ".join(c.ljust(widths[i]) for i, c in enumerate(r)))
-    groups = ", ".join(f"{g}, {n}" for g, n in fit.ngroups.items())
+    groups = "; ".join(f"{g}, {n}" for g, n in fit.ngroups.items())
     lines.append(f"Number of obs: {fit.nobs}, groups:  {groups}")
     lines += ["", "Fixed effects:"]
     ct = fit.coef_table()
     names = list(ct.index)
-    est = [f"{v:.4f}" for v in ct["Estimate"]]
-    se = [f"{v:.4f}" for v in ct["Std. Error"]]
+    dec = _coef_decimals(np.concatenate([ct["Estimate"].to_numpy(),
+                                         ct["Std. Error"].to_numpy()]))
+    est = [f"{v:.{dec}f}" for v in ct["Estimate"]]
+    se = [f"{v:.{dec}f}" for v in ct["Std. Error"]]
     zv = [f"{v:.3f}" for v in ct["z value"]]
-    pv = [format_pvalue(p) for p in ct["Pr(>|z|)"]]
+    pv = _format_pvalues(ct["Pr(>|z|)"].to_numpy())
     st = [signif_stars(p) for p in ct["Pr(>|z|)"]]
+    sw = max(len(x) for x in st)
     cols = [("Estimate", est), ("Std. Error", se), ("z value", zv), ("Pr(>|z|)", pv)]
     nw = max(len(n) for n in names)
     widths2 = [max(len(h), *(len(x) for x in c)) for h, c in cols]
     lines.append(" " * nw + " " + " ".join(h.rjust(k) for (h, _), k in
-                                           zip(cols, widths2, strict=True)) + "    ")
+                                           zip(cols, widths2, strict=True)) + " " * (sw + 1))
     for i, n in enumerate(names):
         lines.append(n.ljust(nw) + " " + " ".join(c[i].rjust(k) for (_, c), k in
                                                   zip(cols, widths2, strict=True))
-                     + " " + st[i].ljust(3))
+                     + " " + st[i].ljust(sw))
     lines += ["---", "Signif. codes:  0 ‘***’ 0.001 ‘**’ 0.01 ‘*’ 0.05 ‘.’ 0.1 ‘ ’ 1"]
     p = len(names)
     if 1 < p <= 12:
@@ -80,9 +115,33 @@ def format_glmer_summary(fit: GlmerFit) -> str:
             cells = [f"{C[i, j]:.3f}".replace("0.", ".", 0).rjust(cw) for j in range(i)]
             cells += [" " * cw] * (p - 1 - i)
             lines.append(names[i].ljust(nw) + " " + " ".join(cells))
-    if fit.messages:
-        lines += [""] + [f"({m})" for m in fit.messages]
+    if fit.messages:  # (lme4 prints the optimizer's code only beside messages)
+        code = 0 if fit.opt is None else fit.opt.return_code
+        lines.append(f"optimizer (bobyqa) convergence code: {0 if code > 0 else code} "
+                     f"({'OK' if code > 0 else fit.opt.message if fit.opt else ''})")
+        lines += list(fit.messages)
     return "\n".join(lines)
+
+
+def _format_pvalues(p: np.ndarray) -> list[str]:
+    """R's p-value column of printCoefmat (approximately): values from 1e-4 up in fixed
+    notation with one number of decimals (3 significant digits for the smallest), smaller
+    ones as ``1.47e-09``, below machine precision ``< 2e-16``."""
+    fixed = p[np.isfinite(p) & (p >= 1e-4)]
+    dec = 0
+    if fixed.size:
+        dec = int(max(0, 2 - np.floor(np.log10(fixed.min()))))
+    out = []
+    for v in p:
+        if not np.isfinite(v):
+            out.append("NA")
+        elif v < 2.2e-16:
+            out.append("< 2e-16")
+        elif v < 1e-4:
+            out.append(f"{v:.2e}")
+        else:
+            out.append(f"{v:.{dec}f}")
+    return out
 
 
 provide("summary", format_glmer_summary)

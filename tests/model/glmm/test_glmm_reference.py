@@ -133,7 +133,7 @@ def test_summary_text() -> None:
     theirs = ref()["cbpp"]["summary"].splitlines()
     assert len(ours) == len(theirs)
     same = sum(a == b for a, b in zip(ours, theirs, strict=True))
-    assert same >= len(theirs) - 5
+    assert same >= len(theirs) - 3  # (rounding of the last digit differs on 3 lines)
     ct = fit.coef_table()
     assert list(ct.columns[:4]) == ["Estimate", "Std. Error", "z value", "Pr(>|z|)"]
 

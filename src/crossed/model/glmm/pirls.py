@@ -142,7 +142,8 @@ class GlmmProblem:
     def zlu(self, theta: np.ndarray, u: np.ndarray) -> np.ndarray:
         """Z Λθ u (the random part of the linear predictor)."""
         if self._scalar_index is not None:  # scalar terms: θ_k z u[level]
-            return self._zs * (theta[self._scalar_index] * u)[self._all_codes]
+            out0: np.ndarray = self._zs * (theta[self._scalar_index] * u)[self._all_codes]
+            return out0
         out = np.zeros(self.n)
         for blk, ub in zip(self.blocks, self.split(u), strict=True):
             b = ub @ blk.template(theta).T

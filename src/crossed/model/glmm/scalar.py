@@ -90,7 +90,12 @@ class ScalarSolver:
                 ea = order[starts[rep] + local // np.maximum(k, 1)]
                 eb = order[starts[rep] + local % np.maximum(k, 1)]
                 self.btb = (ea, eb, self.pair_cols[ea] * self.rr + self.pair_cols[eb])
-        self.XZ1 = None
+        # Z₁' and Z_R' as sparse (levels x n) for the products with the columns of X
+        ar = np.arange(self.n)
+        self.Z1t = sp.csr_matrix((self.z1, (self.c1, ar)), shape=(self.l1, self.n))
+        self.Zrt = (sp.csr_matrix((np.concatenate(self.zr), (np.concatenate(self.cr),
+                                                             np.tile(ar, len(self.zr)))),
+                                  shape=(self.rr, self.n)) if rest else None)
 
     def solve(self, theta: np.ndarray, w: np.ndarray, z: np.ndarray, joint: bool
               ) -> tuple[np.ndarray, np.ndarray, float, ScalarSolve]:
@@ -145,18 +150,14 @@ class ScalarSolver:
             wX = X * w[:, None]
             M[rr:, rr:] = X.T @ wX
             rhs[rr:] = wX.T @ z
-            BX = t1 * np.stack([np.bincount(self.c1, weights=wz1 * X[:, j], minlength=l1)
-                                for j in range(p)], axis=1)
+            BX = t1 * np.asarray(self.Z1t @ wX)
             BXs = BX / np.sqrt(d)[:, None]
             M[rr:, rr:] -= BXs.T @ BXs
             rhs[rr:] -= BX.T @ (r1 / d)
             if rr:
                 tr = theta[self.rest_theta]
-                ZrX = np.concatenate([np.stack([np.bincount(c - off, weights=w * zz * X[:, j],
-                                                            minlength=nb) for j in range(p)],
-                                               axis=1) for c, zz, off, nb in zip(
-                    self.cr, self.zr, self.rest_offsets[:-1], np.diff(self.rest_offsets),
-                    strict=True)])
+                assert self.Zrt is not None
+                ZrX = np.asarray(self.Zrt @ wX)
                 BtBX = np.stack([np.bincount(cols, weights=vs * BXs[rows, j], minlength=rr)
                                  for j in range(p)], axis=1)
                 cross = tr[:, None] * ZrX - BtBX
