@@ -137,7 +137,6 @@ def _refit(fit: LmerFit, formula: str) -> LmerFit:
     from crossed.design import build_design
     from crossed.engines import fit_with
     from crossed.formula import parse
-
     from crossed.formula.glm import split_glm_formula
 
     frame = fit.design.frame
