@@ -352,3 +352,20 @@ def test_step_keeps_offset_terms(fits):
     pop = model.predict(NEWDATA, include_random=False)
     X = np.column_stack([np.ones(3), NEWDATA["Days"]])
     np.testing.assert_allclose(pop, X @ model.beta + NEWDATA["off"].to_numpy(), rtol=1e-10)
+
+
+def test_offset_fit_inference_against_r(fits):
+    """``fo`` (offset = off, no weights): lmerTest coefficients (Satterthwaite) and ANOVA,
+    performance's R², lmerTest's ranova (its lm keeps the offset), lme4's Pearson residuals
+    and hat values."""
+    fo, r = fits["fo"], R["offset_fit"]
+    ct = fo.coef_table()
+    np.testing.assert_allclose(ct["std_error"], r["se"], rtol=1e-5)
+    np.testing.assert_allclose(ct["df"], r["df"], rtol=1e-4)
+    np.testing.assert_allclose(fo.anova()["statistic"], r["anova_F"], rtol=1e-5)
+    r2 = fo.r2()
+    assert float(r2["marginal"].iloc[0]) == pytest.approx(r["r2_marginal"], rel=1e-5)
+    assert float(r2["conditional"].iloc[0]) == pytest.approx(r["r2_conditional"], rel=1e-5)
+    np.testing.assert_allclose(fo.ranova()["loglik"], r["ranova_loglik"], rtol=1e-6)
+    np.testing.assert_allclose(fo.residuals(type="pearson")[:6], r["pearson_head"], rtol=1e-6)
+    np.testing.assert_allclose(fo.hatvalues()[:6], r["hatvalues_head"], atol=1e-7)

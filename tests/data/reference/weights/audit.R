@@ -65,6 +65,13 @@ res <- list(
   predict_offset_arg_orig_pop = unname(head(predict(fo, re.form = NA), 6)),
   predict_offset_term = unname(predict(ff, newdata = nd)),
   predict_offset_term_pop = unname(predict(ff, newdata = nd, re.form = NA)),
-  loglik_fw = as.numeric(logLik(fw)))
+  loglik_fw = as.numeric(logLik(fw)),
+  offset_fit = list(df = unname(coef(summary(fo))[, 3]), se = unname(coef(summary(fo))[, 2]),
+                    anova_F = unname(anova(fo)[, "F value"]),
+                    r2_marginal = unname(r2_nakagawa(fo)$R2_marginal),
+                    r2_conditional = unname(r2_nakagawa(fo)$R2_conditional),
+                    ranova_loglik = unname(ranova(fo)[, "logLik"]),
+                    pearson_head = unname(head(residuals(fo, type = "pearson"), 6)),
+                    hatvalues_head = unname(head(hatvalues(fo), 6))))
 writeLines(toJSON(res, digits = NA, auto_unbox = TRUE, pretty = TRUE),
            "tests/data/reference/weights/audit.json")
