@@ -210,14 +210,28 @@ def test_kenward_roger_refused_with_weights(fits):
         fits["fw"].anova(ddf="kenward-roger")
 
 
-def test_profile_confint_refused(fits):
-    """lme4's profile gives fixed-effect intervals 50× narrower than Wald with weights."""
-    with pytest.raises(PriorWeightsError, match="profile.*prior weights"):
-        fits["fw"].confint(method="profile")
-    with pytest.raises(PriorWeightsError, match="profile.*offset"):
-        fits["fo"].confint(method="profile")
-    wald = fits["fw"].confint(method="Wald")
-    assert np.isfinite(wald["conf_low"].iloc[-1])
+def test_profile_confint_weights_offset(fits):
+    """Profile intervals of a fixed effect keep the weights and the offset. lme4 1.1-31's
+    own fixed-effect profile intervals are wrong with weights (audit.json's
+    ``confint_profile``: [252.77, 254.16] for an intercept whose SE is 10.2), so the check
+    is the definition: at each bound b of Days the ML deviance of the model with Days·b
+    moved into the offset exceeds the ML deviance by qchisq(0.95, 1) = 3.8415 (2e-3
+    relative: spline interpolation). The variance parameters' intervals match lme4's."""
+    d = fits["d"]
+    for name, off in (("fw", 0.0), ("fo", d["off"].to_numpy())):
+        fit = fits[name]
+        kw = {"weights": "w"} if name == "fw" else {}
+        dev0 = fit.refit(reml=False).deviance
+        ci = fit.confint(method="profile", parm=["Days"])
+        for b in (float(ci["conf_low"].iloc[0]), float(ci["conf_high"].iloc[0])):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                fixed = cx.lmer("Reaction ~ grp + (1 | Subject)", d, reml=False,
+                                offset=off + d["Days"].to_numpy() * b, **kw)
+            assert fixed.deviance - dev0 == pytest.approx(3.841459, rel=2e-3)
+    prof = fits["fw"].confint(method="profile", parm=[".sig01", ".sigma"])
+    np.testing.assert_allclose(prof["conf_low"], R["confint_profile"]["lower"][:2], rtol=1e-4)
+    np.testing.assert_allclose(prof["conf_high"], R["confint_profile"]["upper"][:2], rtol=1e-4)
 
 
 def test_emmeans_emtrends_refused_with_offset(fits):

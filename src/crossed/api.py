@@ -84,7 +84,7 @@ def lmer(formula: str, data: pd.DataFrame, reml: bool = True, engine: str = "nat
         formula too. ``fitted()`` and ``predict(include_random=False)`` include it;
         ``predict(newdata)`` evaluates ``offset(x)`` terms on ``newdata`` but adds
         nothing for ``offset=`` (as lme4's ``predict``). Methods not validated with
-        weights or offsets (Kenward–Roger, profile intervals, EMMs with an offset,
+        weights or offsets (Kenward–Roger with weights, EMMs with an offset,
         ``extend``) raise :class:`crossed.model.prior.PriorWeightsError`.
 
     Returns
