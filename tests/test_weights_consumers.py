@@ -383,3 +383,12 @@ def test_offset_fit_inference_against_r(fits):
     np.testing.assert_allclose(fo.ranova()["loglik"], r["ranova_loglik"], rtol=1e-6)
     np.testing.assert_allclose(fo.residuals(type="pearson")[:6], r["pearson_head"], rtol=1e-6)
     np.testing.assert_allclose(fo.hatvalues()[:6], r["hatvalues_head"], atol=1e-7)
+
+
+def test_ranef_and_coef_weights(fits):
+    """lme4 ``ranef(fw, condVar = TRUE)`` (modes, conditional SDs) and ``coef(fw)``."""
+    re = fits["fw"].ranef()
+    np.testing.assert_allclose(re["estimate"][:3], R["ranef_head"], rtol=1e-5)
+    np.testing.assert_allclose(re["cond_sd"][:3], R["ranef_condsd_head"], rtol=1e-5)
+    co = fits["fw"].coef()["Subject"]
+    np.testing.assert_allclose(co["(Intercept)"][:3], R["coef_subject_head"], rtol=1e-6)
