@@ -76,6 +76,8 @@ res$grouse <- one(glmer(TICKS ~ YEAR + HEIGHT + (1 | BROOD) + (1 | INDEX) + (1 |
 res$grouse_scaled <- one(glmer(TICKS ~ YEAR + scale(HEIGHT) + (1 | BROOD) + (1 | INDEX) + (1 | LOCATION), gt, poisson))
 res$pois_offset <- one(glmer(count ~ x + (1 | site) + (1 | month), pois, poisson, offset = log(exposure)))
 res$pois_offset_formula <- one(glmer(count ~ x + offset(log(exposure)) + (1 | site) + (1 | month), pois, poisson))
+res$pois_slope <- one(glmer(count ~ x + (1 + x | site) + (1 | month), pois, poisson,
+                            offset = log(exposure)))
 res$binary_singular <- one(glmer(correct ~ sys + (1 | item) + (1 | grp), bin, binomial))
 res$singular <- one(glmer(correct ~ sys + (1 | item) + (1 | grp), sing, binomial))
 res$separation <- one(glmer(y ~ cond + (1 | item), sep, binomial))

@@ -70,6 +70,11 @@ CASES = {
     "pois_offset_formula": lambda: cx.glmer(
         "count ~ x + offset(log(exposure)) + (1 | site) + (1 | month)", _read("pois_offset"),
         family=cx.poisson()),
+    # a correlated random slope: the PIRLS solve through the blocked-Cholesky PLS
+    # (PLS.reweighted), singular in R (the slope's own SD at 0)
+    "pois_slope": lambda: cx.glmer("count ~ x + (1 + x | site) + (1 | month)",
+                                   _read("pois_offset"), family="poisson",
+                                   offset=np.log(_read("pois_offset")["exposure"])),
     "binary_singular": lambda: cx.glmer("correct ~ sys + (1 | item) + (1 | grp)",
                                         _read("binary")),
     "singular": lambda: cx.glmer("correct ~ sys + (1 | item) + (1 | grp)", _read("singular")),
