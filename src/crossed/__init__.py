@@ -38,7 +38,18 @@ from crossed.simulate import (
     specify,
 )
 
-__version__ = "0.1.0"
+
+def _version() -> str:
+    """The installed distribution's version: set once, in pyproject.toml."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("crossed")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "0+unknown"
+
+
+__version__ = _version()
 
 __all__ = [
     "ablation",

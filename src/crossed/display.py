@@ -1,6 +1,12 @@
-"""Text display of fits, laid out as ``summary(lmerTest::lmer(...))`` prints them.
+"""Display of fits: the text ``summary(lmerTest::lmer(...))`` prints, and the notebook view.
 
-Display only formats numbers the fit and the inference layer computed.
+Display only formats numbers the fit and the inference layer computed (number rules:
+:mod:`crossed._format`; tables and summaries: :mod:`crossed.tables`).
+
+A fit class shows itself in a notebook through :func:`fit_html`, which renders the
+:class:`~crossed.tables.Summary` its ``summary()`` returns: a new fit class (a GLMM fit)
+needs only a ``summary()`` that returns a ``Summary`` with its tables, and a
+``_repr_html_`` that calls :func:`fit_html` (or registers it as ``LmerFit`` does).
 """
 
 from __future__ import annotations
@@ -9,13 +15,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from crossed._format import format_pvalues_r
 from crossed.model.result import provide
+from crossed.tables import Summary, result_table
 
 if TYPE_CHECKING:
     from crossed.fit import LmerFit
 
-__all__ = ["format_cell", "format_correlation", "format_fixed_effects", "format_pvalue",
-           "format_random_effects", "format_summary", "r_abbreviate", "signif_stars"]
+__all__ = ["fit_html", "format_cell", "format_correlation", "format_fixed_effects",
+           "format_pvalue", "format_random_effects", "format_summary", "r_abbreviate",
+           "signif_stars", "summary_of"]
 
 _VOWELS = set("aeiou")
 
@@ -46,11 +55,7 @@ def format_cell(x) -> str:
 
 def format_pvalue(p: float) -> str:
     """R's ``format.pval`` as summary tables use it (``< 2e-16`` below machine eps)."""
-    if not np.isfinite(p):
-        return "NA"
-    if p < 2.2e-16:
-        return "< 2e-16"
-    return f"{p:.3g}" if p >= 1e-4 else f"{p:.2e}"
+    return format_pvalues_r([p])[0]
 
 
 def signif_stars(p: float) -> str:
@@ -128,13 +133,14 @@ def format_fixed_effects(fit: LmerFit, ddf: str) -> list[str]:
     with_df = ddf != "none"
     dec = _column_decimals(np.concatenate([tab.estimate.to_numpy(), tab.std_error.to_numpy()]))
     rows = []
-    for r in tab.itertuples():
+    pvals = format_pvalues_r(tab.p_value) if with_df else []
+    for i, r in enumerate(tab.itertuples()):
         cells = [r.term, f"{r.estimate:.{dec}f}", f"{r.std_error:.{dec}f}"]
         if with_df:
             cells.append(f"{r.df:.3f}")
         cells += [f"{r.statistic:.3f}"]
         if with_df:
-            cells += [format_pvalue(r.p_value), signif_stars(r.p_value)]
+            cells += [pvals[i], signif_stars(r.p_value)]
         rows.append(cells)
     header = ["", "Estimate", "Std. Error"] + (["df"] if with_df else []) + ["t value"]
     if with_df:
@@ -164,6 +170,13 @@ def format_correlation(fit: LmerFit) -> list[str]:
 
 def format_summary(fit: LmerFit, ddf: str = "satterthwaite") -> str:
     """The full summary text (see :meth:`crossed.fit.LmerFit.summary`)."""
+    return str(summary_of(fit, ddf))
+
+
+def summary_of(fit: LmerFit, ddf: str = "satterthwaite") -> Summary:
+    """The summary of a fit: R's text, plus its tables (``random_effects``: the variance
+    components of ``fit.varcorr()``; ``fixed_effects``: ``fit.coef_table(ddf)``) and the
+    notebook view."""
     method = {"satterthwaite": "Satterthwaite's method",
               "kenward-roger": "Kenward-Roger's method"}.get(ddf)
     kind = "REML" if fit.reml else "maximum likelihood"
@@ -195,7 +208,24 @@ def format_summary(fit: LmerFit, ddf: str = "satterthwaite") -> str:
     notes = [m for m in fit.messages]
     if notes:
         lines += [""] + [f"note: {m}" for m in notes]
-    return "\n".join(lines)
+    fixed = fit.coef_table(ddf=ddf)
+    if ddf == "none":
+        fixed = fixed.drop(columns=[c for c in ("df", "p_value") if c in fixed.columns])
+    header_end = lines.index("Scaled residuals: ") - 1
+    tables = {"Random effects": result_table(fit.varcorr()),
+              "Fixed effects": result_table(fixed)}
+    return Summary("\n".join(lines), tables, title=lines[0], header=lines[1:header_end],
+                   notes=notes)
 
 
-provide("summary", format_summary)  # LmerFit.summary (crossed.model.result)
+def fit_html(fit) -> str:
+    """The notebook view of a fit: its summary's heading, criteria and tables (any fit
+    whose ``summary()`` returns a :class:`~crossed.tables.Summary`)."""
+    summary = fit.summary()
+    if isinstance(summary, Summary):
+        return summary._repr_html_()
+    return Summary(str(summary))._repr_html_()
+
+
+provide("summary", summary_of)  # LmerFit.summary (crossed.model.result)
+provide("repr_html", fit_html)  # LmerFit._repr_html_

@@ -22,10 +22,10 @@ import pandas as pd
 
 from crossed.api import lmer
 from crossed.design.frame import expression_variables
-from crossed.display import format_cell
 from crossed.fit import LmerFit
+from crossed.tables import format_frame, note_text
 
-__all__ = ["build_report", "write_report"]
+__all__ = ["build_report", "focus_summary", "write_report"]
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 980px; margin: 2em auto; padding: 0 1em;
@@ -41,10 +41,16 @@ img { max-width: 100%; } .note { color: #8a5a00; font-size: 0.9em; }
 
 
 def _table(df: pd.DataFrame) -> str:
-    return df.map(format_cell).to_html(index=False, escape=True, border=0, na_rep="")
+    """A table formatted as R prints it (crossed.tables: R's column format, p-values as
+    format.pval, or as emmeans in EMM and contrast tables)."""
+    shown = format_frame(pd.DataFrame(df), getattr(df, "_pvalues", "r"), na="")
+    return shown.to_html(index=False, escape=True, border=0, na_rep="")
 
 
 def _figure_html(fig, fig_id: str, caption: str) -> str:
+    from crossed.plots._mpl import readable_ticks
+
+    readable_ticks(fig)  # long level names wrapped or rotated, never overlapping
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
     from crossed.plots._mpl import plt
@@ -134,6 +140,7 @@ def build_report(data: pd.DataFrame, formula: str, focus: str | None = None,
             parts.append(_adjusted_means_section(fit, systems, pair))
         if focus is not None:
             parts += _focus_sections(fit, frame, focus, factors, ddf)
+            parts.insert(0, _section("Summary", focus_summary(fit, focus, ddf)))
         parts.append(_random_effects_section(fit))
         parts.append(_residual_section(fit, check, notes))
         if compare:
@@ -144,6 +151,54 @@ def build_report(data: pd.DataFrame, formula: str, focus: str | None = None,
     notes += sorted({str(w.message) for w in caught})
     title = title or f"crossed report: {formula}"
     return _document(title, _header(fit, data_name, ddf, notes), parts)
+
+
+def _p_text(p: float) -> str:
+    return "p < 0.0001" if p < 1e-4 else f"p = {p:.2g}" if p < 0.01 else f"p = {p:.3f}"
+
+
+def focus_summary(fit: LmerFit, focus: str, ddf: str = "satterthwaite",
+                  level: float = 0.95) -> str:
+    """A plain-language paragraph on the main effect of ``focus``: its ANOVA test, the
+    estimated marginal means and, for two levels, the difference with its interval (HTML).
+
+    Only restates the ANOVA and EMM tables of the report; says when the focus factor is
+    involved in interactions (its main effect then averages over the other factors)."""
+    response = html.escape(fit.spec.response)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        emm = fit.emmeans(focus, ddf=ddf, level=level)
+        tab = emm.table()
+        pairs = emm.pairs()
+        an = fit.anova(type=3, ddf=ddf) if len(fit.fixef_names) > 1 else None
+    f = html.escape(focus)
+    means = ", ".join(f"{html.escape(str(r[focus]))} {r['estimate']:.3g}"
+                      for _, r in tab.iterrows())
+    text = [f"<p><b>{f}</b>: estimated marginal means of {response}: {means}"]
+    others = [c for c in fit.design.columns if c in (fit.design.levels or {}) and c != focus]
+    if others and emm.messages:
+        text[-1] += (f" (averaged over the other factors; <b>{f}</b> is involved in "
+                     "interactions, so its effect differs between their levels)")
+    text[-1] += ".</p>"
+    if an is not None and focus in set(an["term"]):
+        r = an.set_index("term").loc[focus]
+        verdict = "is" if r["p_value"] < 0.05 else "is not"
+        text.append(f"<p>The main effect of {f} {verdict} significant at the 5% level: "
+                    f"F({r['num_df']:.3g}, {r['den_df']:.3g}) = {r['statistic']:.3g}, "
+                    f"{_p_text(r['p_value'])} (Type III, {html.escape(ddf)} df).</p>")
+    if len(pairs) == 1:
+        r = pairs.iloc[0]
+        a, b = (s.strip() for s in str(r["contrast"]).split(" - ", 1))
+        direction = "higher" if r["estimate"] > 0 else "lower"
+        text.append(f"<p>{html.escape(a)} is {abs(r['estimate']):.3g} {direction} than "
+                    f"{html.escape(b)} ({level:.0%} CI {r['conf_low']:.3g} to "
+                    f"{r['conf_high']:.3g}, t({r['df']:.3g}) = {r['statistic']:.3g}, "
+                    f"{_p_text(r['p_value'])}).</p>")
+    elif len(pairs) > 1:
+        sig = int((pairs["p_value"] < 0.05).sum())
+        text.append(f"<p>{sig} of {len(pairs)} pairwise differences are significant at "
+                    "the 5% level (Tukey-adjusted).</p>")
+    return "".join(text)
 
 
 def _choose_focus(fit: LmerFit, factors: list[str], focus: str | None) -> str | None:
@@ -290,7 +345,10 @@ def _comparison_section(data: pd.DataFrame, formula: str, compare: list[str], fi
     body = "<ul>" + "".join(f"<li><b>{html.escape(n)}</b>: "
                             f"<code>{html.escape(f)}</code></li>"
                             for n, f in zip(names, forms, strict=True)) + "</ul>"
-    body += _table(cmp.table.drop(columns=["formula"]))
+    body += (f"<p>Pairwise differences of the {html.escape(focus)} EMMs in each "
+             "specification:</p>" + _table(cmp.contrasts))
+    body += ("<p>Each specification (R², information criteria of the ML fit, flags and "
+             "residual checks):</p>" + _table(cmp.specs.drop(columns=["formula"])))
     if len(cmp.lrt):
         body += "<p>Likelihood-ratio tests (ML refits):</p>" + _table(cmp.lrt)
     return _section("Specifications compared", body)
@@ -304,7 +362,8 @@ def _header(fit: LmerFit, data_name: str, ddf: str, notes: list[str]) -> str:
             + f". {'REML' if fit.reml else 'ML'} fit, {ddf} degrees of freedom; generated "
             f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC by crossed.</p>")
     if notes:
-        head += "".join(f'<p class="note">note: {html.escape(n)}</p>' for n in notes)
+        head += "".join(f'<p class="note">note: {html.escape(note_text(n))}</p>'
+                        for n in notes)
     return head
 
 

@@ -151,7 +151,7 @@ def test_warnings_are_one_plain_line_each(tmp_path):
     data.write_text("\n".join(lines) + "\n")
     proc = _cli("fit", str(data), MODEL)
     assert proc.returncode == 0
-    assert proc.stderr == ("crossed: warning: 1 of 180 rows dropped for missing values in: "
+    assert proc.stderr == ("crossed: note: 1 of 180 rows dropped for missing values in: "
                            "Reaction (1)\n")
 
 

@@ -182,3 +182,16 @@ def test_interaction_levels_are_keyed_by_their_cells():
     blk = next(b for b in fit.design.random.blocks if b.group == "a:b")
     assert set(blk.keys) == {("x", "y:z"), ("x", "z"), ("x:y", "y:z")}
     assert [":".join(k) for k in blk.keys] == list(blk.levels)
+
+
+def test_unique_codes_by_counting_match_numpy_unique():
+    from crossed.design.random import _unique_codes
+
+    rng = np.random.default_rng(7)
+    for size in (1, 5, 300, 5000, 10**7):
+        key = rng.integers(0, size, size=2000)
+        uniq, codes = _unique_codes(key, float(size))
+        u_ref, c_ref = np.unique(key, return_inverse=True)
+        np.testing.assert_array_equal(uniq, u_ref)
+        np.testing.assert_array_equal(codes, c_ref.reshape(-1))
+        assert codes.dtype == np.int64

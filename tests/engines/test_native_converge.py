@@ -65,8 +65,8 @@ def test_theta_near_its_bound_is_continued_once():
     """blurb_ccmem_slopes: lme4's rule stops with a bounded theta below 1e-3 where singular
     or not, converged or not, depends on the BLAS kernel; the continuation reaches the
     optimum on the boundary, as a tightly converged lme4 does."""
-    lme4_path, _ = _fit("blurb_ccmem_slopes", restarts=0)
-    fit, warned = _fit("blurb_ccmem_slopes")
+    lme4_path, _ = _fit("blurb_ccmem_slopes", restarts=0, optimizer="bobyqa")
+    fit, warned = _fit("blurb_ccmem_slopes", optimizer="bobyqa")
     r = r_answers("blurb_ccmem_slopes")
     # continued: for the theta near its bound, or (other BLAS kernels) the failed check
     assert fit.opt.restarts

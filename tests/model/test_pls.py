@@ -345,3 +345,30 @@ def test_a_fit_keeps_the_factorisation_its_estimates_came_from():
     beta, _ = fit.pls.solve(f)
     np.testing.assert_array_equal(beta, fit.beta)
     np.testing.assert_array_equal(ml.factor_at_optimum.theta, ml.theta)
+
+
+def test_first_block_2x2_is_bitwise_the_closed_forms():
+    from crossed.model.pls import _first_block_2x2, _first_block_2x2_general
+
+    rng = np.random.default_rng(3)
+    a = np.abs(rng.normal(size=(3, 25))) * 10
+    a[1] = rng.normal(size=25)  # (a10 of either sign; B stays positive definite)
+    for _ in range(300):
+        t = (rng.normal(size=3) * 10.0 ** rng.integers(-4, 4, size=3)).tolist()
+        fast, general = _first_block_2x2(a, *t), _first_block_2x2_general(a, *t)
+        assert fast[3] == general[3] and fast[4] == general[4]
+        np.testing.assert_array_equal(fast[0], general[0])
+        np.testing.assert_array_equal(fast[1], general[1])
+
+
+def test_level_classes_of_a_scalar_block_match_the_row_wise_unique():
+    from crossed.model.sparse_map import _classes
+
+    rng = np.random.default_rng(4)
+    for scale in (1.0, 0.37):
+        A11 = (rng.integers(1, 40, size=3000) * scale).reshape(-1, 1, 1)
+        rep, class_of = _classes(A11)
+        _, r_ref, c_ref = np.unique(A11.reshape(-1, 1), axis=0, return_index=True,
+                                    return_inverse=True)
+        np.testing.assert_array_equal(rep, r_ref)
+        np.testing.assert_array_equal(class_of, c_ref.reshape(-1))

@@ -148,3 +148,19 @@ def test_automatic_choice_keeps_dense_designs_dense(monkeypatch):
     d = crossed.lmer("y ~ x + (1 | item) + (1 | annotator)", pooled).design
     # 120 annotators in 12 pools: 12 blocks of 10 x 10, 660 of the 7260 entries
     assert PLS(d.random.blocks, d.X, d.y)._sparse is not None
+
+
+def test_gradient_optimiser_on_the_sparse_path(monkeypatch):
+    """The analytic gradient reads the dense factor: on the sparse path 'auto' takes BOBYQA
+    (blurb slopes has 11 theta, where 'auto' takes L-BFGS-B on the dense path) and an
+    explicit 'lbfgsb' is refused by name, never run without its gradient."""
+    from crossed.engines.native import LmerControl
+
+    case = load_case("blurb_ccmem_slopes")
+    monkeypatch.setattr(sparse_schur, "SPARSE_FROM", 0)
+    monkeypatch.setattr(sparse_schur, "FILL_FRACTION", 1.0)
+    fit = crossed.lmer(case.formula, case.data, reml=case.reml, reference=case.reference)
+    assert fit.pls.uses_sparse_schur and fit.opt.geval == 0
+    with pytest.raises(ValueError, match="sparse Schur"):
+        crossed.lmer(case.formula, case.data, reml=case.reml, reference=case.reference,
+                     control=LmerControl(optimizer="lbfgsb"))

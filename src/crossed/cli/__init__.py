@@ -5,7 +5,7 @@ its parser and sets ``func`` (called with the parsed arguments, returning an exi
 
 Every failure ends the command with one line on stderr, ``crossed: error: <message>``
 (plain text, no ANSI escape codes), and exit code 2; warnings are one line each,
-``crossed: warning: <message>``; bad input (a missing or unreadable
+``crossed: note: <message>``; bad input (a missing or unreadable
 file, a malformed formula, an unknown column, ...) is described as such. Anything else is
 a bug in crossed: its line says so, and ``--debug`` (or ``CROSSED_DEBUG=1`` in the
 environment) prints the traceback as well.
@@ -114,8 +114,11 @@ def _quiet_stdout() -> None:
 
 
 def _format_warning(message, category, filename, lineno, line=None) -> str:
-    """Warnings as one plain line, ``crossed: warning: <message>`` (no source line)."""
-    return f"crossed: warning: {plain_message(str(message))}\n"
+    """Warnings as one plain line, ``crossed: note: <message>`` (no source line, no
+    category; a message's own ``NOTE:`` prefix is not repeated)."""
+    from crossed.cli._tables import note_text
+
+    return f"crossed: note: {note_text(plain_message(str(message)))}\n"
 
 
 def main(argv: list[str] | None = None) -> int:

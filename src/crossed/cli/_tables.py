@@ -8,9 +8,9 @@ import math
 import numpy as np
 import pandas as pd
 
-from crossed.display import format_cell
+from crossed.tables import format_frame, note_text
 
-__all__ = ["dump_json", "print_notes", "records", "text_table"]
+__all__ = ["dump_json", "note_text", "print_notes", "records", "text_table"]
 
 
 def count_arg(text: str, minimum: int = 0) -> int:
@@ -32,8 +32,12 @@ def positive_arg(text: str) -> int:
 
 
 def text_table(df: pd.DataFrame, title: str | None = None) -> str:
-    """Aligned text of a table (4 significant digits; empty cells for missing values)."""
-    body = df.map(format_cell).to_string(index=False) if len(df) else "(no rows)"
+    """Aligned text of a table, each numeric column formatted as R's ``format(x, digits =
+    4)``, p-values as ``format.pval`` or, for EMM and contrast tables, as emmeans prints
+    them (``<.0001``); empty cells for missing values."""
+    style = getattr(df, "_pvalues", "r")
+    body = (format_frame(pd.DataFrame(df), style, na="").to_string(index=False) if len(df)
+            else "(no rows)")
     return f"{title}\n{body}" if title else body
 
 
@@ -74,4 +78,4 @@ def _clean(obj):
 def print_notes(notes: list[str]) -> None:
     """The warnings a command collected, one ``note:`` line each."""
     for n in notes:
-        print(f"note: {n}")
+        print(f"note: {note_text(n)}")

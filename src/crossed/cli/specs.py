@@ -39,9 +39,7 @@ def _run_compare(args: argparse.Namespace) -> int:
     for spec_name, fit in res.fits.items():
         print(f"  {spec_name}: {fit.formula}")
     print()
-    cols = ["spec", "contrast", "estimate", "std_error", "df", "statistic", "p_value",
-            "conf_low", "conf_high"]
-    print(text_table(res.table[cols], "Focus contrast (EMM pairs)"))
+    print(text_table(res.contrasts, "Focus contrast (EMM pairs)"))
     print()
     cols = ["spec", "r2_marginal", "r2_conditional", "aic", "bic", "npar", "is_singular",
             "converged", "resid_normality_p", "resid_spread_p", "sim_uniformity_p",

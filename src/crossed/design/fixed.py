@@ -74,13 +74,19 @@ class MatrixSpec:
     keep: tuple[int, ...]
     """Indices of formulaic's columns kept (rank-deficient columns dropped)."""
     plain: tuple[str, ...] = ()
-    """Without formulaic: the columns, ``"1"`` for the intercept (simple random terms)."""
+    """Without formulaic: the columns, ``"1"`` for the intercept (simple random terms, and
+    fixed parts of an intercept, numeric columns and treatment-coded factors)."""
     context: Mapping[str, Any] | None = field(default=None, compare=False)
     """formulaic's evaluation context when it differs from the allow-listed one (the
     contrast codings of :mod:`crossed.design.contrasts`)."""
+    factors: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """Columns of ``plain`` that are factors, with their levels (reference first): each
+    gives the treatment-coded indicator columns of its later levels."""
 
     def build(self, frame: pd.DataFrame) -> np.ndarray:
         if self.formulaic is None:
+            if self.factors:
+                return _coded_matrix(self.plain, dict(self.factors), frame)[:, list(self.keep)]
             return _plain_matrix(self.plain, frame)[:, list(self.keep)]
         mm = self.formulaic.get_model_matrix(frame, output="numpy",
                                              context=self.context or SAFE_CONTEXT)
@@ -91,6 +97,102 @@ def _plain_matrix(columns: tuple[str, ...], frame: pd.DataFrame) -> np.ndarray:
     n = len(frame)
     return np.column_stack([np.ones(n) if c == "1" else frame[c].to_numpy(dtype=float)
                             for c in columns])
+
+
+def _level_codes(values: Any, levels: tuple[str, ...], column: str) -> np.ndarray:
+    """Each row's position in ``levels`` (a prepared factor's codes when its categories are
+    ``levels``); a value outside them, or a missing one, raises (formulaic would code an
+    unseen level as the reference, with only a warning)."""
+    if isinstance(values, pd.Series):
+        values = values.array
+    if (isinstance(values, pd.Categorical)
+            and tuple(values.categories.tolist()) == levels):
+        codes = np.asarray(values.codes, dtype=np.int64)
+    else:
+        codes = pd.Index(list(levels), dtype=object).get_indexer(
+            np.asarray(values, dtype=object)).astype(np.int64)
+    if len(codes) and codes.min() < 0:
+        bad = pd.Series(values)[codes < 0].iloc[0]
+        what = ("a missing value" if _is_missing(bad) else
+                f"level {bad!r} not seen when fitting")
+        raise DataError(f"factor {column!r} has {what} (levels: "
+                        f"{', '.join(levels[:10])}); a fixed effect cannot be computed for it")
+    return codes
+
+
+def _is_missing(value: object) -> bool:
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def _coded_matrix(columns: tuple[str, ...], factors: dict[str, tuple[str, ...]],
+                  frame: pd.DataFrame | dict[str, Any],
+                  index: dict[str, pd.Index] | None = None) -> np.ndarray:
+    """The matrix of an intercept, numeric columns and treatment-coded factors (one 0/1
+    column per level after the first), in Fortran order as formulaic returns it.
+    ``frame``: a table, or its used columns as arrays; ``index``: the category index of
+    prepared factor columns whose categories are their levels (their codes are used)."""
+    n = len(frame) if isinstance(frame, pd.DataFrame) else len(next(iter(frame.values())))
+    width = sum(len(factors[c]) - 1 if c in factors else 1 for c in columns)
+    X = np.zeros((n, width), order="F")
+    flat = X.T.reshape(-1)  # (a view: column after column)
+    levels_index = {} if index is None else index
+    j = 0
+    for c in columns:
+        if c == "1":
+            X[:, j] = 1.0
+            j += 1
+        elif c in factors:
+            levels = factors[c]
+            values = frame[c]
+            if isinstance(values, pd.Categorical) and values.categories is levels_index.get(c):
+                codes = np.asarray(values.codes, dtype=np.int64)  # (the prepared column)
+            else:
+                codes = _level_codes(values, levels, c)
+            rows = np.flatnonzero(codes > 0)
+            flat[(j - 1 + codes[rows]) * n + rows] = 1.0  # X[rows, j - 1 + code]
+            j += len(levels) - 1
+        else:
+            X[:, j] = np.asarray(frame[c], dtype=float)
+            j += 1
+    return X
+
+
+def _coded_columns(rhs: str, frame: pd.DataFrame) -> tuple[
+        tuple[str, ...], dict[str, tuple[str, ...]], dict[str, Any]] | None:
+    """A fixed part of ``1`` and bare column names joined by ``+`` (``"x + f"``) whose
+    factors can be coded without formulaic: with an intercept, every factor a prepared
+    (unordered) categorical of at least two levels. Returns the columns (``"1"`` first),
+    the factors' levels and the columns' arrays, or None for anything formulaic must
+    evaluate."""
+    tokens = [t.strip() for t in rhs.split("+")]
+    if not tokens or any(not t for t in tokens) or len(set(tokens)) != len(tokens):
+        return None
+    if "0" in tokens:
+        return None  # without an intercept the first factor is coded in full
+    factors: dict[str, tuple[str, ...]] = {}
+    arrays: dict[str, Any] = {}
+    for t in tokens:
+        if t == "1":
+            continue
+        if not BARE_NAME.fullmatch(t) or t not in frame.columns:
+            return None
+        values = frame[t].array
+        dtype = values.dtype
+        if isinstance(dtype, pd.CategoricalDtype):
+            levels = tuple(dtype.categories.tolist())
+            if (dtype.ordered or len(levels) < 2
+                    or not all(isinstance(lv, str) for lv in levels)):
+                return None
+            factors[t] = levels
+        elif not pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype):
+            return None
+        arrays[t] = values
+    if not factors:
+        return None  # (the plain path)
+    return ("1", *arrays), factors, arrays
 
 
 def _plain_columns(expr: str, frame: pd.DataFrame) -> tuple[str, ...] | None:
@@ -241,6 +343,19 @@ def independent_columns(X: np.ndarray, tol: float = RANK_TOL) -> np.ndarray:
     p = X.shape[1]
     if p == 0:
         return np.zeros(0, dtype=bool)
+    if X.shape[0] > 4 * p:
+        # fast path on the Gram matrix, without an n x p scaled copy: accepted only when
+        # every column is clearly independent (relative residual > 1e-4); anything else
+        # takes the route below, whose verdict it would be
+        gram = X.T @ X
+        d = np.sqrt(np.diag(gram))
+        if np.all(d > 0) and np.all(np.isfinite(gram)):
+            try:
+                chol = np.linalg.cholesky(gram / np.outer(d, d))
+                if np.min(np.abs(np.diag(chol))) > 1e-4:
+                    return np.ones(p, dtype=bool)
+            except np.linalg.LinAlgError:
+                pass
     norms = np.linalg.norm(X, axis=0)
     if np.all(norms > 0):
         # fast path on the Gram matrix: accepted only when every column is clearly
@@ -308,6 +423,7 @@ def build_fixed(rhs: str, frame: pd.DataFrame, caret: bool = False,
     :mod:`crossed.design.contrasts`); unlisted factors get treatment contrasts.
     """
     plain = _plain_columns(rhs, frame)
+    coded = None if plain else _coded_columns(rhs, frame)
     fspec = None
     context = None
     used: tuple[tuple[str, Any], ...] = ()
@@ -315,6 +431,9 @@ def build_fixed(rhs: str, frame: pd.DataFrame, caret: bool = False,
         X = _plain_matrix(plain, frame)
         names = ["(Intercept)" if c == "1" else c for c in plain]
         labels, assign = list(names), list(range(len(names)))
+    elif (coded is not None and all(k == "treatment" for k in (codings or {}).values())
+          and (fast := _coded_fixed(*coded)) is not None):
+        return fast  # intercept, numeric columns and treatment-coded factors, full rank
     else:
         check_reserved_levels(rhs, frame)
         text, context, used = _coded(rhs, codings)
@@ -361,11 +480,51 @@ def subset_fixed(fixed: FixedDesign, rows: np.ndarray) -> FixedDesign:
     )
     idx = np.flatnonzero(keep)
     names = tuple(fixed.names[i] for i in idx)
-    spec = MatrixSpec(formulaic=fixed.spec.formulaic, names=names,
-                      keep=tuple(fixed.spec.keep[i] for i in idx), context=fixed.spec.context)
+    spec = replace(fixed.spec, names=names, keep=tuple(fixed.spec.keep[i] for i in idx))
     return FixedDesign(X=X[:, idx], names=names, term_labels=fixed.term_labels,
                        assign=tuple(fixed.assign[i] for i in idx),
                        dropped=fixed.dropped + dropped, spec=spec, codings=fixed.codings)
+
+
+def _coded_fixed(columns: tuple[str, ...], factors: dict[str, tuple[str, ...]],
+                 arrays: dict[str, Any]) -> FixedDesign | None:
+    """The fixed design of an intercept, numeric columns and factors, built directly: the
+    columns, names, term labels and assignment formulaic and R give (validated against the
+    formulaic route in ``tests/design/test_fixed.py``). None when the matrix is rank
+    deficient: the general route then builds it and says what it drops."""
+    for c, levels in factors.items():  # as check_reserved_levels, which formulaic needs
+        bad = [lv for lv in levels if lv.startswith("__")]
+        if bad:
+            raise DataError(
+                f"level {bad[0]!r} of factor {c!r} starts with '__', which the model-matrix "
+                "library (formulaic) reserves and would silently drop; rename the level"
+            )
+    X = _coded_matrix(columns, factors, arrays,
+                      {c: arrays[c].categories for c in factors})
+    names: list[str] = []
+    labels: list[str] = []
+    assign: list[int] = []
+    for t_index, c in enumerate(columns):
+        labels.append("(Intercept)" if c == "1" else c)
+        if c in factors:
+            for lv in factors[c][1:]:
+                names.append(f"{c}{lv}")
+                assign.append(t_index)
+        else:
+            if c != "1":  # (as the general route, in column order: indicators are finite)
+                check_finite(c, X[:, len(names)])
+            names.append("(Intercept)" if c == "1" else c)
+            assign.append(t_index)
+    keep = independent_columns(X)
+    if not keep.all():
+        return None
+    idx = tuple(range(X.shape[1]))
+    return FixedDesign(
+        X=X, names=tuple(names), term_labels=tuple(labels),
+        assign=tuple(assign), dropped=(),
+        spec=MatrixSpec(formulaic=None, names=tuple(names), keep=idx, plain=columns,
+                        factors=tuple(factors.items())),
+    )
 
 
 def build_matrix(

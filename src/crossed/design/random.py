@@ -187,6 +187,17 @@ def _factor_labels(col: pd.Series) -> tuple[np.ndarray, list[str]]:
     return codes, unique
 
 
+def _unique_codes(key: np.ndarray, size: float) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(key, return_inverse=True)`` for keys in ``0 .. size - 1``: by counting
+    when the range is at most a few times the number of keys (no sort of the rows)."""
+    if size > 4 * len(key) + 1000:
+        uniq, codes = np.unique(key, return_inverse=True)
+        return uniq, codes.reshape(-1)
+    present = np.bincount(key, minlength=int(size)) > 0
+    position = np.cumsum(present) - 1
+    return np.flatnonzero(present), position[key]
+
+
 def group_codes(
     frame: pd.DataFrame, factors: tuple[str, ...], name: str | None = None
 ) -> tuple[np.ndarray, tuple[str, ...], tuple[tuple[str, ...], ...]]:
@@ -211,7 +222,7 @@ def group_codes(
         c, f_labels = _factor_labels(frame[f])
         cats.append(f_labels)
         key = key * len(f_labels) + c
-    uniq, codes = np.unique(key, return_inverse=True)
+    uniq, codes = _unique_codes(key, int(np.prod([len(c) for c in cats], dtype=float)))
     # keys and labels of the observed combinations, vectorised over levels
     parts = []
     rest = uniq
@@ -280,8 +291,9 @@ class TermColumns:
 def build_random(terms: tuple[RandomTermSpec, ...], frame: pd.DataFrame,
                  caret: bool = False, codings: Mapping[str, Any] | None = None,
                  glmm: bool = False) -> RandomDesign:
-    """Random-effects structure of a model on prepared data (``glmm``: a GLMM, which has
-    no residual, so one level per observation is allowed, as lme4's glmer)."""
+    """Random-effects structure of a model on prepared data (``codings``: the contrasts of
+    ordered factors; ``glmm``: a GLMM, which has no residual, so one level per observation
+    is allowed, as lme4's glmer)."""
     n = len(frame)
     # lme4 terms as written, with || split into one term per column
     out: list[TermColumns] = []

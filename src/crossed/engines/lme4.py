@@ -548,4 +548,11 @@ def lmertest_tables(fit: LmerFit, ddf: str = "satterthwaite", type: int = 3,
 
 # R's lme4 expresses every design the grammar builds; when R, rpy2 or lme4 is missing,
 # fitting raises EngineUnavailableError naming what to install
-ENGINE = FunctionEngine("lme4", fit_lme4)
+def _fit_glmm(design: Design, family: Any, nagq: int = 1, control: Any = None,
+              data_name: str = "data") -> Any:
+    from crossed.engines.lme4_glmm import fit_glmm_lme4
+
+    return fit_glmm_lme4(design, family, nagq=nagq, control=control, data_name=data_name)
+
+
+ENGINE = FunctionEngine("lme4", fit_lme4, glmm_function=_fit_glmm)

@@ -18,9 +18,9 @@ import pandas as pd
 from scipy import stats
 
 from crossed.api import lmer
-from crossed.display import format_cell
 from crossed.fit import LmerFit
 from crossed.inference.lrt import compare
+from crossed.tables import PValueStyle, ResultDisplay, format_frame, note_text, result_table
 
 __all__ = ["SpecComparison", "compare_specs", "nested_in", "residual_checks",
            "simulated_checks"]
@@ -31,6 +31,8 @@ TABLE_COLUMNS = [
     "npar", "nobs", "is_singular", "converged", "resid_normality_p", "resid_spread_p",
     "resid_max_abs", "sim_uniformity_p", "sim_dispersion_p", "sim_outliers_p",
 ]
+CONTRAST_COLUMNS = ["spec", "contrast", "estimate", "std_error", "df", "statistic", "p_value",
+                    "conf_low", "conf_high"]
 _SIM_TESTS = {"uniformity": "sim_uniformity_p", "dispersion": "sim_dispersion_p",
               "outliers": "sim_outliers_p"}
 
@@ -98,8 +100,8 @@ def nested_in(small: LmerFit, big: LmerFit, tol: float = 1e-8) -> bool:
     return bool(np.max(np.abs(resid)) <= tol * max(1.0, float(np.max(np.abs(Xs)))))
 
 
-@dataclass
-class SpecComparison:
+@dataclass(repr=False)
+class SpecComparison(ResultDisplay):
     """Side-by-side answers of several specifications (from :func:`compare_specs`).
 
     Attributes
@@ -124,17 +126,42 @@ class SpecComparison:
     focus: str
     messages: list[str] = field(default_factory=list)
 
+    @property
+    def contrasts(self) -> pd.DataFrame:
+        """The focus contrasts: one row per specification and contrast (``spec``,
+        ``contrast``, ``estimate``, ``std_error``, ``df``, ``statistic``, ``p_value``,
+        ``conf_low``, ``conf_high``; the columns of :attr:`table`)."""
+        out = result_table(self.table[CONTRAST_COLUMNS].reset_index(drop=True), "emmeans")
+        out.attrs.update(adjust=self.table.attrs.get("adjust"))
+        return out
+
+    @property
+    def specs(self) -> pd.DataFrame:
+        """One row per specification: its formula, R², criteria, size, flags and residual
+        checks (the columns of :attr:`table` that do not vary by contrast)."""
+        cols = [c for c in self.table.columns if c not in CONTRAST_COLUMNS or c == "spec"]
+        out = self.table[cols].drop_duplicates("spec").reset_index(drop=True)
+        return result_table(out)
+
+    def display_tables(self) -> dict[str, pd.DataFrame]:
+        tables = {f"{self.focus}: pairwise differences of the EMMs": self.contrasts,
+                  "specifications": self.specs.drop(columns=["formula"])}
+        if len(self.lrt):
+            tables["likelihood-ratio tests of nested specifications (ML refits)"] = self.lrt
+        return tables
+
     def summary(self) -> str:
-        """A readable text version of the tables."""
-        cols = ["spec", "contrast", "estimate", "std_error", "df", "statistic", "p_value",
-                "r2_marginal", "r2_conditional", "aic", "bic", "is_singular", "converged",
-                "resid_normality_p", "sim_uniformity_p"]
+        """A readable text version of the tables: the focus contrasts, then one row per
+        specification (R², information criteria, flags, checks)."""
+        spec_cols = ["spec", "r2_marginal", "r2_conditional", "aic", "bic", "is_singular",
+                     "converged", "resid_normality_p", "sim_uniformity_p"]
         adjust = self.table.attrs.get("adjust", "tukey")
         lines = [f"Focus: {self.focus} (pairwise differences of its EMMs, {adjust} adjustment;"
                  " a single difference is not adjusted)", ""]
         for name, fit in self.fits.items():
             lines.append(f"  {name}: {fit.formula}")
-        lines += ["", _format(self.table[cols])]
+        lines += ["", _format(self.contrasts, "emmeans"), "",
+                  "Specifications (ML criteria):", _format(self.specs[spec_cols])]
         if len(self.lrt):
             lines += ["", "Likelihood-ratio tests of nested specifications (ML refits):",
                       _format(self.lrt)]
@@ -146,8 +173,8 @@ class SpecComparison:
         return self.summary()
 
 
-def _format(df: pd.DataFrame) -> str:
-    return df.map(format_cell).to_string(index=False)
+def _format(df: pd.DataFrame, pvalues: PValueStyle = "r") -> str:
+    return format_frame(pd.DataFrame(df), pvalues, na="").to_string(index=False)
 
 
 def compare_specs(data: pd.DataFrame, formulas: Sequence[str], focus: str,
@@ -216,7 +243,8 @@ def compare_specs(data: pd.DataFrame, formulas: Sequence[str], focus: str,
                              f"({formula})")
         emm, pairs, common = _focus_and_fit(fit, name, focus, ddf, level, adjust)
         emms[name] = emm.table()
-        messages += [f"{name}: {m}" for m in emm.messages + pairs.attrs.get("messages", [])]
+        messages += [f"{name}: {note_text(m)}"
+                     for m in emm.messages + pairs.attrs.get("messages", [])]
         if check:
             messages += _simulated_checks_into(common, fit, name, nsim, seed)
         rows += _contrast_rows(common, pairs)

@@ -19,6 +19,7 @@ from crossed.api import lmer
 from crossed.design.fixed import build_fixed, build_response
 from crossed.design.frame import DataError, encode_new, prepare
 from crossed.formula import parse
+from crossed.tables import ResultDisplay
 
 __all__ = ["CrossValidation", "OLSFit", "cross_validate", "fold_indices", "ols"]
 
@@ -89,8 +90,8 @@ def fold_indices(data: pd.DataFrame, folds: int | None = 5, group: str | None = 
     return [np.flatnonzero(np.isin(codes, p)) for p in parts]
 
 
-@dataclass
-class CrossValidation:
+@dataclass(repr=False)
+class CrossValidation(ResultDisplay):
     """Result of :func:`cross_validate`.
 
     Attributes

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -203,6 +205,25 @@ def parse(formula: str, reference: dict[str, str] | None = None,
         On a syntax error, naming the position and what was expected, or on an expression
         off the allow-list (checked before anything is evaluated).
     """
+    ref = tuple(sorted((str(k), str(v)) for k, v in (reference or {}).items()))
+    if contrasts is not None and not isinstance(contrasts, Mapping):
+        raise TypeError("contrasts must be a dict {column: coding}, got "
+                        f"{type(contrasts).__name__}")
+    codings = []
+    for column, coding in (contrasts or {}).items():
+        if not isinstance(column, str):
+            raise TypeError(f"contrasts: column names must be strings, got {column!r}")
+        codings.append((column, normalise_coding(column, coding)))
+    coded = tuple(sorted(codings, key=lambda c: c[0]))  # (hashable: names, tuples of floats)
+    if not isinstance(formula, str):
+        return _parse(formula, ref, bool(trusted), coded)  # (raises, naming the type)
+    return _parse_cached(formula, ref, bool(trusted), coded)
+
+
+def _parse(formula: str, ref: tuple[tuple[str, str], ...], trusted: bool,
+           codings: tuple[tuple[str, Any], ...] = ()) -> ModelSpec:
+    """:func:`parse` with the reference levels as sorted (column, level) strings and the
+    contrast codings as sorted (column, normalised coding) pairs."""
     parsed = parse_formula(formula)
     terms: list[RandomTermSpec] = []
     for raw in parsed.random:
@@ -217,20 +238,16 @@ def parse(formula: str, reference: dict[str, str] | None = None,
                     uncorrelated=raw.double_bar,
                 )
             )
-    ref = tuple(sorted((str(k), str(v)) for k, v in (reference or {}).items()))
-    if contrasts is not None and not isinstance(contrasts, Mapping):
-        raise TypeError("contrasts must be a dict {column: coding}, got "
-                        f"{type(contrasts).__name__}")
-    codings = []
-    for column, coding in (contrasts or {}).items():
-        if not isinstance(column, str):
-            raise TypeError(f"contrasts: column names must be strings, got {column!r}")
-        codings.append((column, normalise_coding(column, coding)))
     spec = ModelSpec(
         formula=formula, response=parsed.response.strip(), fixed=parsed.fixed,
         random=tuple(terms), reference=ref, trusted=bool(trusted),
-        contrasts=tuple(sorted(codings, key=lambda c: c[0])),
+        contrasts=codings,
     )
     if not trusted:
         check_spec(spec)
     return spec
+
+
+# a ModelSpec is immutable and parsing is pure: refits, simulations and repeated fits of one
+# formula parse it once (errors are not cached: they are raised again)
+_parse_cached = functools.lru_cache(maxsize=256)(_parse)

@@ -6,6 +6,8 @@ from crossed.inference.coefs import coef_table, contrast_tests
 from crossed.inference.effect_sizes import cohens_f2, eta_squared, omega_squared
 from crossed.inference.emmeans import EMMeans, emmeans, joint_tests
 from crossed.inference.emtrends import emtrends
+from crossed.inference.glmm import drop1, glmm_anova, r2_nakagawa_glmm, wald_anova
+from crossed.inference.glmm_emmeans import GlmmEMMeans, glmm_emmeans
 from crossed.inference.glmm_wald import glmm_coef_table
 from crossed.inference.icc import icc
 from crossed.inference.influence import cooks_distance, hatvalues, influence
@@ -17,19 +19,26 @@ from crossed.inference.satterthwaite import SatterthwaiteModel, satterthwaite_t
 from crossed.inference.step import StepResult, step
 from crossed.model.glmm.result import provide as _glmm_provide
 from crossed.model.result import provide
+from crossed.tables import returns_table
 
-# the R-like methods of LmerFit implemented in this layer (crossed.model.result)
-provide("coef_table", coef_table)
-_glmm_provide("coef_table", glmm_coef_table)
-provide("anova", anova)
+# the R-like methods of LmerFit implemented in this layer (crossed.model.result); their
+# tables are ResultTables: DataFrames that print as R prints these tables (crossed.tables)
+provide("coef_table", returns_table(coef_table))
+provide("anova", returns_table(anova))
+# GlmerFit's (crossed.model.glmm.result)
+_glmm_provide("coef_table", returns_table(glmm_coef_table))
+_glmm_provide("anova", returns_table(glmm_anova))
+_glmm_provide("emmeans", glmm_emmeans)
+_glmm_provide("r2", returns_table(r2_nakagawa_glmm))
+_glmm_provide("drop1", returns_table(drop1))
 provide("emmeans", emmeans)
 provide("emtrends", emtrends)
-provide("eta_squared", eta_squared)
-provide("r2", r2_nakagawa)
-provide("ranova", ranova)
-provide("variance_components", variance_components)
+provide("eta_squared", returns_table(eta_squared))
+provide("r2", returns_table(r2_nakagawa))
+provide("ranova", returns_table(ranova))
+provide("variance_components", returns_table(variance_components))
 provide("coef", coef_levels)
-provide("icc", icc)
+provide("icc", returns_table(icc))
 provide("hatvalues", hatvalues)
 provide("cooks_distance", cooks_distance)
 provide("influence", influence)
@@ -37,6 +46,7 @@ provide("step", step)
 
 __all__ = [
     "EMMeans",
+    "GlmmEMMeans",
     "KRModel",
     "SatterthwaiteModel",
     "StepResult",
@@ -47,6 +57,7 @@ __all__ = [
     "compare",
     "contrast_tests",
     "cooks_distance",
+    "drop1",
     "emmeans",
     "emtrends",
     "eta_squared",
@@ -54,11 +65,15 @@ __all__ = [
     "hatvalues",
     "icc",
     "influence",
+    "glmm_anova",
+    "glmm_emmeans",
     "joint_tests",
     "omega_squared",
     "r2_nakagawa",
+    "r2_nakagawa_glmm",
     "ranova",
     "satterthwaite_t",
     "step",
     "variance_components",
+    "wald_anova",
 ]

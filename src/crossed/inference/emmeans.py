@@ -53,6 +53,7 @@ from crossed.inference.grid import (
 )
 from crossed.inference.hypotheses import TermInfo, zapsmall
 from crossed.model.prior import refuse_prior
+from crossed.tables import result_table
 
 if TYPE_CHECKING:
     from crossed.fit import LmerFit
@@ -159,8 +160,8 @@ class EMMeans:
         out.attrs.update(conf_level=self.level, ddf=self.ddf, messages=messages,
                          estimate_name=self.estimate_name)
         if self._type(type) == "response" and self.tran is not None:
-            return back_means(out, self.tran)
-        return out
+            out = back_means(out, self.tran)
+        return result_table(out, "emmeans")
 
     # ------------------------------------------------------------------ contrasts
     def _groups(self, by: list[str]) -> list[np.ndarray]:
@@ -256,8 +257,8 @@ class EMMeans:
         out.attrs.update(adjust=adjust if adjust in used else "none", conf_level=level,
                          ddf=self.ddf, messages=[NONEST_NOTE] if nonest else [])
         if self._type(type) == "response" and self.tran is not None:
-            return back_contrasts(out, self.tran)
-        return out
+            out = back_contrasts(out, self.tran)
+        return result_table(out, "emmeans")
 
     def _corr(self, L: np.ndarray) -> np.ndarray:
         """Correlation of the estimates L β̂ (the mvt adjustment's)."""
@@ -273,7 +274,20 @@ class EMMeans:
 
     def joint_tests(self) -> pd.DataFrame:
         """emmeans' ``joint_tests`` of the fit, within this object's ``by`` groups."""
-        return joint_tests(self.fit, by=self.by or None, ddf=self.ddf)
+        return result_table(joint_tests(self.fit, by=self.by or None, ddf=self.ddf),
+                            "emmeans")
+
+    # ------------------------------------------------------------------ display
+    def __repr__(self) -> str:
+        by = f" by {', '.join(self.by)}" if self.by else ""
+        return (f"<EMMeans of {', '.join(self.specs)}{by}: {len(self.grid)} means, "
+                f"{self.ddf} df, {self.level:.0%} intervals>")
+
+    def __str__(self) -> str:
+        return str(self.table())
+
+    def _repr_html_(self) -> str:
+        return self.table()._repr_html_()
 
 
 def _tests_with_nonest(fit: LmerFit, L: np.ndarray, ddf: str, level: float,

@@ -228,10 +228,11 @@ def compare(*fits: LmerFit, names: list[str] | None = None, refit: bool = True) 
 
     Parameters
     ----------
-    *fits : LmerFit or LmFit
-        Two or more fits of the same response on the same rows; an ``LmFit``
-        (:func:`crossed.lm`) is compared by its maximum-likelihood log-likelihood, as
-        lme4's ``anova(lmer_fit, lm_fit)`` does (the mixed fits are refitted by ML).
+    *fits : LmerFit, GlmerFit or LmFit
+        Two or more fits of the same response on the same rows: all LMMs (an ``LmFit``,
+        :func:`crossed.lm`, among them is compared by its maximum-likelihood
+        log-likelihood, as lme4's ``anova(lmer_fit, lm_fit)`` does; the mixed fits are
+        refitted by ML), or all GLMMs of one family and link (ML fits, never refitted).
     names : list of str, optional
         Labels of the models (default ``model_1``, ``model_2``, ... in argument order).
     refit : bool
@@ -268,11 +269,19 @@ def compare(*fits: LmerFit, names: list[str] | None = None, refit: bool = True) 
                 f"observations, {nm!r} has {f.nobs}"
                 + ("" if f.nobs != base.nobs else " with a different response")
                 + "; refit them on the same data (e.g. drop missing values first)")
+    glmm = [hasattr(f, "family") for f in fits]
+    if any(glmm) and not all(glmm):
+        raise TypeError("compare() takes either linear mixed models (lmer) or GLMMs "
+                        "(glmer), not both: their likelihoods are not comparable")
+    if all(glmm) and len({(f.family.name, f.family.link.name) for f in fits}) > 1:
+        raise ValueError("compare() of GLMMs needs one family and link: got "
+                         + ", ".join(str(f.family) for f in fits))
     _same_weights(fits, names)
-    use_ml = refit and any(f.reml for f in fits)
+    # GLMMs are fitted by maximum likelihood: nothing to refit (lme4's anova.merMod)
+    use_ml = refit and any(getattr(f, "reml", False) for f in fits)
     used = []
     for f in fits:
-        if use_ml and f.reml:
+        if use_ml and getattr(f, "reml", False):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 f = f.refit(reml=False)

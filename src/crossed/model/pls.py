@@ -61,7 +61,9 @@ __all__ = ["Factor", "MAX_DENSE", "MAX_GROUPED_LEVELS", "PLS", "deviance_at", "p
 
 MAX_DENSE = 20000
 MAX_GROUPED_LEVELS = 50_000
-
+_SMALL_SCHUR = 256
+"""Up to this size the scaled A_rr is formed by one product with the scales' outer product
+(fewer calls), above it block by block on the upper triangle (half the work)."""
 _ONE = np.ones(1)
 
 
@@ -169,6 +171,12 @@ class PLS:
         self._plan_update()
         self._free: list[Products] | None = None  # W's y-free products, once a new response comes
         self._set_response(np.asarray(y, dtype=float))
+
+    @property
+    def uses_sparse_schur(self) -> bool:
+        """Whether the Schur complement is factored sparse (``sparse_schur.py``): then the
+        factor has no dense ``L`` (and the analytic gradient is not available)."""
+        return self._sparse is not None
 
     def _set_response(self, y: np.ndarray) -> None:
         """The cross-products with y, and the first-to-rest product they complete."""
@@ -470,10 +478,15 @@ class PLS:
             # S (A_rr - W g) S with S diagonal and constant on each block: copy-and-scale
             # A_rr block by block (upper block pairs), subtract the scaled update
             s = self._scale_vector(theta)
-            C = np.empty((r, r))
-            for i, (a0, a1) in enumerate(self._scalar_ranges):
-                for b0, b1 in self._scalar_ranges[i:]:
-                    np.multiply(self.Arr[a0:a1, b0:b1], s[a0] * s[b0], out=C[a0:a1, b0:b1])
+            if r <= _SMALL_SCHUR:  # one product with the outer product of the scales (the
+                # same s_i s_j, so the same upper blocks; the lower ones are not read)
+                C = self.Arr * np.multiply.outer(s, s)
+            else:
+                C = np.empty((r, r))
+                for i, (a0, a1) in enumerate(self._scalar_ranges):
+                    for b0, b1 in self._scalar_ranges[i:]:
+                        np.multiply(self.Arr[a0:a1, b0:b1], s[a0] * s[b0],
+                                    out=C[a0:a1, b0:b1])
             update *= self._scale_table(theta)[self._scale_pair]
             C.reshape(-1)[m.rows] -= update
         idx = self._diag_rand
@@ -640,7 +653,40 @@ def _first_block_2x2(a: np.ndarray, t0: float, t1: float, t2: float
                      ) -> tuple[np.ndarray | None, np.ndarray | None, None, float, bool]:
     """``first_block`` for q = 2 in closed form on the entries, a few operations on (3, ℓ)
     arrays instead of batched LAPACK calls. Returns B's entries (3, ℓ) in place of a
-    Cholesky factor (see :meth:`PLS.first_chol`) and G (ℓ, 2, 2)."""
+    Cholesky factor (see :meth:`PLS.first_chol`) and G (ℓ, 2, 2).
+
+    The same arithmetic as :func:`~crossed.model.closed_forms.entries_2x2` and
+    :func:`~crossed.model.closed_forms.g_2x2` (and so as ``batched.py``), bit for bit: their
+    coefficient matrices M and N have one product of the t's per entry, formed here in
+    Python floats instead of by two small matrix products; the products with the data are
+    the same matrix products."""
+    if not (abs(t0) < np.inf and abs(t1) < np.inf and abs(t2) < np.inf):
+        return _first_block_2x2_general(a, t0, t1, t2)
+    t01, t02, t12 = t0 * t1, t0 * t2, t1 * t2
+    t00, t11, t22 = t0 * t0, t1 * t1, t2 * t2
+    b = np.array([[t00, 2.0 * t01, t11], [0.0, t02, t12], [0.0, 0.0, t22]]) @ a
+    b += _B_OFFSET
+    det = b[0] * b[2]
+    det -= b[1] * b[1]
+    logdet = float(np.log(det).sum())
+    if not abs(logdet) < np.inf:
+        return None, None, None, np.inf, False
+    inv = b[::-1] * _INV_SIGN
+    inv /= det
+    G = np.array([[t00, 0.0, 0.0], [t01, t02, 0.0], [t01, t02, 0.0],
+                  [t11, 2.0 * t12, t22]]) @ inv
+    return b, G.reshape(2, 2, -1).transpose(2, 0, 1), None, logdet, True
+
+
+_B_OFFSET = np.array([[1.0], [0.0], [1.0]])
+_INV_SIGN = np.array([[1.0], [-1.0], [1.0]])
+
+
+def _first_block_2x2_general(a: np.ndarray, t0: float, t1: float, t2: float
+                             ) -> tuple[np.ndarray | None, np.ndarray | None, None, float,
+                                        bool]:
+    """:func:`_first_block_2x2` through the closed forms' coefficient matrices (non-finite
+    t, where a zero coefficient times an infinite product is not zero)."""
     b, det, prods = entries_2x2(a, t0, t1, t2)
     logdet = float(np.log(det).sum())
     if not np.isfinite(logdet):

@@ -47,6 +47,7 @@ _PROVIDERS = {
     "confint": "crossed.simulate", "coef": "crossed.inference", "icc": "crossed.inference",
     "hatvalues": "crossed.inference", "cooks_distance": "crossed.inference",
     "influence": "crossed.inference", "step": "crossed.inference",
+    "repr_html": "crossed.display",
 }
 
 
@@ -588,8 +589,19 @@ class LmerFit:
         return _provided("step")(self, **kwargs)
 
     def summary(self, ddf: str = "satterthwaite") -> str:
-        """The text ``summary(lmerTest::lmer(...))`` prints, as a string."""
-        return str(_provided("summary")(self, ddf=ddf))
+        """What ``summary(lmerTest::lmer(...))`` prints.
+
+        Returns
+        -------
+        crossed.tables.Summary
+            A ``str`` (the text; ``print()`` shows it) with ``.tables`` (``"Random
+            effects"``, ``"Fixed effects"``: DataFrames) and a notebook view.
+        """
+        return cast(str, _provided("summary")(self, ddf=ddf))
+
+    def _repr_html_(self) -> str:
+        """The notebook view: the summary's criteria and tables (``crossed.display``)."""
+        return cast(str, _provided("repr_html")(self))
 
     def __repr__(self) -> str:
         kind = "REML" if self.reml else "ML"

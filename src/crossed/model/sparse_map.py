@@ -66,8 +66,13 @@ class SparseMap:
     """W's rows in parts (lo, hi, W[lo:hi]): one, or two of about equal nonzeros from
     ``SPLIT_NNZ`` on, which :meth:`each_part` hands to the caller and the helper thread."""
 
+    identity: bool = False
+    """Every level is its own class, in order (``rep`` is 0, 1, ...)."""
+
     def g_vector(self, G: np.ndarray) -> np.ndarray:
         """W's argument: G's entries per class, entry-major, from the per-level G."""
+        if self.identity:  # (no gather: a view when G is an entry-major array transposed)
+            return cast(np.ndarray, G.transpose(1, 2, 0).reshape(-1))
         return cast(np.ndarray, G[self.rep].transpose(1, 2, 0).reshape(-1))
 
     def each_part(self, fn: Callable[[int, int, np.ndarray | sp.csr_matrix], T]) -> list[T]:
@@ -137,7 +142,9 @@ def build_sparse_map(A1r: sp.csr_matrix, A11: np.ndarray, Arr: np.ndarray,
     if sp.issparse(W) and W.nnz >= SPLIT_NNZ:
         mid = int(np.searchsorted(W.indptr, W.nnz // 2))
         parts = ((0, mid, _row_slice(W, 0, mid)), (mid, len(rows), _row_slice(W, mid, len(rows))))
-    return SparseMap(W=W, rows=rows, i=rows // r, j=rows % r, arr=arr, rep=rep, parts=parts)
+    identity = bool(len(rep) == A11.shape[0] and np.array_equal(rep, np.arange(len(rep))))
+    return SparseMap(W=W, rows=rows, i=rows // r, j=rows % r, arr=arr, rep=rep, parts=parts,
+                     identity=identity)
 
 
 def response_free_products(A1r: sp.csr_matrix, A11: np.ndarray) -> list[Products] | None:
@@ -158,6 +165,11 @@ def _classes(A11: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     l1, q = A11.shape[0], A11.shape[1]
     if l1 < MIN_CLASSED_LEVELS:  # few levels: nothing to gain
         return np.arange(l1), np.arange(l1)
+    if q == 1:  # the same classes and representatives (first occurrences, stable sort)
+        # without the row-wise unique's structured sort
+        _, rep, class_of = np.unique(A11.reshape(l1), return_index=True,
+                                     return_inverse=True)
+        return rep, class_of.reshape(-1)
     _, rep, class_of = np.unique(A11.reshape(l1, q * q), axis=0, return_index=True,
                                  return_inverse=True)
     return rep, class_of.reshape(-1)

@@ -23,6 +23,7 @@ from crossed.simulate.fastrefit import FIT_ERRORS, Refitter
 from crossed.simulate.intervals import clopper_pearson
 from crossed.simulate.rmanova import PreparedRMAnova, RMAnova
 from crossed.simulate.simtests import RESULT_KEYS, bind_test, label_of
+from crossed.tables import ResultDisplay, result_table
 
 if TYPE_CHECKING:
     from crossed.fit import LmerFit
@@ -115,8 +116,8 @@ def _one_ablation(job: _AblationJob, item: tuple) -> list[dict]:
     return rows
 
 
-@dataclass
-class AblationResult:
+@dataclass(repr=False)
+class AblationResult(ResultDisplay):
     """Result of :func:`ablation`.
 
     Attributes
@@ -185,8 +186,13 @@ class AblationResult:
         return plot_ablation(self, axes=axes)
 
     def __repr__(self) -> str:
-        return (f"<AblationResult: {self.test}, unit={self.unit}, alpha={self.alpha:g}>\n"
-                + self.summary().to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+        return f"<AblationResult: {self.test}, unit={self.unit}, alpha={self.alpha:g}>"
+
+    def __str__(self) -> str:
+        return repr(self) + "\n" + str(result_table(self.summary()))
+
+    def display_tables(self) -> dict[str, pd.DataFrame]:
+        return {"detection rate by fraction removed": self.summary()}
 
 
 def ablation(data: pd.DataFrame, formula: str, test: Any, fractions=DEFAULT_FRACTIONS,

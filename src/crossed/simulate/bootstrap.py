@@ -16,6 +16,7 @@ from crossed.simulate.fastrefit import FIT_ERRORS, Refitter
 from crossed.simulate.intervals import boot_interval
 from crossed.simulate.response import simulate_responses
 from crossed.simulate.simtests import ContrastTest
+from crossed.tables import ResultDisplay, result_table
 
 if TYPE_CHECKING:
     from crossed.fit import LmerFit
@@ -111,8 +112,8 @@ def _one_replicate(job: _BootJob, item: tuple) -> tuple[int, np.ndarray | None, 
             return i, None, f"{type(exc).__name__}: {exc}"
 
 
-@dataclass
-class BootResult:
+@dataclass(repr=False)
+class BootResult(ResultDisplay):
     """Result of :func:`bootstrap`.
 
     Attributes
@@ -173,8 +174,13 @@ class BootResult:
     def __repr__(self) -> str:
         stop = " (interrupted)" if self.interrupted else ""
         return (f"<BootResult: {len(self.replicates)} replicates{stop}, "
-                f"{len(self.failures)} failed; {self.ci} intervals at {self.level:.0%}>\n"
-                + self.intervals().to_string(index=False))
+                f"{len(self.failures)} failed; {self.ci} intervals at {self.level:.0%}>")
+
+    def __str__(self) -> str:
+        return repr(self) + "\n" + str(result_table(self.intervals()))
+
+    def display_tables(self) -> dict[str, pd.DataFrame]:
+        return {"intervals": self.intervals()}
 
 
 def bootstrap(fit: LmerFit, stat: str | Callable = "fixef", nsim: int = 1000,

@@ -36,6 +36,7 @@ from scipy import stats
 from crossed._conventions import check_count, check_fraction
 from crossed.simulate.execution import seed_sequence
 from crossed.simulate.response import simulate_responses
+from crossed.tables import ResultDisplay
 
 if TYPE_CHECKING:
     from crossed.fit import LmerFit
@@ -262,8 +263,8 @@ _MEANING = {
 }
 
 
-@dataclass
-class Diagnostics:
+@dataclass(repr=False)
+class Diagnostics(ResultDisplay):
     """Result of :func:`check` / ``fit.check()``.
 
     Attributes

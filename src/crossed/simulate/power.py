@@ -22,6 +22,7 @@ from crossed.simulate.fastrefit import FIT_ERRORS, Refitter
 from crossed.simulate.intervals import clopper_pearson
 from crossed.simulate.response import simulate_responses
 from crossed.simulate.simtests import RESULT_KEYS, bind_test, label_of
+from crossed.tables import ResultDisplay
 
 if TYPE_CHECKING:
     from crossed.fit import LmerFit
@@ -77,8 +78,8 @@ def _summarise(reps: pd.DataFrame, level: float) -> dict:
             "conf_low": float(lo), "conf_high": float(hi)}
 
 
-@dataclass
-class PowerResult:
+@dataclass(repr=False)
+class PowerResult(ResultDisplay):
     """Result of :func:`power_sim`.
 
     Attributes
@@ -111,6 +112,9 @@ class PowerResult:
                              "alpha": self.alpha}])
         out.attrs["conf_level"] = self.level
         return out
+
+    def display_tables(self) -> dict[str, pd.DataFrame]:
+        return {f"power for {self.test}": self.summary()}
 
     @property
     def power(self) -> float:
@@ -205,8 +209,8 @@ def _default_breaks(n: int) -> list[int]:
     return sorted({int(round(v)) for v in np.linspace(lo, n, min(10, n - lo + 1))})
 
 
-@dataclass
-class PowerCurve:
+@dataclass(repr=False)
+class PowerCurve(ResultDisplay):
     """Result of :func:`power_curve`.
 
     Attributes

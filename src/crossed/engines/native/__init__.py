@@ -1,4 +1,5 @@
-"""Native engine: BOBYQA over θ on the model core's profiled criterion (``crossed.model``)."""
+"""Native engine: BOBYQA (or L-BFGS-B on the analytic gradient) over θ on the model core's
+profiled criterion (``crossed.model``)."""
 
 from crossed.engines.native.engine import fit_native
 from crossed.engines.native.optimize import LmerControl, OptSummary

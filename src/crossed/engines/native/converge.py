@@ -1,4 +1,5 @@
-"""Optimise theta to the optimum: lme4's BOBYQA run, its checks, and continuations.
+"""Optimise theta to the optimum: lme4's BOBYQA run (or L-BFGS-B on the analytic
+gradient, ``LmerControl.optimizer``), its checks, and continuations.
 
 lme4 stops BOBYQA when the trust radius falls below ``xtol_rel = 1e-4`` and then checks
 the result (``checkConv``: scaled gradient and Hessian by finite differences, skipped for
@@ -21,6 +22,12 @@ until the check passes, the fit is singular (lme4 skips the check then), a conti
 no longer lowers the criterion, or ``control.restarts`` continuations were made. What was
 done is recorded in :attr:`OptSummary.restarts` and in the fit's messages.
 
+L-BFGS-B runs the same continuations with itself. The edge restart matters more for it:
+a step projected onto a bound puts a diagonal θ at exactly 0, where the criterion's
+derivative in it vanishes (the criterion is even in a column of Λ's template), so the
+projected gradient is zero there whether or not 0 is the optimum (ham_crossed and
+carrots_slopes stop there once; the restart from ``edge_start`` finds the optimum).
+
 Validated by ``tests/engines/test_native_converge.py`` and, under both BLAS kernels in CI,
 by the conformance suite: on every reference case the criterion is at most lme4's
 + 1e-9 relative, and ``converged`` / ``is_singular`` agree with R.
@@ -34,11 +41,13 @@ from dataclasses import replace
 import numpy as np
 
 from crossed.engines.native.optimize import (
+    AUTO_LBFGSB_THETA,
     ROUNDOFF_LIMITED,
     LmerControl,
     OptSummary,
     Restart,
     bobyqa,
+    lbfgsb,
 )
 from crossed.model.convergence import ConvergenceCheck, ConvergenceStatus, assess
 
@@ -88,8 +97,11 @@ def optimize_theta(crit: Callable[[np.ndarray], float], theta0: np.ndarray,
                    lower: np.ndarray, control: LmerControl,
                    crit_many: Callable[[list[np.ndarray]], np.ndarray] | None = None,
                    check_crit: Callable[[np.ndarray], float] | None = None,
+                   crit_grad: Callable[[np.ndarray], tuple[float, np.ndarray]] | None = None,
                    ) -> tuple[OptSummary, ConvergenceCheck]:
-    """BOBYQA from ``theta0`` with lme4's settings, then continuations (module docstring).
+    """BOBYQA from ``theta0`` with lme4's settings (or L-BFGS-B on the analytic gradient,
+    ``control.optimizer == "lbfgsb"``), then continuations (module docstring) by the same
+    optimiser.
 
     Parameters
     ----------
@@ -102,6 +114,8 @@ def optimize_theta(crit: Callable[[np.ndarray], float], theta0: np.ndarray,
         The criterion at many points at once (for the derivative check).
     check_crit : callable, optional
         The criterion for the derivative check (default ``crit``).
+    crit_grad : callable, optional
+        The criterion and its gradient at a theta (needed by ``"lbfgsb"``).
 
     Returns
     -------
@@ -112,21 +126,35 @@ def optimize_theta(crit: Callable[[np.ndarray], float], theta0: np.ndarray,
         lme4's checks at ``theta_final``.
     """
     check_crit = crit if check_crit is None else check_crit
-    opt = bobyqa(crit, theta0, lower, control)
+    if control.optimizer == "lbfgsb" and crit_grad is None:
+        raise ValueError("optimizer 'lbfgsb' needs the criterion's gradient (crit_grad)")
+    use_lbfgsb = control.optimizer == "lbfgsb" or (
+        control.optimizer == "auto" and crit_grad is not None
+        and len(theta0) >= AUTO_LBFGSB_THETA)
+
+    def run(start: np.ndarray, restart: bool) -> OptSummary:
+        if use_lbfgsb:
+            assert crit_grad is not None  # checked above
+            return lbfgsb(crit_grad, start, lower, control)
+        return bobyqa(crit, start, lower, control, restart=restart)
+
+    opt = run(theta0, False)
     check = assess(opt.theta_final, opt.fmin, lower, control, check_crit, crit_many,
                    opt.return_code)
     restarts: list[Restart] = []
     log = list(opt.log)
+    geval = opt.geval
     while len(restarts) < control.restarts:
         plan = _restart(opt.theta_final, check, lower, control, len(restarts))
         if plan is None:
             break
         reason, start = plan
-        more = bobyqa(crit, start, lower, control, restart=True)
+        more = run(start, True)
         log.extend(more.log)
+        geval += more.geval
         improved = more.fmin < opt.fmin
         restarts.append(Restart(reason, opt.fmin, min(more.fmin, opt.fmin), more.feval,
-                                more.return_code))
+                                more.return_code, more.geval, more.optimizer))
         if improved:
             code, message = more.return_code, more.message
             if code == ROUNDOFF_LIMITED:
@@ -139,7 +167,7 @@ def optimize_theta(crit: Callable[[np.ndarray], float], theta0: np.ndarray,
                            opt.return_code)
         else:
             break  # no progress from the best point: the check's verdict stands
-    opt = replace(opt, feval=len(log), log=tuple(log), restarts=tuple(restarts),
+    opt = replace(opt, feval=len(log), geval=geval, log=tuple(log), restarts=tuple(restarts),
                   gradient=check.gradient, hessian=check.hessian, free=check.free,
                   status=check.status)
     return opt, check
@@ -151,6 +179,7 @@ def restart_message(restarts: tuple[Restart, ...]) -> str | None:
         return None
     gain = restarts[0].fmin_before - restarts[-1].fmin_after
     n = sum(r.feval for r in restarts)
+    name = "BOBYQA" if restarts[0].optimizer == "NLOPT_LN_BOBYQA" else restarts[0].optimizer
     return (f"optimizer continued after lme4's stopping rule ({restarts[0].reason}): "
-            f"{len(restarts)} BOBYQA restart(s) from the best point, {n} evaluations, "
+            f"{len(restarts)} {name} restart(s) from the best point, {n} evaluations, "
             f"criterion lowered by {gain:.3g}")

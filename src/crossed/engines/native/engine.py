@@ -1,4 +1,5 @@
-"""The native engine: lme4's profiled criterion minimised by BOBYQA over theta
+"""The native engine: lme4's profiled criterion minimised by BOBYQA over theta, or by
+L-BFGS-B on its analytic gradient (``model/gradient.py``; ``LmerControl.optimizer``)
 (lme4's settings, then continued to the optimum where lme4's checks ask for it:
 ``converge.py``)."""
 
@@ -16,6 +17,7 @@ from crossed.engines.native.optimize import LmerControl
 from crossed.engines.registry import FunctionEngine
 from crossed.model.batched import objectives
 from crossed.model.finish import finish_fit
+from crossed.model.gradient import criterion_gradient
 from crossed.model.pls import PLS, profiled_deviance
 from crossed.model.result import LmerFit
 
@@ -64,8 +66,26 @@ def fit_pls(design: Design, pls: PLS, reml: bool, control: LmerControl,
             best[:] = [value, f]
         return value
 
+    def crit_grad_keeping_best(theta: np.ndarray) -> tuple[float, np.ndarray]:
+        f = pls.factor(np.array(theta, dtype=float))
+        value = profiled_deviance(f, n, p, reml)
+        if value < best[0]:
+            best[:] = [value, f]
+        if not np.isfinite(value):
+            return value, np.full(len(theta), np.nan)
+        return value, criterion_gradient(pls, f, reml)
+
+    # the analytic gradient reads the dense factor; the sparse Schur path has none
+    has_gradient = not pls.uses_sparse_schur
+    if control.optimizer == "lbfgsb" and not has_gradient:
+        raise ValueError(
+            "optimizer='lbfgsb' needs the criterion's analytic gradient, which is computed "
+            "from the dense part of the blocked Cholesky; this design uses the sparse Schur "
+            "complement (too many random effects after the first grouping factor), so use "
+            "optimizer='bobyqa' or 'auto'")
     opt, check = optimize_theta(crit_keeping_best, design.random.theta_start(pls.y),
-                                design.random.theta_lower, control, crit_many, crit)
+                                design.random.theta_lower, control, crit_many, crit,
+                                crit_grad_keeping_best if has_gradient else None)
     theta = opt.theta_final.copy()
     f = best[1]
     if f is None or not np.array_equal(f.theta, theta):  # (NLopt returns its best point)

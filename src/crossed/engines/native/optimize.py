@@ -1,6 +1,6 @@
-"""The native optimiser: its settings (LmerControl), NLopt's BOBYQA, and the optimisation
-record (OptSummary, Restart). lme4's convergence checks are the model core's
-(``crossed.model.convergence``)."""
+"""The native optimiser: its settings (LmerControl), NLopt's BOBYQA, L-BFGS-B with the
+analytic gradient (scipy), and the optimisation record (OptSummary, Restart). lme4's
+convergence checks are the model core's (``crossed.model.convergence``)."""
 
 from __future__ import annotations
 
@@ -11,14 +11,19 @@ from typing import TYPE_CHECKING
 
 import nlopt
 import numpy as np
+from scipy.optimize import minimize
 
 if TYPE_CHECKING:
     from crossed.model.convergence import ConvergenceStatus
 
-__all__ = ["LmerControl", "OptSummary", "Restart", "bobyqa"]
+__all__ = ["AUTO_LBFGSB_THETA", "OPTIMIZERS", "LmerControl", "OptSummary", "Restart", "bobyqa",
+           "lbfgsb"]
 
 
 ROUNDOFF_LIMITED = -4  # NLopt's NLOPT_ROUNDOFF_LIMITED
+OPTIMIZERS = ("auto", "bobyqa", "lbfgsb")
+AUTO_LBFGSB_THETA = 5
+"""``optimizer="auto"`` runs L-BFGS-B from this many θ on, BOBYQA below (see LmerControl)."""
 _NLOPT_CODES = {
     1: "success", 2: "stopval reached", 3: "ftol reached", 4: "xtol reached",
     5: "maxeval reached", 6: "maxtime reached", -1: "failure", -2: "invalid arguments",
@@ -33,7 +38,14 @@ class LmerControl:
     Attributes
     ----------
     optimizer : str
-        ``"bobyqa"`` (NLopt's LN_BOBYQA, lme4's default).
+        ``"bobyqa"`` (NLopt's LN_BOBYQA, lme4's default: lme4's path), ``"lbfgsb"``
+        (scipy's L-BFGS-B on the analytic gradient of the criterion, ``model/gradient.py``;
+        its own tolerances ``lbfgsb_gtol`` and ``lbfgsb_ftol``; the continuations below run
+        the same optimiser) or ``"auto"`` (default): L-BFGS-B for models with at least
+        ``AUTO_LBFGSB_THETA`` (5) variance parameters, where BOBYQA's evaluations grow as
+        the square of their number (blurb CCMEM + 8 slopes: ~1,500 BOBYQA evaluations, ~70
+        L-BFGS-B evaluations with gradients), BOBYQA below, where it needs few evaluations
+        and one costs a fraction of a gradient. :attr:`OptSummary.optimizer` says which ran.
     xtol_abs, ftol_abs : float
         Absolute tolerances on theta and on the criterion (1e-8 each in lme4).
     xtol_rel : float
@@ -66,9 +78,13 @@ class LmerControl:
     restart_xtol_abs, restart_ftol_abs : float
         The restart's absolute tolerances on theta and on the criterion (its relative
         tolerance on theta is 0: it stops on these alone).
+    lbfgsb_gtol : float
+        L-BFGS-B stops when every component of the projected gradient is at most this.
+    lbfgsb_ftol : float
+        ... or when a step lowers the criterion by at most this, relative.
     """
 
-    optimizer: str = "bobyqa"
+    optimizer: str = "auto"
     xtol_abs: float = 1e-8
     ftol_abs: float = 1e-8
     xtol_rel: float = 1e-4
@@ -82,12 +98,16 @@ class LmerControl:
     restart_step: float = 1e-2
     restart_xtol_abs: float = 1e-10
     restart_ftol_abs: float = 1e-12
+    lbfgsb_gtol: float = 1e-5
+    lbfgsb_ftol: float = 1e-12
 
     def __post_init__(self) -> None:
-        if self.optimizer != "bobyqa":
-            raise ValueError(f"unknown optimizer {self.optimizer!r}; available: 'bobyqa'")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"unknown optimizer {self.optimizer!r}; available: "
+                             + ", ".join(repr(o) for o in OPTIMIZERS))
         for name in ("xtol_abs", "ftol_abs", "xtol_rel", "conv_tol", "singular_tol",
-                     "edge_tol", "edge_start", "restart_xtol_abs", "restart_ftol_abs"):
+                     "edge_tol", "edge_start", "restart_xtol_abs", "restart_ftol_abs",
+                     "lbfgsb_gtol", "lbfgsb_ftol"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
                     math.isfinite(value) and value >= 0):
@@ -118,7 +138,9 @@ class OptSummary:
     feval : int
         Number of criterion evaluations by the optimiser.
     return_code : int
-        NLopt's code (positive: converged by a tolerance).
+        NLopt's code (positive: converged by a tolerance); L-BFGS-B's outcome in the same
+        codes (1 converged, 5 evaluation limit, -4 line search failed at the precision
+        limit, -1 other failure).
     message : str
     log : tuple of (theta, criterion)
         Every evaluation in order.
@@ -133,6 +155,9 @@ class OptSummary:
     status : ConvergenceStatus or None
         lme4's verdict at ``theta_final`` (:class:`ConvergenceStatus`); None for a bare
         :func:`bobyqa` run, whose result has not been checked.
+    geval : int
+        Number of gradient evaluations (L-BFGS-B: one with each criterion evaluation;
+        BOBYQA: 0), over all continuations.
     """
 
     optimizer: str
@@ -150,6 +175,7 @@ class OptSummary:
     free: np.ndarray | None = None
     restarts: tuple[Restart, ...] = ()
     status: ConvergenceStatus | None = None
+    geval: int = 0
 
 
 @dataclass(frozen=True)
@@ -166,6 +192,10 @@ class Restart:
         Criterion evaluations of this continuation.
     return_code : int
         NLopt's code for the continuation.
+    geval : int
+        Gradient evaluations of this continuation.
+    optimizer : str
+        The optimiser that ran it.
     """
 
     reason: str
@@ -173,6 +203,8 @@ class Restart:
     fmin_after: float
     feval: int
     return_code: int
+    geval: int = 0
+    optimizer: str = "NLOPT_LN_BOBYQA"
 
 
 def bobyqa(fun: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.ndarray,
@@ -218,4 +250,50 @@ def bobyqa(fun: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.ndarray
         theta_final=np.asarray(x), lower=lower.copy(), fmin=float(fmin),
         feval=len(log), return_code=int(code), message=_NLOPT_CODES.get(code, str(code)),
         control=control, log=tuple(log),
+    )
+
+
+_LBFGSB_CODES = {0: 1, 1: 5, 2: 1}
+
+
+def lbfgsb(fun_grad: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.ndarray,
+           lower: np.ndarray, control: LmerControl) -> OptSummary:
+    """Minimise with scipy's L-BFGS-B on the criterion and its gradient under lower bounds,
+    logging every evaluation (each is one criterion and one gradient evaluation).
+
+    A bound is reached exactly (L-BFGS-B projects onto it): singular fits end with their
+    theta at 0. The result is the lowest criterion logged. scipy's status maps to NLopt's
+    codes: 0 (converged) -> 1, 1 (evaluation or iteration limit) -> 5, and 2 (the line
+    search found no lower criterion: the criterion's rounding noise exceeds what is left to
+    gain, as NLopt's roundoff-limited BOBYQA continuations in ``converge.py``) -> 1 with that
+    said in the message: lme4's derivative check at the point decides, as after any stop.
+    """
+    log: list[tuple[np.ndarray, float]] = []
+    k = len(x0)
+
+    def objective(x: np.ndarray) -> tuple[float, np.ndarray]:
+        val, grad = fun_grad(np.array(x, dtype=float))
+        log.append((np.array(x, dtype=float), float(val)))
+        if not (math.isfinite(val) and np.all(np.isfinite(grad))):
+            return 1e300, np.zeros(k)
+        return float(val), np.asarray(grad, dtype=float)
+
+    bounds = [(lo if math.isfinite(lo) else None, None) for lo in lower.tolist()]
+    x0 = np.asarray(x0, dtype=float)
+    res = minimize(objective, np.maximum(x0, np.where(np.isfinite(lower), lower, -np.inf)),
+                   jac=True, method="L-BFGS-B", bounds=bounds,
+                   options={"maxfun": control.maxeval, "maxiter": control.maxeval,
+                            "gtol": control.lbfgsb_gtol, "ftol": control.lbfgsb_ftol,
+                            "maxcor": 10})
+    finite = [point for point in log if math.isfinite(point[1])]
+    x, fmin = min(finite, key=lambda point: point[1]) if finite else (res.x, math.inf)
+    code = _LBFGSB_CODES.get(int(res.status), -1)
+    message = res.message if isinstance(res.message, str) else str(res.message)
+    if int(res.status) == 2:
+        message = f"stopped at the precision limit of the criterion: {message}"
+    return OptSummary(
+        optimizer="L-BFGS-B", theta_start=x0.copy(), theta_final=np.asarray(x).copy(),
+        lower=lower.copy(), fmin=float(fmin), feval=len(log), return_code=code,
+        message=f"{_NLOPT_CODES.get(code, str(code))} ({message})", control=control,
+        log=tuple(log), geval=len(log),
     )

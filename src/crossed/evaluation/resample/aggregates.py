@@ -31,6 +31,7 @@ from crossed.evaluation.resample._util import (
     z_value,
 )
 from crossed.evaluation.resample.table import ScoreTable, as_score_table
+from crossed.tables import ResultDisplay
 
 __all__ = ["AGGREGATES", "REPLICATION_MODES", "Resamples", "TASK_MODES", "aggregate",
            "aggregates", "draw_task_scores", "per_task_mode", "resample_aggregates",
@@ -56,8 +57,8 @@ def aggregate(x: np.ndarray, name: str, axis: int = -1) -> np.ndarray:
     raise ValueError(f"unknown aggregate {name!r}; one of {', '.join(AGGREGATES)}")
 
 
-@dataclass(frozen=True)
-class Resamples:
+@dataclass(frozen=True, repr=False)
+class Resamples(ResultDisplay):
     """Resampled aggregates of every system.
 
     Attributes

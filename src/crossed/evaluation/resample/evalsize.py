@@ -30,14 +30,15 @@ from crossed._conventions import check_count, renamed_keywords
 from crossed.evaluation.resample._util import SeedLike, as_generator, progress_iter
 from crossed.evaluation.resample.aso import violation_ratio
 from crossed.evaluation.resample.table import ScoreTable
+from crossed.tables import ResultDisplay
 
 __all__ = ["EvalSizeResult", "STRATEGIES", "eval_size", "kendall_tau_b"]
 
 STRATEGIES = ("seq", "rand", "rand_seq")
 
 
-@dataclass(frozen=True)
-class EvalSizeResult:
+@dataclass(frozen=True, repr=False)
+class EvalSizeResult(ResultDisplay):
     """Result of :func:`eval_size`.
 
     Attributes

@@ -17,12 +17,13 @@ from crossed.evaluation.resample.pairwise import differences_from_resamples
 from crossed.evaluation.resample.ranks import ranks_from_resamples
 from crossed.evaluation.resample.table import ScoreTable, as_score_table
 from crossed.evaluation.resample.variance import VarianceComponents, variance_components
+from crossed.tables import ResultDisplay
 
 __all__ = ["LeaderboardAnalysis", "analyze"]
 
 
-@dataclass(frozen=True)
-class LeaderboardAnalysis:
+@dataclass(frozen=True, repr=False)
+class LeaderboardAnalysis(ResultDisplay):
     """Result of :func:`analyze`.
 
     Attributes

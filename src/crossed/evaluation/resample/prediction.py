@@ -27,14 +27,15 @@ import pandas as pd
 from crossed._conventions import renamed_keywords
 from crossed.evaluation.resample._util import SeedLike, as_generator, progress_iter
 from crossed.evaluation.resample.table import drop_missing
+from crossed.tables import ResultDisplay
 
 __all__ = ["MODELS", "PredictionResult", "leave_one_task_out", "prediction_frame"]
 
 MODELS = ("baseline", "linear", "gbm", "mixed")
 
 
-@dataclass(frozen=True)
-class PredictionResult:
+@dataclass(frozen=True, repr=False)
+class PredictionResult(ResultDisplay):
     """Result of :func:`leave_one_task_out`.
 
     Attributes

@@ -29,14 +29,15 @@ import pandas as pd
 from crossed._conventions import renamed_keywords
 from crossed.evaluation.resample._util import SeedLike, as_generator, chunks, progress_iter
 from crossed.evaluation.resample.table import ScoreTable, as_score_table
+from crossed.tables import ResultDisplay
 
 __all__ = ["COMPONENTS", "VarianceComponents", "variance_components"]
 
 COMPONENTS = ("mean", "between_task_sd", "seed_sd", "boot_sd", "within_sd")
 
 
-@dataclass(frozen=True)
-class VarianceComponents:
+@dataclass(frozen=True, repr=False)
+class VarianceComponents(ResultDisplay):
     """Result of :func:`variance_components`.
 
     Attributes

@@ -1,0 +1,54 @@
+"""Smoke test of an installed crossed (run by scripts/check_wheel.sh in a clean virtual
+environment, with the repository not on the path): a fit, ANOVA, EMMs, the command line,
+a bundled dataset, and the package data and typing marker the wheel must ship."""
+
+from __future__ import annotations
+
+import importlib.resources
+import subprocess
+import sys
+from pathlib import Path
+
+import crossed as cx
+
+
+def main() -> None:
+    here = Path(cx.__file__).resolve().parent
+    repo = Path(__file__).resolve().parents[1]
+    assert repo / "src" not in here.parents, f"crossed imported from the source tree: {here}"
+    assert "site-packages" in str(here), f"crossed not installed: {here}"
+
+    files = importlib.resources.files("crossed")
+    assert files.joinpath("py.typed").is_file(), "py.typed is not in the wheel"
+    for name in ("exist_multi.csv", "exist_raw.csv", "model_recycling_seeds.csv.gz",
+                 "blurb_like.csv", "ner_like.csv"):
+        assert files.joinpath("data", name).is_file(), f"data/{name} is not in the wheel"
+    tomls = [p.name for p in files.joinpath("formulas").iterdir() if p.name.endswith(".toml")]
+    assert {"repeated_measures.toml", "cross_classified.toml"} <= set(tomls), tomls
+    assert cx.__version__ != "0+unknown", cx.__version__
+
+    df = cx.load_dataset("exist_multi")
+    assert len(df) == 36, len(df)
+    fit = cx.lmer("delta ~ language * task * mode + (1 | architecture)", df)
+    assert abs(fit.fixef["(Intercept)"] - 0.430543) < 1e-5, fit.fixef
+    aov = fit.anova()
+    assert list(aov["term"])[0] == "language" and aov["p_value"].iloc[0] < 0.01, aov
+    emm = fit.emmeans("language")
+    pairs = emm.pairs()
+    assert abs(pairs["estimate"].iloc[0] - 0.03) < 1e-4, pairs
+    assert "<table" in fit._repr_html_() and "<table" in emm._repr_html_()
+    spec = cx.specs.repeated_measures("delta", within=["language", "task", "mode"],
+                                      subjects="architecture")
+    assert "repeated_measures" in spec.explain()
+
+    cli = Path(sys.executable).with_name("crossed")
+    out = subprocess.run([str(cli), "anova", "exist_multi",
+                          "delta ~ language * task * mode + (1 | architecture)"],
+                         capture_output=True, text=True, check=True).stdout
+    assert "language:task:mode" in out, out
+    print(f"crossed {cx.__version__} wheel smoke test passed: fit, ANOVA, EMMs, CLI, "
+          f"datasets, formulas ({len(tomls)} specs), py.typed")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,162 @@
+"""The direct coding of simple fixed parts (intercept + numeric columns + factors,
+``design/fixed.py``) against formulaic's route: the same X bit for bit (and memory order),
+names, term labels, assignment, and the same matrices rebuilt on new rows."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import crossed.design.fixed as fixed_mod
+from crossed.design import DataError, build_design
+from crossed.design.fixed import build_fixed
+from crossed.design.frame import prepare
+from crossed.formula import parse
+
+
+def both_routes(rhs: str, frame: pd.DataFrame, monkeypatch: pytest.MonkeyPatch):
+    fast = build_fixed(rhs, frame)
+    with monkeypatch.context() as m:
+        m.setattr(fixed_mod, "_coded_columns", lambda rhs, frame: None)
+        general = build_fixed(rhs, frame)
+    return fast, general
+
+
+def assert_same(fast, general) -> None:
+    np.testing.assert_array_equal(fast.X, general.X)
+    assert fast.X.flags.f_contiguous == general.X.flags.f_contiguous
+    assert fast.X.flags.c_contiguous == general.X.flags.c_contiguous
+    assert fast.X.dtype == general.X.dtype
+    assert fast.names == general.names
+    assert fast.term_labels == general.term_labels
+    assert fast.assign == general.assign
+    assert fast.dropped == general.dropped
+
+
+def prepared(formula: str, data: pd.DataFrame, reference=None) -> tuple[str, pd.DataFrame]:
+    spec = parse(formula, reference=reference)
+    return spec.fixed, prepare(spec, data).data
+
+
+def table(seed: int = 1, n: int = 60) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({
+        "y": rng.normal(size=n),
+        "x": rng.normal(size=n),
+        "z": rng.integers(0, 5, size=n),
+        "f": rng.choice(["b", "a", "C", "c", "10", "9"], size=n),
+        "g": rng.choice(["u", "v"], size=n),
+        "flag": rng.choice([True, False], size=n),
+        "Informed.liking": rng.normal(size=n),
+        "grp": rng.choice(list("pqrstu"), size=n),
+    })
+
+
+CASES = [
+    ("y ~ f + (1 | grp)", None),
+    ("y ~ f + x + (1 | grp)", None),
+    ("y ~ x + f + g + (1 | grp)", None),
+    ("y ~ 1 + g + f + z + (1 | grp)", {"f": "c"}),
+    ("y ~ flag + Informed.liking + (1 | grp)", None),
+    ("y ~ f + g + flag + (x | grp)", {"g": "v", "flag": "TRUE"}),
+]
+
+
+@pytest.mark.parametrize(("formula", "reference"), CASES)
+def test_direct_coding_matches_formulaic(formula, reference, monkeypatch):
+    rhs, frame = prepared(formula, table(), reference)
+    fast, general = both_routes(rhs, frame, monkeypatch)
+    assert fast.spec.formulaic is None and general.spec.formulaic is not None
+    assert_same(fast, general)
+    np.testing.assert_array_equal(fast.spec.build(frame), general.spec.build(frame))
+    new = frame.iloc[::-3].reset_index(drop=True)
+    for col in new.columns:  # new data arrive as labels, not categoricals
+        if isinstance(new[col].dtype, pd.CategoricalDtype):
+            new[col] = new[col].astype(object)
+    np.testing.assert_array_equal(fast.spec.build(new), general.spec.build(new))
+
+
+def test_fixed_factor_of_one_level_or_rank_deficiency_takes_formulaic_route(monkeypatch):
+    data = table()
+    data["h"] = data["g"]  # h and g carry the same indicator: one is dropped
+    rhs, frame = prepared("y ~ g + h + (1 | grp)", data)
+    with pytest.warns(UserWarning, match="rank deficient"):
+        fast, general = both_routes(rhs, frame, monkeypatch)
+    assert fast.spec.formulaic is not None  # the general route says what it drops
+    assert_same(fast, general)
+
+
+def test_unseen_level_on_new_data_is_refused():
+    rhs, frame = prepared("y ~ f + x + (1 | grp)", table())
+    fx = build_fixed(rhs, frame)
+    new = pd.DataFrame({"f": ["a", "zz"], "x": [0.0, 1.0]})
+    with pytest.raises(DataError, match="zz"):
+        fx.spec.build(new)
+
+
+def test_fit_is_unchanged_by_the_direct_coding(monkeypatch):
+    import crossed
+
+    data = table(3, 120)
+    formula = "y ~ f + x + g + (1 | grp)"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fast = crossed.lmer(formula, data)
+        with monkeypatch.context() as m:
+            m.setattr(fixed_mod, "_coded_columns", lambda rhs, frame: None)
+            general = crossed.lmer(formula, data)
+    assert fast.deviance == general.deviance
+    np.testing.assert_array_equal(fast.beta, general.beta)
+    newdata = data.iloc[:7]
+    np.testing.assert_array_equal(fast.predict(newdata), general.predict(newdata))
+
+
+_LEVELS = st.sampled_from(["a", "b", "B", "a b", "x.y", "10", "9", "-1", "é", "T", "c]"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), nfactors=st.integers(1, 3), numeric=st.booleans(),
+       levels=st.lists(_LEVELS, min_size=2, max_size=6, unique=True))
+def test_property_direct_coding_matches_formulaic(seed, nfactors, numeric, levels):
+    rng = np.random.default_rng(seed)
+    n = 40
+    data = {"y": rng.normal(size=n), "grp": rng.choice(list("pqrs"), size=n)}
+    terms = []
+    for k in range(nfactors):
+        lv = levels[: 2 + (seed + k) % max(1, len(levels) - 1)]
+        col = rng.choice(lv, size=n)
+        col[: len(lv)] = lv  # every level occurs
+        data[f"f{k}"] = col
+        terms.append(f"f{k}")
+    if numeric:
+        data["x"] = rng.normal(size=n) * 10.0 ** rng.integers(-2, 3)
+        terms.insert(int(rng.integers(0, len(terms) + 1)), "x")
+    formula = "y ~ " + " + ".join(terms) + " + (1 | grp)"
+    rhs, frame = prepared(formula, pd.DataFrame(data))
+    fast = build_fixed(rhs, frame)
+    orig = fixed_mod._coded_columns
+    fixed_mod._coded_columns = lambda rhs, frame: None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            general = build_fixed(rhs, frame)
+    finally:
+        fixed_mod._coded_columns = orig
+    assert_same(fast, general)
+
+
+def test_design_of_a_reference_case_is_unchanged(monkeypatch):
+    from reference import load_case
+
+    case = load_case("blurb_ccmem")
+    spec = parse(case.formula, reference=case.reference)
+    fast = build_design(spec, case.data)
+    with monkeypatch.context() as m:
+        m.setattr(fixed_mod, "_coded_columns", lambda rhs, frame: None)
+        general = build_design(spec, case.data)
+    assert_same(fast.fixed, general.fixed)

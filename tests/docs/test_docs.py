@@ -1,0 +1,48 @@
+"""Every code block of the documentation (docs/*.md) runs, and the outputs it shows are
+what the code prints (tests/docs/docs_runner.py has the rules).
+
+``CROSSED_DOCS_UPDATE=1 python -m pytest tests/docs`` rewrites the shown outputs.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+
+import pytest
+from docs_runner import run_page
+
+from conftest import require_r
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = sorted((ROOT / "docs").glob("*.md"))
+# pages whose blocks take minutes (simulations, resampling): still run by the suite
+SLOW = {"simulation.md", "resample.md", "tutorial-cross-classified.md"}
+# pages that run R through the lme4 engine (skipped without R, except in CI)
+NEEDS_R = {"engines.md"}
+
+
+@pytest.fixture
+def page_dir(tmp_path, monkeypatch):
+    """Run from a scratch directory that sees the repository's tests/ and docs/ (pages
+    read tests/data/... and write their own files)."""
+    for name in ("tests", "docs", "src"):
+        (tmp_path / name).symlink_to(ROOT / name)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.mark.parametrize("page", [pytest.param(p, id=p.name,
+                                               marks=[pytest.mark.slow] if p.name in SLOW
+                                               else []) for p in PAGES])
+def test_page_runs_and_shows_its_output(page, page_dir):
+    if page.name in NEEDS_R:
+        require_r()
+    update = os.environ.get("CROSSED_DOCS_UPDATE", "") not in ("", "0")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run = run_page(page, update=update)
+    print(f"{page.name}: {run.executed} blocks executed, {run.compared} outputs compared, "
+          f"not executed: {run.not_executed}")
+    assert not run.failures, "\n\n".join(run.failures)

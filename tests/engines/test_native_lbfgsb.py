@@ -1,0 +1,69 @@
+"""L-BFGS-B on the analytic gradient (``LmerControl(optimizer="lbfgsb")``, and the default
+``"auto"`` from 5 θ on), beside BOBYQA (engines/native/optimize.py, converge.py).
+
+On every R reference case (lme4 1.1-31, tests/data/reference): the criterion is at most
+lme4's + 1e-9 relative (CRIT_SLACK) and at most BOBYQA's + 1e-12 relative (rounding of
+the criterion), and converged / singular agree with R's. What is asserted is never where
+an optimiser stopped.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from crossed.engines.native.optimize import LmerControl
+from reference import CRIT_SLACK, case_names, fit_case, r_answers
+
+
+def _fit(name: str, **control):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fit_case(name, control=LmerControl(**control))
+
+
+@pytest.mark.parametrize("name", case_names())
+def test_lbfgsb_reaches_lme4s_and_bobyqas_criterion(name: str) -> None:
+    r = r_answers(name)
+    fit = _fit(name, optimizer="lbfgsb")
+    bobyqa = _fit(name, optimizer="bobyqa")
+    assert fit.opt.optimizer == "L-BFGS-B"
+    assert fit.deviance <= r["deviance"] + CRIT_SLACK * abs(r["deviance"])
+    assert fit.deviance <= bobyqa.deviance + 1e-12 * abs(bobyqa.deviance)
+    assert fit.converged, fit.messages
+    assert fit.is_singular is bool(r["singular"])
+    # each evaluation is one criterion and one gradient; continuations are recorded
+    assert fit.opt.geval == fit.opt.feval == len(fit.opt.log)
+    assert sum(rs.geval for rs in fit.opt.restarts) <= fit.opt.geval
+    assert all(rs.optimizer == "L-BFGS-B" for rs in fit.opt.restarts)
+
+
+def test_auto_chooses_by_the_number_of_parameters() -> None:
+    assert LmerControl().optimizer == "auto"
+    assert _fit("sleepstudy_slopes").opt.optimizer == "NLOPT_LN_BOBYQA"  # 3 θ
+    fit = _fit("blurb_ccmem_slopes")  # 11 θ
+    assert fit.opt.optimizer == "L-BFGS-B"
+    assert fit.opt.feval < 200  # BOBYQA: ~1,500
+
+
+def test_a_singular_fit_lands_on_the_bound() -> None:
+    fit = _fit("dyestuff2_singular", optimizer="lbfgsb")
+    assert fit.is_singular and np.all(fit.theta == 0.0)
+
+
+def test_the_boundary_trap_is_left_by_the_edge_restart() -> None:
+    """ham_crossed: L-BFGS-B's first run stops with a θ projected onto 0, where the
+    criterion's derivative in it vanishes; the edge restart (recorded) finds the optimum."""
+    fit = _fit("ham_crossed", optimizer="lbfgsb")
+    r = r_answers("ham_crossed")
+    assert fit.opt.restarts and "of its bound" in fit.opt.restarts[0].reason
+    assert fit.opt.restarts[0].fmin_after < fit.opt.restarts[0].fmin_before
+    assert fit.deviance <= r["deviance"] + CRIT_SLACK * abs(r["deviance"])
+    assert any("L-BFGS-B restart" in m for m in fit.messages)
+
+
+def test_unknown_optimizer_is_refused() -> None:
+    with pytest.raises(ValueError, match="'auto', 'bobyqa', 'lbfgsb'"):
+        LmerControl(optimizer="nelder")
