@@ -130,3 +130,14 @@ def test_predict_link_and_response() -> None:
     np.testing.assert_allclose(pop, f.beta[0] + f.beta[1] * d["x"].to_numpy())
     assert "z value" in f.coef_table().columns
     assert f.varcorr().shape[0] == 1
+
+
+def test_summary_is_text_with_tables_and_a_notebook_view() -> None:
+    fit = _fit("y ~ x + (1 | item)", _binary(), family="binomial")
+    summary = fit.summary()
+    assert str(summary).startswith("Generalized linear mixed model fit by maximum likelihood")
+    assert list(summary.tables) == ["Random effects", "Fixed effects"]
+    assert list(summary.tables["Fixed effects"].index) == list(fit.fixef.index)
+    html = fit._repr_html_()
+    assert "<table" in html and "(Intercept)" in html
+    assert repr(fit).startswith("GlmerFit(") and len(repr(fit)) < 200

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from crossed.display import r_abbreviate, signif_stars
+from crossed.display import fit_html, r_abbreviate, signif_stars
 from crossed.model.glmm.result import GlmerFit, provide
+from crossed.tables import Summary
 
 __all__ = ["format_glmer_summary"]
 
@@ -44,8 +45,9 @@ def _coef_decimals(values: np.ndarray, digits: int = 4) -> int:
     return int(max(0, digits - 1 - np.floor(np.log10(finite.min()))))
 
 
-def format_glmer_summary(fit: GlmerFit) -> str:
-    """The text of lme4's ``print(summary(fit))`` for a glmer fit."""
+def format_glmer_summary(fit: GlmerFit) -> Summary:
+    """lme4's ``print(summary(fit))`` for a glmer fit: the text, with the random- and
+    fixed-effects tables (``.tables``) and a notebook view (:class:`~crossed.tables.Summary`)."""
     how = ("(Laplace\n  Approximation)" if fit.nagq == 1
            else "(Adaptive\n  Gauss-Hermite Quadrature, nAGQ = 0)" if fit.nagq == 0
            else f"(Adaptive\n  Gauss-Hermite Quadrature, nAGQ = {fit.nagq})")
@@ -120,7 +122,9 @@ def format_glmer_summary(fit: GlmerFit) -> str:
         lines.append(f"optimizer (bobyqa) convergence code: {0 if code > 0 else code} "
                      f"({'OK' if code > 0 else fit.opt.message if fit.opt else ''})")
         lines += list(fit.messages)
-    return "\n".join(lines)
+    tables = {"Random effects": fit.varcorr(), "Fixed effects": fit.coef_table()}
+    return Summary("\n".join(lines), tables, title=lines[0], header=lines[1:4],
+                   notes=list(fit.messages))
 
 
 def _format_pvalues(p: np.ndarray) -> list[str]:
@@ -145,3 +149,4 @@ def _format_pvalues(p: np.ndarray) -> list[str]:
 
 
 provide("summary", format_glmer_summary)
+provide("repr_html", fit_html)  # GlmerFit._repr_html_

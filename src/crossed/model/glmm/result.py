@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pandas as pd
@@ -31,7 +31,7 @@ _PROVIDERS = {
     "summary": "crossed.display", "coef_table": "crossed.inference",
     "anova": "crossed.inference", "emmeans": "crossed.inference", "r2": "crossed.inference",
     "drop1": "crossed.inference", "simulate": "crossed.simulate", "check": "crossed.simulate",
-    "refit": "crossed.fit", "bootstrap": "crossed.simulate",
+    "refit": "crossed.fit", "bootstrap": "crossed.simulate", "repr_html": "crossed.display",
 }
 
 
@@ -317,8 +317,13 @@ class GlmerFit:
 
     # ------------------------------------------------------------------ provided
     def summary(self, *args: Any, **kwargs: Any) -> str:
-        """R's ``summary(glmer fit)`` as text."""
-        return str(_provided("summary")(self, *args, **kwargs))
+        """R's ``summary(glmer fit)``: a ``str`` of the text R prints, with ``.tables``
+        (random effects, fixed effects) for programmatic use and a notebook view."""
+        return cast(str, _provided("summary")(self, *args, **kwargs))
+
+    def _repr_html_(self) -> str:
+        """The notebook view: the summary's text and tables as HTML."""
+        return cast(str, _provided("repr_html")(self))
 
     def coef_table(self, *args: Any, **kwargs: Any) -> pd.DataFrame:
         """Wald z table: ``Estimate``, ``Std. Error``, ``z value``, ``Pr(>|z|)`` and CI
