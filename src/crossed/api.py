@@ -81,7 +81,11 @@ def lmer(formula: str, data: pd.DataFrame, reml: bool = True, engine: str = "nat
         weight). The criterion includes −log|W| as lme4's.
     offset : str or array, optional
         Added to the linear predictor (lme4's ``offset=``); ``offset(x)`` terms in the
-        formula too. ``fitted()`` includes it; ``predict(newdata)`` does not.
+        formula too. ``fitted()`` and ``predict(include_random=False)`` include it;
+        ``predict(newdata)`` evaluates ``offset(x)`` terms on ``newdata`` but adds
+        nothing for ``offset=`` (as lme4's ``predict``). Methods not validated with
+        weights or offsets (Kenward–Roger with weights, EMMs with an offset,
+        ``extend``) raise :class:`crossed.model.prior.PriorWeightsError`.
 
     Returns
     -------
@@ -176,6 +180,8 @@ def lm(formula: str, data: pd.DataFrame, reference: dict[str, str] | None = None
     fixed = build_fixed(spec.fixed, prepared.data, caret="^" in spec.formula)
     return fit_lm(formula, fixed.X, y, fixed.names, n_dropped=prepared.n_dropped,
                   data_name=data_name or "data")
+
+
 def glmer(formula: str, data: pd.DataFrame, family: str | Family = "binomial", nAGQ: int = 1,
           weights: object = None, offset: object = None, engine: str = "native",
           control: LmerControl | None = None, na_action: str = "omit",

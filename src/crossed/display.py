@@ -198,7 +198,7 @@ def summary_of(fit: LmerFit, ddf: str = "satterthwaite") -> Summary:
         lines.append("".join(h.rjust(x) for h, x in zip(head_cells, w, strict=True)))
         lines.append("".join(c.rjust(x) for c, x in zip(cells, w, strict=True)))
     lines += ["", "Scaled residuals: "]
-    q = np.quantile(fit.residuals() / fit.sigma, [0, 0.25, 0.5, 0.75, 1.0])
+    q = np.quantile(fit.residuals(type="pearson", scaled=True), [0, 0.25, 0.5, 0.75, 1.0])
     lines += _table([[f"{v:.4f}" for v in q]], ["Min", "1Q", "Median", "3Q", "Max"], set())
     lines += ["", "Random effects:"] + format_random_effects(fit)
     lines += ["", "Fixed effects:"] + format_fixed_effects(fit, ddf)

@@ -176,6 +176,7 @@ class Design:
                        weights=None if self.weights is None else self.weights[idx],
                        offset=None if self.offset is None else self.offset[idx])
 
+
 def _user_codings(spec: ModelSpec, levels: dict[str, list[str]]) -> dict[str, Any]:
     """``contrasts=`` checked against the factors of the model (a named column that is not
     a factor raises; a coding matrix must fit the factor's levels)."""

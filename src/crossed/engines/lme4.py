@@ -34,7 +34,7 @@ import pandas as pd
 
 from crossed._warn import warn
 from crossed.design import Design
-from crossed.engines.errors import EngineUnavailableError
+from crossed.engines.errors import EngineUnavailableError, UnsupportedModelError
 from crossed.engines.native.optimize import LmerControl
 from crossed.engines.registry import FunctionEngine
 from crossed.model.convergence import ConvergenceStatus
@@ -478,6 +478,23 @@ def _formula_fit(fit: LmerFit):
 _DDF = {"satterthwaite": "Satterthwaite", "kenward-roger": "Kenward-Roger"}
 
 
+def _refuse_formula_refit(fit: LmerFit) -> None:
+    """The formula refitted in R uses R's default coding and no weights/offset: refuse a
+    fit whose coefficients would then mean something else."""
+    design = fit.design
+    other = [c for c, coding in design.fixed.codings if coding != "treatment"]
+    if other:
+        raise UnsupportedModelError(
+            f"lmertest_tables(): the fit codes {other} with non-treatment contrasts "
+            "(contrasts= or an ordered factor); lmerTest would refit the formula with the "
+            "factors unordered and R's default coding, so its coefficients would mean "
+            "something else")
+    if getattr(design, "weights", None) is not None or getattr(design, "offset", None) is not None:
+        raise UnsupportedModelError(
+            "lmertest_tables(): the fit has prior weights or an offset, which the formula "
+            "refitted in R would not get")
+
+
 def lmertest_tables(fit: LmerFit, ddf: str = "satterthwaite", type: int = 3,
                     level: float = 0.95) -> dict[str, pd.DataFrame]:
     """lmerTest's coefficient table and ANOVA, computed in R, for cross-checking.
@@ -504,6 +521,7 @@ def lmertest_tables(fit: LmerFit, ddf: str = "satterthwaite", type: int = 3,
 
     if ddf not in _DDF:
         raise ValueError(f"ddf must be one of {sorted(_DDF)}, got {ddf!r}")
+    _refuse_formula_refit(fit)
     r = r_session()
     r.require("lmerTest")
     if ddf == "kenward-roger":

@@ -149,7 +149,15 @@ def fit_with(engine: str, design: Design, reml: bool, control: LmerControl | Non
         When the engine cannot fit the design: raised by the engine's ``fit``, with the
         reason its ``supports`` gives (``supports`` is for asking before fitting).
     """
-    return get_engine(engine).fit(design, reml=reml, control=control, data_name=data_name)
+    chosen = get_engine(engine)
+    if chosen is not get_engine("native") and (getattr(design, "weights", None) is not None
+                                               or getattr(design, "offset", None) is not None):
+        from crossed.engines.errors import UnsupportedModelError
+
+        raise UnsupportedModelError(
+            f"engine {engine!r} is not given prior weights or offsets (weights=, offset=, "
+            "offset(x)): it would fit the unweighted model; use engine='native'")
+    return chosen.fit(design, reml=reml, control=control, data_name=data_name)
 
 
 def fit_glmm_with(engine: str, design: Design, family: Any = "binomial", nagq: int = 1,

@@ -48,7 +48,7 @@ def residual_checks(fit: LmerFit) -> dict[str, float]:
         between |residual| and the fitted value (a small p suggests the spread changes with
         the level); ``resid_max_abs``: the largest |residual| / σ̂.
     """
-    r = fit.residuals()
+    r = fit.residuals(type="pearson")  # (× √w with prior weights, as lme4)
     f = fit.fitted()
     out = {"resid_normality_p": np.nan, "resid_spread_p": np.nan,
            "resid_max_abs": float(np.max(np.abs(r)) / fit.sigma) if fit.sigma > 0 else np.nan}

@@ -52,6 +52,7 @@ from crossed.inference.grid import (
     reference_grid,
 )
 from crossed.inference.hypotheses import TermInfo, zapsmall
+from crossed.model.prior import refuse_prior
 from crossed.tables import result_table
 
 if TYPE_CHECKING:
@@ -339,6 +340,9 @@ def emmeans(fit: LmerFit, specs: str | list[str], by: str | list[str] | None = N
         Warns with emmeans' note when a factor of ``specs``/``by`` is involved in an
         interaction (the means average over the other factors of that interaction).
     """
+    if not hasattr(fit, "family"):  # (a GLMM's offset is added by glmm_emmeans)
+        refuse_prior(fit, "emmeans()", weights=False,
+                     why="emmeans adds the mean offset to each EMM, not done here for lmer")
     specs_l, by_l = split_specs(specs, by)
     method = normalise_ddf(ddf)
     tran = _checked_type(fit, type)

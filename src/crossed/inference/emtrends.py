@@ -28,6 +28,7 @@ from crossed.inference.grid import (
     marginal_linfct,
     reference_grid,
 )
+from crossed.model.prior import refuse_prior
 
 if TYPE_CHECKING:
     from crossed.fit import LmerFit
@@ -71,6 +72,8 @@ def emtrends(fit: LmerFit, specs: str | list[str], var: str,
         ``conf_high``; ``pairs()``/``contrast()`` compare them. Validated against emmeans
         1.8.4 (linear and quadratic terms; Satterthwaite and Kenward–Roger).
     """
+    refuse_prior(fit, "emtrends()", weights=False,
+                 why="an offset that depends on var changes the trend, not handled here")
     specs_l, by_l = split_specs(specs, by)
     method = normalise_ddf(ddf)
     frame = fit.design.frame

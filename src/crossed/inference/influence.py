@@ -53,14 +53,17 @@ def hatvalues(fit: LmerFit) -> np.ndarray:
     Returns
     -------
     numpy.ndarray
-        One leverage per observation (rows used in the fit). Validated against lme4
-        1.1-31 to 1e-8.
+        One leverage per observation (rows used in the fit): of the √w-scaled system
+        with prior weights w, as lme4. Validated against lme4 1.1-31 to 1e-8 (with
+        weights: ``tests/data/reference/weights/audit.R``).
     """
     def compute() -> np.ndarray:
         ZL = _zlambda(fit)
         q = ZL.shape[1]
         X = fit.design.X
         W = sp.hstack([ZL, sp.csr_matrix(X)], format="csc")
+        if fit.design.weights is not None:  # lme4: rows of [ZΛ X] scaled by √w
+            W = (sp.diags(np.sqrt(fit.design.weights)) @ W).tocsc()
         pen = sp.diags(np.concatenate([np.ones(q), np.zeros(X.shape[1])]))
         M = (W.T @ W + pen).tocsc()
         if M.shape[0] <= DENSE_LIMIT:

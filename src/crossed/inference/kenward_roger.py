@@ -30,6 +30,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy import linalg
 
+from crossed.model.prior import refuse_prior
+
 if TYPE_CHECKING:
     from crossed.fit import LmerFit
 
@@ -102,6 +104,9 @@ def _term_matrices(fit: LmerFit):
 
 
 def _compute(fit: LmerFit) -> KRModel:
+    refuse_prior(fit, "Kenward-Roger (ddf='kenward-roger')", offset=False,
+                 why="pbkrtest ignores prior weights (its denominator df then exceed the "
+                 "number of observations); use ddf='satterthwaite'")
     X = fit.design.X
     n, p = X.shape
     Z, Lam, Ds, Q = _term_matrices(fit)

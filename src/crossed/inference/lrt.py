@@ -142,13 +142,20 @@ def _reductions(fit: LmerFit) -> list[tuple[str, list[TermPiece]]]:
     return out
 
 
-def lm_loglik(X: np.ndarray, y: np.ndarray, reml: bool) -> tuple[float, int]:
-    """R's ``logLik.lm`` (REML or ML) and its df (p + 1)."""
+def lm_loglik(X: np.ndarray, y: np.ndarray, reml: bool, weights: np.ndarray | None = None,
+              offset: np.ndarray | None = None) -> tuple[float, int]:
+    """R's ``logLik.lm`` (REML or ML) and its df (p + 1), with ``lm``'s prior ``weights``
+    (the ½ Σ log w term and weighted residuals, as R) and ``offset``."""
     n, p = X.shape
-    Q, R = np.linalg.qr(X)
-    res = y - Q @ (Q.T @ y)
+    if offset is not None:
+        y = y - offset
+    sw = np.ones(n) if weights is None else np.sqrt(np.asarray(weights, dtype=float))
+    Q, R = np.linalg.qr(X * sw[:, None])
+    yw = y * sw
+    res = yw - Q @ (Q.T @ yw)
     N = n - p if reml else n
-    ll = 0.5 * (-N * (np.log(2 * np.pi) + 1 - np.log(N) + np.log(np.sum(res**2))))
+    ll = 0.5 * (2.0 * float(np.sum(np.log(sw)))
+                - N * (np.log(2 * np.pi) + 1 - np.log(N) + np.log(np.sum(res**2))))
     if reml:
         ll -= float(np.sum(np.log(np.abs(np.diag(R)))))
     return float(ll), p + 1
@@ -158,7 +165,8 @@ def _refit(fit: LmerFit, pieces: list[TermPiece]) -> tuple[float, int]:
     from crossed.engines import fit_with
 
     if not pieces:
-        return lm_loglik(fit.design.X, fit.design.y, fit.reml)
+        return lm_loglik(fit.design.X, fit.design.y, fit.reml, weights=fit.design.weights,
+                         offset=fit.design.offset)
     design = reduced_design(fit.design, pieces)
     control = fit.opt.control if fit.opt is not None else None
     with warnings.catch_warnings():
@@ -198,6 +206,21 @@ def _response(fit: object) -> np.ndarray:
     """The response of a mixed fit (its design's) or of an ``LmFit``."""
     design = getattr(fit, "design", None)
     return np.asarray(design.y if design is not None else fit.y)
+
+
+def _same_weights(fits: tuple, names: list[str]) -> None:
+    """Refuse to compare likelihoods of fits with different prior weights (``cx.lm`` has
+    none): their likelihoods are of different models of the residual variance."""
+    base = getattr(getattr(fits[0], "design", None), "weights", None)
+    for nm, f in zip(names[1:], fits[1:], strict=True):
+        w = getattr(getattr(f, "design", None), "weights", None)
+        same = (w is None and base is None) or (
+            w is not None and base is not None and np.array_equal(w, base))
+        if not same:
+            raise DataError(f"compare(): {names[0]!r} and {nm!r} have different prior weights "
+                            "(weights=; cx.lm has none): their likelihood-ratio test would "
+                            "compare different residual variances; fit both with the same "
+                            "weights")
 
 
 def compare(*fits: LmerFit, names: list[str] | None = None, refit: bool = True) -> pd.DataFrame:
@@ -253,6 +276,7 @@ def compare(*fits: LmerFit, names: list[str] | None = None, refit: bool = True) 
     if all(glmm) and len({(f.family.name, f.family.link.name) for f in fits}) > 1:
         raise ValueError("compare() of GLMMs needs one family and link: got "
                          + ", ".join(str(f.family) for f in fits))
+    _same_weights(fits, names)
     # GLMMs are fitted by maximum likelihood: nothing to refit (lme4's anova.merMod)
     use_ml = refit and any(getattr(f, "reml", False) for f in fits)
     used = []

@@ -333,6 +333,7 @@ def profile(fit: LmerFit, which: list[str] | None = None) -> list[_Profile]:
         out.append(_collect(lab, nm, up + down, lower[w], upper[w]))
 
     se = np.sqrt(np.diag(ml.vcov_beta))
+    y0 = design.y if design.offset is None else design.y - design.offset
     tlow = np.asarray(design.random.theta_lower, dtype=float)
     tup = np.full(len(tlow), math.inf)
     for j, nm in enumerate(fe):
@@ -345,7 +346,8 @@ def profile(fit: LmerFit, which: list[str] | None = None) -> list[_Profile]:
         def fe_zeta(fw: float, start: np.ndarray, xj: np.ndarray = xj,
                     Xdrop: np.ndarray = Xdrop, est: float = est
                     ) -> tuple[float, float, np.ndarray]:
-            p1 = PLS(design.random.blocks, Xdrop, design.y - xj * fw)
+            # (prior weights and the offset of lmer's weights=/offset= kept)
+            p1 = PLS.weighted(design.random.blocks, Xdrop, y0 - xj * fw, design.weights)
             th, fval = _minimise(lambda t: p1.objective(t, False), ml.theta, tlow, tup)
             if not math.isfinite(fval):
                 return (fw, math.nan, start)

@@ -407,15 +407,38 @@ class LmerFit:
             if not isinstance(flag, bool | np.bool_):
                 raise TypeError(f"{name} must be True or False, got {flag!r}")
         if newdata is None:
-            return self.fitted() if include_random else self.design.X @ self.beta
+            if include_random:
+                return self.fitted()
+            pop: np.ndarray = self.design.X @ self.beta
+            if self.design.offset is not None:  # lme4's predict(re.form = NA) adds it
+                pop = pop + self.design.offset
+            return pop
         new = self.design.encode(newdata, include_random=include_random,
                                  allow_new_levels=allow_new_levels)
         out = np.full(len(new.rows), np.nan)  # rows with a missing predictor: NaN (R's NA)
         pred = new.X @ self.beta
+        terms = self._offset_terms(newdata)
+        if terms is not None:
+            pred = pred + terms[new.rows]
         if include_random:
             pred = pred + self._random_part(new.codes, new.Z)
         out[new.rows] = pred
         return out
+
+    def _offset_terms(self, newdata: pd.DataFrame) -> np.ndarray | None:
+        """The ``offset(x)`` terms of the formula evaluated on ``newdata`` (lme4's
+        ``predict`` adds them; an ``offset=`` argument is not re-evaluated there, as lme4)."""
+        formula = self.design.spec.formula
+        if "offset(" not in formula:
+            return None
+        from crossed.design.glm import evaluate_column
+        from crossed.formula.glm import split_glm_formula
+
+        exprs = split_glm_formula(formula, trusted=self.design.spec.trusted).offsets
+        if not exprs:
+            return None
+        return sum((evaluate_column(e, newdata, "offset") for e in exprs),
+                   np.zeros(len(newdata)))
 
     # ------------------------------------------------------------------ refits, simulation
     def refit(self, y: np.ndarray | None = None, rows: np.ndarray | None = None,

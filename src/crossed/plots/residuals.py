@@ -40,7 +40,7 @@ def residual_plots(fit, axes=None):
         fig, axes = pyplot.subplots(1, 2, figsize=(8.5, 3.4))
     else:
         fig = axes[0].figure
-    r = fit.residuals()
+    r = fit.residuals(type="pearson")  # (× √w with prior weights: N(0, σ²) each)
     f = fit.fitted()
     a, b = axes
     a.scatter(f, r, s=10, alpha=0.6)

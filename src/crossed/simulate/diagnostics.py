@@ -181,7 +181,7 @@ def simulate_residuals(fit: LmerFit, nsim: int = 250, seed: Any = None,
     elif use_ranef:
         predicted = fit.fitted()
     else:
-        predicted = fit.design.X @ fit.beta
+        predicted = fit.predict(include_random=False)  # Xβ̂ + offset (DHARMa's re.form=~0)
     if rows is not None:
         predicted = predicted[rows]
     return SimulatedResiduals(scaled=scaled, observed=y, simulated=sims, predicted=predicted,

@@ -12,6 +12,7 @@ import pandas as pd
 
 from crossed.design import build_design
 from crossed.formula import parse
+from crossed.model.prior import refuse_prior
 from crossed.simulate.response import is_glmm
 
 if TYPE_CHECKING:
@@ -198,6 +199,7 @@ def extend(fit: LmerFit, along: str | None = None, within: str | list[str] | Non
         on the new rows; its conditional variances are not recomputed (set to the prior's,
         identity on the spherical scale).
     """
+    refuse_prior(fit, "extend()", why="the new rows would need weights/offset values")
     if (along is None) == (within is None):
         raise ValueError("give exactly one of along= or within=")
     glmm = is_glmm(fit)

@@ -96,11 +96,13 @@ def simulate_responses(fit: LmerFit | GlmerFit, nsim: int = 1, seed: Seed = None
     Returns
     -------
     numpy.ndarray
-        Shape (nobs, nsim). LMM: y* = Xβ̂ + Zb* + ε*, ε* ~ N(0, σ̂²I). GLMM: η* = Xβ̂ + Zb*
-        + offset, y* from the family at μ* = g⁻¹(η*): Bernoulli (0/1), Binomial(trials, μ*)
-        / trials (a proportion, trials the prior weights, as ``design.y``), Poisson(μ*).
-        The same model as lme4's ``simulate.merMod`` (distributions, not R's random
-        stream); checked in ``tests/simulate/test_glmm_simulate.py`` by moments.
+        Shape (nobs, nsim). LMM: y* = Xβ̂ + Zb* + offset + ε*, ε* ~ N(0, σ̂²/w) (prior
+        weights w, 1 when the fit has none), as lme4's ``simulate`` with
+        ``weights=``/``offset=``. GLMM: η* = Xβ̂ + Zb* + offset, y* from the family at
+        μ* = g⁻¹(η*): Bernoulli (0/1), Binomial(trials, μ*) / trials (a proportion, trials
+        the prior weights, as ``design.y``), Poisson(μ*). The same model as lme4's
+        ``simulate.merMod`` (distributions, not R's random stream); checked in
+        ``tests/simulate/test_glmm_simulate.py`` by moments.
     """
     from crossed._conventions import check_count
 
@@ -109,4 +111,7 @@ def simulate_responses(fit: LmerFit | GlmerFit, nsim: int = 1, seed: Seed = None
     eta = _linear_predictor(fit, nsim, rng, use_ranef)
     if is_glmm(fit):
         return _draw_family(fit, eta, rng)  # type: ignore[arg-type]
-    return eta + fit.sigma * rng.standard_normal((fit.design.n, nsim))  # type: ignore[union-attr]
+    eps = fit.sigma * rng.standard_normal((fit.design.n, nsim))  # type: ignore[union-attr]
+    if fit.design.weights is not None:  # lme4: residual variance σ²/w
+        eps /= np.sqrt(fit.design.weights)[:, None]
+    return eta + eps
