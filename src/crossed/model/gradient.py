@@ -80,6 +80,9 @@ class _Plan:
     """``dense[:, :, :R]`` and its per-level transpose, contiguous (stacked products on the
     strided slice cost twice as much), by R."""
 
+    upper: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    """The strict upper triangle's indices of an R x R matrix, by R."""
+
     def cut(self, R: int) -> tuple[np.ndarray, np.ndarray]:
         """A_1R as a contiguous (ℓ₁, q₁, R) array and its (ℓ₁, R, q₁) transpose."""
         got = self.dense_cut.get(R)
@@ -163,7 +166,7 @@ def criterion_gradient(pls: PLS, f: Factor, reml: bool) -> np.ndarray:
     Ztr = [rhs - (pls.A11 @ b1[:, :, None])[:, :, 0]]
     if rr:
         if plan.dense is not None:
-            rest = pls.Arr[:rr] @ xs + b1.reshape(-1) @ plan.dense.reshape(-1, pls.r)[:, :rr]
+            rest = pls.Arr[:rr] @ xs + b1.reshape(-1) @ plan.cut(rr)[0].reshape(-1, rr)
         else:
             At = plan.transposed.get("A1r")
             if At is None:
@@ -214,8 +217,10 @@ def _logdet_gradient(pls: PLS, plan: _Plan, f: Factor, templates: list[np.ndarra
         Sinv, info = lapack.dpotri(f.L[:R, :R], lower=1)
         if info != 0:
             raise np.linalg.LinAlgError(f"dpotri failed (info={info})")
-        Sinv = np.tril(Sinv)
-        Sinv += np.tril(Sinv, -1).T
+        upper = plan.upper.get(R)
+        if upper is None:
+            upper = plan.upper[R] = np.triu_indices(R, 1)
+        Sinv[upper] = Sinv.T[upper]  # (dpotri leaves the input's upper triangle)
     else:
         Sinv = np.zeros((0, 0))
     # S_R = blockdiag(Λ_rest, I): a vector when the later blocks are scalar
