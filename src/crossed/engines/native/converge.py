@@ -124,9 +124,9 @@ def optimize_theta(crit: Callable[[np.ndarray], float], theta0: np.ndarray,
     crit_grad : callable, optional
         The criterion and its gradient at a theta (needed by ``"lbfgsb"``).
     check_grad : callable, optional
-        The criterion and its gradient for the derivative check; by default ``crit_grad``
-        from ``CHECK_GRADIENT_THETA`` θ on (else lme4's finite differences of
-        ``check_crit``).
+        The criterion and its exact gradient for the derivative check (the native engine
+        passes it from ``CHECK_GRADIENT_THETA`` θ on); without it, lme4's finite
+        differences of ``check_crit``.
 
     Returns
     -------
@@ -148,9 +148,6 @@ def optimize_theta(crit: Callable[[np.ndarray], float], theta0: np.ndarray,
             assert crit_grad is not None  # checked above
             return lbfgsb(crit_grad, start, lower, control)
         return bobyqa(crit, start, lower, control, restart=restart)
-
-    if check_grad is None and len(theta0) >= CHECK_GRADIENT_THETA:
-        check_grad = crit_grad
 
     def check_at(o: OptSummary) -> ConvergenceCheck:
         return assess(o.theta_final, o.fmin, lower, control, check_crit, crit_many,
