@@ -19,8 +19,11 @@ from crossed.model.convergence import (
     assess,
     check_convergence,
     classify_convergence,
+    derivatives,
+    derivatives_from_gradient,
 )
-from reference import CRIT_SLACK, fit_case, load_table, r_answers
+from crossed.model.gradient import value_and_gradient
+from reference import CRIT_SLACK, case_names, fit_case, load_table, r_answers
 
 # BOBYQA stopped far too early: lme4's derivative check fails at its point
 LOOSE = dict(xtol_rel=0.3, ftol_abs=10.0, xtol_abs=1e-2)
@@ -193,3 +196,53 @@ def test_notes_do_not_fail_the_check():
     assert [kind for _, kind in checked] == [None]
     checked = classify_convergence(np.zeros(2), np.diag([1.0, -1.0]), 2e-3)
     assert ConvergenceStatus.HESSIAN in [kind for _, kind in checked]
+
+
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize("name", [n for n in case_names() if "insteval" not in n])
+def test_check_on_exact_gradient_is_lme4s_check(name):
+    """lme4's check on the exact gradient (and the Hessian from differences of exact
+    gradients, crossed's path from CHECK_GRADIENT_THETA θ on) gives the verdict and the
+    messages of lme4's deriv12 check at the fit's θ (also at singular fits, where lme4
+    skips it), and the same numbers: the gradients to 2e-3 absolute (deriv12's truncation
+    and rounding errors at its step 1e-4: ner_crossed's criterion, ~1e4, has rounding noise
+    that its deriv12 Hessian amplifies to ~60% in one entry, so there only the verdict is
+    compared) and the Hessians to 2e-3 relative."""
+    fit = fit_case(name)
+    pls, reml, theta = fit.pls, fit.reml, fit.theta.copy()
+    free = np.ones(len(theta), dtype=bool)
+    with np.errstate(all="ignore"):
+        g0, H0 = derivatives(lambda t: pls.objective(t, reml), theta, free,
+                             pls.objective(theta, reml))
+        g1, H1 = derivatives_from_gradient(lambda t: value_and_gradient(pls, t, reml)[:2],
+                                           theta, free)
+    fd, exact = classify_convergence(g0, H0, 2e-3), classify_convergence(g1, H1, 2e-3)
+    assert [kind for _, kind in fd] == [kind for _, kind in exact]
+    assert [m.split(" = ")[0] for m, _ in fd] == [m.split(" = ")[0] for m, _ in exact]
+    np.testing.assert_allclose(g1, g0, rtol=0, atol=2e-3)
+    if name != "ner_crossed":
+        np.testing.assert_allclose(H1, H0, rtol=0, atol=2e-3 * np.max(np.abs(H0)))
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_large_models_are_checked_on_the_exact_gradient(monkeypatch):
+    """From CHECK_GRADIENT_THETA θ on, the fit's check runs on the exact gradient; below,
+    on lme4's finite differences."""
+    import crossed.model.convergence as convergence
+
+    calls = {"fd": 0, "exact": 0}
+    fd, exact = convergence.derivatives, convergence.derivatives_from_gradient
+
+    def count(kind, fun):
+        def wrapped(*args, **kwargs):
+            calls[kind] += 1
+            return fun(*args, **kwargs)
+        return wrapped
+
+    monkeypatch.setattr(convergence, "derivatives", count("fd", fd))
+    monkeypatch.setattr(convergence, "derivatives_from_gradient", count("exact", exact))
+    fit_case("sleepstudy_slopes")  # k = 3: lme4's finite differences
+    assert calls == {"fd": 1, "exact": 0}
+    fit, _ = _fit("blurb_ccmem_slopes", edge_tol=0.0, singular_tol=0.0)  # k = 11, checked
+    assert calls["exact"] >= 1 and calls["fd"] == 1
+    assert fit.opt.gradient is not None and len(fit.opt.gradient) == 11

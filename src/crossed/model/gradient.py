@@ -76,6 +76,21 @@ class _Plan:
     """The sparse map's positions inside the first R rows and columns, and their weights."""
     rows: dict[int, np.ndarray] = field(default_factory=dict)
     """The row of each stored entry of ``sparse[R]``, by R."""
+    dense_cut: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    """``dense[:, :, :R]`` and its per-level transpose, contiguous (stacked products on the
+    strided slice cost twice as much), by R."""
+
+    upper: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    """The strict upper triangle's indices of an R x R matrix, by R."""
+
+    def cut(self, R: int) -> tuple[np.ndarray, np.ndarray]:
+        """A_1R as a contiguous (ℓ₁, q₁, R) array and its (ℓ₁, R, q₁) transpose."""
+        got = self.dense_cut.get(R)
+        if got is None:
+            assert self.dense is not None
+            A1 = np.ascontiguousarray(self.dense[:, :, :R])
+            got = self.dense_cut[R] = (A1, np.ascontiguousarray(np.swapaxes(A1, 1, 2)))
+        return got
 
 
 _PLANS: weakref.WeakKeyDictionary[PLS, _Plan] = weakref.WeakKeyDictionary()
@@ -151,7 +166,7 @@ def criterion_gradient(pls: PLS, f: Factor, reml: bool) -> np.ndarray:
     Ztr = [rhs - (pls.A11 @ b1[:, :, None])[:, :, 0]]
     if rr:
         if plan.dense is not None:
-            rest = pls.Arr[:rr] @ xs + b1.reshape(-1) @ plan.dense.reshape(-1, pls.r)[:, :rr]
+            rest = pls.Arr[:rr] @ xs + b1.reshape(-1) @ plan.cut(rr)[0].reshape(-1, rr)
         else:
             At = plan.transposed.get("A1r")
             if At is None:
@@ -202,8 +217,10 @@ def _logdet_gradient(pls: PLS, plan: _Plan, f: Factor, templates: list[np.ndarra
         Sinv, info = lapack.dpotri(f.L[:R, :R], lower=1)
         if info != 0:
             raise np.linalg.LinAlgError(f"dpotri failed (info={info})")
-        Sinv = np.tril(Sinv)
-        Sinv += np.tril(Sinv, -1).T
+        upper = plan.upper.get(R)
+        if upper is None:
+            upper = plan.upper[R] = np.triu_indices(R, 1)
+        Sinv[upper] = Sinv.T[upper]  # (dpotri leaves the input's upper triangle)
     else:
         Sinv = np.zeros((0, 0))
     # S_R = blockdiag(Λ_rest, I): a vector when the later blocks are scalar
@@ -233,7 +250,7 @@ def _logdet_gradient(pls: PLS, plan: _Plan, f: Factor, templates: list[np.ndarra
     # ---- later blocks: the diagonal blocks of S⁻¹ S_Rᵀ C₀
     if rr:
         if plan.dense is not None:
-            A1 = plan.dense[:, :, :R]
+            A1 = plan.cut(R)[0]
             GA = A1 * G[:, :, :1] if q1 == 1 else G @ A1
             C0 = pls.Arr[:R, :R] - A1.reshape(-1, R).T @ GA.reshape(-1, R)
         else:
@@ -295,12 +312,17 @@ def _first_w(pls: PLS, plan: _Plan, Sinv: np.ndarray, scale: np.ndarray | None,
     """W_s = V_s S⁻¹ V_sᵀ per level, V = A_1R S_R (dense, or sparse by chunks of levels)."""
     q1, l1 = pls.q1, pls.l1
     if plan.dense is not None:
-        V = plan.dense[:, :, :R]
-        V = V * scale if scale is not None else (V.reshape(-1, R) @ SR).reshape(l1, q1, R)
-        Y = (V.reshape(-1, R) @ Sinv).reshape(l1, q1, R)
+        A1, A1T = plan.cut(R)
+        if scale is not None:  # V S⁻¹ Vᵀ = A_1R (S_R S⁻¹ S_R) A_1Rᵀ, S_R diagonal
+            V, VT = A1, A1T
+            Y = (A1.reshape(-1, R) @ (Sinv * scale * scale[:, None])).reshape(l1, q1, R)
+        else:
+            V = (A1.reshape(-1, R) @ SR).reshape(l1, q1, R)
+            VT = np.swapaxes(V, 1, 2)
+            Y = (V.reshape(-1, R) @ Sinv).reshape(l1, q1, R)
         if q1 == 1:
             return cast(np.ndarray, np.einsum("sij,sij->s", Y, V).reshape(l1, 1, 1))
-        return cast(np.ndarray, Y @ np.swapaxes(V, 1, 2))
+        return cast(np.ndarray, Y @ VT)
     W = np.empty((l1, q1, q1))
     Vs = plan.sparse.get(R)
     if Vs is None:

@@ -51,7 +51,13 @@ from crossed.engines.native.optimize import (
 )
 from crossed.model.convergence import ConvergenceCheck, ConvergenceStatus, assess
 
-__all__ = ["optimize_theta", "restart_message"]
+__all__ = ["CHECK_GRADIENT_THETA", "optimize_theta", "restart_message"]
+
+CHECK_GRADIENT_THETA = AUTO_LBFGSB_THETA
+"""From this many θ on, lme4's derivative check runs on the exact gradient (and the
+Hessian by differences of exact gradients: 2k + 1 gradients) when the engine has it;
+below, on lme4's finite differences (2k² criterion evaluations, batched), which cost less
+there."""
 
 
 def _restart(theta: np.ndarray, check: ConvergenceCheck, lower: np.ndarray,
@@ -98,6 +104,7 @@ def optimize_theta(crit: Callable[[np.ndarray], float], theta0: np.ndarray,
                    crit_many: Callable[[list[np.ndarray]], np.ndarray] | None = None,
                    check_crit: Callable[[np.ndarray], float] | None = None,
                    crit_grad: Callable[[np.ndarray], tuple[float, np.ndarray]] | None = None,
+                   check_grad: Callable[[np.ndarray], tuple[float, np.ndarray]] | None = None,
                    ) -> tuple[OptSummary, ConvergenceCheck]:
     """BOBYQA from ``theta0`` with lme4's settings (or L-BFGS-B on the analytic gradient,
     ``control.optimizer == "lbfgsb"``), then continuations (module docstring) by the same
@@ -116,6 +123,10 @@ def optimize_theta(crit: Callable[[np.ndarray], float], theta0: np.ndarray,
         The criterion for the derivative check (default ``crit``).
     crit_grad : callable, optional
         The criterion and its gradient at a theta (needed by ``"lbfgsb"``).
+    check_grad : callable, optional
+        The criterion and its exact gradient for the derivative check (the native engine
+        passes it from ``CHECK_GRADIENT_THETA`` θ on); without it, lme4's finite
+        differences of ``check_crit``.
 
     Returns
     -------
@@ -138,9 +149,12 @@ def optimize_theta(crit: Callable[[np.ndarray], float], theta0: np.ndarray,
             return lbfgsb(crit_grad, start, lower, control)
         return bobyqa(crit, start, lower, control, restart=restart)
 
+    def check_at(o: OptSummary) -> ConvergenceCheck:
+        return assess(o.theta_final, o.fmin, lower, control, check_crit, crit_many,
+                      o.return_code, check_grad)
+
     opt = run(theta0, False)
-    check = assess(opt.theta_final, opt.fmin, lower, control, check_crit, crit_many,
-                   opt.return_code)
+    check = check_at(opt)
     restarts: list[Restart] = []
     log = list(opt.log)
     geval = opt.geval
@@ -163,8 +177,7 @@ def optimize_theta(crit: Callable[[np.ndarray], float], theta0: np.ndarray,
                 code, message = opt.return_code, opt.message
             opt = replace(opt, theta_final=more.theta_final, fmin=more.fmin,
                           return_code=code, message=message)
-            check = assess(opt.theta_final, opt.fmin, lower, control, check_crit, crit_many,
-                           opt.return_code)
+            check = check_at(opt)
         else:
             break  # no progress from the best point: the check's verdict stands
     opt = replace(opt, feval=len(log), geval=geval, log=tuple(log), restarts=tuple(restarts),

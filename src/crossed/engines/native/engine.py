@@ -12,12 +12,16 @@ import numpy as np
 from crossed._threads import single_blas_thread
 from crossed.design import Design
 from crossed.design.frame import DataError
-from crossed.engines.native.converge import optimize_theta, restart_message
+from crossed.engines.native.converge import (
+    CHECK_GRADIENT_THETA,
+    optimize_theta,
+    restart_message,
+)
 from crossed.engines.native.optimize import LmerControl
 from crossed.engines.registry import FunctionEngine
 from crossed.model.batched import objectives
 from crossed.model.finish import finish_fit
-from crossed.model.gradient import criterion_gradient
+from crossed.model.gradient import criterion_gradient, value_and_gradient
 from crossed.model.pls import PLS, profiled_deviance
 from crossed.model.result import LmerFit
 
@@ -83,9 +87,15 @@ def fit_pls(design: Design, pls: PLS, reml: bool, control: LmerControl,
             "from the dense part of the blocked Cholesky; this design uses the sparse Schur "
             "complement (too many random effects after the first grouping factor), so use "
             "optimizer='bobyqa' or 'auto'")
-    opt, check = optimize_theta(crit_keeping_best, design.random.theta_start(pls.y),
-                                design.random.theta_lower, control, crit_many, crit,
-                                crit_grad_keeping_best if has_gradient else None)
+    def crit_grad(theta: np.ndarray) -> tuple[float, np.ndarray]:
+        value, grad, _ = value_and_gradient(pls, theta, reml)
+        return value, grad
+
+    theta0 = design.random.theta_start(pls.y)
+    opt, check = optimize_theta(
+        crit_keeping_best, theta0, design.random.theta_lower, control, crit_many, crit,
+        crit_grad_keeping_best if has_gradient else None,
+        crit_grad if has_gradient and len(theta0) >= CHECK_GRADIENT_THETA else None)
     theta = opt.theta_final.copy()
     f = best[1]
     if f is None or not np.array_equal(f.theta, theta):  # (NLopt returns its best point)

@@ -54,7 +54,8 @@ class LmerControl:
     maxeval : int
         Maximum number of criterion evaluations.
     check_conv : bool
-        Run lme4's gradient/Hessian check at the optimum (costs about 2k² evaluations).
+        Run lme4's gradient/Hessian check at the optimum (costs about 2k² evaluations;
+        from ``CHECK_GRADIENT_THETA`` θ on, 2k + 1 exact gradients: ``converge.py``).
     conv_tol : float
         Tolerance on the scaled gradient (lme4's ``check.conv.grad``, 2e-3).
     singular_tol : float
