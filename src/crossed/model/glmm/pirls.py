@@ -184,9 +184,12 @@ class GlmmProblem:
         """Σ R's dev.resids(y, μ, wt) (lme4's ``resDev``)."""
         return self._resdev_kernel(mu)
 
-    def working(self, eta: np.ndarray, mu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """√(working weights) and the working residual (y − μ)/μ'."""
-        me = self.family.link.mu_eta(eta)
+    def working(self, eta: np.ndarray, mu: np.ndarray, me: np.ndarray | None = None
+                ) -> tuple[np.ndarray, np.ndarray]:
+        """√(working weights) and the working residual (y − μ)/μ' (``me``: μ' at η when
+        already known)."""
+        if me is None:
+            me = self.family.link.mu_eta(eta)
         w = self.wt * me * me / self.family.variance(mu)
         return np.sqrt(w), (self.y - mu) / me
 
@@ -258,14 +261,15 @@ class GlmmProblem:
         else:  # lme4: every evaluation starts from the same linear predictor lp0
             lp0 = self.lp0_joint if joint else self.lp0
             eta = self.offset + (self.eta_start - self.offset if lp0 is None else lp0)
-        mu = self._mu(eta)
+        both = self.family.link.mu_and_mu_eta
+        mu, me = both(eta)
         old = np.inf
         info: object = None
         ld = 0.0
         sw = np.ones(self.n)
         it = 0
         for it in range(1, self.maxit + 1):  # noqa: B007
-            sw, wres = self.working(eta, mu)
+            sw, wres = self.working(eta, mu, me)
             # working response without the offset (and without Xβ when β is fixed)
             z = eta - fixed + wres
             u_new, b_new, ld, info = self._solve(theta, sw, z, joint)
@@ -273,11 +277,11 @@ class GlmmProblem:
                 eta_new = self.offset + self.X @ b_new + self.zlu(theta, u_new)
             else:
                 eta_new = fixed + self.zlu(theta, u_new)
-            mu_new = self._mu(eta_new)
+            mu_new, me_new = both(eta_new)
             pdev = self.resdev(mu_new) + float(u_new @ u_new)
             # lme4's order: the convergence test first, then step halving
             if np.isfinite(pdev) and abs(old - pdev) < self.tol * abs(pdev):
-                u, eta, mu = u_new, eta_new, mu_new
+                u, eta, mu, me = u_new, eta_new, mu_new, me_new
                 if joint:
                     beta = b_new
                 break
@@ -289,7 +293,7 @@ class GlmmProblem:
                     eta_new = self.offset + self.X @ b_new + self.zlu(theta, u_new)
                 else:
                     eta_new = fixed + self.zlu(theta, u_new)
-                mu_new = self._mu(eta_new)
+                mu_new, me_new = both(eta_new)
                 pdev = self.resdev(mu_new) + float(u_new @ u_new)
                 k += 1
             if not np.isfinite(pdev):
@@ -297,7 +301,7 @@ class GlmmProblem:
             if pdev - old > self.tol:
                 raise PirlsError("(maxstephalfit) PIRLS step-halvings failed to reduce "
                                  "deviance in pwrssUpdate")
-            u, eta, mu = u_new, eta_new, mu_new
+            u, eta, mu, me = u_new, eta_new, mu_new, me_new
             if joint:
                 beta = b_new
             old = pdev
