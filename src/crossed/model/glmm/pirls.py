@@ -115,6 +115,12 @@ class GlmmProblem:
             self._scalar_index = np.full(b0.nlevels, int(b0.theta_index[0, 0]))
             self._all_codes = b0.codes
             self._zs = b0.Z[:, 0]
+            self._zs_ones = bool(np.all(self._zs == 1.0))
+        if self.scalar1:
+            b0 = self.blocks[0]
+            zc0 = np.ascontiguousarray(b0.Z[:, 0], dtype=float)
+            self._s1 = (b0.codes, b0.nlevels, zc0, int(b0.theta_index[0, 0]),
+                        bool(np.all(zc0 == 1.0)))
         self._pls_u: PLS | None = None
         self._pls_joint: PLS | None = None
         # starting values (R's mustart)
@@ -142,8 +148,8 @@ class GlmmProblem:
     def zlu(self, theta: np.ndarray, u: np.ndarray) -> np.ndarray:
         """Z Λθ u (the random part of the linear predictor)."""
         if self._scalar_index is not None:  # scalar terms: θ_k z u[level]
-            out0: np.ndarray = self._zs * (theta[self._scalar_index] * u)[self._all_codes]
-            return out0
+            g: np.ndarray = (theta[self._scalar_index] * u)[self._all_codes]
+            return g if self._zs_ones else self._zs * g  # (× 1.0 changes no bit)
         out = np.zeros(self.n)
         for blk, ub in zip(self.blocks, self.split(u), strict=True):
             b = ub @ blk.template(theta).T
@@ -168,17 +174,20 @@ class GlmmProblem:
         else:
             self._ia = np.flatnonzero(wt * y > 0)
             self._a = (wt * y)[self._ia]
+        self._ia_all = len(self._ia) == self.n
+        self._ib_all = self.family.name == "binomial" and len(self._ib) == self.n
         exact = float(np.sum(self.family.dev_resids(y, mustart, wt)))
         self._dev_const = 0.0
         self._dev_const = exact - self._resdev_kernel(mustart)
         self._aic_const = self.family.aic(y, wt, mustart, wt) - exact
 
     def _resdev_kernel(self, mu: np.ndarray) -> float:
+        mua = mu if self._ia_all else mu[self._ia]
         if self.family.name == "binomial":
-            return float(-2.0 * (self._a @ np.log(mu[self._ia])
-                                 + self._b @ np.log1p(-mu[self._ib])) + self._dev_const)
-        return float(-2.0 * (self._a @ np.log(mu[self._ia]) - self.wt @ mu)
-                     + self._dev_const)
+            mub = mu if self._ib_all else mu[self._ib]
+            return float(-2.0 * (self._a @ np.log(mua) + self._b @ np.log1p(-mub))
+                         + self._dev_const)
+        return float(-2.0 * (self._a @ np.log(mua) - self.wt @ mu) + self._dev_const)
 
     def resdev(self, mu: np.ndarray) -> float:
         """Σ R's dev.resids(y, μ, wt) (lme4's ``resDev``)."""
@@ -198,18 +207,17 @@ class GlmmProblem:
                ) -> tuple[np.ndarray, np.ndarray, float, object]:
         """Minimise ‖√w (z − ZΛu − Xβ)‖² + ‖u‖² (β only when ``joint``)."""
         if self.scalar1:
-            blk = self.blocks[0]
-            t = float(theta[int(blk.theta_index[0, 0])])
-            zc = blk.Z[:, 0]
+            codes, nl, zc, ti, ones = self._s1
+            t = float(theta[ti])
             w = sw * sw
-            wz = w * zc
-            nl = blk.nlevels
-            d = t * t * np.bincount(blk.codes, weights=wz * zc, minlength=nl) + 1.0
-            ru = t * np.bincount(blk.codes, weights=wz * z, minlength=nl)
+            wz = w if ones else w * zc  # (× 1.0 changes no bit)
+            d = t * t * np.bincount(codes, weights=wz if ones else wz * zc,
+                                    minlength=nl) + 1.0
+            ru = t * np.bincount(codes, weights=wz * z, minlength=nl)
             beta = np.zeros(0)
             if joint and self.p:
                 X = self.X
-                C = t * np.stack([np.bincount(blk.codes, weights=wz * X[:, j], minlength=nl)
+                C = t * np.stack([np.bincount(codes, weights=wz * X[:, j], minlength=nl)
                                   for j in range(self.p)], axis=1)
                 A = (X * w[:, None]).T @ X
                 rb = X.T @ (w * z)
