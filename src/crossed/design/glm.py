@@ -73,7 +73,8 @@ def _arithmetic(expr: str, data: pd.DataFrame) -> np.ndarray | None:
                     or isinstance(col.dtype, pd.CategoricalDtype)):
                 return None
             return np.asarray(col.to_numpy(dtype=float, na_value=np.nan), dtype=float)
-        if (isinstance(node, ast.Constant) and type(node.value) in (int, float)):
+        if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+            assert isinstance(node.value, int | float)
             return float(node.value)
         return None
 
