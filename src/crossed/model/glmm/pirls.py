@@ -121,6 +121,8 @@ class GlmmProblem:
             zc0 = np.ascontiguousarray(b0.Z[:, 0], dtype=float)
             self._s1 = (b0.codes, b0.nlevels, zc0, int(b0.theta_index[0, 0]),
                         bool(np.all(zc0 == 1.0)))
+            self._s1_keys = (b0.codes.astype(np.int64)[:, None] * self.p
+                             + np.arange(self.p)[None, :]).ravel()
         self._pls_u: PLS | None = None
         self._pls_joint: PLS | None = None
         # starting values (R's mustart)
@@ -217,8 +219,10 @@ class GlmmProblem:
             beta = np.zeros(0)
             if joint and self.p:
                 X = self.X
-                C = t * np.stack([np.bincount(codes, weights=wz * X[:, j], minlength=nl)
-                                  for j in range(self.p)], axis=1)
+                # Σ per level of w z x_j, every column in one bincount (each sum over
+                # the rows in the same order as one bincount per column)
+                C = t * np.bincount(self._s1_keys, weights=(wz[:, None] * X).ravel(),
+                                    minlength=nl * self.p).reshape(nl, self.p)
                 A = (X * w[:, None]).T @ X
                 rb = X.T @ (w * z)
                 Cd = C / d[:, None]
