@@ -69,8 +69,11 @@ def _arithmetic(expr: str, data: pd.DataFrame) -> np.ndarray | None:
             return np.asarray(_BINOPS[type(node.op)](a, b), dtype=float)
         if isinstance(node, ast.Name) and node.id in data.columns:
             col = data[node.id]
+            dt = col.dtype
+            if isinstance(dt, np.dtype) and dt.kind in "iuf":  # plain numpy numbers
+                return np.asarray(col.to_numpy(), dtype=float)
             if (pd.api.types.is_bool_dtype(col) or not pd.api.types.is_numeric_dtype(col)
-                    or isinstance(col.dtype, pd.CategoricalDtype)):
+                    or isinstance(dt, pd.CategoricalDtype)):
                 return None
             return np.asarray(col.to_numpy(dtype=float, na_value=np.nan), dtype=float)
         if isinstance(node, ast.Constant) and type(node.value) in (int, float):
