@@ -15,6 +15,7 @@ design's blocked-Cholesky PLS problem (:meth:`PLS.reweighted`). Validated agains
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -255,6 +256,9 @@ class GlmmProblem:
               start: PirlsState | None = None) -> PirlsState:
         """Conditional modes at θ (and β; ``joint``: β too) by PIRLS with step halving."""
         theta = np.asarray(theta, dtype=float)
+        if self.scalar1 and not joint and start is None:
+            assert beta is not None
+            return self._pirls_s1(theta, beta)
         if joint:
             beta = np.zeros(self.p)
             u = np.zeros(self.q)
@@ -328,6 +332,61 @@ class GlmmProblem:
         else:
             state.pls, state.factor = info  # type: ignore[misc]
         return state
+
+    def _pirls_s1(self, theta: np.ndarray, beta: np.ndarray) -> PirlsState:
+        """``pirls(theta, beta, joint=False)`` from lp0 with one scalar term: the same
+        arithmetic, step by step, as the general loop with :meth:`working`, :meth:`_solve`
+        and :meth:`zlu` (the same values bit for bit), without their call overhead."""
+        codes, nl, zc, ti, ones = self._s1
+        t = float(theta[ti])
+        tt = t * t
+        both = self.family.link.mu_and_mu_eta
+        variance = self.family.variance
+        resdev = self._resdev_kernel
+        wt, y, tol = self.wt, self.y, self.tol
+        fixed = self.offset + self.X @ beta
+        lp0 = self.lp0
+        eta = self.offset + (self.eta_start - self.offset if lp0 is None else lp0)
+        mu, me = both(eta)
+        u = np.zeros(self.q)
+        old = np.inf
+        d = sw = np.ones(1)
+        it = 0
+        for it in range(1, self.maxit + 1):  # noqa: B007
+            w = wt * me * me / variance(mu)
+            sw = np.sqrt(w)
+            z = eta - fixed + (y - mu) / me
+            w = sw * sw
+            wz = w if ones else w * zc  # (× 1.0 changes no bit)
+            d = tt * np.bincount(codes, weights=wz if ones else wz * zc, minlength=nl) + 1.0
+            u_new = t * np.bincount(codes, weights=wz * z, minlength=nl) / d
+            g = (t * u_new)[codes]
+            eta_new = fixed + (g if ones else zc * g)
+            mu_new, me_new = both(eta_new)
+            pdev = resdev(mu_new) + float(u_new @ u_new)
+            if math.isfinite(pdev) and abs(old - pdev) < tol * abs(pdev):
+                u, eta, mu, me = u_new, eta_new, mu_new, me_new
+                break
+            k = 0
+            while (not math.isfinite(pdev) or pdev > old) and k < 20:
+                u_new = 0.5 * (u + u_new)
+                g = (t * u_new)[codes]
+                eta_new = fixed + (g if ones else zc * g)
+                mu_new, me_new = both(eta_new)
+                pdev = resdev(mu_new) + float(u_new @ u_new)
+                k += 1
+            if not math.isfinite(pdev):
+                raise PirlsError("PIRLS loop resulted in NaN value")
+            if pdev - old > tol:
+                raise PirlsError("(maxstephalfit) PIRLS step-halvings failed to reduce "
+                                 "deviance in pwrssUpdate")
+            u, eta, mu, me = u_new, eta_new, mu_new, me_new
+            old = pdev
+        else:
+            raise PirlsError("pwrssUpdate did not converge in (maxit) iterations")
+        return PirlsState(u=u, beta=np.asarray(beta, dtype=float), eta=eta, mu=mu,
+                          ldL2=float(np.sum(np.log(d))), sqrt_w=sw, iterations=it,
+                          diag=np.sqrt(d))
 
     # ------------------------------------------------------------------ deviances
     def set_lp0(self, s: PirlsState, joint: bool) -> None:
