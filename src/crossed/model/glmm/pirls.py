@@ -350,7 +350,8 @@ class GlmmProblem:
         mu, me = both(eta)
         u = np.zeros(self.q)
         old = np.inf
-        d = sw = np.ones(1)
+        d: np.ndarray = np.ones(1)
+        sw: np.ndarray = d
         it = 0
         for it in range(1, self.maxit + 1):  # noqa: B007
             w = wt * me * me / variance(mu)
