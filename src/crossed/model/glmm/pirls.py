@@ -256,9 +256,8 @@ class GlmmProblem:
               start: PirlsState | None = None) -> PirlsState:
         """Conditional modes at θ (and β; ``joint``: β too) by PIRLS with step halving."""
         theta = np.asarray(theta, dtype=float)
-        if self.scalar1 and not joint and start is None:
-            assert beta is not None
-            return self._pirls_s1(theta, beta)
+        if self.scalar1 and start is None:
+            return self._pirls_s1(theta, beta, joint)
         if joint:
             beta = np.zeros(self.p)
             u = np.zeros(self.q)
@@ -333,8 +332,9 @@ class GlmmProblem:
             state.pls, state.factor = info  # type: ignore[misc]
         return state
 
-    def _pirls_s1(self, theta: np.ndarray, beta: np.ndarray) -> PirlsState:
-        """``pirls(theta, beta, joint=False)`` from lp0 with one scalar term: the same
+    def _pirls_s1(self, theta: np.ndarray, beta: np.ndarray | None, joint: bool
+                  ) -> PirlsState:
+        """``pirls(theta, beta, joint)`` from lp0 with one scalar term: the same
         arithmetic, step by step, as the general loop with :meth:`working`, :meth:`_solve`
         and :meth:`zlu` (the same values bit for bit), without their call overhead."""
         codes, nl, zc, ti, ones = self._s1
@@ -344,8 +344,16 @@ class GlmmProblem:
         variance = self.family.variance
         resdev = self._resdev_kernel
         wt, y, tol = self.wt, self.y, self.tol
-        fixed = self.offset + self.X @ beta
-        lp0 = self.lp0
+        X, p, offset = self.X, self.p, self.offset
+        if joint:
+            beta = np.zeros(p)
+            fixed = offset
+            lp0 = self.lp0_joint
+        else:
+            assert beta is not None
+            fixed = offset + X @ beta
+            lp0 = self.lp0
+        b_new = beta
         eta = self.offset + (self.eta_start - self.offset if lp0 is None else lp0)
         mu, me = both(eta)
         u = np.zeros(self.q)
@@ -360,19 +368,37 @@ class GlmmProblem:
             w = sw * sw
             wz = w if ones else w * zc  # (× 1.0 changes no bit)
             d = tt * np.bincount(codes, weights=wz if ones else wz * zc, minlength=nl) + 1.0
-            u_new = t * np.bincount(codes, weights=wz * z, minlength=nl) / d
+            ru = t * np.bincount(codes, weights=wz * z, minlength=nl)
+            if joint and p:
+                C = t * np.bincount(self._s1_keys, weights=(wz[:, None] * X).ravel(),
+                                    minlength=nl * p).reshape(nl, p)
+                A = (X * w[:, None]).T @ X
+                rb = X.T @ (w * z)
+                Cd = C / d[:, None]
+                S = A - C.T @ Cd
+                b_new = np.linalg.solve(S, rb - Cd.T @ ru)
+                u_new = (ru - C @ b_new) / d
+            else:
+                u_new = ru / d
             g = (t * u_new)[codes]
-            eta_new = fixed + (g if ones else zc * g)
+            if joint:
+                eta_new = offset + X @ b_new + (g if ones else zc * g)
+            else:
+                eta_new = fixed + (g if ones else zc * g)
             mu_new, me_new = both(eta_new)
             pdev = resdev(mu_new) + float(u_new @ u_new)
             if math.isfinite(pdev) and abs(old - pdev) < tol * abs(pdev):
-                u, eta, mu, me = u_new, eta_new, mu_new, me_new
+                u, eta, mu, me, beta = u_new, eta_new, mu_new, me_new, b_new
                 break
             k = 0
             while (not math.isfinite(pdev) or pdev > old) and k < 20:
                 u_new = 0.5 * (u + u_new)
                 g = (t * u_new)[codes]
-                eta_new = fixed + (g if ones else zc * g)
+                if joint:
+                    b_new = 0.5 * (beta + b_new)
+                    eta_new = offset + X @ b_new + (g if ones else zc * g)
+                else:
+                    eta_new = fixed + (g if ones else zc * g)
                 mu_new, me_new = both(eta_new)
                 pdev = resdev(mu_new) + float(u_new @ u_new)
                 k += 1
@@ -381,7 +407,7 @@ class GlmmProblem:
             if pdev - old > tol:
                 raise PirlsError("(maxstephalfit) PIRLS step-halvings failed to reduce "
                                  "deviance in pwrssUpdate")
-            u, eta, mu, me = u_new, eta_new, mu_new, me_new
+            u, eta, mu, me, beta = u_new, eta_new, mu_new, me_new, b_new
             old = pdev
         else:
             raise PirlsError("pwrssUpdate did not converge in (maxit) iterations")
