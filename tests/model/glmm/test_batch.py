@@ -54,3 +54,19 @@ def test_poisson_with_offset() -> None:
     pts = [x0 + rng.normal(0, s_, len(x0)) for s_ in (1e-4, 1e-4, 0.5, 3.0, 10.0)]
     np.testing.assert_array_equal(laplace_many(prob, pts),
                                   np.array([prob.deviance(p) for p in pts]))
+
+
+@pytest.mark.parametrize("joint", [False, True])
+def test_inlined_scalar_pirls_is_the_general_loop(joint: bool) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = cx.glmer("cbind(incidence, size - incidence) ~ period + (1 | herd)", _cbpp())
+    probs = [GlmmProblem(fit.design, fit.family) for _ in range(2)]
+    probs[1].inline_scalar = False
+    rng = np.random.default_rng(3)
+    x0 = np.concatenate([fit.theta, fit.beta])
+    for x in [x0] + [x0 + rng.normal(0, s_, len(x0)) for s_ in (1e-4, 0.3, 2.0)]:
+        a, b = (pr.pirls(x[:1], None if joint else x[1:], joint=joint) for pr in probs)
+        for name in ("u", "beta", "eta", "mu", "sqrt_w", "diag"):
+            np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+        assert a.ldL2 == b.ldL2 and a.iterations == b.iterations

@@ -124,6 +124,7 @@ class GlmmProblem:
                         bool(np.all(zc0 == 1.0)))
             self._s1_keys = (b0.codes.astype(np.int64)[:, None] * self.p
                              + np.arange(self.p)[None, :]).ravel()
+        self.inline_scalar = True  # (False: the general loop, for tests)
         self._pls_u: PLS | None = None
         self._pls_joint: PLS | None = None
         # starting values (R's mustart)
@@ -256,7 +257,7 @@ class GlmmProblem:
               start: PirlsState | None = None) -> PirlsState:
         """Conditional modes at θ (and β; ``joint``: β too) by PIRLS with step halving."""
         theta = np.asarray(theta, dtype=float)
-        if self.scalar1 and start is None:
+        if self.scalar1 and start is None and self.inline_scalar:
             return self._pirls_s1(theta, beta, joint)
         if joint:
             beta = np.zeros(self.p)
