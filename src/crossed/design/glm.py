@@ -8,6 +8,7 @@ refused naming the column.
 
 from __future__ import annotations
 
+import ast
 from dataclasses import replace
 from typing import Any
 
@@ -34,6 +35,9 @@ def evaluate_column(expr: str, data: pd.DataFrame, what: str) -> np.ndarray:
         if not pd.api.types.is_numeric_dtype(col):
             raise DataError(f"{what} {expr!r} is not numeric (dtype {col.dtype})")
         return np.asarray(pd.to_numeric(col), dtype=float)
+    direct = _arithmetic(expr, data)
+    if direct is not None:
+        return direct
     try:
         mm = model_matrix(f"0 + I({expr})", data, na_action="ignore", context=SAFE_CONTEXT,
                           output="numpy")
@@ -43,6 +47,44 @@ def evaluate_column(expr: str, data: pd.DataFrame, what: str) -> np.ndarray:
     if arr.ndim != 2 or arr.shape[1] != 1 or arr.shape[0] != len(data):
         raise DataError(f"the {what} {expr!r} is not a single numeric column")
     return arr[:, 0]
+
+
+_BINOPS = {ast.Add: np.add, ast.Sub: np.subtract, ast.Mult: np.multiply}
+
+
+def _arithmetic(expr: str, data: pd.DataFrame) -> np.ndarray | None:
+    """``a - b``, ``a + b``, ``a * b`` (numeric columns and numbers, e.g. cbind's
+    ``size - incidence``) computed directly in float64, as formulaic's ``I(...)`` gives;
+    None for anything else (then formulaic evaluates it, allow-list included)."""
+    try:
+        tree = ast.parse(expr, mode="eval").body
+    except SyntaxError:
+        return None
+
+    def ev(node: ast.expr) -> np.ndarray | float | None:
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+            a, b = ev(node.left), ev(node.right)
+            if a is None or b is None:
+                return None
+            return np.asarray(_BINOPS[type(node.op)](a, b), dtype=float)
+        if isinstance(node, ast.Name) and node.id in data.columns:
+            col = data[node.id]
+            dt = col.dtype
+            if isinstance(dt, np.dtype) and dt.kind in "iuf":  # plain numpy numbers
+                return np.asarray(col.to_numpy(), dtype=float)
+            if (pd.api.types.is_bool_dtype(col) or not pd.api.types.is_numeric_dtype(col)
+                    or isinstance(dt, pd.CategoricalDtype)):
+                return None
+            return np.asarray(col.to_numpy(dtype=float, na_value=np.nan), dtype=float)
+        if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+            assert isinstance(node.value, int | float)
+            return float(node.value)
+        return None
+
+    out = ev(tree)
+    if not isinstance(out, np.ndarray) or out.shape != (len(data),):
+        return None
+    return out
 
 
 def _vector(value: Any, data: pd.DataFrame, what: str) -> tuple[np.ndarray, str]:

@@ -25,6 +25,7 @@ from crossed.design import Design
 from crossed.engines.native.optimize import ROUNDOFF_LIMITED, LmerControl, OptSummary
 from crossed.model.convergence import ConvergenceStatus, classify_convergence, derivatives
 from crossed.model.finish import ConvergenceWarning, SingularFitWarning
+from crossed.model.glmm.batch import laplace_many
 from crossed.model.glmm.family import Family, family_of
 from crossed.model.glmm.pirls import GlmmProblem
 from crossed.model.glmm.result import GlmerFit
@@ -168,7 +169,11 @@ def _fit(design: Design, family: Family, nagq: int, control: LmerControl,
         theta, beta = x[:k], x[k:]
         if (design.n < NOBS_MAX_DERIVS and len(x) < NPAR_MAX_DERIVS and control.check_conv):
             with np.errstate(all="ignore"):
-                derivs = derivatives(fun, x, np.ones(len(x), dtype=bool), opt.fmin)
+                # one scalar term, Laplace: the points' PIRLS side by side (the same values)
+                many = ((lambda pts: laplace_many(prob, pts))
+                        if prob.scalar1 and nagq == 1 else None)
+                derivs = derivatives(fun, x, np.ones(len(x), dtype=bool), opt.fmin,
+                                     fun_many=many)
         crit = prob.deviance(x, nagq)
         state = prob.last
         assert state is not None

@@ -41,6 +41,20 @@ def _logit_mu_eta(eta: np.ndarray) -> np.ndarray:
     return np.where((eta > _THRESH) | (eta < _MTHRESH), _EPS, out)
 
 
+def _logit_both(eta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(μ, dμ/dη) from one exponential: the same numbers as the two functions above."""
+    if eta.size and _MTHRESH <= eta.min() and eta.max() <= _THRESH:
+        e0 = np.exp(eta)
+        ope = 1.0 + e0
+        return e0 / ope, e0 / (ope * ope)
+    return _logit_inv(eta), _logit_mu_eta(eta)
+
+
+def _log_both(eta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    mu = np.maximum(np.exp(eta), _EPS)
+    return mu, mu
+
+
 def _probit_inv(eta: np.ndarray) -> np.ndarray:
     thresh = -stats.norm.ppf(_EPS)
     return np.asarray(stats.norm.cdf(np.clip(eta, -thresh, thresh)), dtype=float)
@@ -68,15 +82,22 @@ class Link:
     linkfun: Callable[[np.ndarray], np.ndarray]
     linkinv: Callable[[np.ndarray], np.ndarray]
     mu_eta: Callable[[np.ndarray], np.ndarray]
+    both: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]] | None = None
+
+    def mu_and_mu_eta(self, eta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(``linkinv(eta)``, ``mu_eta(eta)``), in one pass where the link allows."""
+        if self.both is not None:
+            return self.both(eta)
+        return self.linkinv(eta), self.mu_eta(eta)
 
 
 _LINKS: dict[str, Link] = {
-    "logit": Link("logit", special.logit, _logit_inv, _logit_mu_eta),
+    "logit": Link("logit", special.logit, _logit_inv, _logit_mu_eta, _logit_both),
     "probit": Link("probit", stats.norm.ppf, _probit_inv, _probit_mu_eta),
     "cloglog": Link("cloglog", lambda mu: np.log(-np.log1p(-mu)), _cloglog_inv,
                     _cloglog_mu_eta),
     "log": Link("log", np.log, lambda eta: np.maximum(np.exp(eta), _EPS),
-                lambda eta: np.maximum(np.exp(eta), _EPS)),
+                lambda eta: np.maximum(np.exp(eta), _EPS), _log_both),
 }
 
 

@@ -15,6 +15,7 @@ design's blocked-Cholesky PLS problem (:meth:`PLS.reweighted`). Validated agains
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -115,6 +116,15 @@ class GlmmProblem:
             self._scalar_index = np.full(b0.nlevels, int(b0.theta_index[0, 0]))
             self._all_codes = b0.codes
             self._zs = b0.Z[:, 0]
+            self._zs_ones = bool(np.all(self._zs == 1.0))
+        if self.scalar1:
+            b0 = self.blocks[0]
+            zc0 = np.ascontiguousarray(b0.Z[:, 0], dtype=float)
+            self._s1 = (b0.codes, b0.nlevels, zc0, int(b0.theta_index[0, 0]),
+                        bool(np.all(zc0 == 1.0)))
+            self._s1_keys = (b0.codes.astype(np.int64)[:, None] * self.p
+                             + np.arange(self.p)[None, :]).ravel()
+        self.inline_scalar = True  # (False: the general loop, for tests)
         self._pls_u: PLS | None = None
         self._pls_joint: PLS | None = None
         # starting values (R's mustart)
@@ -142,8 +152,8 @@ class GlmmProblem:
     def zlu(self, theta: np.ndarray, u: np.ndarray) -> np.ndarray:
         """Z Λθ u (the random part of the linear predictor)."""
         if self._scalar_index is not None:  # scalar terms: θ_k z u[level]
-            out0: np.ndarray = self._zs * (theta[self._scalar_index] * u)[self._all_codes]
-            return out0
+            g: np.ndarray = (theta[self._scalar_index] * u)[self._all_codes]
+            return g if self._zs_ones else self._zs * g  # (× 1.0 changes no bit)
         out = np.zeros(self.n)
         for blk, ub in zip(self.blocks, self.split(u), strict=True):
             b = ub @ blk.template(theta).T
@@ -168,25 +178,31 @@ class GlmmProblem:
         else:
             self._ia = np.flatnonzero(wt * y > 0)
             self._a = (wt * y)[self._ia]
+        self._ia_all = len(self._ia) == self.n
+        self._ib_all = self.family.name == "binomial" and len(self._ib) == self.n
         exact = float(np.sum(self.family.dev_resids(y, mustart, wt)))
         self._dev_const = 0.0
         self._dev_const = exact - self._resdev_kernel(mustart)
         self._aic_const = self.family.aic(y, wt, mustart, wt) - exact
 
     def _resdev_kernel(self, mu: np.ndarray) -> float:
+        mua = mu if self._ia_all else mu[self._ia]
         if self.family.name == "binomial":
-            return float(-2.0 * (self._a @ np.log(mu[self._ia])
-                                 + self._b @ np.log1p(-mu[self._ib])) + self._dev_const)
-        return float(-2.0 * (self._a @ np.log(mu[self._ia]) - self.wt @ mu)
-                     + self._dev_const)
+            mub = mu if self._ib_all else mu[self._ib]
+            return float(-2.0 * (self._a @ np.log(mua) + self._b @ np.log1p(-mub))
+                         + self._dev_const)
+        return float(-2.0 * (self._a @ np.log(mua) - self.wt @ mu) + self._dev_const)
 
     def resdev(self, mu: np.ndarray) -> float:
         """Σ R's dev.resids(y, μ, wt) (lme4's ``resDev``)."""
         return self._resdev_kernel(mu)
 
-    def working(self, eta: np.ndarray, mu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """√(working weights) and the working residual (y − μ)/μ'."""
-        me = self.family.link.mu_eta(eta)
+    def working(self, eta: np.ndarray, mu: np.ndarray, me: np.ndarray | None = None
+                ) -> tuple[np.ndarray, np.ndarray]:
+        """√(working weights) and the working residual (y − μ)/μ' (``me``: μ' at η when
+        already known)."""
+        if me is None:
+            me = self.family.link.mu_eta(eta)
         w = self.wt * me * me / self.family.variance(mu)
         return np.sqrt(w), (self.y - mu) / me
 
@@ -195,19 +211,20 @@ class GlmmProblem:
                ) -> tuple[np.ndarray, np.ndarray, float, object]:
         """Minimise ‖√w (z − ZΛu − Xβ)‖² + ‖u‖² (β only when ``joint``)."""
         if self.scalar1:
-            blk = self.blocks[0]
-            t = float(theta[int(blk.theta_index[0, 0])])
-            zc = blk.Z[:, 0]
+            codes, nl, zc, ti, ones = self._s1
+            t = float(theta[ti])
             w = sw * sw
-            wz = w * zc
-            nl = blk.nlevels
-            d = t * t * np.bincount(blk.codes, weights=wz * zc, minlength=nl) + 1.0
-            ru = t * np.bincount(blk.codes, weights=wz * z, minlength=nl)
+            wz = w if ones else w * zc  # (× 1.0 changes no bit)
+            d = t * t * np.bincount(codes, weights=wz if ones else wz * zc,
+                                    minlength=nl) + 1.0
+            ru = t * np.bincount(codes, weights=wz * z, minlength=nl)
             beta = np.zeros(0)
             if joint and self.p:
                 X = self.X
-                C = t * np.stack([np.bincount(blk.codes, weights=wz * X[:, j], minlength=nl)
-                                  for j in range(self.p)], axis=1)
+                # Σ per level of w z x_j, every column in one bincount (each sum over
+                # the rows in the same order as one bincount per column)
+                C = t * np.bincount(self._s1_keys, weights=(wz[:, None] * X).ravel(),
+                                    minlength=nl * self.p).reshape(nl, self.p)
                 A = (X * w[:, None]).T @ X
                 rb = X.T @ (w * z)
                 Cd = C / d[:, None]
@@ -240,6 +257,8 @@ class GlmmProblem:
               start: PirlsState | None = None) -> PirlsState:
         """Conditional modes at θ (and β; ``joint``: β too) by PIRLS with step halving."""
         theta = np.asarray(theta, dtype=float)
+        if self.scalar1 and start is None and self.inline_scalar:
+            return self._pirls_s1(theta, beta, joint)
         if joint:
             beta = np.zeros(self.p)
             u = np.zeros(self.q)
@@ -258,14 +277,15 @@ class GlmmProblem:
         else:  # lme4: every evaluation starts from the same linear predictor lp0
             lp0 = self.lp0_joint if joint else self.lp0
             eta = self.offset + (self.eta_start - self.offset if lp0 is None else lp0)
-        mu = self._mu(eta)
+        both = self.family.link.mu_and_mu_eta
+        mu, me = both(eta)
         old = np.inf
         info: object = None
         ld = 0.0
         sw = np.ones(self.n)
         it = 0
         for it in range(1, self.maxit + 1):  # noqa: B007
-            sw, wres = self.working(eta, mu)
+            sw, wres = self.working(eta, mu, me)
             # working response without the offset (and without Xβ when β is fixed)
             z = eta - fixed + wres
             u_new, b_new, ld, info = self._solve(theta, sw, z, joint)
@@ -273,11 +293,11 @@ class GlmmProblem:
                 eta_new = self.offset + self.X @ b_new + self.zlu(theta, u_new)
             else:
                 eta_new = fixed + self.zlu(theta, u_new)
-            mu_new = self._mu(eta_new)
+            mu_new, me_new = both(eta_new)
             pdev = self.resdev(mu_new) + float(u_new @ u_new)
             # lme4's order: the convergence test first, then step halving
             if np.isfinite(pdev) and abs(old - pdev) < self.tol * abs(pdev):
-                u, eta, mu = u_new, eta_new, mu_new
+                u, eta, mu, me = u_new, eta_new, mu_new, me_new
                 if joint:
                     beta = b_new
                 break
@@ -289,7 +309,7 @@ class GlmmProblem:
                     eta_new = self.offset + self.X @ b_new + self.zlu(theta, u_new)
                 else:
                     eta_new = fixed + self.zlu(theta, u_new)
-                mu_new = self._mu(eta_new)
+                mu_new, me_new = both(eta_new)
                 pdev = self.resdev(mu_new) + float(u_new @ u_new)
                 k += 1
             if not np.isfinite(pdev):
@@ -297,7 +317,7 @@ class GlmmProblem:
             if pdev - old > self.tol:
                 raise PirlsError("(maxstephalfit) PIRLS step-halvings failed to reduce "
                                  "deviance in pwrssUpdate")
-            u, eta, mu = u_new, eta_new, mu_new
+            u, eta, mu, me = u_new, eta_new, mu_new, me_new
             if joint:
                 beta = b_new
             old = pdev
@@ -312,6 +332,89 @@ class GlmmProblem:
         else:
             state.pls, state.factor = info  # type: ignore[misc]
         return state
+
+    def _pirls_s1(self, theta: np.ndarray, beta: np.ndarray | None, joint: bool
+                  ) -> PirlsState:
+        """``pirls(theta, beta, joint)`` from lp0 with one scalar term: the same
+        arithmetic, step by step, as the general loop with :meth:`working`, :meth:`_solve`
+        and :meth:`zlu` (the same values bit for bit), without their call overhead."""
+        codes, nl, zc, ti, ones = self._s1
+        t = float(theta[ti])
+        tt = t * t
+        both = self.family.link.mu_and_mu_eta
+        variance = self.family.variance
+        resdev = self._resdev_kernel
+        wt, y, tol = self.wt, self.y, self.tol
+        X, p, offset = self.X, self.p, self.offset
+        if joint:
+            beta = np.zeros(p)
+            fixed = offset
+            lp0 = self.lp0_joint
+        else:
+            assert beta is not None
+            fixed = offset + X @ beta
+            lp0 = self.lp0
+        b_new = beta
+        eta = self.offset + (self.eta_start - self.offset if lp0 is None else lp0)
+        mu, me = both(eta)
+        u = np.zeros(self.q)
+        old = np.inf
+        d: np.ndarray = np.ones(1)
+        sw: np.ndarray = d
+        it = 0
+        for it in range(1, self.maxit + 1):  # noqa: B007
+            w = wt * me * me / variance(mu)
+            sw = np.sqrt(w)
+            z = eta - fixed + (y - mu) / me
+            w = sw * sw
+            wz = w if ones else w * zc  # (× 1.0 changes no bit)
+            d = tt * np.bincount(codes, weights=wz if ones else wz * zc, minlength=nl) + 1.0
+            ru = t * np.bincount(codes, weights=wz * z, minlength=nl)
+            if joint and p:
+                C = t * np.bincount(self._s1_keys, weights=(wz[:, None] * X).ravel(),
+                                    minlength=nl * p).reshape(nl, p)
+                A = (X * w[:, None]).T @ X
+                rb = X.T @ (w * z)
+                Cd = C / d[:, None]
+                S = A - C.T @ Cd
+                b_new = np.linalg.solve(S, rb - Cd.T @ ru)
+                u_new = (ru - C @ b_new) / d
+            else:
+                u_new = ru / d
+            g = (t * u_new)[codes]
+            if joint:
+                eta_new = offset + X @ b_new + (g if ones else zc * g)
+            else:
+                eta_new = fixed + (g if ones else zc * g)
+            mu_new, me_new = both(eta_new)
+            pdev = resdev(mu_new) + float(u_new @ u_new)
+            if math.isfinite(pdev) and abs(old - pdev) < tol * abs(pdev):
+                u, eta, mu, me, beta = u_new, eta_new, mu_new, me_new, b_new
+                break
+            k = 0
+            while (not math.isfinite(pdev) or pdev > old) and k < 20:
+                u_new = 0.5 * (u + u_new)
+                g = (t * u_new)[codes]
+                if joint:
+                    b_new = 0.5 * (beta + b_new)
+                    eta_new = offset + X @ b_new + (g if ones else zc * g)
+                else:
+                    eta_new = fixed + (g if ones else zc * g)
+                mu_new, me_new = both(eta_new)
+                pdev = resdev(mu_new) + float(u_new @ u_new)
+                k += 1
+            if not math.isfinite(pdev):
+                raise PirlsError("PIRLS loop resulted in NaN value")
+            if pdev - old > tol:
+                raise PirlsError("(maxstephalfit) PIRLS step-halvings failed to reduce "
+                                 "deviance in pwrssUpdate")
+            u, eta, mu, me, beta = u_new, eta_new, mu_new, me_new, b_new
+            old = pdev
+        else:
+            raise PirlsError("pwrssUpdate did not converge in (maxit) iterations")
+        return PirlsState(u=u, beta=np.asarray(beta, dtype=float), eta=eta, mu=mu,
+                          ldL2=float(np.sum(np.log(d))), sqrt_w=sw, iterations=it,
+                          diag=np.sqrt(d))
 
     # ------------------------------------------------------------------ deviances
     def set_lp0(self, s: PirlsState, joint: bool) -> None:
