@@ -24,10 +24,10 @@ import pandas as pd
 from crossed.design import Design
 from crossed.design.frame import DataError, check_response_varies
 from crossed.model.convergence import ConvergenceStatus
+from crossed.model.fitbase import FitBase
 
 if TYPE_CHECKING:
     from crossed.engines.native.optimize import OptSummary
-    from crossed.formula import ModelSpec
     from crossed.model.pls import PLS, Factor
 
 __all__ = ["LmerFit", "provide"]
@@ -68,7 +68,7 @@ def _provided(name: str) -> Callable[..., Any]:
 
 
 @dataclass(frozen=True, eq=False)
-class LmerFit:
+class LmerFit(FitBase):
     """A fitted linear mixed model (lme4's ``merMod`` with lmerTest's inference).
 
     Every engine returns this class; inference only reads its fields and, where it needs
@@ -167,59 +167,7 @@ class LmerFit:
         state["engine_info"] = MappingProxyType(dict(state.get("engine_info", {})))
         self.__dict__.update(state)
 
-    def memo(self, key: str, compute: Callable[[], Any]) -> Any:
-        """A quantity derived from this fit, computed once by ``compute()`` and kept in the
-        fit's private cache (e.g. the Satterthwaite derivatives, ``key="satterthwaite"``).
-        The cache is this instance's alone: ``replace``, copies and pickles start empty."""
-        if key not in self._cache:
-            self._cache[key] = compute()
-        return self._cache[key]
-
     # ------------------------------------------------------------------ basic quantities
-    @property
-    def spec(self) -> ModelSpec:
-        return self.design.spec
-
-    @property
-    def formula(self) -> str:
-        return self.design.spec.formula
-
-    @property
-    def fixef_names(self) -> tuple[str, ...]:
-        return self.design.fixed.names
-
-    @property
-    def theta_names(self) -> tuple[str, ...]:
-        return self.design.random.theta_names
-
-    @property
-    def fixef(self) -> pd.Series:
-        """Fixed-effects estimates with lme4's names, in lme4's order."""
-        return pd.Series(self.beta, index=list(self.fixef_names), name="estimate")
-
-    @property
-    def vcov(self) -> pd.DataFrame:
-        """Covariance matrix of the fixed effects, labelled like ``fixef``."""
-        names = list(self.fixef_names)
-        return pd.DataFrame(self.vcov_beta, index=names, columns=names)
-
-    @property
-    def nobs(self) -> int:
-        return self.design.n
-
-    @property
-    def n_dropped(self) -> int:
-        """Rows dropped for missing values before fitting."""
-        return self.design.n_dropped
-
-    @property
-    def ngroups(self) -> dict[str, int]:
-        """Number of levels of each grouping factor (lme4's ``ngrps``)."""
-        out: dict[str, int] = {}
-        for term in self.design.random.terms:
-            out.setdefault(term.group, self.design.random.blocks[term.block].nlevels)
-        return out
-
     @property
     def npar(self) -> int:
         """Parameters counted by logLik's df: fixed effects, theta and sigma."""
@@ -229,14 +177,6 @@ class LmerFit:
     def loglik(self) -> float:
         """Log-likelihood (REML log-likelihood for REML fits, as lme4's ``logLik``)."""
         return -0.5 * self.deviance
-
-    @property
-    def aic(self) -> float:
-        return self.deviance + 2.0 * self.npar
-
-    @property
-    def bic(self) -> float:
-        return float(self.deviance + np.log(self.nobs) * self.npar)
 
     @property
     def df_residual(self) -> int:

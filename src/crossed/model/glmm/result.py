@@ -18,11 +18,11 @@ import pandas as pd
 
 from crossed.design import Design
 from crossed.model.convergence import ConvergenceStatus
+from crossed.model.fitbase import FitBase
 from crossed.model.glmm.family import Family
 
 if TYPE_CHECKING:
     from crossed.engines.native.optimize import OptSummary
-    from crossed.formula import ModelSpec
 
 __all__ = ["GlmerFit", "provide"]
 
@@ -52,7 +52,7 @@ def _provided(name: str) -> Callable[..., Any]:
 
 
 @dataclass(frozen=True, eq=False)
-class GlmerFit:
+class GlmerFit(FitBase):
     """A fitted generalised linear mixed model (lme4's ``glmer``).
 
     Attributes
@@ -122,53 +122,7 @@ class GlmerFit:
         state["engine_info"] = MappingProxyType(dict(state["engine_info"]))
         self.__dict__.update(state)
 
-    def memo(self, key: str, compute: Callable[[], Any]) -> Any:
-        """A quantity derived from this fit, computed once."""
-        if key not in self._cache:
-            self._cache[key] = compute()
-        return self._cache[key]
-
     # ------------------------------------------------------------------ basics
-    @property
-    def spec(self) -> ModelSpec:
-        return self.design.spec
-
-    @property
-    def formula(self) -> str:
-        return self.design.spec.formula
-
-    @property
-    def fixef_names(self) -> tuple[str, ...]:
-        return self.design.fixed.names
-
-    @property
-    def theta_names(self) -> tuple[str, ...]:
-        return self.design.random.theta_names
-
-    @property
-    def fixef(self) -> pd.Series:
-        return pd.Series(self.beta, index=list(self.fixef_names), name="estimate")
-
-    @property
-    def vcov(self) -> pd.DataFrame:
-        names = list(self.fixef_names)
-        return pd.DataFrame(self.vcov_beta, index=names, columns=names)
-
-    @property
-    def nobs(self) -> int:
-        return self.design.n
-
-    @property
-    def n_dropped(self) -> int:
-        return self.design.n_dropped
-
-    @property
-    def ngroups(self) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for term in self.design.random.terms:
-            out.setdefault(term.group, self.design.random.blocks[term.block].nlevels)
-        return out
-
     @property
     def npar(self) -> int:
         """Parameters counted by logLik's df: fixed effects and theta (no σ)."""
@@ -178,14 +132,6 @@ class GlmerFit:
     def loglik(self) -> float:
         """lme4's ``logLik``: −½ the optimised criterion."""
         return -0.5 * self.criterion
-
-    @property
-    def aic(self) -> float:
-        return self.criterion + 2.0 * self.npar
-
-    @property
-    def bic(self) -> float:
-        return float(self.criterion + np.log(self.nobs) * self.npar)
 
     @property
     def df_residual(self) -> int:
