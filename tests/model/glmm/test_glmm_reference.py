@@ -79,7 +79,10 @@ CASES = {
                                         _read("binary")),
     "singular": lambda: cx.glmer("correct ~ sys + (1 | item) + (1 | grp)", _read("singular")),
 }
-SE_TOL = {"grouse": 3e-4}
+# grouse (HEIGHT unscaled): lme4's own gradient check fails there; the SEs come from a
+# finite-difference Hessian over (θ, β) of a badly scaled model, which moves with the BLAS
+# kernel by up to 3.5e-4 (Haswell)
+SE_TOL = {"grouse": 1e-3}
 BETA_RTOL = {"grouse": 1e-5}  # lme4's own gradient check fails there (intercept 11.36)
 
 
