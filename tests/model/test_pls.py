@@ -348,7 +348,8 @@ def test_a_fit_keeps_the_factorisation_its_estimates_came_from():
 
 
 def test_first_block_2x2_is_bitwise_the_closed_forms():
-    from crossed.model.pls import _first_block_2x2, _first_block_2x2_general
+    from crossed.model.closed_forms import _first_block_2x2_general
+    from crossed.model.closed_forms import first_block_2x2 as _first_block_2x2
 
     rng = np.random.default_rng(3)
     a = np.abs(rng.normal(size=(3, 25))) * 10

@@ -13,7 +13,8 @@ from typing import cast, overload
 
 import numpy as np
 
-__all__ = ["closed_form_1x1", "criterion", "entries_2x2", "g_2x2"]
+__all__ = ["closed_form_1x1", "criterion", "entries_2x2", "first_block_2x2", "g_2x2",
+           "matrices_2x2"]
 
 _B_OFFSET = np.array([[1.0], [0.0], [1.0]])
 _INV_SIGN = np.array([[1.0], [-1.0], [1.0]])
@@ -72,3 +73,50 @@ def criterion(ldL2: float | np.ndarray, ldRX2: float | np.ndarray, pwrss: float 
         return cast("float | np.ndarray",
                     ldL2 + ldRX2 + nmp * (1.0 + np.log(2.0 * np.pi * pwrss / nmp)))
     return cast("float | np.ndarray", ldL2 + n * (1.0 + np.log(2.0 * np.pi * pwrss / n)))
+
+
+def matrices_2x2(entries: np.ndarray) -> np.ndarray:
+    """(ℓ, 2, 2) symmetric matrices from their entries (b00, b10, b11), a (3, ℓ) array."""
+    b00, b10, b11 = entries
+    return np.stack([b00, b10, b10, b11], axis=1).reshape(-1, 2, 2)
+
+
+def first_block_2x2(a: np.ndarray, t0: float, t1: float, t2: float
+                     ) -> tuple[np.ndarray | None, np.ndarray | None, None, float, bool]:
+    """``first_block`` for q = 2 in closed form on the entries, a few operations on (3, ℓ)
+    arrays instead of batched LAPACK calls. Returns B's entries (3, ℓ) in place of a
+    Cholesky factor (see :meth:`~crossed.model.pls.PLS.first_chol`) and G (ℓ, 2, 2).
+
+    The same arithmetic as :func:`entries_2x2` and
+    :func:`g_2x2` (and so as ``batched.py``), bit for bit: their
+    coefficient matrices M and N have one product of the t's per entry, formed here in
+    Python floats instead of by two small matrix products; the products with the data are
+    the same matrix products."""
+    if not (abs(t0) < np.inf and abs(t1) < np.inf and abs(t2) < np.inf):
+        return _first_block_2x2_general(a, t0, t1, t2)
+    t01, t02, t12 = t0 * t1, t0 * t2, t1 * t2
+    t00, t11, t22 = t0 * t0, t1 * t1, t2 * t2
+    b = np.array([[t00, 2.0 * t01, t11], [0.0, t02, t12], [0.0, 0.0, t22]]) @ a
+    b += _B_OFFSET
+    det = b[0] * b[2]
+    det -= b[1] * b[1]
+    logdet = float(np.log(det).sum())
+    if not abs(logdet) < np.inf:
+        return None, None, None, np.inf, False
+    inv = b[::-1] * _INV_SIGN
+    inv /= det
+    G = np.array([[t00, 0.0, 0.0], [t01, t02, 0.0], [t01, t02, 0.0],
+                  [t11, 2.0 * t12, t22]]) @ inv
+    return b, G.reshape(2, 2, -1).transpose(2, 0, 1), None, logdet, True
+
+
+def _first_block_2x2_general(a: np.ndarray, t0: float, t1: float, t2: float
+                             ) -> tuple[np.ndarray | None, np.ndarray | None, None, float,
+                                        bool]:
+    """:func:`first_block_2x2` through the closed forms' coefficient matrices (non-finite
+    t, where a zero coefficient times an infinite product is not zero)."""
+    b, det, prods = entries_2x2(a, t0, t1, t2)
+    logdet = float(np.log(det).sum())
+    if not np.isfinite(logdet):
+        return None, None, None, np.inf, False
+    return b, g_2x2(b, det, prods), None, logdet, True

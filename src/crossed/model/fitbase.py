@@ -17,7 +17,41 @@ if TYPE_CHECKING:
     from crossed.design import Design
     from crossed.formula import ModelSpec
 
-__all__ = ["FitBase"]
+__all__ = ["FitBase", "MethodTable"]
+
+
+class MethodTable:
+    """The methods of a fit class implemented by the layers above the model core: each
+    layer registers its functions (:meth:`provide`) when it is imported, so the model core
+    never imports upward.
+
+    Parameters
+    ----------
+    owner : str
+        The fit class's name (in error messages).
+    providers : dict
+        Method name -> the module that provides it (named when it was not imported).
+    """
+
+    def __init__(self, owner: str, providers: dict[str, str]):
+        self.owner = owner
+        self.providers = providers
+        self.provided: dict[str, Callable[..., Any]] = {}
+
+    def provide(self, name: str, function: Callable[..., Any]) -> None:
+        """Register the implementation behind ``<owner>.<name>``."""
+        if name not in self.providers:
+            raise ValueError(f"{self.owner} has no provided method {name!r}")
+        self.provided[name] = function
+
+    def get(self, name: str) -> Callable[..., Any]:
+        """The implementation behind ``<owner>.<name>``."""
+        try:
+            return self.provided[name]
+        except KeyError:
+            raise RuntimeError(f"{self.owner}.{name} is implemented in "
+                               f"{self.providers[name]}, which was not imported: "
+                               "import crossed") from None
 
 
 class FitBase:

@@ -43,7 +43,7 @@ from scipy.linalg import blas
 from crossed.design.random import ReBlock
 from crossed.model.banded import BandedBlocks
 from crossed.model.cholesky import cholesky_lower
-from crossed.model.closed_forms import closed_form_1x1, entries_2x2, g_2x2
+from crossed.model.closed_forms import closed_form_1x1, first_block_2x2, matrices_2x2
 from crossed.model.factor import Factor, deviance_at, profiled_deviance, tri_inverse, tri_solve
 from crossed.model.sparse_map import (
     Products,
@@ -57,7 +57,7 @@ if TYPE_CHECKING:
     from crossed.design import Design
 
 __all__ = ["Factor", "MAX_DENSE", "MAX_GROUPED_LEVELS", "PLS", "deviance_at", "profiled_deviance",
-           "tri_inverse", "tri_solve"]
+           "sparse_z", "tri_inverse", "tri_solve"]
 
 MAX_DENSE = 20000
 MAX_GROUPED_LEVELS = 50_000
@@ -67,7 +67,7 @@ _SMALL_SCHUR = 256
 _ONE = np.ones(1)
 
 
-def _sparse_z(block: ReBlock, values: np.ndarray | None = None) -> sp.csr_matrix:
+def sparse_z(block: ReBlock, values: np.ndarray | None = None) -> sp.csr_matrix:
     """Z of one block: row i holds the q values of observation i in its level's columns
     (``values``: other values in Z's place, e.g. √w-scaled)."""
     n, q = block.Z.shape
@@ -137,8 +137,8 @@ class PLS:
         self.r_rand = int(sum(self.rest_sizes))
         self.r = self.r_rand + self.p + 1
         # cross-products that do not involve y (shared by with_response)
-        Z1 = _sparse_z(first)
-        Zr = sp.hstack([_sparse_z(b) for b in rest], format="csr") if rest else None
+        Z1 = sparse_z(first)
+        Zr = sp.hstack([sparse_z(b) for b in rest], format="csr") if rest else None
         z1 = first.Z
         A11 = np.empty((self.l1, self.q1, self.q1))
         for a in range(self.q1):
@@ -335,39 +335,6 @@ class PLS:
         out.ldW = float(np.sum(np.log(w)))  # lme4's ldW: log|W| enters the criterion
         return out
 
-    def reweighted(self, sqrt_w: np.ndarray, y: np.ndarray) -> PLS:
-        """The same structure with the rows of ``[Z X y]`` scaled by ``sqrt_w`` (and the
-        response ``y``, unscaled): the cross-products are recomputed, the plan of the
-        update (how levels are grouped) is kept. For PIRLS, whose working weights change
-        at every iteration while the pattern of the products does not."""
-        src = self.__dict__.get("_source") or (self.blocks, self.X)
-        blocks, X = src
-        new = copy.copy(self)
-        new._source = src  # type: ignore[attr-defined]
-        first, rest = blocks[0], blocks[1:]
-        z1 = first.Z * sqrt_w[:, None]
-        A11 = np.empty((self.l1, self.q1, self.q1))
-        for a in range(self.q1):
-            for b in range(a + 1):
-                A11[:, a, b] = A11[:, b, a] = np.bincount(
-                    first.codes, weights=z1[:, a] * z1[:, b], minlength=self.l1)
-        new.A11 = A11
-        if self.q1 > 2:
-            new._band = BandedBlocks(A11, first.theta_index)
-        if self.q1 == 2:
-            new._a_2x2 = np.stack([A11[:, 0, 0], A11[:, 1, 0], A11[:, 1, 1]])
-        Z1 = _sparse_z(first, z1)
-        new._Z1t = Z1.T.tocsr()
-        if rest:
-            Zr = sp.hstack([_sparse_z(b, b.Z * sqrt_w[:, None]) for b in rest], format="csr")
-            new._Zr = Zr
-            new._Z1tZr = (new._Z1t @ Zr).tocsr()
-            new._ZrtZr = (Zr.T @ Zr).toarray()
-        new.X = X * sqrt_w[:, None]
-        new._free = None
-        new._set_response(np.asarray(y, dtype=float) * sqrt_w)
-        return new
-
     # ------------------------------------------------------------------ precomputation
     # ------------------------------------------------------------------ evaluation
     def _scale_vector(self, theta: np.ndarray) -> np.ndarray:
@@ -399,7 +366,7 @@ class PLS:
         if self.q1 == 2:
             th = theta.tolist() + [0.0]
             t0, t1, t2 = (th[i] for i in self._t_2x2)
-            return _first_block_2x2(self._a_2x2, t0, t1, t2)
+            return first_block_2x2(self._a_2x2, t0, t1, t2)
         # q1 > 2: one banded factor of all levels (chol is its band storage); G and H are
         # formed in schur only where the update needs them
         assert self._band is not None  # q1 > 2
@@ -422,7 +389,7 @@ class PLS:
                 G = np.swapaxes(H, 1, 2) @ H
         elif self.q1 == 2 and self._groups is not None and not single:
             # H_s = L_s⁻¹ Tᵀ from B_s (first_block leaves B for q1 = 2)
-            H = (np.linalg.inv(np.linalg.cholesky(_matrices_2x2(chol)))
+            H = (np.linalg.inv(np.linalg.cholesky(matrices_2x2(chol)))
                  @ self.blocks[0].template(theta).T)
         if self._groups is None:
             assert G is not None  # first_block's G, or HᵀH above (q1 > 2)
@@ -627,7 +594,7 @@ class PLS:
         """The first block's per-level Cholesky factors, (ℓ₁, q₁, q₁)."""
         assert f.first is not None  # an ok factorisation
         if self.q1 == 2:  # first_block left B's entries (b00, b10, b11) per level
-            return np.linalg.cholesky(_matrices_2x2(f.first))
+            return np.linalg.cholesky(matrices_2x2(f.first))
         return f.first if self._band is None else self._band.unpack(f.first)
 
     def rx_inverse(self, f: Factor) -> np.ndarray:
@@ -641,54 +608,3 @@ class PLS:
         rr = self.r_rand
         assert f.L is not None  # an ok factorisation
         return np.ascontiguousarray(np.tril(f.L[rr:-1, rr:-1]))
-
-
-def _matrices_2x2(entries: np.ndarray) -> np.ndarray:
-    """(ℓ, 2, 2) symmetric matrices from their entries (b00, b10, b11), a (3, ℓ) array."""
-    b00, b10, b11 = entries
-    return np.stack([b00, b10, b10, b11], axis=1).reshape(-1, 2, 2)
-
-
-def _first_block_2x2(a: np.ndarray, t0: float, t1: float, t2: float
-                     ) -> tuple[np.ndarray | None, np.ndarray | None, None, float, bool]:
-    """``first_block`` for q = 2 in closed form on the entries, a few operations on (3, ℓ)
-    arrays instead of batched LAPACK calls. Returns B's entries (3, ℓ) in place of a
-    Cholesky factor (see :meth:`PLS.first_chol`) and G (ℓ, 2, 2).
-
-    The same arithmetic as :func:`~crossed.model.closed_forms.entries_2x2` and
-    :func:`~crossed.model.closed_forms.g_2x2` (and so as ``batched.py``), bit for bit: their
-    coefficient matrices M and N have one product of the t's per entry, formed here in
-    Python floats instead of by two small matrix products; the products with the data are
-    the same matrix products."""
-    if not (abs(t0) < np.inf and abs(t1) < np.inf and abs(t2) < np.inf):
-        return _first_block_2x2_general(a, t0, t1, t2)
-    t01, t02, t12 = t0 * t1, t0 * t2, t1 * t2
-    t00, t11, t22 = t0 * t0, t1 * t1, t2 * t2
-    b = np.array([[t00, 2.0 * t01, t11], [0.0, t02, t12], [0.0, 0.0, t22]]) @ a
-    b += _B_OFFSET
-    det = b[0] * b[2]
-    det -= b[1] * b[1]
-    logdet = float(np.log(det).sum())
-    if not abs(logdet) < np.inf:
-        return None, None, None, np.inf, False
-    inv = b[::-1] * _INV_SIGN
-    inv /= det
-    G = np.array([[t00, 0.0, 0.0], [t01, t02, 0.0], [t01, t02, 0.0],
-                  [t11, 2.0 * t12, t22]]) @ inv
-    return b, G.reshape(2, 2, -1).transpose(2, 0, 1), None, logdet, True
-
-
-_B_OFFSET = np.array([[1.0], [0.0], [1.0]])
-_INV_SIGN = np.array([[1.0], [-1.0], [1.0]])
-
-
-def _first_block_2x2_general(a: np.ndarray, t0: float, t1: float, t2: float
-                             ) -> tuple[np.ndarray | None, np.ndarray | None, None, float,
-                                        bool]:
-    """:func:`_first_block_2x2` through the closed forms' coefficient matrices (non-finite
-    t, where a zero coefficient times an infinite product is not zero)."""
-    b, det, prods = entries_2x2(a, t0, t1, t2)
-    logdet = float(np.log(det).sum())
-    if not np.isfinite(logdet):
-        return None, None, None, np.inf, False
-    return b, g_2x2(b, det, prods), None, logdet, True

@@ -12,7 +12,7 @@ above the model core.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
@@ -24,7 +24,7 @@ import pandas as pd
 from crossed.design import Design
 from crossed.design.frame import DataError, check_response_varies
 from crossed.model.convergence import ConvergenceStatus
-from crossed.model.fitbase import FitBase
+from crossed.model.fitbase import FitBase, MethodTable
 
 if TYPE_CHECKING:
     from crossed.engines.native.optimize import OptSummary
@@ -35,7 +35,6 @@ __all__ = ["LmerFit", "provide"]
 
 # ---------------------------------------------------------------- the method table
 # name -> (implementation, the module that provides it: named in the error when missing)
-_PROVIDED: dict[str, Callable[..., Any]] = {}
 _PROVIDERS = {
     "refit": "crossed.fit", "simulate": "crossed.simulate", "check": "crossed.simulate",
     "coef_table": "crossed.inference", "anova": "crossed.inference",
@@ -51,20 +50,9 @@ _PROVIDERS = {
 }
 
 
-def provide(name: str, function: Callable[..., Any]) -> None:
-    """Register the implementation behind ``LmerFit.<name>`` (called by the layer that
-    owns it, once, when it is imported)."""
-    if name not in _PROVIDERS:
-        raise ValueError(f"LmerFit has no provided method {name!r}")
-    _PROVIDED[name] = function
-
-
-def _provided(name: str) -> Callable[..., Any]:
-    try:
-        return _PROVIDED[name]
-    except KeyError:
-        raise RuntimeError(f"LmerFit.{name} is implemented in {_PROVIDERS[name]}, which "
-                           "was not imported: import crossed") from None
+_METHODS = MethodTable("LmerFit", _PROVIDERS)
+provide = _METHODS.provide  # (called by the layer that owns a method when it is imported)
+_provided = _METHODS.get
 
 
 @dataclass(frozen=True, eq=False)

@@ -7,7 +7,7 @@ methods implemented above the model core (``summary``, ``coef_table``, ``anova``
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
@@ -18,7 +18,7 @@ import pandas as pd
 
 from crossed.design import Design
 from crossed.model.convergence import ConvergenceStatus
-from crossed.model.fitbase import FitBase
+from crossed.model.fitbase import FitBase, MethodTable
 from crossed.model.glmm.family import Family
 
 if TYPE_CHECKING:
@@ -26,7 +26,6 @@ if TYPE_CHECKING:
 
 __all__ = ["GlmerFit", "provide"]
 
-_PROVIDED: dict[str, Callable[..., Any]] = {}
 _PROVIDERS = {
     "summary": "crossed.display", "coef_table": "crossed.inference",
     "anova": "crossed.inference", "emmeans": "crossed.inference", "r2": "crossed.inference",
@@ -35,20 +34,9 @@ _PROVIDERS = {
 }
 
 
-def provide(name: str, function: Callable[..., Any]) -> None:
-    """Register the implementation behind ``GlmerFit.<name>`` (called by the layer that
-    owns it when it is imported)."""
-    if name not in _PROVIDERS:
-        raise ValueError(f"GlmerFit has no provided method {name!r}")
-    _PROVIDED[name] = function
-
-
-def _provided(name: str) -> Callable[..., Any]:
-    try:
-        return _PROVIDED[name]
-    except KeyError:
-        raise RuntimeError(f"GlmerFit.{name} is implemented in {_PROVIDERS[name]}, which "
-                           "was not imported: import crossed") from None
+_METHODS = MethodTable("GlmerFit", _PROVIDERS)
+provide = _METHODS.provide  # (called by the layer that owns a method when it is imported)
+_provided = _METHODS.get
 
 
 @dataclass(frozen=True, eq=False)
