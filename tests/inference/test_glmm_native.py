@@ -202,13 +202,21 @@ def test_items_by_systems_50k():
                                rtol=1e-2)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "native glmer stops 0.009 above lme4's criterion on grouseticks' null model "
-    "TICKS ~ 1 + (1|BROOD) + (1|INDEX) + (1|LOCATION) (1874.2575 vs 1874.2485, "
-    "beta0 0.4389 vs 0.4219), which moves Nakagawa's R2 by 2e-3: reported to glmm-core"))
 def test_poisson_null_model_reaches_lme4():
-    """The null model r2() refits for a Poisson fit reaches lme4's criterion or lower."""
-    fit = native("grouseticks")
+    """The null model r2() refits for a Poisson fit reaches lme4's criterion or lower with
+    ``pirls="auto"``. With lme4's PIRLS rule (the default) the criterion there has a
+    false minimum 0.009 above lme4's, and the fit says how large the rule's error is
+    (tests/model/glmm/test_pirls_exact.py)."""
+    f, family, _ = SPECS["grouseticks"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = cx.glmer(case("grouseticks")["formula"], case_data("grouseticks"),
+                       family=family, control=cx.LmerControl(pirls="auto"))
     null = case("grouseticks")["r2"]["null_model"]
     red = refit_design(fit, fixed_reduced_design(fit.design, None))
+    assert red.opt.control.pirls == "auto"
     assert red.criterion <= null["minus2loglik"] + 1e-6
+    default = refit_design(native("grouseticks"), fixed_reduced_design(fit.design, None))
+    assert default.criterion <= null["minus2loglik"] + 0.05
+    assert default.engine_info["pirls_error"] > 1e-3
+    assert any("tolPwrss" in m for m in default.messages)

@@ -132,12 +132,15 @@ def fixed_reduced_design(design: Design, drop_term: str | None) -> Design:
 
 
 def refit_design(fit: Any, design: Design) -> Any:
-    """``design`` fitted by the fit's engine with its family and nAGQ (warnings muted)."""
+    """``design`` fitted by the fit's engine with its family, nAGQ and optimiser settings
+    (warnings muted)."""
     from crossed.engines import fit_glmm_with
 
+    opt = getattr(fit, "opt", None)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return fit_glmm_with(fit.engine, design, family=fit.family, nagq=fit.nagq,
+                             control=getattr(opt, "control", None),
                              data_name=getattr(fit, "data_name", "data"))
 
 

@@ -1,6 +1,6 @@
 """laplace_many: the same values, bit for bit, as GlmmProblem.deviance one point at a time
 (near the optimum as the finite-difference Hessian asks, and far from it, where PIRLS halves
-its steps or fails)."""
+its steps or fails), with lme4's PIRLS stopping rule and with PIRLS run to the modes."""
 
 from __future__ import annotations
 
@@ -22,13 +22,15 @@ def _cbpp() -> pd.DataFrame:
     return pd.read_csv(DATA / "cbpp.csv", dtype={"herd": str, "period": str})
 
 
+@pytest.mark.parametrize("exact", [False, True])
 @pytest.mark.parametrize("family", ["logit", "probit", "cloglog"])
-def test_same_values_as_one_at_a_time(family: str) -> None:
+def test_same_values_as_one_at_a_time(family: str, exact: bool) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fit = cx.glmer("cbind(incidence, size - incidence) ~ period + (1 | herd)", _cbpp(),
                        family=cx.binomial(family))
     prob = GlmmProblem(fit.design, fit.family)
+    prob.exact = exact
     s = prob.pirls(fit.theta, None, joint=True)
     prob.set_lp0(s, joint=False)
     x0 = np.concatenate([fit.theta, fit.beta])
@@ -56,13 +58,16 @@ def test_poisson_with_offset() -> None:
                                   np.array([prob.deviance(p) for p in pts]))
 
 
+@pytest.mark.parametrize("exact", [False, True])
 @pytest.mark.parametrize("joint", [False, True])
-def test_inlined_scalar_pirls_is_the_general_loop(joint: bool) -> None:
+def test_inlined_scalar_pirls_is_the_general_loop(joint: bool, exact: bool) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fit = cx.glmer("cbind(incidence, size - incidence) ~ period + (1 | herd)", _cbpp())
     probs = [GlmmProblem(fit.design, fit.family) for _ in range(2)]
     probs[1].inline_scalar = False
+    for pr in probs:
+        pr.exact = exact
     rng = np.random.default_rng(3)
     x0 = np.concatenate([fit.theta, fit.beta])
     for x in [x0] + [x0 + rng.normal(0, s_, len(x0)) for s_ in (1e-4, 0.3, 2.0)]:

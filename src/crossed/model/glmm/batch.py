@@ -5,9 +5,9 @@ evaluate the criterion at 2m + 2m(m − 1) fixed points. With a single scalar te
 point's PIRLS (β fixed, started from the stage's ``lp0`` as lme4) is run side by side with
 the others: the same arithmetic, element by element, as :meth:`GlmmProblem.pirls` (the same
 per-level sums in the same order, the same per-point dot products), each point with its
-own convergence test, step halvings and failures, so that every value is the one
-:meth:`GlmmProblem.deviance` returns for that point, bit for bit; only the Python overhead
-per point and iteration goes.
+own convergence test (lme4's, and η settled when ``prob.exact``), step halvings and
+failures, so that every value is the one :meth:`GlmmProblem.deviance` returns for that
+point, bit for bit; only the Python overhead per point and iteration goes.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
+
+from crossed.model.glmm.pirls import ETA_TOL, MAX_POLISH
 
 if TYPE_CHECKING:
     from crossed.model.glmm.pirls import GlmmProblem
@@ -58,6 +60,7 @@ def laplace_many(prob: GlmmProblem, points: list[np.ndarray]) -> np.ndarray:
     dlast = np.ones((P, nl))
     out = np.full(P, np.inf)
     active = np.ones(P, dtype=bool)
+    polish = np.zeros(P, dtype=int)
     keys = codes[None, :] + nl * np.arange(P)[:, None]
 
     def rel(rows: np.ndarray, U: np.ndarray, MU: np.ndarray) -> np.ndarray:
@@ -92,11 +95,15 @@ def laplace_many(prob: GlmmProblem, points: list[np.ndarray]) -> np.ndarray:
             eta_new = linpred(A, u_new)
             mu_new, me_new = both(eta_new)
             pdev = rel(A, u_new, mu_new)
-            conv = np.isfinite(pdev) & (np.abs(old[A] - pdev) < prob.tol * np.abs(pdev))
+            ok = np.isfinite(pdev) & (np.abs(old[A] - pdev) < prob.tol * np.abs(pdev))
+            moved = np.max(np.abs(eta_new - eta[A]), axis=1)
+            still = moved <= ETA_TOL * (1.0 + np.max(np.abs(eta_new), axis=1))
+            conv = ok & (still | (polish[A] >= MAX_POLISH) | (not prob.exact))
+            polish[A[ok & ~conv]] += 1  # lme4's test passed, η not yet settled: go on
             halves = np.zeros(m, dtype=int)
             u_a = u[A]
             while True:
-                need = ~conv & (~np.isfinite(pdev) | (pdev > old[A])) & (halves < 20)
+                need = ~ok & (~np.isfinite(pdev) | (pdev > old[A])) & (halves < 20)
                 if not need.any():
                     break
                 h = np.flatnonzero(need)
@@ -106,7 +113,7 @@ def laplace_many(prob: GlmmProblem, points: list[np.ndarray]) -> np.ndarray:
                 mu_new[h], me_new[h] = mh, eh
                 pdev[h] = rel(A[h], u_new[h], mh)
                 halves[h] += 1
-            failed = ~conv & (~np.isfinite(pdev) | (pdev - old[A] > prob.tol))
+            failed = ~ok & (~np.isfinite(pdev) | (pdev - old[A] > prob.tol))
             u[A], eta[A], mu[A], me[A] = u_new, eta_new, mu_new, me_new
             old[A] = pdev
             for j in np.flatnonzero(conv):

@@ -6,7 +6,18 @@ reweighted least squares finds the conditional modes u of the spherical random e
 weights wt·μ'²/V(μ), the penalised deviance Σ dev.resids + ‖u‖² checked at every step and
 the step halved while it increases). At the mode, lme4's Laplace approximation of −2 log L
 is ``aic(y, n, μ, wt) + ‖u‖² + log|L|²`` (``glmResp::Laplace``), with L L' = Λ'Z'WZΛ + I at
-the working weights of the last iteration. With ``joint=True`` PIRLS moves β with u (lme4's
+the working weights of the last iteration.
+
+lme4 stops PIRLS when the penalised deviance changes by less than ``tolPwrss`` (1e-7)
+relatively. The penalised deviance is flat at the mode, so that test leaves η up to about
+√tolPwrss from it, and log|L|², which moves with the working weights at first order, carries
+that error: a criterion that jumps with the number of iterations (0.02 on grouseticks'
+null model, enough to stop BOBYQA on a false minimum). That is the default (``exact =
+False``: lme4's criterion and numbers). With ``exact = True`` PIRLS goes on past lme4's
+test until η moves by less than :data:`ETA_TOL` (relative) in one step (at most
+:data:`MAX_POLISH` more iterations, usually one or two), so the criterion is the Laplace
+deviance at the mode, a smooth function (``LmerControl.pirls``). With ``joint=True`` PIRLS
+moves β with u (lme4's
 nAGQ = 0 stage). For a single scalar random-effects term the weighted system is diagonal
 and solved by sums per level (closed form); otherwise each iteration reweights the
 design's blocked-Cholesky PLS problem (:meth:`PLS.reweighted`). Validated against lme4
@@ -29,7 +40,19 @@ from crossed.model.reweight import reweighted
 if TYPE_CHECKING:
     from crossed.design import Design
 
-__all__ = ["GlmmProblem", "PirlsState", "PirlsError", "gh_rule"]
+__all__ = ["GlmmProblem", "PirlsState", "PirlsError", "gh_rule", "ETA_TOL", "MAX_POLISH"]
+
+#: PIRLS's own convergence: the largest change of η in the last step, relative to 1 + max|η|
+ETA_TOL = 1e-9
+#: iterations allowed after lme4's test has passed, for η to settle
+MAX_POLISH = 6
+
+
+def settled(eta_new: np.ndarray, eta: np.ndarray) -> bool:
+    """True where one PIRLS step moved η by less than :data:`ETA_TOL` (relative)."""
+    if not len(eta):
+        return True
+    return bool(np.max(np.abs(eta_new - eta)) <= ETA_TOL * (1.0 + np.max(np.abs(eta_new))))
 
 
 class PirlsError(ArithmeticError):
@@ -83,10 +106,10 @@ class GlmmProblem:
         ``offset``.
     family : Family
     tol : float
-        PIRLS stops when the penalised deviance changes by less than ``tol`` relatively
-        (lme4's ``tolPwrss``, 1e-7). As lme4, every PIRLS starts from the same linear
-        predictor (``lp0``), so the criterion is a deterministic function of the
-        parameters, lme4's own.
+        lme4's ``tolPwrss`` (1e-7): the relative change of the penalised deviance below
+        which lme4 stops PIRLS; here η must also have settled (:data:`ETA_TOL`). As lme4,
+        every PIRLS starts from the same linear predictor (``lp0``), so the criterion is
+        a deterministic, and here smooth, function of the parameters.
     """
 
     def __init__(self, design: Design, family: Family, tol: float = 1e-7,
@@ -94,6 +117,7 @@ class GlmmProblem:
         self.design = design
         self.family = family
         self.tol = tol
+        self.exact = False
         self.maxit = maxit
         self.y = np.asarray(design.y, dtype=float)
         self.n = len(self.y)
@@ -285,6 +309,7 @@ class GlmmProblem:
         ld = 0.0
         sw = np.ones(self.n)
         it = 0
+        polish = 0
         for it in range(1, self.maxit + 1):  # noqa: B007
             sw, wres = self.working(eta, mu, me)
             # working response without the offset (and without Xβ when β is fixed)
@@ -298,10 +323,15 @@ class GlmmProblem:
             pdev = self.resdev(mu_new) + float(u_new @ u_new)
             # lme4's order: the convergence test first, then step halving
             if np.isfinite(pdev) and abs(old - pdev) < self.tol * abs(pdev):
+                done = not self.exact or polish >= MAX_POLISH or settled(eta_new, eta)
                 u, eta, mu, me = u_new, eta_new, mu_new, me_new
                 if joint:
                     beta = b_new
-                break
+                if done:
+                    break
+                polish += 1  # lme4 would stop here: one more step, η not yet settled
+                old = pdev
+                continue
             k = 0
             while (not np.isfinite(pdev) or pdev > old) and k < 20:
                 u_new = 0.5 * (u + u_new)
@@ -345,7 +375,7 @@ class GlmmProblem:
         both = self.family.link.mu_and_mu_eta
         variance = self.family.variance
         resdev = self._resdev_kernel
-        wt, y, tol = self.wt, self.y, self.tol
+        wt, y, tol, exact = self.wt, self.y, self.tol, self.exact
         X, p, offset = self.X, self.p, self.offset
         if joint:
             beta = np.zeros(p)
@@ -363,6 +393,7 @@ class GlmmProblem:
         d: np.ndarray = np.ones(1)
         sw: np.ndarray = d
         it = 0
+        polish = 0
         for it in range(1, self.maxit + 1):  # noqa: B007
             w = wt * me * me / variance(mu)
             sw = np.sqrt(w)
@@ -390,8 +421,13 @@ class GlmmProblem:
             mu_new, me_new = both(eta_new)
             pdev = resdev(mu_new) + float(u_new @ u_new)
             if math.isfinite(pdev) and abs(old - pdev) < tol * abs(pdev):
+                done = not exact or polish >= MAX_POLISH or settled(eta_new, eta)
                 u, eta, mu, me, beta = u_new, eta_new, mu_new, me_new, b_new
-                break
+                if done:
+                    break
+                polish += 1
+                old = pdev
+                continue
             k = 0
             while (not math.isfinite(pdev) or pdev > old) and k < 20:
                 u_new = 0.5 * (u + u_new)
