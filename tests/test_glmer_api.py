@@ -132,6 +132,43 @@ def test_predict_link_and_response() -> None:
     assert f.varcorr().shape[0] == 1
 
 
+def _pois_offset() -> pd.DataFrame:
+    from pathlib import Path
+
+    return pd.read_csv(Path(__file__).resolve().parent / "data" / "glmm" / "pois_offset.csv")
+
+
+def test_predict_newdata_with_an_offset_term() -> None:
+    """An ``offset(x)`` term is evaluated on the new rows (lme4's predict.merMod)."""
+    d = _pois_offset()
+    f = _fit("count ~ x + offset(log(exposure)) + (1 | site)", d, family="poisson")
+    np.testing.assert_allclose(f.predict(d), f.eta, rtol=1e-12)
+    np.testing.assert_allclose(f.predict(d, type="response"), f.fitted(), rtol=1e-12)
+    pop = f.predict(d, include_random=False)
+    np.testing.assert_allclose(pop, f.beta[0] + f.beta[1] * d["x"] + np.log(d["exposure"]),
+                               rtol=1e-12)
+    doubled = d.assign(exposure=2 * d["exposure"])
+    np.testing.assert_allclose(f.predict(doubled, type="response"), 2 * f.fitted(),
+                               rtol=1e-12)
+    with pytest.raises(DataError, match="exposure"):
+        f.predict(d.drop(columns="exposure"))
+
+
+def test_predict_newdata_asks_for_an_offset_argument() -> None:
+    """An ``offset=`` argument cannot be re-evaluated: lme4 predicts without it, silently;
+    crossed asks for it (``offset=0`` is lme4's prediction)."""
+    d = _pois_offset().assign(logexp=lambda t: np.log(t["exposure"]))
+    f = _fit("count ~ x + (1 | site)", d, family="poisson", offset="logexp")
+    with pytest.raises(DataError, match="offset= argument"):
+        f.predict(d)
+    np.testing.assert_allclose(f.predict(d, offset="logexp"), f.eta, rtol=1e-12)
+    np.testing.assert_allclose(f.predict(d, offset=d["logexp"].to_numpy()), f.eta,
+                               rtol=1e-12)
+    np.testing.assert_allclose(f.predict(d, offset=0), f.eta - d["logexp"], rtol=1e-12)
+    with pytest.raises(DataError, match="offset has 3 values"):
+        f.predict(d, offset=[0.0, 1.0, 2.0])
+
+
 def test_summary_is_text_with_tables_and_a_notebook_view() -> None:
     fit = _fit("y ~ x + (1 | item)", _binary(), family="binomial")
     summary = fit.summary()

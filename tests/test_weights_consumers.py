@@ -146,14 +146,21 @@ def test_residuals_weights(fits):
 def test_fitted_and_predict_offset(fits):
     """lme4 ``fitted``/``predict``: the offset is part of fitted values and of
     ``predict(re.form = NA)`` on the fitted data; on newdata an ``offset(x)`` term is
-    evaluated there, an ``offset=`` argument is not (lme4 adds nothing for it)."""
+    evaluated there, an ``offset=`` argument is not: lme4 adds nothing for it without a
+    word; crossed asks for it (``offset=0`` gives lme4's numbers)."""
     fo, ff = fits["fo"], fits["ff"]
     np.testing.assert_allclose(fo.fitted()[:6], R["fitted_offset_head"], rtol=1e-6)
     np.testing.assert_allclose(fo.predict(include_random=False)[:6],
                                R["predict_offset_arg_orig_pop"], rtol=1e-6)
-    np.testing.assert_allclose(fo.predict(NEWDATA), R["predict_offset_arg"], rtol=1e-6)
-    np.testing.assert_allclose(fo.predict(NEWDATA, include_random=False),
+    with pytest.raises(DataError, match=r"offset= argument.*predict\(newdata, offset="):
+        fo.predict(NEWDATA)
+    np.testing.assert_allclose(fo.predict(NEWDATA, offset=0), R["predict_offset_arg"],
+                               rtol=1e-6)
+    np.testing.assert_allclose(fo.predict(NEWDATA, include_random=False, offset=0),
                                R["predict_offset_arg_pop"], rtol=1e-6)
+    shift = np.linspace(0.0, 1.0, len(NEWDATA))
+    np.testing.assert_allclose(fo.predict(NEWDATA, offset=shift),
+                               np.asarray(R["predict_offset_arg"]) + shift, rtol=1e-6)
     np.testing.assert_allclose(ff.predict(NEWDATA), R["predict_offset_term"], rtol=1e-6)
     np.testing.assert_allclose(ff.predict(NEWDATA, include_random=False),
                                R["predict_offset_term_pop"], rtol=1e-6)

@@ -59,7 +59,11 @@ class Design:
         Prior weights aligned with ``y`` (None: all 1); for a binomial GLMM the number of
         trials (``cbind(s, f)`` gives ``y = s / (s + f)``, ``weights = s + f``, as lme4).
     offset : numpy.ndarray or None
-        Offset of the linear predictor aligned with ``y`` (None: 0).
+        Offset of the linear predictor aligned with ``y`` (None: 0): the ``offset(x)``
+        terms of the formula plus the ``offset=`` argument.
+    offset_argument : bool
+        Whether part of ``offset`` came from an ``offset=`` argument (which, unlike the
+        formula's terms, cannot be re-evaluated on new data).
     """
 
     spec: ModelSpec
@@ -72,6 +76,7 @@ class Design:
     frame: pd.DataFrame | None = field(default=None, repr=False, compare=False)
     weights: np.ndarray | None = field(default=None, repr=False, compare=False)
     offset: np.ndarray | None = field(default=None, repr=False, compare=False)
+    offset_argument: bool = field(default=False, repr=False, compare=False)
     # objects derived from this design (the model core's PLS problem): created empty in
     # every instance, written only by :meth:`derived`, left out of pickles
     _derived: dict[str, Any] = field(init=False, default_factory=dict, repr=False,

@@ -18,11 +18,11 @@ from formulaic import model_matrix
 
 from crossed._warn import warn
 from crossed.design.frame import DataError
-from crossed.formula.glm import GlmFormula
+from crossed.formula.glm import GlmFormula, split_glm_formula
 from crossed.formula.safety import SAFE_CONTEXT
 from crossed.formula.spec import ModelSpec
 
-__all__ = ["attach", "evaluate_column", "glm_inputs"]
+__all__ = ["attach", "evaluate_column", "glm_inputs", "newdata_offset"]
 
 
 def evaluate_column(expr: str, data: pd.DataFrame, what: str) -> np.ndarray:
@@ -166,7 +166,51 @@ def glm_inputs(parts: GlmFormula, data: pd.DataFrame, weights: Any = None,
         off = None if off is None else off[keep]
         fail = None if fail is None else fail[keep]
     return data, {"weights": w, "offset": off, "failures": fail, "n_dropped": n_dropped,
-                  "weights_name": wname}
+                  "weights_name": wname, "offset_argument": offset is not None}
+
+
+def newdata_offset(design: Any, newdata: pd.DataFrame, offset: Any = None
+                   ) -> np.ndarray | None:
+    """The offset of a fitted design's linear predictor on ``newdata``.
+
+    The formula's ``offset(expr)`` terms are evaluated on ``newdata`` (as lme4's
+    ``predict``). An ``offset=`` argument of the fit cannot be: lme4 leaves it out of
+    new-data predictions without a word; here ``offset`` (a column of ``newdata``, one
+    value per row, or one number for all: ``0`` gives lme4's predictions) supplies it, and
+    without one the prediction refuses.
+
+    Returns
+    -------
+    numpy.ndarray or None
+        One value per row of ``newdata`` (None: no offset); NaN where a value it needs
+        is missing (the prediction is then NaN, R's NA).
+
+    Raises
+    ------
+    DataError
+        The fit had an ``offset=`` argument and ``offset`` is None; an infinite offset.
+    """
+    if design.offset_argument and offset is None:
+        raise DataError("the model was fitted with an offset= argument, which new data do "
+                        "not carry: pass predict(newdata, offset=...) (a column of newdata "
+                        "or one value per row; 0 for none)")
+    parts = []
+    if isinstance(offset, int | float | np.number) and not isinstance(offset, bool):
+        parts.append((np.full(len(newdata), float(offset)), "offset"))
+    elif offset is not None:
+        parts.append(_vector(offset, newdata, "offset"))
+    formula = design.spec.formula
+    if "offset(" in formula:
+        for expr in split_glm_formula(formula, trusted=design.spec.trusted).offsets:
+            parts.append((evaluate_column(expr, newdata, "offset"), f"offset({expr})"))
+    if not parts:
+        return None
+    out = np.zeros(len(newdata))
+    for arr, name in parts:
+        if np.any(np.isinf(arr)):
+            raise DataError(f"{name} holds infinite values in newdata (log of 0?)")
+        out = out + arr
+    return out
 
 
 def attach(design: Any, extra: dict[str, Any], y: np.ndarray | None,
@@ -179,7 +223,8 @@ def attach(design: Any, extra: dict[str, Any], y: np.ndarray | None,
             raise DataError("the design dropped rows the weights/offset were not told of")
         return np.ascontiguousarray(a, dtype=float)
     kw: dict[str, Any] = {"weights": take(extra["weights"]), "offset": take(extra["offset"]),
-                          "n_dropped": design.n_dropped + extra["n_dropped"]}
+                          "n_dropped": design.n_dropped + extra["n_dropped"],
+                          "offset_argument": bool(extra.get("offset_argument", False))}
     if y is not None:
         kw["y"] = y
     if spec is not None:

@@ -23,6 +23,7 @@ import pandas as pd
 
 from crossed.design import Design
 from crossed.design.frame import DataError, check_response_varies
+from crossed.design.glm import newdata_offset
 from crossed.model.convergence import ConvergenceStatus
 from crossed.model.fitbase import FitBase, MethodTable
 
@@ -298,7 +299,7 @@ class LmerFit(FitBase):
         return out
 
     def predict(self, newdata: pd.DataFrame | None = None, include_random: bool = True,
-                allow_new_levels: bool = False) -> np.ndarray:
+                allow_new_levels: bool = False, offset: object = None) -> np.ndarray:
         """Predictions on new data, with or without the random effects.
 
         Parameters
@@ -312,6 +313,10 @@ class LmerFit(FitBase):
             Levels of a grouping factor not seen when fitting (and missing grouping values)
             contribute 0 (the population mean); otherwise they raise an error naming the
             factor and the level.
+        offset : str or array, optional
+            With ``newdata``: the offset on the new rows where the fit had an ``offset=``
+            argument (a column of ``newdata`` or one value per row; required then). The
+            formula's ``offset(x)`` terms are evaluated on ``newdata`` (lme4's ``predict``).
 
         Returns
         -------
@@ -345,28 +350,13 @@ class LmerFit(FitBase):
                                  allow_new_levels=allow_new_levels)
         out = np.full(len(new.rows), np.nan)  # rows with a missing predictor: NaN (R's NA)
         pred = new.X @ self.beta
-        terms = self._offset_terms(newdata)
+        terms = newdata_offset(self.design, newdata, offset)
         if terms is not None:
             pred = pred + terms[new.rows]
         if include_random:
             pred = pred + self._random_part(new.codes, new.Z)
         out[new.rows] = pred
         return out
-
-    def _offset_terms(self, newdata: pd.DataFrame) -> np.ndarray | None:
-        """The ``offset(x)`` terms of the formula evaluated on ``newdata`` (lme4's
-        ``predict`` adds them; an ``offset=`` argument is not re-evaluated there, as lme4)."""
-        formula = self.design.spec.formula
-        if "offset(" not in formula:
-            return None
-        from crossed.design.glm import evaluate_column
-        from crossed.formula.glm import split_glm_formula
-
-        exprs = split_glm_formula(formula, trusted=self.design.spec.trusted).offsets
-        if not exprs:
-            return None
-        return sum((evaluate_column(e, newdata, "offset") for e in exprs),
-                   np.zeros(len(newdata)))
 
     # ------------------------------------------------------------------ refits, simulation
     def refit(self, y: np.ndarray | None = None, rows: np.ndarray | None = None,

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from crossed.design import Design
+from crossed.design.glm import newdata_offset
 from crossed.model.convergence import ConvergenceStatus
 from crossed.model.fitbase import FitBase, MethodTable
 from crossed.model.glmm.family import Family
@@ -220,23 +221,43 @@ class GlmerFit(FitBase):
                          f"got {type!r}")
 
     def predict(self, newdata: pd.DataFrame | None = None, type: str = "link",
-                include_random: bool = True, allow_new_levels: bool = False) -> np.ndarray:
-        """Predictions (lme4's ``predict.merMod``): ``type="link"`` (default) or
-        ``"response"``; ``include_random=False`` is lme4's ``re.form = NA``. New data get
-        no offset unless it is an ``offset(...)`` term of the formula re-evaluated there
-        (not supported yet: refused)."""
+                include_random: bool = True, allow_new_levels: bool = False,
+                offset: object = None) -> np.ndarray:
+        """Predictions (lme4's ``predict.merMod``).
+
+        Parameters
+        ----------
+        newdata : pandas.DataFrame, optional
+            None: the fitted rows.
+        type : {"link", "response"}
+            The linear predictor η (default) or the mean μ = g⁻¹(η).
+        include_random : bool
+            False is lme4's ``re.form = NA`` (population level: Xβ̂ plus the offset).
+        allow_new_levels : bool
+            New grouping levels contribute 0; otherwise they raise an error naming them.
+        offset : str or array, optional
+            With ``newdata``: the offset on the new rows where the fit had an ``offset=``
+            argument (a column of ``newdata`` or one value per row; required then, where
+            lme4 silently predicts without it). The formula's ``offset(x)`` terms are
+            evaluated on ``newdata``, as lme4 does.
+
+        Returns
+        -------
+        numpy.ndarray
+            One prediction per row; NaN where a predictor or offset is missing.
+        """
         if type not in ("link", "response"):
             raise ValueError(f"type must be 'link' or 'response', got {type!r}")
         if newdata is None:
             eta = self.eta if include_random else self.offset + self.design.X @ self.beta
         else:
-            if self.design.offset is not None and np.any(self.design.offset != 0):
-                raise NotImplementedError("predict(newdata) for a model with an offset is "
-                                          "not supported yet")
             new = self.design.encode(newdata, include_random=include_random,
                                      allow_new_levels=allow_new_levels)
             eta = np.full(len(new.rows), np.nan)
             pred = new.X @ self.beta
+            off = newdata_offset(self.design, newdata, offset)
+            if off is not None:
+                pred = pred + off[new.rows]
             if include_random:
                 for b, codes, Z in zip(self._b, new.codes, new.Z, strict=True):
                     ok = codes >= 0
