@@ -112,7 +112,7 @@ def test_lme4_rule_by_default_reports_its_error() -> None:
         fit = cx.glmer(NULL, _grouse(), family="poisson")
     assert fit.opt.control.pirls == "lme4"
     assert fit.engine_info["pirls_error"] > 1e-3
-    assert any("standard errors (control pirls='exact' fits it)" in m for m in fit.messages)
+    assert any("pirls='exact' fits the Laplace approximation" in m for m in fit.messages)
     assert not any("continued" in m for m in fit.messages)
 
 

@@ -281,8 +281,8 @@ def _pirls_message(err: float, continued: bool) -> str:
         return (head + ": the fit continued with PIRLS run to the modes (control "
                 "pirls='auto'), so its criterion and estimates are the Laplace "
                 "approximation's optimum, not lme4's numbers")
-    return (head + f": the estimates may differ from that optimum by up to about "
-            f"{math.sqrt(err):.2g} standard errors (control pirls='exact' fits it)")
+    return (head + " (deviance units, the scale of likelihood-ratio statistics); control "
+            "pirls='exact' fits the Laplace approximation itself")
 
 
 def _check_separation(design: Design, family: Family, beta: np.ndarray, vcov: np.ndarray,

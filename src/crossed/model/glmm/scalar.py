@@ -43,7 +43,7 @@ class ScalarSolver:
 
     def __init__(self, blocks: tuple[ReBlock, ...], X: np.ndarray):
         self.blocks = blocks
-        self.X = X
+        self.X = np.ascontiguousarray(X, dtype=float)
         self.n, self.p = X.shape
         first = blocks[0]
         self.c1, self.l1 = first.codes, first.nlevels
