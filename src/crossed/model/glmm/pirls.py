@@ -125,8 +125,7 @@ class GlmmProblem:
                    else np.asarray(design.weights, dtype=float))
         self.offset = (np.zeros(self.n) if design.offset is None
                        else np.asarray(design.offset, dtype=float))
-        self.X = np.ascontiguousarray(design.X, dtype=float)  # (row-major: X * w[:, None] and
-        # sparse products with it stay views, not copies)
+        self.X = np.asarray(design.X, dtype=float)
         self.p = self.X.shape[1]
         self.blocks = design.random.blocks
         self.sizes = [b.nlevels * b.q for b in self.blocks]

@@ -28,6 +28,70 @@ if TYPE_CHECKING:
 
 __all__ = ["ScalarSolver", "ScalarSolve"]
 
+#: X goes the sparse way when at most this share of its entries is nonzero
+SPARSE_X_DENSITY = 0.3
+#: ... and its pairs of nonzeros in a row (X'WX's terms) number at most this
+SPARSE_X_PAIRS = 20_000_000
+
+
+class _SparseX:
+    """The nonzeros of X (row-major) and index arrays for X'WX, Z₁'WX and Z_R'WX as
+    ``bincount`` sums over them."""
+
+    def __init__(self, rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, p: int,
+                 pair_a: np.ndarray, pair_b: np.ndarray, pair_row: np.ndarray,
+                 key1: np.ndarray, l1: int, keyr: np.ndarray, zr: np.ndarray, rr: int):
+        self.rows, self.cols, self.vals, self.p = rows, cols, vals, p
+        self.pair_key = cols[pair_a] * p + cols[pair_b]
+        self.pair_val = vals[pair_a] * vals[pair_b]
+        self.pair_row = pair_row
+        self.key1, self.l1 = key1, l1
+        self.keyr, self.zr, self.rr = keyr, zr, rr
+
+    @classmethod
+    def of(cls, X: np.ndarray, c1: np.ndarray, l1: int, cr: list[np.ndarray],
+           zr: list[np.ndarray], rr: int) -> _SparseX | None:
+        n, p = X.shape
+        if not p or np.count_nonzero(X) > SPARSE_X_DENSITY * X.size:
+            return None
+        rows, cols = np.nonzero(X)  # row-major: each row's nonzeros together
+        vals = X[rows, cols]
+        k = np.bincount(rows, minlength=n).astype(np.int64)
+        total = int(np.sum(k * k))
+        if total > SPARSE_X_PAIRS:
+            return None
+        starts = np.concatenate([[0], np.cumsum(k)[:-1]])
+        rep = np.repeat(np.arange(n), k * k)
+        kk = k[rep]
+        local = np.arange(total) - np.repeat(np.cumsum(k * k) - k * k, k * k)
+        a = starts[rep] + local // np.maximum(kk, 1)
+        b = starts[rep] + local % np.maximum(kk, 1)
+        key1 = c1[rows].astype(np.int64) * p + cols
+        keyr = (np.concatenate([c[rows].astype(np.int64) * p + cols for c in cr])
+                if cr else np.zeros(0, dtype=np.int64))
+        zrv = np.concatenate([z[rows] for z in zr]) if zr else np.zeros(0)
+        return cls(rows, cols, vals, p, a, b, rep, key1, l1, keyr, zrv, rr)
+
+    def xtwx(self, w: np.ndarray) -> np.ndarray:
+        """X'WX."""
+        p = self.p
+        out: np.ndarray = np.bincount(self.pair_key, weights=w[self.pair_row] * self.pair_val,
+                                      minlength=p * p).reshape(p, p)
+        return out
+
+    def z1twx(self, wv: np.ndarray, z1: np.ndarray) -> np.ndarray:
+        """Z₁'WX (levels x p), ``wv`` the nonzeros of WX."""
+        out: np.ndarray = np.bincount(self.key1, weights=wv * z1[self.rows],
+                                      minlength=self.l1 * self.p).reshape(self.l1, self.p)
+        return out
+
+    def zrtwx(self, wv: np.ndarray) -> np.ndarray:
+        """Z_R'WX (later levels x p)."""
+        reps = len(self.zr) // max(len(wv), 1)
+        out: np.ndarray = np.bincount(self.keyr, weights=np.tile(wv, reps) * self.zr,
+                                      minlength=self.rr * self.p).reshape(self.rr, self.p)
+        return out
+
 
 class ScalarSolve:
     """One solve's pieces (for log-determinants, vcov and conditional variances)."""
@@ -90,6 +154,9 @@ class ScalarSolver:
                 ea = order[starts[rep] + local // np.maximum(k, 1)]
                 eb = order[starts[rep] + local % np.maximum(k, 1)]
                 self.btb = (ea, eb, self.pair_cols[ea] * self.rr + self.pair_cols[eb])
+        # X with mostly zeros (dummy-coded factors): its products with W, Z₁ and Z_R as
+        # weighted sums over its nonzeros (O(nnz) instead of O(n p) per iteration)
+        self.xs = _SparseX.of(self.X, self.c1, self.l1, self.cr, self.zr, self.rr)
         # Z₁' and Z_R' as sparse (levels x n) for the products with the columns of X
         ar = np.arange(self.n)
         self.Z1t = sp.csr_matrix((self.z1, (self.c1, ar)), shape=(self.l1, self.n))
@@ -145,19 +212,29 @@ class ScalarSolver:
                 M[:rr, :rr] -= (Bs0.T @ Bs0).toarray()
             rhs[:rr] -= np.bincount(cols, weights=vals * (r1 / d)[rows], minlength=rr)
             Bs = (vs, rows, cols)
+        xs = self.xs if p else None
         if p:
             X = self.X
-            wX = X * w[:, None]
-            M[rr:, rr:] = X.T @ wX
-            rhs[rr:] = wX.T @ z
-            BX = t1 * np.asarray(self.Z1t @ wX)
+            if xs is not None:
+                wv = w[xs.rows] * xs.vals
+                M[rr:, rr:] = xs.xtwx(w)
+                rhs[rr:] = np.bincount(xs.cols, weights=wv * z[xs.rows], minlength=p)
+                BX = t1 * xs.z1twx(wv, self.z1)
+            else:
+                wX = X * w[:, None]
+                M[rr:, rr:] = X.T @ wX
+                rhs[rr:] = wX.T @ z
+                BX = t1 * np.asarray(self.Z1t @ wX)
             BXs = BX / np.sqrt(d)[:, None]
             M[rr:, rr:] -= BXs.T @ BXs
             rhs[rr:] -= BX.T @ (r1 / d)
             if rr:
                 tr = theta[self.rest_theta]
-                assert self.Zrt is not None
-                ZrX = np.asarray(self.Zrt @ wX)
+                if xs is not None:
+                    ZrX = xs.zrtwx(wv)
+                else:
+                    assert self.Zrt is not None
+                    ZrX = np.asarray(self.Zrt @ wX)
                 BtBX = np.stack([np.bincount(cols, weights=vs * BXs[rows, j], minlength=rr)
                                  for j in range(p)], axis=1)
                 cross = tr[:, None] * ZrX - BtBX
