@@ -58,17 +58,44 @@ def ratio(record: dict | None, base: dict | None) -> str:
     return f"{record['median_s'] / base['median_s']:.1f}×"
 
 
-def target_cell(case: Case, base: dict | None) -> str:
-    """The target for crossed and whether the measured median meets it."""
-    text = f"≤ {fmt_time(case.target_s)}"
+#: the issue's ratio targets: crossed at least this many times faster than the peer
+RATIO_TARGETS = {"lme4": 10.0, "mixedlm": 2.0}
+
+
+def _ratio_value(record: dict | None, base: dict) -> tuple[float, bool] | None:
+    """``peer / crossed`` and whether it is a lower bound (the peer did not finish)."""
+    if not record:
+        return None
+    if record["status"] == "ok":
+        return record["median_s"] / base["median_s"], False
+    if record["status"] == "timeout":
+        return record["wall_s"] / base["median_s"], True
+    return None
+
+
+def target_cell(case: Case, records: dict[str, dict]) -> str:
+    """The targets for crossed (time, memory, and ≥ 10× lme4, ≥ 2× mixedlm where those
+    peers ran) and whether the measured medians meet each (✓/✗)."""
+    base = records.get("crossed")
+    ok = bool(base) and base["status"] == "ok"
+    parts = []
+    if case.target_s is not None:
+        text = f"≤ {fmt_time(case.target_s)}"
+        if ok:
+            text += " ✓" if base["median_s"] <= case.target_s else " ✗"
+        parts.append(text)
     if case.target_gb is not None:
-        text += f", ≤ {case.target_gb:g} GB"
-    if not base or base["status"] != "ok":
-        return text
-    met = base["median_s"] <= case.target_s
-    if case.target_gb is not None:
-        met = met and base["peak_rss_mb"] <= case.target_gb * 1024
-    return f"{text} {'✓' if met else '✗'}"
+        text = f"≤ {case.target_gb:g} GB"
+        if ok:
+            text += " ✓" if base["peak_rss_mb"] <= case.target_gb * 1024 else " ✗"
+        parts.append(text)
+    for peer, want in RATIO_TARGETS.items():
+        got = _ratio_value(records.get(peer), base) if ok else None
+        if got is None:
+            continue
+        value, bound = got
+        parts.append(f"≥ {want:g}× {peer} {'✓' if value >= want else ('?' if bound else '✗')}")
+    return ", ".join(parts) if parts else "—"
 
 
 def agreement_cell(records: dict[str, dict]) -> str:
@@ -127,7 +154,7 @@ def render(results: dict[str, dict[str, dict]], cases: list[Case], peers: list[s
             f"| {md_escape(case.title)} | {cell(base, memory)} | {cell(rec.get('lme4'), memory)}"
             f" | {cell(rec.get('statsmodels'), memory)} | {cell(rec.get('mixedlm'), memory)}"
             f" | {ratio(rec.get('lme4'), base)} | {ratio(rec.get('mixedlm'), base)}"
-            f" | {target_cell(case, base)} | {agreement_cell(rec)} |")
+            f" | {target_cell(case, rec)} | {agreement_cell(rec)} |")
 
     def memory_cell(record: dict | None) -> str:
         if record is None or record["status"] == "skipped":
