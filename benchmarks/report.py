@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import datetime
 import os
-import platform
 import subprocess
-from pathlib import Path
 
 from cases import PEER_LABELS, REPO, Case
+from environment import cpu_model
 
 
 def md_escape(text: str) -> str:
@@ -224,17 +223,6 @@ def git_commit() -> str:
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return commit + ("+dirty" if dirty else "")
-
-
-def cpu_model() -> str:
-    """CPU model name from /proc/cpuinfo, or the platform's processor string."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def make_header(argv: list[str], results: dict[str, dict[str, dict]],

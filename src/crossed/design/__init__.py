@@ -136,6 +136,17 @@ class Design:
         """
         return encode_newdata(self, newdata, include_random, allow_new_levels)
 
+    def messages(self) -> list[str]:
+        """What building the design left out, as a fit reports it: rows dropped for
+        missing values, rank-deficient fixed-effect columns dropped."""
+        out = []
+        if self.n_dropped:
+            out.append(f"{self.n_dropped} rows dropped for missing values")
+        if self.fixed.dropped:
+            out.append("rank-deficient fixed-effect columns dropped: "
+                       + ", ".join(self.fixed.dropped))
+        return out
+
     def with_response(self, y: np.ndarray) -> Design:
         """The same design with another response vector (e.g. a simulated one)."""
         y = np.asarray(y, dtype=float)

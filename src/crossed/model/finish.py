@@ -70,12 +70,7 @@ def finish_fit(design: Design, pls: PLS, f: Factor, theta: np.ndarray, dev: floa
     LmerFit
     """
     n, p = design.X.shape
-    messages: list[str] = []
-    if design.n_dropped:
-        messages.append(f"{design.n_dropped} rows dropped for missing values")
-    if design.fixed.dropped:
-        messages.append("rank-deficient fixed-effect columns dropped: "
-                        + ", ".join(design.fixed.dropped))
+    messages: list[str] = design.messages()
     if check is None:
         check = assess(theta, dev, design.random.theta_lower, control, None)
     messages.extend(notes)

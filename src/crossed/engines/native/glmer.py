@@ -124,12 +124,7 @@ def _fit(design: Design, family: Family, nagq: int, control: LmerControl,
     assert s0 is not None
     beta = s0.beta.copy()
     prob.set_lp0(s0, joint=False)
-    messages: list[str] = []
-    if design.n_dropped:
-        messages.append(f"{design.n_dropped} rows dropped for missing values")
-    if design.fixed.dropped:
-        messages.append("rank-deficient fixed-effect columns dropped: "
-                        + ", ".join(design.fixed.dropped))
+    messages: list[str] = design.messages()
     derivs: tuple[np.ndarray, np.ndarray] | None = None
     opt = opt0
     err: float | None = None  # lme4's PIRLS rule's criterion error at its optimum
