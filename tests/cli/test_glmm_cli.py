@@ -116,3 +116,24 @@ def test_spec_item_level_says_family(capsys):
     out = capsys.readouterr().out
     assert out.startswith("item_level: correct ~ system + (1 | item)")
     assert "family: binomial" in out
+
+
+def test_pirls_mode(capsys):
+    """--pirls exact fits the Laplace approximation at the exact modes (cbpp: 5.6e-4 below
+    lme4's criterion, as mixedlm's); refused without --family."""
+    import crossed as cx
+
+    assert main(["fit", CBPP, CBPP_F, "--family", "binomial", "--factor", "herd", "period",
+                 "--pirls", "exact", "--json"]) == 0
+    exact = json.loads(capsys.readouterr().out)
+    assert main(["fit", CBPP, CBPP_F, "--family", "binomial", "--factor", "herd", "period",
+                 "--json"]) == 0
+    lme4 = json.loads(capsys.readouterr().out)
+    assert exact["loglik"] > lme4["loglik"]
+    import pandas as pd
+
+    d = pd.read_csv(CBPP, dtype={"herd": str, "period": str})
+    fit = cx.glmer(CBPP_F, d, control=cx.LmerControl(pirls="exact"))
+    assert exact["loglik"] == pytest.approx(fit.loglik, rel=1e-12)
+    assert run(["fit", CBPP, "incidence ~ period + (1 | herd)", "--pirls", "exact"]) != 0
+    assert "--pirls: only with --family" in capsys.readouterr().err

@@ -22,6 +22,9 @@ def _run(args: argparse.Namespace) -> int:
     data, _ = read_model_table(args)
     engines = [e.strip() for e in args.engines.split(",")] if args.engines else None
     glmm = glmm_options(args, data) or {}
+    if "control" in glmm:
+        raise ValueError("--pirls: compare-engines fits each engine as it is (the native "
+                         "engine with lme4's PIRLS rule, as lme4)")
     table = compare_engines(args.formula, data, engines=engines, reml=not args.ml,
                             reference=parse_reference(args.reference), **glmm)
     if args.json:

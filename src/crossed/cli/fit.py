@@ -10,6 +10,7 @@ import pandas as pd
 from crossed.api import glmer, lmer
 from crossed.cli._tables import dump_json
 from crossed.datasets import list_datasets, load_dataset, read_data
+from crossed.engines.native.optimize import PIRLS_MODES, LmerControl
 
 __all__ = ["DATA_HELP", "FAMILIES", "JSON_HELP", "add_family_options", "add_model_arguments",
            "add_model_options", "fit_from_args", "glmm_options", "parse_reference",
@@ -67,7 +68,8 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def add_family_options(p: argparse.ArgumentParser) -> None:
-    """--family, --weights, --offset and --nagq: a GLMM instead of a linear mixed model."""
+    """--family, --weights, --offset, --nagq and --pirls: a GLMM instead of a linear mixed
+    model."""
     p.add_argument("--family", choices=FAMILIES,
                    help="fit a generalised linear mixed model (lme4's glmer) with this "
                         "family: binomial (0/1, a two-level or boolean column, a proportion "
@@ -81,19 +83,27 @@ def add_family_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--nagq", type=int, default=1,
                    help="with --family: 1 Laplace (default), 0, or > 1 adaptive "
                         "Gauss-Hermite points (one scalar random-effects term)")
+    p.add_argument("--pirls", choices=PIRLS_MODES, default="lme4",
+                   help="with --family: where PIRLS stops: lme4 (lme4's rule and numbers, "
+                        "default), exact (at the conditional modes: the Laplace "
+                        "approximation itself), auto (lme4's, then exact where lme4's rule "
+                        "leaves the criterion off by more than 1e-3)")
 
 
 def glmm_options(args: argparse.Namespace, data: pd.DataFrame) -> dict | None:
     """The keyword arguments of :func:`crossed.glmer` from ``--family`` and its options,
-    or None for a linear mixed model (then ``--weights``/``--offset``/``--nagq`` are
-    refused: they belong to GLMMs here)."""
+    or None for a linear mixed model (then ``--weights``/``--offset``/``--nagq``/``--pirls``
+    are refused: they belong to GLMMs here)."""
     family = getattr(args, "family", None)
     weights, offset = getattr(args, "weights", None), getattr(args, "offset", None)
     nagq = getattr(args, "nagq", 1)
+    pirls = getattr(args, "pirls", "lme4")
     if family is None:
         given = [o for o, v in (("--weights", weights), ("--offset", offset)) if v is not None]
         if nagq != 1:
             given.append("--nagq")
+        if pirls != "lme4":
+            given.append("--pirls")
         if given:
             raise ValueError(f"{', '.join(given)}: only with --family binomial or poisson")
         return None
@@ -103,7 +113,10 @@ def glmm_options(args: argparse.Namespace, data: pd.DataFrame) -> dict | None:
     if getattr(args, "ml", False):
         raise ValueError("--ml is for linear mixed models: a GLMM is always fitted by "
                          "maximum likelihood (Laplace or --nagq)")
-    return {"family": family, "weights": weights, "offset": offset, "nAGQ": int(nagq)}
+    out = {"family": family, "weights": weights, "offset": offset, "nAGQ": int(nagq)}
+    if pirls != "lme4":
+        out["control"] = LmerControl(pirls=pirls)
+    return out
 
 
 def read_model_table(args: argparse.Namespace) -> tuple[pd.DataFrame, str]:
