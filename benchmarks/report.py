@@ -57,10 +57,6 @@ def ratio(record: dict | None, base: dict | None) -> str:
     return f"{record['median_s'] / base['median_s']:.1f}×"
 
 
-#: the issue's ratio targets: crossed at least this many times faster than the peer
-RATIO_TARGETS = {"lme4": 10.0, "mixedlm": 2.0}
-
-
 def _ratio_value(record: dict | None, base: dict) -> tuple[float, bool] | None:
     """``peer / crossed`` and whether it is a lower bound (the peer did not finish)."""
     if not record:
@@ -73,8 +69,9 @@ def _ratio_value(record: dict | None, base: dict) -> tuple[float, bool] | None:
 
 
 def target_cell(case: Case, records: dict[str, dict]) -> str:
-    """The targets for crossed (time, memory, and ≥ 10× lme4, ≥ 2× mixedlm where those
-    peers ran) and whether the measured medians meet each (✓/✗)."""
+    """The case's targets for crossed (time, memory, and its ratio targets, e.g. ≥ 10×
+    lme4, where that peer ran) and whether the measured medians meet each (✓/✗; ? where
+    the peer did not finish and the lower bound falls short)."""
     base = records.get("crossed")
     ok = bool(base) and base["status"] == "ok"
     parts = []
@@ -88,7 +85,7 @@ def target_cell(case: Case, records: dict[str, dict]) -> str:
         if ok:
             text += " ✓" if base["peak_rss_mb"] <= case.target_gb * 1024 else " ✗"
         parts.append(text)
-    for peer, want in RATIO_TARGETS.items():
+    for peer, want in case.ratio_targets.items():
         got = _ratio_value(records.get(peer), base) if ok else None
         if got is None:
             continue
