@@ -205,8 +205,10 @@ def _plain_columns(expr: str, frame: pd.DataFrame) -> tuple[str, ...] | None:
     for c in cols:
         if not BARE_NAME.fullmatch(c):  # "a:b" is an interaction, `a:b` a column
             return None
-        if c not in frame.columns or not pd.api.types.is_numeric_dtype(frame[c]) or (
-                pd.api.types.is_bool_dtype(frame[c])):
+        if c not in frame.columns:
+            return None
+        dtype = frame[c].dtype  # (one column access: each costs ~10 µs in pandas 3)
+        if not pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype):
             return None
     if "0" in tokens and "1" in tokens:
         return None
