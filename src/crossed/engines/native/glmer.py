@@ -130,16 +130,9 @@ def _fit(design: Design, family: Family, nagq: int, control: LmerControl,
     err: float | None = None  # lme4's PIRLS rule's criterion error at its optimum
     if nagq == 0:
         if control.pirls != "exact":
-            err = _pirls_error(prob, prob.deviance0, theta)
-            if err > control.pirls_limit:
-                if control.pirls == "auto":
-                    prob.exact = True
-                    more = _bobyqa(prob.deviance0, theta, lower, np.full(k, 0.05), 1e-10,
-                                   1e-8, control.maxeval, control)
-                    opt0 = replace(more, theta_start=opt0.theta_start,
-                                   feval=opt0.feval + more.feval, log=opt0.log + more.log)
-                    theta = opt0.theta_final.copy()
-                messages.append(_pirls_message(err, control.pirls == "auto"))
+            err, opt0 = _pirls_check(prob, prob.deviance0, opt0, lower, np.full(k, 0.05),
+                                     1e-10, control, messages)
+            theta = opt0.theta_final.copy()
             crit0 = prob.deviance0(theta)
             s0 = prob.last
             assert s0 is not None
@@ -176,15 +169,8 @@ def _fit(design: Design, family: Family, nagq: int, control: LmerControl,
         optg = _bobyqa(lambda g: fun(to_x(g)), g0, lower2, step, ftol, 1e-8,
                        control.maxeval, control)
         if control.pirls != "exact":
-            err = _pirls_error(prob, fun, to_x(optg.theta_final))
-            if err > control.pirls_limit:
-                if control.pirls == "auto":
-                    prob.exact = True
-                    more = _bobyqa(lambda g: fun(to_x(g)), optg.theta_final, lower2,
-                                   0.25 * step, ftol, 1e-8, control.maxeval, control)
-                    optg = replace(more, theta_start=g0, feval=optg.feval + more.feval,
-                                   log=optg.log + more.log)
-                messages.append(_pirls_message(err, control.pirls == "auto"))
+            err, optg = _pirls_check(prob, lambda g: fun(to_x(g)), optg, lower2, 0.25 * step,
+                                     ftol, control, messages)
         opt = replace(optg, theta_start=x0, theta_final=to_x(optg.theta_final),
                       log=tuple((to_x(g), v) for g, v in optg.log))
         x = opt.theta_final.copy()
@@ -254,30 +240,46 @@ def _fit(design: Design, family: Family, nagq: int, control: LmerControl,
     return fit
 
 
-def _pirls_error(prob: GlmmProblem, fun: Callable[[np.ndarray], float], x: np.ndarray
-                 ) -> float:
-    """lme4's criterion at ``x`` (PIRLS stopped by ``tolPwrss``) minus the criterion at
-    the exact conditional modes: the error lme4's stopping rule leaves there."""
-    was = prob.exact
+def _pirls_check(prob: GlmmProblem, fun: Callable[[np.ndarray], float], opt: OptSummary,
+                 lower: np.ndarray, step: np.ndarray, ftol: float, control: LmerControl,
+                 messages: list[str]) -> tuple[float, OptSummary]:
+    """Measure lme4's PIRLS rule's criterion error at the optimiser's stop; above
+    ``control.pirls_limit`` say so in ``messages`` and, with ``pirls="auto"``, continue
+    BOBYQA from there on the criterion at the exact modes (``prob`` stays exact).
+
+    Returns
+    -------
+    err : float
+        lme4's criterion minus the exact one at ``opt.theta_final``.
+    opt : OptSummary
+        ``opt``, or the continuation's summary with both runs' evaluations.
+    """
+    x = opt.theta_final
     try:
         prob.exact = False
         loose = fun(x)
         prob.exact = True
         tight = fun(x)
     finally:
-        prob.exact = was
-    return float(loose - tight) if math.isfinite(loose) and math.isfinite(tight) else 0.0
-
-
-def _pirls_message(err: float, continued: bool) -> str:
-    head = (f"lme4's PIRLS stopping rule (tolPwrss) leaves the criterion {err:.3g} above "
-            "the Laplace deviance at the exact conditional modes at the optimum")
-    if continued:
-        return (head + ": the fit continued with PIRLS run to the modes (control "
-                "pirls='auto'), so its criterion and estimates are the Laplace "
-                "approximation's optimum, not lme4's numbers")
-    return (head + " (deviance units, the scale of likelihood-ratio statistics); control "
-            "pirls='exact' fits the Laplace approximation itself")
+        prob.exact = False
+    err = float(loose - tight) if math.isfinite(loose) and math.isfinite(tight) else 0.0
+    if abs(err) <= control.pirls_limit:
+        return err, opt
+    head = (f"lme4's PIRLS stopping rule (tolPwrss) leaves the criterion {abs(err):.3g} "
+            f"{'above' if err > 0 else 'below'} the Laplace deviance at the exact "
+            "conditional modes at the optimum")
+    if control.pirls != "auto":
+        messages.append(head + " (deviance units, the scale of likelihood-ratio "
+                        "statistics); control pirls='exact' fits the Laplace approximation "
+                        "itself")
+        return err, opt
+    prob.exact = True
+    more = _bobyqa(fun, x, lower, step, ftol, 1e-8, control.maxeval, control)
+    messages.append(head + ": the fit continued with PIRLS run to the modes (control "
+                    "pirls='auto'), so its criterion and estimates are the Laplace "
+                    "approximation's optimum, not lme4's numbers")
+    return err, replace(more, theta_start=opt.theta_start, feval=opt.feval + more.feval,
+                        log=opt.log + more.log)
 
 
 def _check_separation(design: Design, family: Family, beta: np.ndarray, vcov: np.ndarray,

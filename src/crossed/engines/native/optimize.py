@@ -100,8 +100,9 @@ class LmerControl:
         measures the error at its optimum (``engine_info["pirls_error"]``) and, above
         ``pirls_limit``, says it in its messages.
     pirls_limit : float
-        That error (deviance units, the χ² scale of likelihood-ratio tests) above which a
-        fit reports it and ``"auto"`` continues with ``"exact"``.
+        The size of that error (deviance units, the χ² scale of likelihood-ratio tests;
+        either sign) above which a fit reports it and ``"auto"`` continues with
+        ``"exact"``.
     """
 
     optimizer: str = "auto"
