@@ -6,7 +6,7 @@ from crossed import (
 )
 from crossed.api import glmer, lm, lmer
 from crossed.datasets import list_datasets, load_dataset
-from crossed.design.frame import DataError
+from crossed.design.frame import BinaryResponseWarning, DataError
 from crossed.engines.errors import EngineUnavailableError, UnsupportedModelError
 from crossed.engines.native import (
     ConvergenceStatus,
@@ -60,6 +60,7 @@ __all__ = [
     "power_sim",
     "specify",
     "ConvergenceStatus",
+    "BinaryResponseWarning",
     "ConvergenceWarning",
     "DataError",
     "EngineUnavailableError",

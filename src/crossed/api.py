@@ -10,7 +10,12 @@ import pandas as pd
 
 from crossed._warn import warn
 from crossed.design import build_design
-from crossed.design.frame import DataError, check_response_varies, used_columns
+from crossed.design.frame import (
+    DataError,
+    check_binary_response,
+    check_response_varies,
+    used_columns,
+)
 from crossed.design.glm import attach, glm_inputs
 from crossed.engines import fit_glmm_with, fit_with, get_engine
 from crossed.engines.native import LmerControl
@@ -107,6 +112,7 @@ def lmer(formula: str, data: pd.DataFrame, reml: bool = True, engine: str = "nat
         design = build_design(spec, data, na_action=na_action)
         design = attach(design, extra, None, spec=replace(spec, formula=formula))
         check_response_varies(design.y, spec.response)
+        check_binary_response(design.y, spec.response)
         if engine != "native":
             raise ValueError("weights= and offset= are supported by the native engine only")
         return fit_with(engine, design, reml=bool(reml), control=control,
@@ -114,6 +120,7 @@ def lmer(formula: str, data: pd.DataFrame, reml: bool = True, engine: str = "nat
     spec = parse(formula, reference=reference, trusted=bool(trusted), contrasts=contrasts)
     design = build_design(spec, data, na_action=na_action)
     check_response_varies(design.y, spec.response)
+    check_binary_response(design.y, spec.response)
     return fit_with(engine, design, reml=bool(reml), control=control, data_name=data_name or "data")
 
 

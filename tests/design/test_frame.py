@@ -162,6 +162,21 @@ def test_constant_response_is_refused(sleep):
             crossed.lmer(formula, sleep.assign(Reaction=3.0))
 
 
+def test_binary_response_warns_and_names_the_glmm(sleep):
+    """lme4's lmer fits a 0/1 response without a word; crossed fits it (a linear
+    probability model is a choice) and says how to fit the logistic GLMM instead."""
+    binary = sleep.assign(Reaction=(sleep["Reaction"] > 300).astype(int))
+    with pytest.warns(crossed.BinaryResponseWarning,
+                      match=r"'Reaction' takes only the values 0 and 1.*family=\"binomial\""):
+        crossed.lmer(FORMULA, binary)
+    import warnings
+
+    with warnings.catch_warnings():  # a proportion is not binary
+        warnings.simplefilter("error", crossed.BinaryResponseWarning)
+        crossed.lmer(FORMULA, binary.assign(Reaction=binary["Reaction"] * 0.5 + 0.25
+                                            * (binary["Days"] % 2)))
+
+
 # ------------------------------------------------------------------ item 11: dtypes
 def _dtype_cases(sleep):
     n = len(sleep)

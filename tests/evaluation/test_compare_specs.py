@@ -120,3 +120,11 @@ def test_nonest_focus_contrast_is_reported_not_estimated():
     text = comp.summary()
     assert "full: nonEst" in text
     assert "tukey adjustment" in text
+
+
+def test_glmm_specifications_are_refused_not_fitted_as_lmms():
+    """An item-level (binomial) specification must not be fitted by lmer silently."""
+    d = cx.datasets.item_level_irt(seed=1)
+    spec = cx.specs.item_level("correct", systems="system", items="item", groups="dataset")
+    with pytest.raises(ValueError, match="binomial GLMM: compare_specs compares linear"):
+        cx.compare_specs(d, [spec, "correct ~ system + (1 | item)"], focus="system")

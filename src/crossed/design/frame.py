@@ -17,8 +17,9 @@ from crossed._warn import warn
 from crossed.formula.safety import expression_names
 from crossed.formula.spec import ModelSpec
 
-__all__ = ["DataError", "PreparedFrame", "check_column", "check_finite", "check_numeric_response",
-           "check_response_varies", "check_scale", "encode_new", "expression_variables",
+__all__ = ["BinaryResponseWarning", "DataError", "PreparedFrame", "check_binary_response",
+           "check_column", "check_finite", "check_numeric_response", "check_response_varies",
+           "check_scale", "encode_new", "expression_variables",
            "is_categorical", "labels_of", "level_label", "prepare", "quote_dotted", "r_number",
            "used_columns", "value_columns"]
 
@@ -277,6 +278,22 @@ def check_response_varies(y: np.ndarray, name: str) -> None:
             f"response {name!r} is constant ({r_number(y[0])} in every row): there is no "
             "variance to model"
         )
+
+
+class BinaryResponseWarning(UserWarning):
+    """A linear mixed model of a response that is only ever 0 or 1."""
+
+
+def check_binary_response(y: np.ndarray, name: str) -> None:
+    """Warn when a linear mixed model's response takes only the values 0 and 1.
+
+    lme4's ``lmer`` fits it without a word (a linear probability model); per-item
+    correctness is usually a case for a logistic GLMM, so say so, and how."""
+    if len(y) and bool(np.all((y == 0.0) | (y == 1.0))):
+        warn(f"response {name!r} takes only the values 0 and 1: a linear mixed model treats "
+             "it as continuous (a linear probability model); for correct/incorrect "
+             "outcomes fit a logistic GLMM: crossed.glmer(formula, data, "
+             "family=\"binomial\") (crossed fit --family binomial)", BinaryResponseWarning)
 
 
 def _as_numbers(values: pd.api.extensions.ExtensionArray) -> object:

@@ -230,6 +230,13 @@ def compare_specs(data: pd.DataFrame, formulas: Sequence[str], focus: str,
         ``sim_outliers_p``; NaN otherwise). ``lrt`` holds likelihood-ratio tests for every
         nested pair.
     """
+    for f in formulas:
+        family = getattr(f, "family", None)
+        if family is not None:
+            raise ValueError(f"specification {getattr(f, 'name', str(f))!r} is a {family} "
+                             "GLMM: compare_specs compares linear mixed models (fit GLMMs "
+                             "with crossed.glmer and compare nested ones with "
+                             "crossed.compare)")
     formulas = [str(f) for f in formulas]
     names = _spec_names(formulas, names, fits)
     fitted: dict[str, LmerFit] = {}
