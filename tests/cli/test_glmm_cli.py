@@ -137,3 +137,18 @@ def test_pirls_mode(capsys):
     assert exact["loglik"] == pytest.approx(fit.loglik, rel=1e-12)
     assert run(["fit", CBPP, "incidence ~ period + (1 | herd)", "--pirls", "exact"]) != 0
     assert "--pirls: only with --family" in capsys.readouterr().err
+
+
+def test_named_glmm_specification_fits_a_glmm(capsys, tmp_path):
+    """`crossed fit DATA item_level:...` fits the specification's family (before: a linear
+    mixed model of the 0/1 response, the family dropped)."""
+    import crossed as cx
+
+    path = tmp_path / "irt.csv"
+    cx.datasets.item_level_irt(seed=1).to_csv(path, index=False)
+    named = "item_level:outcome=correct;systems=system;items=item;groups=dataset"
+    assert main(["fit", str(path), named, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["family"] == "binomial" and out["formula"] == "correct ~ system + (1 | dataset/item)"
+    assert main(["compare-engines", str(path), named, "--engines", "native"]) == 0
+    assert "(GLMM, binomial)" in capsys.readouterr().out

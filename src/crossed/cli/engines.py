@@ -25,7 +25,10 @@ def _run(args: argparse.Namespace) -> int:
     if "control" in glmm:
         raise ValueError("--pirls: compare-engines fits each engine as it is (the native "
                          "engine with lme4's PIRLS rule, as lme4)")
-    table = compare_engines(args.formula, data, engines=engines, reml=not args.ml,
+    from crossed.evaluation.specs import resolve_formula
+
+    table = compare_engines(resolve_formula(args.formula), data, engines=engines,
+                            reml=not args.ml,
                             reference=parse_reference(args.reference), **glmm)
     if args.json:
         out = {

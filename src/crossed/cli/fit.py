@@ -11,6 +11,7 @@ from crossed.api import glmer, lmer
 from crossed.cli._tables import dump_json
 from crossed.datasets import list_datasets, load_dataset, read_data
 from crossed.engines.native.optimize import PIRLS_MODES, LmerControl
+from crossed.model.glmm.result import GlmerFit
 
 __all__ = ["DATA_HELP", "FAMILIES", "JSON_HELP", "add_family_options", "add_model_arguments",
            "add_model_options", "fit_from_args", "glmm_options", "parse_reference",
@@ -91,10 +92,15 @@ def add_family_options(p: argparse.ArgumentParser) -> None:
 
 
 def glmm_options(args: argparse.Namespace, data: pd.DataFrame) -> dict | None:
-    """The keyword arguments of :func:`crossed.glmer` from ``--family`` and its options,
-    or None for a linear mixed model (then ``--weights``/``--offset``/``--nagq``/``--pirls``
+    """The keyword arguments of :func:`crossed.glmer` from ``--family`` (or the family of a
+    named GLMM specification, ``item_level:...``) and its options, or None for a linear
+    mixed model (then ``--weights``/``--offset``/``--nagq``/``--pirls``
     are refused: they belong to GLMMs here)."""
     family = getattr(args, "family", None)
+    if family is None and getattr(args, "formula", None):  # a named GLMM specification
+        from crossed.evaluation.specs import resolve_family
+
+        family = resolve_family(args.formula)
     weights, offset = getattr(args, "weights", None), getattr(args, "offset", None)
     nagq = getattr(args, "nagq", 1)
     pirls = getattr(args, "pirls", "lme4")
@@ -162,7 +168,7 @@ def _run_glmm(args: argparse.Namespace, fit) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     fit = fit_from_args(args)
-    if getattr(args, "family", None) is not None:
+    if isinstance(fit, GlmerFit):
         return _run_glmm(args, fit)
     if args.json:
         out = {

@@ -26,7 +26,7 @@ import pandas as pd
 from crossed.formula import parse
 
 __all__ = ["Specification", "cross_classified", "from_name", "item_level", "list_named",
-           "load_named", "repeated_measures", "resolve_formula"]
+           "load_named", "repeated_measures", "resolve_family", "resolve_formula"]
 
 _FIELD_HELP = {
     "response": "the response column",
@@ -391,9 +391,21 @@ def resolve_formula(text: str) -> str:
     ``repeated_measures:response=delta;within=language,task,mode;subjects=architecture``
     (this is how the command line accepts named specifications wherever it takes a formula).
     """
+    named = _named(text)
+    return text.strip() if named is None else named.formula
+
+
+def resolve_family(text: str) -> str | None:
+    """The GLMM family of a named specification written as text (``item_level:...``:
+    ``"binomial"``), None for a formula or a linear mixed model's specification."""
+    named = _named(text)
+    return None if named is None else named.family
+
+
+def _named(text: str) -> Specification | None:
     text = text.strip()
     if "~" in text:
-        return text
+        return None
     name, _, rest = text.partition(":")
     fields: dict = {}
     for item in filter(None, (p.strip() for p in rest.split(";"))):
@@ -402,4 +414,4 @@ def resolve_formula(text: str) -> str:
         key, value = (s.strip() for s in item.split("=", 1))
         fields[key] = [v.strip() for v in value.split(",") if v.strip()] \
             if key in _LIST_FIELDS else value
-    return from_name(name.strip(), **fields).formula
+    return from_name(name.strip(), **fields)
