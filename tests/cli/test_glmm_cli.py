@@ -152,3 +152,14 @@ def test_named_glmm_specification_fits_a_glmm(capsys, tmp_path):
     assert out["family"] == "binomial" and out["formula"] == "correct ~ system + (1 | dataset/item)"
     assert main(["compare-engines", str(path), named, "--engines", "native"]) == 0
     assert "(GLMM, binomial)" in capsys.readouterr().out
+
+
+def test_named_glmm_specification_refused_where_lmms_are_compared(capsys, tmp_path):
+    import crossed as cx
+
+    path = tmp_path / "irt.csv"
+    cx.datasets.item_level_irt(seed=1).to_csv(path, index=False)
+    named = "item_level:outcome=correct;systems=system;items=item;groups=dataset"
+    assert run(["compare-specs", str(path), named, "correct ~ system + (1 | item)",
+                "--focus", "system"]) != 0
+    assert "binomial GLMM specification" in capsys.readouterr().err

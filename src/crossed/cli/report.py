@@ -13,7 +13,7 @@ from crossed.cli.fit import (
     parse_reference,
     read_model_table,
 )
-from crossed.evaluation.specs import resolve_formula
+from crossed.evaluation.specs import resolve_family, resolve_formula
 
 __all__ = ["register"]
 
@@ -29,6 +29,10 @@ def _run(args: argparse.Namespace) -> int:
     output = check_output(args.output)           # before minutes of fitting
     data, name = read_model_table(args)
     glmm = glmm_options(args, data)
+    for f in args.compare:
+        if resolve_family(f) is not None:
+            raise ValueError(f"--compare {f!r} is a GLMM specification: the report compares "
+                             "linear mixed models")
     text = build_report(data, resolve_formula(args.formula), focus=args.focus,
                         compare=[resolve_formula(f) for f in args.compare] or None,
                         title=args.title, data_name=name, ddf=args.ddf,

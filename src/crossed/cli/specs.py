@@ -22,6 +22,11 @@ __all__ = ["register"]
 
 def _run_compare(args: argparse.Namespace) -> int:
     data, name = read_model_table(args)
+    for f in args.formulas:
+        family = specs_mod.resolve_family(f)
+        if family is not None:
+            raise ValueError(f"{f!r} is a {family} GLMM specification: compare-specs "
+                             "compares linear mixed models (crossed fit fits it)")
     formulas = [specs_mod.resolve_formula(f) for f in args.formulas]
     names = args.names or None
     with warnings.catch_warnings(record=True) as caught:
