@@ -144,3 +144,23 @@ def test_no_continuation_where_lme4s_rule_is_accurate() -> None:
 def test_bad_mode_is_refused() -> None:
     with pytest.raises(ValueError, match="pirls mode 'tight'"):
         cx.LmerControl(pirls="tight")
+
+
+@pytest.mark.parametrize("nagq", [0, 1, 9])
+def test_every_stage_measures_and_honours_the_mode(nagq: int) -> None:
+    """nAGQ = 0 (its one stage), Laplace and AGQ: the error of lme4's rule is measured at
+    the optimum; the exact criterion's fit ends at or below the value lme4's rule's fit
+    has on the exact criterion (cbpp)."""
+    d = pd.read_csv(DATA / "cbpp.csv", dtype={"herd": str, "period": str})
+    formula = "cbind(incidence, size - incidence) ~ period + (1 | herd)"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        loose = cx.glmer(formula, d, nAGQ=nagq)
+        tight = cx.glmer(formula, d, nAGQ=nagq, control=cx.LmerControl(pirls="exact"))
+    assert loose.engine_info["pirls_error"] is not None
+    assert tight.engine_info["pirls_error"] is None
+    assert abs(loose.engine_info["pirls_error"]) < 1e-3  # below the limit: no message
+    assert not any("tolPwrss" in m for m in loose.messages)
+    # both are lme4's criterion up to the rule's error at the optimum
+    assert tight.criterion <= loose.criterion + 1e-6
+    assert loose.criterion - tight.criterion <= 2e-3
