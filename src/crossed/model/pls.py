@@ -44,6 +44,7 @@ from crossed.design.random import ReBlock
 from crossed.model.banded import BandedBlocks
 from crossed.model.cholesky import cholesky_lower
 from crossed.model.closed_forms import closed_form_1x1, first_block_2x2, matrices_2x2
+from crossed.model.condvar import conditional_inverse_blocks
 from crossed.model.factor import Factor, deviance_at, profiled_deviance, tri_inverse, tri_solve
 from crossed.model.sparse_map import (
     Products,
@@ -546,49 +547,9 @@ class PLS:
         return beta, [u1] + u_blocks
 
     def conditional_inverse_blocks(self, f: Factor) -> list[np.ndarray]:
-        """Diagonal blocks of (ΛᵀZᵀZΛ + I)⁻¹ per level, one (ℓ, q, q) array per block."""
-        if isinstance(f, SparseFactor):  # by a selected inversion (sparse_schur.py)
-            assert self._sparse is not None  # its factorisations
-            half = np.linalg.solve(self.first_chol(f), np.broadcast_to(
-                np.eye(self.q1), (self.l1, self.q1, self.q1)))
-            return self._sparse.conditional_inverse_blocks(
-                f, np.swapaxes(half, 1, 2) @ half, f.theta)
-        L = f.L
-        assert L is not None  # an ok factorisation
-        rr = self.r_rand
-        theta = f.theta
-        Lrr = L[:rr, :rr]
-        out_rest: list[np.ndarray] = []
-        if rr:
-            Linv = tri_inverse(Lrr)
-            pos = 0
-            for blk in self.blocks[1:]:
-                size = blk.nlevels * blk.q
-                sub = Linv[:, pos: pos + size].reshape(rr, blk.nlevels, blk.q)
-                out_rest.append(np.einsum("ila,ilb->lab", sub, sub))
-                pos += size
-        chol = self.first_chol(f)
-        eye = np.broadcast_to(np.eye(self.q1), chol.shape)
-        Binv_half = np.linalg.solve(chol, eye)  # chol^{-1}
-        Binv = np.swapaxes(Binv_half, 1, 2) @ Binv_half
-        V1 = Binv.copy()
-        if rr:
-            T1 = self.blocks[0].template(theta)
-            Srand = self._scale_matrix(theta)[:rr, :rr]
-            A1R = self.A1r[:, :rr]
-            step = max(1, 2_000_000 // max(rr, 1))
-            for s0 in range(0, self.l1, step):
-                s1 = min(self.l1, s0 + step)
-                rows = slice(s0 * self.q1, s1 * self.q1)
-                # Ã_1R[s] = T1' A_1R[s] S_R'  -> (levels*q1, rr)
-                blockT = sp.kron(sp.identity(s1 - s0), T1.T, format="csr")
-                At = (blockT @ (A1R[rows] @ Srand.T)).toarray()
-                At = At.reshape(s1 - s0, self.q1, rr)
-                BA = Binv[s0:s1] @ At  # (ls, q1, rr)
-                K = tri_solve(Lrr, np.ascontiguousarray(BA.reshape(-1, rr).T))
-                K = K.T.reshape(s1 - s0, self.q1, rr)
-                V1[s0:s1] += K @ np.swapaxes(K, 1, 2)
-        return [V1] + out_rest
+        """Diagonal blocks of (ΛᵀZᵀZΛ + I)⁻¹ per level, one (ℓ, q, q) array per block
+        (:func:`crossed.model.condvar.conditional_inverse_blocks`)."""
+        return conditional_inverse_blocks(self, f)
 
     def first_chol(self, f: Factor) -> np.ndarray:
         """The first block's per-level Cholesky factors, (ℓ₁, q₁, q₁)."""
