@@ -17,6 +17,7 @@ import warnings
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -323,11 +324,8 @@ def _residual_section(fit: LmerFit, check: bool, notes: list[str]) -> str:
     checks = residual_checks(fit)
     check_note = ""
     if check:
-        try:
-            diag = fit.check(nsim=250, seed=0)
-        except Exception as exc:  # a failed diagnostic is reported, not fatal
-            notes.append(f"simulated residual checks failed: {exc}")
-        else:
+        diag = _simulated_checks(fit, notes)
+        if diag is not None:
             p = diag.tests.set_index("test")["p_value"]
             checks.update({f"sim_{t}_p": float(p.get(t, float("nan")))
                            for t in ("uniformity", "dispersion", "outliers")})
@@ -339,6 +337,16 @@ def _residual_section(fit: LmerFit, check: bool, notes: list[str]) -> str:
     return _section("Residual checks", _table(pd.DataFrame([checks])) + check_note + _figure_html(
         residual_plots(fit), "fig-residuals",
         "Conditional residuals against fitted values, and their normal Q-Q plot."))
+
+
+def _simulated_checks(fit: Any, notes: list[str]) -> Any:
+    """The fit's simulated-residual checks (250 simulations, seed 0), or None with a note
+    where they failed: a failed diagnostic is reported, not fatal."""
+    try:
+        return fit.check(nsim=250, seed=0)
+    except Exception as exc:
+        notes.append(f"simulated residual checks failed: {exc}")
+        return None
 
 
 def _comparison_section(data: pd.DataFrame, formula: str, compare: list[str], fit: LmerFit,
@@ -435,11 +443,8 @@ def _glmm_report(data: pd.DataFrame, formula: str, focus: str | None, title: str
         parts.append(_random_effects_section(fit))  # type: ignore[arg-type]
         body = ""
         if check:
-            try:
-                diag = fit.check(nsim=250, seed=0)
-            except Exception as exc:  # a failed diagnostic is reported, not fatal
-                notes.append(f"simulated residual checks failed: {exc}")
-            else:
+            diag = _simulated_checks(fit, notes)
+            if diag is not None:
                 body += _table(diag.tests[["test", "method", "statistic", "p_value"]])
             body += _figure_html(residual_plots(fit), "fig-residuals",
                                  "Simulated (randomised quantile) residuals: QQ plot "
