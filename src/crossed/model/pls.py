@@ -250,7 +250,7 @@ class PLS:
         scattered update (~50 dense flops, ~2.5 ns; a group's fixed cost ~15 µs). The
         grouping is skipped when even its lower bound costs more than W, or when there are
         more than ``MAX_GROUPED_LEVELS`` levels (the greedy pass is a Python loop), and
-        stopped once the groups closed so far cost more than W."""
+        stopped once the groups so far (the open one included) cost more than W."""
         q, l1 = self.q1, self.l1
         dense_cols = np.arange(self.r_rand, self.r)
         P = self._Z1tZr
@@ -302,6 +302,8 @@ class PLS:
             levels.append(lev)
             in_group[new] = True
             width += len(new)
+            if self.update != "groups" and closed + cost(len(levels), width) > self._w_cost:
+                return  # the open group alone makes it dearer than W (ner_like: one group)
         groups.append((levels, np.flatnonzero(in_group)))
         self._group_cost = sum(cost(len(levels), len(cols)) for levels, cols in groups)
         self._level_groups = [(np.sort(np.array(levels, dtype=np.int64)), cols)
