@@ -276,6 +276,15 @@ class PLS:
         if self.update != "groups" and (lower > self._w_cost or l1 > MAX_GROUPED_LEVELS):
             return
         indptr, indices = pattern.indptr, pattern.indices
+        if self.update != "groups" and self._w_cost < 2 * cost(0, 0):
+            # two groups cost more than W: only one group of every level can win, and its
+            # cost needs no greedy pass (ner_like: 366 levels, W ~29 µs per evaluation)
+            cols = np.union1d(np.unique(indices), dense_cols)
+            one = cost(l1, len(cols))
+            if one < self._w_cost:
+                self._group_cost = one
+                self._level_groups = [(np.arange(l1, dtype=np.int64), cols)]
+            return
         first_col = np.full(l1, self.r_rand)
         has = np.diff(indptr) > 0
         first_col[has] = indices[indptr[:-1][has]]
