@@ -184,16 +184,19 @@ class PLS:
         self.y = y
         rr = self.r_rand
         dense = np.column_stack([self.X, y])
+        # the sparse products read it row by row: C order (scipy copies an F-order operand
+        # per product; the sums are the same either way)
+        rows = np.ascontiguousarray(dense)
         Arr = np.empty((self.r, self.r))
         if self._Zr is not None:
             Arr[:rr, :rr] = self._ZrtZr
-            ZtD = np.asarray(self._Zr.T @ dense)
+            ZtD = np.asarray(self._Zr.T @ rows)
             Arr[:rr, rr:] = ZtD
             Arr[rr:, :rr] = ZtD.T
         Arr[rr:, rr:] = dense.T @ dense
         self.Arr = Arr
         A1r_parts = [] if self._Z1tZr is None else [self._Z1tZr]
-        A1r_parts.append(sp.csr_matrix(np.asarray(self._Z1t @ dense)))
+        A1r_parts.append(sp.csr_matrix(np.asarray(self._Z1t @ rows)))
         if len(A1r_parts) == 1:  # (from a dense array: canonical already)
             A1r = A1r_parts[0]
         else:
