@@ -103,3 +103,45 @@ def test_falls_back_to_lapack_without_scipys_pointers(monkeypatch):
     bad = A.copy(order="F")
     bad[100, 100] = -1.0
     assert cholesky_lower(bad) == 101
+
+
+def _spd_diagonal_lead(n: int, d: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """A = L Lᵀ whose leading d x d block is diagonal (L's is), and L."""
+    rng = np.random.default_rng(seed)
+    L = np.tril(rng.normal(size=(n, n)) * 0.3 / np.sqrt(n))  # (well conditioned)
+    L[:d, :d] = np.diag(rng.uniform(0.5, 3.0, size=d))
+    L[np.diag_indices(n)] = np.abs(L[np.diag_indices(n)]) + 0.5
+    return np.asfortranarray(L @ L.T), L
+
+
+@pytest.mark.parametrize(("n", "d"), [(5, 5), (40, 1), (40, 33), (450, 30), (700, 300),
+                                      (1000, 400), (1000, 997)])
+@pytest.mark.parametrize("solve_from", [None, "p"])
+def test_diagonal_lead_matches_lapack(n, d, solve_from, helper, monkeypatch):
+    """A diagonal leading block: square roots, a scaled panel and one update, then the
+    dense routine on the rest; the factor is LAPACK's, the upper triangle untouched."""
+    monkeypatch.setattr(cholesky, "MIN_DIAGONAL", 1)  # (the small sizes too)
+    A, L = _spd_diagonal_lead(n, d, seed=n + d)
+    upper = np.triu(A, 1).copy()
+    F = A.copy(order="F")
+    F[:d, :d] += np.tril(np.full((d, d), 1e3), -1)  # never read: the block is diagonal
+    assert cholesky_lower(F, solve_from=None if solve_from is None else n - 3,
+                          diagonal=d) == 0
+    F[:d, :d] -= np.tril(np.full((d, d), 1e3), -1)
+    np.testing.assert_allclose(np.tril(F), np.linalg.cholesky(A), rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(np.tril(F), L, rtol=1e-9, atol=1e-9)
+    np.testing.assert_array_equal(np.triu(F, 1), upper)
+
+
+@pytest.mark.parametrize("bad", [0, 7, 299, 300, 301, 650])
+def test_diagonal_lead_not_positive_definite_reports_lapacks_order(bad, helper):
+    A, _ = _spd_diagonal_lead(700, 300, seed=3)
+    A[bad, bad] = -1.0
+    _, expected = lapack.dpotrf(A.copy(order="F"), lower=1)
+    assert expected == bad + 1
+    assert cholesky_lower(A.copy(order="F"), diagonal=300) == expected
+
+
+def test_diagonal_lead_out_of_range():
+    with pytest.raises(ValueError, match="diagonal"):
+        cholesky_lower(np.eye(3, order="F"), diagonal=4)

@@ -373,3 +373,42 @@ def test_level_classes_of_a_scalar_block_match_the_row_wise_unique():
                                     return_inverse=True)
         np.testing.assert_array_equal(rep, r_ref)
         np.testing.assert_array_equal(class_of, c_ref.reshape(-1))
+
+
+DIAGONAL_LEAD = {
+    # the first block an interaction, the second one of its factors (CCMEM); nesting;
+    # a slope on the first block (q1 = 2)
+    "CCMEM": ("y ~ x1 + (1 | model:dataset) + (1 | model) + (1 | dataset)", "model"),
+    "nested": ("y ~ x1 + x2 + (1 | family/model)", "family"),
+    "q1 = 2": ("y ~ x1 + (1 + x1 | family:dataset) + (1 | family)", "family"),
+}
+
+
+@pytest.mark.parametrize("update", [None, "groups", "sparse"])
+@pytest.mark.parametrize("name", list(DIAGONAL_LEAD))
+def test_diagonal_lead_of_the_schur_complement(name, update, monkeypatch):
+    """When each level of the first factor meets one level of the second block, C's
+    second-block part is diagonal and factored as such: the criterion is the dense
+    formula's and β, u those of the dense factorisation."""
+    monkeypatch.setattr(cholesky, "MIN_DIAGONAL", 1)  # (used from r = 200 on otherwise)
+    formula, second = DIAGONAL_LEAD[name]
+    design = _design(formula)
+    pls = PLS(design.random.blocks, design.X, design.y, update=update)
+    assert pls._diagonal == _data()[second].nunique() == pls.blocks[1].nlevels
+    plain = PLS(design.random.blocks, design.X, design.y, update=update)
+    plain._diagonal = 0
+    n, p = design.X.shape
+    for theta in _thetas(design):
+        f, g = pls.factor(theta), plain.factor(theta)
+        for reml in (True, False):
+            assert profiled_deviance(f, n, p, reml) == pytest.approx(
+                _dense_criterion(design, theta, reml), rel=1e-10)
+        for a, b in zip(pls.solve(f)[1] + [pls.solve(f)[0]],
+                        plain.solve(g)[1] + [plain.solve(g)[0]], strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+
+
+def test_no_diagonal_lead_where_a_level_meets_two():
+    """A model meets several datasets: the second block's part of C is not diagonal."""
+    design = _design(FORMULAS["crossed intercepts"])
+    assert PLS(design.random.blocks, design.X, design.y)._diagonal == 0

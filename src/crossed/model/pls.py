@@ -99,6 +99,7 @@ class PLS:
     """
 
     ldW: float = 0.0  # Σ log(prior weights): subtracted from log|L|² in ``factor``
+    _diagonal: int = 0  # leading columns of C whose block is diagonal (_diagonal_lead)
 
     @classmethod
     def of(cls, design: Design, like: PLS | None = None) -> PLS:
@@ -169,6 +170,7 @@ class PLS:
             return
         self._Z1tZr = (self._Z1t @ Zr).tocsr() if Zr is not None else None
         self._ZrtZr = (Zr.T @ Zr).toarray() if Zr is not None else None
+        self._diagonal = self._diagonal_lead()
         self._plan_update()
         self._free: list[Products] | None = None  # W's y-free products, once a new response comes
         self._set_response(np.asarray(y, dtype=float))
@@ -231,6 +233,28 @@ class PLS:
             self._sparse.set_response(y)
         self.y = y
         self.A1r = sp.hstack([self._sparse.A1R, sp.csr_matrix(self._sparse.A1D)], format="csr")
+
+    def _diagonal_lead(self) -> int:
+        """The number of leading columns of the Schur complement C whose block is diagonal:
+        the second block's (one column per level) when each level of the first factor meets
+        at most one of its levels (the first factor an interaction such as model:dataset
+        and the second one of its factors, or a factor nested in the second), else 0.
+
+        C = A_rr - A_r1 G A_1r there: A_rr's part is Z₂ᵀZ₂, diagonal, and level s of the
+        first factor adds to (i, j) only where its rows meet columns i and j, so never off
+        the diagonal; the entries stay exact zeros (products with zero), and
+        :func:`cholesky_lower` factors that block by square roots (``diagonal=``)."""
+        rest = self.blocks[1:]
+        if not rest or rest[0].q != 1 or self._Z1tZr is None:
+            return 0
+        n2 = rest[0].nlevels
+        P = self._Z1tZr.tocoo()
+        keep = P.col < n2
+        pairs = np.unique(P.row[keep].astype(np.int64) // self.q1 * n2 + P.col[keep])
+        levels = pairs // n2
+        if len(levels) and np.any(levels[1:] == levels[:-1]):
+            return 0  # a level meets two of the second block's levels
+        return n2
 
     def _group_block(self, A1r: sp.csr_matrix, levels: np.ndarray, cols: np.ndarray
                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -512,7 +536,7 @@ class PLS:
             assert G is not None  # first_block's (q1 <= 2) or formed above
             return self._sparse.factor(theta, G, ld1, chol)
         L = self.schur(theta, chol, G, H)
-        if cholesky_lower(L, solve_from=self.r_rand) != 0:
+        if cholesky_lower(L, solve_from=self.r_rand, diagonal=self._diagonal) != 0:
             return Factor(theta=theta, ok=False)
         d = L.diagonal()
         rr = self.r_rand
