@@ -170,8 +170,9 @@ class PLS:
             return
         self._Z1tZr = (self._Z1t @ Zr).tocsr() if Zr is not None else None
         self._ZrtZr = (Zr.T @ Zr).toarray() if Zr is not None else None
-        self._diagonal = self._diagonal_lead()
-        self._plan_update()
+        pattern = self._level_pattern()
+        self._diagonal = self._diagonal_lead(pattern)
+        self._plan_update(pattern)
         self._free: list[Products] | None = None  # W's y-free products, once a new response comes
         self._set_response(np.asarray(y, dtype=float))
 
@@ -234,7 +235,24 @@ class PLS:
         self.y = y
         self.A1r = sp.hstack([self._sparse.A1R, sp.csr_matrix(self._sparse.A1D)], format="csr")
 
-    def _diagonal_lead(self) -> int:
+    def _level_pattern(self) -> sp.csr_matrix:
+        """The columns of A_rr's random part each level of the first factor meets: one row
+        per level (its q₁ rows of Z₁ᵀZ_r together), sorted, no duplicates."""
+        q, l1 = self.q1, self.l1
+        P = self._Z1tZr
+        if P is None:
+            return sp.csr_matrix((l1, 0))
+        if q == 1:  # one row per level already
+            P.sum_duplicates()  # (also sorts the indices; the matrix is unchanged)
+            return P
+        rows = np.arange(l1 * q)
+        agg = sp.csr_matrix((np.ones(l1 * q), (rows // q, rows)), shape=(l1, l1 * q))
+        pattern = (agg @ abs(P)).tocsr()
+        pattern.sum_duplicates()
+        pattern.sort_indices()
+        return pattern
+
+    def _diagonal_lead(self, pattern: sp.csr_matrix) -> int:
         """The number of leading columns of the Schur complement C whose block is diagonal:
         the second block's (one column per level) when each level of the first factor meets
         at most one of its levels (the first factor an interaction such as model:dataset
@@ -245,14 +263,11 @@ class PLS:
         the diagonal; the entries stay exact zeros (products with zero), and
         :func:`cholesky_lower` factors that block by square roots (``diagonal=``)."""
         rest = self.blocks[1:]
-        if not rest or rest[0].q != 1 or self._Z1tZr is None:
+        if not rest or rest[0].q != 1:
             return 0
         n2 = rest[0].nlevels
-        P = self._Z1tZr.tocoo()
-        keep = P.col < n2
-        pairs = np.unique(P.row[keep].astype(np.int64) // self.q1 * n2 + P.col[keep])
-        levels = pairs // n2
-        if len(levels) and np.any(levels[1:] == levels[:-1]):
+        seen = np.concatenate(([0], np.cumsum(pattern.indices < n2)))
+        if np.any(np.diff(seen[pattern.indptr]) > 1):
             return 0  # a level meets two of the second block's levels
         return n2
 
@@ -267,7 +282,7 @@ class PLS:
             return levels, cols, np.asfortranarray(block.T)
         return levels, cols, block.reshape(len(levels), q, len(cols))
 
-    def _plan_update(self) -> None:
+    def _plan_update(self, pattern: sp.csr_matrix) -> None:
         """Choose how A_r1 G A_1r is computed, from the sparsity of Z1ᵀ[Zr X y] (y-free).
 
         Levels of the first factor are grouped greedily (ordered by their columns) so that
@@ -280,18 +295,6 @@ class PLS:
         stopped once the groups so far (the open one included) cost more than W."""
         q, l1 = self.q1, self.l1
         dense_cols = np.arange(self.r_rand, self.r)
-        P = self._Z1tZr
-        if P is None:
-            pattern = sp.csr_matrix((l1, 0))
-        elif q == 1:  # one row per level already
-            P.sum_duplicates()  # (also sorts the indices; the matrix is unchanged)
-            pattern = P
-        else:  # the columns each level's q rows touch, one row per level
-            rows = np.arange(l1 * q)
-            agg = sp.csr_matrix((np.ones(l1 * q), (rows // q, rows)), shape=(l1, l1 * q))
-            pattern = (agg @ abs(P)).tocsr()
-            pattern.sum_duplicates()
-            pattern.sort_indices()
         u = (np.diff(pattern.indptr) + len(dense_cols)).astype(np.float64)
         self._w_cost = float(np.sum((q * u) ** 2)) / 2.0
         self._group_cost, self._level_groups = np.inf, None
