@@ -16,6 +16,7 @@ from crossed.design.frame import (
     DataError,
     check_finite,
     check_scale,
+    clearly_finite,
     prepare,
 )
 from crossed.design.newdata import NewRows
@@ -228,14 +229,15 @@ def build_design(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit",
     frame = prepared.data
     if not spec.trusted:  # the allow-list again, now that the columns are known
         check_spec(spec, columns={str(c) for c in data.columns})
-    y = build_response(spec.response, frame)  # non-finite values refused there
+    arrays = prepared.arrays
+    y = build_response(spec.response, frame, arrays)  # non-finite values refused there
     # a formula written with R's ^ gets R's column names (I(x^2)) back
     caret = "^" in spec.formula
     # R codes ordered factors with contr.poly unless contrasts= names another coding; the
     # random-effects matrices (lme4's mkReTrms) use only the defaults
     ordered = {c: "poly" for c in prepared.ordered}
     fixed = build_fixed(spec.fixed, frame, caret=caret,
-                        codings=ordered | _user_codings(spec, prepared.levels))
+                        codings=ordered | _user_codings(spec, prepared.levels), arrays=arrays)
     used = dict(fixed.codings)
     for col, coding in spec.contrasts:
         if coding != "treatment" and col not in used:
@@ -252,8 +254,11 @@ def build_design(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit",
     check_scale(fixed.X, fixed.names)
     if not spec.random:
         raise DataError("no random-effects terms in the formula: use (expr | group)")
-    random = build_random(spec.random, frame, caret=caret, codings=ordered, glmm=glmm)
+    random = build_random(spec.random, frame, caret=caret, codings=ordered, glmm=glmm,
+                          arrays=arrays)
     for blk in random.blocks:
+        if clearly_finite(blk.Z):
+            continue
         for j, name in enumerate(blk.column_names):
             check_finite(f"{name} | {blk.group}", blk.Z[:, j], what="random-effects column")
     return Design(spec=spec, y=y, fixed=fixed, random=random, n_dropped=prepared.n_dropped,

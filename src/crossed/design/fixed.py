@@ -13,6 +13,7 @@ import pandas as pd
 from formulaic import model_matrix
 from formulaic.errors import DataMismatchWarning
 from formulaic.model_spec import ModelSpec as FormulaicSpec
+from scipy.linalg import blas
 
 from crossed._warn import warn
 from crossed.design.contrasts import alias_column, rewrite_formula
@@ -21,6 +22,7 @@ from crossed.design.frame import (
     DataError,
     check_finite,
     check_numeric_response,
+    clearly_finite,
     expression_variables,
     level_label,
     quote_dotted,
@@ -93,10 +95,40 @@ class MatrixSpec:
         return np.asarray(mm, dtype=float)[:, list(self.keep)]
 
 
-def _plain_matrix(columns: tuple[str, ...], frame: pd.DataFrame) -> np.ndarray:
+def _plain_matrix(columns: tuple[str, ...], frame: pd.DataFrame,
+                  arrays: Mapping[str, Any] | None = None) -> np.ndarray:
     n = len(frame)
+    if arrays is not None:  # (the prepared columns, without a Series per access)
+        return np.column_stack([np.ones(n) if c == "1" else np.asarray(arrays[c], dtype=float)
+                                for c in columns])
     return np.column_stack([np.ones(n) if c == "1" else frame[c].to_numpy(dtype=float)
                             for c in columns])
+
+
+def _columns(frame: pd.DataFrame, arrays: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """Column name -> values: the prepared arrays when given, else the frame's columns."""
+    return arrays if arrays is not None else _FrameColumns(frame)
+
+
+class _FrameColumns(Mapping[str, Any]):
+    """A frame's columns as a mapping of arrays, as :attr:`PreparedFrame.arrays` holds
+    them: numpy arrays for numpy columns, extension arrays (categoricals) otherwise."""
+
+    def __init__(self, frame: pd.DataFrame) -> None:
+        self._frame = frame
+
+    def __getitem__(self, key: str) -> Any:
+        col = self._frame[key]
+        return col.to_numpy() if isinstance(col.dtype, np.dtype) else col.array
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._frame.columns
+
+    def __iter__(self) -> Any:
+        return iter(self._frame.columns)
+
+    def __len__(self) -> int:
+        return len(self._frame.columns)
 
 
 def _level_codes(values: Any, levels: tuple[str, ...], column: str) -> np.ndarray:
@@ -127,6 +159,10 @@ def _is_missing(value: object) -> bool:
         return False
 
 
+_FEW_LEVELS = 8
+"""Up to this many levels a factor's indicator columns are filled by comparisons."""
+
+
 def _coded_matrix(columns: tuple[str, ...], factors: dict[str, tuple[str, ...]],
                   frame: pd.DataFrame | dict[str, Any],
                   index: dict[str, pd.Index] | None = None) -> np.ndarray:
@@ -151,8 +187,12 @@ def _coded_matrix(columns: tuple[str, ...], factors: dict[str, tuple[str, ...]],
                 codes = np.asarray(values.codes, dtype=np.int64)  # (the prepared column)
             else:
                 codes = _level_codes(values, levels, c)
-            rows = np.flatnonzero(codes > 0)
-            flat[(j - 1 + codes[rows]) * n + rows] = 1.0  # X[rows, j - 1 + code]
+            if len(levels) <= _FEW_LEVELS:  # a comparison per column: fewer passes
+                for k in range(1, len(levels)):
+                    X[:, j - 1 + k] = codes == k
+            else:
+                rows = np.flatnonzero(codes > 0)
+                flat[(j - 1 + codes[rows]) * n + rows] = 1.0  # X[rows, j - 1 + code]
             j += len(levels) - 1
         else:
             X[:, j] = np.asarray(frame[c], dtype=float)
@@ -160,7 +200,7 @@ def _coded_matrix(columns: tuple[str, ...], factors: dict[str, tuple[str, ...]],
     return X
 
 
-def _coded_columns(rhs: str, frame: pd.DataFrame) -> tuple[
+def _coded_columns(rhs: str, columns: Mapping[str, Any]) -> tuple[
         tuple[str, ...], dict[str, tuple[str, ...]], dict[str, Any]] | None:
     """A fixed part of ``1`` and bare column names joined by ``+`` (``"x + f"``) whose
     factors can be coded without formulaic: with an intercept, every factor a prepared
@@ -177,9 +217,9 @@ def _coded_columns(rhs: str, frame: pd.DataFrame) -> tuple[
     for t in tokens:
         if t == "1":
             continue
-        if not BARE_NAME.fullmatch(t) or t not in frame.columns:
+        if not BARE_NAME.fullmatch(t) or t not in columns:
             return None
-        values = frame[t].array
+        values = columns[t]
         dtype = values.dtype
         if isinstance(dtype, pd.CategoricalDtype):
             levels = tuple(dtype.categories.tolist())
@@ -195,7 +235,7 @@ def _coded_columns(rhs: str, frame: pd.DataFrame) -> tuple[
     return ("1", *arrays), factors, arrays
 
 
-def _plain_columns(expr: str, frame: pd.DataFrame) -> tuple[str, ...] | None:
+def _plain_columns(expr: str, columns: Mapping[str, Any]) -> tuple[str, ...] | None:
     """``1``, ``0`` and numeric column names joined by ``+`` (``"1 + Days"``, ``"0 + x"``);
     None for anything formulaic must evaluate."""
     tokens = [t.strip() for t in expr.split("+")]
@@ -205,9 +245,9 @@ def _plain_columns(expr: str, frame: pd.DataFrame) -> tuple[str, ...] | None:
     for c in cols:
         if not BARE_NAME.fullmatch(c):  # "a:b" is an interaction, `a:b` a column
             return None
-        if c not in frame.columns:
+        if c not in columns:
             return None
-        dtype = frame[c].dtype  # (one column access: each costs ~10 µs in pandas 3)
+        dtype = columns[c].dtype  # (one column access: each costs ~10 µs in pandas 3)
         if not pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype):
             return None
     if "0" in tokens and "1" in tokens:
@@ -336,6 +376,14 @@ def split_colons(text: str) -> list[str]:
     return parts
 
 
+def _gram(X: np.ndarray) -> np.ndarray:
+    """``X.T @ X`` through BLAS ``dgemm`` (numpy's ``syrk`` route is about twice as slow on
+    a tall, narrow X); the product only decides whether the QR route is needed."""
+    if X.dtype == np.float64 and X.ndim == 2:
+        return np.asarray(blas.dgemm(1.0, X, X, trans_a=1))
+    return X.T @ X  # pragma: no cover
+
+
 def independent_columns(X: np.ndarray, tol: float = RANK_TOL) -> np.ndarray:
     """Columns of X kept after dropping those linearly dependent on earlier ones.
 
@@ -349,7 +397,7 @@ def independent_columns(X: np.ndarray, tol: float = RANK_TOL) -> np.ndarray:
         # fast path on the Gram matrix, without an n x p scaled copy: accepted only when
         # every column is clearly independent (relative residual > 1e-4); anything else
         # takes the route below, whose verdict it would be
-        gram = X.T @ X
+        gram = _gram(X)
         d = np.sqrt(np.diag(gram))
         if np.all(d > 0) and np.all(np.isfinite(gram)):
             try:
@@ -417,20 +465,24 @@ def _coded(text: str, codings: Mapping[str, Any] | None
 
 
 def build_fixed(rhs: str, frame: pd.DataFrame, caret: bool = False,
-                codings: Mapping[str, Any] | None = None) -> FixedDesign:
+                codings: Mapping[str, Any] | None = None,
+                arrays: Mapping[str, Any] | None = None) -> FixedDesign:
     """Fixed-effects design for a formulaic right-hand side on prepared data.
 
     Rank-deficient columns are dropped with a warning naming them, as lme4 does.
     ``codings`` maps factor columns to their contrast coding (R's ``contrasts``;
     :mod:`crossed.design.contrasts`); unlisted factors get treatment contrasts.
+    ``arrays``: the frame's columns as arrays (:attr:`PreparedFrame.arrays`), read by the
+    paths that do without formulaic.
     """
-    plain = _plain_columns(rhs, frame)
-    coded = None if plain else _coded_columns(rhs, frame)
+    columns = _columns(frame, arrays)
+    plain = _plain_columns(rhs, columns)
+    coded = None if plain else _coded_columns(rhs, columns)
     fspec = None
     context = None
     used: tuple[tuple[str, Any], ...] = ()
     if plain:  # intercept and numeric columns only: no formulaic round trip
-        X = _plain_matrix(plain, frame)
+        X = _plain_matrix(plain, frame, arrays)
         names = ["(Intercept)" if c == "1" else c for c in plain]
         labels, assign = list(names), list(range(len(names)))
     elif (coded is not None and all(k == "treatment" for k in (codings or {}).values())
@@ -445,8 +497,9 @@ def build_fixed(rhs: str, frame: pd.DataFrame, caret: bool = False,
         fspec = mm.model_spec
         X = np.asarray(mm.to_numpy(), dtype=float)
         names, labels, assign = _r_column_names(fspec, list(mm.columns), caret)
-    for j, name in enumerate(names):  # before the rank check: inf is not "dependent"
-        check_finite(name, X[:, j])
+    if not clearly_finite(X):  # before the rank check: inf is not "dependent"
+        for j, name in enumerate(names):
+            check_finite(name, X[:, j])
     keep = independent_columns(X) if X.shape[1] else np.zeros(0, dtype=bool)
     dropped = tuple(n for n, k in zip(names, keep, strict=True) if not k)
     if dropped:
@@ -506,6 +559,7 @@ def _coded_fixed(columns: tuple[str, ...], factors: dict[str, tuple[str, ...]],
     names: list[str] = []
     labels: list[str] = []
     assign: list[int] = []
+    finite = clearly_finite(X)
     for t_index, c in enumerate(columns):
         labels.append("(Intercept)" if c == "1" else c)
         if c in factors:
@@ -513,7 +567,8 @@ def _coded_fixed(columns: tuple[str, ...], factors: dict[str, tuple[str, ...]],
                 names.append(f"{c}{lv}")
                 assign.append(t_index)
         else:
-            if c != "1":  # (as the general route, in column order: indicators are finite)
+            if c != "1" and not finite:  # (as the general route, in column order:
+                # indicators are finite)
                 check_finite(c, X[:, len(names)])
             names.append("(Intercept)" if c == "1" else c)
             assign.append(t_index)
@@ -531,16 +586,16 @@ def _coded_fixed(columns: tuple[str, ...], factors: dict[str, tuple[str, ...]],
 
 def build_matrix(
     expr: str, frame: pd.DataFrame, caret: bool = False,
-    codings: Mapping[str, Any] | None = None,
+    codings: Mapping[str, Any] | None = None, arrays: Mapping[str, Any] | None = None,
 ) -> tuple[np.ndarray, tuple[str, ...], MatrixSpec]:
     """Model matrix of a random-term expression (no rank reduction), with R names
-    (``codings``: contrast codings of factors, as :func:`build_fixed`)."""
-    plain = _plain_columns(expr, frame)
+    (``codings``, ``arrays``: as :func:`build_fixed`)."""
+    plain = _plain_columns(expr, _columns(frame, arrays))
     if plain:
         names = tuple("(Intercept)" if c == "1" else c for c in plain)
         spec = MatrixSpec(formulaic=None, names=names, keep=tuple(range(len(plain))),
                           plain=plain)
-        return _plain_matrix(plain, frame), names, spec
+        return _plain_matrix(plain, frame, arrays), names, spec
     check_reserved_levels(expr, frame)
     text, context, _ = _coded(power_in_calls(expr), codings)
     text = quote_dotted(text, set(frame.columns))
@@ -555,18 +610,21 @@ def build_matrix(
     )
 
 
-def build_response(response: str, frame: pd.DataFrame) -> np.ndarray:
-    """The response vector; a column name or an expression (``np.log(y)``)."""
-    if response in frame.columns:
-        col = frame[response]
+def build_response(response: str, frame: pd.DataFrame,
+                   arrays: Mapping[str, Any] | None = None) -> np.ndarray:
+    """The response vector; a column name or an expression (``np.log(y)``).
+    (``arrays``: as :func:`build_fixed`.)"""
+    columns = _columns(frame, arrays)
+    if response in columns:
+        col = columns[response]
         if isinstance(col.dtype, pd.CategoricalDtype):  # prepare() made it a factor
-            shown = ", ".join(map(str, col.cat.categories[:5]))
+            shown = ", ".join(map(str, col.categories[:5]))
             raise DataError(f"response {response!r} is not numeric: it holds labels or "
-                            f"booleans ({shown}{', ...' if len(col.cat.categories) > 5 else ''}"
+                            f"booleans ({shown}{', ...' if len(col.categories) > 5 else ''}"
                             f"); convert it to numbers, e.g. data[{response!r}].astype(float)")
-        if not pd.api.types.is_numeric_dtype(col):
+        if not pd.api.types.is_numeric_dtype(col.dtype):
             raise DataError(f"response {response!r} is not numeric (dtype {col.dtype})")
-        return check_numeric_response(col.to_numpy(), response)
+        return check_numeric_response(np.asarray(col), response)
     text = quote_dotted(f"0 + {response}", set(frame.columns))
     mm = _model_matrix(text, frame, f"cannot evaluate the response {response!r}",
                        output="numpy")
