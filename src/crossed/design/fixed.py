@@ -20,6 +20,7 @@ from crossed.design.contrasts import alias_column, rewrite_formula
 from crossed.design.frame import (
     BARE_NAME,
     DataError,
+    PreparedFrame,
     check_finite,
     check_numeric_response,
     clearly_finite,
@@ -30,9 +31,9 @@ from crossed.design.frame import (
 from crossed.formula.grammar import plain_message, power_in_calls
 from crossed.formula.safety import SAFE_CONTEXT
 
-__all__ = ["FixedDesign", "MatrixSpec", "RANK_TOL", "build_fixed", "build_matrix",
+__all__ = ["FixedDesign", "MatrixSpec", "RANK_TOL", "Table", "build_fixed", "build_matrix",
            "build_response", "check_reserved_levels", "independent_columns", "split_colons",
-           "subset_fixed"]
+           "subset_fixed", "table_of"]
 
 RANK_TOL = 1e-7
 
@@ -95,40 +96,36 @@ class MatrixSpec:
         return np.asarray(mm, dtype=float)[:, list(self.keep)]
 
 
-def _plain_matrix(columns: tuple[str, ...], frame: pd.DataFrame,
-                  arrays: Mapping[str, Any] | None = None) -> np.ndarray:
+Table = pd.DataFrame | PreparedFrame
+"""The data a model matrix is built on: a table, or :func:`prepare`'s columns (read as
+arrays; its table is built only where formulaic evaluates an expression)."""
+
+
+def _plain_matrix(columns: tuple[str, ...], frame: Table) -> np.ndarray:
     n = len(frame)
-    if arrays is not None:  # (the prepared columns, without a Series per access)
+    if isinstance(frame, PreparedFrame):  # (the prepared columns, without a Series each)
+        arrays = frame.arrays
         return np.column_stack([np.ones(n) if c == "1" else np.asarray(arrays[c], dtype=float)
                                 for c in columns])
     return np.column_stack([np.ones(n) if c == "1" else frame[c].to_numpy(dtype=float)
                             for c in columns])
 
 
-def _columns(frame: pd.DataFrame, arrays: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    """Column name -> values: the prepared arrays when given, else the frame's columns."""
-    return arrays if arrays is not None else _FrameColumns(frame)
+def _column(frame: Table, name: str) -> Any:
+    """The values of a column that is not a prepared factor (None: no such column): a
+    prepared numeric array, or the table's ``frame[name].array``."""
+    if isinstance(frame, PreparedFrame):
+        return frame.values.get(name)
+    return frame[name].array if name in frame.columns else None
 
 
-class _FrameColumns(Mapping[str, Any]):
-    """A frame's columns as a mapping of arrays, as :attr:`PreparedFrame.arrays` holds
-    them: numpy arrays for numpy columns, extension arrays (categoricals) otherwise."""
+def _prepared_factors(frame: Table) -> Mapping[str, Any]:
+    return frame.codes if isinstance(frame, PreparedFrame) else {}
 
-    def __init__(self, frame: pd.DataFrame) -> None:
-        self._frame = frame
 
-    def __getitem__(self, key: str) -> Any:
-        col = self._frame[key]
-        return col.to_numpy() if isinstance(col.dtype, np.dtype) else col.array
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._frame.columns
-
-    def __iter__(self) -> Any:
-        return iter(self._frame.columns)
-
-    def __len__(self) -> int:
-        return len(self._frame.columns)
+def table_of(frame: Table) -> pd.DataFrame:
+    """The table (a prepared frame's, built on first use)."""
+    return frame.data if isinstance(frame, PreparedFrame) else frame
 
 
 def _level_codes(values: Any, levels: tuple[str, ...], column: str) -> np.ndarray:
@@ -165,16 +162,19 @@ _FEW_LEVELS = 8
 
 def _coded_matrix(columns: tuple[str, ...], factors: dict[str, tuple[str, ...]],
                   frame: pd.DataFrame | dict[str, Any],
-                  index: dict[str, pd.Index] | None = None) -> np.ndarray:
+                  codes_of: dict[str, np.ndarray] | None = None) -> np.ndarray:
     """The matrix of an intercept, numeric columns and treatment-coded factors (one 0/1
     column per level after the first), in Fortran order as formulaic returns it.
-    ``frame``: a table, or its used columns as arrays; ``index``: the category index of
-    prepared factor columns whose categories are their levels (their codes are used)."""
-    n = len(frame) if isinstance(frame, pd.DataFrame) else len(next(iter(frame.values())))
+    ``frame``: a table, or its numeric columns as arrays; ``codes_of``: the codes of
+    factors whose levels are ``factors[c]`` (other factors are matched to their levels)."""
+    codes_of = codes_of or {}
+    if isinstance(frame, pd.DataFrame):
+        n = len(frame)
+    else:
+        n = len(next(iter(frame.values())) if frame else next(iter(codes_of.values())))
     width = sum(len(factors[c]) - 1 if c in factors else 1 for c in columns)
     X = np.zeros((n, width), order="F")
     flat = X.T.reshape(-1)  # (a view: column after column)
-    levels_index = {} if index is None else index
     j = 0
     for c in columns:
         if c == "1":
@@ -182,11 +182,10 @@ def _coded_matrix(columns: tuple[str, ...], factors: dict[str, tuple[str, ...]],
             j += 1
         elif c in factors:
             levels = factors[c]
-            values = frame[c]
-            if isinstance(values, pd.Categorical) and values.categories is levels_index.get(c):
-                codes = np.asarray(values.codes, dtype=np.int64)  # (the prepared column)
+            if c in codes_of:
+                codes = codes_of[c]  # (a prepared column)
             else:
-                codes = _level_codes(values, levels, c)
+                codes = _level_codes(frame[c], levels, c)
             if len(levels) <= _FEW_LEVELS:  # a comparison per column: fewer passes
                 for k in range(1, len(levels)):
                     X[:, j - 1 + k] = codes == k
@@ -200,13 +199,14 @@ def _coded_matrix(columns: tuple[str, ...], factors: dict[str, tuple[str, ...]],
     return X
 
 
-def _coded_columns(rhs: str, columns: Mapping[str, Any]) -> tuple[
-        tuple[str, ...], dict[str, tuple[str, ...]], dict[str, Any]] | None:
+def _coded_columns(rhs: str, frame: Table) -> tuple[
+        tuple[str, ...], dict[str, tuple[str, ...]], dict[str, Any],
+        dict[str, np.ndarray]] | None:
     """A fixed part of ``1`` and bare column names joined by ``+`` (``"x + f"``) whose
     factors can be coded without formulaic: with an intercept, every factor a prepared
     (unordered) categorical of at least two levels. Returns the columns (``"1"`` first),
-    the factors' levels and the columns' arrays, or None for anything formulaic must
-    evaluate."""
+    the factors' levels, the numeric columns' arrays and the factors' codes, or None for
+    anything formulaic must evaluate."""
     tokens = [t.strip() for t in rhs.split("+")]
     if not tokens or any(not t for t in tokens) or len(set(tokens)) != len(tokens):
         return None
@@ -214,12 +214,24 @@ def _coded_columns(rhs: str, columns: Mapping[str, Any]) -> tuple[
         return None  # without an intercept the first factor is coded in full
     factors: dict[str, tuple[str, ...]] = {}
     arrays: dict[str, Any] = {}
+    codes: dict[str, np.ndarray] = {}
+    order: list[str] = []
+    prepared = frame.codes if isinstance(frame, PreparedFrame) else {}
     for t in tokens:
         if t == "1":
             continue
-        if not BARE_NAME.fullmatch(t) or t not in columns:
+        if not BARE_NAME.fullmatch(t):
             return None
-        values = columns[t]
+        order.append(t)
+        if t in prepared:  # (unordered, its levels distinct labels)
+            codes[t], levels_list = prepared[t]
+            if len(levels_list) < 2:
+                return None
+            factors[t] = tuple(levels_list)
+            continue
+        values = _column(frame, t)
+        if values is None:
+            return None
         dtype = values.dtype
         if isinstance(dtype, pd.CategoricalDtype):
             levels = tuple(dtype.categories.tolist())
@@ -227,15 +239,17 @@ def _coded_columns(rhs: str, columns: Mapping[str, Any]) -> tuple[
                     or not all(isinstance(lv, str) for lv in levels)):
                 return None
             factors[t] = levels
+            codes[t] = np.asarray(values.codes, dtype=np.int64)
         elif not pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype):
             return None
-        arrays[t] = values
+        else:
+            arrays[t] = values
     if not factors:
         return None  # (the plain path)
-    return ("1", *arrays), factors, arrays
+    return ("1", *order), factors, arrays, codes
 
 
-def _plain_columns(expr: str, columns: Mapping[str, Any]) -> tuple[str, ...] | None:
+def _plain_columns(expr: str, frame: Table) -> tuple[str, ...] | None:
     """``1``, ``0`` and numeric column names joined by ``+`` (``"1 + Days"``, ``"0 + x"``);
     None for anything formulaic must evaluate."""
     tokens = [t.strip() for t in expr.split("+")]
@@ -245,9 +259,10 @@ def _plain_columns(expr: str, columns: Mapping[str, Any]) -> tuple[str, ...] | N
     for c in cols:
         if not BARE_NAME.fullmatch(c):  # "a:b" is an interaction, `a:b` a column
             return None
-        if c not in columns:
+        values = None if c in _prepared_factors(frame) else _column(frame, c)
+        if values is None:  # (not a column, or a prepared factor)
             return None
-        dtype = columns[c].dtype  # (one column access: each costs ~10 µs in pandas 3)
+        dtype = values.dtype  # (one column access: each costs ~10 µs in pandas 3)
         if not pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype):
             return None
     if "0" in tokens and "1" in tokens:
@@ -464,31 +479,29 @@ def _coded(text: str, codings: Mapping[str, Any] | None
     return new, {**SAFE_CONTEXT, **ctx}, tuple((c, wanted[c]) for c in wanted if c in found)
 
 
-def build_fixed(rhs: str, frame: pd.DataFrame, caret: bool = False,
-                codings: Mapping[str, Any] | None = None,
-                arrays: Mapping[str, Any] | None = None) -> FixedDesign:
+def build_fixed(rhs: str, frame: Table, caret: bool = False,
+                codings: Mapping[str, Any] | None = None) -> FixedDesign:
     """Fixed-effects design for a formulaic right-hand side on prepared data.
 
     Rank-deficient columns are dropped with a warning naming them, as lme4 does.
     ``codings`` maps factor columns to their contrast coding (R's ``contrasts``;
     :mod:`crossed.design.contrasts`); unlisted factors get treatment contrasts.
-    ``arrays``: the frame's columns as arrays (:attr:`PreparedFrame.arrays`), read by the
-    paths that do without formulaic.
+    ``frame``: the table, or :func:`prepare`'s columns.
     """
-    columns = _columns(frame, arrays)
-    plain = _plain_columns(rhs, columns)
-    coded = None if plain else _coded_columns(rhs, columns)
+    plain = _plain_columns(rhs, frame)
+    coded = None if plain else _coded_columns(rhs, frame)
     fspec = None
     context = None
     used: tuple[tuple[str, Any], ...] = ()
     if plain:  # intercept and numeric columns only: no formulaic round trip
-        X = _plain_matrix(plain, frame, arrays)
+        X = _plain_matrix(plain, frame)
         names = ["(Intercept)" if c == "1" else c for c in plain]
         labels, assign = list(names), list(range(len(names)))
     elif (coded is not None and all(k == "treatment" for k in (codings or {}).values())
           and (fast := _coded_fixed(*coded)) is not None):
         return fast  # intercept, numeric columns and treatment-coded factors, full rank
     else:
+        frame = table_of(frame)
         check_reserved_levels(rhs, frame)
         text, context, used = _coded(rhs, codings)
         text = quote_dotted(text, set(frame.columns))
@@ -542,7 +555,7 @@ def subset_fixed(fixed: FixedDesign, rows: np.ndarray) -> FixedDesign:
 
 
 def _coded_fixed(columns: tuple[str, ...], factors: dict[str, tuple[str, ...]],
-                 arrays: dict[str, Any]) -> FixedDesign | None:
+                 arrays: dict[str, Any], codes: dict[str, np.ndarray]) -> FixedDesign | None:
     """The fixed design of an intercept, numeric columns and factors, built directly: the
     columns, names, term labels and assignment formulaic and R give (validated against the
     formulaic route in ``tests/design/test_fixed.py``). None when the matrix is rank
@@ -554,8 +567,7 @@ def _coded_fixed(columns: tuple[str, ...], factors: dict[str, tuple[str, ...]],
                 f"level {bad[0]!r} of factor {c!r} starts with '__', which the model-matrix "
                 "library (formulaic) reserves and would silently drop; rename the level"
             )
-    X = _coded_matrix(columns, factors, arrays,
-                      {c: arrays[c].categories for c in factors})
+    X = _coded_matrix(columns, factors, arrays, codes)
     names: list[str] = []
     labels: list[str] = []
     assign: list[int] = []
@@ -585,17 +597,18 @@ def _coded_fixed(columns: tuple[str, ...], factors: dict[str, tuple[str, ...]],
 
 
 def build_matrix(
-    expr: str, frame: pd.DataFrame, caret: bool = False,
-    codings: Mapping[str, Any] | None = None, arrays: Mapping[str, Any] | None = None,
+    expr: str, frame: Table, caret: bool = False,
+    codings: Mapping[str, Any] | None = None,
 ) -> tuple[np.ndarray, tuple[str, ...], MatrixSpec]:
     """Model matrix of a random-term expression (no rank reduction), with R names
-    (``codings``, ``arrays``: as :func:`build_fixed`)."""
-    plain = _plain_columns(expr, _columns(frame, arrays))
+    (``frame``, ``codings``: as :func:`build_fixed`)."""
+    plain = _plain_columns(expr, frame)
     if plain:
         names = tuple("(Intercept)" if c == "1" else c for c in plain)
         spec = MatrixSpec(formulaic=None, names=names, keep=tuple(range(len(plain))),
                           plain=plain)
-        return _plain_matrix(plain, frame, arrays), names, spec
+        return _plain_matrix(plain, frame), names, spec
+    frame = table_of(frame)
     check_reserved_levels(expr, frame)
     text, context, _ = _coded(power_in_calls(expr), codings)
     text = quote_dotted(text, set(frame.columns))
@@ -610,21 +623,24 @@ def build_matrix(
     )
 
 
-def build_response(response: str, frame: pd.DataFrame,
-                   arrays: Mapping[str, Any] | None = None) -> np.ndarray:
+def build_response(response: str, frame: Table) -> np.ndarray:
     """The response vector; a column name or an expression (``np.log(y)``).
-    (``arrays``: as :func:`build_fixed`.)"""
-    columns = _columns(frame, arrays)
-    if response in columns:
-        col = columns[response]
+    (``frame``: as :func:`build_fixed`.)"""
+    if isinstance(frame, PreparedFrame) and response in frame.values:
+        values = frame.values[response]  # (prepare() made it float64)
+        if pd.api.types.is_numeric_dtype(values.dtype) and isinstance(values, np.ndarray):
+            return check_numeric_response(values.view(), response)
+    frame = table_of(frame)
+    if response in frame.columns:
+        col = frame[response]
         if isinstance(col.dtype, pd.CategoricalDtype):  # prepare() made it a factor
-            shown = ", ".join(map(str, col.categories[:5]))
+            shown = ", ".join(map(str, col.cat.categories[:5]))
             raise DataError(f"response {response!r} is not numeric: it holds labels or "
-                            f"booleans ({shown}{', ...' if len(col.categories) > 5 else ''}"
+                            f"booleans ({shown}{', ...' if len(col.cat.categories) > 5 else ''}"
                             f"); convert it to numbers, e.g. data[{response!r}].astype(float)")
-        if not pd.api.types.is_numeric_dtype(col.dtype):
+        if not pd.api.types.is_numeric_dtype(col):
             raise DataError(f"response {response!r} is not numeric (dtype {col.dtype})")
-        return check_numeric_response(np.asarray(col), response)
+        return check_numeric_response(col.to_numpy(), response)
     text = quote_dotted(f"0 + {response}", set(frame.columns))
     mm = _model_matrix(text, frame, f"cannot evaluate the response {response!r}",
                        output="numpy")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import difflib
+import functools
 import numbers
 import re
 from collections.abc import Hashable
@@ -92,6 +93,8 @@ def _r_sorted(uniq: list[Any], numeric: bool) -> list[Any]:
     them in an English locale (case-insensitive first, lower case before upper on ties)."""
     if numeric:
         return sorted(uniq)
+    if all(isinstance(s, str) for s in uniq):  # the same order, by two stable sorts
+        return sorted(sorted(uniq, key=str.swapcase), key=str.lower)
     return sorted(uniq, key=lambda s: (str(s).lower(), str(s).swapcase()))
 
 
@@ -105,17 +108,43 @@ def is_categorical(values: pd.Series | pd.api.extensions.ExtensionArray) -> bool
 
 @dataclass(frozen=True)
 class PreparedFrame:
-    """The rows and columns a model uses, with factors encoded as ordered categoricals."""
+    """The rows and columns a model uses, with factors encoded as categoricals.
 
-    data: pd.DataFrame
+    The design reads the columns as arrays (:attr:`values`, :attr:`codes`); the
+    categoricals and the table (:attr:`arrays`, :attr:`data`) are built on first use, as a
+    fit does not need them (on a small table they cost about a tenth of the design).
+    """
+
+    names: tuple[str, ...]
+    """The used columns, in the data's order."""
+    n_rows: int
     n_dropped: int
     levels: dict[str, list[str]]
     ordered: tuple[str, ...] = ()
     """Factor columns that were ordered pandas Categoricals (R's ``ordered``: coded with
     ``contr.poly`` unless ``contrasts=`` says otherwise)."""
-    arrays: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
-    """The columns of ``data`` as arrays (numpy arrays, categoricals): the design's fast
-    paths read them without building a Series per access."""
+    values: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    """The numeric columns (numpy arrays, or pandas' numeric extension arrays)."""
+    codes: dict[str, tuple[np.ndarray, list[str]]] = field(default_factory=dict, repr=False,
+                                                            compare=False)
+    """The factor columns: each row's level (int64 codes, every level present) and the
+    levels (R's labels, distinct)."""
+
+    def __len__(self) -> int:
+        return self.n_rows
+
+    @functools.cached_property
+    def arrays(self) -> dict[str, Any]:
+        """Every used column as an array (built once): the numeric columns, and each factor
+        as an unordered categorical whose categories (an object index) are its levels."""
+        return {c: self.values[c] if c in self.values else categorical(*self.codes[c])
+                for c in self.names}
+
+    @functools.cached_property
+    def data(self) -> pd.DataFrame:
+        """The used columns as a table (built once): :attr:`arrays`, a RangeIndex, column
+        names as an object index."""
+        return frame_of(self.arrays, self.n_rows)
 
 
 def _suggest(name: str, columns: list[str]) -> str:
@@ -248,6 +277,8 @@ def check_finite(column: str, values: np.ndarray, what: str = "column") -> None:
     """Refuse infinite values and values too large to square (lme4 stops on
     ``NA/NaN/Inf``; its optimiser fails on overflow). Missing values are not looked at."""
     x = np.asarray(values, dtype=float)
+    if x.ndim == 1 and clearly_finite(x):  # (the usual case, in two passes)
+        return
     bad = np.isinf(x)
     if bad.any():
         raise DataError(
@@ -266,7 +297,8 @@ def check_finite(column: str, values: np.ndarray, what: str = "column") -> None:
 
 
 def clearly_finite(X: np.ndarray) -> bool:
-    """Whether :func:`check_finite` passes every column of the 2-D array ``X``, known
+    """Whether :func:`check_finite` passes every column of the 2-D array ``X`` (or the 1-D
+    array ``X``), known
     without looking at columns one by one: every value finite and none above the bound for
     a column of ``len(X)`` values (the bound for fewer finite values is larger). False
     says only that the columns must be checked one by one."""
@@ -413,6 +445,7 @@ def prepare(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -> Pre
     if len(data) == n_dropped:
         raise DataError("no rows left after dropping rows with missing values")
     levels: dict[str, list[str]] = {}
+    codes_of: dict[str, tuple[np.ndarray, list[str]]] = {}
     ordered: list[str] = []
     reference = spec.reference_levels
     for col, values in arrays.items():
@@ -431,10 +464,7 @@ def prepare(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -> Pre
             codes = np.array([position[v] for v in lv], dtype=np.int64)[codes]
             lv = relevelled
         levels[col] = lv
-        # categories as an object index of the labels: pandas' inference of a string
-        # dtype costs ~0.1 ms per factor, most of a small table's preparation
-        arrays[col] = categorical(codes, lv)
-    frame = frame_of(arrays, len(data) - n_dropped)
+        codes_of[col] = (codes, lv)
     for col in reference:
         if col in arrays and col not in levels:  # used, but numeric (maybe inside C())
             raise DataError(
@@ -446,8 +476,10 @@ def prepare(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -> Pre
             raise DataError(
                 f"reference level given for {col!r}, which is not a factor in the model"
             )
-    return PreparedFrame(data=frame, n_dropped=n_dropped, levels=levels,
-                         ordered=tuple(ordered), arrays=arrays)
+    return PreparedFrame(names=tuple(arrays), n_rows=len(data) - n_dropped,
+                         n_dropped=n_dropped, levels=levels, ordered=tuple(ordered),
+                         values={c: a for c, a in arrays.items() if c not in codes_of},
+                         codes=codes_of)
 
 
 def _missing_mask(values: Any) -> np.ndarray:

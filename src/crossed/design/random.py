@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 
 from crossed._warn import warn
-from crossed.design.fixed import MatrixSpec, build_matrix
-from crossed.design.frame import DataError, level_label
+from crossed.design.fixed import MatrixSpec, Table, build_matrix
+from crossed.design.frame import DataError, PreparedFrame, level_label
 from crossed.formula.spec import RandomTermSpec
 
 __all__ = ["RandomDesign", "ReBlock", "ReTerm", "TermColumns", "assemble_random", "build_random",
@@ -200,8 +200,7 @@ def _unique_codes(key: np.ndarray, size: float) -> tuple[np.ndarray, np.ndarray]
 
 
 def group_codes(
-    frame: pd.DataFrame, factors: tuple[str, ...], name: str | None = None,
-    arrays: Mapping[str, Any] | None = None,
+    frame: Table, factors: tuple[str, ...], name: str | None = None
 ) -> tuple[np.ndarray, tuple[str, ...], tuple[tuple[str, ...], ...]]:
     """Codes, labels and keys of the interaction of factor columns (first varies slowest).
 
@@ -209,11 +208,15 @@ def group_codes(
     empty for one column, whose label is its key); its label joins them with ``:`` as lme4
     prints it. Two cells whose labels would be
     equal (``x`` with ``y:z`` and ``x:y`` with ``z``) raise a :class:`DataError`.
-    ``arrays``: the frame's columns as arrays (:attr:`PreparedFrame.arrays`).
+    ``frame``: a table, or :func:`prepare`'s columns (whose factors' codes are used).
     """
-    def column(f: str) -> Any:
-        return arrays[f] if arrays is not None else frame[f].array
+    def column(f: str) -> Any:  # (a prepared factor's values are its codes, below)
+        return frame.values[f] if isinstance(frame, PreparedFrame) else frame[f].array
 
+    coded = frame.codes if isinstance(frame, PreparedFrame) else {}
+    if len(factors) == 1 and factors[0] in coded:  # every level occurs, labels distinct
+        only_codes, only_levels = coded[factors[0]]
+        return only_codes, tuple(only_levels), ()
     only = column(factors[0]) if len(factors) == 1 else None
     if isinstance(only, pd.Categorical):  # one factor: its codes, if every level occurs
         codes = np.asarray(only.codes, dtype=np.int64)
@@ -225,7 +228,7 @@ def group_codes(
     key = np.zeros(len(frame), dtype=np.int64)
     cats = []
     for f in factors:
-        c, f_labels = _factor_labels(column(f), str(f))
+        c, f_labels = coded[f] if f in coded else _factor_labels(column(f), str(f))
         cats.append(f_labels)
         key = key * len(f_labels) + c
     uniq, codes = _unique_codes(key, int(np.prod([len(c) for c in cats], dtype=float)))
@@ -294,23 +297,20 @@ class TermColumns:
     keys: tuple[tuple[str, ...], ...] = ()
 
 
-def build_random(terms: tuple[RandomTermSpec, ...], frame: pd.DataFrame,
+def build_random(terms: tuple[RandomTermSpec, ...], frame: Table,
                  caret: bool = False, codings: Mapping[str, Any] | None = None,
-                 glmm: bool = False, arrays: Mapping[str, Any] | None = None
-                 ) -> RandomDesign:
+                 glmm: bool = False) -> RandomDesign:
     """Random-effects structure of a model on prepared data (``codings``: the contrasts of
     ordered factors; ``glmm``: a GLMM, which has no residual, so one level per observation
-    is allowed, as lme4's glmer; ``arrays``: the frame's columns as arrays,
-    :attr:`PreparedFrame.arrays`)."""
+    is allowed, as lme4's glmer; ``frame``: a table, or :func:`prepare`'s columns)."""
     n = len(frame)
     # lme4 terms as written, with || split into one term per column
     out: list[TermColumns] = []
     for spec in terms:
-        Zt, names, mspec = build_matrix(spec.expr, frame, caret=caret, codings=codings,
-                                        arrays=arrays)
+        Zt, names, mspec = build_matrix(spec.expr, frame, caret=caret, codings=codings)
         if Zt.shape[1] == 0:
             raise DataError(f"random term ({spec.expr} | {spec.name}) has no columns")
-        codes, levels, keys = group_codes(frame, spec.factors, spec.name, arrays)
+        codes, levels, keys = group_codes(frame, spec.factors, spec.name)
         if len(levels) < 2:
             raise DataError(
                 f"grouping factor {spec.name!r} has {len(levels)} level; a random effect "
