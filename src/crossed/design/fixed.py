@@ -6,7 +6,7 @@ import re
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, cast
+from typing import Any, TypeAlias, cast
 
 import numpy as np
 import pandas as pd
@@ -96,7 +96,7 @@ class MatrixSpec:
         return np.asarray(mm, dtype=float)[:, list(self.keep)]
 
 
-Table = pd.DataFrame | PreparedFrame
+Table: TypeAlias = pd.DataFrame | PreparedFrame
 """The data a model matrix is built on: a table, or :func:`prepare`'s columns (read as
 arrays; its table is built only where formulaic evaluates an expression)."""
 
@@ -395,8 +395,8 @@ def _gram(X: np.ndarray) -> np.ndarray:
     """``X.T @ X`` through BLAS ``dgemm`` (numpy's ``syrk`` route is about twice as slow on
     a tall, narrow X); the product only decides whether the QR route is needed."""
     if X.dtype == np.float64 and X.ndim == 2:
-        return np.asarray(blas.dgemm(1.0, X, X, trans_a=1))
-    return X.T @ X  # pragma: no cover
+        return cast(np.ndarray, blas.dgemm(1.0, X, X, trans_a=1))
+    return cast(np.ndarray, X.T @ X)  # pragma: no cover
 
 
 def independent_columns(X: np.ndarray, tol: float = RANK_TOL) -> np.ndarray:

@@ -305,7 +305,7 @@ def clearly_finite(X: np.ndarray) -> bool:
     if X.size == 0:
         return True
     largest = max(float(np.max(X)), -float(np.min(X)))  # NaN where any value is NaN
-    return largest <= np.sqrt(np.finfo(float).max / X.shape[0])
+    return bool(largest <= np.sqrt(np.finfo(float).max / X.shape[0]))
 
 
 def check_scale(X: np.ndarray, names: tuple[str, ...], tol: float = 1e3) -> None:
