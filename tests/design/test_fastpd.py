@@ -16,7 +16,7 @@ from crossed.design.fastpd import (
 
 
 def test_object_index_is_the_public_one():
-    for values in (["b", "a", "10"], [], ["x:y", ("t", 1)]):
+    for values in (["b", "a", "10"], [], ["x:y", ("t", 1)], [("a", 1), ("b", 2)]):
         got = object_index(values)
         want = pd.Index(np.array(values + [None], dtype=object)[:-1], dtype=object)
         assert got.dtype == object

@@ -22,8 +22,7 @@ __all__ = ["categorical", "column_array", "frame_of", "object_index", "string_co
 
 def object_index(values: Sequence[Any]) -> pd.Index:
     """``pd.Index(values, dtype=object)`` (no dtype inference, no copy)."""
-    arr = np.empty(len(values), dtype=object)
-    arr[:] = list(values)  # (a tuple element stays one element)
+    arr = np.fromiter(values, dtype=object, count=len(values))  # (tuples stay elements)
     try:
         index = pd.Index._simple_new(arr)
         if isinstance(index, pd.Index) and index.dtype == object:

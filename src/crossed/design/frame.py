@@ -483,8 +483,8 @@ def prepare(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -> Pre
 
 
 def _missing_mask(values: Any) -> np.ndarray:
-    """Which values are missing (``pd.isna``); float and string arrays without missing
-    values are answered without pandas."""
+    """Which values are missing (``pd.isna``); numpy arrays of numbers and booleans are
+    answered without pandas."""
     if isinstance(values, np.ndarray) and values.dtype.kind in "biuf":
         return np.isnan(values) if values.dtype.kind == "f" else np.zeros(len(values), bool)
     return np.asarray(pd.isna(values), dtype=bool)
