@@ -308,3 +308,26 @@ def test_ordered_categorical_gets_polynomial_contrasts(sleep):
                          contrasts={"x": "treatment"})
     assert list(treat.fixef_names) == ["(Intercept)", "xlate"]
     assert fit.fixef["x.L"] == pytest.approx(treat.fixef["xlate"] / np.sqrt(2), rel=1e-6)
+
+
+# ------------------------------------------------------------------ whole-matrix check
+def test_clearly_finite_agrees_with_the_column_checks():
+    """clearly_finite(X) True only where check_finite passes every column (it lets the
+    design skip the column-by-column checks); False says only: check each column."""
+    from crossed.design.frame import DataError, check_finite, clearly_finite
+
+    big = np.sqrt(np.finfo(float).max / 3) * 1.01  # above the bound for 3 values
+    cases = [np.ones((3, 2)), np.zeros((0, 2)), np.array([[1.0, np.inf]] * 3),
+             np.array([[1.0, np.nan]] * 3), np.array([[1.0, -np.inf], [2.0, 1.0]]),
+             np.array([[big, 1.0]] * 3), np.array([[big, 1.0], [np.nan, 1.0], [np.nan, 1.0]]),
+             np.array([[-big, 1.0]] * 3)]
+    for X in cases:
+        passes = True
+        for j in range(X.shape[1]):
+            try:
+                check_finite("x", X[:, j])
+            except DataError:
+                passes = False
+        assert not clearly_finite(X) or passes
+    assert clearly_finite(np.ones((3, 2)))
+    assert not clearly_finite(np.array([[1.0, np.nan]] * 3))  # (the columns decide)

@@ -14,8 +14,10 @@ from crossed.design.contrasts import contrast_matrix
 from crossed.design.fixed import FixedDesign, build_fixed, build_response, subset_fixed
 from crossed.design.frame import (
     DataError,
+    PreparedFrame,
     check_finite,
     check_scale,
+    clearly_finite,
     prepare,
 )
 from crossed.design.newdata import NewRows
@@ -30,6 +32,24 @@ from crossed.design.random import (
 from crossed.formula.spec import ModelSpec, check_spec
 
 __all__ = ["DataError", "Design", "ReBlock", "ReTerm", "build_design"]
+
+
+class _LazyFrame:
+    """:attr:`Design.frame`: given :func:`prepare`'s columns, the table is built on first
+    read (a fit does not read it; on a small table it costs about a tenth of the design);
+    a table or None is kept as it is."""
+
+    _KEY = "_frame_source"
+
+    def __get__(self, obj: object, objtype: type | None = None) -> pd.DataFrame | None:
+        if obj is None:
+            return None  # (the dataclass default)
+        state = obj.__dict__
+        value = state.get(self._KEY, state.get("frame"))  # ("frame": an older pickle)
+        return value.data if isinstance(value, PreparedFrame) else value
+
+    def __set__(self, obj: object, value: object) -> None:
+        obj.__dict__[self._KEY] = None if value is self else value
 
 
 @dataclass(frozen=True)
@@ -73,7 +93,7 @@ class Design:
     n_dropped: int
     levels: dict[str, list[str]]
     columns: tuple[str, ...]
-    frame: pd.DataFrame | None = field(default=None, repr=False, compare=False)
+    frame: pd.DataFrame | None = field(default=_LazyFrame(), repr=False, compare=False)
     weights: np.ndarray | None = field(default=None, repr=False, compare=False)
     offset: np.ndarray | None = field(default=None, repr=False, compare=False)
     offset_argument: bool = field(default=False, repr=False, compare=False)
@@ -106,6 +126,7 @@ class Design:
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_derived"] = {}  # rebuilt on demand (a PLS can be large)
+        state[_LazyFrame._KEY] = self.frame  # the table, not the columns it is built from
         return state
 
     def encode(self, newdata: pd.DataFrame, include_random: bool = True,
@@ -225,7 +246,7 @@ def build_design(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit",
         ``spec.trusted`` is False.
     """
     prepared = prepare(spec, data, na_action=na_action)
-    frame = prepared.data
+    frame = prepared  # (its table is built on first use: a fit does not need it)
     if not spec.trusted:  # the allow-list again, now that the columns are known
         check_spec(spec, columns={str(c) for c in data.columns})
     y = build_response(spec.response, frame)  # non-finite values refused there
@@ -254,7 +275,9 @@ def build_design(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit",
         raise DataError("no random-effects terms in the formula: use (expr | group)")
     random = build_random(spec.random, frame, caret=caret, codings=ordered, glmm=glmm)
     for blk in random.blocks:
+        if clearly_finite(blk.Z):
+            continue
         for j, name in enumerate(blk.column_names):
             check_finite(f"{name} | {blk.group}", blk.Z[:, j], what="random-effects column")
     return Design(spec=spec, y=y, fixed=fixed, random=random, n_dropped=prepared.n_dropped,
-                  levels=prepared.levels, columns=tuple(frame.columns), frame=frame)
+                  levels=prepared.levels, columns=prepared.names, frame=prepared)

@@ -6,21 +6,24 @@ import re
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, cast
+from typing import Any, TypeAlias, cast
 
 import numpy as np
 import pandas as pd
 from formulaic import model_matrix
 from formulaic.errors import DataMismatchWarning
 from formulaic.model_spec import ModelSpec as FormulaicSpec
+from scipy.linalg import blas, lapack
 
 from crossed._warn import warn
 from crossed.design.contrasts import alias_column, rewrite_formula
 from crossed.design.frame import (
     BARE_NAME,
     DataError,
+    PreparedFrame,
     check_finite,
     check_numeric_response,
+    clearly_finite,
     expression_variables,
     level_label,
     quote_dotted,
@@ -28,9 +31,9 @@ from crossed.design.frame import (
 from crossed.formula.grammar import plain_message, power_in_calls
 from crossed.formula.safety import SAFE_CONTEXT
 
-__all__ = ["FixedDesign", "MatrixSpec", "RANK_TOL", "build_fixed", "build_matrix",
+__all__ = ["FixedDesign", "MatrixSpec", "RANK_TOL", "Table", "build_fixed", "build_matrix",
            "build_response", "check_reserved_levels", "independent_columns", "split_colons",
-           "subset_fixed"]
+           "subset_fixed", "table_of"]
 
 RANK_TOL = 1e-7
 
@@ -93,10 +96,36 @@ class MatrixSpec:
         return np.asarray(mm, dtype=float)[:, list(self.keep)]
 
 
-def _plain_matrix(columns: tuple[str, ...], frame: pd.DataFrame) -> np.ndarray:
+Table: TypeAlias = pd.DataFrame | PreparedFrame
+"""The data a model matrix is built on: a table, or :func:`prepare`'s columns (read as
+arrays; its table is built only where formulaic evaluates an expression)."""
+
+
+def _plain_matrix(columns: tuple[str, ...], frame: Table) -> np.ndarray:
     n = len(frame)
+    if isinstance(frame, PreparedFrame):  # (the prepared columns, without a Series each)
+        values = frame.values  # (plain columns are numeric)
+        return np.column_stack([np.ones(n) if c == "1" else np.asarray(values[c], dtype=float)
+                                for c in columns])
     return np.column_stack([np.ones(n) if c == "1" else frame[c].to_numpy(dtype=float)
                             for c in columns])
+
+
+def _column(frame: Table, name: str) -> Any:
+    """The values of a column that is not a prepared factor (None: no such column): a
+    prepared numeric array, or the table's ``frame[name].array``."""
+    if isinstance(frame, PreparedFrame):
+        return frame.values.get(name)
+    return frame[name].array if name in frame.columns else None
+
+
+def _prepared_factors(frame: Table) -> Mapping[str, Any]:
+    return frame.codes if isinstance(frame, PreparedFrame) else {}
+
+
+def table_of(frame: Table) -> pd.DataFrame:
+    """The table (a prepared frame's, built on first use)."""
+    return frame.data if isinstance(frame, PreparedFrame) else frame
 
 
 def _level_codes(values: Any, levels: tuple[str, ...], column: str) -> np.ndarray:
@@ -127,18 +156,25 @@ def _is_missing(value: object) -> bool:
         return False
 
 
+_FEW_LEVELS = 8
+"""Up to this many levels a factor's indicator columns are filled by comparisons."""
+
+
 def _coded_matrix(columns: tuple[str, ...], factors: dict[str, tuple[str, ...]],
                   frame: pd.DataFrame | dict[str, Any],
-                  index: dict[str, pd.Index] | None = None) -> np.ndarray:
+                  codes_of: dict[str, np.ndarray] | None = None) -> np.ndarray:
     """The matrix of an intercept, numeric columns and treatment-coded factors (one 0/1
     column per level after the first), in Fortran order as formulaic returns it.
-    ``frame``: a table, or its used columns as arrays; ``index``: the category index of
-    prepared factor columns whose categories are their levels (their codes are used)."""
-    n = len(frame) if isinstance(frame, pd.DataFrame) else len(next(iter(frame.values())))
+    ``frame``: a table, or its numeric columns as arrays; ``codes_of``: the codes of
+    factors whose levels are ``factors[c]`` (other factors are matched to their levels)."""
+    codes_of = codes_of or {}
+    if isinstance(frame, pd.DataFrame):
+        n = len(frame)
+    else:
+        n = len(next(iter(frame.values())) if frame else next(iter(codes_of.values())))
     width = sum(len(factors[c]) - 1 if c in factors else 1 for c in columns)
     X = np.zeros((n, width), order="F")
     flat = X.T.reshape(-1)  # (a view: column after column)
-    levels_index = {} if index is None else index
     j = 0
     for c in columns:
         if c == "1":
@@ -146,13 +182,16 @@ def _coded_matrix(columns: tuple[str, ...], factors: dict[str, tuple[str, ...]],
             j += 1
         elif c in factors:
             levels = factors[c]
-            values = frame[c]
-            if isinstance(values, pd.Categorical) and values.categories is levels_index.get(c):
-                codes = np.asarray(values.codes, dtype=np.int64)  # (the prepared column)
+            if c in codes_of:
+                codes = codes_of[c]  # (a prepared column)
             else:
-                codes = _level_codes(values, levels, c)
-            rows = np.flatnonzero(codes > 0)
-            flat[(j - 1 + codes[rows]) * n + rows] = 1.0  # X[rows, j - 1 + code]
+                codes = _level_codes(frame[c], levels, c)
+            if len(levels) <= _FEW_LEVELS:  # a comparison per column: fewer passes
+                for k in range(1, len(levels)):
+                    X[:, j - 1 + k] = codes == k
+            else:
+                rows = np.flatnonzero(codes > 0)
+                flat[(j - 1 + codes[rows]) * n + rows] = 1.0  # X[rows, j - 1 + code]
             j += len(levels) - 1
         else:
             X[:, j] = np.asarray(frame[c], dtype=float)
@@ -160,13 +199,14 @@ def _coded_matrix(columns: tuple[str, ...], factors: dict[str, tuple[str, ...]],
     return X
 
 
-def _coded_columns(rhs: str, frame: pd.DataFrame) -> tuple[
-        tuple[str, ...], dict[str, tuple[str, ...]], dict[str, Any]] | None:
+def _coded_columns(rhs: str, frame: Table) -> tuple[
+        tuple[str, ...], dict[str, tuple[str, ...]], dict[str, Any],
+        dict[str, np.ndarray]] | None:
     """A fixed part of ``1`` and bare column names joined by ``+`` (``"x + f"``) whose
     factors can be coded without formulaic: with an intercept, every factor a prepared
     (unordered) categorical of at least two levels. Returns the columns (``"1"`` first),
-    the factors' levels and the columns' arrays, or None for anything formulaic must
-    evaluate."""
+    the factors' levels, the numeric columns' arrays and the factors' codes, or None for
+    anything formulaic must evaluate."""
     tokens = [t.strip() for t in rhs.split("+")]
     if not tokens or any(not t for t in tokens) or len(set(tokens)) != len(tokens):
         return None
@@ -174,12 +214,24 @@ def _coded_columns(rhs: str, frame: pd.DataFrame) -> tuple[
         return None  # without an intercept the first factor is coded in full
     factors: dict[str, tuple[str, ...]] = {}
     arrays: dict[str, Any] = {}
+    codes: dict[str, np.ndarray] = {}
+    order: list[str] = []
+    prepared = frame.codes if isinstance(frame, PreparedFrame) else {}
     for t in tokens:
         if t == "1":
             continue
-        if not BARE_NAME.fullmatch(t) or t not in frame.columns:
+        if not BARE_NAME.fullmatch(t):
             return None
-        values = frame[t].array
+        order.append(t)
+        if t in prepared:  # (unordered, its levels distinct labels)
+            codes[t], levels_list = prepared[t]
+            if len(levels_list) < 2:
+                return None
+            factors[t] = tuple(levels_list)
+            continue
+        values = _column(frame, t)
+        if values is None:
+            return None
         dtype = values.dtype
         if isinstance(dtype, pd.CategoricalDtype):
             levels = tuple(dtype.categories.tolist())
@@ -187,15 +239,17 @@ def _coded_columns(rhs: str, frame: pd.DataFrame) -> tuple[
                     or not all(isinstance(lv, str) for lv in levels)):
                 return None
             factors[t] = levels
+            codes[t] = np.asarray(values.codes, dtype=np.int64)
         elif not pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype):
             return None
-        arrays[t] = values
+        else:
+            arrays[t] = values
     if not factors:
         return None  # (the plain path)
-    return ("1", *arrays), factors, arrays
+    return ("1", *order), factors, arrays, codes
 
 
-def _plain_columns(expr: str, frame: pd.DataFrame) -> tuple[str, ...] | None:
+def _plain_columns(expr: str, frame: Table) -> tuple[str, ...] | None:
     """``1``, ``0`` and numeric column names joined by ``+`` (``"1 + Days"``, ``"0 + x"``);
     None for anything formulaic must evaluate."""
     tokens = [t.strip() for t in expr.split("+")]
@@ -205,9 +259,10 @@ def _plain_columns(expr: str, frame: pd.DataFrame) -> tuple[str, ...] | None:
     for c in cols:
         if not BARE_NAME.fullmatch(c):  # "a:b" is an interaction, `a:b` a column
             return None
-        if c not in frame.columns:
+        values = None if c in _prepared_factors(frame) else _column(frame, c)
+        if values is None:  # (not a column, or a prepared factor)
             return None
-        dtype = frame[c].dtype  # (one column access: each costs ~10 µs in pandas 3)
+        dtype = values.dtype  # (one column access: each costs ~10 µs in pandas 3)
         if not pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype):
             return None
     if "0" in tokens and "1" in tokens:
@@ -336,6 +391,14 @@ def split_colons(text: str) -> list[str]:
     return parts
 
 
+def _gram(X: np.ndarray) -> np.ndarray:
+    """``X.T @ X`` through BLAS ``dgemm`` (numpy's ``syrk`` route is about twice as slow on
+    a tall, narrow X); the product only decides whether the QR route is needed."""
+    if X.dtype == np.float64 and X.ndim == 2:
+        return cast(np.ndarray, blas.dgemm(1.0, X, X, trans_a=1))
+    return cast(np.ndarray, X.T @ X)  # pragma: no cover
+
+
 def independent_columns(X: np.ndarray, tol: float = RANK_TOL) -> np.ndarray:
     """Columns of X kept after dropping those linearly dependent on earlier ones.
 
@@ -349,15 +412,13 @@ def independent_columns(X: np.ndarray, tol: float = RANK_TOL) -> np.ndarray:
         # fast path on the Gram matrix, without an n x p scaled copy: accepted only when
         # every column is clearly independent (relative residual > 1e-4); anything else
         # takes the route below, whose verdict it would be
-        gram = X.T @ X
+        gram = _gram(X)
         d = np.sqrt(np.diag(gram))
         if np.all(d > 0) and np.all(np.isfinite(gram)):
-            try:
-                chol = np.linalg.cholesky(gram / np.outer(d, d))
-                if np.min(np.abs(np.diag(chol))) > 1e-4:
-                    return np.ones(p, dtype=bool)
-            except np.linalg.LinAlgError:
-                pass
+            # LAPACK's Cholesky directly (numpy's wrapper costs more than the factor)
+            chol, info = lapack.dpotrf(gram / np.outer(d, d), lower=True)
+            if info == 0 and np.min(np.abs(np.diag(chol))) > 1e-4:
+                return np.ones(p, dtype=bool)
     norms = np.linalg.norm(X, axis=0)
     if np.all(norms > 0):
         # fast path on the Gram matrix: accepted only when every column is clearly
@@ -416,13 +477,14 @@ def _coded(text: str, codings: Mapping[str, Any] | None
     return new, {**SAFE_CONTEXT, **ctx}, tuple((c, wanted[c]) for c in wanted if c in found)
 
 
-def build_fixed(rhs: str, frame: pd.DataFrame, caret: bool = False,
+def build_fixed(rhs: str, frame: Table, caret: bool = False,
                 codings: Mapping[str, Any] | None = None) -> FixedDesign:
     """Fixed-effects design for a formulaic right-hand side on prepared data.
 
     Rank-deficient columns are dropped with a warning naming them, as lme4 does.
     ``codings`` maps factor columns to their contrast coding (R's ``contrasts``;
     :mod:`crossed.design.contrasts`); unlisted factors get treatment contrasts.
+    ``frame``: the table, or :func:`prepare`'s columns.
     """
     plain = _plain_columns(rhs, frame)
     coded = None if plain else _coded_columns(rhs, frame)
@@ -437,6 +499,7 @@ def build_fixed(rhs: str, frame: pd.DataFrame, caret: bool = False,
           and (fast := _coded_fixed(*coded)) is not None):
         return fast  # intercept, numeric columns and treatment-coded factors, full rank
     else:
+        frame = table_of(frame)
         check_reserved_levels(rhs, frame)
         text, context, used = _coded(rhs, codings)
         text = quote_dotted(text, set(frame.columns))
@@ -445,8 +508,9 @@ def build_fixed(rhs: str, frame: pd.DataFrame, caret: bool = False,
         fspec = mm.model_spec
         X = np.asarray(mm.to_numpy(), dtype=float)
         names, labels, assign = _r_column_names(fspec, list(mm.columns), caret)
-    for j, name in enumerate(names):  # before the rank check: inf is not "dependent"
-        check_finite(name, X[:, j])
+    if not clearly_finite(X):  # before the rank check: inf is not "dependent"
+        for j, name in enumerate(names):
+            check_finite(name, X[:, j])
     keep = independent_columns(X) if X.shape[1] else np.zeros(0, dtype=bool)
     dropped = tuple(n for n, k in zip(names, keep, strict=True) if not k)
     if dropped:
@@ -489,7 +553,7 @@ def subset_fixed(fixed: FixedDesign, rows: np.ndarray) -> FixedDesign:
 
 
 def _coded_fixed(columns: tuple[str, ...], factors: dict[str, tuple[str, ...]],
-                 arrays: dict[str, Any]) -> FixedDesign | None:
+                 arrays: dict[str, Any], codes: dict[str, np.ndarray]) -> FixedDesign | None:
     """The fixed design of an intercept, numeric columns and factors, built directly: the
     columns, names, term labels and assignment formulaic and R give (validated against the
     formulaic route in ``tests/design/test_fixed.py``). None when the matrix is rank
@@ -501,11 +565,11 @@ def _coded_fixed(columns: tuple[str, ...], factors: dict[str, tuple[str, ...]],
                 f"level {bad[0]!r} of factor {c!r} starts with '__', which the model-matrix "
                 "library (formulaic) reserves and would silently drop; rename the level"
             )
-    X = _coded_matrix(columns, factors, arrays,
-                      {c: arrays[c].categories for c in factors})
+    X = _coded_matrix(columns, factors, arrays, codes)
     names: list[str] = []
     labels: list[str] = []
     assign: list[int] = []
+    finite = clearly_finite(X)
     for t_index, c in enumerate(columns):
         labels.append("(Intercept)" if c == "1" else c)
         if c in factors:
@@ -513,7 +577,8 @@ def _coded_fixed(columns: tuple[str, ...], factors: dict[str, tuple[str, ...]],
                 names.append(f"{c}{lv}")
                 assign.append(t_index)
         else:
-            if c != "1":  # (as the general route, in column order: indicators are finite)
+            if c != "1" and not finite:  # (as the general route, in column order:
+                # indicators are finite)
                 check_finite(c, X[:, len(names)])
             names.append("(Intercept)" if c == "1" else c)
             assign.append(t_index)
@@ -530,17 +595,18 @@ def _coded_fixed(columns: tuple[str, ...], factors: dict[str, tuple[str, ...]],
 
 
 def build_matrix(
-    expr: str, frame: pd.DataFrame, caret: bool = False,
+    expr: str, frame: Table, caret: bool = False,
     codings: Mapping[str, Any] | None = None,
 ) -> tuple[np.ndarray, tuple[str, ...], MatrixSpec]:
     """Model matrix of a random-term expression (no rank reduction), with R names
-    (``codings``: contrast codings of factors, as :func:`build_fixed`)."""
+    (``frame``, ``codings``: as :func:`build_fixed`)."""
     plain = _plain_columns(expr, frame)
     if plain:
         names = tuple("(Intercept)" if c == "1" else c for c in plain)
         spec = MatrixSpec(formulaic=None, names=names, keep=tuple(range(len(plain))),
                           plain=plain)
         return _plain_matrix(plain, frame), names, spec
+    frame = table_of(frame)
     check_reserved_levels(expr, frame)
     text, context, _ = _coded(power_in_calls(expr), codings)
     text = quote_dotted(text, set(frame.columns))
@@ -555,8 +621,14 @@ def build_matrix(
     )
 
 
-def build_response(response: str, frame: pd.DataFrame) -> np.ndarray:
-    """The response vector; a column name or an expression (``np.log(y)``)."""
+def build_response(response: str, frame: Table) -> np.ndarray:
+    """The response vector; a column name or an expression (``np.log(y)``).
+    (``frame``: as :func:`build_fixed`.)"""
+    if isinstance(frame, PreparedFrame) and response in frame.values:
+        values = frame.values[response]  # (prepare() made it float64)
+        if pd.api.types.is_numeric_dtype(values.dtype) and isinstance(values, np.ndarray):
+            return check_numeric_response(values.view(), response)
+    frame = table_of(frame)
     if response in frame.columns:
         col = frame[response]
         if isinstance(col.dtype, pd.CategoricalDtype):  # prepare() made it a factor

@@ -4,22 +4,24 @@ from __future__ import annotations
 
 import datetime
 import difflib
+import functools
 import numbers
 import re
 from collections.abc import Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 import numpy as np
 import pandas as pd
 
 from crossed._warn import warn
+from crossed.design.fastpd import categorical, column_array, frame_of, string_codes
 from crossed.formula.safety import expression_names
 from crossed.formula.spec import ModelSpec
 
 __all__ = ["BinaryResponseWarning", "DataError", "PreparedFrame", "check_binary_response",
            "check_column", "check_finite", "check_numeric_response", "check_response_varies",
-           "check_scale", "encode_new", "expression_variables",
+           "check_scale", "clearly_finite", "encode_new", "expression_variables",
            "is_categorical", "labels_of", "level_label", "prepare", "quote_dotted", "r_number",
            "used_columns", "value_columns"]
 
@@ -91,25 +93,58 @@ def _r_sorted(uniq: list[Any], numeric: bool) -> list[Any]:
     them in an English locale (case-insensitive first, lower case before upper on ties)."""
     if numeric:
         return sorted(uniq)
+    if all(isinstance(s, str) for s in uniq):  # the same order, by two stable sorts
+        return sorted(sorted(uniq, key=str.swapcase), key=str.lower)
     return sorted(uniq, key=lambda s: (str(s).lower(), str(s).swapcase()))
 
 
 def is_categorical(values: pd.Series | pd.api.extensions.ExtensionArray) -> bool:
     """Columns treated as factors: strings, objects, categoricals, booleans, dates."""
     dtype = values.dtype
+    if isinstance(dtype, np.dtype):  # (the same answer, without pandas' dispatch)
+        return dtype.kind not in "iufc"
     return not pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype)
 
 
 @dataclass(frozen=True)
 class PreparedFrame:
-    """The rows and columns a model uses, with factors encoded as ordered categoricals."""
+    """The rows and columns a model uses, with factors encoded as categoricals.
 
-    data: pd.DataFrame
+    The design reads the columns as arrays (:attr:`values`, :attr:`codes`); the
+    categoricals and the table (:attr:`arrays`, :attr:`data`) are built on first use, as a
+    fit does not need them (on a small table they cost about a tenth of the design).
+    """
+
+    names: tuple[str, ...]
+    """The used columns, in the data's order."""
+    n_rows: int
     n_dropped: int
     levels: dict[str, list[str]]
     ordered: tuple[str, ...] = ()
     """Factor columns that were ordered pandas Categoricals (R's ``ordered``: coded with
     ``contr.poly`` unless ``contrasts=`` says otherwise)."""
+    values: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    """The numeric columns (numpy arrays, or pandas' numeric extension arrays)."""
+    codes: dict[str, tuple[np.ndarray, list[str]]] = field(default_factory=dict, repr=False,
+                                                            compare=False)
+    """The factor columns: each row's level (int64 codes, every level present) and the
+    levels (R's labels, distinct)."""
+
+    def __len__(self) -> int:
+        return self.n_rows
+
+    @functools.cached_property
+    def arrays(self) -> dict[str, Any]:
+        """Every used column as an array (built once): the numeric columns, and each factor
+        as an unordered categorical whose categories (an object index) are its levels."""
+        return {c: self.values[c] if c in self.values else categorical(*self.codes[c])
+                for c in self.names}
+
+    @functools.cached_property
+    def data(self) -> pd.DataFrame:
+        """The used columns as a table (built once): :attr:`arrays`, a RangeIndex, column
+        names as an object index."""
+        return frame_of(self.arrays, self.n_rows)
 
 
 def _suggest(name: str, columns: list[str]) -> str:
@@ -132,13 +167,21 @@ def _variables(spec: ModelSpec, colset: set[str]) -> tuple[set[str], set[str]]:
 
 def used_columns(spec: ModelSpec, columns: list[str]) -> tuple[list[str], list[str]]:
     """Columns of the fixed/response part and of the random part; errors on unknown names."""
+    used, groups, _ = _used_values(spec, columns)
+    return used, groups
+
+
+def _used_values(spec: ModelSpec, columns: list[str]
+                 ) -> tuple[list[str], list[str], set[str]]:
+    """:func:`used_columns` and :func:`value_columns` from one reading of the formula."""
     colset = set(columns)
     values, groups = _variables(spec, colset)
     for name in sorted(values | groups):
         if name not in colset:
             raise DataError(f"column {name!r} is not in the data{_suggest(name, columns)}")
     ordered = [c for c in columns if c in values | groups]
-    return ordered, [c for c in columns if c in set(spec.group_factors)]
+    factors = set(spec.group_factors)
+    return ordered, [c for c in columns if c in factors], values
 
 
 def value_columns(spec: ModelSpec, columns: list[str]) -> set[str]:
@@ -234,6 +277,8 @@ def check_finite(column: str, values: np.ndarray, what: str = "column") -> None:
     """Refuse infinite values and values too large to square (lme4 stops on
     ``NA/NaN/Inf``; its optimiser fails on overflow). Missing values are not looked at."""
     x = np.asarray(values, dtype=float)
+    if x.ndim == 1 and clearly_finite(x):  # (the usual case, in two passes)
+        return
     bad = np.isinf(x)
     if bad.any():
         raise DataError(
@@ -251,11 +296,24 @@ def check_finite(column: str, values: np.ndarray, what: str = "column") -> None:
             )
 
 
+def clearly_finite(X: np.ndarray) -> bool:
+    """Whether :func:`check_finite` passes every column of the 2-D array ``X`` (or the 1-D
+    array ``X``), known
+    without looking at columns one by one: every value finite and none above the bound for
+    a column of ``len(X)`` values (the bound for fewer finite values is larger). False
+    says only that the columns must be checked one by one."""
+    if X.size == 0:
+        return True
+    largest = max(float(np.max(X)), -float(np.min(X)))  # NaN where any value is NaN
+    return bool(largest <= np.sqrt(np.finfo(float).max / X.shape[0]))
+
+
 def check_scale(X: np.ndarray, names: tuple[str, ...], tol: float = 1e3) -> None:
     """lme4's ``check.scaleX``: warn when a continuous column of X (not only 0/1 values) has
     a standard deviation above ``tol`` or below ``1/tol``, or two of them differ by more
     than a factor ``tol``. The fit goes on, as in lme4."""
-    cont = [j for j in range(X.shape[1]) if not np.all((X[:, j] == 0) | (X[:, j] == 1))]
+    binary = np.all((X == 0) | (X == 1), axis=0) if X.size else np.ones(X.shape[1], bool)
+    cont = [int(j) for j in np.flatnonzero(~binary)]
     if not cont or X.shape[0] < 2:
         return
     sd = np.std(X[:, cont], axis=0, ddof=1)
@@ -320,12 +378,16 @@ def _encode_factor(values: pd.api.extensions.ExtensionArray) -> tuple[np.ndarray
         position = {c: i for i, c in enumerate(lv)}
         perm = np.array([position.get(c, -1) for c in cats], dtype=np.int64)
         return perm[np.asarray(cat.codes, dtype=np.int64)], lv
-    if pd.api.types.is_bool_dtype(values.dtype):
-        values = np.asarray(values, dtype=bool)
-    elif pd.api.types.is_object_dtype(values.dtype):
-        values = _bools_as_labels(np.asarray(values, dtype=object))
-    codes, uniques = pd.factorize(values)
-    labels = [level_label(u) for u in uniques.tolist()]
+    strings = string_codes(values)  # (pyarrow strings: their labels as they are)
+    if strings is not None:
+        codes, labels = strings
+    else:
+        if pd.api.types.is_bool_dtype(values.dtype):
+            values = np.asarray(values, dtype=bool)
+        elif pd.api.types.is_object_dtype(values.dtype):
+            values = _bools_as_labels(np.asarray(values, dtype=object))
+        codes, uniques = pd.factorize(values)
+        labels = [level_label(u) for u in uniques.tolist()]
     lv = _r_sorted(list(dict.fromkeys(labels)), False)
     position = {v: i for i, v in enumerate(lv)}
     perm = np.array([position[v] for v in labels], dtype=np.int64)
@@ -358,15 +420,15 @@ def prepare(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -> Pre
     if len(data) == 0:
         raise DataError("the data table is empty (0 rows)")
     label = {str(c): c for c in data.columns}
-    used, groups = used_columns(spec, list(label))
+    used, _, as_value = _used_values(spec, list(label))
     check_unique_columns(data, used)
-    as_value = value_columns(spec, list(label))
     # the used columns as arrays (a frame is built once, at the end: cheaper than .loc or
     # column-wise frame operations for a few columns)
-    arrays = {c: data[label[c]].array for c in used}
+    arrays = {c: column_array(data, label[c]) for c in used}
     for c, a in arrays.items():
         check_column(c, a, c in as_value)
-    missing = {c: np.asarray(pd.isna(a), dtype=bool) for c, a in arrays.items()}
+    missing = {c: _missing_mask(a) for c, a in arrays.items()}
+    factor = {c for c, a in arrays.items() if is_categorical(a)}
     any_missing = np.logical_or.reduce(list(missing.values()))  # (the response is used)
     n_dropped = int(any_missing.sum())
     if n_dropped:
@@ -378,15 +440,16 @@ def prepare(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -> Pre
         )
         keep = ~any_missing
         arrays = {c: a[keep] for c, a in arrays.items()}
-    else:
-        arrays = {c: a.copy() for c, a in arrays.items()}
+    else:  # private copies (factors are re-encoded below)
+        arrays = {c: a if c in factor else a.copy() for c, a in arrays.items()}
     if len(data) == n_dropped:
         raise DataError("no rows left after dropping rows with missing values")
     levels: dict[str, list[str]] = {}
+    codes_of: dict[str, tuple[np.ndarray, list[str]]] = {}
     ordered: list[str] = []
     reference = spec.reference_levels
     for col, values in arrays.items():
-        if not is_categorical(values):  # numeric grouping columns stay numeric
+        if col not in factor:  # numeric grouping columns stay numeric
             arrays[col] = _as_numbers(values)
             if col in as_value:  # R computes in doubles: I(x^2) of an int8/int32 column
                 arrays[col] = np.asarray(arrays[col], dtype=float)  # must not overflow
@@ -401,14 +464,7 @@ def prepare(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -> Pre
             codes = np.array([position[v] for v in lv], dtype=np.int64)[codes]
             lv = relevelled
         levels[col] = lv
-        # categories as an object index of the labels: pandas' inference of a string
-        # dtype costs ~0.1 ms per factor, most of a small table's preparation
-        dtype = pd.CategoricalDtype(pd.Index(lv, dtype=object), ordered=False)
-        arrays[col] = pd.Categorical.from_codes(codes, dtype=dtype, validate=False)
-    frame = pd.DataFrame(arrays, copy=False)
-    # column labels as a plain object index: the design looks columns up a dozen times, and
-    # pandas' string index (pyarrow) makes each lookup several times dearer
-    frame.columns = pd.Index(list(arrays), dtype=object)
+        codes_of[col] = (codes, lv)
     for col in reference:
         if col in arrays and col not in levels:  # used, but numeric (maybe inside C())
             raise DataError(
@@ -420,8 +476,18 @@ def prepare(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -> Pre
             raise DataError(
                 f"reference level given for {col!r}, which is not a factor in the model"
             )
-    return PreparedFrame(data=frame, n_dropped=n_dropped, levels=levels,
-                         ordered=tuple(ordered))
+    return PreparedFrame(names=tuple(arrays), n_rows=len(data) - n_dropped,
+                         n_dropped=n_dropped, levels=levels, ordered=tuple(ordered),
+                         values={c: a for c, a in arrays.items() if c not in codes_of},
+                         codes=codes_of)
+
+
+def _missing_mask(values: Any) -> np.ndarray:
+    """Which values are missing (``pd.isna``); numpy arrays of numbers and booleans are
+    answered without pandas."""
+    if isinstance(values, np.ndarray) and values.dtype.kind in "biuf":
+        return np.isnan(values) if values.dtype.kind == "f" else np.zeros(len(values), bool)
+    return np.asarray(pd.isna(values), dtype=bool)
 
 
 def _match_level(ref: object, levels: list[str], column: str) -> str:

@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 
 from crossed._warn import warn
-from crossed.design.fixed import MatrixSpec, build_matrix
-from crossed.design.frame import DataError, level_label
+from crossed.design.fixed import MatrixSpec, Table, build_matrix
+from crossed.design.frame import DataError, PreparedFrame, level_label
 from crossed.formula.spec import RandomTermSpec
 
 __all__ = ["RandomDesign", "ReBlock", "ReTerm", "TermColumns", "assemble_random", "build_random",
@@ -174,14 +174,15 @@ def _warn_merged_numbers(column: str, values: list[object], labels: list[str]) -
         seen.setdefault(lv, v)
 
 
-def _factor_labels(col: pd.Series) -> tuple[np.ndarray, list[str]]:
-    """Codes and R labels of one grouping column; values with one R label are one level."""
-    cat = col.array if isinstance(col.dtype, pd.CategoricalDtype) else pd.Categorical(col)
+def _factor_labels(values: Any, column: str) -> tuple[np.ndarray, list[str]]:
+    """Codes and R labels of one grouping column's values; values with one R label are
+    one level."""
+    cat = values if isinstance(values, pd.Categorical) else pd.Categorical(values)
     codes = np.asarray(cat.codes, dtype=np.int64)
     labels = [level_label(c) for c in cat.categories.tolist()]
     unique = list(dict.fromkeys(labels))
     if len(unique) < len(labels):  # e.g. 0.1 + 0.2 and 0.3: one label, one level in R
-        _warn_merged_numbers(str(col.name), cat.categories.tolist(), labels)
+        _warn_merged_numbers(column, cat.categories.tolist(), labels)
         position = {lv: i for i, lv in enumerate(unique)}
         codes = np.array([position[lv] for lv in labels], dtype=np.int64)[codes]
     return codes, unique
@@ -199,7 +200,7 @@ def _unique_codes(key: np.ndarray, size: float) -> tuple[np.ndarray, np.ndarray]
 
 
 def group_codes(
-    frame: pd.DataFrame, factors: tuple[str, ...], name: str | None = None
+    frame: Table, factors: tuple[str, ...], name: str | None = None
 ) -> tuple[np.ndarray, tuple[str, ...], tuple[tuple[str, ...], ...]]:
     """Codes, labels and keys of the interaction of factor columns (first varies slowest).
 
@@ -207,8 +208,16 @@ def group_codes(
     empty for one column, whose label is its key); its label joins them with ``:`` as lme4
     prints it. Two cells whose labels would be
     equal (``x`` with ``y:z`` and ``x:y`` with ``z``) raise a :class:`DataError`.
+    ``frame``: a table, or :func:`prepare`'s columns (whose factors' codes are used).
     """
-    only = frame[factors[0]].array if len(factors) == 1 else None
+    def column(f: str) -> Any:  # (a prepared factor's values are its codes, below)
+        return frame.values[f] if isinstance(frame, PreparedFrame) else frame[f].array
+
+    coded = frame.codes if isinstance(frame, PreparedFrame) else {}
+    if len(factors) == 1 and factors[0] in coded:  # every level occurs, labels distinct
+        only_codes, only_levels = coded[factors[0]]
+        return only_codes, tuple(only_levels), ()
+    only = column(factors[0]) if len(factors) == 1 else None
     if isinstance(only, pd.Categorical):  # one factor: its codes, if every level occurs
         codes = np.asarray(only.codes, dtype=np.int64)
         if len(codes) and codes.min() >= 0 and np.bincount(codes).all() and (
@@ -219,7 +228,7 @@ def group_codes(
     key = np.zeros(len(frame), dtype=np.int64)
     cats = []
     for f in factors:
-        c, f_labels = _factor_labels(frame[f])
+        c, f_labels = coded[f] if f in coded else _factor_labels(column(f), str(f))
         cats.append(f_labels)
         key = key * len(f_labels) + c
     uniq, codes = _unique_codes(key, int(np.prod([len(c) for c in cats], dtype=float)))
@@ -288,12 +297,12 @@ class TermColumns:
     keys: tuple[tuple[str, ...], ...] = ()
 
 
-def build_random(terms: tuple[RandomTermSpec, ...], frame: pd.DataFrame,
+def build_random(terms: tuple[RandomTermSpec, ...], frame: Table,
                  caret: bool = False, codings: Mapping[str, Any] | None = None,
                  glmm: bool = False) -> RandomDesign:
     """Random-effects structure of a model on prepared data (``codings``: the contrasts of
     ordered factors; ``glmm``: a GLMM, which has no residual, so one level per observation
-    is allowed, as lme4's glmer)."""
+    is allowed, as lme4's glmer; ``frame``: a table, or :func:`prepare`'s columns)."""
     n = len(frame)
     # lme4 terms as written, with || split into one term per column
     out: list[TermColumns] = []

@@ -350,6 +350,8 @@ def check_expression(text: str, formula: str | None = None,
         if kind == "lookup":
             continue
         if kind == "literal":
+            if expr.isascii() and expr.isdigit():  # (a whole number: "1", "0")
+                continue
             try:
                 value = ast.literal_eval(expr)
             except (ValueError, SyntaxError):

@@ -1,0 +1,98 @@
+"""Cheaper pandas constructors for the design of small tables.
+
+On a table of a few thousand rows, building a design is dominated by pandas' fixed costs:
+every column access builds a Series (~10 µs), every categorical validates its categories
+by hashing them (~20 µs), every object Index infers a dtype. The helpers here build the
+same objects through pandas' internal constructors, skipping checks whose outcome is known
+(the levels are distinct labels; the columns are distinct names), and fall back to the
+public route when an internal constructor is missing or has changed (pandas >= 2.1).
+``tests/design/test_fastpd.py`` checks that both routes give equal objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["categorical", "column_array", "frame_of", "object_index", "string_codes"]
+
+
+def object_index(values: Sequence[Any]) -> pd.Index:
+    """``pd.Index(values, dtype=object)`` (no dtype inference, no copy)."""
+    arr = np.fromiter(values, dtype=object, count=len(values))  # (tuples stay elements)
+    try:
+        index = pd.Index._simple_new(arr)
+        if isinstance(index, pd.Index) and index.dtype == object:
+            return index
+    except (AttributeError, TypeError):  # pragma: no cover - a pandas without it
+        pass
+    return pd.Index(arr, dtype=object)  # pragma: no cover
+
+
+def categorical(codes: np.ndarray, levels: Sequence[str]) -> pd.Categorical:
+    """An unordered categorical of ``codes`` (0 .. len(levels) - 1, no missing values) with
+    the distinct labels ``levels`` as an object index of categories; as
+    ``pd.Categorical.from_codes(codes, dtype=pd.CategoricalDtype(pd.Index(levels,
+    dtype=object), ordered=False), validate=False)`` without re-checking that the labels
+    are distinct and present."""
+    categories = object_index(levels)
+    try:
+        dtype = pd.CategoricalDtype._from_fastpath(categories, False)
+    except (AttributeError, TypeError):  # pragma: no cover - a pandas without it
+        dtype = pd.CategoricalDtype(categories, ordered=False)
+    return pd.Categorical.from_codes(codes, dtype=dtype, validate=False)
+
+
+def frame_of(arrays: dict[str, Any], n: int) -> pd.DataFrame:
+    """A DataFrame of the (distinct) columns ``arrays``, each of length ``n``, with a
+    RangeIndex and the names as an object index (the design looks columns up by name a
+    dozen times; pandas' string index makes each lookup dearer)."""
+    columns = object_index(list(arrays))
+    try:
+        frame = pd.DataFrame._from_arrays(list(arrays.values()), columns=columns,
+                                          index=pd.RangeIndex(n), verify_integrity=False)
+        if frame.shape == (n, len(arrays)):
+            return frame
+    except (AttributeError, TypeError, ValueError):  # pragma: no cover
+        pass
+    frame = pd.DataFrame(arrays, copy=False)  # pragma: no cover
+    frame.columns = columns  # pragma: no cover
+    return frame  # pragma: no cover
+
+
+def column_array(data: pd.DataFrame, label: Hashable) -> Any:
+    """The values of column ``label`` of ``data`` (a distinct name): a numpy array for a
+    numpy column, the extension array otherwise (``data[label].array`` without the
+    Series)."""
+    try:
+        loc = data.columns.get_loc(label)
+        if isinstance(loc, int | np.integer):
+            values = data._get_column_array(int(loc))
+            if isinstance(values, np.ndarray | pd.api.extensions.ExtensionArray):
+                return values
+    except (AttributeError, TypeError, KeyError):  # pragma: no cover
+        pass
+    return data[label].array  # pragma: no cover
+
+
+def string_codes(values: Any) -> tuple[np.ndarray, list[str]] | None:
+    """First-appearance codes and distinct values of a pyarrow-backed string array without
+    missing values (pyarrow's dictionary encoding, without pandas' factorize around it);
+    None for any other array."""
+    if not isinstance(values.dtype, pd.StringDtype) or values.dtype.storage != "pyarrow":
+        return None
+    chunked = getattr(values, "_pa_array", None)
+    if chunked is None or chunked.null_count or not hasattr(chunked, "combine_chunks"):
+        return None  # pragma: no cover
+    try:
+        encoded = chunked.combine_chunks().dictionary_encode()
+        codes = np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+        uniques = encoded.dictionary.to_pylist()
+    except (AttributeError, TypeError):  # pragma: no cover
+        return None
+    if len(codes) != len(values) or not all(isinstance(u, str) for u in uniques):
+        return None  # pragma: no cover
+    return codes, uniques

@@ -1,0 +1,71 @@
+"""The cheaper pandas constructors give the objects of pandas' public route."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from crossed.design.fastpd import (
+    categorical,
+    column_array,
+    frame_of,
+    object_index,
+    string_codes,
+)
+
+
+def test_object_index_is_the_public_one():
+    for values in (["b", "a", "10"], [], ["x:y", ("t", 1)], [("a", 1), ("b", 2)]):
+        got = object_index(values)
+        want = pd.Index(np.array(values + [None], dtype=object)[:-1], dtype=object)
+        assert got.dtype == object
+        pd.testing.assert_index_equal(got, want)
+
+
+def test_categorical_is_the_public_one():
+    codes = np.array([2, 0, 1, 1, 0], dtype=np.int64)
+    levels = ["b", "a", "10"]
+    want = pd.Categorical.from_codes(
+        codes, dtype=pd.CategoricalDtype(pd.Index(levels, dtype=object), ordered=False))
+    got = categorical(codes, levels)
+    pd.testing.assert_extension_array_equal(got, want)
+    assert got.categories.dtype == object and not got.ordered
+    assert got.dtype == want.dtype
+
+
+def test_frame_of_is_the_public_one():
+    arrays = {"y": np.arange(4.0), "g": categorical(np.array([0, 1, 0, 1]), ["a", "b"]),
+              "n": np.arange(4)}
+    want = pd.DataFrame(arrays, copy=False)
+    want.columns = pd.Index(list(arrays), dtype=object)
+    got = frame_of(arrays, 4)
+    pd.testing.assert_frame_equal(got, want)
+    assert got.columns.dtype == object
+    assert isinstance(got.index, pd.RangeIndex)
+
+
+@pytest.mark.parametrize("values", [
+    np.arange(3.0), np.array(["a", None, "b"], dtype=object),
+    pd.array([1, None, 3], dtype="Int64"), pd.Categorical(["a", "b", "a"]),
+    pd.array(["x", "y", "x"], dtype="string"),
+])
+def test_column_array_is_the_series_array(values):
+    data = pd.DataFrame({"a": np.zeros(3), "b": values, 3: np.ones(3)})
+    got = column_array(data, "b")
+    want = data["b"].array
+    pd.testing.assert_series_equal(pd.Series(got), pd.Series(want))
+    np.testing.assert_array_equal(column_array(data, 3), data[3].to_numpy())
+
+
+def test_string_codes_match_factorize():
+    pytest.importorskip("pyarrow")
+    values = pd.array(["b", "a", "b", "B", "", "a"], dtype="string[pyarrow]")
+    codes, uniques = string_codes(values)
+    want_codes, want_uniques = pd.factorize(values)
+    np.testing.assert_array_equal(codes, want_codes)
+    assert uniques == list(want_uniques)
+    # anything else: None (the caller factorizes)
+    assert string_codes(pd.array(["a", None], dtype="string[pyarrow]")) is None
+    assert string_codes(np.array(["a"], dtype=object)) is None
+    assert string_codes(pd.array(["a", "b"], dtype="string[python]")) is None
