@@ -188,3 +188,44 @@ def test_sparse_and_dense_paths_agree(name: str, fitted: dict, monkeypatch) -> N
     gradient._PLANS.pop(pls, None)
     for dense, sparse in zip(*results, strict=True):
         np.testing.assert_allclose(sparse, dense, rtol=1e-9, atol=1e-9 * np.max(np.abs(dense)))
+
+
+@pytest.mark.parametrize("reml", [True, False], ids=["REML", "ML"])
+@pytest.mark.parametrize("name", case_names())
+def test_dense_path_matches_blocked_path(name: str, reml: bool, fitted: dict) -> None:
+    """gradient_dense.py (A_1r dense, scalar later blocks: few array operations) gives the
+    blocked algebra's gradient to 1e-10 relative to max(1, max|∇|) at R's θ and at two
+    random θ (at R's θ the gradient is ~0: what is left is the rounding of its terms)."""
+    from crossed.model.gradient import _plan, blocked_gradient
+    from crossed.model.gradient_dense import dense_gradient
+
+    pls, theta_r = _pls(name, fitted)
+    plan = _plan(pls)
+    if plan.dense is None or not pls._rest_scalar:
+        pytest.skip("the blocked path serves this design")
+    for theta in _points(theta_r, _lower(pls, len(theta_r))):
+        f = pls.factor(theta)
+        g = blocked_gradient(pls, f, reml)
+        fast = dense_gradient(pls, f, reml, plan.dense)
+        np.testing.assert_allclose(fast, g, rtol=0,
+                                   atol=1e-10 * max(1.0, float(np.max(np.abs(g)))))
+
+
+def test_banded_inverse_is_kept_for_its_factor_only(fitted: dict) -> None:
+    """The first block's stacked L_s⁻¹ (banded.py) is reused for the factorisation that
+    formed it (the gradient after an evaluation), recomputed for any other."""
+    pls, theta_r = _pls("blurb_ccmem_slopes", fitted)
+    band = pls._band
+    assert band is not None
+    f1 = pls.factor(theta_r)
+    X1 = band.inverse(f1.first)
+    assert band.inverse(f1.first) is X1
+    f2 = pls.factor(theta_r * 1.1)
+    X2 = band.inverse(f2.first)
+    assert X2 is not X1
+    chol = pls.first_chol(f1)
+    np.testing.assert_allclose(band.inverse(f1.first).reshape(chol.shape) @ chol,
+                               np.broadcast_to(np.eye(pls.q1), chol.shape), atol=1e-12)
+    g1 = criterion_gradient(pls, f1, True)  # the cache now holds f1's again
+    band._last = None
+    np.testing.assert_array_equal(criterion_gradient(pls, f1, True), g1)
