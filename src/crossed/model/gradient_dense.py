@@ -125,28 +125,29 @@ def dense_gradient(pls: PLS, f: Factor, reml: bool, dense: np.ndarray) -> np.nda
     xs = np.concatenate((x, _MINUS_ONE))
     xs *= s
     rhs = (d.A1 @ xs).reshape(l1, q1)  # −Z₁ᵀ(y − Z_r b_r − Xβ), per level
-    Dinv = first_inverse(pls, f)  # D_s⁻¹, with K_s = D_s⁻¹T₁ᵀ and G_s = T₁K_s
+    Dinv = first_inverse(pls, f)  # D_s⁻¹
+    # K̃_s = T₁D_s⁻¹ (= K_sᵀ, K_s = D_s⁻¹T₁ᵀ) and G_s = K̃_sT₁ᵀ; u₁ = −K̃_sᵀ rhs_s, b₁ = T₁u₁
     if d.t_diag is not None:
         t = theta[d.t_diag]
-        u1 = (Dinv @ (rhs * -t)[:, :, None])[:, :, 0]
-        b1 = u1 * t
-        G = Dinv * np.multiply.outer(t, t)
+        Kt = Dinv * t[:, None]
+        G = Kt * t
     else:
         flat = np.zeros(q1 * q1)
         flat[d.t_pos] = theta[d.t_index]
         T1 = flat.reshape(q1, q1)
-        u1 = (Dinv @ (rhs @ -T1)[:, :, None])[:, :, 0]
-        b1 = u1 @ T1.T
-        G = T1 @ Dinv @ T1.T
-    z1 = rhs + (pls.A11 @ b1[:, :, None])[:, :, 0]  # −Z₁ᵀ(y − Xβ − ZΛu)
-    grad = np.zeros(k)
-    grad[d.t_index] = (z1.T @ u1).reshape(-1)[d.t_pos]  # [a, b] = −Σ_s z[s, a] u[s, b]
+        Kt = T1 @ Dinv
+        G = Kt @ T1.T
+    u1 = (rhs[:, None, :] @ Kt)[:, 0, :]  # −u₁
+    b1 = u1 * t if d.t_diag is not None else u1 @ T1.T  # −b₁
+    z1 = rhs - (pls.A11 @ b1[:, :, None])[:, :, 0]  # −Z₁ᵀ(y − Xβ − ZΛu)
+    c = -2.0 * (pls.n - pls.p if reml else pls.n) / f.pwrss  # (−u₁ and −b₁: the sign)
+    first = c * (z1.T @ u1)  # [a, b]: Σ_s z[s, a] u[s, b] (of the residual sum of squares)
+    rest = None
     if rr:
         z_rest = d.A_rest @ xs
-        z_rest += d.A1rr_T @ b1.reshape(-1)  # −Z_rᵀ(y − Xβ − ZΛu)
+        z_rest -= d.A1rr_T @ b1.reshape(-1)  # −Z_rᵀ(y − Xβ − ZΛu)
         z_rest *= x[:rr]
-        grad += np.bincount(d.rest_theta, weights=z_rest, minlength=k)
-    grad *= 2.0 * (pls.n - pls.p if reml else pls.n) / f.pwrss
+        rest = z_rest * -c
     # ---- ∂ log det Ω / ∂θ: first block Σ_s D_s⁻¹ T₁ᵀ F_s, F_s = A_s + W_s (G_s A_s − I)
     F = pls.A11
     if R:
@@ -159,19 +160,16 @@ def dense_gradient(pls: PLS, f: Factor, reml: bool, dense: np.ndarray) -> np.nda
         Q = Sinv * sR[:, None]  # S_R S⁻¹
         Y = d.A1R.reshape(-1, R) @ Q  # A_1R S_R S⁻¹
         GA = G @ d.A11_A1rr  # [G_s A_s | G_s A_1r[s]] per level
-        if rr:  # later blocks: Σ_j Q_ji C₀_ji, C₀ = A_RR − A_1Rᵀ G A_1R
-            col = np.einsum("ji,ji->i", Q[:, :rr], d.A_Rrr)
-            col -= np.einsum("mi,mi->i", Y[:, :rr], GA[:, :, q1:].reshape(-1, rr))
-            grad += 2.0 * np.bincount(d.rest_theta, weights=col, minlength=k)
+        if rest is not None:  # later blocks: Σ_j Q_ji C₀_ji, C₀ = A_RR − A_1Rᵀ G A_1R
+            rest += 2.0 * np.einsum("ji,ji->i", Q[:, :rr], d.A_Rrr)
+            rest -= 2.0 * np.einsum("mi,mi->i", Y[:, :rr], GA[:, :, q1:].reshape(-1, rr))
         Y *= sR
         W = Y.reshape(l1, q1, R) @ d.A1R_T  # W_s = V_s S⁻¹ V_sᵀ
         F = F + W @ GA[:, :, :q1] - W
-    if d.t_diag is not None:
-        F = F * t[:, None]
-    else:
-        F = T1.T @ F
-    per_level = Dinv.reshape(-1, q1).T @ F.reshape(-1, q1)  # Σ_s D_s⁻¹ (T₁ᵀF_s)
-    grad[d.t_index] += 2.0 * per_level.T.reshape(-1)[d.t_pos]  # [b, a]
+    first += 2.0 * (F.reshape(-1, q1).T @ Kt.reshape(-1, q1))  # [a, b]: Σ_s (K_s F_s)[b, a]
+    grad = np.bincount(d.rest_theta, weights=rest, minlength=k) if rest is not None else (
+        np.zeros(k))
+    grad[d.t_index] += first.reshape(-1)[d.t_pos]
     return grad
 
 
