@@ -229,3 +229,32 @@ def test_banded_inverse_is_kept_for_its_factor_only(fitted: dict) -> None:
     g1 = criterion_gradient(pls, f1, True)  # the cache now holds f1's again
     band._last = None
     np.testing.assert_array_equal(criterion_gradient(pls, f1, True), g1)
+
+
+@pytest.mark.parametrize("reml", [True, False], ids=["REML", "ML"])
+def test_correlated_first_block_on_the_dense_path(reml: bool) -> None:
+    """A correlated 3 x 3 first template (banded factor, not diagonal) with scalar later
+    blocks: the dense path equals the blocked path (1e-10) and the dense formula (1e-7)."""
+    from crossed.model.gradient import _plan, blocked_gradient
+
+    df = crossed.load_dataset("blurb_like")
+    df["s20"] = (df["seed"].astype(str) == "20").astype(float)
+    df["lr1"] = (df["lr"].astype(str) == "1e-05").astype(float) + (
+        df["lr"].astype(str) == "1e-5").astype(float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = crossed.lmer("score ~ num_epochs + s20 + lr1 + (1 | model) + (1 | dataset)"
+                           " + (1 + s20 + lr1 | model:dataset)", df, reml=reml)
+    pls = fit.pls
+    assert pls.q1 == 3 and pls._band is not None and not pls._band.diagonal
+    assert _plan(pls).dense is not None and pls._rest_scalar
+    rng = np.random.default_rng(3)
+    for theta in (fit.theta, fit.theta + rng.uniform(-0.3, 0.3, len(fit.theta))):
+        theta = np.where(np.isfinite(fit.design.random.theta_lower),
+                         np.maximum(theta, 0.05), theta)
+        f = pls.factor(theta)
+        g = criterion_gradient(pls, f, reml)
+        np.testing.assert_allclose(g, blocked_gradient(pls, f, reml), rtol=0,
+                                   atol=1e-10 * max(1.0, float(np.max(np.abs(g)))))
+        d = _dense_gradient(pls, theta, reml)
+        assert np.allclose(g, d, rtol=1e-7, atol=1e-7 * max(1.0, np.max(np.abs(d))))
