@@ -67,3 +67,15 @@ def test_the_boundary_trap_is_left_by_the_edge_restart() -> None:
 def test_unknown_optimizer_is_refused() -> None:
     with pytest.raises(ValueError, match="'auto', 'bobyqa', 'lbfgsb'"):
         LmerControl(optimizer="nelder")
+
+
+def test_maxcor_is_a_setting() -> None:
+    """L-BFGS-B keeps 20 past steps by default (fewer evaluations on many θ); other
+    values are accepted, invalid ones refused."""
+    assert LmerControl().lbfgsb_maxcor == 20
+    fit = _fit("blurb_ccmem_slopes", lbfgsb_maxcor=10)
+    r = r_answers("blurb_ccmem_slopes")
+    assert fit.deviance <= r["deviance"] + CRIT_SLACK * abs(r["deviance"])
+    for bad in (0, -1, 2.5, True):
+        with pytest.raises(ValueError, match="lbfgsb_maxcor"):
+            LmerControl(lbfgsb_maxcor=bad)

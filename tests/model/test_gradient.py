@@ -188,3 +188,73 @@ def test_sparse_and_dense_paths_agree(name: str, fitted: dict, monkeypatch) -> N
     gradient._PLANS.pop(pls, None)
     for dense, sparse in zip(*results, strict=True):
         np.testing.assert_allclose(sparse, dense, rtol=1e-9, atol=1e-9 * np.max(np.abs(dense)))
+
+
+@pytest.mark.parametrize("reml", [True, False], ids=["REML", "ML"])
+@pytest.mark.parametrize("name", case_names())
+def test_dense_path_matches_blocked_path(name: str, reml: bool, fitted: dict) -> None:
+    """gradient_dense.py (A_1r dense, scalar later blocks: few array operations) gives the
+    blocked algebra's gradient to 1e-10 relative to max(1, max|∇|) at R's θ and at two
+    random θ (at R's θ the gradient is ~0: what is left is the rounding of its terms)."""
+    from crossed.model.gradient import _plan, blocked_gradient
+    from crossed.model.gradient_dense import dense_gradient
+
+    pls, theta_r = _pls(name, fitted)
+    plan = _plan(pls)
+    if plan.dense is None or not pls._rest_scalar:
+        pytest.skip("the blocked path serves this design")
+    for theta in _points(theta_r, _lower(pls, len(theta_r))):
+        f = pls.factor(theta)
+        g = blocked_gradient(pls, f, reml)
+        fast = dense_gradient(pls, f, reml, plan.dense)
+        np.testing.assert_allclose(fast, g, rtol=0,
+                                   atol=1e-10 * max(1.0, float(np.max(np.abs(g)))))
+
+
+def test_banded_inverse_is_kept_for_its_factor_only(fitted: dict) -> None:
+    """The first block's stacked L_s⁻¹ (banded.py) is reused for the factorisation that
+    formed it (the gradient after an evaluation), recomputed for any other."""
+    pls, theta_r = _pls("blurb_ccmem_slopes", fitted)
+    band = pls._band
+    assert band is not None
+    f1 = pls.factor(theta_r)
+    X1 = band.inverse(f1.first)
+    assert band.inverse(f1.first) is X1
+    f2 = pls.factor(theta_r * 1.1)
+    X2 = band.inverse(f2.first)
+    assert X2 is not X1
+    chol = pls.first_chol(f1)
+    np.testing.assert_allclose(band.inverse(f1.first).reshape(chol.shape) @ chol,
+                               np.broadcast_to(np.eye(pls.q1), chol.shape), atol=1e-12)
+    g1 = criterion_gradient(pls, f1, True)  # the cache now holds f1's again
+    band._last = None
+    np.testing.assert_array_equal(criterion_gradient(pls, f1, True), g1)
+
+
+@pytest.mark.parametrize("reml", [True, False], ids=["REML", "ML"])
+def test_correlated_first_block_on_the_dense_path(reml: bool) -> None:
+    """A correlated 3 x 3 first template (banded factor, not diagonal) with scalar later
+    blocks: the dense path equals the blocked path (1e-10) and the dense formula (1e-7)."""
+    from crossed.model.gradient import _plan, blocked_gradient
+
+    df = crossed.load_dataset("blurb_like")
+    df["s20"] = (df["seed"].astype(str) == "20").astype(float)
+    df["lr1"] = (df["lr"].astype(str) == "1e-05").astype(float) + (
+        df["lr"].astype(str) == "1e-5").astype(float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = crossed.lmer("score ~ num_epochs + s20 + lr1 + (1 | model) + (1 | dataset)"
+                           " + (1 + s20 + lr1 | model:dataset)", df, reml=reml)
+    pls = fit.pls
+    assert pls.q1 == 3 and pls._band is not None and not pls._band.diagonal
+    assert _plan(pls).dense is not None and pls._rest_scalar
+    rng = np.random.default_rng(3)
+    for theta in (fit.theta, fit.theta + rng.uniform(-0.3, 0.3, len(fit.theta))):
+        theta = np.where(np.isfinite(fit.design.random.theta_lower),
+                         np.maximum(theta, 0.05), theta)
+        f = pls.factor(theta)
+        g = criterion_gradient(pls, f, reml)
+        np.testing.assert_allclose(g, blocked_gradient(pls, f, reml), rtol=0,
+                                   atol=1e-10 * max(1.0, float(np.max(np.abs(g)))))
+        d = _dense_gradient(pls, theta, reml)
+        assert np.allclose(g, d, rtol=1e-7, atol=1e-7 * max(1.0, np.max(np.abs(d))))

@@ -50,6 +50,7 @@ class BandedBlocks:
             pair_r = np.minimum(local[None, :] + np.arange(q)[:, None], q - 1)
             self._pair = np.asfortranarray(pair_r * q + local[None, :])
         self._eye_stack = np.asfortranarray(np.tile(np.eye(q), (m, 1)))
+        self._last: tuple[np.ndarray, np.ndarray] | None = None  # (Lb, inverse(Lb))
 
     def template(self, theta: np.ndarray) -> np.ndarray:
         T = np.zeros((self.q, self.q))
@@ -82,12 +83,28 @@ class BandedBlocks:
         return X
 
     def half(self, theta: np.ndarray, Lb: np.ndarray) -> np.ndarray:
-        """H_s = L_s⁻¹ Tᵀ per level, (ℓ, q, q), so that T B_s⁻¹ Tᵀ = H_sᵀ H_s."""
-        if self.diagonal:
-            rhs = self._eye_stack * theta[self._t_pos][None, :]  # Tᵀ = diag(t) per level
+        """H_s = L_s⁻¹ Tᵀ per level, (ℓ, q, q), so that T B_s⁻¹ Tᵀ = H_sᵀ H_s.
+
+        Formed as (L_s⁻¹) Tᵀ from the stacked inverses, which are kept for
+        :meth:`inverse` (the gradient reads them after the same evaluation)."""
+        X = self.inverse(Lb)
+        H: np.ndarray
+        if self.diagonal:  # Tᵀ = diag(t) per level
+            H = X * theta[self._t_pos][None, :]
         else:
-            rhs = np.asfortranarray(np.tile(self.template(theta).T, (self.m, 1)))
-        return self.solve(Lb, rhs).reshape(self.m, self.q, self.q)
+            H = X @ self.template(theta).T
+        return H.reshape(self.m, self.q, self.q)
+
+    def inverse(self, Lb: np.ndarray) -> np.ndarray:
+        """The stacked L_s⁻¹, (ℓ q, q) (rows s q ... s q + q - 1: level s's), by one banded
+        solve; the last one is kept, and returned again for the same factor ``Lb`` (the
+        same array object: one evaluation's factorisation, then its gradient)."""
+        last = self._last
+        if last is not None and last[0] is Lb:
+            return last[1]
+        X = self.solve(Lb, self._eye_stack)
+        self._last = (Lb, X)  # (one assignment: a concurrent reader sees one pair or the other)
+        return X
 
     def unpack(self, Lb: np.ndarray) -> np.ndarray:
         """The per-level lower Cholesky factors L_s as an (ℓ, q, q) array."""

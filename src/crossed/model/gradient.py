@@ -46,11 +46,13 @@ import scipy.sparse as sp
 from scipy.linalg import lapack
 
 from crossed.model.factor import Factor, profiled_deviance, tri_solve
+from crossed.model.gradient_dense import dense_gradient, first_inverse
 
 if TYPE_CHECKING:
     from crossed.model.pls import PLS
 
-__all__ = ["DENSE_FRACTION", "DENSE_PRODUCTS", "criterion_gradient", "value_and_gradient"]
+__all__ = ["DENSE_FRACTION", "DENSE_PRODUCTS", "blocked_gradient", "criterion_gradient",
+           "value_and_gradient"]
 
 DENSE_PRODUCTS = 2_000_000
 """Up to this many entries of A_1r (ℓ₁·q₁ x r), it is kept dense for the gradient and the
@@ -142,6 +144,17 @@ def criterion_gradient(pls: PLS, f: Factor, reml: bool) -> np.ndarray:
     """
     assert f.ok and f.L is not None
     plan = _plan(pls)
+    if plan.dense is not None and pls._rest_scalar:  # (small designs: gradient_dense.py)
+        return dense_gradient(pls, f, reml, plan.dense)
+    return blocked_gradient(pls, f, reml)
+
+
+def blocked_gradient(pls: PLS, f: Factor, reml: bool) -> np.ndarray:
+    """:func:`criterion_gradient` by the blocked algebra of every design (sparse products
+    where A_1r is kept sparse, any later templates), without ``gradient_dense.py``'s
+    shortcut."""
+    assert f.ok and f.L is not None
+    plan = _plan(pls)
     theta = f.theta
     L = f.L
     rr, q1, l1 = pls.r_rand, pls.q1, pls.l1
@@ -160,7 +173,7 @@ def criterion_gradient(pls: PLS, f: Factor, reml: bool) -> np.ndarray:
         pos += size
     xs = np.concatenate(b_rest + [x[rr:], [-1.0]])  # [b_rest, β, −1]
     rhs = -(pls.A1r @ xs).reshape(l1, q1)  # Z₁ᵀ(y − Z_r b_r − Xβ)
-    Dinv = _first_inverse(pls, f)
+    Dinv = first_inverse(pls, f)
     u1 = (Dinv @ (rhs @ T1)[:, :, None])[:, :, 0]
     b1 = u1 @ T1.T
     Ztr = [rhs - (pls.A11 @ b1[:, :, None])[:, :, 0]]
@@ -185,24 +198,6 @@ def criterion_gradient(pls: PLS, f: Factor, reml: bool) -> np.ndarray:
     R = rr + pls.p if reml else rr
     grad += _logdet_gradient(pls, plan, f, templates, Dinv, R)
     return grad
-
-
-def _first_inverse(pls: PLS, f: Factor) -> np.ndarray:
-    """D_s⁻¹ = (T₁ᵀA_sT₁ + I)⁻¹ per level, (ℓ₁, q₁, q₁), from the factorisation's first
-    block (closed forms for q₁ ≤ 2, one banded solve for q₁ > 2)."""
-    first = f.first
-    assert first is not None
-    if pls.q1 == 1:
-        return cast(np.ndarray, 1.0 / (first * first))
-    if pls.q1 == 2:  # B_s's entries (b00, b10, b11)
-        b00, b10, b11 = first
-        det = b00 * b11 - b10 * b10
-        inv: np.ndarray = np.stack([b11, -b10, -b10, b00], axis=1).reshape(-1, 2, 2)
-        return cast(np.ndarray, inv / det[:, None, None])
-    band = pls._band
-    assert band is not None  # q1 > 2
-    X = band.solve(first, band._eye_stack).reshape(pls.l1, pls.q1, pls.q1)  # L_s⁻¹
-    return cast(np.ndarray, np.swapaxes(X, 1, 2) @ X)
 
 
 def _logdet_gradient(pls: PLS, plan: _Plan, f: Factor, templates: list[np.ndarray],

@@ -84,6 +84,12 @@ class LmerControl:
         L-BFGS-B stops when every component of the projected gradient is at most this.
     lbfgsb_ftol : float
         ... or when a step lowers the criterion by at most this, relative.
+    lbfgsb_maxcor : int
+        How many past steps L-BFGS-B's Hessian approximation keeps (scipy's ``maxcor``).
+        20: on blurb CCMEM + 8 slopes (11 θ) 56 evaluations instead of 68 with scipy's
+        default 10, the criterion as low; over 16 fits of 5 to 11 θ (REML and ML) 8% fewer
+        evaluations in all, none with a higher criterion than 10 gave (beyond 1e-12
+        relative).
     pirls : str
         GLMMs only: where PIRLS stops at each evaluation of the criterion. ``"lme4"``
         (default): lme4's ``tolPwrss`` rule (the penalised deviance changes by less than
@@ -121,6 +127,7 @@ class LmerControl:
     restart_ftol_abs: float = 1e-12
     lbfgsb_gtol: float = 1e-5
     lbfgsb_ftol: float = 1e-12
+    lbfgsb_maxcor: int = 20
     pirls: str = "lme4"
     pirls_limit: float = 1e-3
 
@@ -145,6 +152,9 @@ class LmerControl:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
                 raise ValueError(f"LmerControl.{name} must be an integer >= 0, got {value!r}")
+        maxcor = self.lbfgsb_maxcor
+        if isinstance(maxcor, bool) or not isinstance(maxcor, (int, np.integer)) or maxcor < 1:
+            raise ValueError(f"LmerControl.lbfgsb_maxcor must be an integer >= 1, got {maxcor!r}")
         if not isinstance(self.check_conv, (bool, np.bool_)):
             raise TypeError(f"LmerControl.check_conv must be True or False, "
                             f"got {self.check_conv!r}")
@@ -310,7 +320,7 @@ def lbfgsb(fun_grad: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.nd
                    jac=True, method="L-BFGS-B", bounds=bounds,
                    options={"maxfun": control.maxeval, "maxiter": control.maxeval,
                             "gtol": control.lbfgsb_gtol, "ftol": control.lbfgsb_ftol,
-                            "maxcor": 10})
+                            "maxcor": control.lbfgsb_maxcor})
     finite = [point for point in log if math.isfinite(point[1])]
     x, fmin = min(finite, key=lambda point: point[1]) if finite else (res.x, math.inf)
     code = _LBFGSB_CODES.get(int(res.status), -1)
