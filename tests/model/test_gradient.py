@@ -258,3 +258,35 @@ def test_correlated_first_block_on_the_dense_path(reml: bool) -> None:
                                    atol=1e-10 * max(1.0, float(np.max(np.abs(g)))))
         d = _dense_gradient(pls, theta, reml)
         assert np.allclose(g, d, rtol=1e-7, atol=1e-7 * max(1.0, np.max(np.abs(d))))
+
+
+@pytest.mark.parametrize("name", ["blurb_ccmem_slopes", "ner_crossed", "ham_crossed",
+                                  "pastes_nested", "penicillin_crossed"])
+def test_later_blocks_from_the_diagonal_agree_with_c0(name: str, fitted: dict,
+                                                      monkeypatch) -> None:
+    """On the blocked path, scalar later blocks away from the boundary take their term
+    from diag(S⁻¹) (S = S_R C₀ S_R + D); it equals the term from C₀, at R's θ and at
+    random θ, and near the boundary (θ below LATER_SCALE_MIN) the C₀ path runs."""
+    from crossed.model import gradient
+
+    pls, theta_r = _pls(name, fitted)
+    assert pls.r_rand and pls._rest_scalar
+    for theta in _points(theta_r, _lower(pls, len(theta_r))):
+        f = pls.factor(theta)
+        results = []
+        for limit in (gradient.LATER_SCALE_MIN, np.inf):  # the diagonal; C₀ always
+            monkeypatch.setattr(gradient, "LATER_SCALE_MIN", limit)
+            results.append([gradient.blocked_gradient(pls, f, reml)
+                            for reml in (True, False)])
+        for diag, c0 in zip(*results, strict=True):
+            np.testing.assert_allclose(diag, c0, rtol=1e-10,
+                                       atol=1e-10 * max(1.0, np.max(np.abs(c0))))
+    monkeypatch.setattr(gradient, "LATER_SCALE_MIN", 1e-2)
+    near = theta_r.copy()  # every later block's θ below the limit: the C₀ path
+    for blk in pls.blocks[1:]:
+        near[blk.theta_index[0, 0]] = 5e-3
+    if pls.n * sum(b.nlevels * b.q for b in pls.blocks) <= 3_000_000:
+        for reml in (True, False):
+            g = gradient.blocked_gradient(pls, pls.factor(near), reml)
+            d = _dense_gradient(pls, near, reml)
+            np.testing.assert_allclose(g, d, rtol=1e-7, atol=1e-7 * max(1.0, np.max(np.abs(d))))

@@ -25,7 +25,12 @@ and X for REML) and the Schur complement S = L_R L_Rᵀ (the dense factor the en
   A_s share D_s and G_s); else from A_1R kept dense (small designs) or by sparse products;
 * later blocks: the diagonal blocks of S⁻¹ S_Rᵀ C₀ with C₀ = A_RR − A_R1 G A_1R the
   unscaled Schur complement (assembled by :meth:`PLS.schur` at the identity template of
-  the later blocks), a row-wise product, O(R² q).
+  the later blocks), a row-wise product, O(R² q). Where every later block is scalar
+  with its θ at least ``LATER_SCALE_MIN``, S = S_R C₀ S_R + D (D: 1 on the random
+  effects, 0 on X) gives (S⁻¹ S_R C₀)_ii = (1 − (S⁻¹)_ii) / s_i on a random effect i, so
+  block k's term is 2 Σ_{i in k} (1 − (S⁻¹)_ii) / θ_k: the diagonal of S⁻¹ alone, no C₀
+  (the division loses (1 − (S⁻¹)_ii)'s relative precision, ε/θ_k², which is why it is
+  not used near the boundary).
 
 No division by θ occurs, so the gradient is exact on the boundary (θ = 0, singular fits).
 Never a dense inverse of the first block; S⁻¹ (r x r) is formed from its Cholesky factor
@@ -51,7 +56,8 @@ from crossed.model.gradient_dense import dense_gradient, first_inverse
 if TYPE_CHECKING:
     from crossed.model.pls import PLS
 
-__all__ = ["DENSE_FRACTION", "DENSE_PRODUCTS", "blocked_gradient", "criterion_gradient",
+__all__ = ["DENSE_FRACTION", "DENSE_PRODUCTS", "LATER_SCALE_MIN", "blocked_gradient",
+           "criterion_gradient",
            "value_and_gradient"]
 
 DENSE_PRODUCTS = 2_000_000
@@ -60,6 +66,9 @@ unscaled Schur complement is formed from it directly; above, sparse products (in
 of this many dense entries) and :meth:`PLS.schur`."""
 DENSE_FRACTION = 0.25
 """... and when at least this fraction of its entries are nonzero."""
+LATER_SCALE_MIN = 1e-2
+"""Scalar later blocks whose θ are all at least this take their term from the diagonal of
+S⁻¹ (module docstring); below, from C₀."""
 
 
 @dataclass
@@ -208,16 +217,6 @@ def _logdet_gradient(pls: PLS, plan: _Plan, f: Factor, templates: list[np.ndarra
     assert f.L is not None
     grad = np.zeros(len(theta))
     rr, q1, l1 = pls.r_rand, pls.q1, pls.l1
-    if R:
-        Sinv, info = lapack.dpotri(f.L[:R, :R], lower=1)
-        if info != 0:
-            raise np.linalg.LinAlgError(f"dpotri failed (info={info})")
-        upper = plan.upper.get(R)
-        if upper is None:
-            upper = plan.upper[R] = np.triu_indices(R, 1)
-        Sinv[upper] = Sinv.T[upper]  # (dpotri leaves the input's upper triangle)
-    else:
-        Sinv = np.zeros((0, 0))
     # S_R = blockdiag(Λ_rest, I): a vector when the later blocks are scalar
     scale: np.ndarray | None = None
     SR: sp.csr_matrix | None = None
@@ -225,6 +224,22 @@ def _logdet_gradient(pls: PLS, plan: _Plan, f: Factor, templates: list[np.ndarra
         scale = pls._scale_vector(theta)[:R]
     else:
         SR = sp.csr_matrix(pls._scale_matrix(theta)[:R, :R].T)
+    # the later blocks' term from S⁻¹'s diagonal (module docstring), and then S⁻¹'s lower
+    # triangle is all the sparse map reads
+    from_diagonal = bool(rr) and scale is not None and bool(
+        np.all(scale[:rr] >= LATER_SCALE_MIN))
+    lower_only = from_diagonal and pls._map is not None
+    if R:
+        Sinv, info = lapack.dpotri(f.L[:R, :R], lower=1)
+        if info != 0:
+            raise np.linalg.LinAlgError(f"dpotri failed (info={info})")
+        if not lower_only:
+            upper = plan.upper.get(R)
+            if upper is None:
+                upper = plan.upper[R] = np.triu_indices(R, 1)
+            Sinv[upper] = Sinv.T[upper]  # (dpotri leaves the input's upper triangle)
+    else:
+        Sinv = np.zeros((0, 0))
     # ---- first block: D_s⁻¹ T₁ᵀ [A_s + W_s (G_s A_s − I)] per level
     T1 = templates[0]
     A = pls.A11
@@ -243,7 +258,14 @@ def _logdet_gradient(pls: PLS, plan: _Plan, f: Factor, templates: list[np.ndarra
     where, index = plan.positions[0]
     grad[index] += 2.0 * per_level.T.reshape(-1)[where]  # [b, a]: (s, b), (s, a) entries
     # ---- later blocks: the diagonal blocks of S⁻¹ S_Rᵀ C₀
-    if rr:
+    if from_diagonal:
+        assert scale is not None  # scalar later blocks
+        off = 1.0 - np.diagonal(Sinv)[:rr]
+        pos = 0
+        for blk, (_, index) in zip(pls.blocks[1:], plan.positions[1:], strict=True):
+            grad[index] += 2.0 * float(off[pos:pos + blk.nlevels].sum()) / scale[pos]
+            pos += blk.nlevels
+    elif rr:
         if plan.dense is not None:
             A1 = plan.cut(R)[0]
             GA = A1 * G[:, :, :1] if q1 == 1 else G @ A1
@@ -286,8 +308,8 @@ def _class_w(pls: PLS, plan: _Plan, Sinv: np.ndarray, scale: np.ndarray | None,
         got = plan.map_rows[R] = (keep, half)
     keep, half = got
     i, j = m.i[keep], m.j[keep]
-    if scale is not None:
-        x = Sinv[i, j] * scale[i] * scale[j]
+    if scale is not None:  # (i <= j: S⁻¹'s lower triangle, which dpotri fills)
+        x = Sinv[j, i] * scale[i] * scale[j]
     else:
         assert SR is not None
         X = np.asarray(SR @ np.asarray(SR @ Sinv).T)  # S_R S⁻¹ S_Rᵀ (symmetric)
