@@ -22,11 +22,13 @@ until the check passes, the fit is singular (lme4 skips the check then), a conti
 no longer lowers the criterion, or ``control.restarts`` continuations were made. What was
 done is recorded in :attr:`OptSummary.restarts` and in the fit's messages.
 
-L-BFGS-B runs the same continuations with itself. The edge restart matters more for it:
+After L-BFGS-B the continuations are BOBYQA's. The edge restart matters more for it:
 a step projected onto a bound puts a diagonal θ at exactly 0, where the criterion's
 derivative in it vanishes (the criterion is even in a column of Λ's template), so the
 projected gradient is zero there whether or not 0 is the optimum (ham_crossed and
-carrots_slopes stop there once; the restart from ``edge_start`` finds the optimum).
+carrots_slopes stop there once). Restarted L-BFGS-B could step back onto the bound and stop
+there again (ner_like with five crossed intercepts: 2.3 above BOBYQA's criterion), which a
+derivative-free continuation does not.
 
 Validated by ``tests/engines/test_native_converge.py`` and, under both BLAS kernels in CI,
 by the conformance suite: on every reference case the criterion is at most lme4's
@@ -107,8 +109,7 @@ def optimize_theta(crit: Callable[[np.ndarray], float], theta0: np.ndarray,
                    check_grad: Callable[[np.ndarray], tuple[float, np.ndarray]] | None = None,
                    ) -> tuple[OptSummary, ConvergenceCheck]:
     """BOBYQA from ``theta0`` with lme4's settings (or L-BFGS-B on the analytic gradient,
-    ``control.optimizer == "lbfgsb"``), then continuations (module docstring) by the same
-    optimiser.
+    ``control.optimizer == "lbfgsb"``), then continuations (module docstring) by BOBYQA.
 
     Parameters
     ----------
@@ -144,9 +145,13 @@ def optimize_theta(crit: Callable[[np.ndarray], float], theta0: np.ndarray,
         and len(theta0) >= AUTO_LBFGSB_THETA)
 
     def run(start: np.ndarray, restart: bool) -> OptSummary:
-        if use_lbfgsb:
+        if use_lbfgsb and not restart:
             assert crit_grad is not None  # checked above
             return lbfgsb(crit_grad, start, lower, control)
+        # continuations are BOBYQA's, after L-BFGS-B too: at a θ on its bound of 0 the
+        # criterion is even in θ, so its gradient is 0 there and L-BFGS-B, restarted with
+        # that θ moved off the bound, can come back to it and stop (ner_like with five
+        # crossed intercepts: 2.3 above BOBYQA's criterion)
         return bobyqa(crit, start, lower, control, restart=restart)
 
     def check_at(o: OptSummary) -> ConvergenceCheck:
