@@ -103,3 +103,39 @@ def test_maxcor_is_a_setting() -> None:
     for bad in (0, -1, 2.5, True):
         with pytest.raises(ValueError, match="lbfgsb_maxcor"):
             LmerControl(lbfgsb_maxcor=bad)
+
+
+@pytest.mark.parametrize("reml", [True, False], ids=["REML", "ML"])
+def test_a_correlation_at_the_boundary_gets_bobyqas_fit_as_well(reml: bool) -> None:
+    """exist_multi with two correlated slopes: the criterion has two local optima, one
+    per sign of a ±1 correlation; L-BFGS-B reached the higher under REML (0.93 above
+    BOBYQA's and lme4's) and the lower under ML. With a diagonal θ at its bound beside a
+    nonzero θ, ``auto`` also runs BOBYQA from lme4's start and keeps the lower: never
+    above BOBYQA's criterion, and recorded."""
+    import warnings
+
+    import crossed
+    from crossed.engines.native.engine import correlation_at_the_boundary
+
+    df = crossed.load_dataset("exist_multi")
+    formula = "delta ~ mode + (1 + mode | model) + (1 + mode | language) + (1 | task)"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        auto = crossed.lmer(formula, df, reml=reml)
+        bobyqa = crossed.lmer(formula, df, reml=reml,
+                              control=LmerControl(optimizer="bobyqa"))
+        lbfgsb = crossed.lmer(formula, df, reml=reml,
+                              control=LmerControl(optimizer="lbfgsb"))
+    assert correlation_at_the_boundary(lbfgsb.pls, lbfgsb.theta, 1e-4)
+    assert auto.deviance <= bobyqa.deviance + 1e-9 * abs(bobyqa.deviance)
+    assert auto.deviance <= lbfgsb.deviance + 1e-9 * abs(lbfgsb.deviance)
+    assert any("BOBYQA from lme4's start" in r.reason for r in auto.opt.restarts)
+
+
+def test_uncorrelated_slopes_are_not_a_correlation_at_the_boundary() -> None:
+    from crossed.engines.native.engine import correlation_at_the_boundary
+
+    fit = _fit("blurb_ccmem_slopes")  # singular, || slopes: no second run
+    assert fit.is_singular
+    assert not correlation_at_the_boundary(fit.pls, fit.theta, 1e-4)
+    assert not any("lme4's start" in r.reason for r in fit.opt.restarts)

@@ -6,6 +6,7 @@ L-BFGS-B on its analytic gradient (``model/gradient.py``; ``LmerControl.optimize
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
 
@@ -17,15 +18,16 @@ from crossed.engines.native.converge import (
     optimize_theta,
     restart_message,
 )
-from crossed.engines.native.optimize import LmerControl
+from crossed.engines.native.optimize import LmerControl, OptSummary, Restart
 from crossed.engines.registry import FunctionEngine
 from crossed.model.batched import objectives
+from crossed.model.convergence import ConvergenceCheck
 from crossed.model.finish import finish_fit
 from crossed.model.gradient import criterion_gradient, value_and_gradient
 from crossed.model.pls import PLS, profiled_deviance
 from crossed.model.result import LmerFit
 
-__all__ = ["ENGINE", "fit_native", "fit_pls"]
+__all__ = ["ENGINE", "correlation_at_the_boundary", "fit_native", "fit_pls"]
 
 
 def fit_native(design: Design, reml: bool = True, control: LmerControl | None = None,
@@ -96,6 +98,10 @@ def fit_pls(design: Design, pls: PLS, reml: bool, control: LmerControl,
         crit_keeping_best, theta0, design.random.theta_lower, control, crit_many, crit,
         crit_grad_keeping_best if has_gradient else None,
         crit_grad if has_gradient and len(theta0) >= CHECK_GRADIENT_THETA else None)
+    if (control.optimizer == "auto" and opt.optimizer == "L-BFGS-B"
+            and correlation_at_the_boundary(pls, opt.theta_final, control.singular_tol)):
+        opt, check = _bobyqa_as_well(opt, check, crit_keeping_best, theta0, design,
+                                     control, crit_many, crit)
     theta = opt.theta_final.copy()
     f = best[1]
     if f is None or not np.array_equal(f.theta, theta):  # (NLopt returns its best point)
@@ -110,6 +116,41 @@ def fit_pls(design: Design, pls: PLS, reml: bool, control: LmerControl,
     return finish_fit(design, pls, f, theta, dev, reml, "native", opt, control,
                       time.perf_counter() - t0, data_name, check,
                       notes=() if note is None else (note,))
+
+
+def correlation_at_the_boundary(pls: PLS, theta: np.ndarray, tol: float) -> bool:
+    """Whether a correlated random-effects block has a diagonal θ below ``tol`` with a
+    nonzero θ beside it in its row: a correlation of ±1 whose sign the optimiser chose.
+
+    The criterion is then often bimodal in that sign (the two faces of the boundary), and
+    a local optimiser stays on the face it reached first."""
+    for blk in pls.blocks:
+        idx = blk.theta_index
+        for a in range(1, idx.shape[0]):
+            d = idx[a, a]
+            row = [idx[a, b] for b in range(a) if idx[a, b] >= 0]
+            if d >= 0 and row and theta[d] < tol and any(abs(theta[j]) >= tol for j in row):
+                return True
+    return False
+
+
+def _bobyqa_as_well(opt: OptSummary, check: ConvergenceCheck, crit, theta0: np.ndarray,
+                    design: Design, control: LmerControl, crit_many, check_crit,
+                    ) -> tuple[OptSummary, ConvergenceCheck]:
+    """BOBYQA from lme4's start beside L-BFGS-B's fit; the lower criterion is kept, and
+    the run recorded as a continuation (:class:`Restart`) of the fit's optimiser."""
+    alt, alt_check = optimize_theta(crit, theta0, design.random.theta_lower,
+                                    replace(control, optimizer="bobyqa"), crit_many,
+                                    check_crit)
+    record = Restart(
+        "L-BFGS-B ended with a correlation of ±1 (a diagonal θ at its bound): BOBYQA from "
+        "lme4's start as well", opt.fmin, min(opt.fmin, alt.fmin), alt.feval,
+        alt.return_code, 0, alt.optimizer)
+    merged = dict(feval=opt.feval + alt.feval, log=opt.log + alt.log,
+                  restarts=(*opt.restarts, record, *alt.restarts))
+    if alt.fmin < opt.fmin:
+        return replace(alt, geval=opt.geval, **merged), alt_check
+    return replace(opt, **merged), check
 
 
 # crossed's own engine: every design the grammar builds (crossed.engines registers it)

@@ -47,6 +47,10 @@ class LmerControl:
         the square of their number (blurb CCMEM + 8 slopes: ~1,500 BOBYQA evaluations, ~70
         L-BFGS-B evaluations with gradients), BOBYQA below, where it needs few evaluations
         and one costs a fraction of a gradient. :attr:`OptSummary.optimizer` says which ran.
+        Where ``"auto"``'s L-BFGS-B fit ends with a correlation of ±1 (a diagonal θ of a
+        correlated block at its bound beside a nonzero θ), BOBYQA also runs from lme4's
+        start and the lower criterion is kept (``engine.py``; the criterion is often
+        bimodal in that correlation's sign: exist_multi with two correlated slopes).
     xtol_abs, ftol_abs : float
         Absolute tolerances on theta and on the criterion (1e-8 each in lme4).
     xtol_rel : float
