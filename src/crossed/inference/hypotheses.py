@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 import pandas as pd
 
-from crossed.design.fixed import build_fixed, build_matrix, split_colons
+from crossed.design.fixed import build_fixed, build_matrix
+from crossed.design.names import split_colons
 
 if TYPE_CHECKING:
     from crossed.fit import LmerFit

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from crossed.design.fixed import split_colons
 from crossed.design.frame import DataError
+from crossed.design.names import split_colons
 from crossed.inference.anova import f_test
 from crossed.inference.lrt import _droppable, random_bars, ranova
 

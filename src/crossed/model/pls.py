@@ -53,15 +53,15 @@ from crossed.model.sparse_map import (
     response_free_products,
 )
 from crossed.model.sparse_schur import SparseFactor, SparseSchur, sparse_schur_for
+from crossed.model.update_plan import diagonal_lead, level_pattern, plan_update
 
 if TYPE_CHECKING:
     from crossed.design import Design
 
-__all__ = ["Factor", "MAX_DENSE", "MAX_GROUPED_LEVELS", "PLS", "deviance_at", "profiled_deviance",
+__all__ = ["Factor", "MAX_DENSE", "PLS", "deviance_at", "profiled_deviance",
            "sparse_z", "tri_inverse", "tri_solve"]
 
 MAX_DENSE = 20000
-MAX_GROUPED_LEVELS = 50_000
 _SMALL_SCHUR = 256
 """Up to this size the scaled A_rr is formed by one product with the scales' outer product
 (fewer calls), above it block by block on the upper triangle (half the work)."""
@@ -170,9 +170,10 @@ class PLS:
             return
         self._Z1tZr = (self._Z1t @ Zr).tocsr() if Zr is not None else None
         self._ZrtZr = (Zr.T @ Zr).toarray() if Zr is not None else None
-        pattern = self._level_pattern()
-        self._diagonal = self._diagonal_lead(pattern)
-        self._plan_update(pattern)
+        pattern = level_pattern(self._Z1tZr, self.q1, self.l1)
+        self._diagonal = diagonal_lead(pattern, rest)
+        self._w_cost, self._group_cost, self._level_groups = plan_update(
+            pattern, self.q1, self.r_rand, self.r, groups=self.update == "groups")
         self._free: list[Products] | None = None  # W's y-free products, once a new response comes
         self._set_response(np.asarray(y, dtype=float))
 
@@ -235,42 +236,6 @@ class PLS:
         self.y = y
         self.A1r = sp.hstack([self._sparse.A1R, sp.csr_matrix(self._sparse.A1D)], format="csr")
 
-    def _level_pattern(self) -> sp.csr_matrix:
-        """The columns of A_rr's random part each level of the first factor meets: one row
-        per level (its q₁ rows of Z₁ᵀZ_r together), sorted, no duplicates."""
-        q, l1 = self.q1, self.l1
-        P = self._Z1tZr
-        if P is None:
-            return sp.csr_matrix((l1, 0))
-        if q == 1:  # one row per level already
-            P.sum_duplicates()  # (also sorts the indices; the matrix is unchanged)
-            return P
-        rows = np.arange(l1 * q)
-        agg = sp.csr_matrix((np.ones(l1 * q), (rows // q, rows)), shape=(l1, l1 * q))
-        pattern = (agg @ abs(P)).tocsr()
-        pattern.sum_duplicates()
-        pattern.sort_indices()
-        return pattern
-
-    def _diagonal_lead(self, pattern: sp.csr_matrix) -> int:
-        """The number of leading columns of the Schur complement C whose block is diagonal:
-        the second block's (one column per level) when each level of the first factor meets
-        at most one of its levels (the first factor an interaction such as model:dataset
-        and the second one of its factors, or a factor nested in the second), else 0.
-
-        C = A_rr - A_r1 G A_1r there: A_rr's part is Z₂ᵀZ₂, diagonal, and level s of the
-        first factor adds to (i, j) only where its rows meet columns i and j, so never off
-        the diagonal; the entries stay exact zeros (products with zero), and
-        :func:`cholesky_lower` factors that block by square roots (``diagonal=``)."""
-        rest = self.blocks[1:]
-        if not rest or rest[0].q != 1:
-            return 0
-        n2 = rest[0].nlevels
-        seen = np.concatenate(([0], np.cumsum(pattern.indices < n2)))
-        if np.any(np.diff(seen[pattern.indptr]) > 1):
-            return 0  # a level meets two of the second block's levels
-        return n2
-
     def _group_block(self, A1r: sp.csr_matrix, levels: np.ndarray, cols: np.ndarray
                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """One group's rows of A_1r on its columns: (levels, columns, block), the block as
@@ -281,72 +246,6 @@ class PLS:
         if q == 1:
             return levels, cols, np.asfortranarray(block.T)
         return levels, cols, block.reshape(len(levels), q, len(cols))
-
-    def _plan_update(self, pattern: sp.csr_matrix) -> None:
-        """Choose how A_r1 G A_1r is computed, from the sparsity of Z1ᵀ[Zr X y] (y-free).
-
-        Levels of the first factor are grouped greedily (ordered by their columns) so that
-        each group's rows touch few columns; a group costs one dense rank-k update (dsyrk)
-        on its columns. The alternative is the sparse map W, costing Σ_s m_s²/2 scattered
-        multiply-adds for m_s nonzeros in level s's rows. Costs are in units of one
-        scattered update (~50 dense flops, ~2.5 ns; a group's fixed cost ~15 µs). The
-        grouping is skipped when even its lower bound costs more than W, or when there are
-        more than ``MAX_GROUPED_LEVELS`` levels (the greedy pass is a Python loop), and
-        stopped once the groups so far (the open one included) cost more than W."""
-        q, l1 = self.q1, self.l1
-        dense_cols = np.arange(self.r_rand, self.r)
-        u = (np.diff(pattern.indptr) + len(dense_cols)).astype(np.float64)
-        self._w_cost = float(np.sum((q * u) ** 2)) / 2.0
-        self._group_cost, self._level_groups = np.inf, None
-
-        def cost(n: int, width: int) -> float:
-            return n * q * width * width / 50.0 + width * width + 6000.0
-
-        lower = float(np.sum(q * u * u) / 50.0 + np.max(u) ** 2 + 6000.0)
-        if self.update != "groups" and (lower > self._w_cost or l1 > MAX_GROUPED_LEVELS):
-            return
-        indptr, indices = pattern.indptr, pattern.indices
-        if self.update != "groups" and self._w_cost < 2 * cost(0, 0):
-            # two groups cost more than W: only one group of every level can win, and its
-            # cost needs no greedy pass (ner_like: 366 levels, W ~29 µs per evaluation)
-            cols = np.union1d(np.unique(indices), dense_cols)
-            one = cost(l1, len(cols))
-            if one < self._w_cost:
-                self._group_cost = one
-                self._level_groups = [(np.arange(l1, dtype=np.int64), cols)]
-            return
-        first_col = np.full(l1, self.r_rand)
-        has = np.diff(indptr) > 0
-        first_col[has] = indices[indptr[:-1][has]]
-        order = np.lexsort((u, first_col))
-        in_group = np.zeros(self.r, dtype=bool)  # the current group's columns
-        in_group[dense_cols] = True
-        groups: list[tuple[list[int], np.ndarray]] = []
-        levels: list[int] = []
-        width = len(dense_cols)
-        closed = 0.0  # the cost of the groups closed so far
-        for lev in order.tolist():
-            sup = indices[indptr[lev]:indptr[lev + 1]]
-            new = sup[~in_group[sup]]
-            own = len(sup) + len(dense_cols)
-            if levels and cost(len(levels) + 1, width + len(new)) > (
-                    cost(len(levels), width) + cost(1, own)):
-                closed += cost(len(levels), width)
-                if self.update != "groups" and closed > self._w_cost:
-                    return  # already dearer than W (InstEval: a third of the way)
-                groups.append((levels, np.flatnonzero(in_group)))
-                in_group[:] = False
-                in_group[dense_cols] = True
-                levels, width, new = [], len(dense_cols), sup
-            levels.append(lev)
-            in_group[new] = True
-            width += len(new)
-            if self.update != "groups" and closed + cost(len(levels), width) > self._w_cost:
-                return  # the open group alone makes it dearer than W (ner_like: one group)
-        groups.append((levels, np.flatnonzero(in_group)))
-        self._group_cost = sum(cost(len(levels), len(cols)) for levels, cols in groups)
-        self._level_groups = [(np.sort(np.array(levels, dtype=np.int64)), cols)
-                              for levels, cols in groups]
 
     def with_response(self, y: np.ndarray) -> PLS:
         """The same design with another response: every product not involving y is reused
