@@ -57,8 +57,7 @@ if TYPE_CHECKING:
     from crossed.model.pls import PLS
 
 __all__ = ["DENSE_FRACTION", "DENSE_PRODUCTS", "LATER_SCALE_MIN", "blocked_gradient",
-           "criterion_gradient",
-           "value_and_gradient"]
+           "criterion_gradient", "value_and_gradient"]
 
 DENSE_PRODUCTS = 2_000_000
 """Up to this many entries of A_1r (ℓ₁·q₁ x r), it is kept dense for the gradient and the
