@@ -248,3 +248,58 @@ def test_large_models_are_checked_on_the_exact_gradient(monkeypatch):
     fit, _ = _fit("blurb_ccmem_slopes", edge_tol=0.0, singular_tol=0.0)  # k = 11, checked
     assert calls["exact"] >= 1 and calls["fd"] == 1
     assert fit.opt.gradient is not None and len(fit.opt.gradient) == 11
+
+
+def _saddle(theta: np.ndarray) -> tuple[float, np.ndarray]:
+    """Even in θ[1] (as the criterion is in a scalar block's θ): θ[1] = 0 is a saddle,
+    the minima are at θ[1] = ±1/√2."""
+    x, y = theta
+    return (x - 1.0) ** 2 + y**4 - y**2, np.array([2.0 * (x - 1.0), 4.0 * y**3 - 2.0 * y])
+
+
+def _bowl(theta: np.ndarray) -> tuple[float, np.ndarray]:
+    """Even in θ[1] with its minimum on the bound θ[1] = 0."""
+    x, y = theta
+    return (x - 1.0) ** 2 + y**2, np.array([2.0 * (x - 1.0), 2.0 * y])
+
+
+def _optimize(fun, start):
+    from crossed.engines.native.converge import optimize_theta
+
+    control = LmerControl(optimizer="lbfgsb", check_conv=False)
+    return optimize_theta(lambda t: fun(t)[0], np.asarray(start, float),
+                          np.array([-np.inf, 0.0]), control, crit_grad=fun)[0]
+
+
+def test_a_saddle_on_the_bound_is_left_by_the_probe():
+    """L-BFGS-B started on the bound stays there (the gradient in θ[1] is 0); the probe
+    finds the descent and the continuation reaches the minimum."""
+    opt = _optimize(_saddle, [3.0, 0.0])
+    assert opt.fmin == pytest.approx(-0.25, abs=1e-9)
+    assert opt.theta_final[1] == pytest.approx(2**-0.5, abs=1e-4)
+    assert opt.probes >= 3 and opt.restarts
+    assert opt.restarts[0].fmin_after < opt.restarts[0].fmin_before
+    assert "lowers the criterion" in opt.restarts[0].reason
+
+
+def test_a_minimum_on_the_bound_passes_the_probe():
+    opt = _optimize(_bowl, [3.0, 0.5])
+    assert opt.theta_final[1] == 0.0 and opt.fmin == pytest.approx(0.0, abs=1e-12)
+    assert opt.probes == 3 and not opt.restarts  # the second-order test, nothing more
+    assert opt.feval == len(opt.log)
+
+
+def test_probes_move_each_near_bound_theta_alone():
+    from crossed.engines.native.converge import EDGE_PROBES, _probe_edges
+
+    def crit(t: np.ndarray) -> float:
+        return float(-t[1] ** 2 + t[2] ** 2)  # descends in θ[1] only
+
+    theta = np.array([0.5, 0.0, 0.0])
+    lower = np.array([0.0, 0.0, 0.0])
+    tried, start = _probe_edges(crit, theta, 0.0, lower, LmerControl())
+    assert len(tried) == 2 * len(EDGE_PROBES)  # θ[1] and θ[2]; θ[0] is off its bound
+    assert all(np.count_nonzero(p != theta) == 1 for p, _ in tried)
+    assert start is not None
+    assert start[1] == max(EDGE_PROBES) and start[2] == 0.0 and start[0] == 0.5
+    assert _probe_edges(lambda t: float(t @ t), theta, 0.25, lower, LmerControl())[1] is None

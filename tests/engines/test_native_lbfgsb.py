@@ -34,12 +34,13 @@ def test_lbfgsb_reaches_lme4s_and_bobyqas_criterion(name: str) -> None:
     assert fit.deviance <= bobyqa.deviance + 1e-12 * abs(bobyqa.deviance)
     assert fit.converged, fit.messages
     assert fit.is_singular is bool(r["singular"])
-    # L-BFGS-B's evaluations are one criterion and one gradient each; its continuations
-    # are BOBYQA's (no gradients), recorded
+    # L-BFGS-B's evaluations are one criterion and one gradient each; the probes of the
+    # second-order test at the boundary and BOBYQA's continuations have no gradient
     assert fit.opt.feval == len(fit.opt.log)
-    assert fit.opt.geval == fit.opt.feval - sum(rs.feval for rs in fit.opt.restarts)
-    assert all(rs.optimizer == "NLOPT_LN_BOBYQA" and rs.geval == 0
-               for rs in fit.opt.restarts)
+    bobyqa_evals = sum(rs.feval for rs in fit.opt.restarts if rs.optimizer != "L-BFGS-B")
+    assert fit.opt.geval == fit.opt.feval - bobyqa_evals - fit.opt.probes
+    for rs in fit.opt.restarts:
+        assert rs.geval == (rs.feval if rs.optimizer == "L-BFGS-B" else 0)
 
 
 def test_auto_chooses_by_the_number_of_parameters() -> None:
@@ -47,7 +48,7 @@ def test_auto_chooses_by_the_number_of_parameters() -> None:
     assert _fit("sleepstudy_slopes").opt.optimizer == "NLOPT_LN_BOBYQA"  # 3 θ
     fit = _fit("blurb_ccmem_slopes")  # 11 θ
     assert fit.opt.optimizer == "L-BFGS-B"
-    assert fit.opt.feval < 500  # BOBYQA: ~1,500 (L-BFGS-B ~60, its continuation ~200)
+    assert fit.opt.feval < 500  # BOBYQA: ~1,500 (L-BFGS-B ~60, with the probes at its stop)
 
 
 @pytest.mark.parametrize("reml", [True, False], ids=["REML", "ML"])
@@ -79,13 +80,16 @@ def test_a_singular_fit_lands_on_the_bound() -> None:
 
 def test_the_boundary_trap_is_left_by_the_edge_restart() -> None:
     """ham_crossed: L-BFGS-B's first run stops with a θ projected onto 0, where the
-    criterion's derivative in it vanishes; the edge restart (recorded) finds the optimum."""
+    criterion's derivative in it vanishes; the second-order probe finds that leaving the
+    bound descends, and the continuation (recorded) finds the optimum."""
     fit = _fit("ham_crossed", optimizer="lbfgsb")
     r = r_answers("ham_crossed")
     assert fit.opt.restarts and "of its bound" in fit.opt.restarts[0].reason
     assert fit.opt.restarts[0].fmin_after < fit.opt.restarts[0].fmin_before
     assert fit.deviance <= r["deviance"] + CRIT_SLACK * abs(r["deviance"])
-    assert any("BOBYQA restart" in m for m in fit.messages)  # (after L-BFGS-B)
+    assert "lowers the criterion" in fit.opt.restarts[0].reason
+    assert fit.opt.probes >= 3
+    assert any("L-BFGS-B restart" in m for m in fit.messages)
 
 
 def test_unknown_optimizer_is_refused() -> None:

@@ -146,7 +146,7 @@ def _bobyqa_as_well(opt: OptSummary, check: ConvergenceCheck, crit, theta0: np.n
         "L-BFGS-B ended with a correlation of ±1 (a diagonal θ at its bound): BOBYQA from "
         "lme4's start as well", opt.fmin, min(opt.fmin, alt.fmin), alt.feval,
         alt.return_code, 0, alt.optimizer)
-    merged = dict(feval=opt.feval + alt.feval, log=opt.log + alt.log,
+    merged = dict(feval=opt.feval + alt.feval, log=opt.log + alt.log, probes=opt.probes,
                   restarts=(*opt.restarts, record, *alt.restarts))
     if alt.fmin < opt.fmin:
         return replace(alt, geval=opt.geval, **merged), alt_check

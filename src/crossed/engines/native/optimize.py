@@ -41,8 +41,8 @@ class LmerControl:
     optimizer : str
         ``"bobyqa"`` (NLopt's LN_BOBYQA, lme4's default: lme4's path), ``"lbfgsb"``
         (scipy's L-BFGS-B on the analytic gradient of the criterion, ``model/gradient.py``;
-        its own tolerances ``lbfgsb_gtol`` and ``lbfgsb_ftol``; the continuations below are
-        BOBYQA's, see ``converge.py``) or ``"auto"`` (default): L-BFGS-B for models with at least
+        its own tolerances ``lbfgsb_gtol`` and ``lbfgsb_ftol``; at a stop on the boundary a
+        second-order probe decides whether it continues, see ``converge.py``) or ``"auto"`` (default): L-BFGS-B for models with at least
         ``AUTO_LBFGSB_THETA`` (5) variance parameters, where BOBYQA's evaluations grow as
         the square of their number (blurb CCMEM + 8 slopes: ~1,500 BOBYQA evaluations, ~70
         L-BFGS-B evaluations with gradients), BOBYQA below, where it needs few evaluations
@@ -198,6 +198,9 @@ class OptSummary:
     geval : int
         Number of gradient evaluations (L-BFGS-B: one with each criterion evaluation;
         BOBYQA: 0), over all continuations.
+    probes : int
+        Criterion evaluations of the second-order test at L-BFGS-B's stops on the boundary
+        (``converge.py``); ``feval`` and ``log`` include them.
     """
 
     optimizer: str
@@ -216,6 +219,7 @@ class OptSummary:
     restarts: tuple[Restart, ...] = ()
     status: ConvergenceStatus | None = None
     geval: int = 0
+    probes: int = 0
 
 
 @dataclass(frozen=True)
