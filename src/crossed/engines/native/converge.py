@@ -254,7 +254,8 @@ def optimize_theta(crit: Callable[[np.ndarray], float], theta0: np.ndarray,
             check = check_at(opt)
         else:
             break  # no progress from the best point: the check's verdict stands
-    opt = replace(opt, feval=len(log), geval=geval, probes=probes, log=tuple(log), restarts=tuple(restarts),
+    opt = replace(opt, feval=len(log), geval=geval, probes=probes, log=tuple(log),
+                  restarts=tuple(restarts),
                   gradient=check.gradient, hessian=check.hessian, free=check.free,
                   status=check.status)
     return opt, check

@@ -42,7 +42,8 @@ class LmerControl:
         ``"bobyqa"`` (NLopt's LN_BOBYQA, lme4's default: lme4's path), ``"lbfgsb"``
         (scipy's L-BFGS-B on the analytic gradient of the criterion, ``model/gradient.py``;
         its own tolerances ``lbfgsb_gtol`` and ``lbfgsb_ftol``; at a stop on the boundary a
-        second-order probe decides whether it continues, see ``converge.py``) or ``"auto"`` (default): L-BFGS-B for models with at least
+        second-order probe decides whether it continues, see ``converge.py``) or
+        ``"auto"`` (default): L-BFGS-B for models with at least
         ``AUTO_LBFGSB_THETA`` (5) variance parameters, where BOBYQA's evaluations grow as
         the square of their number (blurb CCMEM + 8 slopes: ~1,500 BOBYQA evaluations, ~70
         L-BFGS-B evaluations with gradients), BOBYQA below, where it needs few evaluations
