@@ -143,3 +143,40 @@ def test_uncorrelated_slopes_are_not_a_correlation_at_the_boundary() -> None:
     assert fit.is_singular
     assert not correlation_at_the_boundary(fit.pls, fit.theta, 1e-4)
     assert not any("lme4's start" in r.reason for r in fit.opt.restarts)
+
+
+# models of 5 to 7 θ beyond the reference cases (crossed intercepts, uncorrelated and
+# correlated slopes), each fitted by "auto" (L-BFGS-B and its tests at the boundary) and
+# by BOBYQA from lme4's start
+BATTERY = [
+    ("exist_multi.csv", ("model", "language", "task", "architecture", "mode"),
+     "delta ~ mode + (1|architecture) + (1|model) + (1|language) + (1|task)"
+     " + (1|model:language)"),
+    ("exist_multi.csv", ("model", "language", "task", "mode"),
+     "delta ~ 1 + (mode||model) + (mode||language) + (1|task)"),
+    ("blurb_like.csv", ("model", "dataset", "seed"),
+     "score ~ seed + (1|model) + (1|dataset) + (1|model:dataset) + (1|model:seed)"
+     " + (1|dataset:seed)"),
+    ("carrots.csv", ("Consumer", "Product", "Homesize"),
+     "Preference ~ sens2 + (1 + sens2|Consumer) + (1|Product) + (1|Product:Homesize)"),
+    ("carrots.csv", ("Consumer", "Product", "Homesize"),
+     "Preference ~ sens1 + sens2 + (sens1 + sens2||Consumer) + (1|Product)"
+     " + (1|Product:Homesize)"),
+]
+
+
+@pytest.mark.parametrize("reml", [True, False], ids=["REML", "ML"])
+@pytest.mark.parametrize("file,factors,formula", BATTERY,
+                         ids=[f"{b[0].split('.')[0]}-{i}" for i, b in enumerate(BATTERY)])
+def test_auto_is_never_above_bobyqa_beyond_lme4s_case_list(file, factors, formula, reml):
+    import crossed
+    from reference import load_table
+
+    df = load_table(file, factors)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        auto = crossed.lmer(formula, df, reml=reml)
+        bobyqa = crossed.lmer(formula, df, reml=reml, control=LmerControl(optimizer="bobyqa"))
+    assert auto.opt.optimizer == "L-BFGS-B"
+    assert auto.deviance <= bobyqa.deviance + 1e-12 * abs(bobyqa.deviance)
+    assert auto.opt.feval == len(auto.opt.log)
