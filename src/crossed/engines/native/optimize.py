@@ -299,6 +299,10 @@ def bobyqa(fun: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.ndarray
 
 
 _LBFGSB_CODES = {0: 1, 1: 5, 2: 1}
+LBFGSB_RESUMES = 5
+"""How many times :func:`lbfgsb` resumes from a trial point below L-BFGS-B's stop."""
+LBFGSB_RESUME_GAIN = 1e-10
+"""... when that point is lower by more than this, relative."""
 
 
 def lbfgsb(fun_grad: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.ndarray,
@@ -307,11 +311,21 @@ def lbfgsb(fun_grad: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.nd
     logging every evaluation (each is one criterion and one gradient evaluation).
 
     A bound is reached exactly (L-BFGS-B projects onto it): singular fits end with their
-    theta at 0. The result is the lowest criterion logged. scipy's status maps to NLopt's
-    codes: 0 (converged) -> 1, 1 (evaluation or iteration limit) -> 5, and 2 (the line
-    search found no lower criterion: the criterion's rounding noise exceeds what is left to
-    gain, as NLopt's roundoff-limited BOBYQA continuations in ``converge.py``) -> 1 with that
-    said in the message: lme4's derivative check at the point decides, as after any stop.
+    theta at 0. L-BFGS-B's line search may try a point lower than the one it accepts (the
+    strong Wolfe conditions ask for more than a decrease), and it can then stop above that
+    trial point: at a saddle on the boundary, where a θ of 0 has a zero derivative
+    (a random table of 603 rows with five crossed intercepts stopped 7.6 above BOBYQA's
+    criterion that way, with the trial point 6.4 below the stop, under one BLAS kernel and
+    not the other). It is then resumed from the lowest point logged, up to
+    :data:`LBFGSB_RESUMES` times, so that the result is a point where L-BFGS-B's own
+    convergence test holds. The result is the lowest criterion logged.
+
+    scipy's status maps to NLopt's codes: 0 (converged) -> 1, 1 (evaluation or iteration
+    limit) -> 5, and 2 (the line search found no lower criterion: the criterion's rounding
+    noise exceeds what is left to gain, as NLopt's roundoff-limited BOBYQA continuations in
+    ``converge.py``) -> 1 with that said in the message: lme4's derivative check at the
+    point decides, as after any stop. A trial point still lower than the stop after the
+    resumes gives -1 (failure).
     """
     log: list[tuple[np.ndarray, float]] = []
     k = len(x0)
@@ -325,17 +339,32 @@ def lbfgsb(fun_grad: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.nd
 
     bounds = [(lo if math.isfinite(lo) else None, None) for lo in lower.tolist()]
     x0 = np.asarray(x0, dtype=float)
-    res = minimize(objective, np.maximum(x0, np.where(np.isfinite(lower), lower, -np.inf)),
-                   jac=True, method="L-BFGS-B", bounds=bounds,
-                   options={"maxfun": control.maxeval, "maxiter": control.maxeval,
-                            "gtol": control.lbfgsb_gtol, "ftol": control.lbfgsb_ftol,
-                            "maxcor": control.lbfgsb_maxcor})
-    finite = [point for point in log if math.isfinite(point[1])]
+    start = np.maximum(x0, np.where(np.isfinite(lower), lower, -np.inf))
+    resumed, below = 0, False
+    while True:
+        res = minimize(objective, start, jac=True, method="L-BFGS-B", bounds=bounds,
+                       options={"maxfun": max(control.maxeval - len(log), 1),
+                                "maxiter": control.maxeval, "gtol": control.lbfgsb_gtol,
+                                "ftol": control.lbfgsb_ftol, "maxcor": control.lbfgsb_maxcor})
+        finite = [point for point in log if math.isfinite(point[1])]
+        if not finite:
+            break
+        best_x, best_f = min(finite, key=lambda point: point[1])
+        below = best_f < float(res.fun) - LBFGSB_RESUME_GAIN * max(1.0, abs(float(res.fun)))
+        if not below or resumed == LBFGSB_RESUMES or len(log) >= control.maxeval:
+            break
+        start, resumed = best_x, resumed + 1
     x, fmin = min(finite, key=lambda point: point[1]) if finite else (res.x, math.inf)
     code = _LBFGSB_CODES.get(int(res.status), -1)
     message = res.message if isinstance(res.message, str) else str(res.message)
     if int(res.status) == 2:
         message = f"stopped at the precision limit of the criterion: {message}"
+    if finite and below:
+        code = -1
+        message = (f"a trial point of the line search lies below L-BFGS-B's stop after "
+                   f"{resumed} resumes: {message}")
+    elif resumed:
+        message = f"resumed {resumed} time(s) from a trial point below its stop; {message}"
     return OptSummary(
         optimizer="L-BFGS-B", theta_start=x0.copy(), theta_final=np.asarray(x).copy(),
         lower=lower.copy(), fmin=float(fmin), feval=len(log), return_code=code,
