@@ -309,3 +309,35 @@ def assert_same_fit(a, b, beta_names: dict[str, str] | None = None,
                    a.sigma / max(rms[group, term], 1e-300))
         np.testing.assert_allclose(t["estimate_b"] / scale, t["estimate_a"], rtol=0,
                                    atol=rtol * size)
+
+
+FIVE_THETA_FORMULAS = (
+    "y ~ x + (1|a) + (1|b) + (1|c) + (1|a:b) + (1|b:c)",
+    "y ~ x + (x||a) + (1|b) + (1|c) + (1|a:b)",
+    "y ~ x + (1 + x|a) + (1|b) + (1|b:c)",
+)
+"""Models of five variance parameters, where ``optimizer="auto"`` runs L-BFGS-B."""
+
+
+@st.composite
+def five_theta_cases(draw) -> tuple[pd.DataFrame, str]:
+    """A random crossed table (factors ``a``, ``b``, ``c`` of 3-11 levels, 1-3 replicates,
+    up to 40% of the rows dropped) with a response from intercept, interaction and slope
+    variances drawn from 0 (several: singular fits), 0.05, 0.3, 1 and 3, and one of
+    :data:`FIVE_THETA_FORMULAS`."""
+    na, nb, nc = (draw(st.integers(3, 11)) for _ in range(3))
+    reps = draw(st.integers(1, 3))
+    seed = draw(st.integers(0, 2**32 - 1))
+    sd = np.array([draw(st.sampled_from([0.0, 0.0, 0.05, 0.3, 1.0, 3.0])) for _ in range(6)])
+    formula = draw(st.sampled_from(FIVE_THETA_FORMULAS))
+    rng = np.random.default_rng(seed)
+    a, b, c, _ = np.indices((na, nb, nc, reps)).reshape(4, -1)
+    x = rng.standard_normal(len(a))
+    y = (1.0 + 0.5 * x + sd[0] * rng.standard_normal(na)[a] + sd[1] * rng.standard_normal(nb)[b]
+         + sd[2] * rng.standard_normal(nc)[c] + sd[3] * rng.standard_normal((na, nb))[a, b]
+         + sd[4] * rng.standard_normal((nb, nc))[b, c] + sd[5] * rng.standard_normal(na)[a] * x
+         + rng.standard_normal(len(a)))
+    keep = rng.random(len(a)) > rng.uniform(0.0, 0.4)
+    data = pd.DataFrame({"a": a.astype(str), "b": b.astype(str), "c": c.astype(str),
+                         "x": x, "y": y})[keep].reset_index(drop=True)
+    return data, formula

@@ -22,6 +22,7 @@ from _propdata import (
     assert_same_fit,
     cases,
     crit_tol,
+    five_theta_cases,
     level_mapper,
     loosely_determined,
     make_case,
@@ -165,3 +166,16 @@ def test_native_reaches_the_optimum(params, reml, better):
     fit = quiet_lmer(case.formula, case.data, reml=reml)
     known = fit.pls.objective(np.array(better), reml)
     assert fit.deviance <= known + crit_tol(known), fit.deviance - known
+
+
+@settings(max_examples=12, **SETTINGS)
+@given(case=five_theta_cases(), reml=st.booleans())
+def test_auto_is_never_above_bobyqa_with_five_thetas(case, reml):
+    """From 5 θ "auto" runs L-BFGS-B, with the probes at its stops on the boundary (and
+    BOBYQA beside a ±1 correlation): its criterion is never above BOBYQA's from lme4's
+    start beyond rounding (1e-10 relative), singular fits included."""
+    data, formula = case
+    auto = quiet_lmer(formula, data, reml=reml)
+    bobyqa = quiet_lmer(formula, data, reml=reml, control=cx.LmerControl(optimizer="bobyqa"))
+    event(f"auto ran {auto.opt.optimizer}; singular: {auto.is_singular}")
+    assert auto.deviance <= bobyqa.deviance + 1e-10 * abs(bobyqa.deviance)
