@@ -66,44 +66,38 @@ below, on lme4's finite differences (2k² criterion evaluations, batched), which
 there."""
 
 
+def _near_bound(theta: np.ndarray, lower: np.ndarray, control: LmerControl) -> np.ndarray:
+    """The bounded thetas below ``control.edge_tol`` (indices)."""
+    return np.flatnonzero(np.isfinite(lower) & (theta < control.edge_tol))
+
+
 def _restart(theta: np.ndarray, check: ConvergenceCheck, lower: np.ndarray,
-             control: LmerControl, done: int, every_time: bool = False,
-             ) -> tuple[str, np.ndarray] | None:
-    """Why the optimiser should continue, and from where; None when it should not.
+             control: LmerControl, edge: bool) -> tuple[str, np.ndarray, bool] | None:
+    """Why the optimiser should continue, from where, and whether for a theta near its
+    bound; None when it should not.
 
-    A failed check continues from ``theta``. A theta near its bound continues (once) from
-    ``theta`` with those coordinates moved to ``control.edge_start``: BOBYQA restarted on
-    the bound itself stays on that face of the boundary, while the optimum may lie on
-    another (a variance that is zero at the stop but not at the optimum, another one
-    going to zero instead).
+    A failed check continues from ``theta``. Where ``edge`` is allowed, a theta near its
+    bound continues from ``theta`` with those coordinates moved to ``control.edge_start``:
+    BOBYQA restarted on the bound itself stays on that face of the boundary, while the
+    optimum may lie on another (a variance that is zero at the stop but not at the
+    optimum, another one going to zero instead).
     """
-    reason = _restart_reason(theta, check, lower, control, done, every_time)
-    if reason is None:
-        return None
-    start = theta.copy()
-    if reason.endswith("of its bound"):
-        near = np.isfinite(lower) & (theta < control.edge_tol)
-        start[near] = np.maximum(start[near], control.edge_start)
-    return reason, start
-
-
-def _restart_reason(theta: np.ndarray, check: ConvergenceCheck, lower: np.ndarray,
-                    control: LmerControl, done: int, every_time: bool = False) -> str | None:
-    """Why the optimiser should continue from ``theta``, or None."""
     if ConvergenceStatus.GRADIENT in check.issues and check.gradient is not None:
         if not np.all(np.isfinite(check.gradient)):
-            return "criterion not finite near the optimum"
-        return f"gradient check failed, max|grad| = {np.max(np.abs(check.gradient)):.3g}"
+            return "criterion not finite near the optimum", theta.copy(), False
+        return (f"gradient check failed, max|grad| = {np.max(np.abs(check.gradient)):.3g}",
+                theta.copy(), False)
     if ConvergenceStatus.HESSIAN in check.issues:
         failed = check.messages[check.issues.index(ConvergenceStatus.HESSIAN)]
-        return "Hessian check failed: " + failed.removeprefix("Model failed to converge: ")
-    if done == 0 or every_time:
-        bounded = np.isfinite(lower)
-        near = np.flatnonzero(bounded & (theta < control.edge_tol))
-        if len(near):
-            return (f"theta[{int(near[0])}] = {theta[near[0]]:.3g} ended within "
-                    f"{control.edge_tol:g} of its bound")
-    return None
+        return ("Hessian check failed: " + failed.removeprefix("Model failed to converge: "),
+                theta.copy(), False)
+    near = _near_bound(theta, lower, control) if edge else np.zeros(0, dtype=np.intp)
+    if not len(near):
+        return None
+    start = theta.copy()
+    start[near] = np.maximum(start[near], control.edge_start)
+    return (f"theta[{int(near[0])}] = {theta[near[0]]:.3g} ended within "
+            f"{control.edge_tol:g} of its bound", start, True)
 
 
 EDGE_PROBES = (1e-3, 1e-2, 1e-1)
@@ -134,7 +128,7 @@ def _probe_edges(crit: Callable[[np.ndarray], float], theta: np.ndarray, fmin: f
         (relative): the stop passed the test. Otherwise the start of a continuation:
         each θ whose probes descended moved to its best probe.
     """
-    near = np.flatnonzero(np.isfinite(lower) & (theta < control.edge_tol))
+    near = _near_bound(theta, lower, control)
     tried: list[tuple[np.ndarray, float]] = []
     start = theta.copy()
     gain = PROBE_GAIN * max(1.0, abs(fmin))
@@ -196,48 +190,41 @@ def optimize_theta(crit: Callable[[np.ndarray], float], theta0: np.ndarray,
         control.optimizer == "auto" and crit_grad is not None
         and len(theta0) >= AUTO_LBFGSB_THETA)
 
-    def run(start: np.ndarray, restart: bool) -> OptSummary:
-        if use_lbfgsb and not restart:
-            assert crit_grad is not None  # checked above
-            return lbfgsb(crit_grad, start, lower, control)
-        # continuations are BOBYQA's, after L-BFGS-B too: at a θ on its bound of 0 the
-        # criterion is even in θ, so its gradient is 0 there and L-BFGS-B, restarted with
-        # that θ moved off the bound, can come back to it and stop (ner_like with five
-        # crossed intercepts: 2.3 above BOBYQA's criterion)
-        return bobyqa(crit, start, lower, control, restart=restart)
-
-    def _lbfgsb_from(start: np.ndarray) -> OptSummary:
-        assert crit_grad is not None  # use_lbfgsb
+    def lbfgsb_from(start: np.ndarray) -> OptSummary:
+        assert crit_grad is not None  # checked above
         return lbfgsb(crit_grad, start, lower, control)
 
     def check_at(o: OptSummary) -> ConvergenceCheck:
         return assess(o.theta_final, o.fmin, lower, control, check_crit, crit_many,
                       o.return_code, check_grad)
 
-    opt = run(theta0, False)
+    opt = lbfgsb_from(theta0) if use_lbfgsb else bobyqa(crit, theta0, lower, control)
     check = check_at(opt)
     restarts: list[Restart] = []
     log = list(opt.log)
     geval = opt.geval
     probes = 0
     while len(restarts) < control.restarts:
-        plan = _restart(opt.theta_final, check, lower, control, len(restarts), use_lbfgsb)
+        # the edge restart: once after BOBYQA; at every stop of L-BFGS-B, as its test
+        plan = _restart(opt.theta_final, check, lower, control, use_lbfgsb or not restarts)
         if plan is None:
             break
-        reason, start = plan
-        last = len(restarts) == control.restarts - 1
-        if use_lbfgsb and reason.endswith("of its bound"):
+        reason, start, edge = plan
+        if use_lbfgsb and edge:
             # the second-order test replaces the blind edge restart: L-BFGS-B continues
-            # from a probe that descended, BOBYQA only as the last continuation
+            # from a probe that descended, BOBYQA only as the last continuation (it does
+            # not come back to a saddle: L-BFGS-B had, ner_like with five crossed intercepts)
             tried, probe_start = _probe_edges(crit, opt.theta_final, opt.fmin, lower, control)
             log.extend(tried)
             probes += len(tried)
             if probe_start is None:
                 break
             reason += f"; moving it off the bound lowers the criterion ({len(tried)} probes)"
-            more = run(probe_start, True) if last else _lbfgsb_from(probe_start)
-        else:
-            more = run(start, True)
+            last = len(restarts) == control.restarts - 1
+            more = (bobyqa(crit, probe_start, lower, control, restart=True) if last
+                    else lbfgsb_from(probe_start))
+        else:  # a failed check (after either optimiser), or BOBYQA's edge restart
+            more = bobyqa(crit, start, lower, control, restart=True)
         log.extend(more.log)
         geval += more.geval
         improved = more.fmin < opt.fmin

@@ -354,7 +354,7 @@ def lbfgsb(fun_grad: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.nd
         if not below or resumed == LBFGSB_RESUMES or len(log) >= control.maxeval:
             break
         start, resumed = best_x, resumed + 1
-    x, fmin = min(finite, key=lambda point: point[1]) if finite else (res.x, math.inf)
+    x, fmin = (best_x, best_f) if finite else (res.x, math.inf)
     code = _LBFGSB_CODES.get(int(res.status), -1)
     message = res.message if isinstance(res.message, str) else str(res.message)
     if int(res.status) == 2:
