@@ -26,6 +26,7 @@ import pandas as pd
 import pytest
 
 import crossed as cx
+from crossed.engines.native.glmer import SeparationWarning
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "glmm"
 CRIT_SLACK = 1e-6
@@ -165,3 +166,30 @@ def test_all_zero_item_gets_a_large_negative_mode() -> None:
         fit = cx.glmer("y ~ 1 + (1 | item)", d[d["cond"] != "c"])
     re = fit.ranef().set_index("level")["estimate"]
     assert re["i01"] < -0.5 and re.drop("i01").min() > re["i01"]
+
+
+def test_separated_reference_level_warns_from_the_fitted_probabilities() -> None:
+    """The reference system S01 is right on every item: no column is its indicator, so
+    only the fitted probabilities (numerically 1 there, R's glm.fit rule) reveal it. Found
+    by fuzzing against glmer: crossed reported (Intercept) 1553 with SE 168 (z = 9)
+    without a word; lme4 (1.1-31) stops at 19.4 with SE 1448 and warns only of the
+    singular fit, at the same criterion (171.4370777):
+
+        d <- read.csv("separated_reference.csv", stringsAsFactors = TRUE)
+        glmer(correct ~ system + (1 | item) + (1 | cat), d, family = binomial)
+    """
+    d = _read("separated_reference", item=str, system=str, cat=str)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit = cx.glmer("correct ~ system + (1 | item) + (1 | cat)", d, family="binomial")
+    assert fit.criterion <= 171.4370777 + 1e-6
+    sep = [str(w.message) for w in caught if issubclass(w.category, SeparationWarning)]
+    assert len(sep) == 1 and "numerically 0 or 1 occurred in 20 of 200 rows" in sep[0]
+    assert "(Intercept)" in sep[0] and sep[0] in fit.messages
+
+
+def test_no_separation_warning_without_separation() -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        cx.glmer("cbind(incidence, size - incidence) ~ period + (1 | herd)", _cbpp())
+    assert not [w for w in caught if issubclass(w.category, SeparationWarning)]

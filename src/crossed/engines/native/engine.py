@@ -97,7 +97,8 @@ def fit_pls(design: Design, pls: PLS, reml: bool, control: LmerControl,
     opt, check = optimize_theta(
         crit_keeping_best, theta0, design.random.theta_lower, control, crit_many, crit,
         crit_grad_keeping_best if has_gradient else None,
-        crit_grad if has_gradient and len(theta0) >= CHECK_GRADIENT_THETA else None)
+        crit_grad if has_gradient and len(theta0) >= CHECK_GRADIENT_THETA else None,
+        design.random.blocks)
     if (control.optimizer == "auto" and opt.optimizer == "L-BFGS-B"
             and correlation_at_the_boundary(pls, opt.theta_final, control.singular_tol)):
         opt, check = _bobyqa_as_well(opt, check, crit_keeping_best, theta0, design,
@@ -141,7 +142,7 @@ def _bobyqa_as_well(opt: OptSummary, check: ConvergenceCheck, crit, theta0: np.n
     the run recorded as a continuation (:class:`Restart`) of the fit's optimiser."""
     alt, alt_check = optimize_theta(crit, theta0, design.random.theta_lower,
                                     replace(control, optimizer="bobyqa"), crit_many,
-                                    check_crit)
+                                    check_crit, blocks=design.random.blocks)
     record = Restart(
         "L-BFGS-B ended with a correlation of ±1 (a diagonal θ at its bound): BOBYQA from "
         "lme4's start as well", opt.fmin, min(opt.fmin, alt.fmin), alt.feval,

@@ -22,6 +22,8 @@ import numpy as np
 from crossed._threads import single_blas_thread
 from crossed._warn import warn
 from crossed.design import Design
+from crossed.design.random import ReBlock
+from crossed.engines.native.faces import face_probes
 from crossed.engines.native.optimize import ROUNDOFF_LIMITED, LmerControl, OptSummary
 from crossed.model.convergence import ConvergenceStatus, classify_convergence, derivatives
 from crossed.model.finish import ConvergenceWarning, SingularFitWarning
@@ -116,15 +118,16 @@ def _fit(design: Design, family: Family, nagq: int, control: LmerControl,
     assert prob.last is not None
     prob.set_lp0(prob.last, joint=True)
     # stage 1: nAGQ = 0 over θ
-    opt0 = _bobyqa(prob.deviance0, theta0, lower, np.full(k, 0.2), 1e-6 if nagq else 1e-10,
-                   1e-4 if nagq else 1e-8, control.maxeval, control)
+    messages: list[str] = design.messages()
+    settings0 = (np.full(k, 0.2), 1e-6 if nagq else 1e-10, 1e-4 if nagq else 1e-8)
+    opt0 = _bobyqa(prob.deviance0, theta0, lower, *settings0, control.maxeval, control)
+    opt0 = _off_faces(prob.deviance0, opt0, lower, settings0, control, blocks, messages)
     theta = opt0.theta_final.copy()
     crit0 = prob.deviance0(theta)
     s0 = prob.last
     assert s0 is not None
     beta = s0.beta.copy()
     prob.set_lp0(s0, joint=False)
-    messages: list[str] = design.messages()
     derivs: tuple[np.ndarray, np.ndarray] | None = None
     opt = opt0
     err: float | None = None  # lme4's PIRLS rule's criterion error at its optimum
@@ -168,6 +171,8 @@ def _fit(design: Design, family: Family, nagq: int, control: LmerControl,
         ftol = 1e-10 * max(1.0, abs(crit0) / 200.0)
         optg = _bobyqa(lambda g: fun(to_x(g)), g0, lower2, step, ftol, 1e-8,
                        control.maxeval, control)
+        optg = _off_faces(lambda g: fun(to_x(g)), optg, lower2, (step, ftol, 1e-8), control,
+                          blocks, messages)
         if control.pirls != "exact":
             err, optg = _pirls_check(prob, lambda g: fun(to_x(g)), optg, lower2, 0.25 * step,
                                      ftol, control, messages)
@@ -238,6 +243,33 @@ def _fit(design: Design, family: Family, nagq: int, control: LmerControl,
                      "hessian": None if derivs is None else derivs[1]},
     )
     return fit
+
+
+def _off_faces(fun: Callable[[np.ndarray], float], opt: OptSummary, lower: np.ndarray,
+               settings: tuple[np.ndarray, float, float], control: LmerControl,
+               blocks: tuple[ReBlock, ...], messages: list[str]) -> OptSummary:
+    """Continue BOBYQA (``settings``: its initial step, ftol_abs, xtol_rel) from a probe
+    off a singular face of a correlated term (``faces.py``) while one lowers the
+    criterion, at most ``control.restarts`` times; the probes and continuations are in
+    the returned summary's ``feval`` and ``log``, and a message says what was gained."""
+    start_fmin = opt.fmin
+    for _ in range(control.restarts):
+        tried, start = face_probes(fun, opt.theta_final, opt.fmin, blocks, control)
+        log = opt.log + tuple(tried)
+        if start is None:
+            opt = replace(opt, feval=len(log), log=log)
+            break
+        more = _bobyqa(fun, start, lower, *settings, control.maxeval, control)
+        log = log + more.log
+        if more.fmin < opt.fmin:
+            opt = replace(more, theta_start=opt.theta_start)
+        opt = replace(opt, feval=len(log), log=log)
+    if opt.fmin < start_fmin:
+        messages.append(
+            "optimizer continued from a singular correlated term's covariance written with "
+            "another factor (a flat face BOBYQA had stopped on): criterion lowered by "
+            f"{start_fmin - opt.fmin:.3g}")
+    return opt
 
 
 def _pirls_check(prob: GlmmProblem, fun: Callable[[np.ndarray], float], opt: OptSummary,
@@ -313,6 +345,20 @@ def _check_separation(design: Design, family: Family, beta: np.ndarray, vcov: np
                "with a huge standard error (some level or range of it has only 0s or only "
                "1s); its Wald test is meaningless, use a likelihood-ratio test or a "
                "penalised model")
+        messages.append(msg)
+        warn(msg, SeparationWarning)
+        return
+    # R's glm.fit rule: a fitted probability within 10 eps of 0 or 1 (a level separated
+    # where no column is its own indicator: the reference level, an interaction cell)
+    eps = 10 * np.finfo(float).eps
+    at_edge = (w > 0) & ((mu < eps) | (mu > 1 - eps))
+    if at_edge.any() and not any("separation" in m for m in messages):
+        large = [names[j] for j in range(len(beta)) if abs(beta[j]) > 10]
+        which = (f"; the estimates of {', '.join(large)} are large (|estimate| > 10), "
+                 "their SEs and Wald tests meaningless" if large else "")
+        msg = (f"fitted probabilities numerically 0 or 1 occurred in {int(at_edge.sum())} "
+               f"of {int((w > 0).sum())} rows: (quasi-)complete separation{which}; use a "
+               "likelihood-ratio test, or merge or drop the separated level")
         messages.append(msg)
         warn(msg, SeparationWarning)
 
