@@ -6,13 +6,15 @@ Tolerances (issue 3): F, denominator df and p value 1e-4 relative.
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 from inference_fits import cases_with, fitted, rel_err
 
+import crossed
 from crossed.inference.anova import f_test
 from crossed.inference.ddf import fstat_ddf
 from crossed.inference.hypotheses import hypotheses
-from reference import EXTRA_DIR, as_list, r_answers
+from reference import DATA_DIR, EXTRA_DIR, as_list, r_answers
 
 TABLES = [("anova3_satterthwaite", 3, "satterthwaite"),
           ("anova1_satterthwaite", 1, "satterthwaite"),
@@ -101,3 +103,25 @@ def test_kenward_roger_needs_reml():
     fit = fitted("sleepstudy_ml")
     with pytest.raises(ValueError, match="REML"):
         fit.anova(ddf="kenward-roger")
+
+
+# lmerTest 3.1-3 on tests/data/type3_nonhierarchical.csv (found by fuzzing): an
+# interaction whose partner is not a main effect, so R's terms give that partner a 2 in
+# the "factors" attribute and lmerTest's containment ignores it (x is not contained in x:f)
+#   d <- read.csv("type3_nonhierarchical.csv", stringsAsFactors = TRUE)
+#   anova(lmer(y ~ x + x:f + (1 | g), d), type = 3)
+#   anova(lmer(y ~ f + f:f2 + (1 | g), d), type = 3)
+NONHIERARCHICAL = {
+    "y ~ x + x:f + (1 | g)": {"x": (1, 189.74892, 13.31474), "x:f": (2, 188.16411, 33.41248)},
+    "y ~ f + f:f2 + (1 | g)": {"f": (2, 186.63603, 7.32721), "f:f2": (3, 187.39768, 0.05666)},
+}
+
+
+@pytest.mark.parametrize("formula", list(NONHIERARCHICAL))
+def test_type3_of_a_non_hierarchical_model_is_lmertests(formula):
+    d = pd.read_csv(DATA_DIR / "type3_nonhierarchical.csv")
+    tab = crossed.lmer(formula, d).anova(type=3).set_index("term")
+    for term, (num_df, den_df, F) in NONHIERARCHICAL[formula].items():
+        assert tab.loc[term, "num_df"] == num_df
+        assert tab.loc[term, "den_df"] == pytest.approx(den_df, rel=1e-5)
+        assert tab.loc[term, "statistic"] == pytest.approx(F, rel=1e-4)

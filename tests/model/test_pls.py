@@ -8,6 +8,7 @@ here computed with Z formed densely on small data, at several theta.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -412,3 +413,47 @@ def test_no_diagonal_lead_where_a_level_meets_two():
     """A model meets several datasets: the second block's part of C is not diagonal."""
     design = _design(FORMULAS["crossed intercepts"])
     assert PLS(design.random.blocks, design.X, design.y)._diagonal == 0
+
+
+def _offset_table(offset: float) -> pd.DataFrame:
+    """A small spread on a large mean: y = offset + 0.01 (b_g / 2 + x + e)."""
+    rng = np.random.default_rng(1)
+    g = rng.integers(0, 10, 200)
+    df = pd.DataFrame({"g": [f"G{i:02d}" for i in g], "x": rng.normal(size=200)})
+    df["y"] = offset + 0.01 * (rng.normal(size=10)[g] * 0.5 + df["x"] + rng.normal(size=200))
+    return df
+
+
+@pytest.mark.parametrize("offset", [1e3, 1e5, 1e7])
+def test_a_large_mean_does_not_move_the_fit(offset):
+    """y's part in X's span is taken out of the cross-products (PLS._centred): before, the
+    rounding of yᵀy (2e12 at 1e5) against a pwrss of 0.02 moved the REML criterion by 22
+    and θ from 0.46 to 0.73, with only convergence warnings. lme4 (1.1-31) on this table:
+    REMLcrit -1268.034195, theta 0.458644 at offset 1e4 (0.458656 at 1e5: its own drift).
+    Here every offset must give the offset-free fit, and β its intercept + offset."""
+    base = crossed.lmer("y ~ x + (1 | g)", _offset_table(0.0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no convergence warning either
+        fit = crossed.lmer("y ~ x + (1 | g)", _offset_table(offset))
+    assert fit.opt.fmin == pytest.approx(base.opt.fmin, abs=1e-6)
+    np.testing.assert_allclose(fit.theta, base.theta, rtol=1e-5)
+    assert fit.sigma == pytest.approx(base.sigma, rel=1e-6)
+    np.testing.assert_allclose(fit.beta - [offset, 0.0], base.beta, atol=1e-9 * offset)
+    np.testing.assert_allclose(np.sqrt(np.diag(fit.vcov_beta)),
+                               np.sqrt(np.diag(base.vcov_beta)), rtol=1e-5)
+
+
+def test_the_centred_response_gives_the_same_system():
+    """Any b in y - Xb is the same problem: criterion and u equal, β shifted back."""
+    d = build_design(parse("y ~ x1 + x2 + (1 | model) + (1 | dataset)"), _data())
+    plain = PLS(d.random.blocks, d.X, d.y)
+    theta = np.array([0.7, 1.3])
+    f = plain.factor(theta)
+    beta, u = plain.solve(f)
+    shifted = plain.with_response(d.y + d.X @ np.array([5.0, -2.0, 3.0]))
+    g = shifted.factor(theta)
+    assert g.pwrss == pytest.approx(f.pwrss, rel=1e-10)
+    beta2, u2 = shifted.solve(g)
+    np.testing.assert_allclose(beta2, beta + [5.0, -2.0, 3.0], rtol=1e-10)
+    for a, b in zip(u, u2, strict=True):
+        np.testing.assert_allclose(a, b, atol=1e-10)

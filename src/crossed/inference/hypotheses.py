@@ -82,14 +82,22 @@ class TermInfo:
         self.cols = {t: [j for j, c in enumerate(self.col_term) if c == t] for t in self.labels}
         self.vars = {t: split_term(t) for t in self.labels}
         levels = fit.design.levels
+        # R's terms "factors" attribute: a variable of an interaction is 1 (coded by
+        # contrasts) where the term without it is in the model, else 2 (by indicators:
+        # x in x:f when f is not a main effect); lmerTest's containment reads the 1s alone
+        present = {frozenset(vs) for vs in self.vars.values()}
+        self.coded = {t: [v for v in vs if len(vs) == 1 or frozenset(vs) - {v} in present]
+                      for t, vs in self.vars.items()}
         # R's dataClasses "numeric": not factors, nor the matrices poly() and scale() return
         self.numerics = {t: {v for v in vs if v not in levels and not _matrix_valued(v)}
-                         for t, vs in self.vars.items()}
+                         for t, vs in self.coded.items()}
         self.contained = {t: [u for u in self.labels if self._contains(t, u)]
                           for t in self.labels}
 
     def _contains(self, a: str, b: str) -> bool:
-        va, vb = set(self.vars[a]), set(self.vars[b])
+        """lmerTest's ``term_contain``: b has a's coded variables and more, and the same
+        numeric ones."""
+        va, vb = set(self.coded[a]), set(self.coded[b])
         return va <= vb and len(vb - va) > 0 and self.numerics[a] == self.numerics[b]
 
 

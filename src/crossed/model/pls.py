@@ -164,9 +164,11 @@ class PLS:
         bounds = np.cumsum([0] + self.rest_sizes + [self.p + 1])
         self._scalar_ranges = list(zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True))
         # the sparse Schur complement (sparse_schur.py): no r x r array is formed
-        self._sparse = sparse_schur_for(schur, first, rest, self._Z1t, Zr, X, y, MAX_DENSE)
+        y = np.asarray(y, dtype=float)
+        yc, y_beta = self._centred(y)
+        self._sparse = sparse_schur_for(schur, first, rest, self._Z1t, Zr, X, yc, MAX_DENSE)
         if self._sparse is not None:
-            self._set_sparse_response(np.asarray(y, dtype=float))
+            self._set_sparse_response(y, self._sparse.y, y_beta)
             return
         self._Z1tZr = (self._Z1t @ Zr).tocsr() if Zr is not None else None
         self._ZrtZr = (Zr.T @ Zr).toarray() if Zr is not None else None
@@ -175,7 +177,7 @@ class PLS:
         self._w_cost, self._group_cost, self._level_groups = plan_update(
             pattern, self.q1, self.r_rand, self.r, groups=self.update == "groups")
         self._free: list[Products] | None = None  # W's y-free products, once a new response comes
-        self._set_response(np.asarray(y, dtype=float))
+        self._set_response(y, yc, y_beta)
 
     @property
     def uses_sparse_schur(self) -> bool:
@@ -183,11 +185,37 @@ class PLS:
         factor has no dense ``L`` (and the analytic gradient is not available)."""
         return self._sparse is not None
 
-    def _set_response(self, y: np.ndarray) -> None:
-        """The cross-products with y, and the first-to-rest product they complete."""
+    def _centred(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """y less its least-squares fit on X, and that fit's coefficients b.
+
+        The factor's last pivot is the penalised residual sum of squares, the end of a
+        Cholesky of cross-products: with y = 1e5 + 0.01·e, yᵀy is 2e12 where the pwrss is
+        0.02, and the rounding of yᵀy alone (4e-4) moved lme4's REML criterion by 22 and θ
+        from 0.46 to 0.73 (fuzzed against lme4). The system for y − Xb has the same u, the
+        same pwrss and β − b, without the cancellation; :meth:`solve` adds b back. Any b
+        would do (an ill-conditioned X gives an inexact b, the problem stays equivalent).
+        """
+        if self.p == 0 or not len(y):
+            return y, np.zeros(self.p)
+        X = self.X
+        try:
+            b = np.linalg.solve(X.T @ X, X.T @ y)
+        except np.linalg.LinAlgError:
+            b = np.linalg.lstsq(X, y, rcond=None)[0]
+        if not np.all(np.isfinite(b)):
+            return y, np.zeros(self.p)
+        return y - X @ b, b
+
+    def _set_response(self, y: np.ndarray, yc: np.ndarray | None = None,
+                      y_beta: np.ndarray | None = None) -> None:
+        """The cross-products with y (centred on X: :meth:`_centred`; ``yc`` and ``y_beta``
+        when the caller has them), and the first-to-rest product they complete."""
         self.y = y
+        if yc is None or y_beta is None:
+            yc, y_beta = self._centred(y)
+        self._y_beta = y_beta
         rr = self.r_rand
-        dense = np.column_stack([self.X, y])
+        dense = np.column_stack([self.X, yc])
         # the sparse products read it row by row: C order (scipy copies an F-order operand
         # per product; the sums are the same either way)
         rows = np.ascontiguousarray(dense)
@@ -227,13 +255,15 @@ class PLS:
                 a, b = self._scale_index[self._map.i] % k, self._scale_index[self._map.j] % k
                 self._scale_pair = a * k + b
 
-    def _set_sparse_response(self, y: np.ndarray) -> None:
-        """The sparse path's response: its products and A_1r = Z₁ᵀ[Zr X y] (sparse)."""
+    def _set_sparse_response(self, y: np.ndarray, yc: np.ndarray, y_beta: np.ndarray) -> None:
+        """The sparse path's response: its products of the centred ``yc`` (as
+        :meth:`_set_response`) and A_1r = Z₁ᵀ[Zr X yc] (sparse)."""
         assert self._sparse is not None  # the sparse path
         self._map, self._groups, self._free = None, None, None
-        if y is not self._sparse.y:
-            self._sparse.set_response(y)
+        if yc is not self._sparse.y:
+            self._sparse.set_response(yc)
         self.y = y
+        self._y_beta = y_beta
         self.A1r = sp.hstack([self._sparse.A1R, sp.csr_matrix(self._sparse.A1D)], format="csr")
 
     def _group_block(self, A1r: sp.csr_matrix, levels: np.ndarray, cols: np.ndarray
@@ -252,8 +282,10 @@ class PLS:
         (simulations refit thousands of responses), the sparse map's too."""
         if self._sparse is not None:
             new = copy.copy(self)
-            new._sparse = self._sparse.with_response(np.asarray(y, dtype=float))
-            new._set_sparse_response(new._sparse.y)
+            y = np.asarray(y, dtype=float)
+            yc, y_beta = self._centred(y)
+            new._sparse = self._sparse.with_response(yc)
+            new._set_sparse_response(y, new._sparse.y, y_beta)
             return new
         if self._map is not None and self._free is None:
             self._free = response_free_products(self.A1r, self.A11)
@@ -484,7 +516,7 @@ class PLS:
         chol = self.first_chol(f)
         w = np.linalg.solve(chol, rhs[:, :, None])
         u1 = np.linalg.solve(np.swapaxes(chol, 1, 2), w)[:, :, 0]
-        return beta, [u1] + u_blocks
+        return beta + self._y_beta, [u1] + u_blocks
 
     def conditional_inverse_blocks(self, f: Factor) -> list[np.ndarray]:
         """Diagonal blocks of (ΛᵀZᵀZΛ + I)⁻¹ per level, one (ℓ, q, q) array per block
