@@ -119,3 +119,32 @@ def test_glmm_leaves_the_face_to_glmer_s_optimum(monkeypatch):
     assert any("written with another factor" in m for m in got.messages)
     monkeypatch.setattr(faces, "FACE_PROBES", ())
     assert fit().criterion > glmer_value + 0.4  # on the face: 131.8995
+
+
+def test_curvature_of_a_quadratic_in_sigma_is_recovered():
+    # f(Σ) = tr(G Σ) exactly: the rank-one rises give G back
+    rng = np.random.default_rng(3)
+    A = rng.normal(size=(3, 3))
+    G = A + A.T
+    rises = [float(v @ G @ v) for v in faces._rank_one_directions(3)]
+    np.testing.assert_allclose(faces._curvature(rises, 3), G, atol=1e-12)
+
+
+def test_a_zero_term_leaves_along_its_negative_curvature(monkeypatch):
+    """Σ = 0 for (1 + x + z | g), where every single variance and pair of them rises but
+    the rank-one direction (0.024, 0.023, 0.042) descends. lme4 (1.1-31):
+        REMLcrit(lmer(y ~ x + I(x^2) + (1 + x + z | g), read.csv("face_zero_lmm.csv")))
+        # 272.162933, theta 0.02403 0.02264 0.04217 0 0 0
+    """
+    d = pd.read_csv(DATA / "face_zero_lmm.csv")
+
+    def fit():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return crossed.lmer("y ~ x + I(x^2) + (1 + x + z | g)", d)
+
+    got = fit()
+    assert got.opt.fmin <= 272.162933 + 1e-6
+    # the axis and pair probes alone (no curvature, so no eigenvector): stuck at Σ = 0
+    monkeypatch.setattr(faces, "_curvature", lambda rises, m: np.zeros((m, m)))
+    assert fit().opt.fmin > 272.162933 + 1e-3  # 272.16444
