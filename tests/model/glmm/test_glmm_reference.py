@@ -193,3 +193,17 @@ def test_no_separation_warning_without_separation() -> None:
         warnings.simplefilter("always")
         cx.glmer("cbind(incidence, size - incidence) ~ period + (1 | herd)", _cbpp())
     assert not [w for w in caught if issubclass(w.category, SeparationWarning)]
+
+
+def test_separation_with_a_singular_r_x_warns_instead_of_raising() -> None:
+    """S01 right on every item, fuzzed: under Haswell's kernel R_X was singular at the
+    optimum and numpy's LinAlgError escaped from the fallback covariance (glmer fails
+    here too: "Downdated VtV is not positive definite"). Either kernel now ends with the
+    separation named and SEs that are huge or NaN, never small."""
+    d = _read("separated_singular_rx", item=str, system=str, cat=str)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit = cx.glmer("correct ~ system + (1 | item) + (1 | cat)", d, family="binomial")
+    assert [w for w in caught if issubclass(w.category, SeparationWarning)]
+    se = np.sqrt(np.diag(fit.vcov_beta))
+    assert not np.any(se < 100.0)  # (NaN compares False)

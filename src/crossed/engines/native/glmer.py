@@ -147,7 +147,10 @@ def _fit(design: Design, family: Family, nagq: int, control: LmerControl,
         # BOBYQA in coordinates where the β part of the Hessian is about I: β = β₀ + Rγ,
         # R R' = 2·(R_X'R_X)⁻¹ from the first stage (its first quadratic model is then
         # nearly exact in β, so it needs far fewer evaluations)
-        V = prob.unscaled_vcov(theta, s0)
+        try:
+            V = prob.unscaled_vcov(theta, s0)
+        except np.linalg.LinAlgError:  # R_X singular at the weights (separation)
+            V = np.eye(p)
         try:
             R = np.linalg.cholesky(2.0 * V) if p else np.zeros((0, 0))
         except np.linalg.LinAlgError:
@@ -211,7 +214,14 @@ def _fit(design: Design, family: Family, nagq: int, control: LmerControl,
             warn(m, ConvergenceWarning)
     status = ConvergenceStatus.combine(singular, *issues)
     # vcov: lme4's use.hessian when the Hessian over (θ, β) was computed
-    unsc = prob.unscaled_vcov(theta, state)
+    try:
+        unsc = prob.unscaled_vcov(theta, state)
+    except np.linalg.LinAlgError:
+        # R_X is singular at the optimum's working weights: weights numerically 0 where
+        # fitted probabilities are 0 or 1 (separation); no Wald covariance exists there
+        unsc = np.full((p, p), np.nan)
+        messages.append("R_X is singular at the optimum (working weights numerically 0: "
+                        "separation?): the fixed effects' covariance from R_X is NaN")
     vcov = unsc
     if derivs is not None and p:
         H = derivs[1]
@@ -321,7 +331,8 @@ def _check_separation(design: Design, family: Family, beta: np.ndarray, vcov: np
     large with a huge SE, or says that fitted probabilities are numerically 0 or 1."""
     if family.name != "binomial" or not len(beta):
         return
-    se = np.sqrt(np.maximum(np.diag(vcov), 0.0))
+    with np.errstate(invalid="ignore"):
+        se = np.sqrt(np.maximum(np.diag(vcov), 0.0))
     names = design.fixed.names
     X, y = design.X, np.asarray(design.y)
     w = np.ones(len(y)) if design.weights is None else np.asarray(design.weights)
@@ -338,8 +349,8 @@ def _check_separation(design: Design, family: Family, beta: np.ndarray, vcov: np
                    "likelihood-ratio test, or merge or drop the level")
             messages.append(msg)
             warn(msg, SeparationWarning)
-    bad = [names[j] for j in range(len(beta)) if abs(beta[j]) > 10 and se[j] > 0.5 * abs(
-        beta[j]) and not any(names[j] in m for m in messages)]
+    bad = [names[j] for j in range(len(beta)) if abs(beta[j]) > 10 and not se[j] <= 0.5 * abs(
+        beta[j]) and not any(names[j] in m for m in messages)]  # (a NaN SE counts as huge)
     if bad:
         msg = (f"possible complete separation: the estimate of {', '.join(bad)} is large "
                "with a huge standard error (some level or range of it has only 0s or only "
