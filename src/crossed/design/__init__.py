@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -227,6 +228,26 @@ def _user_codings(spec: ModelSpec, levels: dict[str, list[str]]) -> dict[str, An
     return out
 
 
+_STATEFUL = re.compile(r"\b(poly|scale|center)\s*\(")
+
+
+def _warn_stateful_after_dropping(spec: ModelSpec, n_dropped: int) -> None:
+    """poly(), scale() and center() learn from the rows they see: crossed's see the rows
+    left after dropping missing values, R's model.frame evaluates them on every row and
+    drops afterwards, so the bases (and coefficients) differ from lme4's once rows were
+    dropped (found by fuzzing: y ~ poly(x, 2) + (1 | g) with missing y, criterion 0.077
+    apart). Said, not silent."""
+    used = sorted({m.group(1) for part in (spec.fixed, *(t.expr for t in spec.random))
+                   for m in _STATEFUL.finditer(part)})
+    if used:
+        names = ", ".join(f"{u}()" for u in used)
+        warn(f"{names} computed on the rows left after dropping {n_dropped} "
+             f"row{'s' if n_dropped != 1 else ''} with missing values; R evaluates {names} "
+             "on all rows "
+             "before dropping them, so these columns and their coefficients differ from "
+             "lme4's: drop the incomplete rows from the data first to compare")
+
+
 def build_design(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit",
                  glmm: bool = False) -> Design:
     """Build the design of ``spec`` on ``data``.
@@ -271,6 +292,8 @@ def build_design(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit",
                         "estimate the variances; simplify the fixed part (a numeric column "
                         "read as a factor?)")
     check_scale(fixed.X, fixed.names)
+    if prepared.n_dropped:
+        _warn_stateful_after_dropping(spec, prepared.n_dropped)
     if not spec.random:
         raise DataError("no random-effects terms in the formula: use (expr | group)")
     random = build_random(spec.random, frame, caret=caret, codings=ordered, glmm=glmm)
