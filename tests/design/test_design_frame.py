@@ -128,3 +128,18 @@ def test_stateful_transforms_after_dropped_rows_say_they_differ_from_r(formula, 
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # complete data: nothing to say
         build_design(parse(formula), d.dropna())
+
+
+@pytest.mark.parametrize("formula", ["y ~ f + (f || g)", "y ~ f + (0 + f || g)"])
+def test_a_factor_in_a_double_bar_term_says_it_differs_from_lme4(formula):
+    """lme4 1.1-31 splits || by terms, so a factor's columns stay one correlated block;
+    crossed gives each its own variance (afex's expand_re, documented). Said at fit time
+    (found by fuzzing: REMLcrit 378.19 against lme4's 376.09 with no word)."""
+    d = pd.DataFrame({"f": list("ab") * 30, "g": list("abcdef") * 10,
+                      "y": np.random.default_rng(0).normal(size=60)})
+    with pytest.warns(UserWarning, match=r"the factor 'f' gets an independent variance"):
+        build_design(parse(formula), d)
+    d["x"] = d["y"] * 0.5
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numeric columns: lme4's || is the same
+        build_design(parse("y ~ x + (x || g)"), d)

@@ -10,6 +10,7 @@ single block-diagonal first block instead of eight dense ones.
 from __future__ import annotations
 
 import numbers
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -19,7 +20,7 @@ import pandas as pd
 
 from crossed._warn import warn
 from crossed.design.fixed import MatrixSpec, Table, build_matrix
-from crossed.design.frame import DataError, PreparedFrame, level_label
+from crossed.design.frame import DataError, PreparedFrame, is_categorical, level_label
 from crossed.formula.spec import RandomTermSpec
 
 __all__ = ["RandomDesign", "ReBlock", "ReTerm", "TermColumns", "assemble_random", "build_random",
@@ -297,6 +298,23 @@ class TermColumns:
     keys: tuple[tuple[str, ...], ...] = ()
 
 
+def _note_factor_in_double_bar(spec: RandomTermSpec, frame: Table) -> None:
+    """``(f || g)`` with a factor f: crossed gives every indicator column its own variance
+    (afex's ``expand_re``), lme4 1.1-31 keeps the factor's columns one correlated block
+    ((1 | g) + (0 + f | g)): a different model, so it is said (found by fuzzing)."""
+    factors = set(frame.levels) if isinstance(frame, PreparedFrame) else {
+        str(c) for c in frame.columns if is_categorical(frame[c].array)}
+    words = set(re.findall(r"[A-Za-z_.][A-Za-z0-9_.]*", spec.expr))
+    named = sorted(words & factors)
+    if named:
+        f = named[0]
+        warn(f"({spec.expr} || {spec.name}): the factor {f!r} gets an independent variance "
+             "per indicator column (afex's expand_re); lme4 1.1-31 splits || by terms, not "
+             f"columns, and keeps the columns of {f!r} in one correlated block (for (1 + {f} || "
+             f"{spec.name}): (1 | {spec.name}) + (0 + {f} | {spec.name})): write that to fit "
+             "lme4's model")
+
+
 def build_random(terms: tuple[RandomTermSpec, ...], frame: Table,
                  caret: bool = False, codings: Mapping[str, Any] | None = None,
                  glmm: bool = False) -> RandomDesign:
@@ -321,6 +339,8 @@ def build_random(terms: tuple[RandomTermSpec, ...], frame: Table,
                 f"grouping factor {spec.name!r} has {len(levels)} levels for {n} observations; "
                 "the random effects and the residual are not identifiable"
             )
+        if spec.uncorrelated and Zt.shape[1] > 1:
+            _note_factor_in_double_bar(spec, frame)
         col_sets = [(j,) for j in range(Zt.shape[1])] if spec.uncorrelated else [
             tuple(range(Zt.shape[1]))
         ]
