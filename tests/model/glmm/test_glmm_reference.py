@@ -207,3 +207,13 @@ def test_separation_with_a_singular_r_x_warns_instead_of_raising() -> None:
     assert [w for w in caught if issubclass(w.category, SeparationWarning)]
     se = np.sqrt(np.diag(fit.vcov_beta))
     assert not np.any(se < 100.0)  # (NaN compares False)
+
+
+@pytest.mark.parametrize(("family", "value"), [("poisson", 0), ("binomial", 1)])
+def test_a_constant_response_is_refused_naming_it(family, value) -> None:
+    """Fuzzed: a Poisson count that is 0 on every row used raised a bare AssertionError;
+    glmer stops with "Response is constant"."""
+    d = pd.DataFrame({"count": [value] * 40, "x": np.linspace(0, 1, 40),
+                      "site": [f"s{i % 8}" for i in range(40)]})
+    with pytest.raises(cx.DataError, match="the response 'count' is constant"):
+        cx.glmer("count ~ x + (1 | site)", d, family=family)

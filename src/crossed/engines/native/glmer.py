@@ -22,6 +22,7 @@ import numpy as np
 from crossed._threads import single_blas_thread
 from crossed._warn import warn
 from crossed.design import Design
+from crossed.design.frame import DataError
 from crossed.design.random import ReBlock
 from crossed.engines.native.faces import face_probes
 from crossed.engines.native.optimize import ROUNDOFF_LIMITED, LmerControl, OptSummary
@@ -107,6 +108,12 @@ def _fit(design: Design, family: Family, nagq: int, control: LmerControl,
     if nagq > 1 and (len(design.random.terms) != 1 or blocks[0].q != 1):
         raise ValueError("nAGQ > 1 is only available for models with a single, scalar "
                          "random-effects term")
+    y = np.asarray(design.y, dtype=float)
+    if len(y) and np.all(y == y[0]) and (family.name != "binomial" or y[0] in (0.0, 1.0)):
+        # lme4: "Response is constant" (a constant proportion strictly inside (0, 1) fits)
+        raise DataError(f"the response {design.spec.response!r} is constant ({y[0]:g}) on "
+                        f"all {len(y)} rows used: a GLMM cannot be fitted to it (lme4: "
+                        "'Response is constant')")
     prob = GlmmProblem(design, family)
     prob.exact = control.pirls == "exact"
     lower = np.asarray(design.random.theta_lower, dtype=float)
