@@ -198,8 +198,11 @@ class PLS:
         if self.p == 0 or not len(y):
             return y, np.zeros(self.p)
         X = self.X
+        kept = getattr(self, "_xtx", None)  # XᵀX is y-free: new responses reuse it
+        if kept is None or kept[0] is not X:
+            kept = self._xtx = (X, X.T @ X)
         try:
-            b = np.linalg.solve(X.T @ X, X.T @ y)
+            b = np.linalg.solve(kept[1], X.T @ y)
         except np.linalg.LinAlgError:
             b = np.linalg.lstsq(X, y, rcond=None)[0]
         if not np.all(np.isfinite(b)):
