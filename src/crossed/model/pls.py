@@ -296,6 +296,13 @@ class PLS:
         new._set_response(np.asarray(y, dtype=float))
         return new
 
+    def with_blocks(self, blocks: tuple[ReBlock, ...]) -> PLS:
+        """The same X, response and prior weights with other random-effects blocks of the
+        same levels and θ (the optimiser's centred columns: ``engines/native/rescale.py``)."""
+        out = PLS(blocks, self.X, self.y, update=self.update)
+        out.ldW = self.ldW
+        return out
+
     # ------------------------------------------------------------------ prior weights
     @classmethod
     def weighted(cls, blocks: tuple[ReBlock, ...], X: np.ndarray, y: np.ndarray,

@@ -19,6 +19,7 @@ from crossed.engines.native.converge import (
     restart_message,
 )
 from crossed.engines.native.optimize import LmerControl, OptSummary, Restart
+from crossed.engines.native.rescale import column_rescaling
 from crossed.engines.registry import FunctionEngine
 from crossed.model.batched import objectives
 from crossed.model.convergence import ConvergenceCheck
@@ -56,33 +57,41 @@ def fit_pls(design: Design, pls: PLS, reml: bool, control: LmerControl,
     or ``PLS.of(design, like=...)`` in simulation loops)."""
     t0 = time.perf_counter()
     n, p = design.X.shape
+    # slopes on columns far from 0: the optimiser runs on them centred (rescale.py)
+    rescaling = column_rescaling(design.random.blocks)
+    blocks = design.random.blocks
+    if rescaling is not None:
+        blocks = rescaling.apply(blocks)
+        pls_opt = pls.with_blocks(rescaling.apply(pls.blocks))
+    else:
+        pls_opt = pls
 
     def crit(theta: np.ndarray) -> float:
-        return pls.objective(theta, reml)
+        return pls_opt.objective(theta, reml)
 
     def crit_many(thetas: list[np.ndarray]) -> np.ndarray:
-        return objectives(pls, thetas, reml)
+        return objectives(pls_opt, thetas, reml)
 
     best: list = [np.inf, None]  # the optimiser's best value and its factorisation
 
     def crit_keeping_best(theta: np.ndarray) -> float:
-        f = pls.factor(np.array(theta, dtype=float))  # (a copy: NLopt reuses its array)
+        f = pls_opt.factor(np.array(theta, dtype=float))  # (a copy: NLopt reuses its array)
         value = profiled_deviance(f, n, p, reml)
         if value < best[0]:
             best[:] = [value, f]
         return value
 
     def crit_grad_keeping_best(theta: np.ndarray) -> tuple[float, np.ndarray]:
-        f = pls.factor(np.array(theta, dtype=float))
+        f = pls_opt.factor(np.array(theta, dtype=float))
         value = profiled_deviance(f, n, p, reml)
         if value < best[0]:
             best[:] = [value, f]
         if not np.isfinite(value):
             return value, np.full(len(theta), np.nan)
-        return value, criterion_gradient(pls, f, reml)
+        return value, criterion_gradient(pls_opt, f, reml)
 
     # the analytic gradient reads the dense factor; the sparse Schur path has none
-    has_gradient = not pls.uses_sparse_schur
+    has_gradient = not pls_opt.uses_sparse_schur
     if control.optimizer == "lbfgsb" and not has_gradient:
         raise ValueError(
             "optimizer='lbfgsb' needs the criterion's analytic gradient, which is computed "
@@ -90,7 +99,7 @@ def fit_pls(design: Design, pls: PLS, reml: bool, control: LmerControl,
             "complement (too many random effects after the first grouping factor), so use "
             "optimizer='bobyqa' or 'auto'")
     def crit_grad(theta: np.ndarray) -> tuple[float, np.ndarray]:
-        value, grad, _ = value_and_gradient(pls, theta, reml)
+        value, grad, _ = value_and_gradient(pls_opt, theta, reml)
         return value, grad
 
     theta0 = design.random.theta_start(pls.y)
@@ -98,25 +107,33 @@ def fit_pls(design: Design, pls: PLS, reml: bool, control: LmerControl,
         crit_keeping_best, theta0, design.random.theta_lower, control, crit_many, crit,
         crit_grad_keeping_best if has_gradient else None,
         crit_grad if has_gradient and len(theta0) >= CHECK_GRADIENT_THETA else None,
-        design.random.blocks)
+        blocks)
     if (control.optimizer == "auto" and opt.optimizer == "L-BFGS-B"
-            and correlation_at_the_boundary(pls, opt.theta_final, control.singular_tol)):
-        opt, check = _bobyqa_as_well(opt, check, crit_keeping_best, theta0, design,
+            and correlation_at_the_boundary(pls_opt, opt.theta_final, control.singular_tol)):
+        opt, check = _bobyqa_as_well(opt, check, crit_keeping_best, theta0, design, blocks,
                                      control, crit_many, crit)
     theta = opt.theta_final.copy()
     f = best[1]
-    if f is None or not np.array_equal(f.theta, theta):  # (NLopt returns its best point)
+    notes: list[str] = []
+    if rescaling is not None:  # back to the formula's columns: the same Σ, another θ
+        theta = rescaling.to_original(theta)
+        f = pls.factor(theta)
+        notes.append(rescaling.describe())
+    elif f is None or not np.array_equal(f.theta, theta):  # (NLopt returns its best point)
         f = pls.factor(theta)
     dev = profiled_deviance(f, n, p, reml)
+    if rescaling is not None:
+        opt = replace(opt, theta_final=theta, fmin=dev, rescaled=notes[0])
     if not np.isfinite(dev):
         raise DataError(
             f"the {'REML' if reml else 'ML'} criterion is not finite at any theta the optimiser "
             f"tried ({opt.feval} evaluations): the response or a predictor holds values too "
             "large (or too small) to square in floating point; rescale the variables")
     note = restart_message(opt.restarts)
+    if note is not None:
+        notes.insert(0, note)
     return finish_fit(design, pls, f, theta, dev, reml, "native", opt, control,
-                      time.perf_counter() - t0, data_name, check,
-                      notes=() if note is None else (note,))
+                      time.perf_counter() - t0, data_name, check, notes=tuple(notes))
 
 
 def correlation_at_the_boundary(pls: PLS, theta: np.ndarray, tol: float) -> bool:
@@ -136,13 +153,13 @@ def correlation_at_the_boundary(pls: PLS, theta: np.ndarray, tol: float) -> bool
 
 
 def _bobyqa_as_well(opt: OptSummary, check: ConvergenceCheck, crit, theta0: np.ndarray,
-                    design: Design, control: LmerControl, crit_many, check_crit,
-                    ) -> tuple[OptSummary, ConvergenceCheck]:
+                    design: Design, blocks: tuple, control: LmerControl, crit_many,
+                    check_crit) -> tuple[OptSummary, ConvergenceCheck]:
     """BOBYQA from lme4's start beside L-BFGS-B's fit; the lower criterion is kept, and
     the run recorded as a continuation (:class:`Restart`) of the fit's optimiser."""
     alt, alt_check = optimize_theta(crit, theta0, design.random.theta_lower,
                                     replace(control, optimizer="bobyqa"), crit_many,
-                                    check_crit, blocks=design.random.blocks)
+                                    check_crit, blocks=blocks)
     record = Restart(
         "L-BFGS-B ended with a correlation of ±1 (a diagonal θ at its bound): BOBYQA from "
         "lme4's start as well", opt.fmin, min(opt.fmin, alt.fmin), alt.feval,

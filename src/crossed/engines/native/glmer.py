@@ -26,6 +26,7 @@ from crossed.design.frame import DataError
 from crossed.design.random import ReBlock
 from crossed.engines.native.faces import face_probes
 from crossed.engines.native.optimize import ROUNDOFF_LIMITED, LmerControl, OptSummary
+from crossed.engines.native.rescale import ColumnRescaling, column_rescaling
 from crossed.model.convergence import ConvergenceStatus, classify_convergence, derivatives
 from crossed.model.finish import ConvergenceWarning, SingularFitWarning
 from crossed.model.glmm.batch import laplace_many
@@ -95,8 +96,32 @@ def fit_glmm(design: Design, family: Family | str = "binomial", nagq: int = 1,
     GlmerFit
     """
     with single_blas_thread():
-        return _fit(design, family_of(family), int(nagq), control or LmerControl(),
-                    data_name)
+        rescaling = column_rescaling(design.random.blocks)
+        if rescaling is None:
+            return _fit(design, family_of(family), int(nagq), control or LmerControl(),
+                        data_name)
+        # slopes on columns far from 0: the optimiser runs on them centred (rescale.py)
+        random = replace(design.random, blocks=rescaling.apply(design.random.blocks))
+        fit = _fit(replace(design, random=random), family_of(family), int(nagq),
+                   control or LmerControl(), data_name)
+        return _back(fit, design, rescaling)
+
+
+def _back(fit: GlmerFit, design: Design, rescaling: ColumnRescaling) -> GlmerFit:
+    """A fit of the centred columns (``rescale.py``) written for the formula's: θ, the
+    spherical modes and their conditional variances (η, β, the criterion and β's
+    covariance are the same model's and unchanged)."""
+    maps = rescaling.spherical(fit.theta)
+    u = tuple(ub if U is None else ub @ U.T for ub, U in zip(fit.u, maps, strict=True))
+    cond = tuple(v if U is None else U @ v @ U.T
+                 for v, U in zip(fit.cond_var_u, maps, strict=True))
+    theta = rescaling.to_original(fit.theta)
+    note = rescaling.describe()
+    assert fit.opt is not None  # the native fit's record
+    opt = replace(fit.opt, theta_final=np.concatenate([theta, fit.opt.theta_final[len(theta):]]),
+                  rescaled=note)
+    return replace(fit, design=design, theta=theta, u=u, cond_var_u=cond, opt=opt,
+                   messages=(*fit.messages, note))
 
 
 def _fit(design: Design, family: Family, nagq: int, control: LmerControl,

@@ -202,6 +202,11 @@ class OptSummary:
     probes : int
         Criterion evaluations of the second-order test at L-BFGS-B's stops on the boundary
         (``converge.py``); ``feval`` and ``log`` include them.
+    rescaled : str
+        Empty, or how the optimiser's parametrisation differs from the formula's: random
+        slopes far from zero centred and scaled (``rescale.py``). Then ``theta_start``,
+        ``log``, the derivatives, ``free`` and ``status`` are in the optimiser's θ′, and
+        ``theta_final`` and ``fmin`` are the formula's θ and the criterion there.
     """
 
     optimizer: str
@@ -221,6 +226,7 @@ class OptSummary:
     status: ConvergenceStatus | None = None
     geval: int = 0
     probes: int = 0
+    rescaled: str = ""
 
 
 @dataclass(frozen=True)

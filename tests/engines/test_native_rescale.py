@@ -1,0 +1,146 @@
+"""Random slopes on covariates far from zero (engines/native/rescale.py).
+
+``yearx_slope_lmm.csv`` is a fuzzed table (258 rows) with a year-like x (about 2000, SD
+about 10) and a random slope on it. lme4 and crossed before the rescaling stopped far
+above the optimum; the same model with x centred and scaled reaches it. lme4's numbers
+(R 4.2.2, lme4 1.1-31):
+
+    d <- read.csv("tests/data/yearx_slope_lmm.csv", stringsAsFactors = TRUE)
+    REMLcrit(lmer(y ~ x:f + (x | g) + (1 | h), d))      # -1085.338454 (max|grad| 18)
+    d$xc <- (d$x - mean(d$x)) / sd(d$x)
+    REMLcrit(lmer(y ~ x:f + (xc | g) + (1 | h), d))     # -1099.463019 (singular)
+    REMLcrit(lmer(y ~ x:f + (x | g) + (1 | h), d, weights = w))    # -1071.198694
+    REMLcrit(lmer(y ~ x:f + (xc | g) + (1 | h), d, weights = w))   # -1078.913923
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import crossed
+from crossed.design import build_design
+from crossed.engines.native.rescale import CENTRE_RATIO, column_rescaling, lower_factor
+from crossed.formula import parse
+from crossed.model.pls import PLS
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+FORMULA = "y ~ x:f + (x | g) + (1 | h)"
+LME4 = {False: -1085.338454, True: -1071.198694}  # lme4's REML criterion (weights=w)
+CENTRED = {False: -1099.463019, True: -1078.913923}  # lme4 on the centred x
+
+
+@pytest.fixture(scope="module")
+def table() -> pd.DataFrame:
+    return pd.read_csv(DATA / "yearx_slope_lmm.csv", dtype={"g": str, "h": str, "f": str})
+
+
+def _fit(formula, data, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return crossed.lmer(formula, data, **kw)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_a_year_like_slope_reaches_the_centred_models_optimum(table, weighted):
+    kw = {"weights": "w"} if weighted else {}
+    fit = _fit(FORMULA, table, **kw)
+    data = table.assign(xc=(table.x - table.x.mean()) / table.x.std())
+    centred = _fit(FORMULA.replace("(x | g)", "(xc | g)"), data, **kw)
+    # the same model: crossed reaches the centred fit's criterion, far below lme4's stop
+    assert fit.deviance < LME4[weighted] - 5.0
+    assert fit.deviance <= centred.deviance + 1e-6 * abs(centred.deviance)
+    assert fit.deviance <= CENTRED[weighted] + 1e-6 * abs(CENTRED[weighted])
+    assert fit.opt.rescaled and "'x' in the term on 'g'" in fit.opt.rescaled
+    assert fit.opt.rescaled in fit.messages
+    # the same covariance as the centred fit, mapped through x = m + s·xc
+    m, s = table.x.mean(), table.x.std()
+    T = np.array([[1.0, m], [0.0, s]])  # (1, x) = (1, xc) T
+    lam = np.array([[fit.theta[0], 0.0], [fit.theta[1], fit.theta[2]]])
+    lam_c = np.array([[centred.theta[0], 0.0], [centred.theta[1], centred.theta[2]]])
+    np.testing.assert_allclose(T @ lam @ lam.T @ T.T * fit.sigma**2,
+                               lam_c @ lam_c.T * centred.sigma**2, rtol=2e-3, atol=1e-7)
+
+
+def test_the_criterion_is_the_same_in_both_parametrisations(table):
+    design = build_design(parse(FORMULA), table)
+    rescaling = column_rescaling(design.random.blocks)
+    assert rescaling is not None
+    pls = PLS.of(design)
+    centred = pls.with_blocks(rescaling.apply(pls.blocks))
+    rng = np.random.default_rng(1)
+    for _ in range(10):
+        theta_c = np.abs(rng.normal(size=4)) * np.array([1, -1, 1, 1])
+        theta = rescaling.to_original(theta_c)
+        np.testing.assert_allclose(pls.objective(theta, True),
+                                   centred.objective(theta_c, True), rtol=1e-7)  # (x·θ ≈ 2e3)
+        np.testing.assert_allclose(rescaling.from_original(theta), theta_c, rtol=1e-8,
+                                   atol=1e-10)
+    assert theta[3] == theta_c[3]  # the (1 | h) term is left as it is
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_lower_factor_keeps_the_covariance(seed):
+    rng = np.random.default_rng(seed)
+    M = rng.normal(size=(3, 3))
+    M[:, 1] = M[:, 0] * 2.0  # singular too
+    L = lower_factor(M)
+    assert np.allclose(np.triu(L, 1), 0.0) and np.all(np.diag(L) >= 0)
+    np.testing.assert_allclose(L @ L.T, M @ M.T, atol=1e-12)
+
+
+def _blocks(formula, data):
+    return build_design(parse(formula), data).random.blocks
+
+
+def test_only_far_correlated_slopes_beside_an_intercept_are_rescaled(table):
+    far = table.assign(x2=table.x - table.x.mean() + CENTRE_RATIO * 0.9 * table.x.std(ddof=0))
+    assert column_rescaling(_blocks("y ~ 1 + (x2 | g)", far)) is None  # below the ratio
+    assert column_rescaling(_blocks("y ~ 1 + (x || g)", table)) is None  # not correlated
+    assert column_rescaling(_blocks("y ~ 1 + (0 + x | g)", table)) is None  # no intercept
+    assert column_rescaling(_blocks("y ~ 1 + (1 | g)", table)) is None
+    both = column_rescaling(_blocks("y ~ 1 + (x | g) + (x | h)", table))
+    assert both is not None and {g for g, _ in both.columns} == {"g", "h"}
+
+
+def test_the_sleepstudy_path_is_lme4s(table):
+    sleep = pd.read_csv(DATA / "sleepstudy.csv", dtype={"Subject": str})
+    assert column_rescaling(_blocks("Reaction ~ Days + (Days | Subject)", sleep)) is None
+    fit = crossed.lmer("Reaction ~ Days + (Days | Subject)", sleep)
+    assert fit.opt.rescaled == ""
+
+
+# glmer on a binomial table with a year-like x (600 rows, 30 groups):
+#   d <- read.csv("tests/data/glmm/yearx_slope.csv")
+#   -2 * logLik(glmer(y ~ x + (x | g), d, family = binomial))    # 769.432172
+#   d$xc <- (d$x - mean(d$x)) / sd(d$x)
+#   -2 * logLik(glmer(y ~ x + (xc | g), d, family = binomial))   # 769.432276
+# crossed before the rescaling stopped at 770.332 (theta 1.03, -1e-4, 0: "singular" only).
+GLMER_YEARX = 769.432172
+
+
+def test_a_year_like_slope_in_a_glmm():
+    d = pd.read_csv(DATA / "glmm" / "yearx_slope.csv", dtype={"g": str})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = crossed.glmer("y ~ x + (x | g)", d, family="binomial")
+        d["xc"] = (d.x - d.x.mean()) / d.x.std()
+        centred = crossed.glmer("y ~ x + (xc | g)", d, family="binomial")
+    assert -2 * fit.loglik <= GLMER_YEARX + 5e-4
+    assert fit.opt.rescaled in fit.messages
+    assert fit.design.random.blocks[0].column_names == ("(Intercept)", "x")
+    # the same fitted model as the centred one: probabilities, and b = T⁻¹b′ per level
+    np.testing.assert_allclose(fit.fitted(), centred.fitted(), atol=2e-4)
+    m, s = d.x.mean(), d.x.std()
+    b = fit.ranef().pivot(index="level", columns="term", values="estimate")
+    bc = centred.ranef().pivot(index="level", columns="term", values="estimate")
+    np.testing.assert_allclose(b["x"], bc["xc"] / s, rtol=5e-3, atol=1e-6)
+    np.testing.assert_allclose(b["(Intercept)"], bc["(Intercept)"] - m / s * bc["xc"],
+                               rtol=5e-3, atol=1e-3)
+    sd = fit.ranef().pivot(index="level", columns="term", values="cond_sd")
+    sdc = centred.ranef().pivot(index="level", columns="term", values="cond_sd")
+    np.testing.assert_allclose(sd["x"], sdc["xc"] / s, rtol=1e-2)
