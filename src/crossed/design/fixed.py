@@ -28,6 +28,7 @@ from crossed.design.frame import (
     quote_dotted,
 )
 from crossed.design.names import r_column_names
+from crossed.design.rcodes import r_coded_text
 from crossed.formula.grammar import plain_message, power_in_calls
 from crossed.formula.safety import SAFE_CONTEXT
 
@@ -398,8 +399,9 @@ def build_fixed(rhs: str, frame: Table, caret: bool = False,
         check_reserved_levels(rhs, frame)
         text, context, used = _coded(rhs, codings)
         text = quote_dotted(text, set(frame.columns))
-        mm = _model_matrix(text, frame, f"cannot build the fixed-effects matrix for {rhs!r}",
-                           context=context, output="pandas")
+        failure = f"cannot build the fixed-effects matrix for {rhs!r}"
+        mm = _model_matrix(text, frame, failure, context=context, output="pandas")
+        mm = _as_r_codes(mm, frame, failure, context)
         fspec = mm.model_spec
         X = np.asarray(mm.to_numpy(), dtype=float)
         names, labels, assign = r_column_names(fspec, list(mm.columns), caret)
@@ -426,6 +428,25 @@ def build_fixed(rhs: str, frame: Table, caret: bool = False,
                         context=context),
         codings=used,
     )
+
+
+def _as_r_codes(mm: Any, frame: pd.DataFrame, failure: str, context: Any) -> Any:
+    """formulaic's matrix ``mm``, or the matrix with R's coding of interactions whose
+    margins are absent (``rcodes.py``); a term still coded otherwise is said."""
+    text, differ = r_coded_text(mm.model_spec)
+    if text is not None:
+        recoded = _model_matrix(text, frame, failure, context=context, output="pandas")
+        again, rest = r_coded_text(recoded.model_spec)
+        if again is None and not rest:
+            mm = recoded
+        else:  # pragma: no cover - formulaic coded the rewritten terms otherwise
+            differ = sorted({*differ, *rest})
+    if differ:
+        warn(f"the fixed-effect term{'s' if len(differ) > 1 else ''} {', '.join(differ)} "
+             "are coded otherwise than R codes them (a factor coded by contrasts beside "
+             "one coded by indicators, without the term's margins): the model and its "
+             "criterion are lme4's, its coefficients are another parametrisation")
+    return mm
 
 
 def subset_fixed(fixed: FixedDesign, rows: np.ndarray) -> FixedDesign:

@@ -10,12 +10,17 @@ from formulaic.model_spec import ModelSpec as FormulaicSpec
 
 from crossed.design.contrasts import alias_column
 from crossed.design.frame import level_label
+from crossed.design.rcodes import full_coded_column
 
 __all__ = ["r_column_names", "split_colons"]
 
 
 def _r_part(part: str, expr: str, categories: list[Any] | None) -> str | None:
     """Translate one formulaic column-name part to R's ``factorlevel`` form."""
+    full = full_coded_column(expr)
+    if full is not None:  # coded by indicators (rcodes.py): a column per level
+        m = re.fullmatch(r"\[(.*)\]", part[len(expr):], re.S) if part.startswith(expr) else None
+        return None if m is None else f"{full}{level_label(m.group(1))}"
     column = alias_column(expr)
     if column is not None:  # a coded factor: RCoding names its columns as R suffixes them
         if part.startswith(expr) and re.fullmatch(r"\[.*\]", part[len(expr):], re.S):
@@ -96,7 +101,7 @@ def _power(name: str, caret: bool) -> str:
 def _factor_label(expr: str) -> str:
     """R's label of a factor of a term: the column for a coded factor
     (``C(lr, cx_contr_0)`` -> ``lr``), the expression without backticks otherwise."""
-    column = alias_column(expr)
+    column = alias_column(expr) or full_coded_column(expr)
     return _strip(expr) if column is None else column
 
 
