@@ -99,3 +99,29 @@ def test_r_codes(terms, intercept, expected):
 ])
 def test_full_coded_column(expr, column):
     assert full_coded_column(expr) == column
+
+
+# R's names and term labels (R 4.2.2, lme4 1.1-31): the variables of a term in the order
+# they first appear in the formula
+#   names(fixef(lmer(y ~ x + f1:x + (1 | g), d)))    # (Intercept) x x:f1b x:f1c
+#   attr(terms(y ~ x + f1:x), "term.labels")          # x x:f1
+@pytest.mark.parametrize(("formula", "names", "labels"), [
+    ("y ~ x + f1:x + (1 | g)", ["(Intercept)", "x", "x:f1b", "x:f1c"], ["x", "x:f1"]),
+    ("y ~ f2 + f1:f2 + (1 | g)",
+     ["(Intercept)", "f2v", "f2u:f1b", "f2v:f1b", "f2u:f1c", "f2v:f1c"], ["f2", "f2:f1"]),
+    ("y ~ f2 * f1 + (1 | g)",
+     ["(Intercept)", "f2v", "f1b", "f1c", "f2v:f1b", "f2v:f1c"], ["f2", "f1", "f2:f1"]),
+    ("y ~ f1:f2 + f2 + (1 | g)",
+     ["(Intercept)", "f2v", "f1b:f2u", "f1c:f2u", "f1b:f2v", "f1c:f2v"], ["f2", "f1:f2"]),
+    ("y ~ x * f1 + (1 | g)",
+     ["(Intercept)", "x", "f1b", "f1c", "x:f1b", "x:f1c"], ["x", "f1", "x:f1"]),
+    ("y ~ f1 * x + (1 | g)",
+     ["(Intercept)", "f1b", "f1c", "x", "f1b:x", "f1c:x"], ["f1", "x", "f1:x"]),
+])
+def test_names_and_labels_are_rs(formula, names, labels):
+    d = pd.read_csv(DATA / "rcodes.csv", dtype={"f1": str, "f2": str, "g": str})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = crossed.lmer(formula, d)
+    assert list(fit.fixef.index) == names
+    assert list(fit.design.fixed.term_labels) == ["(Intercept)", *labels]

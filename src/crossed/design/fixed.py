@@ -28,7 +28,7 @@ from crossed.design.frame import (
     quote_dotted,
 )
 from crossed.design.names import r_column_names
-from crossed.design.rcodes import r_coded_text
+from crossed.design.rcodes import r_coded_text, variable_order
 from crossed.formula.grammar import plain_message, power_in_calls
 from crossed.formula.safety import SAFE_CONTEXT
 
@@ -401,7 +401,7 @@ def build_fixed(rhs: str, frame: Table, caret: bool = False,
         text = quote_dotted(text, set(frame.columns))
         failure = f"cannot build the fixed-effects matrix for {rhs!r}"
         mm = _model_matrix(text, frame, failure, context=context, output="pandas")
-        mm = _as_r_codes(mm, frame, failure, context)
+        mm = _as_r_codes(mm, frame, failure, context, variable_order(text))
         fspec = mm.model_spec
         X = np.asarray(mm.to_numpy(), dtype=float)
         names, labels, assign = r_column_names(fspec, list(mm.columns), caret)
@@ -430,13 +430,15 @@ def build_fixed(rhs: str, frame: Table, caret: bool = False,
     )
 
 
-def _as_r_codes(mm: Any, frame: pd.DataFrame, failure: str, context: Any) -> Any:
+def _as_r_codes(mm: Any, frame: pd.DataFrame, failure: str, context: Any,
+                order: dict[str, int]) -> Any:
     """formulaic's matrix ``mm``, or the matrix with R's coding of interactions whose
-    margins are absent (``rcodes.py``); a term still coded otherwise is said."""
-    text, differ = r_coded_text(mm.model_spec)
+    margins are absent and R's order of each term's variables (``rcodes.py``); a term
+    still coded otherwise is said."""
+    text, differ = r_coded_text(mm.model_spec, order)
     if text is not None:
         recoded = _model_matrix(text, frame, failure, context=context, output="pandas")
-        again, rest = r_coded_text(recoded.model_spec)
+        again, rest = r_coded_text(recoded.model_spec, order)
         if again is None and not rest:
             mm = recoded
         else:  # pragma: no cover - formulaic coded the rewritten terms otherwise

@@ -21,11 +21,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from formulaic import Formula
 from formulaic.model_spec import ModelSpec as FormulaicSpec
 
 from crossed.design.contrasts import alias_column
 
-__all__ = ["FULL_CODED", "full_coded_column", "r_codes", "r_coded_text"]
+__all__ = ["FULL_CODED", "full_coded_column", "r_coded_text", "r_codes", "variable_order"]
 
 FULL_CODED = ", spans_intercept=False)"
 _FULL = re.compile(r"^C\((.*), spans_intercept=False\)$", re.S)
@@ -72,9 +73,28 @@ def _quoted(column: str) -> str:
     return column if _NAME.match(column) else f"`{column}`"
 
 
-def r_coded_text(spec: FormulaicSpec) -> tuple[str | None, list[str]]:
-    """A right-hand side giving R's coding where formulaic's differs, and the labels of
-    the terms coded otherwise that cannot be rewritten.
+def variable_order(text: str) -> dict[str, int]:
+    """R's order of the variables of a right-hand side: that of their first appearance
+    (``x + f:x`` -> x, f), which orders the variables of each term (its label ``x:f`` and
+    its columns ``x:fb``); empty where formulaic does not parse ``text``."""
+    order: dict[str, int] = {}
+    try:
+        terms = list(Formula(text, _ordering="none"))
+    except Exception:  # (model_matrix reports the formula's errors)
+        return order
+    for term in terms:
+        for factor in term.factors:
+            variable = _variable(str(factor.expr))
+            if variable != "1":
+                order.setdefault(variable, len(order))
+    return order
+
+
+def r_coded_text(spec: FormulaicSpec, order: dict[str, int] | None = None
+                 ) -> tuple[str | None, list[str]]:
+    """A right-hand side giving R's coding where formulaic's differs, and each term's
+    variables in R's ``order`` (:func:`variable_order`), and the labels of the terms
+    coded otherwise that cannot be rewritten.
 
     Returns
     -------
@@ -97,7 +117,13 @@ def r_coded_text(spec: FormulaicSpec) -> tuple[str | None, list[str]]:
     codes = r_codes(terms, categorical, intercept)
     parts: list[str] = [] if intercept else ["0"]
     changed, differ = False, []
+    rank = order or {}
     for s, texts, term, code in zip(structure, exprs, terms, codes, strict=True):
+        r_order = sorted(range(len(term)), key=lambda a: rank.get(term[a], len(rank) + a))
+        if r_order != list(range(len(term))):  # R's variable order: rewritten
+            texts = [texts[a] for a in r_order]
+            term = tuple(term[a] for a in r_order)
+            changed = True
         want = {(v, code[v] == 1) for v in term if v in categorical}
         scoped = s.scoped_terms
         have = ({(_variable(str(f.factor.expr)), bool(f.reduced)) for f in scoped[0].factors
