@@ -123,6 +123,12 @@ class SatterthwaiteModel:
 def _pinv_psd(H: np.ndarray) -> np.ndarray:
     """Moore–Penrose inverse over positive eigenvalues, warning as lmerTest does."""
     H = 0.5 * (H + H.T)
+    if not np.all(np.isfinite(H)):
+        warn("the Hessian of the deviance in the variance parameters is not finite at the "
+             "optimum (the model's system is numerically singular beside it: nearly "
+             "collinear or badly scaled predictors?): Satterthwaite df are not available "
+             "(NaN); rescale or centre the predictors")
+        return np.full(H.shape, np.nan)
     vals, vecs = np.linalg.eigh(H)
     neg = int(np.sum(vals < -EIG_TOL))
     zero = int(np.sum(np.abs(vals) <= EIG_TOL))

@@ -185,6 +185,14 @@ class PLS:
         factor has no dense ``L`` (and the analytic gradient is not available)."""
         return self._sparse is not None
 
+    @property
+    def xtx(self) -> np.ndarray:
+        """XᵀX, computed once per X (it is y-free: new responses reuse it)."""
+        kept = getattr(self, "_xtx", None)
+        if kept is None or kept[0] is not self.X:
+            kept = self._xtx = (self.X, self.X.T @ self.X)
+        return cast(np.ndarray, kept[1])
+
     def _centred(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """y less its least-squares fit on X, and that fit's coefficients b.
 
@@ -198,11 +206,8 @@ class PLS:
         if self.p == 0 or not len(y):
             return y, np.zeros(self.p)
         X = self.X
-        kept = getattr(self, "_xtx", None)  # XᵀX is y-free: new responses reuse it
-        if kept is None or kept[0] is not X:
-            kept = self._xtx = (X, X.T @ X)
         try:
-            b = np.linalg.solve(kept[1], X.T @ y)
+            b = np.linalg.solve(self.xtx, X.T @ y)
         except np.linalg.LinAlgError:
             b = np.linalg.lstsq(X, y, rcond=None)[0]
         if not np.all(np.isfinite(b)):
@@ -296,10 +301,11 @@ class PLS:
         new._set_response(np.asarray(y, dtype=float))
         return new
 
-    def with_blocks(self, blocks: tuple[ReBlock, ...]) -> PLS:
-        """The same X, response and prior weights with other random-effects blocks of the
-        same levels and θ (the optimiser's centred columns: ``engines/native/rescale.py``)."""
-        out = PLS(blocks, self.X, self.y, update=self.update)
+    def reparametrised(self, blocks: tuple[ReBlock, ...], X: np.ndarray) -> PLS:
+        """The same response and prior weights with other random-effects blocks of the
+        same levels and θ, and another X of the same column space (the optimiser's
+        centred and orthogonalised columns: ``engines/native/rescale.py``)."""
+        out = PLS(blocks, X, self.y, update=self.update)
         out.ldW = self.ldW
         return out
 

@@ -19,7 +19,7 @@ from crossed.engines.native.converge import (
     restart_message,
 )
 from crossed.engines.native.optimize import LmerControl, OptSummary, Restart
-from crossed.engines.native.rescale import column_rescaling
+from crossed.engines.native.rescale import reparametrisation
 from crossed.engines.registry import FunctionEngine
 from crossed.model.batched import objectives
 from crossed.model.convergence import ConvergenceCheck
@@ -57,33 +57,37 @@ def fit_pls(design: Design, pls: PLS, reml: bool, control: LmerControl,
     or ``PLS.of(design, like=...)`` in simulation loops)."""
     t0 = time.perf_counter()
     n, p = design.X.shape
-    # slopes on columns far from 0: the optimiser runs on them centred (rescale.py)
-    rescaling = column_rescaling(design.random.blocks)
+    # slopes on columns far from 0, collinear fixed effects: the optimiser's problem is
+    # reparametrised (rescale.py; its criterion differs by a constant ``shift``)
+    rep = reparametrisation(design.random.blocks, pls.X, reml, pls.xtx if p else None)
     blocks = design.random.blocks
-    if rescaling is not None:
-        blocks = rescaling.apply(blocks)
-        pls_opt = pls.with_blocks(rescaling.apply(pls.blocks))
-    else:
-        pls_opt = pls
+    pls_opt, shift = pls, 0.0
+    if rep is not None:
+        if rep.columns is not None:
+            blocks = rep.columns.apply(blocks)
+        X = pls.X if rep.fixed is None else np.linalg.solve(rep.fixed.T, pls.X.T).T
+        pls_opt = pls.reparametrised(
+            blocks if rep.columns is None else rep.columns.apply(pls.blocks), X)
+        shift = rep.shift
 
     def crit(theta: np.ndarray) -> float:
-        return pls_opt.objective(theta, reml)
+        return pls_opt.objective(theta, reml) + shift
 
     def crit_many(thetas: list[np.ndarray]) -> np.ndarray:
-        return objectives(pls_opt, thetas, reml)
+        return objectives(pls_opt, thetas, reml) + shift
 
     best: list = [np.inf, None]  # the optimiser's best value and its factorisation
 
     def crit_keeping_best(theta: np.ndarray) -> float:
         f = pls_opt.factor(np.array(theta, dtype=float))  # (a copy: NLopt reuses its array)
-        value = profiled_deviance(f, n, p, reml)
+        value = profiled_deviance(f, n, p, reml) + shift
         if value < best[0]:
             best[:] = [value, f]
         return value
 
     def crit_grad_keeping_best(theta: np.ndarray) -> tuple[float, np.ndarray]:
         f = pls_opt.factor(np.array(theta, dtype=float))
-        value = profiled_deviance(f, n, p, reml)
+        value = profiled_deviance(f, n, p, reml) + shift
         if value < best[0]:
             best[:] = [value, f]
         if not np.isfinite(value):
@@ -100,7 +104,7 @@ def fit_pls(design: Design, pls: PLS, reml: bool, control: LmerControl,
             "optimizer='bobyqa' or 'auto'")
     def crit_grad(theta: np.ndarray) -> tuple[float, np.ndarray]:
         value, grad, _ = value_and_gradient(pls_opt, theta, reml)
-        return value, grad
+        return value + shift, grad
 
     theta0 = design.random.theta_start(pls.y)
     opt, check = optimize_theta(
@@ -114,26 +118,28 @@ def fit_pls(design: Design, pls: PLS, reml: bool, control: LmerControl,
                                      control, crit_many, crit)
     theta = opt.theta_final.copy()
     f = best[1]
-    notes: list[str] = []
-    if rescaling is not None:  # back to the formula's columns: the same Σ, another θ
-        theta = rescaling.to_original(theta)
-        f = pls.factor(theta)
-        notes.append(rescaling.describe())
-    elif f is None or not np.array_equal(f.theta, theta):  # (NLopt returns its best point)
-        f = pls.factor(theta)
-    dev = profiled_deviance(f, n, p, reml)
-    if rescaling is not None:
-        opt = replace(opt, theta_final=theta, fmin=dev, rescaled=notes[0])
+    if f is None or not np.array_equal(f.theta, theta):  # (NLopt returns its best point)
+        f = pls_opt.factor(theta)
+    dev = profiled_deviance(f, n, p, reml) + shift
     if not np.isfinite(dev):
         raise DataError(
             f"the {'REML' if reml else 'ML'} criterion is not finite at any theta the optimiser "
             f"tried ({opt.feval} evaluations): the response or a predictor holds values too "
             "large (or too small) to square in floating point; rescale the variables")
     note = restart_message(opt.restarts)
-    if note is not None:
-        notes.insert(0, note)
-    return finish_fit(design, pls, f, theta, dev, reml, "native", opt, control,
-                      time.perf_counter() - t0, data_name, check, notes=tuple(notes))
+    notes = () if note is None else (note,)
+    if rep is None:
+        return finish_fit(design, pls, f, theta, dev, reml, "native", opt, control,
+                          time.perf_counter() - t0, data_name, check, notes=notes)
+    # the optimiser's problem solved at its optimum, the estimates mapped back to the
+    # formula's columns (the formula's own system may have lost every digit there)
+    described = rep.describe()
+    opt = replace(opt, theta_final=rep.theta(theta), rescaled=described)
+    fit = finish_fit(design, pls_opt, f, opt.theta_final, dev, reml, "native", opt,
+                     control, time.perf_counter() - t0, data_name, check,
+                     notes=(*notes, described))
+    beta, vcov = rep.beta(fit.beta, fit.vcov_beta)
+    return replace(fit, beta=beta, vcov_beta=vcov, u=rep.u(theta, fit.u))
 
 
 def correlation_at_the_boundary(pls: PLS, theta: np.ndarray, tol: float) -> bool:

@@ -18,7 +18,18 @@ T⁻¹Λ′(T⁻¹Λ′)ᵀ (an LQ factorisation, which also holds for a singula
 Only fully correlated (sub-)blocks with an intercept column are rewritten (an
 uncorrelated ``(x || g)`` term's family is not closed under T), and only columns whose
 mean exceeds :data:`CENTRE_RATIO` times their standard deviation: elsewhere the optimiser
-follows lme4's path. Validated by ``tests/engines/test_native_rescale.py``.
+follows lme4's path.
+
+The fixed effects have the same trouble on their own: ``y ~ x + I(x^2)`` with x ≈ 2000
+has columns whose cross-products lose all but a few digits in the Cholesky factor of the
+PLS system (the criterion was off by 46 units, and under one BLAS kernel not finite at the
+optimum). Where the condition number of X's cross-product matrix, its columns scaled to
+unit length, exceeds :data:`FIXED_CONDITION`, the PLS problem is solved with
+X′ = X R⁻¹ (X = QR, so X′ = Q): the same column space, so the same fit, with β = R⁻¹β′,
+cov(β) = R⁻¹ cov(β′) R⁻ᵀ and a REML criterion larger by 2 log|det R| (its log|R_X|²
+term), which the optimiser's values include. :func:`fixed_preconditioner` gives R.
+
+Validated by ``tests/engines/test_native_rescale.py``.
 """
 
 from __future__ import annotations
@@ -31,10 +42,33 @@ import numpy as np
 from crossed.design.random import ReBlock
 from crossed.engines.native.faces import correlated_ranges
 
-__all__ = ["CENTRE_RATIO", "ColumnRescaling", "column_rescaling"]
+__all__ = ["CENTRE_RATIO", "FIXED_CONDITION", "ColumnRescaling", "Reparametrisation",
+           "column_rescaling", "fixed_preconditioner", "lower_factor", "reparametrisation"]
 
 CENTRE_RATIO = 10.0
 """A random-slope column is centred for the optimiser when |mean| > this × its SD."""
+FIXED_CONDITION = 1e8
+"""X is orthogonalised for the PLS problem when the condition number of its scaled
+cross-product matrix exceeds this (X's own condition number 1e4)."""
+
+
+def fixed_preconditioner(X: np.ndarray, xtx: np.ndarray | None = None) -> np.ndarray | None:
+    """R of X = QR where X's columns are ill-conditioned (module docstring), else None.
+
+    ``xtx``: XᵀX when the caller has it (the PLS problem keeps it)."""
+    if X.shape[1] < 2 or X.shape[0] < X.shape[1]:
+        return None
+    gram = X.T @ X if xtx is None else xtx
+    d = np.sqrt(np.diag(gram))
+    if not np.all(np.isfinite(d)) or np.any(d == 0):
+        return None  # (a zero column: the rank check's business)
+    values = np.linalg.eigvalsh(gram / np.outer(d, d))
+    if values[0] > values[-1] / FIXED_CONDITION:
+        return None
+    R = np.linalg.qr(X, mode="r")
+    signs = np.where(np.diag(R) < 0, -1.0, 1.0)  # (a positive diagonal: R's convention)
+    R = signs[:, None] * R
+    return R if np.all(np.abs(np.diag(R)) > 0) else None
 
 
 @dataclass(frozen=True)
@@ -151,3 +185,66 @@ def column_rescaling(blocks: Sequence[ReBlock]) -> ColumnRescaling | None:
         return None
     return ColumnRescaling(tuple(transforms), tuple(columns),
                            tuple(blk.theta_index for blk in blocks))
+
+
+@dataclass(frozen=True)
+class Reparametrisation:
+    """The optimiser's problem where it differs from the formula's (module docstring):
+    random-slope columns centred and scaled, X orthogonalised, or both.
+
+    Attributes
+    ----------
+    columns : ColumnRescaling or None
+        The random-effects columns' map (θ′ → θ, u′ → u).
+    fixed : numpy.ndarray or None
+        R with X = QR (β = R⁻¹β′).
+    shift : float
+        The formula's criterion less the reparametrised problem's (2 log|det R| for
+        REML, else 0).
+    """
+
+    columns: ColumnRescaling | None
+    fixed: np.ndarray | None
+    shift: float
+
+    def describe(self) -> str:
+        """One line for the fit's messages."""
+        parts = [] if self.columns is None else [self.columns.describe()]
+        if self.fixed is not None:
+            parts.append("the fixed-effect columns are nearly collinear (condition number of "
+                         f"their scaled cross-products over {FIXED_CONDITION:.0e}): the "
+                         "penalised least squares were solved on orthogonalised columns "
+                         "(the same fit) and β and its covariance mapped back")
+        return "; ".join(parts)
+
+    def theta(self, theta: np.ndarray) -> np.ndarray:
+        """The formula's θ from the optimiser's."""
+        return theta.copy() if self.columns is None else self.columns.to_original(theta)
+
+    def u(self, theta: np.ndarray, u: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
+        """The spherical random effects for the formula's columns, from the optimiser's
+        (``theta``: the optimiser's θ′)."""
+        if self.columns is None:
+            return tuple(u)
+        maps = self.columns.spherical(theta)
+        return tuple(ub if U is None else ub @ U.T for ub, U in zip(u, maps, strict=True))
+
+    def beta(self, beta: np.ndarray, vcov: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """β and its covariance for the formula's X, from the orthogonalised columns'."""
+        if self.fixed is None:
+            return beta, vcov
+        Ri = np.linalg.solve(self.fixed, np.eye(len(beta)))
+        return Ri @ beta, Ri @ vcov @ Ri.T
+
+
+def reparametrisation(blocks: Sequence[ReBlock], X: np.ndarray, reml: bool,
+                      xtx: np.ndarray | None = None) -> Reparametrisation | None:
+    """The reparametrisation a design needs (``blocks``: the design's; ``X``: the PLS
+    problem's, √w-scaled with prior weights; ``xtx``: its XᵀX when known), or None."""
+    columns = column_rescaling(blocks)
+    fixed = fixed_preconditioner(X, xtx)
+    if columns is None and fixed is None:
+        return None
+    shift = 2.0 * float(np.sum(np.log(np.abs(np.diag(fixed))))) if (
+        reml and fixed is not None) else 0.0
+    return Reparametrisation(columns, fixed, shift)
