@@ -24,7 +24,7 @@ from formulaic.transforms.contrasts import Contrasts
 from crossed.formula.spec import CODINGS, normalise_coding
 
 __all__ = ["CODINGS", "CONTEXT_PREFIX", "RCoding", "alias_column", "contrast_matrix",
-           "normalise_coding", "poly_matrix", "rewrite_formula"]
+           "normalise_coding", "poly_matrix", "rewrite_formula", "wrapped_column"]
 
 CONTEXT_PREFIX = "cx_contr_"
 _ALIAS = re.compile(r"^C\((.*), " + CONTEXT_PREFIX + r"\d+\)$", re.S)
@@ -108,7 +108,13 @@ class RCoding(Contrasts):  # type: ignore[misc]
 
 def alias_column(expr: str) -> str | None:
     """The column of a factor expression written by :func:`rewrite_formula`, else None."""
-    m = _ALIAS.match(expr)
+    return wrapped_column(_ALIAS, expr)
+
+
+def wrapped_column(pattern: re.Pattern[str], expr: str) -> str | None:
+    """The column (backticks removed) that ``pattern``'s first group finds in a ``C(...)``
+    wrapping of it, else None."""
+    m = pattern.match(expr)
     if m is None:
         return None
     name = m.group(1).strip()

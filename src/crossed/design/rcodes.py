@@ -24,7 +24,7 @@ from typing import Any
 from formulaic import Formula
 from formulaic.model_spec import ModelSpec as FormulaicSpec
 
-from crossed.design.contrasts import alias_column
+from crossed.design.contrasts import alias_column, wrapped_column
 
 __all__ = ["FULL_CODED", "full_coded_column", "r_coded_text", "r_codes", "variable_order"]
 
@@ -35,11 +35,7 @@ _NAME = re.compile(r"^(?:`[^`]+`|(?:[^\W\d]|\.)[\w.]*)$")
 
 def full_coded_column(expr: str) -> str | None:
     """The column of a factor written by :func:`r_coded_text` as coded by indicators."""
-    m = _FULL.match(expr)
-    if m is None:
-        return None
-    name = m.group(1).strip()
-    return name[1:-1] if name.startswith("`") and name.endswith("`") else name
+    return wrapped_column(_FULL, expr)
 
 
 def r_codes(terms: list[tuple[str, ...]], categorical: set[str], intercept: bool
