@@ -114,7 +114,9 @@ def build_sparse_map(A1r: sp.csr_matrix, A11: np.ndarray, Arr: np.ndarray,
         updated, W_updated = _dense_products(A1r, q, class_of, ncls)
     else:
         by_row = _rows_by_position(A1r, q)
-        if free is None:
+        if free is None and q == 1 and ncls == A11.shape[0]:  # (every level its class)
+            blocks = [_self_products(A1r)]
+        elif free is None:
             blocks = [_upper_products(by_row[a], by_row[b], class_of, ncls)
                       for a in range(q) for b in range(q)]
         else:  # y's products (entries (j, r - 1)) merged into the y-free ones
@@ -239,6 +241,26 @@ def _upper_products(Aa: sp.csr_matrix, Ab: sp.csr_matrix, class_of: np.ndarray, 
     j = np.repeat(np.arange(r, dtype=np.int64), np.diff(upper.indptr))
     i, k = np.divmod(keys[upper.indices], ncls)
     return j * r + i, k, upper.data
+
+
+def _self_products(A: sp.csr_matrix) -> Products:
+    """:func:`_upper_products` of A with itself, each level its own class (q₁ = 1): the
+    products A[s, i] A[s, j], j <= i, of each row's stored entries, formed pair by pair
+    in NumPy (a level's row holds a column once, so there is nothing to sum), without the
+    sparse products' call overheads; the same (target, k, value), sorted by target then k.
+    """
+    ls, r = A.shape
+    counts = np.diff(A.indptr)
+    row = np.repeat(np.arange(ls, dtype=np.int64), counts)
+    after = A.indptr[1:][row] - np.arange(A.nnz)  # entries from this one to its row's end
+    first = np.repeat(np.arange(A.nnz), after)  # the pair's entry j (sorted indices: j <= i)
+    start = np.repeat(np.cumsum(after) - after, after)
+    second = first + (np.arange(len(first)) - start)
+    j, i = A.indices[first].astype(np.int64), A.indices[second].astype(np.int64)
+    target = j * r + i
+    k = row[first]
+    order = np.argsort(target * ls + k, kind="stable")
+    return target[order], k[order], (A.data[first] * A.data[second])[order]
 
 
 def _row_slice(W: sp.csr_matrix, lo: int, hi: int) -> sp.csr_matrix:
