@@ -31,3 +31,16 @@ def test_direct_arithmetic_matches_formulaic(expr: str) -> None:
                                   "k -", "True - k"])
 def test_other_expressions_left_to_formulaic(expr: str) -> None:
     assert _arithmetic(expr, DATA) is None
+
+
+def test_a_cbind_column_with_missing_values_is_named_once() -> None:
+    """``cbind(succ, fail)``: succ is the response's side and a used column; the
+    dropped-rows warning named it twice ("in: succ, x, succ")."""
+    import crossed as cx
+
+    d = pd.DataFrame({"succ": [3, 1, np.nan, 4, 2, 5, 1, 0] * 3,
+                      "fail": [1, 3, 2, 0, 2, 1, 3, 4] * 3,
+                      "x": [0.1, np.nan, 0.3, 0.2, 0.5, 0.4, 0.9, 0.7] * 3,
+                      "g": list("abcdefgh") * 3})
+    with pytest.warns(UserWarning, match=r"dropped for missing values in: succ, x$"):
+        cx.glmer("cbind(succ, fail) ~ x + (1 | g)", d, family="binomial")

@@ -156,6 +156,7 @@ def glm_inputs(parts: GlmFormula, data: pd.DataFrame, weights: Any = None,
             where.append(col)
             missing |= na
     n_dropped = int(missing.sum())
+    where = list(dict.fromkeys(where))  # (a cbind column is a used column too: once)
     if n_dropped and na_action == "raise":
         raise DataError(f"{n_dropped} rows have missing values in: {', '.join(where)}")
     if n_dropped:
