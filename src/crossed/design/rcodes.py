@@ -26,7 +26,8 @@ from formulaic.model_spec import ModelSpec as FormulaicSpec
 
 from crossed.design.contrasts import alias_column, wrapped_column
 
-__all__ = ["FULL_CODED", "full_coded_column", "r_coded_text", "r_codes", "variable_order"]
+__all__ = ["FULL_CODED", "factors_attribute", "full_coded_column", "r_coded_text", "r_codes",
+           "variable_order"]
 
 FULL_CODED = ", spans_intercept=False)"
 _FULL = re.compile(r"^C\((.*), spans_intercept=False\)$", re.S)
@@ -38,11 +39,11 @@ def full_coded_column(expr: str) -> str | None:
     return wrapped_column(_FULL, expr)
 
 
-def r_codes(terms: list[tuple[str, ...]], categorical: set[str], intercept: bool
-            ) -> list[dict[str, int]]:
-    """R's ``factors`` attribute for ``terms`` (R's order: by degree): per term, 1 for a
-    variable coded by contrasts, 2 for one coded by indicators (numeric variables too,
-    where the code does not change their column)."""
+def factors_attribute(terms: list[tuple[str, ...]]) -> list[dict[str, int]]:
+    """R's ``factors`` attribute of ``terms()`` for ``terms`` (R's order: by degree): per
+    term, 1 for a variable coded by contrasts (the term without it is contained in an
+    earlier one, or empty), 2 for one coded by indicators (numeric variables too, where the
+    code does not change their column). lmerTest's term containment reads it as well."""
     codes: list[dict[str, int]] = []
     for i, term in enumerate(terms):
         code = {}
@@ -50,6 +51,14 @@ def r_codes(terms: list[tuple[str, ...]], categorical: set[str], intercept: bool
             rest = set(term) - {v}
             code[v] = 1 if not rest or any(rest <= set(u) for u in terms[:i]) else 2
         codes.append(code)
+    return codes
+
+
+def r_codes(terms: list[tuple[str, ...]], categorical: set[str], intercept: bool
+            ) -> list[dict[str, int]]:
+    """The codes ``model.matrix`` uses: :func:`factors_attribute`, and without an
+    intercept the first factor of the first term that has one by indicators."""
+    codes = factors_attribute(terms)
     if not intercept:  # the first factor of the first term with one: indicators
         for term, code in zip(terms, codes, strict=True):
             first = next((v for v in term if v in categorical), None)

@@ -25,6 +25,7 @@ import pandas as pd
 
 from crossed.design.fixed import build_fixed, build_matrix
 from crossed.design.names import split_colons
+from crossed.design.rcodes import factors_attribute
 
 if TYPE_CHECKING:
     from crossed.fit import LmerFit
@@ -82,12 +83,11 @@ class TermInfo:
         self.cols = {t: [j for j, c in enumerate(self.col_term) if c == t] for t in self.labels}
         self.vars = {t: split_term(t) for t in self.labels}
         levels = fit.design.levels
-        # R's terms "factors" attribute: a variable of an interaction is 1 (coded by
-        # contrasts) where the term without it is in the model, else 2 (by indicators:
-        # x in x:f when f is not a main effect); lmerTest's containment reads the 1s alone
-        present = {frozenset(vs) for vs in self.vars.values()}
-        self.coded = {t: [v for v in vs if len(vs) == 1 or frozenset(vs) - {v} in present]
-                      for t, vs in self.vars.items()}
+        # R's terms "factors" attribute (x in x:f is 2, coded by indicators, when f is
+        # not a main effect); lmerTest's containment reads the 1s alone
+        codes = factors_attribute([tuple(self.vars[t]) for t in self.labels])
+        self.coded = {t: [v for v in self.vars[t] if code[v] == 1]
+                      for t, code in zip(self.labels, codes, strict=True)}
         # R's dataClasses "numeric": not factors, nor the matrices poly() and scale() return
         self.numerics = {t: {v for v in vs if v not in levels and not _matrix_valued(v)}
                          for t, vs in self.coded.items()}

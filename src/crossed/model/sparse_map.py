@@ -113,13 +113,14 @@ def build_sparse_map(A1r: sp.csr_matrix, A11: np.ndarray, Arr: np.ndarray,
         blocks = None
         updated, W_updated = _dense_products(A1r, q, class_of, ncls)
     else:
-        by_row = _rows_by_position(A1r, q)
         if free is None and q == 1 and ncls == A11.shape[0]:  # (every level its class)
             blocks = [_self_products(A1r)]
         elif free is None:
+            by_row = _rows_by_position(A1r, q)
             blocks = [_upper_products(by_row[a], by_row[b], class_of, ncls)
                       for a in range(q) for b in range(q)]
         else:  # y's products (entries (j, r - 1)) merged into the y-free ones
+            by_row = _rows_by_position(A1r, q)
             blocks = [_merge(f, _upper_products(_column_part(by_row[a], last=True),
                                                 by_row[b], class_of, ncls))
                       for f, (a, b) in zip(free, np.ndindex(q, q), strict=True)]

@@ -60,15 +60,13 @@ def fit_pls(design: Design, pls: PLS, reml: bool, control: LmerControl,
     # slopes on columns far from 0, collinear fixed effects: the optimiser's problem is
     # reparametrised (rescale.py; its criterion differs by a constant ``shift``)
     rep = reparametrisation(design.random.blocks, pls.X, reml, pls.xtx if p else None)
-    blocks = design.random.blocks
     pls_opt, shift = pls, 0.0
     if rep is not None:
-        if rep.columns is not None:
-            blocks = rep.columns.apply(blocks)
         X = pls.X if rep.fixed is None else np.linalg.solve(rep.fixed.T, pls.X.T).T
         pls_opt = pls.reparametrised(
-            blocks if rep.columns is None else rep.columns.apply(pls.blocks), X)
+            pls.blocks if rep.columns is None else rep.columns.apply(pls.blocks), X)
         shift = rep.shift
+    blocks = pls_opt.blocks  # (the face probes read their θ structure alone)
 
     def crit(theta: np.ndarray) -> float:
         return pls_opt.objective(theta, reml) + shift

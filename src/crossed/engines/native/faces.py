@@ -66,10 +66,14 @@ def correlated_ranges(theta_index: np.ndarray) -> list[tuple[int, int]]:
     return ranges
 
 
+def _pivot(v: np.ndarray) -> int:
+    """The position of v's first nonzero entry (Λ's pivot in the column of v)."""
+    return int(np.flatnonzero(np.abs(v) > 1e-12)[0])
+
+
 def _pivot_first(v: np.ndarray) -> np.ndarray:
-    """v with its first nonzero entry positive (Λ's pivot in that column)."""
-    k = int(np.flatnonzero(np.abs(v) > 1e-12)[0])
-    return v if v[k] > 0 else -v
+    """v with its first nonzero entry positive."""
+    return v if v[_pivot(v)] > 0 else -v
 
 
 def _rank_one_directions(m: int) -> list[np.ndarray]:
@@ -125,7 +129,7 @@ def face_probes(fun: Callable[[np.ndarray], float], x: np.ndarray, fmin: float,
     def column(m: int, v: np.ndarray, h: float) -> np.ndarray:
         """Λ (m x m) with Σ = h² v vᵀ: h v in the column of v's first nonzero entry."""
         face = np.zeros((m, m))
-        k = int(np.flatnonzero(np.abs(v) > 1e-12)[0])
+        k = _pivot(v)
         face[k:, k] = h * v[k:]
         return face
 

@@ -111,10 +111,8 @@ def _back(fit: GlmerFit, design: Design, rescaling: ColumnRescaling) -> GlmerFit
     """A fit of the centred columns (``rescale.py``) written for the formula's: θ, the
     spherical modes and their conditional variances (η, β, the criterion and β's
     covariance are the same model's and unchanged)."""
-    maps = rescaling.spherical(fit.theta)
-    u = tuple(ub if U is None else ub @ U.T for ub, U in zip(fit.u, maps, strict=True))
-    cond = tuple(v if U is None else U @ v @ U.T
-                 for v, U in zip(fit.cond_var_u, maps, strict=True))
+    u = rescaling.effects(fit.theta, fit.u)
+    cond = rescaling.variances(fit.theta, fit.cond_var_u)
     theta = rescaling.to_original(fit.theta)
     note = rescaling.describe()
     assert fit.opt is not None  # the native fit's record

@@ -34,7 +34,7 @@ Validated by ``tests/engines/test_native_rescale.py``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -99,34 +99,38 @@ class ColumnRescaling:
 
     def to_original(self, theta: np.ndarray) -> np.ndarray:
         """θ of the formula's parametrisation from the optimiser's θ′ (Λ from T⁻¹Λ′)."""
-        return self._map(theta, inverse=True)
+        out = np.array(theta, dtype=float)
+        for sub, lower, _, L, _ in self._factors(theta, inverse=True):
+            out[sub[lower]] = L[lower]
+        return out
 
     def from_original(self, theta: np.ndarray) -> np.ndarray:
         """θ′ of the centred columns from the formula's θ (Λ′ from TΛ)."""
-        return self._map(theta, inverse=False)
+        out = np.array(theta, dtype=float)
+        for sub, lower, _, L, _ in self._factors(theta, inverse=False):
+            out[sub[lower]] = L[lower]
+        return out
 
     def spherical(self, theta: np.ndarray) -> tuple[np.ndarray | None, ...]:
         """Per block, the orthogonal U (q x q) with u = U u′ for the spherical random
         effects at the optimiser's θ′ (b = T⁻¹Λ′u′ = Λ u with Λ = :meth:`to_original`'s
         factor), or None where the block is unchanged."""
-        theta = np.asarray(theta, dtype=float)
-        out: list[np.ndarray | None] = []
-        for idx, T in zip(self.theta_index, self.transforms, strict=True):
-            if T is None:
-                out.append(None)
-                continue
-            U = np.eye(idx.shape[0])
-            for a, b in correlated_ranges(idx):
-                sub = idx[a:b, a:b]
-                lower = np.tril_indices(b - a)
-                Lam = np.zeros(sub.shape)
-                Lam[lower] = theta[sub[lower]]
-                M = np.linalg.solve(T[a:b, a:b], Lam)  # M = L Uᵣ with L = lower_factor(M)
-                Q, R = np.linalg.qr(M.T)
-                signs = np.where(np.diag(R) < 0, -1.0, 1.0)
-                U[a:b, a:b] = signs[:, None] * Q.T
-            out.append(U)
-        return tuple(out)
+        maps: list[np.ndarray | None] = [
+            None if T is None else np.eye(T.shape[0]) for T in self.transforms]
+        for _, _, (k, a, b), _, U in self._factors(theta, inverse=True):
+            maps[k][a:b, a:b] = U  # type: ignore[index]
+        return tuple(maps)
+
+    def effects(self, theta: np.ndarray, u: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
+        """The spherical random effects for the formula's columns, per block (ℓ, q), from
+        the optimiser's at its θ′ (``theta``)."""
+        maps = self.spherical(theta)
+        return tuple(ub if U is None else ub @ U.T for ub, U in zip(u, maps, strict=True))
+
+    def variances(self, theta: np.ndarray, V: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
+        """Their conditional covariances, per block (ℓ, q, q), from the optimiser's."""
+        maps = self.spherical(theta)
+        return tuple(v if U is None else U @ v @ U.T for v, U in zip(V, maps, strict=True))
 
     def describe(self) -> str:
         """One line for the fit's messages."""
@@ -135,29 +139,37 @@ class ColumnRescaling:
                 f"{CENTRE_RATIO:g} SDs from 0: the same model, a better-scaled criterion); "
                 "theta is reported for the formula's columns")
 
-    def _map(self, theta: np.ndarray, inverse: bool) -> np.ndarray:
+    def _factors(self, theta: np.ndarray, inverse: bool) -> Iterator[tuple[
+            np.ndarray, tuple[np.ndarray, np.ndarray], tuple[int, int, int], np.ndarray,
+            np.ndarray]]:
+        """For each correlated range [a, b) of a changed block k (T is the identity outside
+        them): its θ positions, their lower-triangle indices, (k, a, b), and L, U with
+        L U = T⁻¹Λ (``inverse``) or TΛ (:func:`_lq`)."""
         theta = np.asarray(theta, dtype=float)
-        out = theta.copy()
-        for idx, T in zip(self.theta_index, self.transforms, strict=True):
+        for k, (idx, T) in enumerate(zip(self.theta_index, self.transforms, strict=True)):
             if T is None:
                 continue
-            for a, b in correlated_ranges(idx):  # (T is the identity outside them)
+            for a, b in correlated_ranges(idx):
                 sub, Ts = idx[a:b, a:b], T[a:b, a:b]
                 lower = np.tril_indices(b - a)
                 Lam = np.zeros(sub.shape)
                 Lam[lower] = theta[sub[lower]]
-                M = np.linalg.solve(Ts, Lam) if inverse else Ts @ Lam
-                out[sub[lower]] = lower_factor(M)[lower]
-        return out
+                L, U = _lq(np.linalg.solve(Ts, Lam) if inverse else Ts @ Lam)
+                yield sub, lower, (k, a, b), L, U
+
+
+def _lq(M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """M = L U with L lower triangular, its diagonal non-negative, and U orthogonal (a QR
+    factorisation of Mᵀ), defined also where M is singular."""
+    Q, R = np.linalg.qr(M.T)
+    signs = np.where(np.diag(R) < 0, -1.0, 1.0)
+    return np.asarray(R.T * signs[None, :]), signs[:, None] * Q.T
 
 
 def lower_factor(M: np.ndarray) -> np.ndarray:
     """The lower-triangular L with a non-negative diagonal and L Lᵀ = M Mᵀ (LQ of M),
     defined also where M M ᵀ is singular."""
-    _, R = np.linalg.qr(M.T)
-    L = R.T
-    signs = np.where(np.diag(L) < 0, -1.0, 1.0)
-    return np.asarray(L * signs[None, :])
+    return _lq(M)[0]
 
 
 def column_rescaling(blocks: Sequence[ReBlock]) -> ColumnRescaling | None:
@@ -224,10 +236,7 @@ class Reparametrisation:
     def u(self, theta: np.ndarray, u: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
         """The spherical random effects for the formula's columns, from the optimiser's
         (``theta``: the optimiser's θ′)."""
-        if self.columns is None:
-            return tuple(u)
-        maps = self.columns.spherical(theta)
-        return tuple(ub if U is None else ub @ U.T for ub, U in zip(u, maps, strict=True))
+        return tuple(u) if self.columns is None else self.columns.effects(theta, u)
 
     def beta(self, beta: np.ndarray, vcov: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """β and its covariance for the formula's X, from the orthogonalised columns'."""
