@@ -37,7 +37,8 @@ if TYPE_CHECKING:
     from _ctypes import CFuncPtr, _CArgObject
     from types import ModuleType
 
-__all__ = ["MIN_BLOCKED", "MIN_DIAGONAL", "MIN_SPLIT", "PANEL", "cholesky_lower", "split_point"]
+__all__ = ["MIN_BLOCKED", "MIN_DIAGONAL", "MIN_SPLIT", "PANEL", "blas", "cholesky_lower",
+           "split_point"]
 
 PANEL = 96
 """Panel width (columns): measured best among 64, 96, 128, 192 for r ≈ 1,100."""
@@ -88,6 +89,51 @@ _MINUS_ONE = ctypes.c_double(-1.0)
 
 def _int(v: int) -> _CArgObject:
     return ctypes.byref(ctypes.c_int(v))
+
+
+def _float(v: float) -> _CArgObject:
+    return ctypes.byref(ctypes.c_double(v))
+
+
+class _Calls:
+    """The routines above with Python arguments (characters, ints and floats; matrices as
+    pointers with their leading dimension from :meth:`int_arg`), for ``inverse.py``."""
+
+    @staticmethod
+    def int_arg(v: int) -> _CArgObject:
+        return _int(v)
+
+    @staticmethod
+    def trmm(side: str, uplo: str, trans: str, m: int, n: int, alpha: float,
+             A: ctypes.c_void_p, lda: _CArgObject, B: ctypes.c_void_p, ldb: _CArgObject
+             ) -> None:
+        """B ← alpha op(A) B (side "L") or alpha B op(A) ("R"), A triangular, non-unit."""
+        _TRMM(_CH[side], _CH[uplo], _CH[trans], _CH["N"], _int(m), _int(n), _float(alpha),
+              A, lda, B, ldb)
+
+    @staticmethod
+    def trtri(n: int, A: ctypes.c_void_p, lda: _CArgObject, info: ctypes.c_int) -> None:
+        """A ← A⁻¹ for a lower-triangular A (non-unit); LAPACK's info in ``info``."""
+        _TRTRI(_CH["L"], _CH["N"], _int(n), A, lda, ctypes.byref(info))
+
+    @staticmethod
+    def syrk(uplo: str, trans: str, n: int, k: int, alpha: float, A: ctypes.c_void_p,
+             lda: _CArgObject, beta: float, C: ctypes.c_void_p, ldc: _CArgObject) -> None:
+        """C ← alpha op(A) op(A)ᵀ + beta C (op(A) = A for "N", Aᵀ for "T"), one triangle."""
+        _SYRK(_CH[uplo], _CH[trans], _int(n), _int(k), _float(alpha), A, lda, _float(beta),
+              C, ldc)
+
+    @staticmethod
+    def gemm(transa: str, transb: str, m: int, n: int, k: int, alpha: float,
+             A: ctypes.c_void_p, lda: _CArgObject, B: ctypes.c_void_p, ldb: _CArgObject,
+             beta: float, C: ctypes.c_void_p, ldc: _CArgObject) -> None:
+        """C ← alpha op(A) op(B) + beta C."""
+        _GEMM(_CH[transa], _CH[transb], _int(m), _int(n), _int(k), _float(alpha), A, lda, B,
+              ldb, _float(beta), C, ldc)
+
+
+blas = _Calls()
+"""Scipy's BLAS/LAPACK routines called through ctypes (the GIL released), on pointers."""
 
 
 def split_point(n: int, e: int, width: int) -> int:

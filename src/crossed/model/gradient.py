@@ -48,10 +48,10 @@ from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.linalg import lapack
 
 from crossed.model.factor import Factor, profiled_deviance, tri_solve
 from crossed.model.gradient_dense import dense_gradient, first_inverse
+from crossed.model.inverse import inverse_lower
 
 if TYPE_CHECKING:
     from crossed.model.pls import PLS
@@ -229,9 +229,7 @@ def _logdet_gradient(pls: PLS, plan: _Plan, f: Factor, templates: list[np.ndarra
         np.all(scale[:rr] >= LATER_SCALE_MIN))
     lower_only = from_diagonal and pls._map is not None
     if R:
-        Sinv, info = lapack.dpotri(f.L[:R, :R], lower=1)
-        if info != 0:
-            raise np.linalg.LinAlgError(f"dpotri failed (info={info})")
+        Sinv = inverse_lower(f.L, R)
         if not lower_only:
             upper = plan.upper.get(R)
             if upper is None:

@@ -186,6 +186,12 @@ class PLS:
         return self._sparse is not None
 
     @property
+    def dense_order(self) -> int:
+        """Order of the dense matrix each evaluation factors past its diagonal lead (0 on
+        the sparse Schur path): what sets an evaluation's BLAS cost."""
+        return 0 if self._sparse is not None else self.r - self._diagonal
+
+    @property
     def xtx(self) -> np.ndarray:
         """XᵀX, computed once per X (it is y-free: new responses reuse it)."""
         kept = getattr(self, "_xtx", None)

@@ -161,6 +161,7 @@ def optimize_theta(crit: Callable[[np.ndarray], float], theta0: np.ndarray,
                    crit_grad: Callable[[np.ndarray], tuple[float, np.ndarray]] | None = None,
                    check_grad: Callable[[np.ndarray], tuple[float, np.ndarray]] | None = None,
                    blocks: Sequence[ReBlock] = (),
+                   costly_evaluations: bool = False,
                    ) -> tuple[OptSummary, ConvergenceCheck]:
     """BOBYQA from ``theta0`` with lme4's settings (or L-BFGS-B on the analytic gradient,
     ``control.optimizer == "lbfgsb"``), then continuations (module docstring) by BOBYQA.
@@ -185,6 +186,9 @@ def optimize_theta(crit: Callable[[np.ndarray], float], theta0: np.ndarray,
     blocks : sequence of ReBlock, optional
         The design's blocks: where a correlated one ends singular, :func:`face_probes`
         tries its covariance written with another factor (none: no such probes).
+    costly_evaluations : bool
+        Each evaluation factors a dense matrix of order ``AUTO_LBFGSB_DENSE`` or more:
+        ``"auto"`` runs L-BFGS-B whatever the number of θ (see ``LmerControl``).
 
     Returns
     -------
@@ -199,7 +203,7 @@ def optimize_theta(crit: Callable[[np.ndarray], float], theta0: np.ndarray,
         raise ValueError("optimizer 'lbfgsb' needs the criterion's gradient (crit_grad)")
     use_lbfgsb = control.optimizer == "lbfgsb" or (
         control.optimizer == "auto" and crit_grad is not None
-        and len(theta0) >= AUTO_LBFGSB_THETA)
+        and (len(theta0) >= AUTO_LBFGSB_THETA or costly_evaluations))
 
     def lbfgsb_from(start: np.ndarray) -> OptSummary:
         assert crit_grad is not None  # checked above

@@ -18,7 +18,12 @@ from crossed.engines.native.converge import (
     optimize_theta,
     restart_message,
 )
-from crossed.engines.native.optimize import LmerControl, OptSummary, Restart
+from crossed.engines.native.optimize import (
+    AUTO_LBFGSB_DENSE,
+    LmerControl,
+    OptSummary,
+    Restart,
+)
 from crossed.engines.native.rescale import reparametrisation
 from crossed.engines.registry import FunctionEngine
 from crossed.model.batched import objectives
@@ -109,7 +114,7 @@ def fit_pls(design: Design, pls: PLS, reml: bool, control: LmerControl,
         crit_keeping_best, theta0, design.random.theta_lower, control, crit_many, crit,
         crit_grad_keeping_best if has_gradient else None,
         crit_grad if has_gradient and len(theta0) >= CHECK_GRADIENT_THETA else None,
-        blocks)
+        blocks, costly_evaluations=pls_opt.dense_order >= AUTO_LBFGSB_DENSE)
     if (control.optimizer == "auto" and opt.optimizer == "L-BFGS-B"
             and correlation_at_the_boundary(pls_opt, opt.theta_final, control.singular_tol)):
         opt, check = _bobyqa_as_well(opt, check, crit_keeping_best, theta0, design, blocks,

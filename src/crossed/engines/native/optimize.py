@@ -16,8 +16,8 @@ from scipy.optimize import minimize
 if TYPE_CHECKING:
     from crossed.model.convergence import ConvergenceStatus
 
-__all__ = ["AUTO_LBFGSB_THETA", "OPTIMIZERS", "PIRLS_MODES", "LmerControl", "OptSummary",
-           "Restart", "bobyqa", "lbfgsb"]
+__all__ = ["AUTO_LBFGSB_DENSE", "AUTO_LBFGSB_THETA", "OPTIMIZERS", "PIRLS_MODES", "LmerControl",
+           "OptSummary", "Restart", "bobyqa", "lbfgsb"]
 
 
 ROUNDOFF_LIMITED = -4  # NLopt's NLOPT_ROUNDOFF_LIMITED
@@ -25,6 +25,9 @@ OPTIMIZERS = ("auto", "bobyqa", "lbfgsb")
 PIRLS_MODES = ("lme4", "exact", "auto")
 AUTO_LBFGSB_THETA = 5
 """``optimizer="auto"`` runs L-BFGS-B from this many θ on, BOBYQA below (see LmerControl)."""
+AUTO_LBFGSB_DENSE = 1000
+"""... and with fewer θ where each evaluation factors a dense matrix of at least this order
+(see LmerControl)."""
 _NLOPT_CODES = {
     1: "success", 2: "stopval reached", 3: "ftol reached", 4: "xtol reached",
     5: "maxeval reached", 6: "maxtime reached", -1: "failure", -2: "invalid arguments",
@@ -47,7 +50,12 @@ class LmerControl:
         ``AUTO_LBFGSB_THETA`` (5) variance parameters, where BOBYQA's evaluations grow as
         the square of their number (blurb CCMEM + 8 slopes: ~1,500 BOBYQA evaluations, ~70
         L-BFGS-B evaluations with gradients), BOBYQA below, where it needs few evaluations
-        and one costs a fraction of a gradient. :attr:`OptSummary.optimizer` says which ran.
+        and one costs a fraction of a gradient. Also L-BFGS-B with fewer θ where each
+        evaluation factors a dense matrix of order ``AUTO_LBFGSB_DENSE`` (1,000) or more:
+        there BLAS sets the cost, a gradient costs about three evaluations (the inverse of
+        the factor, ``model/inverse.py``) and L-BFGS-B needs a fifth of BOBYQA's
+        evaluations (InstEval, r = 1,145: 14 against 76, the same criterion to 1e-13).
+        :attr:`OptSummary.optimizer` says which ran.
         Where ``"auto"``'s L-BFGS-B fit ends with a correlation of ±1 (a diagonal θ of a
         correlated block at its bound beside a nonzero θ), BOBYQA also runs from lme4's
         start and the lower criterion is kept (``engine.py``; the criterion is often
