@@ -4,10 +4,17 @@ Hessian in the variance parameters. The df themselves are validated against lmer
 
 from __future__ import annotations
 
+import warnings
+from pathlib import Path
+
 import numpy as np
+import pandas as pd
 import pytest
 
+import crossed
 from crossed.inference.satterthwaite import _pinv_psd
+
+DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 def test_a_hessian_that_is_not_finite_gives_nan_df_with_a_warning():
@@ -18,3 +25,38 @@ def test_a_hessian_that_is_not_finite_gives_nan_df_with_a_warning():
     with pytest.warns(UserWarning, match="Satterthwaite df are not available"):
         A = _pinv_psd(H)
     assert A.shape == (2, 2) and np.all(np.isnan(A))
+
+
+# R (lmerTest 3.1-3), on the centred covariate (the raw one loses lmerTest's digits: its
+# df for I(x^2) there is 51.3):
+#   d <- read.csv("tests/data/yearx_quadratic_reml.csv"); d$xc <- d$x - mean(d$x)
+#   m <- lmer(y ~ xc + I(xc^2) + (1 + z | g), d)
+#   coef(summary(m))["I(xc^2)", "df"]   # 156.67643137
+LMERTEST_CENTRED_DF = 156.67643137
+
+
+def test_nearly_collinear_columns_give_the_centred_models_df():
+    """x ≈ 2000 and x²: the engine solves on orthogonalised columns (fixed_basis), and so
+    does Satterthwaite's Hessian and Jacobian. The df of the x² coefficient does not depend
+    on where x is centred; on the formula's own columns it came out 149.8, silently."""
+    d = pd.read_csv(DATA / "yearx_quadratic_reml.csv")
+    d["xc"] = d["x"] - d["x"].mean()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        raw = crossed.lmer("y ~ x + I(x^2) + (1 + z | g)", d)
+        centred = crossed.lmer("y ~ xc + I(xc^2) + (1 + z | g)", d)
+    assert raw.fixed_basis is not None and centred.fixed_basis is None
+    df_raw = raw.coef_table()["df"].iloc[-1]
+    df_centred = centred.coef_table()["df"].iloc[-1]
+    assert df_raw == pytest.approx(df_centred, rel=1e-6)
+    assert df_raw == pytest.approx(LMERTEST_CENTRED_DF, rel=1e-5)
+
+
+def test_nearly_collinear_columns_raise_no_spurious_hessian_warning():
+    d = pd.read_csv(DATA / "yearx_quadratic_reml.csv")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit = crossed.lmer("y ~ x + I(x^2) + (1 | g)", d)
+        table = fit.coef_table()
+    assert not [w for w in caught if "eigenvalue" in str(w.message)]
+    assert table["df"].iloc[-1] == pytest.approx(183.0, rel=1e-6)  # (as centred: n - p)

@@ -28,11 +28,13 @@ EIG_TOL = 1e-8
 
 
 class _FactorCache:
-    """Factorisations of the PLS problem by theta (σ changes reuse them)."""
+    """Factorisations of the PLS problem the engine solved (:meth:`LmerFit.solved_pls`) by
+    theta (σ changes reuse them)."""
 
     def __init__(self, fit: LmerFit):
-        self.pls = fit.pls
-        self.store: dict[bytes, object] = {fit.theta.tobytes(): fit.factor_at_optimum}
+        self.pls, self.back = fit.solved_pls()
+        self.store: dict[bytes, object] = (
+            {fit.theta.tobytes(): fit.factor_at_optimum} if self.back is None else {})
 
     def __call__(self, theta: np.ndarray):
         key = np.asarray(theta, dtype=float).tobytes()
@@ -79,7 +81,7 @@ class SatterthwaiteModel:
     @classmethod
     def _compute(cls, fit: LmerFit) -> SatterthwaiteModel:
         factors = _FactorCache(fit)
-        pls = fit.pls
+        pls, back = factors.pls, factors.back  # (back: R⁻¹ of orthogonalised columns)
         n, p = fit.design.X.shape
         k = len(fit.theta)
         sigma = float(fit.sigma)
@@ -92,7 +94,9 @@ class SatterthwaiteModel:
             if not f.ok:
                 return np.full(2 + p * p, np.nan)
             Ri = pls.rx_inverse(f)
-            dev = deviance_at(f, sigma, n, p, fit.reml)
+            if back is not None:  # (R_XᵀR_X)⁻¹ of the formula's columns
+                Ri = Ri @ back.T
+            dev = deviance_at(f, sigma, n, p, fit.reml)  # (a constant apart: derivatives)
             return np.concatenate([[dev, f.pwrss], (Ri.T @ Ri).ravel()])
 
         f0, first, second = central_derivatives(at_theta, fit.theta)

@@ -105,6 +105,11 @@ class LmerFit(FitBase):
         gradient, hessian, max_evaluations, failed); ``converged`` is
         ``convergence.converged``. Engines set it; when omitted it is derived from
         ``converged`` and ``is_singular`` (``FAILED`` for a fit that did not converge).
+    fixed_basis : numpy.ndarray or None
+        R (p x p, upper triangular) where the engine solved the penalised least squares on
+        orthogonalised fixed-effect columns X R⁻¹ because X is nearly collinear
+        (``engines/native/rescale.py``); None otherwise. :meth:`solved_pls` rebuilds that
+        problem for inference that re-evaluates the fit.
     """
 
     design: Design
@@ -124,6 +129,7 @@ class LmerFit(FitBase):
     convergence: ConvergenceStatus | None = None
     fit_seconds: float | None = field(default=None, compare=False)
     engine_info: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    fixed_basis: np.ndarray | None = field(default=None, repr=False, compare=False)
     # derived objects of *this* result (its factorisation, inference models): created
     # empty in every instance (replace, copy and pickle too), written only by
     # :meth:`memo`, never a constructor argument
@@ -179,6 +185,25 @@ class LmerFit(FitBase):
         from crossed.model.pls import PLS
 
         return PLS.of(self.design)
+
+    def solved_pls(self) -> tuple[PLS, np.ndarray | None]:
+        """The penalised least squares problem as the engine solved it, and the map of its
+        fixed effects back to the formula's: (PLS, R⁻¹) with β = R⁻¹β′ and
+        cov(β) = R⁻¹ cov(β′) R⁻ᵀ where ``fixed_basis`` is set (its X is X R⁻¹: the same
+        column space, so the criterion differs by a constant at most and the random part,
+        the penalised residual sum of squares and their derivatives are the same, without
+        the digits the formula's nearly collinear columns lose), else (:attr:`pls`, None).
+        """
+        R = self.fixed_basis
+        if R is None:
+            return self.pls, None
+
+        def build() -> tuple[PLS, np.ndarray]:
+            pls = self.pls  # (X R⁻¹ and R⁻¹ as the engine forms them)
+            X = np.linalg.solve(R.T, pls.X.T).T
+            return pls.reparametrised(pls.blocks, X), np.linalg.solve(R, np.eye(len(R)))
+
+        return cast("tuple[PLS, np.ndarray]", self.memo("solved_pls", build))
 
     @property
     def factor_at_optimum(self) -> Factor:

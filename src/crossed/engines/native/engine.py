@@ -142,7 +142,8 @@ def fit_pls(design: Design, pls: PLS, reml: bool, control: LmerControl,
                      control, time.perf_counter() - t0, data_name, check,
                      notes=(*notes, described))
     beta, vcov = rep.beta(fit.beta, fit.vcov_beta)
-    return replace(fit, beta=beta, vcov_beta=vcov, u=rep.u(theta, fit.u))
+    return replace(fit, beta=beta, vcov_beta=vcov, u=rep.u(theta, fit.u),
+                   fixed_basis=rep.fixed)
 
 
 def correlation_at_the_boundary(pls: PLS, theta: np.ndarray, tol: float) -> bool:
