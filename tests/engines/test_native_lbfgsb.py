@@ -235,3 +235,49 @@ def test_lbfgsb_resumes_from_a_trial_point_below_its_stop(monkeypatch) -> None:
     assert opt.fmin == 0.0 and opt.theta_final[0] == 2.0
     assert "resumed 1 time" in opt.message and opt.return_code == 1
     assert opt.feval == len(opt.log)
+
+
+def _crossed_table(n_first: int, n_later: int, per: int, seed: int = 0):
+    """Each of ``n_first`` raters scores ``per`` of ``n_later`` items (InstEval's shape)."""
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    s = np.repeat(np.arange(n_first), per)
+    d = rng.integers(0, n_later, size=len(s))
+    x = rng.normal(size=len(s))
+    y = (0.7 * rng.normal(size=n_first)[s] + 0.5 * rng.normal(size=n_later)[d]
+         + 0.3 * rng.normal(size=n_later)[d] * x + 0.3 * x + rng.normal(size=len(s)))
+    return pd.DataFrame({"y": y, "x": x, "s": s.astype(str), "d": d.astype(str)})
+
+
+def test_auto_takes_lbfgsb_on_a_large_dense_part_with_scalar_later_blocks():
+    """2 θ, a dense part of order 1,003 (1,000 items): each evaluation is a dense Cholesky,
+    a gradient costs a few, and L-BFGS-B needs a fraction of BOBYQA's evaluations."""
+    import crossed
+    from crossed.model.pls import PLS
+
+    data = _crossed_table(1500, 1000, 8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        auto = crossed.lmer("y ~ x + (1 | s) + (1 | d)", data)
+        bobyqa = crossed.lmer("y ~ x + (1 | s) + (1 | d)", data,
+                              control=LmerControl(optimizer="bobyqa"))
+    assert PLS.of(auto.design).dense_order >= 1000
+    assert auto.opt.optimizer == "L-BFGS-B"
+    assert bobyqa.opt.optimizer == "NLOPT_LN_BOBYQA"
+    assert auto.deviance <= bobyqa.deviance * (1 + 1e-12)
+    assert auto.opt.feval < bobyqa.opt.feval
+
+
+def test_auto_keeps_bobyqa_with_a_later_block_of_several_columns():
+    """The same size with a correlated slope in the later factor: its gradient costs more
+    than L-BFGS-B's fewer evaluations save, so BOBYQA runs (4 θ)."""
+    import crossed
+    from crossed.model.pls import PLS
+
+    data = _crossed_table(600, 520, 4, seed=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = crossed.lmer("y ~ x + (1 | s) + (1 + x | d)", data)
+    assert PLS.of(fit.design).dense_order >= 1000
+    assert fit.opt.optimizer == "NLOPT_LN_BOBYQA"

@@ -186,6 +186,11 @@ class PLS:
         return self._sparse is not None
 
     @property
+    def scalar_later_blocks(self) -> bool:
+        """Whether every random-effects block after the first has one column per level."""
+        return self._rest_scalar
+
+    @property
     def dense_order(self) -> int:
         """Order of the dense matrix each evaluation factors past its diagonal lead (0 on
         the sparse Schur path): what sets an evaluation's BLAS cost."""

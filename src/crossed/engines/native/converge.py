@@ -187,8 +187,9 @@ def optimize_theta(crit: Callable[[np.ndarray], float], theta0: np.ndarray,
         The design's blocks: where a correlated one ends singular, :func:`face_probes`
         tries its covariance written with another factor (none: no such probes).
     costly_evaluations : bool
-        Each evaluation factors a dense matrix of order ``AUTO_LBFGSB_DENSE`` or more:
-        ``"auto"`` runs L-BFGS-B whatever the number of θ (see ``LmerControl``).
+        Each evaluation factors a dense matrix of order ``AUTO_LBFGSB_DENSE`` or more, and
+        a gradient costs a few of them: ``"auto"`` runs L-BFGS-B whatever the number of θ
+        (see ``LmerControl``).
 
     Returns
     -------

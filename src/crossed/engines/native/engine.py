@@ -114,7 +114,8 @@ def fit_pls(design: Design, pls: PLS, reml: bool, control: LmerControl,
         crit_keeping_best, theta0, design.random.theta_lower, control, crit_many, crit,
         crit_grad_keeping_best if has_gradient else None,
         crit_grad if has_gradient and len(theta0) >= CHECK_GRADIENT_THETA else None,
-        blocks, costly_evaluations=pls_opt.dense_order >= AUTO_LBFGSB_DENSE)
+        blocks, costly_evaluations=(pls_opt.dense_order >= AUTO_LBFGSB_DENSE
+                                    and pls_opt.scalar_later_blocks))
     if (control.optimizer == "auto" and opt.optimizer == "L-BFGS-B"
             and correlation_at_the_boundary(pls_opt, opt.theta_final, control.singular_tol)):
         opt, check = _bobyqa_as_well(opt, check, crit_keeping_best, theta0, design, blocks,

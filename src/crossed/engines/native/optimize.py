@@ -27,7 +27,7 @@ AUTO_LBFGSB_THETA = 5
 """``optimizer="auto"`` runs L-BFGS-B from this many θ on, BOBYQA below (see LmerControl)."""
 AUTO_LBFGSB_DENSE = 1000
 """... and with fewer θ where each evaluation factors a dense matrix of at least this order
-(see LmerControl)."""
+and every block after the first is scalar (see LmerControl)."""
 _NLOPT_CODES = {
     1: "success", 2: "stopval reached", 3: "ftol reached", 4: "xtol reached",
     5: "maxeval reached", 6: "maxtime reached", -1: "failure", -2: "invalid arguments",
@@ -51,10 +51,12 @@ class LmerControl:
         the square of their number (blurb CCMEM + 8 slopes: ~1,500 BOBYQA evaluations, ~70
         L-BFGS-B evaluations with gradients), BOBYQA below, where it needs few evaluations
         and one costs a fraction of a gradient. Also L-BFGS-B with fewer θ where each
-        evaluation factors a dense matrix of order ``AUTO_LBFGSB_DENSE`` (1,000) or more:
-        there BLAS sets the cost, a gradient costs about three evaluations (the inverse of
-        the factor, ``model/inverse.py``) and L-BFGS-B needs a fifth of BOBYQA's
-        evaluations (InstEval, r = 1,145: 14 against 76, the same criterion to 1e-13).
+        evaluation factors a dense matrix of order ``AUTO_LBFGSB_DENSE`` (1,000) or more
+        and the blocks after the first are scalar: there BLAS sets the cost, a gradient
+        costs about three evaluations (the inverse of the factor, ``model/inverse.py``)
+        and L-BFGS-B needs a fifth of BOBYQA's evaluations (InstEval, r = 1,145: 14
+        against 76, the same criterion to 1e-13). With a later block of several columns
+        the gradient costs more and L-BFGS-B's iterations save less (a third): slower.
         :attr:`OptSummary.optimizer` says which ran.
         Where ``"auto"``'s L-BFGS-B fit ends with a correlation of ±1 (a diagonal θ of a
         correlated block at its bound beside a nonzero θ), BOBYQA also runs from lme4's
