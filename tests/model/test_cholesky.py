@@ -10,20 +10,10 @@ import numpy as np
 import pytest
 from scipy.linalg import lapack
 
+from _spd import spd as _spd
 from crossed import _threads
 from crossed.model import cholesky
 from crossed.model.cholesky import cholesky_lower, split_point
-
-
-def _spd(n: int, seed: int = 0, p: int = 3) -> np.ndarray:
-    """I + BBᵀ on the first n - p rows and columns, then p columns of a larger scale."""
-    rng = np.random.default_rng(seed)
-    B = rng.normal(size=(n, n // 3)) * rng.uniform(0.1, 3.0, size=n)[:, None]
-    B[n - p:] *= 40.0
-    A = B @ B.T
-    A[np.diag_indices(n - p)] += 1.0
-    A[n - p:, n - p:] += np.eye(p)
-    return np.asfortranarray(A)
 
 
 @pytest.fixture(params=[True, False], ids=["helper", "no-helper"])

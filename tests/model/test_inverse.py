@@ -12,22 +12,18 @@ import numpy as np
 import pytest
 from scipy.linalg import lapack
 
+from _spd import spd
 from crossed import _threads
 from crossed.model.cholesky import MIN_BLOCKED, PANEL
 from crossed.model.inverse import _gram_split, inverse_lower
 
 
-def _factor(n: int, seed: int = 0, p: int = 3) -> tuple[np.ndarray, np.ndarray]:
-    """S = I + BBᵀ (then p columns of a larger scale) and its lower Cholesky factor, whose
-    strict upper triangle holds garbage (the engine's factor keeps S's upper triangle)."""
-    rng = np.random.default_rng(seed)
-    B = rng.normal(size=(n, n // 3)) * rng.uniform(0.1, 3.0, size=n)[:, None]
-    B[n - p:] *= 40.0
-    S = B @ B.T
-    S[np.diag_indices(n - p)] += 1.0
-    S[n - p:, n - p:] += np.eye(p)
+def _factor(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """S and its lower Cholesky factor, whose strict upper triangle holds garbage (the
+    engine's factor keeps S's upper triangle)."""
+    S = spd(n, seed)
     L = np.linalg.cholesky(S)
-    L[np.triu_indices(n, 1)] = rng.normal(size=n * (n - 1) // 2)
+    L[np.triu_indices(n, 1)] = np.random.default_rng(seed).normal(size=n * (n - 1) // 2)
     return S, np.asfortranarray(L)
 
 
