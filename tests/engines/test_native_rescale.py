@@ -24,6 +24,7 @@ import pytest
 
 import crossed
 from crossed.design import build_design
+from crossed.engines.native.glmer import SeparationWarning
 from crossed.engines.native.rescale import (
     CENTRE_RATIO,
     column_rescaling,
@@ -195,3 +196,50 @@ def test_fixed_preconditioner():
     np.testing.assert_allclose(Q.T @ Q, np.eye(3), atol=1e-6)
     assert fixed_preconditioner(np.column_stack([np.ones(200), x - 2000.0])) is None
     assert fixed_preconditioner(np.ones((200, 1))) is None
+
+
+def _binomial_quadratic(seed: int, separated: bool = False) -> pd.DataFrame:
+    """Binary outcomes on a quadratic in x ≈ 2000 (x's SD 5), 30 groups; ``separated``
+    adds an indicator ``s`` whose rows are all 1 (complete separation)."""
+    rng = np.random.default_rng(seed)
+    n, ng = 900, 30
+    g = rng.integers(0, ng, size=n)
+    x = 2000.0 + rng.normal(0.0, 5.0, size=n)
+    eta = -0.3 + 0.15 * (x - 2000) - 0.01 * (x - 2000) ** 2 + 0.8 * rng.normal(size=ng)[g]
+    y = (rng.uniform(size=n) < 1.0 / (1.0 + np.exp(-eta))).astype(float)
+    d = pd.DataFrame({"y": y, "x": x, "g": g.astype(str)})
+    if separated:
+        d["s"] = (rng.uniform(size=n) < 0.05).astype(float)
+        d.loc[d.s == 1, "y"] = 1.0
+    return d.assign(xc=d.x - d.x.mean())
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_collinear_fixed_effects_in_a_glmm(seed):
+    """glmer on x + I(x^2), x ≈ 2000: fitted on orthogonalised columns, the criterion,
+    the x² coefficient and its SE are the centred model's, and lme4's convergence check
+    (on the orthogonalised coefficients) raises no false alarm. On the raw columns it
+    warned max|grad| = 5.9 and 42 and fell back to R_X's SEs."""
+    d = _binomial_quadratic(seed)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit = crossed.glmer("y ~ x + I(x^2) + (1 | g)", d, family="binomial")
+    assert not [w for w in caught if issubclass(w.category, crossed.ConvergenceWarning)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        centred = crossed.glmer("y ~ xc + I(xc^2) + (1 | g)", d, family="binomial")
+    assert fit.criterion == pytest.approx(centred.criterion, rel=1e-8)
+    assert fit.beta[2] == pytest.approx(centred.beta[2], rel=1e-5)
+    se, se_centred = np.sqrt(np.diag(fit.vcov_beta)), np.sqrt(np.diag(centred.vcov_beta))
+    assert se[2] == pytest.approx(se_centred[2], rel=1e-3)  # (finite-difference Hessians)
+    assert any("orthogonalised" in m for m in fit.messages)
+    np.testing.assert_allclose(fit.fitted(), centred.fitted(), rtol=1e-5, atol=1e-7)
+    # the optimiser's record and the check's derivatives are in the formula's β
+    assert fit.opt.theta_final[1:] == pytest.approx(fit.beta)
+    assert len(fit.engine_info["gradient"]) == 1 + 3
+
+
+def test_separation_is_judged_on_the_formulas_columns_in_a_glmm():
+    d = _binomial_quadratic(1, separated=True)
+    with pytest.warns(SeparationWarning, match="complete separation.*s = 1"):
+        crossed.glmer("y ~ x + I(x^2) + s + (1 | g)", d, family="binomial")

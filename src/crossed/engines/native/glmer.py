@@ -26,7 +26,12 @@ from crossed.design.frame import DataError
 from crossed.design.random import ReBlock
 from crossed.engines.native.faces import face_probes
 from crossed.engines.native.optimize import ROUNDOFF_LIMITED, LmerControl, OptSummary
-from crossed.engines.native.rescale import ColumnRescaling, column_rescaling
+from crossed.engines.native.rescale import (
+    FIXED_NOTE,
+    ColumnRescaling,
+    column_rescaling,
+    fixed_preconditioner,
+)
 from crossed.model.convergence import ConvergenceStatus, classify_convergence, derivatives
 from crossed.model.finish import ConvergenceWarning, SingularFitWarning
 from crossed.model.glmm.batch import laplace_many
@@ -97,14 +102,51 @@ def fit_glmm(design: Design, family: Family | str = "binomial", nagq: int = 1,
     """
     with single_blas_thread():
         rescaling = column_rescaling(design.random.blocks)
-        if rescaling is None:
-            return _fit(design, family_of(family), int(nagq), control or LmerControl(),
-                        data_name)
-        # slopes on columns far from 0: the optimiser runs on them centred (rescale.py)
-        random = replace(design.random, blocks=rescaling.apply(design.random.blocks))
-        fit = _fit(replace(design, random=random), family_of(family), int(nagq),
-                   control or LmerControl(), data_name)
-        return _back(fit, design, rescaling)
+        basis = fixed_preconditioner(design.X)
+        solved = design
+        if rescaling is not None:
+            # slopes on columns far from 0: the optimiser runs on them centred (rescale.py)
+            solved = replace(solved, random=replace(
+                design.random, blocks=rescaling.apply(design.random.blocks)))
+        if basis is not None:  # nearly collinear X: fitted on X R⁻¹ (rescale.py)
+            solved = replace(solved, fixed=replace(
+                design.fixed, X=np.linalg.solve(basis.T, design.X.T).T))
+        fit = _fit(solved, family_of(family), int(nagq), control or LmerControl(), data_name,
+                   separation=basis is None)
+        if basis is not None:  # (separation is judged on the formula's columns and β)
+            fit = _unrotate(fit, design, basis)
+            messages = list(fit.messages)
+            _check_separation(design, fit.family, fit.beta, fit.vcov_beta, fit.mu, messages)
+            fit = replace(fit, messages=tuple(messages))
+        if rescaling is not None:
+            fit = _back(fit, design, rescaling)
+        return fit
+
+
+def _unrotate(fit: GlmerFit, design: Design, R: np.ndarray) -> GlmerFit:
+    """A fit of the orthogonalised fixed-effect columns X R⁻¹ written for the formula's:
+    β = R⁻¹β′, its covariance, the optimiser's (θ, β) points and the check's derivatives
+    (g = Jᵀg′, H = JᵀH′J with J = blockdiag(I, R)); η, the criterion, θ and the modes are
+    the same model's and unchanged."""
+    p = len(R)
+    Ri = np.linalg.solve(R, np.eye(p))
+    k = len(fit.theta)
+
+    def point(x: np.ndarray) -> np.ndarray:  # (θ, β′) -> (θ, β); stage 1's θ alone
+        return x if len(x) == k else np.concatenate([x[:k], Ri @ x[k:]])
+
+    assert fit.opt is not None  # the native fit's record
+    opt = replace(fit.opt, theta_start=point(fit.opt.theta_start),
+                  theta_final=point(fit.opt.theta_final),
+                  log=tuple((point(x), v) for x, v in fit.opt.log))
+    info = dict(fit.engine_info)
+    g, H = info.get("gradient"), info.get("hessian")
+    if g is not None and H is not None and len(g) == k + p:
+        J = np.eye(k + p)
+        J[k:, k:] = R
+        info["gradient"], info["hessian"] = J.T @ g, J.T @ H @ J
+    return replace(fit, design=design, beta=Ri @ fit.beta, vcov_beta=Ri @ fit.vcov_beta @ Ri.T,
+                   opt=opt, engine_info=info, messages=(*fit.messages, FIXED_NOTE))
 
 
 def _back(fit: GlmerFit, design: Design, rescaling: ColumnRescaling) -> GlmerFit:
@@ -123,7 +165,7 @@ def _back(fit: GlmerFit, design: Design, rescaling: ColumnRescaling) -> GlmerFit
 
 
 def _fit(design: Design, family: Family, nagq: int, control: LmerControl,
-         data_name: str) -> GlmerFit:
+         data_name: str, separation: bool = True) -> GlmerFit:
     t0 = time.perf_counter()
     if nagq < 0 or nagq > 100:
         raise ValueError(f"nAGQ must be between 0 and 100, got {nagq}")
@@ -255,7 +297,8 @@ def _fit(design: Design, family: Family, nagq: int, control: LmerControl,
     vcov = unsc
     if derivs is not None and p:
         vcov = _hessian_vcov(derivs[1], k, unsc, messages)
-    _check_separation(design, family, beta, vcov, state.mu, messages)
+    if separation:
+        _check_separation(design, family, beta, vcov, state.mu, messages)
     u = tuple(prob.split(state.u))
     fit = GlmerFit(
         design=design, family=family, nagq=nagq, engine="native", theta=theta, beta=beta,

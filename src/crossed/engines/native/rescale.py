@@ -27,7 +27,9 @@ optimum). Where the condition number of X's cross-product matrix, its columns sc
 unit length, exceeds :data:`FIXED_CONDITION`, the PLS problem is solved with
 X′ = X R⁻¹ (X = QR, so X′ = Q): the same column space, so the same fit, with β = R⁻¹β′,
 cov(β) = R⁻¹ cov(β′) R⁻ᵀ and a REML criterion larger by 2 log|det R| (its log|R_X|²
-term), which the optimiser's values include. :func:`fixed_preconditioner` gives R.
+term), which the optimiser's values include. :func:`fixed_preconditioner` gives R. GLMMs
+(``glmer.py``) fit X′ the same way, and map β, its covariance and the (θ, β) derivatives
+of the convergence check back.
 
 Validated by ``tests/engines/test_native_rescale.py``.
 """
@@ -42,7 +44,7 @@ import numpy as np
 from crossed.design.random import ReBlock
 from crossed.engines.native.faces import correlated_ranges
 
-__all__ = ["CENTRE_RATIO", "FIXED_CONDITION", "ColumnRescaling", "Reparametrisation",
+__all__ = ["CENTRE_RATIO", "FIXED_CONDITION", "FIXED_NOTE", "ColumnRescaling", "Reparametrisation",
            "column_rescaling", "fixed_preconditioner", "lower_factor", "reparametrisation"]
 
 CENTRE_RATIO = 10.0
@@ -50,6 +52,11 @@ CENTRE_RATIO = 10.0
 FIXED_CONDITION = 1e8
 """X is orthogonalised for the PLS problem when the condition number of its scaled
 cross-product matrix exceeds this (X's own condition number 1e4)."""
+FIXED_NOTE = ("the fixed-effect columns are nearly collinear (condition number of their "
+              f"scaled cross-products over {FIXED_CONDITION:.0e}): the penalised least "
+              "squares were solved on orthogonalised columns (the same fit) and β and its "
+              "covariance mapped back")
+"""The fit's message where X was orthogonalised (LMM and GLMM)."""
 
 
 def fixed_preconditioner(X: np.ndarray, xtx: np.ndarray | None = None) -> np.ndarray | None:
@@ -223,10 +230,7 @@ class Reparametrisation:
         """One line for the fit's messages."""
         parts = [] if self.columns is None else [self.columns.describe()]
         if self.fixed is not None:
-            parts.append("the fixed-effect columns are nearly collinear (condition number of "
-                         f"their scaled cross-products over {FIXED_CONDITION:.0e}): the "
-                         "penalised least squares were solved on orthogonalised columns "
-                         "(the same fit) and β and its covariance mapped back")
+            parts.append(FIXED_NOTE)
         return "; ".join(parts)
 
     def theta(self, theta: np.ndarray) -> np.ndarray:
