@@ -457,3 +457,48 @@ def test_the_centred_response_gives_the_same_system():
     np.testing.assert_allclose(beta2, beta + [5.0, -2.0, 3.0], rtol=1e-10)
     for a, b in zip(u, u2, strict=True):
         np.testing.assert_allclose(a, b, atol=1e-10)
+
+
+# R (lme4 1.1-31), an uncorrelated random slope on an uncentred year (fuzz seed 20461):
+#   d <- read.csv("tests/data/yearx_uncorrelated.csv", stringsAsFactors = TRUE)
+#   f <- lmer(y ~ 1 + (x || g) + (1 | h), d, REML = FALSE, devFunOnly = TRUE)
+#   f(c(250, 0.5, 0.08))           # 12325.3324412463
+#   f(c(423.3, 0.4907, 0.0922))    # 12307.0935103014
+#   deviance(lmer(y ~ 1 + (x || g) + (1 | h), d, REML = FALSE))
+#   # 12307.0935083827 (and 12307.0935004764 in another run: R's BLAS threads)
+YEARX_AT = {(250.0, 0.5, 0.08): 12325.3324412463, (423.3, 0.4907, 0.0922): 12307.0935103014}
+YEARX_LME4 = 12307.0935083827
+
+
+def _yearx_uncorrelated():
+    path = Path(__file__).resolve().parents[1] / "data" / "yearx_uncorrelated.csv"
+    return pd.read_csv(path, dtype={"g": str, "h": str})
+
+
+def test_ill_conditioned_levels_take_the_pwrss_from_the_residuals():
+    """Within a level the intercept and x ≈ 2000 (SD 10) are nearly collinear (Hadamard
+    ratio 8e4): the factor's last pivot lost 7 digits of the pwrss, and the ML criterion
+    was 1e-7 off lme4's (and the exact value, to 50 digits) at the same θ. From the
+    residuals it is within 1e-11."""
+    design = build_design(parse("y ~ 1 + (x || g) + (1 | h)"), _yearx_uncorrelated())
+    pls = PLS(design.random.blocks, design.X, design.y)
+    assert pls._exact_pwrss
+    for theta, expected in YEARX_AT.items():
+        assert pls.objective(np.array(theta), reml=False) == pytest.approx(expected, rel=1e-11)
+    # the optimum: where lme4 stops (before, 17.3 above it, and 15 apart between kernels)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = crossed.lmer("y ~ 1 + (x || g) + (1 | h)", _yearx_uncorrelated(), reml=False)
+    assert fit.deviance <= YEARX_LME4 * (1 + 1e-9)
+
+
+def test_well_conditioned_levels_keep_the_factors_pwrss():
+    """sleepstudy's levels (Days 0-9: Hadamard ratio 3.5) keep the last pivot (no extra
+    solve per evaluation); the residual form agrees with it there."""
+    d = pd.read_csv(Path(__file__).resolve().parents[1] / "data" / "sleepstudy.csv",
+                    dtype={"Subject": str})
+    design = build_design(parse("Reaction ~ Days + (Days | Subject)"), d)
+    pls = PLS(design.random.blocks, design.X, design.y)
+    assert not pls._exact_pwrss
+    f = pls.factor(np.array([0.9, 0.02, 0.2]))
+    assert pls._with_exact_pwrss(f).pwrss == pytest.approx(f.pwrss, rel=1e-12)

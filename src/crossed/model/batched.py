@@ -34,7 +34,8 @@ def batchable(pls: PLS) -> bool:
     """Whether :func:`objectives` evaluates ``pls`` in one batch: a single grouping factor
     with one or two columns, its Schur update by a dense map."""
     return (pls.r_rand == 0 and pls.q1 in (1, 2) and pls._map is not None
-            and isinstance(pls._map.W, np.ndarray))
+            and isinstance(pls._map.W, np.ndarray)
+            and not pls._exact_pwrss)  # (pls.factor's pwrss from the residuals)
 
 
 def objectives(pls: PLS, thetas: list[np.ndarray], reml: bool) -> np.ndarray:

@@ -58,10 +58,14 @@ from crossed.model.update_plan import diagonal_lead, level_pattern, plan_update
 if TYPE_CHECKING:
     from crossed.design import Design
 
-__all__ = ["Factor", "MAX_DENSE", "PLS", "deviance_at", "profiled_deviance",
-           "sparse_z", "tri_inverse", "tri_solve"]
+__all__ = ["AMPLIFICATION_LIMIT", "Factor", "MAX_DENSE", "PLS", "deviance_at",
+           "hadamard_ratio", "level_products", "profiled_deviance", "sparse_z",
+           "tri_inverse", "tri_solve"]
 
 MAX_DENSE = 20000
+AMPLIFICATION_LIMIT = 1e4
+"""From this Hadamard ratio of a level's cross-products on (:func:`hadamard_ratio`), the
+penalised residual sum of squares is computed from the residuals (:meth:`PLS.factor`)."""
 _SMALL_SCHUR = 256
 """Up to this size the scaled A_rr is formed by one product with the scales' outer product
 (fewer calls), above it block by block on the upper triangle (half the work)."""
@@ -76,6 +80,37 @@ def sparse_z(block: ReBlock, values: np.ndarray | None = None) -> sp.csr_matrix:
     Zv = block.Z if values is None else values
     return sp.csr_matrix((Zv.ravel(), cols, np.arange(0, n * q + 1, q)),
                          shape=(n, block.nlevels * q))
+
+
+def level_products(block: ReBlock, z: np.ndarray | None = None) -> np.ndarray:
+    """Each level's cross-products A_s = Z_sᵀZ_s of a block, (ℓ, q, q) (``z``: other values
+    in Z's place, e.g. √w-scaled)."""
+    z = block.Z if z is None else z
+    q, ell = block.q, block.nlevels
+    A = np.empty((ell, q, q))
+    for a in range(q):
+        for b in range(a + 1):
+            A[:, a, b] = A[:, b, a] = np.bincount(block.codes, weights=z[:, a] * z[:, b],
+                                                  minlength=ell)
+    return A
+
+
+def hadamard_ratio(A: np.ndarray) -> float:
+    """The largest Hadamard ratio Π diag(A_s) / det(A_s) of stacked (ℓ, q, q) cross-products
+    (1 for q = 1; inf for a singular A_s with a positive diagonal).
+
+    It measures how many digits a level's solve can lose: a random slope on an uncentred
+    year (x ≈ 2000, SD 10 within a level) has a ratio of about 4e4. With two columns and an
+    uncorrelated template the ratio of ΛᵀA_sΛ + I is at most A_s's, for any θ."""
+    if A.shape[1] < 2:
+        return 1.0
+    diag = np.einsum("sii->si", A)
+    used = np.all(diag > 0, axis=1)  # (an all-zero column of a level: no solve there)
+    if not used.any():
+        return 1.0
+    sign, logdet = np.linalg.slogdet(A[used])
+    ratio = np.where(sign > 0, np.log(diag[used]).sum(axis=1) - logdet, np.inf)
+    return float(np.exp(np.max(ratio)))
 
 
 class PLS:
@@ -141,12 +176,7 @@ class PLS:
         # cross-products that do not involve y (shared by with_response)
         Z1 = sparse_z(first)
         Zr = sp.hstack([sparse_z(b) for b in rest], format="csr") if rest else None
-        z1 = first.Z
-        A11 = np.empty((self.l1, self.q1, self.q1))
-        for a in range(self.q1):
-            for b in range(a + 1):
-                A11[:, a, b] = A11[:, b, a] = np.bincount(
-                    first.codes, weights=z1[:, a] * z1[:, b], minlength=self.l1)
+        A11 = level_products(first)
         self.A11 = A11
         self._band = BandedBlocks(A11, first.theta_index) if self.q1 > 2 else None
         if self.q1 == 2:  # T = [[t0, 0], [t1, t2]] (theta positions, -1 = 0) and A_s entries
@@ -163,6 +193,9 @@ class PLS:
         # scalar later blocks: the index ranges of each block, then of X and y (scale 1)
         bounds = np.cumsum([0] + self.rest_sizes + [self.p + 1])
         self._scalar_ranges = list(zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True))
+        # ill-conditioned levels: the pwrss from the residuals (factor), for every θ
+        self._exact_pwrss = max([hadamard_ratio(A11)] + [
+            hadamard_ratio(level_products(b)) for b in rest if b.q > 1]) >= AMPLIFICATION_LIMIT
         # the sparse Schur complement (sparse_schur.py): no r x r array is formed
         y = np.asarray(y, dtype=float)
         yc, y_beta = self._centred(y)
@@ -233,6 +266,7 @@ class PLS:
         if yc is None or y_beta is None:
             yc, y_beta = self._centred(y)
         self._y_beta = y_beta
+        self._yc = yc
         rr = self.r_rand
         dense = np.column_stack([self.X, yc])
         # the sparse products read it row by row: C order (scipy copies an F-order operand
@@ -283,6 +317,7 @@ class PLS:
             self._sparse.set_response(yc)
         self.y = y
         self._y_beta = y_beta
+        self._yc = yc
         self.A1r = sp.hstack([self._sparse.A1R, sp.csr_matrix(self._sparse.A1D)], format="csr")
 
     def _group_block(self, A1r: sp.csr_matrix, levels: np.ndarray, cols: np.ndarray
@@ -495,7 +530,8 @@ class PLS:
                 H = self._band.half(theta, chol)
                 G = np.swapaxes(H, 1, 2) @ H
             assert G is not None  # first_block's (q1 <= 2) or formed above
-            return self._sparse.factor(theta, G, ld1, chol)
+            sf = self._sparse.factor(theta, G, ld1, chol)
+            return self._with_exact_pwrss(sf) if self._exact_pwrss and sf.ok else sf
         L = self.schur(theta, chol, G, H)
         if cholesky_lower(L, solve_from=self.r_rand, diagonal=self._diagonal) != 0:
             return Factor(theta=theta, ok=False)
@@ -505,8 +541,29 @@ class PLS:
         ldL2 = ld1 + 2.0 * float(logd[:rr].sum()) if rr else ld1
         ldL2 -= self.ldW  # (prior weights: lme4's criterion has ldL2 - ldW)
         ldRX2 = 2.0 * float(logd[rr:].sum())
-        return Factor(theta=theta, ok=True, ldL2=ldL2, ldRX2=ldRX2, pwrss=float(d[-1] ** 2),
-                      L=L, first=chol)
+        f = Factor(theta=theta, ok=True, ldL2=ldL2, ldRX2=ldRX2, pwrss=float(d[-1] ** 2),
+                   L=L, first=chol)
+        return self._with_exact_pwrss(f) if self._exact_pwrss else f
+
+    def _with_exact_pwrss(self, f: Factor) -> Factor:
+        """``f`` with its penalised residual sum of squares recomputed from the residuals,
+        ‖y − Xβ − ZΛu‖² + ‖u‖², as lme4 computes it (designs whose levels are
+        ill-conditioned: ``AMPLIFICATION_LIMIT``).
+
+        The factor's last pivot is that minimum as a difference of cross-products, whose
+        rounding the levels' solves amplify: on an uncorrelated slope of an uncentred year
+        it was off by 7e-6 relative (the ML criterion by 0.004, and the optimiser's path
+        differed between BLAS kernels). At a solution with error δ the residual form is off
+        by O(δ²) only: 1e-10 there."""
+        beta, u = self.solve(f)
+        theta = f.theta
+        fitted = self.X @ (beta - self._y_beta)  # (the centred response's fit)
+        for blk, ub in zip(self.blocks, u, strict=True):
+            b = ub @ blk.template(theta).T  # b = Λu per level
+            fitted += np.einsum("nq,nq->n", blk.Z, b[blk.codes])
+        res = self._yc - fitted
+        pwrss = float(res @ res) + sum(float(np.vdot(ub, ub)) for ub in u)
+        return replace(f, pwrss=pwrss)
 
     def objective(self, theta: np.ndarray, reml: bool) -> float:
         """Profiled deviance (ML) or REML criterion at ``theta``."""

@@ -10,7 +10,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from crossed.model.banded import BandedBlocks
-from crossed.model.pls import PLS, sparse_z
+from crossed.model.pls import PLS, level_products, sparse_z
 
 __all__ = ["reweighted"]
 
@@ -26,11 +26,7 @@ def reweighted(pls: PLS, sqrt_w: np.ndarray, y: np.ndarray) -> PLS:
     new._source = src  # type: ignore[attr-defined]
     first, rest = blocks[0], blocks[1:]
     z1 = first.Z * sqrt_w[:, None]
-    A11 = np.empty((pls.l1, pls.q1, pls.q1))
-    for a in range(pls.q1):
-        for b in range(a + 1):
-            A11[:, a, b] = A11[:, b, a] = np.bincount(
-                first.codes, weights=z1[:, a] * z1[:, b], minlength=pls.l1)
+    A11 = level_products(first, z1)
     new.A11 = A11
     if pls.q1 > 2:
         new._band = BandedBlocks(A11, first.theta_index)
@@ -45,5 +41,7 @@ def reweighted(pls: PLS, sqrt_w: np.ndarray, y: np.ndarray) -> PLS:
         new._ZrtZr = (Zr.T @ Zr).toarray()
     new.X = X * sqrt_w[:, None]
     new._free = None
+    # (its blocks keep the unweighted Z: the factor's own pwrss, not the residuals')
+    new._exact_pwrss = False
     new._set_response(np.asarray(y, dtype=float) * sqrt_w)
     return new
