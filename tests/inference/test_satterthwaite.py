@@ -48,7 +48,8 @@ def test_nearly_collinear_columns_give_the_centred_models_df():
     assert raw.fixed_basis is not None and centred.fixed_basis is None
     df_raw = raw.coef_table()["df"].iloc[-1]
     df_centred = centred.coef_table()["df"].iloc[-1]
-    assert df_raw == pytest.approx(df_centred, rel=1e-6)
+    # (the two fits stop at θ 1e-5 apart: the df move by 2e-6 with them)
+    assert df_raw == pytest.approx(df_centred, rel=1e-5)
     assert df_raw == pytest.approx(LMERTEST_CENTRED_DF, rel=1e-5)
 
 

@@ -482,7 +482,7 @@ def test_ill_conditioned_levels_take_the_pwrss_from_the_residuals():
     residuals it is within 1e-11."""
     design = build_design(parse("y ~ 1 + (x || g) + (1 | h)"), _yearx_uncorrelated())
     pls = PLS(design.random.blocks, design.X, design.y)
-    assert pls._exact_pwrss
+    assert pls.residual_pwrss == "always"
     for theta, expected in YEARX_AT.items():
         assert pls.objective(np.array(theta), reml=False) == pytest.approx(expected, rel=1e-11)
     # the optimum: where lme4 stops (before, 17.3 above it, and 15 apart between kernels)
@@ -499,6 +499,6 @@ def test_well_conditioned_levels_keep_the_factors_pwrss():
                     dtype={"Subject": str})
     design = build_design(parse("Reaction ~ Days + (Days | Subject)"), d)
     pls = PLS(design.random.blocks, design.X, design.y)
-    assert not pls._exact_pwrss
+    assert pls.residual_pwrss == "auto" and not pls.pwrss_lost(pls.factor(np.ones(3)).pwrss)
     f = pls.factor(np.array([0.9, 0.02, 0.2]))
     assert pls._with_exact_pwrss(f).pwrss == pytest.approx(f.pwrss, rel=1e-12)

@@ -23,6 +23,7 @@ from crossed.model.closed_forms import (
     entries_2x2,
     g_2x2,
 )
+from crossed.model.pls import BEYOND_REPAIR, CANCELLATION_LIMIT
 
 if TYPE_CHECKING:
     from crossed.model.pls import PLS
@@ -35,7 +36,7 @@ def batchable(pls: PLS) -> bool:
     with one or two columns, its Schur update by a dense map."""
     return (pls.r_rand == 0 and pls.q1 in (1, 2) and pls._map is not None
             and isinstance(pls._map.W, np.ndarray)
-            and not pls._exact_pwrss)  # (pls.factor's pwrss from the residuals)
+            and pls.residual_pwrss != "always")  # (pls.factor's pwrss from the residuals)
 
 
 def objectives(pls: PLS, thetas: list[np.ndarray], reml: bool) -> np.ndarray:
@@ -52,7 +53,7 @@ def objectives(pls: PLS, thetas: list[np.ndarray], reml: bool) -> np.ndarray:
 
 def _batch(pls: PLS, T: np.ndarray, reml: bool) -> np.ndarray | None:
     """Every step of :meth:`PLS.factor` on all points together; None if one fails."""
-    G, ld1 = _first_block(pls, T)
+    G, ld1, amplification = _first_block(pls, T)
     if not np.all(np.isfinite(ld1)):
         return None
     m = pls._map
@@ -67,16 +68,24 @@ def _batch(pls: PLS, T: np.ndarray, reml: bool) -> np.ndarray | None:
         return None
     d = np.diagonal(L, axis1=1, axis2=2)
     pwrss = d[:, -1] ** 2
+    # where pls.factor takes the pwrss from the residuals (pwrss_lost), it evaluates each
+    # point
+    product = pls._yc_ss * amplification / pwrss
+    if pls.residual_pwrss == "auto" and np.any(
+            (product >= CANCELLATION_LIMIT) & (product < BEYOND_REPAIR)):
+        return None
     values = criterion(ld1 - pls.ldW, 2.0 * np.log(d[:, :-1]).sum(axis=1), pwrss, pls.n,
                        pls.p, reml)
     return np.where(pwrss > 0, values, np.inf)
 
 
-def _first_block(pls: PLS, T: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """G_s = T B_s⁻¹ Tᵀ per point and level, (points, ℓ, q, q), and log det of the block."""
+def _first_block(pls: PLS, T: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """G_s = T B_s⁻¹ Tᵀ per point and level, (points, ℓ, q, q), log det of the block, and
+    the largest Hadamard ratio of its B_s (1 for q = 1; :meth:`PLS.pwrss_lost`), per point."""
     if pls.q1 == 1:
         b, G = closed_form_1x1(pls.A11[:, 0, 0], T[:, pls._t1][:, None])
-        return G[:, :, None, None], np.log(b).sum(axis=1)
+        return G[:, :, None, None], np.log(b).sum(axis=1), np.ones(len(T))
     th = np.concatenate([T, np.zeros((len(T), 1))], axis=1)  # (index -1: a zero of T)
     b, det, prods = entries_2x2(pls._a_2x2, *(th[:, i] for i in pls._t_2x2))
-    return g_2x2(b, det, prods), np.log(det).sum(axis=1)
+    ratio = (b[:, 0] * b[:, 2] / det).max(axis=1)
+    return g_2x2(b, det, prods), np.log(det).sum(axis=1), ratio

@@ -58,14 +58,24 @@ from crossed.model.update_plan import diagonal_lead, level_pattern, plan_update
 if TYPE_CHECKING:
     from crossed.design import Design
 
-__all__ = ["AMPLIFICATION_LIMIT", "Factor", "MAX_DENSE", "PLS", "deviance_at",
-           "hadamard_ratio", "level_products", "profiled_deviance", "sparse_z",
+__all__ = ["BEYOND_REPAIR", "CANCELLATION_LIMIT", "Factor", "MAX_DENSE", "PLS", "RANK_DEFICIENT",
+           "collinear_levels", "deviance_at", "level_products", "profiled_deviance", "sparse_z",
            "tri_inverse", "tri_solve"]
 
 MAX_DENSE = 20000
-AMPLIFICATION_LIMIT = 1e4
-"""From this Hadamard ratio of a level's cross-products on (:func:`hadamard_ratio`), the
-penalised residual sum of squares is computed from the residuals (:meth:`PLS.factor`)."""
+CANCELLATION_LIMIT = 1e4
+"""The factor's penalised residual sum of squares is recomputed from the residuals
+(:meth:`PLS.factor`) at every θ where a level's cross-products have a Hadamard ratio of at
+least this (:func:`collinear_levels`), and elsewhere at a θ where the response's sum of
+squares about X is this many times it, counted with the first block's amplification
+(:meth:`PLS.pwrss_lost`)."""
+BEYOND_REPAIR = 1e12
+"""... up to this product: past it the factor itself has lost all but a few digits, and its
+solution, which the residuals are formed from, with them (``Days * 1e12`` in
+``(Days | Subject)``: lme4 stops with 'Downdated VtV is not positive definite')."""
+RANK_DEFICIENT = 1e10
+"""A level whose cross-products have a larger Hadamard ratio is taken as rank deficient
+(one row, or a column constant within it) by :func:`collinear_levels`."""
 _SMALL_SCHUR = 256
 """Up to this size the scaled A_rr is formed by one product with the scales' outer product
 (fewer calls), above it block by block on the upper triangle (half the work)."""
@@ -95,22 +105,22 @@ def level_products(block: ReBlock, z: np.ndarray | None = None) -> np.ndarray:
     return A
 
 
-def hadamard_ratio(A: np.ndarray) -> float:
-    """The largest Hadamard ratio Π diag(A_s) / det(A_s) of stacked (ℓ, q, q) cross-products
-    (1 for q = 1; inf for a singular A_s with a positive diagonal).
-
-    It measures how many digits a level's solve can lose: a random slope on an uncentred
-    year (x ≈ 2000, SD 10 within a level) has a ratio of about 4e4. With two columns and an
-    uncorrelated template the ratio of ΛᵀA_sΛ + I is at most A_s's, for any θ."""
+def collinear_levels(A: np.ndarray) -> bool:
+    """Whether some level's cross-products A_s (stacked, (ℓ, q, q)) of full rank have a
+    Hadamard ratio Π diag(A_s) / det(A_s) of ``CANCELLATION_LIMIT`` or more (below
+    ``RANK_DEFICIENT``): columns nearly collinear within a level, a random slope on an
+    uncentred year (x ≈ 2000, SD 10 within a level: about 4e4). With two columns and an
+    uncorrelated template ΛᵀA_sΛ + I has a smaller ratio, whatever θ."""
     if A.shape[1] < 2:
-        return 1.0
+        return False
     diag = np.einsum("sii->si", A)
-    used = np.all(diag > 0, axis=1)  # (an all-zero column of a level: no solve there)
+    used = np.all(diag > 0, axis=1)
     if not used.any():
-        return 1.0
+        return False
     sign, logdet = np.linalg.slogdet(A[used])
-    ratio = np.where(sign > 0, np.log(diag[used]).sum(axis=1) - logdet, np.inf)
-    return float(np.exp(np.max(ratio)))
+    log_ratio = np.log(diag[used]).sum(axis=1) - np.where(sign > 0, logdet, -np.inf)
+    full = log_ratio < np.log(RANK_DEFICIENT)
+    return bool(np.any(log_ratio[full] >= np.log(CANCELLATION_LIMIT)))
 
 
 class PLS:
@@ -193,9 +203,11 @@ class PLS:
         # scalar later blocks: the index ranges of each block, then of X and y (scale 1)
         bounds = np.cumsum([0] + self.rest_sizes + [self.p + 1])
         self._scalar_ranges = list(zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True))
-        # ill-conditioned levels: the pwrss from the residuals (factor), for every θ
-        self._exact_pwrss = max([hadamard_ratio(A11)] + [
-            hadamard_ratio(level_products(b)) for b in rest if b.q > 1]) >= AMPLIFICATION_LIMIT
+        # the pwrss from the residuals (factor): at every θ for nearly collinear levels,
+        # else where the factor's pivot cancels (GLMM working copies: never)
+        self.residual_pwrss = "always" if any(
+            collinear_levels(A11 if b is first else level_products(b))
+            for b in self.blocks if b.q > 1) else "auto"
         # the sparse Schur complement (sparse_schur.py): no r x r array is formed
         y = np.asarray(y, dtype=float)
         yc, y_beta = self._centred(y)
@@ -267,6 +279,7 @@ class PLS:
             yc, y_beta = self._centred(y)
         self._y_beta = y_beta
         self._yc = yc
+        self._yc_ss = float(yc @ yc)
         rr = self.r_rand
         dense = np.column_stack([self.X, yc])
         # the sparse products read it row by row: C order (scipy copies an F-order operand
@@ -318,6 +331,7 @@ class PLS:
         self.y = y
         self._y_beta = y_beta
         self._yc = yc
+        self._yc_ss = float(yc @ yc)
         self.A1r = sp.hstack([self._sparse.A1R, sp.csr_matrix(self._sparse.A1D)], format="csr")
 
     def _group_block(self, A1r: sp.csr_matrix, levels: np.ndarray, cols: np.ndarray
@@ -531,7 +545,8 @@ class PLS:
                 G = np.swapaxes(H, 1, 2) @ H
             assert G is not None  # first_block's (q1 <= 2) or formed above
             sf = self._sparse.factor(theta, G, ld1, chol)
-            return self._with_exact_pwrss(sf) if self._exact_pwrss and sf.ok else sf
+            lost = sf.ok and self.pwrss_lost(sf.pwrss, chol)
+            return self._with_exact_pwrss(sf) if lost else sf
         L = self.schur(theta, chol, G, H)
         if cholesky_lower(L, solve_from=self.r_rand, diagonal=self._diagonal) != 0:
             return Factor(theta=theta, ok=False)
@@ -543,7 +558,28 @@ class PLS:
         ldRX2 = 2.0 * float(logd[rr:].sum())
         f = Factor(theta=theta, ok=True, ldL2=ldL2, ldRX2=ldRX2, pwrss=float(d[-1] ** 2),
                    L=L, first=chol)
-        return self._with_exact_pwrss(f) if self._exact_pwrss else f
+        return self._with_exact_pwrss(f) if self.pwrss_lost(f.pwrss, chol) else f
+
+    def pwrss_lost(self, pwrss: float, first: np.ndarray | None = None) -> bool:
+        """Whether a factor's pwrss, its last squared pivot, has lost digits to
+        cancellation and is to be recomputed from the residuals.
+
+        The pivot is the centred response's sum of squares less what the random effects
+        explain, so it loses the digits of their ratio ρ = yᵀy / pwrss, and where the first
+        block has two columns also those its per-level solves lose: the largest Hadamard
+        ratio b₀₀b₁₁ / det B_s of its matrices (``first``: their entries, ``first_block``'s
+        for q₁ = 2). Recomputed where the product reaches ``CANCELLATION_LIMIT`` (the
+        reference cases: at most 70) and is below ``BEYOND_REPAIR``, and always with
+        ``residual_pwrss == "always"`` (nearly collinear levels: :func:`collinear_levels`)."""
+        if self.residual_pwrss != "auto":
+            return self.residual_pwrss == "always"
+        if not pwrss > 0:
+            return False  # (not positive definite: the caller's business)
+        rho = self._yc_ss / pwrss
+        if first is not None and self.q1 == 2 and self._band is None:
+            b00b11 = first[0] * first[2]
+            rho *= float(np.max(b00b11 / (b00b11 - first[1] * first[1])))
+        return CANCELLATION_LIMIT <= rho < BEYOND_REPAIR
 
     def _with_exact_pwrss(self, f: Factor) -> Factor:
         """``f`` with its penalised residual sum of squares recomputed from the residuals,
@@ -553,9 +589,14 @@ class PLS:
         The factor's last pivot is that minimum as a difference of cross-products, whose
         rounding the levels' solves amplify: on an uncorrelated slope of an uncentred year
         it was off by 7e-6 relative (the ML criterion by 0.004, and the optimiser's path
-        differed between BLAS kernels). At a solution with error δ the residual form is off
-        by O(δ²) only: 1e-10 there."""
-        beta, u = self.solve(f)
+        differed between BLAS kernels). The same happens where the random effects explain
+        nearly all of the response (a tiny y with an O(1) ``offset(z)`` and a slope on z:
+        a pwrss 1.8e7 times below y's sum of squares, the criterion off by 0.05). At a
+        solution with error δ the residual form is off by O(δ²) only: 1e-10 there."""
+        try:
+            beta, u = self.solve(f)
+        except np.linalg.LinAlgError:  # (a level's matrix not numerically positive
+            return f  # definite: the factor's pwrss, and the fit's own error if at the end)
         theta = f.theta
         fitted = self.X @ (beta - self._y_beta)  # (the centred response's fit)
         for blk, ub in zip(self.blocks, u, strict=True):
@@ -563,7 +604,7 @@ class PLS:
             fitted += np.einsum("nq,nq->n", blk.Z, b[blk.codes])
         res = self._yc - fitted
         pwrss = float(res @ res) + sum(float(np.vdot(ub, ub)) for ub in u)
-        return replace(f, pwrss=pwrss)
+        return replace(f, pwrss=pwrss) if np.isfinite(pwrss) and pwrss > 0 else f
 
     def objective(self, theta: np.ndarray, reml: bool) -> float:
         """Profiled deviance (ML) or REML criterion at ``theta``."""

@@ -42,6 +42,6 @@ def reweighted(pls: PLS, sqrt_w: np.ndarray, y: np.ndarray) -> PLS:
     new.X = X * sqrt_w[:, None]
     new._free = None
     # (its blocks keep the unweighted Z: the factor's own pwrss, not the residuals')
-    new._exact_pwrss = False
+    new.residual_pwrss = "never"
     new._set_response(np.asarray(y, dtype=float) * sqrt_w)
     return new
