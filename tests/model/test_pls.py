@@ -502,3 +502,35 @@ def test_well_conditioned_levels_keep_the_factors_pwrss():
     assert pls.residual_pwrss == "auto" and not pls.pwrss_lost(pls.factor(np.ones(3)).pwrss)
     f = pls.factor(np.array([0.9, 0.02, 0.2]))
     assert pls._with_exact_pwrss(f).pwrss == pytest.approx(f.pwrss, rel=1e-12)
+
+
+# R (lme4 1.1-31), a response of order 1e-4 with an O(1) offset absorbed by a slope on it
+# (fuzz seed 30050):
+#   d <- read.csv("tests/data/tiny_offset_slope.csv", stringsAsFactors = TRUE)
+#   f <- lmer(y ~ x + offset(z) + (1 | g) + (0 + z | g), d, REML = FALSE,
+#             devFunOnly = TRUE)
+#   f(c(0, 7257.6))     # -15644.1237280378
+#   f(c(0.5, 5000))     # -15579.6234408168
+#   deviance(lmer(y ~ x + offset(z) + (1 | g) + (0 + z | g), d, REML = FALSE))
+#   # -15644.1237280386
+TINY_OFFSET_AT = {(0.0, 7257.6): -15644.1237280378, (0.5, 5000.0): -15579.6234408168}
+TINY_OFFSET_LME4 = -15644.1237280386
+
+
+def test_a_pivot_that_cancels_is_recomputed_from_the_residuals():
+    """The random slope explains all but 1/1.8e7 of y - offset: the factor's last pivot
+    kept 5 digits of the pwrss (the criterion 0.11 off at lme4's θ; the fit stopped 0.16
+    above lme4, and 0.27 apart between BLAS kernels)."""
+    d = pd.read_csv(Path(__file__).resolve().parents[1] / "data" / "tiny_offset_slope.csv",
+                    dtype={"g": str})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = crossed.lmer("y ~ x + offset(z) + (1 | g) + (0 + z | g)", d, reml=False)
+    design = fit.design
+    pls = PLS(design.random.blocks, design.X, design.y - design.offset)
+    assert pls.residual_pwrss == "auto"  # (the levels are well conditioned)
+    for theta, expected in TINY_OFFSET_AT.items():
+        f = pls.factor(np.array(theta))
+        assert pls.pwrss_lost(f.pwrss)
+        assert profiled_deviance(f, pls.n, pls.p, False) == pytest.approx(expected, rel=1e-12)
+    assert fit.deviance <= TINY_OFFSET_LME4 + 1e-9 * abs(TINY_OFFSET_LME4)
