@@ -23,7 +23,7 @@ from crossed.model.closed_forms import (
     entries_2x2,
     g_2x2,
 )
-from crossed.model.pls import BEYOND_REPAIR, CANCELLATION_LIMIT
+from crossed.model.pwrss import BEYOND_REPAIR, CANCELLATION_LIMIT
 
 if TYPE_CHECKING:
     from crossed.model.pls import PLS
@@ -68,7 +68,7 @@ def _batch(pls: PLS, T: np.ndarray, reml: bool) -> np.ndarray | None:
         return None
     d = np.diagonal(L, axis1=1, axis2=2)
     pwrss = d[:, -1] ** 2
-    # where pls.factor takes the pwrss from the residuals (pwrss_lost), it evaluates each
+    # where pls.factor takes the pwrss from the residuals (pwrss.pivot_cancels), it evaluates each
     # point
     product = pls._yc_ss * amplification / pwrss
     if pls.residual_pwrss == "auto" and np.any(
@@ -81,7 +81,7 @@ def _batch(pls: PLS, T: np.ndarray, reml: bool) -> np.ndarray | None:
 
 def _first_block(pls: PLS, T: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """G_s = T B_s⁻¹ Tᵀ per point and level, (points, ℓ, q, q), log det of the block, and
-    the largest Hadamard ratio of its B_s (1 for q = 1; :meth:`PLS.pwrss_lost`), per point."""
+    the largest Hadamard ratio of its B_s (1 for q = 1; :func:`~crossed.model.pwrss.pivot_cancels`), per point."""
     if pls.q1 == 1:
         b, G = closed_form_1x1(pls.A11[:, 0, 0], T[:, pls._t1][:, None])
         return G[:, :, None, None], np.log(b).sum(axis=1), np.ones(len(T))

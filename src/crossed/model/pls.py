@@ -46,6 +46,7 @@ from crossed.model.cholesky import cholesky_lower
 from crossed.model.closed_forms import closed_form_1x1, first_block_2x2, matrices_2x2
 from crossed.model.condvar import conditional_inverse_blocks
 from crossed.model.factor import Factor, deviance_at, profiled_deviance, tri_inverse, tri_solve
+from crossed.model.pwrss import collinear_levels, from_residuals, level_products, pivot_cancels
 from crossed.model.sparse_map import (
     Products,
     SparseMap,
@@ -58,24 +59,10 @@ from crossed.model.update_plan import diagonal_lead, level_pattern, plan_update
 if TYPE_CHECKING:
     from crossed.design import Design
 
-__all__ = ["BEYOND_REPAIR", "CANCELLATION_LIMIT", "Factor", "MAX_DENSE", "PLS", "RANK_DEFICIENT",
-           "collinear_levels", "deviance_at", "level_products", "profiled_deviance", "sparse_z",
+__all__ = ["Factor", "MAX_DENSE", "PLS", "deviance_at", "profiled_deviance", "sparse_z",
            "tri_inverse", "tri_solve"]
 
 MAX_DENSE = 20000
-CANCELLATION_LIMIT = 1e4
-"""The factor's penalised residual sum of squares is recomputed from the residuals
-(:meth:`PLS.factor`) at every θ where a level's cross-products have a Hadamard ratio of at
-least this (:func:`collinear_levels`), and elsewhere at a θ where the response's sum of
-squares about X is this many times it, counted with the first block's amplification
-(:meth:`PLS.pwrss_lost`)."""
-BEYOND_REPAIR = 1e12
-"""... up to this product: past it the factor itself has lost all but a few digits, and its
-solution, which the residuals are formed from, with them (``Days * 1e12`` in
-``(Days | Subject)``: lme4 stops with 'Downdated VtV is not positive definite')."""
-RANK_DEFICIENT = 1e10
-"""A level whose cross-products have a larger Hadamard ratio is taken as rank deficient
-(one row, or a column constant within it) by :func:`collinear_levels`."""
 _SMALL_SCHUR = 256
 """Up to this size the scaled A_rr is formed by one product with the scales' outer product
 (fewer calls), above it block by block on the upper triangle (half the work)."""
@@ -90,37 +77,6 @@ def sparse_z(block: ReBlock, values: np.ndarray | None = None) -> sp.csr_matrix:
     Zv = block.Z if values is None else values
     return sp.csr_matrix((Zv.ravel(), cols, np.arange(0, n * q + 1, q)),
                          shape=(n, block.nlevels * q))
-
-
-def level_products(block: ReBlock, z: np.ndarray | None = None) -> np.ndarray:
-    """Each level's cross-products A_s = Z_sᵀZ_s of a block, (ℓ, q, q) (``z``: other values
-    in Z's place, e.g. √w-scaled)."""
-    z = block.Z if z is None else z
-    q, ell = block.q, block.nlevels
-    A = np.empty((ell, q, q))
-    for a in range(q):
-        for b in range(a + 1):
-            A[:, a, b] = A[:, b, a] = np.bincount(block.codes, weights=z[:, a] * z[:, b],
-                                                  minlength=ell)
-    return A
-
-
-def collinear_levels(A: np.ndarray) -> bool:
-    """Whether some level's cross-products A_s (stacked, (ℓ, q, q)) of full rank have a
-    Hadamard ratio Π diag(A_s) / det(A_s) of ``CANCELLATION_LIMIT`` or more (below
-    ``RANK_DEFICIENT``): columns nearly collinear within a level, a random slope on an
-    uncentred year (x ≈ 2000, SD 10 within a level: about 4e4). With two columns and an
-    uncorrelated template ΛᵀA_sΛ + I has a smaller ratio, whatever θ."""
-    if A.shape[1] < 2:
-        return False
-    diag = np.einsum("sii->si", A)
-    used = np.all(diag > 0, axis=1)
-    if not used.any():
-        return False
-    sign, logdet = np.linalg.slogdet(A[used])
-    log_ratio = np.log(diag[used]).sum(axis=1) - np.where(sign > 0, logdet, -np.inf)
-    full = log_ratio < np.log(RANK_DEFICIENT)
-    return bool(np.any(log_ratio[full] >= np.log(CANCELLATION_LIMIT)))
 
 
 class PLS:
@@ -545,8 +501,8 @@ class PLS:
                 G = np.swapaxes(H, 1, 2) @ H
             assert G is not None  # first_block's (q1 <= 2) or formed above
             sf = self._sparse.factor(theta, G, ld1, chol)
-            lost = sf.ok and self.pwrss_lost(sf.pwrss, chol)
-            return self._with_exact_pwrss(sf) if lost else sf
+            lost = sf.ok and pivot_cancels(self, sf.pwrss, chol)
+            return from_residuals(self, sf) if lost else sf
         L = self.schur(theta, chol, G, H)
         if cholesky_lower(L, solve_from=self.r_rand, diagonal=self._diagonal) != 0:
             return Factor(theta=theta, ok=False)
@@ -558,53 +514,7 @@ class PLS:
         ldRX2 = 2.0 * float(logd[rr:].sum())
         f = Factor(theta=theta, ok=True, ldL2=ldL2, ldRX2=ldRX2, pwrss=float(d[-1] ** 2),
                    L=L, first=chol)
-        return self._with_exact_pwrss(f) if self.pwrss_lost(f.pwrss, chol) else f
-
-    def pwrss_lost(self, pwrss: float, first: np.ndarray | None = None) -> bool:
-        """Whether a factor's pwrss, its last squared pivot, has lost digits to
-        cancellation and is to be recomputed from the residuals.
-
-        The pivot is the centred response's sum of squares less what the random effects
-        explain, so it loses the digits of their ratio ρ = yᵀy / pwrss, and where the first
-        block has two columns also those its per-level solves lose: the largest Hadamard
-        ratio b₀₀b₁₁ / det B_s of its matrices (``first``: their entries, ``first_block``'s
-        for q₁ = 2). Recomputed where the product reaches ``CANCELLATION_LIMIT`` (the
-        reference cases: at most 70) and is below ``BEYOND_REPAIR``, and always with
-        ``residual_pwrss == "always"`` (nearly collinear levels: :func:`collinear_levels`)."""
-        if self.residual_pwrss != "auto":
-            return self.residual_pwrss == "always"
-        if not pwrss > 0:
-            return False  # (not positive definite: the caller's business)
-        rho = self._yc_ss / pwrss
-        if first is not None and self.q1 == 2 and self._band is None:
-            b00b11 = first[0] * first[2]
-            rho *= float(np.max(b00b11 / (b00b11 - first[1] * first[1])))
-        return CANCELLATION_LIMIT <= rho < BEYOND_REPAIR
-
-    def _with_exact_pwrss(self, f: Factor) -> Factor:
-        """``f`` with its penalised residual sum of squares recomputed from the residuals,
-        ‖y − Xβ − ZΛu‖² + ‖u‖², as lme4 computes it (designs whose levels are
-        ill-conditioned: ``AMPLIFICATION_LIMIT``).
-
-        The factor's last pivot is that minimum as a difference of cross-products, whose
-        rounding the levels' solves amplify: on an uncorrelated slope of an uncentred year
-        it was off by 7e-6 relative (the ML criterion by 0.004, and the optimiser's path
-        differed between BLAS kernels). The same happens where the random effects explain
-        nearly all of the response (a tiny y with an O(1) ``offset(z)`` and a slope on z:
-        a pwrss 1.8e7 times below y's sum of squares, the criterion off by 0.05). At a
-        solution with error δ the residual form is off by O(δ²) only: 1e-10 there."""
-        try:
-            beta, u = self.solve(f)
-        except np.linalg.LinAlgError:  # (a level's matrix not numerically positive
-            return f  # definite: the factor's pwrss, and the fit's own error if at the end)
-        theta = f.theta
-        fitted = self.X @ (beta - self._y_beta)  # (the centred response's fit)
-        for blk, ub in zip(self.blocks, u, strict=True):
-            b = ub @ blk.template(theta).T  # b = Λu per level
-            fitted += np.einsum("nq,nq->n", blk.Z, b[blk.codes])
-        res = self._yc - fitted
-        pwrss = float(res @ res) + sum(float(np.vdot(ub, ub)) for ub in u)
-        return replace(f, pwrss=pwrss) if np.isfinite(pwrss) and pwrss > 0 else f
+        return from_residuals(self, f) if pivot_cancels(self, f.pwrss, chol) else f
 
     def objective(self, theta: np.ndarray, reml: bool) -> float:
         """Profiled deviance (ML) or REML criterion at ``theta``."""

@@ -10,7 +10,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from crossed.model.banded import BandedBlocks
-from crossed.model.pls import PLS, level_products, sparse_z
+from crossed.model.pls import PLS, sparse_z
+from crossed.model.pwrss import level_products
 
 __all__ = ["reweighted"]
 

@@ -1,0 +1,119 @@
+"""The penalised residual sum of squares where the factor's last pivot cancels.
+
+:meth:`PLS.factor <crossed.model.pls.PLS.factor>` reads the pwrss off the last pivot of the
+Cholesky factor of the cross-products, a difference of large numbers where the random
+effects explain nearly all of the response or a level's columns are nearly collinear.
+There it is recomputed from the residuals, as lme4 computes it always (at a cost of one
+solve per evaluation, which lme4 pays everywhere and crossed only here).
+
+Validated against lme4's criterion at given θ and exact (50-digit) values
+(``tests/model/test_pwrss.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from crossed.design.random import ReBlock
+
+if TYPE_CHECKING:
+    from crossed.model.factor import Factor
+    from crossed.model.pls import PLS
+
+__all__ = ["BEYOND_REPAIR", "CANCELLATION_LIMIT", "RANK_DEFICIENT", "collinear_levels",
+           "from_residuals", "level_products", "pivot_cancels"]
+
+CANCELLATION_LIMIT = 1e4
+"""The factor's penalised residual sum of squares is recomputed from the residuals at every
+θ where a level's cross-products have a Hadamard ratio of at least this
+(:func:`collinear_levels`), and elsewhere at a θ where the response's sum of squares about
+X is this many times it, counted with the first block's amplification
+(:func:`pivot_cancels`)."""
+BEYOND_REPAIR = 1e12
+"""... up to this product: past it the factor itself has lost all but a few digits, and its
+solution, which the residuals are formed from, with them (``Days * 1e12`` in
+``(Days | Subject)``: lme4 stops with 'Downdated VtV is not positive definite')."""
+RANK_DEFICIENT = 1e10
+"""A level whose cross-products have a larger Hadamard ratio is taken as rank deficient
+(one row, or a column constant within it) by :func:`collinear_levels`."""
+
+
+def level_products(block: ReBlock, z: np.ndarray | None = None) -> np.ndarray:
+    """Each level's cross-products A_s = Z_sᵀZ_s of a block, (ℓ, q, q) (``z``: other values
+    in Z's place, e.g. √w-scaled)."""
+    z = block.Z if z is None else z
+    q, ell = block.q, block.nlevels
+    A = np.empty((ell, q, q))
+    for a in range(q):
+        for b in range(a + 1):
+            A[:, a, b] = A[:, b, a] = np.bincount(block.codes, weights=z[:, a] * z[:, b],
+                                                  minlength=ell)
+    return A
+
+
+def collinear_levels(A: np.ndarray) -> bool:
+    """Whether some level's cross-products A_s (stacked, (ℓ, q, q)) of full rank have a
+    Hadamard ratio Π diag(A_s) / det(A_s) of ``CANCELLATION_LIMIT`` or more (below
+    ``RANK_DEFICIENT``): columns nearly collinear within a level, a random slope on an
+    uncentred year (x ≈ 2000, SD 10 within a level: about 4e4). With two columns and an
+    uncorrelated template ΛᵀA_sΛ + I has a smaller ratio, whatever θ."""
+    if A.shape[1] < 2:
+        return False
+    diag = np.einsum("sii->si", A)
+    used = np.all(diag > 0, axis=1)
+    if not used.any():
+        return False
+    sign, logdet = np.linalg.slogdet(A[used])
+    log_ratio = np.log(diag[used]).sum(axis=1) - np.where(sign > 0, logdet, -np.inf)
+    full = log_ratio < np.log(RANK_DEFICIENT)
+    return bool(np.any(log_ratio[full] >= np.log(CANCELLATION_LIMIT)))
+
+
+def pivot_cancels(pls: PLS, pwrss: float, first: np.ndarray | None = None) -> bool:
+    """Whether a factor's pwrss, its last squared pivot, has lost digits to
+    cancellation and is to be recomputed from the residuals.
+
+    The pivot is the centred response's sum of squares less what the random effects
+    explain, so it loses the digits of their ratio ρ = yᵀy / pwrss, and where the first
+    block has two columns also those its per-level solves lose: the largest Hadamard
+    ratio b₀₀b₁₁ / det B_s of its matrices (``first``: their entries, ``first_block``'s
+    for q₁ = 2). Recomputed where the product reaches ``CANCELLATION_LIMIT`` (the
+    reference cases: at most 70) and is below ``BEYOND_REPAIR``, and always with
+    ``pls.residual_pwrss == "always"`` (nearly collinear levels: :func:`collinear_levels`)."""
+    if pls.residual_pwrss != "auto":
+        return pls.residual_pwrss == "always"
+    if not pwrss > 0:
+        return False  # (not positive definite: the caller's business)
+    rho = pls._yc_ss / pwrss
+    if first is not None and pls.q1 == 2 and pls._band is None:
+        b00b11 = first[0] * first[2]
+        rho *= float(np.max(b00b11 / (b00b11 - first[1] * first[1])))
+    return CANCELLATION_LIMIT <= rho < BEYOND_REPAIR
+
+
+def from_residuals(pls: PLS, f: Factor) -> Factor:
+    """``f`` with its penalised residual sum of squares recomputed from the residuals,
+    ‖y − Xβ − ZΛu‖² + ‖u‖², as lme4 computes it (where :func:`pivot_cancels`).
+
+    The factor's last pivot is that minimum as a difference of cross-products, whose
+    rounding the levels' solves amplify: on an uncorrelated slope of an uncentred year
+    it was off by 7e-6 relative (the ML criterion by 0.004, and the optimiser's path
+    differed between BLAS kernels). The same happens where the random effects explain
+    nearly all of the response (a tiny y with an O(1) ``offset(z)`` and a slope on z:
+    a pwrss 1.8e7 times below y's sum of squares, the criterion off by 0.05). At a
+    solution with error δ the residual form is off by O(δ²) only: 1e-10 there."""
+    try:
+        beta, u = pls.solve(f)
+    except np.linalg.LinAlgError:  # (a level's matrix not numerically positive
+        return f  # definite: the factor's pwrss, and the fit's own error if at the end)
+    theta = f.theta
+    fitted = pls.X @ (beta - pls._y_beta)  # (the centred response's fit)
+    for blk, ub in zip(pls.blocks, u, strict=True):
+        b = ub @ blk.template(theta).T  # b = Λu per level
+        fitted += np.einsum("nq,nq->n", blk.Z, b[blk.codes])
+    res = pls._yc - fitted
+    pwrss = float(res @ res) + sum(float(np.vdot(ub, ub)) for ub in u)
+    return replace(f, pwrss=pwrss) if np.isfinite(pwrss) and pwrss > 0 else f
