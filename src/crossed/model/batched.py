@@ -81,7 +81,8 @@ def _batch(pls: PLS, T: np.ndarray, reml: bool) -> np.ndarray | None:
 
 def _first_block(pls: PLS, T: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """G_s = T B_s⁻¹ Tᵀ per point and level, (points, ℓ, q, q), log det of the block, and
-    the largest Hadamard ratio of its B_s (1 for q = 1; :func:`~crossed.model.pwrss.pivot_cancels`), per point."""
+    the largest Hadamard ratio of its B_s per point (1 for q = 1;
+    :func:`~crossed.model.pwrss.pivot_cancels`)."""
     if pls.q1 == 1:
         b, G = closed_form_1x1(pls.A11[:, 0, 0], T[:, pls._t1][:, None])
         return G[:, :, None, None], np.log(b).sum(axis=1), np.ones(len(T))
