@@ -148,6 +148,7 @@ class PLS:
         if self.q1 == 2:  # T = [[t0, 0], [t1, t2]] (theta positions, -1 = 0) and A_s entries
             self._t_2x2 = first.theta_index[[0, 1, 1], [0, 0, 1]].tolist()
             self._a_2x2 = np.stack([A11[:, 0, 0], A11[:, 1, 0], A11[:, 1, 1]])
+            self._a_2x2_max = (float(A11[:, 0, 0].max()), float(A11[:, 1, 1].max()))
         self._Zr = Zr
         self._Z1t = Z1.T.tocsr()
         self._rest_scalar = all(b.q == 1 for b in rest)
@@ -501,7 +502,7 @@ class PLS:
                 G = np.swapaxes(H, 1, 2) @ H
             assert G is not None  # first_block's (q1 <= 2) or formed above
             sf = self._sparse.factor(theta, G, ld1, chol)
-            lost = sf.ok and pivot_cancels(self, sf.pwrss, chol)
+            lost = sf.ok and pivot_cancels(self, sf.pwrss, chol, theta)
             return from_residuals(self, sf) if lost else sf
         L = self.schur(theta, chol, G, H)
         if cholesky_lower(L, solve_from=self.r_rand, diagonal=self._diagonal) != 0:
@@ -514,7 +515,7 @@ class PLS:
         ldRX2 = 2.0 * float(logd[rr:].sum())
         f = Factor(theta=theta, ok=True, ldL2=ldL2, ldRX2=ldRX2, pwrss=float(d[-1] ** 2),
                    L=L, first=chol)
-        return from_residuals(self, f) if pivot_cancels(self, f.pwrss, chol) else f
+        return from_residuals(self, f) if pivot_cancels(self, f.pwrss, chol, theta) else f
 
     def objective(self, theta: np.ndarray, reml: bool) -> float:
         """Profiled deviance (ML) or REML criterion at ``theta``."""

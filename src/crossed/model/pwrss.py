@@ -62,6 +62,12 @@ def collinear_levels(A: np.ndarray) -> bool:
     uncorrelated template ΛᵀA_sΛ + I has a smaller ratio, whatever θ."""
     if A.shape[1] < 2:
         return False
+    if A.shape[1] == 2:  # (the closed form: few calls for small designs)
+        product = A[:, 0, 0] * A[:, 1, 1]
+        det = product - A[:, 1, 0] * A[:, 1, 0]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where((product > 0) & (det > 0), product / det, np.inf)
+        return bool(np.any((ratio >= CANCELLATION_LIMIT) & (ratio < RANK_DEFICIENT)))
     diag = np.einsum("sii->si", A)
     used = np.all(diag > 0, axis=1)
     if not used.any():
@@ -72,7 +78,8 @@ def collinear_levels(A: np.ndarray) -> bool:
     return bool(np.any(log_ratio[full] >= np.log(CANCELLATION_LIMIT)))
 
 
-def pivot_cancels(pls: PLS, pwrss: float, first: np.ndarray | None = None) -> bool:
+def pivot_cancels(pls: PLS, pwrss: float, first: np.ndarray | None = None,
+                  theta: np.ndarray | None = None) -> bool:
     """Whether a factor's pwrss, its last squared pivot, has lost digits to
     cancellation and is to be recomputed from the residuals.
 
@@ -80,7 +87,8 @@ def pivot_cancels(pls: PLS, pwrss: float, first: np.ndarray | None = None) -> bo
     explain, so it loses the digits of their ratio ρ = yᵀy / pwrss, and where the first
     block has two columns also those its per-level solves lose: the largest Hadamard
     ratio b₀₀b₁₁ / det B_s of its matrices (``first``: their entries, ``first_block``'s
-    for q₁ = 2). Recomputed where the product reaches ``CANCELLATION_LIMIT`` (the
+    for q₁ = 2, at ``theta``; computed where a bound of it from θ can reach the limit).
+    Recomputed where the product reaches ``CANCELLATION_LIMIT`` (the
     reference cases: at most 70) and is below ``BEYOND_REPAIR``, and always with
     ``pls.residual_pwrss == "always"`` (nearly collinear levels: :func:`collinear_levels`)."""
     if pls.residual_pwrss != "auto":
@@ -88,10 +96,25 @@ def pivot_cancels(pls: PLS, pwrss: float, first: np.ndarray | None = None) -> bo
     if not pwrss > 0:
         return False  # (not positive definite: the caller's business)
     rho = pls._yc_ss / pwrss
-    if first is not None and pls.q1 == 2 and pls._band is None:
+    if first is not None and pls.q1 == 2 and pls._band is None and (
+            theta is None or rho * _ratio_bound(pls, theta) >= CANCELLATION_LIMIT):
         b00b11 = first[0] * first[2]
         rho *= float(np.max(b00b11 / (b00b11 - first[1] * first[1])))
     return CANCELLATION_LIMIT <= rho < BEYOND_REPAIR
+
+
+def _ratio_bound(pls: PLS, theta: np.ndarray) -> float:
+    """An upper bound of the largest b₀₀b₁₁ / det B_s at ``theta``, from a few Python
+    floats: the ratio is at most min(b₀₀, b₁₁) (B_s − I is positive semi-definite), and
+    b₀₀ and b₁₁ at most their values at the levels' largest a₀₀ and a₁₁
+    (|a₁₀| ≤ √(a₀₀a₁₁); T = [[t₀, 0], [t₁, t₂]])."""
+    a00, a11 = pls._a_2x2_max
+    th = theta.tolist() + [0.0]  # (index -1: a zero of T)
+    t0, t1, t2 = (th[i] for i in pls._t_2x2)
+    root00, root11 = a00 ** 0.5, a11 ** 0.5
+    b00 = 1.0 + (abs(t0) * root00 + abs(t1) * root11) ** 2
+    b11 = 1.0 + t2 * t2 * a11
+    return float(min(b00, b11))
 
 
 def from_residuals(pls: PLS, f: Factor) -> Factor:
