@@ -77,7 +77,7 @@ def test_the_criterion_is_the_same_in_both_parametrisations(table):
     rescaling = column_rescaling(design.random.blocks)
     assert rescaling is not None
     pls = PLS.of(design)
-    centred = pls.reparametrised(rescaling.apply(pls.blocks), pls.X)
+    centred = pls.reparametrised(rescaling.apply(pls.blocks))
     rng = np.random.default_rng(1)
     for _ in range(10):
         theta_c = np.abs(rng.normal(size=4)) * np.array([1, -1, 1, 1])

@@ -11,7 +11,8 @@ from scipy.linalg import lapack
 
 from crossed.model.closed_forms import criterion
 
-__all__ = ["Factor", "deviance_at", "profiled_deviance", "tri_inverse", "tri_solve"]
+__all__ = ["Factor", "basis_inverse", "deviance_at", "in_basis", "profiled_deviance",
+           "tri_inverse", "tri_solve"]
 
 
 def tri_solve(L: np.ndarray, B: np.ndarray, trans: bool = False) -> np.ndarray:
@@ -23,6 +24,18 @@ def tri_solve(L: np.ndarray, B: np.ndarray, trans: bool = False) -> np.ndarray:
     if info != 0:
         raise np.linalg.LinAlgError(f"singular triangular factor (dtrtrs info={info})")
     return x
+
+
+def in_basis(X: np.ndarray, R: np.ndarray) -> np.ndarray:
+    """X R⁻¹: nearly collinear fixed-effect columns written in the basis R of X = QR (the
+    columns Q), which the native engines solve on (``engines/native/rescale.py``)."""
+    return np.asarray(np.linalg.solve(R.T, X.T).T)
+
+
+def basis_inverse(R: np.ndarray) -> np.ndarray:
+    """R⁻¹, which maps the coefficients of :func:`in_basis`'s columns back: β = R⁻¹β′,
+    cov(β) = R⁻¹ cov(β′) R⁻ᵀ."""
+    return np.asarray(np.linalg.solve(R, np.eye(len(R))))
 
 
 def tri_inverse(L: np.ndarray) -> np.ndarray:

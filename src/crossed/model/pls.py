@@ -45,7 +45,14 @@ from crossed.model.banded import BandedBlocks
 from crossed.model.cholesky import cholesky_lower
 from crossed.model.closed_forms import closed_form_1x1, first_block_2x2, matrices_2x2
 from crossed.model.condvar import conditional_inverse_blocks
-from crossed.model.factor import Factor, deviance_at, profiled_deviance, tri_inverse, tri_solve
+from crossed.model.factor import (
+    Factor,
+    deviance_at,
+    in_basis,
+    profiled_deviance,
+    tri_inverse,
+    tri_solve,
+)
 from crossed.model.pwrss import collinear_levels, from_residuals, level_products, pivot_cancels
 from crossed.model.sparse_map import (
     Products,
@@ -318,10 +325,13 @@ class PLS:
         new._set_response(np.asarray(y, dtype=float))
         return new
 
-    def reparametrised(self, blocks: tuple[ReBlock, ...], X: np.ndarray) -> PLS:
+    def reparametrised(self, blocks: tuple[ReBlock, ...], basis: np.ndarray | None = None
+                       ) -> PLS:
         """The same response and prior weights with other random-effects blocks of the
-        same levels and θ, and another X of the same column space (the optimiser's
-        centred and orthogonalised columns: ``engines/native/rescale.py``)."""
+        same levels and θ, and with ``basis`` X in that basis (:func:`in_basis`: the same
+        column space): the optimiser's centred and orthogonalised columns
+        (``engines/native/rescale.py``)."""
+        X = self.X if basis is None else in_basis(self.X, basis)
         out = PLS(blocks, X, self.y, update=self.update)
         out.ldW = self.ldW
         return out

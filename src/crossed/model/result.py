@@ -25,6 +25,7 @@ from crossed.design import Design
 from crossed.design.frame import DataError, check_response_varies
 from crossed.design.glm import newdata_offset
 from crossed.model.convergence import ConvergenceStatus
+from crossed.model.factor import basis_inverse
 from crossed.model.fitbase import FitBase, MethodTable
 
 if TYPE_CHECKING:
@@ -199,9 +200,7 @@ class LmerFit(FitBase):
             return self.pls, None
 
         def build() -> tuple[PLS, np.ndarray]:
-            pls = self.pls  # (X R⁻¹ and R⁻¹ as the engine forms them)
-            X = np.linalg.solve(R.T, pls.X.T).T
-            return pls.reparametrised(pls.blocks, X), np.linalg.solve(R, np.eye(len(R)))
+            return self.pls.reparametrised(self.pls.blocks, R), basis_inverse(R)
 
         return cast("tuple[PLS, np.ndarray]", self.memo("solved_pls", build))
 

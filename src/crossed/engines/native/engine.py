@@ -67,9 +67,8 @@ def fit_pls(design: Design, pls: PLS, reml: bool, control: LmerControl,
     rep = reparametrisation(design.random.blocks, pls.X, reml, pls.xtx if p else None)
     pls_opt, shift = pls, 0.0
     if rep is not None:
-        X = pls.X if rep.fixed is None else np.linalg.solve(rep.fixed.T, pls.X.T).T
         pls_opt = pls.reparametrised(
-            pls.blocks if rep.columns is None else rep.columns.apply(pls.blocks), X)
+            pls.blocks if rep.columns is None else rep.columns.apply(pls.blocks), rep.fixed)
         shift = rep.shift
     blocks = pls_opt.blocks  # (the face probes read their θ structure alone)
 

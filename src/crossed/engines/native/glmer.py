@@ -33,6 +33,7 @@ from crossed.engines.native.rescale import (
     fixed_preconditioner,
 )
 from crossed.model.convergence import ConvergenceStatus, classify_convergence, derivatives
+from crossed.model.factor import basis_inverse, in_basis
 from crossed.model.finish import ConvergenceWarning, SingularFitWarning
 from crossed.model.glmm.batch import laplace_many
 from crossed.model.glmm.family import Family, family_of
@@ -110,7 +111,7 @@ def fit_glmm(design: Design, family: Family | str = "binomial", nagq: int = 1,
                 design.random, blocks=rescaling.apply(design.random.blocks)))
         if basis is not None:  # nearly collinear X: fitted on X R⁻¹ (rescale.py)
             solved = replace(solved, fixed=replace(
-                design.fixed, X=np.linalg.solve(basis.T, design.X.T).T))
+                design.fixed, X=in_basis(design.X, basis)))
         fit = _fit(solved, family_of(family), int(nagq), control or LmerControl(), data_name,
                    separation=basis is None)
         if basis is not None:  # (separation is judged on the formula's columns and β)
@@ -129,7 +130,7 @@ def _unrotate(fit: GlmerFit, design: Design, R: np.ndarray) -> GlmerFit:
     (g = Jᵀg′, H = JᵀH′J with J = blockdiag(I, R)); η, the criterion, θ and the modes are
     the same model's and unchanged."""
     p = len(R)
-    Ri = np.linalg.solve(R, np.eye(p))
+    Ri = basis_inverse(R)
     k = len(fit.theta)
 
     def point(x: np.ndarray) -> np.ndarray:  # (θ, β′) -> (θ, β); stage 1's θ alone

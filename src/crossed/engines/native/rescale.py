@@ -43,6 +43,7 @@ import numpy as np
 
 from crossed.design.random import ReBlock
 from crossed.engines.native.faces import correlated_ranges
+from crossed.model.factor import basis_inverse
 
 __all__ = ["CENTRE_RATIO", "FIXED_CONDITION", "FIXED_NOTE", "ColumnRescaling", "Reparametrisation",
            "column_rescaling", "fixed_preconditioner", "lower_factor", "reparametrisation"]
@@ -246,7 +247,7 @@ class Reparametrisation:
         """β and its covariance for the formula's X, from the orthogonalised columns'."""
         if self.fixed is None:
             return beta, vcov
-        Ri = np.linalg.solve(self.fixed, np.eye(len(beta)))
+        Ri = basis_inverse(self.fixed)
         return Ri @ beta, Ri @ vcov @ Ri.T
 
 
