@@ -23,7 +23,7 @@ from crossed.model.closed_forms import (
     entries_2x2,
     g_2x2,
 )
-from crossed.model.pwrss import BEYOND_REPAIR, CANCELLATION_LIMIT
+from crossed.model.pwrss import amplification_2x2, in_repair_range
 
 if TYPE_CHECKING:
     from crossed.model.pls import PLS
@@ -68,11 +68,10 @@ def _batch(pls: PLS, T: np.ndarray, reml: bool) -> np.ndarray | None:
         return None
     d = np.diagonal(L, axis1=1, axis2=2)
     pwrss = d[:, -1] ** 2
-    # where pls.factor takes the pwrss from the residuals (pwrss.pivot_cancels), it evaluates each
-    # point
-    product = pls._yc_ss * amplification / pwrss
+    # where pls.factor takes the pwrss from the residuals (pwrss.pivot_cancels), it
+    # evaluates each point
     if pls.residual_pwrss == "auto" and np.any(
-            (product >= CANCELLATION_LIMIT) & (product < BEYOND_REPAIR)):
+            in_repair_range(pls._yc_ss * amplification / pwrss)):
         return None
     values = criterion(ld1 - pls.ldW, 2.0 * np.log(d[:, :-1]).sum(axis=1), pwrss, pls.n,
                        pls.p, reml)
@@ -88,5 +87,4 @@ def _first_block(pls: PLS, T: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nd
         return G[:, :, None, None], np.log(b).sum(axis=1), np.ones(len(T))
     th = np.concatenate([T, np.zeros((len(T), 1))], axis=1)  # (index -1: a zero of T)
     b, det, prods = entries_2x2(pls._a_2x2, *(th[:, i] for i in pls._t_2x2))
-    ratio = (b[:, 0] * b[:, 2] / det).max(axis=1)
-    return g_2x2(b, det, prods), np.log(det).sum(axis=1), ratio
+    return g_2x2(b, det, prods), np.log(det).sum(axis=1), amplification_2x2(b, det)

@@ -23,8 +23,9 @@ if TYPE_CHECKING:
     from crossed.model.factor import Factor
     from crossed.model.pls import PLS
 
-__all__ = ["BEYOND_REPAIR", "CANCELLATION_LIMIT", "RANK_DEFICIENT", "collinear_levels",
-           "from_residuals", "level_products", "pivot_cancels"]
+__all__ = ["BEYOND_REPAIR", "CANCELLATION_LIMIT", "RANK_DEFICIENT", "amplification_2x2",
+           "collinear_levels", "from_residuals", "in_repair_range", "level_products",
+           "pivot_cancels"]
 
 CANCELLATION_LIMIT = 1e4
 """The factor's penalised residual sum of squares is recomputed from the residuals at every
@@ -98,9 +99,25 @@ def pivot_cancels(pls: PLS, pwrss: float, first: np.ndarray | None = None,
     rho = pls._yc_ss / pwrss
     if first is not None and pls.q1 == 2 and pls._band is None and (
             theta is None or rho * _ratio_bound(pls, theta) >= CANCELLATION_LIMIT):
-        b00b11 = first[0] * first[2]
-        rho *= float(np.max(b00b11 / (b00b11 - first[1] * first[1])))
-    return CANCELLATION_LIMIT <= rho < BEYOND_REPAIR
+        rho *= float(amplification_2x2(first))
+    return bool(in_repair_range(rho))
+
+
+def in_repair_range(product: float | np.ndarray) -> bool | np.ndarray:
+    """Whether ρ times the first block's amplification (:func:`pivot_cancels`; one or an
+    array of them) calls for the residual form: from ``CANCELLATION_LIMIT`` to below
+    ``BEYOND_REPAIR``."""
+    return (CANCELLATION_LIMIT <= product) & (product < BEYOND_REPAIR)
+
+
+def amplification_2x2(b: np.ndarray, det: np.ndarray | None = None) -> np.ndarray:
+    """The largest Hadamard ratio b₀₀b₁₁ / det B_s over the levels (last axis) of 2 x 2
+    matrices given by their entries (b₀₀, b₁₀, b₁₁) on the axis before (``det``: their
+    determinants, when known)."""
+    b00b11 = b[..., 0, :] * b[..., 2, :]
+    if det is None:
+        det = b00b11 - b[..., 1, :] * b[..., 1, :]
+    return np.asarray((b00b11 / det).max(axis=-1))
 
 
 def _ratio_bound(pls: PLS, theta: np.ndarray) -> float:
