@@ -37,8 +37,8 @@ if TYPE_CHECKING:
     from _ctypes import CFuncPtr, _CArgObject
     from types import ModuleType
 
-__all__ = ["MIN_BLOCKED", "MIN_DIAGONAL", "MIN_SPLIT", "PANEL", "blas", "cholesky_lower",
-           "split_point"]
+__all__ = ["MIN_BLOCKED", "MIN_DIAGONAL", "MIN_SPLIT", "PANEL", "Pointers", "blas",
+           "cholesky_lower", "split_point"]
 
 PANEL = 96
 """Panel width (columns): measured best among 64, 96, 128, 192 for r ≈ 1,100."""
@@ -83,8 +83,6 @@ except (AttributeError, KeyError, TypeError, ValueError):  # pragma: no cover - 
     AVAILABLE = False
 
 _CH = {c: ctypes.c_char_p(c.encode()) for c in "LNRT"}
-_ONE = ctypes.c_double(1.0)
-_MINUS_ONE = ctypes.c_double(-1.0)
 
 
 def _int(v: int) -> _CArgObject:
@@ -97,11 +95,24 @@ def _float(v: float) -> _CArgObject:
 
 class _Calls:
     """The routines above with Python arguments (characters, ints and floats; matrices as
-    pointers with their leading dimension from :meth:`int_arg`), for ``inverse.py``."""
+    pointers with their leading dimension from :meth:`int_arg`: :class:`Pointers`)."""
 
     @staticmethod
     def int_arg(v: int) -> _CArgObject:
         return _int(v)
+
+    @staticmethod
+    def potrf(n: int, A: ctypes.c_void_p, lda: _CArgObject, info: ctypes.c_int) -> None:
+        """A ← its lower Cholesky factor; LAPACK's info in ``info``."""
+        _POTRF(_CH["L"], _int(n), A, lda, ctypes.byref(info))
+
+    @staticmethod
+    def trsm(side: str, uplo: str, trans: str, m: int, n: int, alpha: float,
+             A: ctypes.c_void_p, lda: _CArgObject, B: ctypes.c_void_p, ldb: _CArgObject
+             ) -> None:
+        """B ← alpha op(A)⁻¹ B (side "L") or alpha B op(A)⁻¹ ("R"), A triangular."""
+        _TRSM(_CH[side], _CH[uplo], _CH[trans], _CH["N"], _int(m), _int(n), _float(alpha),
+              A, lda, B, ldb)
 
     @staticmethod
     def trmm(side: str, uplo: str, trans: str, m: int, n: int, alpha: float,
@@ -136,6 +147,21 @@ blas = _Calls()
 """Scipy's BLAS/LAPACK routines called through ctypes (the GIL released), on pointers."""
 
 
+class Pointers:
+    """Pointers into one Fortran-ordered float64 array, or into its trailing block
+    ``A[offset:, offset:]`` (indices of :meth:`at` relative to it), for :data:`blas`."""
+
+    def __init__(self, A: np.ndarray, offset: int = 0):
+        self.A = A[offset:, offset:]
+        self.n = A.shape[0] - offset
+        self.rows = A.shape[0]
+        self.base = A.ctypes.data + 8 * offset * (1 + self.rows)
+        self.ld = _int(self.rows)
+
+    def at(self, i: int, j: int) -> ctypes.c_void_p:
+        return ctypes.c_void_p(self.base + 8 * (i + j * self.rows))
+
+
 def split_point(n: int, e: int, width: int) -> int:
     """First row of the trailing block [e, n) whose lower-right part [s, n)² the helper thread
     updates (n: no split).
@@ -152,57 +178,46 @@ def split_point(n: int, e: int, width: int) -> int:
     return n if b < MIN_SPLIT else n - b
 
 
-class _Blocked:
-    """One factorisation's state: the array, its pointers and the diagonal-block scratch.
+class _Blocked(Pointers):
+    """One factorisation's state: the array's pointers and the diagonal-block scratch.
 
     It factors the trailing block ``A[offset:, offset:]`` (indices below are relative to
     it; the whole array when ``offset`` is 0)."""
 
     def __init__(self, A: np.ndarray, solve_from: int, offset: int = 0):
-        self.A = A[offset:, offset:]
-        self.n = A.shape[0] - offset
-        self.ld = A.shape[0]
-        self.base = A.ctypes.data + 8 * offset * (1 + self.ld)
-        self.lda = _int(self.ld)
+        super().__init__(A, offset)
         self.solve_from = solve_from
-        self.inv = np.empty((PANEL, PANEL), order="F")
+        self.inv = Pointers(np.empty((PANEL, PANEL), order="F"))
         self.info = ctypes.c_int(0)
-
-    def at(self, i: int, j: int) -> ctypes.c_void_p:
-        return ctypes.c_void_p(self.base + 8 * (i + j * self.ld))
 
     def panel(self, k: int, e: int) -> int:
         """Factor the diagonal block [k, e)² and solve the panel below it; LAPACK's info."""
         w, n = e - k, self.n
-        _POTRF(_CH["L"], _int(w), self.at(k, k), self.lda, ctypes.byref(self.info))
+        blas.potrf(w, self.at(k, k), self.ld, self.info)
         if self.info.value or e >= n:
             return self.info.value
         if e <= self.solve_from:  # L21 = A21 L11⁻ᵀ by the inverse (dtrmm)
-            inv = self.inv[:w, :w]
-            inv[...] = self.A[k:e, k:e]
-            _TRTRI(_CH["L"], _CH["N"], _int(w), ctypes.c_void_p(inv.ctypes.data),
-                   _int(PANEL), ctypes.byref(self.info))
+            inv = self.inv
+            inv.A[:w, :w] = self.A[k:e, k:e]
+            blas.trtri(w, inv.at(0, 0), inv.ld, self.info)
             if self.info.value:
                 return self.info.value
-            _TRMM(_CH["R"], _CH["L"], _CH["T"], _CH["N"], _int(n - e), _int(w),
-                  ctypes.byref(_ONE), ctypes.c_void_p(inv.ctypes.data), _int(PANEL),
-                  self.at(e, k), self.lda)
+            blas.trmm("R", "L", "T", n - e, w, 1.0, inv.at(0, 0), inv.ld, self.at(e, k),
+                      self.ld)
         else:
-            _TRSM(_CH["R"], _CH["L"], _CH["T"], _CH["N"], _int(n - e), _int(w),
-                  ctypes.byref(_ONE), self.at(k, k), self.lda, self.at(e, k), self.lda)
+            blas.trsm("R", "L", "T", n - e, w, 1.0, self.at(k, k), self.ld, self.at(e, k),
+                      self.ld)
         return 0
 
     def syrk(self, k: int, w: int, r0: int, r1: int) -> None:
         """A[r0:r1, r0:r1] -= P Pᵀ (lower) for the panel's rows P = A[r0:r1, k:k+w]."""
-        _SYRK(_CH["L"], _CH["N"], _int(r1 - r0), _int(w), ctypes.byref(_MINUS_ONE),
-              self.at(r0, k), self.lda, ctypes.byref(_ONE), self.at(r0, r0), self.lda)
+        blas.syrk("L", "N", r1 - r0, w, -1.0, self.at(r0, k), self.ld, 1.0,
+                  self.at(r0, r0), self.ld)
 
     def gemm(self, k: int, w: int, e: int, s: int) -> None:
         """A[s:, e:s] -= A[s:, k:k+w] A[e:s, k:k+w]ᵀ."""
-        n = self.n
-        _GEMM(_CH["N"], _CH["T"], _int(n - s), _int(s - e), _int(w), ctypes.byref(_MINUS_ONE),
-              self.at(s, k), self.lda, self.at(e, k), self.lda, ctypes.byref(_ONE),
-              self.at(s, e), self.lda)
+        blas.gemm("N", "T", self.n - s, s - e, w, -1.0, self.at(s, k), self.ld, self.at(e, k),
+                  self.ld, 1.0, self.at(s, e), self.ld)
 
 
 def cholesky_lower(A: np.ndarray, solve_from: int | None = None, diagonal: int = 0) -> int:
@@ -256,13 +271,11 @@ def _diagonal_lead(A: np.ndarray, d: int, solve_from: int) -> int:
         return 0
     A[d:, :d] /= root  # L21 = A21 L11⁻ᵀ, column by column
     m = n - d
-    _SYRK(_CH["L"], _CH["N"], _int(m), _int(d), ctypes.byref(_MINUS_ONE),
-          ctypes.c_void_p(A.ctypes.data + 8 * d), _int(n), ctypes.byref(_ONE),
-          ctypes.c_void_p(A.ctypes.data + 8 * d * (1 + n)), _int(n))
+    a = Pointers(A)
+    blas.syrk("L", "N", m, d, -1.0, a.at(d, 0), a.ld, 1.0, a.at(d, d), a.ld)
     if m < MIN_BLOCKED:
         info = ctypes.c_int(0)
-        _POTRF(_CH["L"], _int(m), ctypes.c_void_p(A.ctypes.data + 8 * d * (1 + n)), _int(n),
-               ctypes.byref(info))
+        blas.potrf(m, a.at(d, d), a.ld, info)
         return info.value + d if info.value else 0
     info_rest = _factor(A, max(solve_from - d, 0), offset=d)
     return info_rest + d if info_rest else 0

@@ -29,7 +29,7 @@ import numpy as np
 from scipy.linalg import lapack
 
 from crossed._threads import helper_thread
-from crossed.model.cholesky import AVAILABLE, MIN_BLOCKED, MIN_SPLIT, PANEL, blas
+from crossed.model.cholesky import AVAILABLE, MIN_BLOCKED, MIN_SPLIT, PANEL, Pointers, blas
 
 __all__ = ["inverse_lower"]
 
@@ -67,23 +67,10 @@ def inverse_lower(L: np.ndarray, n: int | None = None) -> np.ndarray:
     return _gram_lower(M)
 
 
-class _Array:
-    """Pointers into one Fortran-ordered float64 array."""
-
-    def __init__(self, A: np.ndarray):
-        self.A = A
-        self.ld = blas.int_arg(A.shape[0])
-        self.base = A.ctypes.data
-        self.rows = A.shape[0]
-
-    def at(self, i: int, j: int) -> ctypes.c_void_p:
-        return ctypes.c_void_p(self.base + 8 * (i + j * self.rows))
-
-
 def _invert_factor(M: np.ndarray) -> None:
     """M ← M⁻¹ for a lower-triangular M (lower triangle; the strict upper left as it was)."""
     n = M.shape[0]
-    a = _Array(M)
+    a = Pointers(M)
     pool = helper_thread()
     info = ctypes.c_int(0)
     starts = list(range(0, n, PANEL))
@@ -100,19 +87,19 @@ def _invert_factor(M: np.ndarray) -> None:
             blas.trmm("R", "L", "N", m, w, -1.0, a.at(k, k), a.ld, a.at(e, k), a.ld)
 
 
-def _triangular_product(a: _Array, e: int, k: int, w: int,
+def _triangular_product(a: Pointers, e: int, k: int, w: int,
                         pool: ThreadPoolExecutor | None) -> None:
     """B ← T B for B = M[e:, k:e] and the lower-triangular T = M[e:, e:] (already
     inverted), split by rows at h ≈ m/√2 (m = n − e; from ``MIN_SPLIT`` rows on): the
     helper forms the lower rows, T₂₂B₂ + T₂₁B₁ (dtrmm, then dgemm on a copy of B₁), the
     calling thread the upper rows, T₁₁B₁ (dtrmm). The split depends on the size alone."""
-    m = a.rows - e
+    m = a.n - e
     h = int(round(m / np.sqrt(2.0)))
     if m < MIN_SPLIT or h >= m:
         blas.trmm("L", "L", "N", m, w, 1.0, a.at(e, e), a.ld, a.at(e, k), a.ld)
         return
     top = np.array(a.A[e:e + h, k:k + w], order="F")
-    t = _Array(top)
+    t = Pointers(top)
 
     def lower_rows() -> None:
         r = e + h
@@ -147,7 +134,7 @@ def _gram_lower(M: np.ndarray) -> np.ndarray:
     within each diagonal panel block (entries above those blocks are not read)."""
     n = M.shape[0]
     X = np.zeros((n, n), order="F")
-    a, x = _Array(M), _Array(X)
+    a, x = Pointers(M), Pointers(X)
     pool = helper_thread()
     s = _gram_split(n)
     panels = [(k, min(n, k + PANEL)) for k in range(0, n, PANEL)]
