@@ -364,12 +364,12 @@ def test_first_block_2x2_is_bitwise_the_closed_forms():
 
 
 def test_level_classes_of_a_scalar_block_match_the_row_wise_unique():
-    from crossed.model.sparse_map import _classes
+    from crossed.model.sparse_map import level_classes
 
     rng = np.random.default_rng(4)
     for scale in (1.0, 0.37):
         A11 = (rng.integers(1, 40, size=3000) * scale).reshape(-1, 1, 1)
-        rep, class_of = _classes(A11)
+        rep, class_of = level_classes(A11)
         _, r_ref, c_ref = np.unique(A11.reshape(-1, 1), axis=0, return_index=True,
                                     return_inverse=True)
         np.testing.assert_array_equal(rep, r_ref)
@@ -457,3 +457,40 @@ def test_the_centred_response_gives_the_same_system():
     np.testing.assert_allclose(beta2, beta + [5.0, -2.0, 3.0], rtol=1e-10)
     for a, b in zip(u, u2, strict=True):
         np.testing.assert_allclose(a, b, atol=1e-10)
+
+
+@pytest.mark.parametrize("formula", ["y ~ x + (1 | s) + (1 | d) + (1 | dept)",
+                                     "y ~ x + (1 | s)"])
+def test_first_block_per_class_is_the_per_level_one(formula, monkeypatch):
+    """Where the sparse map merges a one-column first block's levels into classes of equal
+    A_s (``LevelClasses``), the closed forms run once per class. The criterion, β, u, the
+    conditional variances and the gradient are those of the per-level evaluation (the log
+    determinant summed per class: rounding), and the batched criterion is ``objective``'s
+    bit for bit."""
+    from crossed.model import batched
+    from crossed.model.gradient import criterion_gradient
+
+    monkeypatch.setattr(sparse_map, "MIN_CLASSED_LEVELS", 0)
+    design = build_design(parse(formula), _ratings())
+    per_class = PLS(design.random.blocks, design.X, design.y, update="sparse")
+    assert per_class._classes is not None and len(per_class._classes.a) < 10
+    per_level = PLS(design.random.blocks, design.X, design.y, update="sparse")
+    per_level._classes = None
+    thetas = _thetas(design)
+    for theta in thetas:
+        fc, fl = per_class.factor(theta), per_level.factor(theta)
+        assert fc.first.shape[0] == len(per_class._classes.a)
+        for reml in (True, False):
+            assert profiled_deviance(fc, *design.X.shape, reml) == pytest.approx(
+                profiled_deviance(fl, *design.X.shape, reml), rel=1e-13)
+            np.testing.assert_allclose(criterion_gradient(per_class, fc, reml),
+                                       criterion_gradient(per_level, fl, reml), rtol=1e-9)
+        (bc, uc), (bl, ul) = per_class.solve(fc), per_level.solve(fl)
+        np.testing.assert_allclose(bc, bl, rtol=1e-11)
+        for a, b in zip(uc + per_class.conditional_inverse_blocks(fc),
+                        ul + per_level.conditional_inverse_blocks(fl), strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-14)
+    assert batched.batchable(per_class) == (per_class.r_rand == 0)
+    if batched.batchable(per_class):  # (the one-factor model)
+        assert list(batched.objectives(per_class, thetas, True)) == [
+            per_class.objective(t, True) for t in thetas]

@@ -58,7 +58,8 @@ def _batch(pls: PLS, T: np.ndarray, reml: bool) -> np.ndarray | None:
         return None
     m = pls._map
     assert m is not None  # batchable
-    g = G[:, m.rep].transpose(0, 2, 3, 1).reshape(len(T), -1)
+    g = (G if pls._classes is not None else G[:, m.rep]).transpose(0, 2, 3, 1).reshape(
+        len(T), -1)
     C = np.repeat(pls.Arr.reshape(1, -1), len(T), axis=0)
     C[:, m.rows] -= g @ m.W.T
     r = pls.r
@@ -82,9 +83,11 @@ def _first_block(pls: PLS, T: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nd
     """G_s = T B_s⁻¹ Tᵀ per point and level, (points, ℓ, q, q), log det of the block, and
     the largest Hadamard ratio of its B_s per point (1 for q = 1;
     :func:`~crossed.model.pwrss.pivot_cancels`)."""
-    if pls.q1 == 1:
-        b, G = closed_form_1x1(pls.A11[:, 0, 0], T[:, pls._t1][:, None])
-        return G[:, :, None, None], np.log(b).sum(axis=1), np.ones(len(T))
+    if pls.q1 == 1:  # (per class where pls.factor works per class)
+        cls = pls._classes
+        b, G = closed_form_1x1(pls.A11[:, 0, 0] if cls is None else cls.a, T[:, pls._t1][:, None])
+        ld = np.log(b).sum(axis=1) if cls is None else cls.log_sum(b)
+        return G[:, :, None, None], ld, np.ones(len(T))
     th = np.concatenate([T, np.zeros((len(T), 1))], axis=1)  # (index -1: a zero of T)
     b, det, prods = entries_2x2(pls._a_2x2, *(th[:, i] for i in pls._t_2x2))
     return g_2x2(b, det, prods), np.log(det).sum(axis=1), amplification_2x2(b, det)

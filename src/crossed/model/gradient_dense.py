@@ -179,7 +179,8 @@ def first_inverse(pls: PLS, f: Factor) -> np.ndarray:
     first = f.first
     assert first is not None
     if pls.q1 == 1:
-        return cast(np.ndarray, 1.0 / (first * first))
+        root = pls.first_chol(f)  # (per level where the factor keeps one per class)
+        return cast(np.ndarray, 1.0 / (root * root))
     if pls.q1 == 2:  # B_s's entries (b00, b10, b11)
         b00, b10, b11 = first
         det = b00 * b11 - b10 * b10

@@ -55,6 +55,7 @@ from crossed.model.factor import (
 )
 from crossed.model.pwrss import collinear_levels, from_residuals, level_products, pivot_cancels
 from crossed.model.sparse_map import (
+    LevelClasses,
     Products,
     SparseMap,
     build_sparse_map,
@@ -108,6 +109,7 @@ class PLS:
 
     ldW: float = 0.0  # Σ log(prior weights): subtracted from log|L|² in ``factor``
     _diagonal: int = 0  # leading columns of C whose block is diagonal (_diagonal_lead)
+    _classes: LevelClasses | None = None  # the first block evaluated per class (_set_response)
 
     @classmethod
     def of(cls, design: Design, like: PLS | None = None) -> PLS:
@@ -269,6 +271,7 @@ class PLS:
         # A_r1 G A_1r: dense rank-k updates over groups of levels, else the sparse map W
         self._groups = None
         self._map: SparseMap | None = None
+        self._classes = None
         cheaper = self._group_cost <= self._w_cost and self.l1 * self.q1 * self.r <= 20_000_000
         if self.update == "groups" or (self.update is None and cheaper):
             self._Arr_F = np.asfortranarray(Arr)
@@ -279,6 +282,7 @@ class PLS:
             self._map = build_sparse_map(A1r, self.A11, self.Arr,
                                          support=self._rest_scalar and self.r_rand > 0,
                                          free=self._free)
+            self._classes = LevelClasses.of(self._map, self.A11)
             if self._rest_scalar:  # each entry's scale s_i s_j as a position in θ̃ ⊗ θ̃,
                 # θ̃ = (θ, 1) (the X and y columns' index -1 is the appended 1)
                 k = 2 + max(int(b.theta_index.max()) for b in self.blocks)
@@ -373,12 +377,14 @@ class PLS:
                                                       np.ndarray | None, float, bool]:
         """Block 1 per level: Cholesky factors of B_s, G_s = T B_s⁻¹ Tᵀ, a half H_s of G_s
         (G_s = H_sᵀ H_s) and log det of the block."""
-        if self.q1 == 1:
+        if self.q1 == 1:  # (per class of levels where the sparse map merges them)
             t = theta[self._t1]
-            b, G = closed_form_1x1(self.A11[:, 0, 0], t)
+            cls = self._classes
+            b, G = closed_form_1x1(self.A11[:, 0, 0] if cls is None else cls.a, t)
             root = np.sqrt(b)
+            logdet = float(np.log(b).sum()) if cls is None else cls.log_sum(b)
             return (root[:, None, None], G[:, None, None], (t / root)[:, None, None],
-                    float(np.log(b).sum()), True)
+                    logdet, True)
         if self.q1 == 2:
             th = theta.tolist() + [0.0]
             t0, t1, t2 = (th[i] for i in self._t_2x2)
@@ -442,7 +448,7 @@ class PLS:
             # each part of W's rows written by its thread
             C = np.zeros((r, r))
             flat = C.reshape(-1)
-            g = m.g_vector(G)
+            g = m.g_vector(G, per_class=self._classes is not None)
             table = self._scale_table(theta)
 
             def assemble(lo: int, hi: int, W: sp.csr_matrix) -> None:
@@ -453,7 +459,7 @@ class PLS:
 
             m.each_part(assemble)
         else:
-            update = m.update(G)
+            update = m.update(G, per_class=self._classes is not None)
             if not self._rest_scalar or self.r_rand == 0:  # (no later blocks: S = I)
                 C = self.Arr.copy()
                 C.reshape(-1)[m.rows] -= update
@@ -572,6 +578,8 @@ class PLS:
     def first_chol(self, f: Factor) -> np.ndarray:
         """The first block's per-level Cholesky factors, (ℓ₁, q₁, q₁)."""
         assert f.first is not None  # an ok factorisation
+        if self._classes is not None:  # (q1 = 1: one factor per class)
+            return f.first[self._classes.class_of]
         if self.q1 == 2:  # first_block left B's entries (b00, b10, b11) per level
             return np.linalg.cholesky(matrices_2x2(f.first))
         return f.first if self._band is None else self._band.unpack(f.first)

@@ -19,8 +19,9 @@ import scipy.sparse as sp
 
 from crossed._threads import helper_thread
 
-__all__ = ["MAX_DENSE_PRODUCTS", "MIN_CLASSED_LEVELS", "Products", "SPLIT_NNZ",
-           "SUPPORT_FRACTION", "SparseMap", "T", "build_sparse_map", "response_free_products"]
+__all__ = ["MAX_DENSE_PRODUCTS", "MIN_CLASSED_LEVELS", "LevelClasses", "Products", "SPLIT_NNZ",
+           "SUPPORT_FRACTION", "SparseMap", "T", "build_sparse_map", "level_classes",
+           "response_free_products"]
 
 T = TypeVar("T")
 Products = tuple[np.ndarray, np.ndarray, np.ndarray]
@@ -54,6 +55,8 @@ class SparseMap:
         A_rr at ``rows`` when C is assembled on its support alone, else None.
     rep : numpy.ndarray
         One level per class (the level whose G_s stands for the class).
+    class_of : numpy.ndarray
+        Each level's class (an index into ``rep``).
     """
 
     W: np.ndarray | sp.csr_matrix
@@ -62,6 +65,7 @@ class SparseMap:
     j: np.ndarray
     arr: np.ndarray | None
     rep: np.ndarray
+    class_of: np.ndarray
     parts: tuple[tuple[int, int, np.ndarray | sp.csr_matrix], ...] = ()
     """W's rows in parts (lo, hi, W[lo:hi]): one, or two of about equal nonzeros from
     ``SPLIT_NNZ`` on, which :meth:`each_part` hands to the caller and the helper thread."""
@@ -69,9 +73,10 @@ class SparseMap:
     identity: bool = False
     """Every level is its own class, in order (``rep`` is 0, 1, ...)."""
 
-    def g_vector(self, G: np.ndarray) -> np.ndarray:
-        """W's argument: G's entries per class, entry-major, from the per-level G."""
-        if self.identity:  # (no gather: a view when G is an entry-major array transposed)
+    def g_vector(self, G: np.ndarray, per_class: bool = False) -> np.ndarray:
+        """W's argument: G's entries per class, entry-major, from the per-level G (or from
+        G given per class, ``per_class``: in the order of ``rep``)."""
+        if self.identity or per_class:  # (no gather: a view when G is an entry-major array transposed)
             return cast(np.ndarray, G.transpose(1, 2, 0).reshape(-1))
         return cast(np.ndarray, G[self.rep].transpose(1, 2, 0).reshape(-1))
 
@@ -84,12 +89,50 @@ class SparseMap:
         job = pool.submit(fn, *self.parts[-1])
         return [fn(*part) for part in self.parts[:-1]] + [job.result()]
 
-    def update(self, G: np.ndarray) -> np.ndarray:
-        """The update's entries at ``rows`` from the per-level G (ℓ₁, q₁, q₁)."""
-        g = self.g_vector(G)
+    def update(self, G: np.ndarray, per_class: bool = False) -> np.ndarray:
+        """The update's entries at ``rows`` from the per-level G (ℓ₁, q₁, q₁), or from G
+        per class (``per_class``, :meth:`g_vector`)."""
+        g = self.g_vector(G, per_class)
         if len(self.parts) == 1:
             return cast(np.ndarray, self.W @ g)
         return np.concatenate(self.each_part(lambda lo, hi, W: W @ g))
+
+
+@dataclass(frozen=True)
+class LevelClasses:
+    """A one-column first block's levels merged into the sparse map's classes, so that an
+    evaluation's closed forms (``closed_forms.closed_form_1x1``) run once per class: every
+    level of a class has the same A_s, so the same B_s and G_s. Leaderboard: 120k
+    model x dataset cells, 5 classes (their numbers of runs).
+
+    Attributes
+    ----------
+    a : numpy.ndarray
+        A_s per class (the class's ``rep`` level).
+    count : numpy.ndarray
+        The number of levels in each class (float).
+    class_of : numpy.ndarray
+        Each level's class.
+    """
+
+    a: np.ndarray
+    count: np.ndarray
+    class_of: np.ndarray
+
+    @classmethod
+    def of(cls, m: SparseMap, A11: np.ndarray) -> LevelClasses | None:
+        """The classes of ``m`` where the first block has one column and ``m`` merges its
+        levels into at most a quarter as many classes; else None (per level)."""
+        if A11.shape[1] != 1 or m.identity or 4 * len(m.rep) > A11.shape[0]:
+            return None
+        count = np.bincount(m.class_of, minlength=len(m.rep)).astype(float)
+        return cls(a=A11[m.rep, 0, 0], count=count, class_of=m.class_of)
+
+    def log_sum(self, b: np.ndarray) -> Any:
+        """Σ_s log b_s over the levels from b per class (last axis): a float, or one per
+        point for a stack of points."""
+        total = np.log(b) @ self.count
+        return float(total) if np.ndim(total) == 0 else total
 
 
 def build_sparse_map(A1r: sp.csr_matrix, A11: np.ndarray, Arr: np.ndarray,
@@ -107,7 +150,7 @@ def build_sparse_map(A1r: sp.csr_matrix, A11: np.ndarray, Arr: np.ndarray,
     """
     q = A11.shape[1]
     r = Arr.shape[0]
-    rep, class_of = _classes(A11)
+    rep, class_of = level_classes(A11)
     ncls = len(rep)
     if _dense(A11, r):
         blocks = None
@@ -146,8 +189,8 @@ def build_sparse_map(A1r: sp.csr_matrix, A11: np.ndarray, Arr: np.ndarray,
         mid = int(np.searchsorted(W.indptr, W.nnz // 2))
         parts = ((0, mid, _row_slice(W, 0, mid)), (mid, len(rows), _row_slice(W, mid, len(rows))))
     identity = bool(len(rep) == A11.shape[0] and np.array_equal(rep, np.arange(len(rep))))
-    return SparseMap(W=W, rows=rows, i=rows // r, j=rows % r, arr=arr, rep=rep, parts=parts,
-                     identity=identity)
+    return SparseMap(W=W, rows=rows, i=rows // r, j=rows % r, arr=arr, rep=rep,
+                     class_of=class_of, parts=parts, identity=identity)
 
 
 def response_free_products(A1r: sp.csr_matrix, A11: np.ndarray) -> list[Products] | None:
@@ -156,13 +199,13 @@ def response_free_products(A1r: sp.csr_matrix, A11: np.ndarray) -> list[Products
     q, r = A11.shape[1], A1r.shape[1]
     if _dense(A11, r):
         return None
-    rep, class_of = _classes(A11)
+    rep, class_of = level_classes(A11)
     by_row = [_column_part(rows, last=False) for rows in _rows_by_position(A1r, q)]
     return [_upper_products(by_row[a], by_row[b], class_of, len(rep))
             for a in range(q) for b in range(q)]
 
 
-def _classes(A11: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def level_classes(A11: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """One level per class of levels with equal A_s, and each level's class (from
     ``MIN_CLASSED_LEVELS`` levels on; else every level its own class)."""
     l1, q = A11.shape[0], A11.shape[1]
