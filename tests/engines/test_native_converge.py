@@ -116,15 +116,25 @@ def _sleepstudy():
     return pd.read_csv(DATA_DIR / "sleepstudy.csv")
 
 
-def test_degenerate_system_at_the_optimum_is_a_clear_error():
+def test_a_slope_in_extreme_units_is_the_same_fit():
     """Days * 1e12 with (Days | Subject): lme4 stops with 'Downdated VtV is not positive
-    definite'; crossed with a DataError that says to rescale, never a LinAlgError."""
+    definite' (and crossed raised a DataError before the optimiser scaled such columns,
+    ``rescale.SCALE_RATIO``). Now the same fit as on Days: σ, β and the covariance in the
+    units of the column, with the scaling said in the messages."""
     df = _sleepstudy()
+    days = crossed.lmer("Reaction ~ Days + (Days | Subject)", df)
     df["Days"] = df["Days"] * 1e12
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        with pytest.raises(crossed.DataError, match="rescale"):
-            crossed.lmer("Reaction ~ Days + (Days | Subject)", df)
+        fit = crossed.lmer("Reaction ~ Days + (Days | Subject)", df)
+    assert "'Days' in the term on 'Subject' scaled to unit SD" in fit.opt.rescaled
+    assert fit.sigma == pytest.approx(days.sigma, rel=1e-5)
+    np.testing.assert_allclose(fit.fixef.to_numpy() * [1, 1e12], days.fixef.to_numpy(),
+                               rtol=1e-6)
+    units = np.diag([1.0, 1e-12])
+    lam, lam_days = (np.array([[t[0], 0.0], [t[1], t[2]]]) for t in (fit.theta, days.theta))
+    np.testing.assert_allclose(lam @ lam.T, units @ lam_days @ lam_days.T @ units,
+                               rtol=1e-3, atol=1e-30)  # (the optimiser's tolerance)
 
 
 def test_criterion_not_finite_anywhere_is_a_clear_error():

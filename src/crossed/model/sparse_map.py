@@ -76,7 +76,8 @@ class SparseMap:
     def g_vector(self, G: np.ndarray, per_class: bool = False) -> np.ndarray:
         """W's argument: G's entries per class, entry-major, from the per-level G (or from
         G given per class, ``per_class``: in the order of ``rep``)."""
-        if self.identity or per_class:  # (no gather: a view when G is an entry-major array transposed)
+        if self.identity or per_class:  # (no gather: a view when G is an entry-major
+            # array transposed)
             return cast(np.ndarray, G.transpose(1, 2, 0).reshape(-1))
         return cast(np.ndarray, G[self.rep].transpose(1, 2, 0).reshape(-1))
 
