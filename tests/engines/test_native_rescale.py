@@ -311,3 +311,22 @@ def test_scaled_columns_give_the_same_criterion():
             np.testing.assert_allclose(rescaling.from_original(theta), theta_s, rtol=1e-12)
     # columns within the ratio keep lme4's path
     assert column_rescaling(_blocks("y ~ 1 + (x || g) + (1 | h)", _yearx())) is None
+
+
+def test_a_glmm_slope_in_other_units_is_the_same_fit():
+    """glmer, ``y ~ xs + (xs || g)`` on the binomial year table with xs the centred x
+    divided by c: the Laplace criterion is flat in the slope's variance near 0, and crossed
+    before the scaling stopped 4.8e-6 above the optimum for c = 1000 (θ_slope 0.96; lme4
+    770.347659347 there, and 770.347659335 for c = 1). Now every c gives c = 1's fit."""
+    d = pd.read_csv(DATA / "glmm" / "yearx_slope.csv", dtype={"g": str})
+    d["xc"] = (d["x"] - d["x"].mean()) / d["x"].std()
+    fits = {}
+    for units in (1.0, 1e-3, 1e3):
+        d["xs"] = d["xc"] / units
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fits[units] = crossed.glmer("y ~ xs + (xs || g)", d, family="binomial")
+    for units in (1e-3, 1e3):
+        assert fits[units].criterion == pytest.approx(fits[1.0].criterion, rel=1e-10)
+        assert "scaled to unit SD" in " ".join(fits[units].messages)
+    assert "scaled to unit SD" not in " ".join(fits[1.0].messages)
