@@ -10,12 +10,15 @@ Tolerances as in the conformance suite: criterion 1e-6 relative, theta 1e-3 rela
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
 import crossed
+from crossed.design import build_design
+from crossed.formula import parse
 from reference import as_array, as_list, extra_table, load_table
 
 
@@ -195,3 +198,27 @@ def test_unique_codes_by_counting_match_numpy_unique():
         np.testing.assert_array_equal(uniq, u_ref)
         np.testing.assert_array_equal(codes, c_ref.reshape(-1))
         assert codes.dtype == np.int64
+
+
+@pytest.mark.parametrize("formula, warned", [
+    ("y ~ 1 + (x || g) + (1 | h)", True),
+    ("y ~ 1 + (1 | g) + (0 + x | g) + (1 | h)", True),  # the same model written out
+    ("y ~ 1 + (x | g) + (1 | h)", False),  # correlated: centred by the optimiser
+    ("y ~ 1 + (xc || g) + (1 | h)", False),  # centred
+    ("y ~ 1 + (0 + x | g) + (1 | h)", False),  # no intercept
+])
+def test_an_uncorrelated_intercept_beside_a_slope_far_from_zero_is_warned(formula, warned):
+    """x a year (2000 ± 10, tests/data/yearx_uncorrelated.csv): the uncorrelated
+    intercept's variance is the spread at x = 0. The design says so, naming the term and
+    the column; a correlated term, a centred column or no intercept are not warned."""
+    d = pd.read_csv(Path(__file__).resolve().parents[1] / "data" / "yearx_uncorrelated.csv",
+                    dtype={"g": str, "h": str})
+    d["xc"] = d["x"] - d["x"].mean()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        build_design(parse(formula), d)
+    notes = [str(w.message) for w in caught if "far from 0" in str(w.message)]
+    assert len(notes) == int(warned)
+    if warned:
+        assert "intercept on 'g' is uncorrelated with the slope on 'x'" in notes[0]
+        assert "Centre 'x'" in notes[0]

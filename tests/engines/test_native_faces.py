@@ -148,3 +148,25 @@ def test_a_zero_term_leaves_along_its_negative_curvature(monkeypatch):
     # the axis and pair probes alone (no curvature, so no eigenvector): stuck at Σ = 0
     monkeypatch.setattr(faces, "_curvature", lambda rises, m: np.zeros((m, m)))
     assert fit().opt.fmin > 272.162933 + 1e-3  # 272.16444
+
+
+# A fuzzed table (50 rows, y of order 1e5) where lme4 stops on a face:
+#   d <- read.csv("tests/data/face_after_edge_lmm.csv")
+#   deviance(lmer(y ~ z + f + (x | g), d, REML = FALSE))
+#   # 1131.770225, theta 0, 0.173, 0.363 (singular; "failed to converge with 1 negative
+#   # eigenvalue")
+LME4_AFTER_EDGE = 1131.770225
+
+
+def test_faces_are_probed_after_a_continuation_that_did_not_help():
+    """The edge restart from lme4's stop (Λ₀₀ = 0) did not lower the criterion, and the fit
+    ended there under one BLAS kernel (as lme4), while under the other the continuations
+    reached the face Λ = [[0.70, 0], [-0.41, 0]], 0.51 lower. A kind of continuation that
+    does not help now passes to the next (here the face probes), under either kernel."""
+    d = pd.read_csv(DATA / "face_after_edge_lmm.csv", dtype={"g": str, "f": str})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = crossed.lmer("y ~ z + f + (x | g)", d, reml=False)
+    assert fit.opt.fmin < LME4_AFTER_EDGE - 0.5
+    assert any("written with another factor" in r.reason for r in fit.opt.restarts)
+    assert fit.opt.feval == len(fit.opt.log)

@@ -315,6 +315,46 @@ def _note_factor_in_double_bar(spec: RandomTermSpec, frame: Table) -> None:
              "lme4's model")
 
 
+FAR_FROM_ZERO = 10.0
+"""A random-slope column whose |mean| exceeds this many SDs is far from zero: the
+native optimiser centres it in a correlated term (``engines/native/rescale.py``), and an
+uncorrelated intercept beside it is warned of (:func:`_note_far_uncorrelated_slopes`)."""
+
+
+def _note_far_uncorrelated_slopes(blocks: tuple[ReBlock, ...]) -> None:
+    """Warn where an intercept is uncorrelated with a slope on a column far from zero
+    (``(x || g)``, or ``(1 | g) + (0 + x | g)``, with x a year).
+
+    Its variance is the groups' spread at x = 0, far outside the data, and the criterion
+    along it is nearly flat for hundreds of units: lme4 and crossed stop where their path
+    happens to end, and the two BLAS kernels can give different fits (fuzzed:
+    ``y ~ log(w) + f + (x || g) + (1 | h)`` with x = 2000 ± 1 ended 3.8 apart in deviance,
+    lme4 with the higher; the criterion was lower still further out). Centring x is the
+    usual cure; it changes an uncorrelated model (the covariance at the data), so it is
+    the user's choice."""
+    for blk in blocks:
+        idx = blk.theta_index
+        if blk.q < 2 or len(blk.Z) < 2:
+            continue
+        mean, sd = blk.Z.mean(axis=0), blk.Z.std(axis=0)
+        for i0 in range(blk.q):
+            if not np.all(blk.Z[:, i0] == 1.0):
+                continue
+            for j in range(blk.q):
+                linked = idx[max(i0, j), min(i0, j)] >= 0
+                if j == i0 or linked or not (sd[j] > 0 and abs(mean[j]) > FAR_FROM_ZERO * sd[j]):
+                    continue
+                name = blk.column_names[j]
+                warn(f"the random intercept on {blk.group!r} is uncorrelated with the slope "
+                     f"on {name!r}, whose values lie far from 0 (mean {mean[j]:.4g}, SD "
+                     f"{sd[j]:.3g}): its variance is the spread at {name} = 0, far outside "
+                     "the data, and is poorly determined; the fit can depend on the "
+                     "optimiser's path (lme4's too) and differ between machines. Centre "
+                     f"{name!r} (a different uncorrelated model) or correlate the terms "
+                     f"(({name} | {blk.group}))")
+                return
+
+
 def build_random(terms: tuple[RandomTermSpec, ...], frame: Table,
                  caret: bool = False, codings: Mapping[str, Any] | None = None,
                  glmm: bool = False) -> RandomDesign:
@@ -355,7 +395,9 @@ def build_random(terms: tuple[RandomTermSpec, ...], frame: Table,
             out.append(TermColumns(group=spec.name, factors=spec.factors, levels=levels,
                                    codes=codes, Z=Zt[:, list(cols)], keys=keys,
                                    names=tuple(names[j] for j in cols), source=(mspec, cols)))
-    return assemble_random(out)
+    random = assemble_random(out)
+    _note_far_uncorrelated_slopes(random.blocks)
+    return random
 
 
 def assemble_random(terms: list[TermColumns]) -> RandomDesign:

@@ -18,9 +18,13 @@ trust radius and absolute tolerances only (:class:`LmerControl`'s ``restart_*`` 
   itself depend on where the optimiser happened to stop, and the optimum may lie on
   another face of the boundary,
 
-until the check passes, the fit is singular (lme4 skips the check then), a continuation
-no longer lowers the criterion, or ``control.restarts`` continuations were made. What was
-done is recorded in :attr:`OptSummary.restarts` and in the fit's messages.
+until the check passes, the fit is singular (lme4 skips the check then), no kind of
+continuation lowers the criterion any more, or ``control.restarts`` continuations were
+made. A kind that no longer helps is not repeated, and the next is tried (the face probes
+below, then the far θ's continuation): an edge restart that did not help had ended the
+fit on a face under one BLAS kernel (as lme4's, 0.51 above the face the other kernel
+reached, ``tests/data/face_after_edge_lmm.csv``). What was done is recorded in
+:attr:`OptSummary.restarts` and in the fit's messages.
 
 After L-BFGS-B the edge restart is a second-order test instead (:func:`_probe_edges`).
 A step projected onto a bound puts a diagonal θ at exactly 0, where the criterion is even
@@ -38,6 +42,11 @@ When neither applies and a correlated term ends with a diagonal θ near 0, the s
 covariance written with another factor is probed off that face (``faces.py``); BOBYQA
 continues from a probe that descends. lme4 stops on such a face too: on random
 ``(x | g)`` tables 4 % of fits ended there, up to 0.98 above the optimum.
+
+Last, where a BOBYQA fit ends with a θ over ``FAR_THETA`` (two decades from lme4's start),
+L-BFGS-B on the exact gradient continues once from its stop, with tight tolerances
+(:func:`far_from_start`): BOBYQA's trust region, started at lme4's scale, stalls in the
+long curved valley such a variance makes.
 
 Validated by ``tests/engines/test_native_converge.py`` and, under both BLAS kernels in CI,
 by the conformance suite: on every reference case the criterion is at most lme4's
@@ -247,10 +256,15 @@ def optimize_theta(crit: Callable[[np.ndarray], float], theta0: np.ndarray,
     geval = opt.geval
     probes = 0
     polished = False  # (far_from_start's continuation runs once)
+    # a kind of continuation that no longer lowers the criterion is not repeated, and the
+    # next kind is tried: the check's or edge's (_restart), the faces', the far θ's
+    spent: set[str] = set()
     while len(restarts) < control.restarts:
         # the edge restart: once after BOBYQA; at every stop of L-BFGS-B, as its test
-        plan = _restart(opt.theta_final, check, lower, control, use_lbfgsb or not restarts)
+        plan = None if "plan" in spent else _restart(
+            opt.theta_final, check, lower, control, use_lbfgsb or not restarts)
         more: OptSummary | None = None
+        kind = "plan"
         if plan is not None:
             reason, start, edge = plan
             if use_lbfgsb and edge:
@@ -270,6 +284,16 @@ def optimize_theta(crit: Callable[[np.ndarray], float], theta0: np.ndarray,
                             else lbfgsb_from(probe_start))
             else:  # a failed check (after either optimiser), or BOBYQA's edge restart
                 more = bobyqa(crit, start, lower, control, restart=True)
+        if more is None and blocks and "faces" not in spent:
+            # a singular correlated term: the same covariance with another factor (faces.py)
+            tried, face_start = face_probes(crit, opt.theta_final, opt.fmin, blocks, control)
+            log.extend(tried)
+            probes += len(tried)
+            if face_start is not None:
+                reason = ("a singular correlated term's covariance, written with another "
+                          f"factor, lowers the criterion off its face ({len(tried)} probes)")
+                more, kind = bobyqa(crit, face_start, lower, control, restart=True), "faces"
+        # the last resort: a θ far from lme4's scale (after the specific continuations)
         far = far_from_start(opt.theta_final) if (
             more is None and not use_lbfgsb and crit_grad is not None and not polished) else None
         if far is not None:  # a θ far from lme4's scale: L-BFGS-B from BOBYQA's stop
@@ -279,15 +303,7 @@ def optimize_theta(crit: Callable[[np.ndarray], float], theta0: np.ndarray,
             assert crit_grad is not None  # (far_from_start is asked only then)
             more = lbfgsb(crit_grad, opt.theta_final, lower, replace(
                 control, lbfgsb_ftol=FAR_FTOL, lbfgsb_gtol=FAR_GTOL))
-        if more is None and blocks:
-            # a singular correlated term: the same covariance with another factor (faces.py)
-            tried, face_start = face_probes(crit, opt.theta_final, opt.fmin, blocks, control)
-            log.extend(tried)
-            probes += len(tried)
-            if face_start is not None:
-                reason = ("a singular correlated term's covariance, written with another "
-                          f"factor, lowers the criterion off its face ({len(tried)} probes)")
-                more = bobyqa(crit, face_start, lower, control, restart=True)
+            kind = "far"
         if more is None:
             break
         log.extend(more.log)
@@ -304,8 +320,8 @@ def optimize_theta(crit: Callable[[np.ndarray], float], theta0: np.ndarray,
             opt = replace(opt, theta_final=more.theta_final, fmin=more.fmin,
                           return_code=code, message=message)
             check = check_at(opt)
-        else:
-            break  # no progress from the best point: the check's verdict stands
+        else:  # no progress from the best point by this kind: the next kind, if any
+            spent.add(kind)
     opt = replace(opt, feval=len(log), geval=geval, probes=probes, log=tuple(log),
                   restarts=tuple(restarts),
                   gradient=check.gradient, hessian=check.hessian, free=check.free,

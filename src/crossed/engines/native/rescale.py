@@ -50,7 +50,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from crossed.design.random import ReBlock
+from crossed.design.random import FAR_FROM_ZERO, ReBlock
 from crossed.engines.native.faces import correlated_ranges
 from crossed.model.factor import basis_inverse
 
@@ -58,7 +58,7 @@ __all__ = ["CENTRE_RATIO", "FIXED_CONDITION", "FIXED_NOTE", "SCALE_RATIO", "Colu
            "Reparametrisation",
            "column_rescaling", "fixed_preconditioner", "lower_factor", "reparametrisation"]
 
-CENTRE_RATIO = 10.0
+CENTRE_RATIO = FAR_FROM_ZERO
 """A random-slope column is centred for the optimiser when |mean| > this × its SD."""
 SCALE_RATIO = 20.0
 """A non-constant random-effects column (not centred) is scaled to unit SD for the
