@@ -24,10 +24,12 @@ optimiser needs it where a column's units are far from 1: lme4's start Λ = I as
 slope's SD per unit of the column is about the residual SD. ``y ~ 1 + (x || g) + (1 | h)``
 with x a year (2000 ± 10) reaches the optimum (deviance 12307.09, θ_slope = 0.49); the
 same model on x / 1000 has θ_slope = 490 there, and lme4 and crossed both stopped at a
-singular fit with deviance 13478.34, on x / 100 at 12307.0989 (0.005 above). A non-constant
+singular fit with deviance 13478.34; crossed on x · 1000 at 12990.83. A non-constant
 column not centred above whose SD is over :data:`SCALE_RATIO` or under its inverse is
-therefore scaled to unit SD (T_jj = s_j), so that the optimiser sees the same problem in
-any units of x; elsewhere it follows lme4's path.
+therefore scaled to unit SD (T_jj = s_j), so that the optimiser sees the problem in the
+units where lme4's start fits it; elsewhere it follows lme4's path (and where a θ still
+ends far from that start, ``converge.py`` continues by L-BFGS-B: x / 100 had stopped at
+12307.0989, 0.005 above the optimum).
 
 The fixed effects have the same trouble on their own: ``y ~ x + I(x^2)`` with x ≈ 2000
 has columns whose cross-products lose all but a few digits in the Cholesky factor of the
