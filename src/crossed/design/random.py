@@ -13,6 +13,7 @@ import numbers
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -106,6 +107,24 @@ class ReBlock:
     @property
     def q(self) -> int:
         return int(self.Z.shape[1])
+
+    @cached_property
+    def column_stats(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per column of Z: whether it is all ones (an intercept), its mean and its SD
+        (population), computed once per block (the design's warning and the native
+        optimiser's rescaling read them)."""
+        Z = self.Z
+        return np.all(Z == 1.0, axis=0), Z.mean(axis=0), Z.std(axis=0)
+
+    @cached_property
+    def singleton_columns(self) -> np.ndarray:
+        """The columns j with a θ at (j, j) and none elsewhere in row or column j: each
+        a 1 x 1 diagonal block of its own (an uncorrelated term's columns)."""
+        idx = self.theta_index
+        off = idx >= 0
+        diag = np.diagonal(off).copy()
+        np.fill_diagonal(off, False)
+        return np.flatnonzero(diag & ~off.any(axis=0) & ~off.any(axis=1))
 
     @property
     def nlevels(self) -> int:
@@ -336,14 +355,12 @@ def _note_far_uncorrelated_slopes(blocks: tuple[ReBlock, ...]) -> None:
         idx = blk.theta_index
         if blk.q < 2 or len(blk.Z) < 2:
             continue
-        mean, sd = blk.Z.mean(axis=0), blk.Z.std(axis=0)
-        for i0 in range(blk.q):
-            if not np.all(blk.Z[:, i0] == 1.0):
-                continue
-            for j in range(blk.q):
-                linked = idx[max(i0, j), min(i0, j)] >= 0
-                if j == i0 or linked or not (sd[j] > 0 and abs(mean[j]) > FAR_FROM_ZERO * sd[j]):
-                    continue
+        ones, mean, sd = blk.column_stats
+        far = (sd > 0) & (np.abs(mean) > FAR_FROM_ZERO * sd)
+        for i0 in np.flatnonzero(ones):
+            for j in np.flatnonzero(far):
+                if idx[max(i0, j), min(i0, j)] >= 0:
+                    continue  # (correlated with the intercept: centred by the optimiser)
                 name = blk.column_names[j]
                 warn(f"the random intercept on {blk.group!r} is uncorrelated with the slope "
                      f"on {name!r}, whose values lie far from 0 (mean {mean[j]:.4g}, SD "

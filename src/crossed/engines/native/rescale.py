@@ -204,24 +204,13 @@ def lower_factor(M: np.ndarray) -> np.ndarray:
     return _lq(M)[0]
 
 
-def _singletons(theta_index: np.ndarray) -> list[tuple[int, int]]:
-    """The columns j of a template that form a 1 x 1 diagonal block of their own (a θ at
-    (j, j), none elsewhere in row or column j): an uncorrelated term's columns."""
-    q = theta_index.shape[0]
-    out = []
-    for j in range(q):
-        others = np.concatenate([theta_index[j, :j], theta_index[j, j + 1:],
-                                 theta_index[:j, j], theta_index[j + 1:, j]])
-        if theta_index[j, j] >= 0 and not np.any(others >= 0):
-            out.append((j, j + 1))
-    return out
-
-
 def _changed_ranges(theta_index: np.ndarray, T: np.ndarray) -> list[tuple[int, int]]:
     """The diagonal blocks [a, b) of a template that T rewrites: the correlated ranges and
-    the scaled singletons (T_jj ≠ 1)."""
+    the scaled 1 x 1 ones (an uncorrelated column, T_jj ≠ 1)."""
     return correlated_ranges(theta_index) + [
-        (a, b) for a, b in _singletons(theta_index) if T[a, a] != 1.0]
+        (j, j + 1) for j in np.flatnonzero(np.diagonal(T) != 1.0).tolist()
+        if theta_index[j, j] >= 0 and not any(a <= j < b for a, b in
+                                               correlated_ranges(theta_index))]
 
 
 def column_rescaling(blocks: Sequence[ReBlock]) -> ColumnRescaling | None:
@@ -232,30 +221,29 @@ def column_rescaling(blocks: Sequence[ReBlock]) -> ColumnRescaling | None:
     columns: list[tuple[str, str]] = []
     scaled: list[tuple[str, str]] = []
     for blk in blocks:
-        T = np.eye(blk.q)
-        changed = False
-        if len(blk.Z) < 2:
+        ones, mean, sd = blk.column_stats
+        if len(blk.Z) < 2 or ones.all():  # (intercepts alone: nothing to rescale)
             transforms.append(None)
             continue
-        mean, sd = blk.Z.mean(axis=0), blk.Z.std(axis=0)
+        T = np.eye(blk.q)
+        changed = False
         ranges = correlated_ranges(blk.theta_index)
         for a, b in ranges:
-            ones = [j for j in range(a, b) if np.all(blk.Z[:, j] == 1.0)]
-            if len(ones) != 1:
+            intercepts = np.flatnonzero(ones[a:b]) + a
+            if len(intercepts) != 1:
                 continue
-            i0 = ones[0]
+            i0 = int(intercepts[0])
             for j in range(a, b):
                 if j != i0 and sd[j] > 0 and abs(mean[j]) > CENTRE_RATIO * sd[j]:
                     T[i0, j], T[j, j] = mean[j], sd[j]
                     columns.append((blk.group, blk.column_names[j]))
                     changed = True
-        for a, b in ranges + _singletons(blk.theta_index):
-            for j in range(a, b):
-                if T[j, j] == 1.0 and sd[j] > 0 and not (
-                        1.0 / SCALE_RATIO <= sd[j] <= SCALE_RATIO):
-                    T[j, j] = sd[j]
-                    scaled.append((blk.group, blk.column_names[j]))
-                    changed = True
+        free = [j for a, b in ranges for j in range(a, b)] + blk.singleton_columns.tolist()
+        for j in free:
+            if T[j, j] == 1.0 and sd[j] > 0 and not (1.0 / SCALE_RATIO <= sd[j] <= SCALE_RATIO):
+                T[j, j] = sd[j]
+                scaled.append((blk.group, blk.column_names[j]))
+                changed = True
         transforms.append(T if changed else None)
     if not columns and not scaled:
         return None
