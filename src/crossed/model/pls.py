@@ -579,7 +579,7 @@ class PLS:
         """The first block's per-level Cholesky factors, (ℓ₁, q₁, q₁)."""
         assert f.first is not None  # an ok factorisation
         if self._classes is not None:  # (q1 = 1: one factor per class)
-            return f.first[self._classes.class_of]
+            return cast(np.ndarray, f.first[self._classes.class_of])
         if self.q1 == 2:  # first_block left B's entries (b00, b10, b11) per level
             return np.linalg.cholesky(matrices_2x2(f.first))
         return f.first if self._band is None else self._band.unpack(f.first)
