@@ -107,20 +107,13 @@ class _Calls:
         _POTRF(_CH["L"], _int(n), A, lda, ctypes.byref(info))
 
     @staticmethod
-    def trsm(side: str, uplo: str, trans: str, m: int, n: int, alpha: float,
-             A: ctypes.c_void_p, lda: _CArgObject, B: ctypes.c_void_p, ldb: _CArgObject
-             ) -> None:
-        """B ← alpha op(A)⁻¹ B (side "L") or alpha B op(A)⁻¹ ("R"), A triangular."""
-        _TRSM(_CH[side], _CH[uplo], _CH[trans], _CH["N"], _int(m), _int(n), _float(alpha),
-              A, lda, B, ldb)
-
-    @staticmethod
-    def trmm(side: str, uplo: str, trans: str, m: int, n: int, alpha: float,
-             A: ctypes.c_void_p, lda: _CArgObject, B: ctypes.c_void_p, ldb: _CArgObject
-             ) -> None:
-        """B ← alpha op(A) B (side "L") or alpha B op(A) ("R"), A triangular, non-unit."""
-        _TRMM(_CH[side], _CH[uplo], _CH[trans], _CH["N"], _int(m), _int(n), _float(alpha),
-              A, lda, B, ldb)
+    def triangular(side: str, uplo: str, trans: str, m: int, n: int, alpha: float,
+                   A: ctypes.c_void_p, lda: _CArgObject, B: ctypes.c_void_p,
+                   ldb: _CArgObject, solve: bool = False) -> None:
+        """B ← alpha op(A) B (side "L") or alpha B op(A) ("R"), A triangular, non-unit
+        (dtrmm); with ``solve``, op(A)⁻¹ in place of op(A) (dtrsm)."""
+        (_TRSM if solve else _TRMM)(_CH[side], _CH[uplo], _CH[trans], _CH["N"], _int(m),
+                                    _int(n), _float(alpha), A, lda, B, ldb)
 
     @staticmethod
     def trtri(n: int, A: ctypes.c_void_p, lda: _CArgObject, info: ctypes.c_int) -> None:
@@ -202,11 +195,11 @@ class _Blocked(Pointers):
             blas.trtri(w, inv.at(0, 0), inv.ld, self.info)
             if self.info.value:
                 return self.info.value
-            blas.trmm("R", "L", "T", n - e, w, 1.0, inv.at(0, 0), inv.ld, self.at(e, k),
-                      self.ld)
+            blas.triangular("R", "L", "T", n - e, w, 1.0, inv.at(0, 0), inv.ld,
+                            self.at(e, k), self.ld)
         else:
-            blas.trsm("R", "L", "T", n - e, w, 1.0, self.at(k, k), self.ld, self.at(e, k),
-                      self.ld)
+            blas.triangular("R", "L", "T", n - e, w, 1.0, self.at(k, k), self.ld,
+                            self.at(e, k), self.ld, solve=True)
         return 0
 
     def syrk(self, k: int, w: int, r0: int, r1: int) -> None:

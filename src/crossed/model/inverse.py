@@ -84,7 +84,7 @@ def _invert_factor(M: np.ndarray) -> None:
             raise np.linalg.LinAlgError(
                 f"the Cholesky factor is singular at column {k + info.value}")
         if m:  # M₂₁ ← −M₂₁ M₁₁
-            blas.trmm("R", "L", "N", m, w, -1.0, a.at(k, k), a.ld, a.at(e, k), a.ld)
+            blas.triangular("R", "L", "N", m, w, -1.0, a.at(k, k), a.ld, a.at(e, k), a.ld)
 
 
 def _triangular_product(a: Pointers, e: int, k: int, w: int,
@@ -96,19 +96,19 @@ def _triangular_product(a: Pointers, e: int, k: int, w: int,
     m = a.n - e
     h = int(round(m / np.sqrt(2.0)))
     if m < MIN_SPLIT or h >= m:
-        blas.trmm("L", "L", "N", m, w, 1.0, a.at(e, e), a.ld, a.at(e, k), a.ld)
+        blas.triangular("L", "L", "N", m, w, 1.0, a.at(e, e), a.ld, a.at(e, k), a.ld)
         return
     top = np.array(a.A[e:e + h, k:k + w], order="F")
     t = Pointers(top)
 
     def lower_rows() -> None:
         r = e + h
-        blas.trmm("L", "L", "N", m - h, w, 1.0, a.at(r, r), a.ld, a.at(r, k), a.ld)
+        blas.triangular("L", "L", "N", m - h, w, 1.0, a.at(r, r), a.ld, a.at(r, k), a.ld)
         blas.gemm("N", "N", m - h, w, h, 1.0, a.at(r, e), a.ld, t.at(0, 0), t.ld, 1.0,
                   a.at(r, k), a.ld)
 
     job = pool.submit(lower_rows) if pool is not None else None
-    blas.trmm("L", "L", "N", h, w, 1.0, a.at(e, e), a.ld, a.at(e, k), a.ld)
+    blas.triangular("L", "L", "N", h, w, 1.0, a.at(e, e), a.ld, a.at(e, k), a.ld)
     if job is None:
         lower_rows()
     else:
