@@ -24,8 +24,8 @@ from crossed.design.fixed import MatrixSpec, Table, build_matrix
 from crossed.design.frame import DataError, PreparedFrame, is_categorical, level_label
 from crossed.formula.spec import RandomTermSpec
 
-__all__ = ["RandomDesign", "ReBlock", "ReTerm", "TermColumns", "assemble_random", "build_random",
-           "group_codes", "subset_random"]
+__all__ = ["FAR_FROM_ZERO", "RandomDesign", "ReBlock", "ReTerm", "TermColumns",
+           "assemble_random", "build_random", "group_codes", "subset_random"]
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,12 @@ class ReTerm:
     def ntheta(self) -> int:
         k = len(self.columns)
         return k * (k + 1) // 2
+
+
+FAR_FROM_ZERO = 10.0
+"""A random-slope column whose |mean| exceeds this many SDs is far from zero: the
+native optimiser centres it in a correlated term (``engines/native/rescale.py``), and an
+uncorrelated intercept beside it is warned of (:func:`_note_far_uncorrelated_slopes`)."""
 
 
 @dataclass(frozen=True)
@@ -115,6 +121,12 @@ class ReBlock:
         optimiser's rescaling read them)."""
         Z = self.Z
         return np.all(Z == 1.0, axis=0), Z.mean(axis=0), Z.std(axis=0)
+
+    @cached_property
+    def far_from_zero(self) -> np.ndarray:
+        """Per column of Z: non-constant with |mean| over ``FAR_FROM_ZERO`` SDs."""
+        _, mean, sd = self.column_stats
+        return np.asarray((sd > 0) & (np.abs(mean) > FAR_FROM_ZERO * sd))
 
     @cached_property
     def singleton_columns(self) -> np.ndarray:
@@ -334,12 +346,6 @@ def _note_factor_in_double_bar(spec: RandomTermSpec, frame: Table) -> None:
              "lme4's model")
 
 
-FAR_FROM_ZERO = 10.0
-"""A random-slope column whose |mean| exceeds this many SDs is far from zero: the
-native optimiser centres it in a correlated term (``engines/native/rescale.py``), and an
-uncorrelated intercept beside it is warned of (:func:`_note_far_uncorrelated_slopes`)."""
-
-
 def _note_far_uncorrelated_slopes(blocks: tuple[ReBlock, ...]) -> None:
     """Warn where an intercept is uncorrelated with a slope on a column far from zero
     (``(x || g)``, or ``(1 | g) + (0 + x | g)``, with x a year).
@@ -356,9 +362,8 @@ def _note_far_uncorrelated_slopes(blocks: tuple[ReBlock, ...]) -> None:
         if blk.q < 2 or len(blk.Z) < 2:
             continue
         ones, mean, sd = blk.column_stats
-        far = (sd > 0) & (np.abs(mean) > FAR_FROM_ZERO * sd)
         for i0 in np.flatnonzero(ones):
-            for j in np.flatnonzero(far):
+            for j in np.flatnonzero(blk.far_from_zero):
                 if idx[max(i0, j), min(i0, j)] >= 0:
                     continue  # (correlated with the intercept: centred by the optimiser)
                 name = blk.column_names[j]

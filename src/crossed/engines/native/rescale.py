@@ -205,12 +205,12 @@ def lower_factor(M: np.ndarray) -> np.ndarray:
 
 
 def _changed_ranges(theta_index: np.ndarray, T: np.ndarray) -> list[tuple[int, int]]:
-    """The diagonal blocks [a, b) of a template that T rewrites: the correlated ranges and
-    the scaled 1 x 1 ones (an uncorrelated column, T_jj ≠ 1)."""
-    return correlated_ranges(theta_index) + [
-        (j, j + 1) for j in np.flatnonzero(np.diagonal(T) != 1.0).tolist()
-        if theta_index[j, j] >= 0 and not any(a <= j < b for a, b in
-                                               correlated_ranges(theta_index))]
+    """The diagonal blocks [a, b) of a template that T rewrites: the correlated ranges, and
+    as 1 x 1 blocks the scaled columns outside them (uncorrelated ones, T_jj ≠ 1)."""
+    ranges = correlated_ranges(theta_index)
+    inside = {j for a, b in ranges for j in range(a, b)}
+    return ranges + [(j, j + 1) for j in np.flatnonzero(np.diagonal(T) != 1.0).tolist()
+                     if j not in inside]
 
 
 def column_rescaling(blocks: Sequence[ReBlock]) -> ColumnRescaling | None:
@@ -234,7 +234,7 @@ def column_rescaling(blocks: Sequence[ReBlock]) -> ColumnRescaling | None:
                 continue
             i0 = int(intercepts[0])
             for j in range(a, b):
-                if j != i0 and sd[j] > 0 and abs(mean[j]) > CENTRE_RATIO * sd[j]:
+                if j != i0 and blk.far_from_zero[j]:
                     T[i0, j], T[j, j] = mean[j], sd[j]
                     columns.append((blk.group, blk.column_names[j]))
                     changed = True
