@@ -255,9 +255,9 @@ def optimize_theta(crit: Callable[[np.ndarray], float], theta0: np.ndarray,
     log = list(opt.log)
     geval = opt.geval
     probes = 0
-    polished = False  # (far_from_start's continuation runs once)
     # a kind of continuation that no longer lowers the criterion is not repeated, and the
-    # next kind is tried: the check's or edge's (_restart), the faces', the far θ's
+    # next kind is tried: the check's or edge's (_restart), the faces', the far θ's (which
+    # runs once in any case)
     spent: set[str] = set()
     while len(restarts) < control.restarts:
         # the edge restart: once after BOBYQA; at every stop of L-BFGS-B, as its test
@@ -295,9 +295,10 @@ def optimize_theta(crit: Callable[[np.ndarray], float], theta0: np.ndarray,
                 more, kind = bobyqa(crit, face_start, lower, control, restart=True), "faces"
         # the last resort: a θ far from lme4's scale (after the specific continuations)
         far = far_from_start(opt.theta_final) if (
-            more is None and not use_lbfgsb and crit_grad is not None and not polished) else None
+            more is None and not use_lbfgsb and crit_grad is not None and "far" not in spent
+        ) else None
         if far is not None:  # a θ far from lme4's scale: L-BFGS-B from BOBYQA's stop
-            polished = True
+            spent.add("far")
             reason = (f"theta[{far}] = {opt.theta_final[far]:.4g} is over {FAR_THETA:g}, "
                       "two decades from lme4's start")
             assert crit_grad is not None  # (far_from_start is asked only then)
