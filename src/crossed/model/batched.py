@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from crossed.model.closed_forms import (
-    closed_form_1x1,
     criterion,
     entries_2x2,
+    first_block_1x1,
     g_2x2,
 )
 from crossed.model.pwrss import amplification_2x2, in_repair_range
@@ -84,9 +84,7 @@ def _first_block(pls: PLS, T: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nd
     the largest Hadamard ratio of its B_s per point (1 for q = 1;
     :func:`~crossed.model.pwrss.pivot_cancels`)."""
     if pls.q1 == 1:  # (per class where pls.factor works per class)
-        cls = pls._classes
-        b, G = closed_form_1x1(pls.A11[:, 0, 0] if cls is None else cls.a, T[:, pls._t1][:, None])
-        ld = np.log(b).sum(axis=1) if cls is None else cls.log_sum(b)
+        _, G, ld = first_block_1x1(pls.A11[:, 0, 0], T[:, pls._t1][:, None], pls._classes)
         return G[:, :, None, None], ld, np.ones(len(T))
     th = np.concatenate([T, np.zeros((len(T), 1))], axis=1)  # (index -1: a zero of T)
     b, det, prods = entries_2x2(pls._a_2x2, *(th[:, i] for i in pls._t_2x2))

@@ -9,12 +9,15 @@ criterion follows from two log determinants and the penalised residual sum of sq
 
 from __future__ import annotations
 
-from typing import cast, overload
+from typing import TYPE_CHECKING, Any, cast, overload
 
 import numpy as np
 
-__all__ = ["closed_form_1x1", "criterion", "entries_2x2", "first_block_2x2", "g_2x2",
-           "matrices_2x2"]
+if TYPE_CHECKING:
+    from crossed.model.sparse_map import LevelClasses
+
+__all__ = ["closed_form_1x1", "criterion", "entries_2x2", "first_block_1x1", "first_block_2x2",
+           "g_2x2", "matrices_2x2"]
 
 _B_OFFSET = np.array([[1.0], [0.0], [1.0]])
 _INV_SIGN = np.array([[1.0], [-1.0], [1.0]])
@@ -36,6 +39,17 @@ def closed_form_1x1(a: np.ndarray, t: float | np.ndarray) -> tuple[np.ndarray, n
     shape (points, 1), per point."""
     b = t * t * a + 1.0
     return b, t * t / b
+
+
+def first_block_1x1(a: np.ndarray, t: float | np.ndarray, classes: LevelClasses | None = None
+                    ) -> tuple[np.ndarray, np.ndarray, Any]:
+    """q = 1's first block: :func:`closed_form_1x1` on the levels' A_s (``a``), or once per
+    class where the sparse map merges levels of equal A_s (``classes``: then B and G are
+    per class), and Σ_s log B_s over every level: a float for a float ``t``, one per point
+    for ``t`` of shape (points, 1)."""
+    b, G = closed_form_1x1(a if classes is None else classes.a, t)
+    logs = np.log(b)
+    return b, G, logs.sum(axis=-1) if classes is None else logs @ classes.count
 
 
 def entries_2x2(a: np.ndarray, t0: float | np.ndarray, t1: float | np.ndarray,

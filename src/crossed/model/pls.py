@@ -43,7 +43,7 @@ from scipy.linalg import blas
 from crossed.design.random import ReBlock
 from crossed.model.banded import BandedBlocks
 from crossed.model.cholesky import cholesky_lower
-from crossed.model.closed_forms import closed_form_1x1, first_block_2x2, matrices_2x2
+from crossed.model.closed_forms import first_block_1x1, first_block_2x2, matrices_2x2
 from crossed.model.condvar import conditional_inverse_blocks
 from crossed.model.factor import (
     Factor,
@@ -379,12 +379,10 @@ class PLS:
         (G_s = H_sᵀ H_s) and log det of the block."""
         if self.q1 == 1:  # (per class of levels where the sparse map merges them)
             t = theta[self._t1]
-            cls = self._classes
-            b, G = closed_form_1x1(self.A11[:, 0, 0] if cls is None else cls.a, t)
+            b, G, logdet = first_block_1x1(self.A11[:, 0, 0], t, self._classes)
             root = np.sqrt(b)
-            logdet = float(np.log(b).sum()) if cls is None else cls.log_sum(b)
             return (root[:, None, None], G[:, None, None], (t / root)[:, None, None],
-                    logdet, True)
+                    float(logdet), True)
         if self.q1 == 2:
             th = theta.tolist() + [0.0]
             t0, t1, t2 = (th[i] for i in self._t_2x2)

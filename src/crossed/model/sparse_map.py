@@ -129,12 +129,6 @@ class LevelClasses:
         count = np.bincount(m.class_of, minlength=len(m.rep)).astype(float)
         return cls(a=A11[m.rep, 0, 0], count=count, class_of=m.class_of)
 
-    def log_sum(self, b: np.ndarray) -> Any:
-        """Σ_s log b_s over the levels from b per class (last axis): a float, or one per
-        point for a stack of points."""
-        total = np.log(b) @ self.count
-        return float(total) if np.ndim(total) == 0 else total
-
 
 def build_sparse_map(A1r: sp.csr_matrix, A11: np.ndarray, Arr: np.ndarray,
                      support: bool, free: list[Products] | None = None) -> SparseMap:
