@@ -61,3 +61,29 @@ def test_nearly_collinear_columns_raise_no_spurious_hessian_warning():
         table = fit.coef_table()
     assert not [w for w in caught if "eigenvalue" in str(w.message)]
     assert table["df"].iloc[-1] == pytest.approx(183.0, rel=1e-6)  # (as centred: n - p)
+
+
+# R (lmerTest 3.1-3), on x − 2000 (the same model; lme4 on the raw x stops at a singular
+# fit 1.92 above the optimum and reports df 1805 and 1802):
+#   d <- read.csv("tests/data/yearx_slope_df.csv.gz"); d$xc <- d$x - 2000
+#   m <- lmer(y ~ xc + (xc | g), d)
+#   coef(summary(m))["xc", "df"]                      # 56.4396508012
+#   contest(m, c(1, -2000), joint = FALSE)$df         # 56.4419986996 (the intercept at x = 0)
+YEAR_SLOPE_DF = {"x": 56.4396508012, "(Intercept)": 56.4419986996}
+
+
+def test_a_random_slope_on_a_year_gives_the_centred_models_df():
+    """``(x | g)`` with x ≈ 2000 (SD 1): the optimiser runs on the centred column, and so
+    do Satterthwaite's derivatives. In the formula's θ (167, −0.083, 6e-5) the central
+    differences lost the Hessian's smallest eigenvalue: df 2230 under the SkylakeX kernel
+    and 1827 under Haswell, silently, where the model's df are 56.4."""
+    d = pd.read_csv(DATA / "yearx_slope_df.csv.gz", dtype={"g": str})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = crossed.lmer("y ~ x + (x | g)", d)
+        centred = crossed.lmer("y ~ xc + (xc | g)", d.assign(xc=d["x"] - 2000.0))
+    assert fit.opt.rescaled  # (the optimiser's columns were centred)
+    df = fit.coef_table().set_index("term")["df"]
+    for term, expected in YEAR_SLOPE_DF.items():
+        assert df[term] == pytest.approx(expected, rel=1e-4)
+    assert df["x"] == pytest.approx(centred.coef_table()["df"].iloc[1], rel=1e-5)

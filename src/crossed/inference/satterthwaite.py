@@ -5,6 +5,9 @@ deviance at φ̂ (numDeriv), A = 2·H⁻¹ (Moore–Penrose over eigenvalues > 1
 Jacobian of vcov(β) = σ² (R_XᵀR_X)⁻¹ with respect to φ. For a contrast row L,
 
     df = 2 (L C Lᵀ)² / (gᵀ A g),    g_i = L (∂C/∂φ_i) Lᵀ.
+
+The derivatives are taken in the parametrisation the optimiser used (``_FactorCache``):
+the same df wherever the formula's θ is well scaled, the right ones where it is not.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import numpy as np
 from crossed._threads import single_blas_thread
 from crossed._warn import warn
 from crossed.inference.numderiv import central_derivatives, mixed_second
+from crossed.inference.reparam import optimiser_random
 from crossed.model.pls import deviance_at
 
 if TYPE_CHECKING:
@@ -28,13 +32,29 @@ EIG_TOL = 1e-8
 
 
 class _FactorCache:
-    """Factorisations of the PLS problem the engine solved (:meth:`LmerFit.solved_pls`) by
-    theta (σ changes reuse them)."""
+    """Factorisations of the PLS problem in the optimiser's parametrisation, by θ (σ
+    changes reuse them).
+
+    That is the problem the native engine solved (``engines/native/rescale.py``): X
+    orthogonalised where its columns are nearly collinear (:meth:`LmerFit.solved_pls`,
+    ``back`` maps β′ to β), and random-effects columns far from zero centred, or far from
+    unit SD scaled, with ``theta`` the optimiser's θ′ of the fit's θ. Satterthwaite's df
+    do not depend on how (θ, σ) is parametrised (the Jacobians cancel in gᵀAg) nor on
+    X's basis, but numerical derivatives do: with a random slope on a year (x ≈ 2000)
+    the formula's θ span 167 to 6e-5, and the central differences lost the Hessian's
+    smallest eigenvalue (df 2230 under one BLAS kernel and 1827 under another, where
+    lmerTest on the centred x, the same model, gives 56.4)."""
 
     def __init__(self, fit: LmerFit):
-        self.pls, self.back = fit.solved_pls()
-        self.store: dict[bytes, object] = (
-            {fit.theta.tobytes(): fit.factor_at_optimum} if self.back is None else {})
+        pls, self.back = fit.solved_pls()
+        _, self.theta, columns = optimiser_random(fit)
+        self.store: dict[bytes, object] = {}
+        if columns is None:
+            self.pls = pls
+            if self.back is None:
+                self.store[self.theta.tobytes()] = fit.factor_at_optimum
+        else:  # (X is already in the solved basis; the PLS blocks may be √w-scaled)
+            self.pls = pls.reparametrised(columns.apply(pls.blocks))
 
     def __call__(self, theta: np.ndarray):
         key = np.asarray(theta, dtype=float).tobytes()
@@ -52,7 +72,8 @@ class SatterthwaiteModel:
     Attributes
     ----------
     varpar : numpy.ndarray
-        φ̂ = (θ̂, σ̂).
+        φ̂ = (θ̂, σ̂), θ̂ in the optimiser's parametrisation (the fit's θ unless its
+        random-effects columns were centred or scaled: ``_FactorCache``).
     hessian : numpy.ndarray
         Hessian of the deviance (REML or ML, as fitted) with respect to φ at φ̂.
     A : numpy.ndarray
@@ -83,7 +104,8 @@ class SatterthwaiteModel:
         factors = _FactorCache(fit)
         pls, back = factors.pls, factors.back  # (back: R⁻¹ of orthogonalised columns)
         n, p = fit.design.X.shape
-        k = len(fit.theta)
+        theta = factors.theta
+        k = len(theta)
         sigma = float(fit.sigma)
         n_eff = n - p if fit.reml else n
 
@@ -99,8 +121,8 @@ class SatterthwaiteModel:
             dev = deviance_at(f, sigma, n, p, fit.reml)  # (a constant apart: derivatives)
             return np.concatenate([[dev, f.pwrss], (Ri.T @ Ri).ravel()])
 
-        f0, first, second = central_derivatives(at_theta, fit.theta)
-        H_tt = mixed_second(lambda th: at_theta(th)[0], fit.theta, second[0], f0[0])
+        f0, first, second = central_derivatives(at_theta, theta)
+        H_tt = mixed_second(lambda th: at_theta(th)[0], theta, second[0], f0[0])
         pwrss = f0[1]
         H = np.zeros((k + 1, k + 1))
         H[:k, :k] = H_tt
@@ -111,7 +133,7 @@ class SatterthwaiteModel:
         jac = np.empty((k + 1, p, p))
         jac[:k] = sigma**2 * np.moveaxis(first[2:].reshape(p, p, k), -1, 0)
         jac[k] = 2.0 * sigma * unscaled
-        varpar = np.concatenate([fit.theta, [sigma]])
+        varpar = np.concatenate([theta, [sigma]])
         return cls(varpar=varpar, hessian=H, A=A, jac=jac, vcov=np.asarray(fit.vcov_beta))
 
     def df(self, L: np.ndarray) -> np.ndarray:
