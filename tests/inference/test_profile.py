@@ -2,8 +2,10 @@
 (tests/data/reference/r_ci/r_ci.R). Tolerance: 1e-4 relative (achieved: ~1e-6)."""
 
 import warnings
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import crossed as cx
@@ -69,3 +71,30 @@ def test_profile_singular_and_uncorrelated(case):
     assert list(got.index) == list(ref.index)
     np.testing.assert_allclose(got["conf_low"], ref.iloc[:, 0], rtol=1e-4, atol=1e-8)
     np.testing.assert_allclose(got["conf_high"], ref.iloc[:, 1], rtol=1e-4)
+
+
+# lme4 1.1-31 on x − 2000 (the same model; on the raw x lme4 stops 1.92 above the optimum):
+#   d <- read.csv("tests/data/yearx_slope_df.csv.gz"); d$xc <- d$x - 2000
+#   confint(lmer(y ~ xc + (xc | g), d), method = "profile")
+YEAR_SLOPE_PROFILE = {".sig03": (0.0, 0.2543654588), ".sigma": (1.6676117712, 1.7710159972),
+                      "x": (0.4300417160, 0.5959356589)}
+
+
+def test_a_random_slope_on_a_year_profiles_in_the_centred_columns():
+    """``(x | g)`` with x ≈ 2000: the inner minimisations run on the optimiser's centred
+    columns, so the slope's SD, σ and the fixed effects get the intervals of the same model
+    on x − 2000. In the formula's columns σ's lower bound was 1.6819 (1.6676) and x's
+    interval 0.429925 to 0.594727, silently. The intercept at x = 0 and its correlation are
+    not coordinates of the centred term: no interval, with a warning, where the profile had
+    given [0, inf] and [-1, 1]."""
+    d = pd.read_csv(Path(__file__).resolve().parents[1] / "data" / "yearx_slope_df.csv.gz",
+                    dtype={"g": str})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        f = cx.lmer("y ~ x + (x | g)", d)
+    with pytest.warns(UserWarning, match="no profile interval for .sig01"):
+        got = f.confint(method="profile").set_index("parameter")
+    for name, (lo, hi) in YEAR_SLOPE_PROFILE.items():
+        assert got.loc[name, "conf_low"] == pytest.approx(lo, rel=1e-4, abs=1e-8)
+        assert got.loc[name, "conf_high"] == pytest.approx(hi, rel=1e-4)
+    assert got.loc[[".sig01", ".sig02"], ["conf_low", "conf_high"]].isna().all().all()

@@ -39,14 +39,20 @@ from scipy import stats
 from scipy.interpolate import CubicSpline
 
 from crossed._warn import warn
+from crossed.inference.reparam import optimiser_random
 from crossed.model.pls import PLS
 
 if TYPE_CHECKING:
+    from crossed.engines.native.rescale import ColumnRescaling
     from crossed.fit import LmerFit
 
 __all__ = ["VarParam", "back_spline", "profile", "profile_confint", "var_params"]
 
 MAXPTS = 100
+_MIXED = ("the optimiser ran on the term's covariates centred (they sit far from 0), where "
+          "the intercept at 0 and its correlations are not coordinates, and the profile in "
+          "the formula's columns loses its digits; centre the covariates in the data for "
+          "this interval, or use method='boot'")
 DEVTOL = 1e-9
 MAXMULT = 10.0
 
@@ -254,6 +260,35 @@ class _Profile:
     zeta: np.ndarray
     lower: float
     upper: float
+    why_not: str | None = None
+    """Why the parameter was not profiled (then ``par`` and ``zeta`` are empty)."""
+
+
+def _coordinate_scales(fit: LmerFit, params: list[VarParam],
+                       columns: ColumnRescaling | None) -> list[float | None]:
+    """Per SD or correlation, c with (its value in the optimiser's columns) = c x (its
+    value in the formula's), or None where the optimiser's columns mix it with others.
+
+    With Z = Z′T (``engines/native/rescale.py``), Σ = T⁻¹Σ′T⁻ᵀ, and T differs from a
+    diagonal matrix only in the row of a term's intercept whose covariates were centred.
+    Every other column j is only scaled (b′_j = T_jj b_j): its SD by T_jj, its
+    correlations with other such columns not at all. The intercept's SD and its
+    correlations are not coordinates of the centred term (the intercept at 0 is a
+    combination of the centred intercept and the slopes)."""
+    out: list[float | None] = []
+    for vp in params:
+        term = fit.design.random.terms[vp.term]
+        T = None if columns is None else columns.transforms[term.block]
+        if T is None:
+            out.append(1.0)
+            continue
+        i, j = term.offset + vp.i, term.offset + vp.j
+        mixed = [np.count_nonzero(T[r]) > 1 for r in (i, j)]
+        if any(mixed):
+            out.append(None)
+        else:
+            out.append(float(T[i, i]) if vp.is_sd else 1.0)
+    return out
 
 
 def _ml_fit(fit: LmerFit) -> LmerFit:
@@ -273,10 +308,19 @@ def profile(fit: LmerFit, which: list[str] | None = None) -> list[_Profile]:
     design = ml.design
     n = design.n
     pls, _ = ml.solved_pls()  # (ldL2 and the pwrss: the same on orthogonalised columns)
+    # the deviance is minimised over the optimiser's (centred, scaled) random-effects
+    # columns (reparam.py): the formula's SDs and correlations of a slope on a year span
+    # orders of magnitude and a correlation of -1 + 1e-9, where BOBYQA's inner
+    # minimisations stopped anywhere (σ's interval was 1.68 to 1.77 where it is 1.67)
+    blocks, theta_hat, columns = optimiser_random(ml)
+    if columns is not None:
+        pls = pls.reparametrised(columns.apply(pls.blocks))
     params = var_params(ml)
     nvp = len(params)
+    scales = _coordinate_scales(ml, params, columns) + [1.0]  # (σ: the same)
     base = ml.deviance
-    opt_vp = np.append(sdcor_of(ml, ml.theta, ml.sigma, params), ml.sigma)
+    estimates = np.append(sdcor_of(ml, ml.theta, ml.sigma, params), ml.sigma)
+    opt_vp = np.append(sdcor_of(ml, theta_hat, ml.sigma, params), ml.sigma)
     lower = np.array([0.0 if p.is_sd else -1.0 for p in params] + [0.0])
     upper = np.array([math.inf if p.is_sd else 1.0 for p in params] + [math.inf])
     names = [p.r_name for p in params] + [".sigma"]
@@ -308,14 +352,20 @@ def profile(fit: LmerFit, which: list[str] | None = None) -> list[_Profile]:
     for w, (nm, lab) in enumerate(zip(names, labels, strict=True)):
         if nm not in wanted and lab not in wanted:
             continue
-        pw = float(opt_vp[w])
+        scale = scales[w]
+        if scale is None:
+            out.append(_Profile(lab, nm, np.empty(0), np.empty(0), lower[w], upper[w],
+                                why_not=_MIXED))
+            continue
+        pw = float(estimates[w])
         others = [k for k in range(nvp + 1) if k != w]
 
         def zeta(xx: float, start: np.ndarray, w: int = w, pw: float = pw,
-                 others: list[int] = others) -> tuple[float, float, np.ndarray]:
+                 others: list[int] = others, scale: float = scale
+                 ) -> tuple[float, float, np.ndarray]:
             def fn(x: np.ndarray) -> float:
                 v = np.empty(nvp + 1)
-                v[w] = xx
+                v[w] = scale * xx
                 v[others] = x
                 return dd(v)
             x, fval = _minimise(fn, start, lower[others], upper[others])
@@ -347,14 +397,14 @@ def profile(fit: LmerFit, which: list[str] | None = None) -> list[_Profile]:
                     Xdrop: np.ndarray = Xdrop, est: float = est
                     ) -> tuple[float, float, np.ndarray]:
             # (prior weights and the offset of lmer's weights=/offset= kept)
-            p1 = PLS.weighted(design.random.blocks, Xdrop, y0 - xj * fw, design.weights)
-            th, fval = _minimise(lambda t: p1.objective(t, False), ml.theta, tlow, tup)
+            p1 = PLS.weighted(blocks, Xdrop, y0 - xj * fw, design.weights)
+            th, fval = _minimise(lambda t: p1.objective(t, False), theta_hat, tlow, tup)
             if not math.isfinite(fval):
                 return (fw, math.nan, start)
             return (fw, math.copysign(math.sqrt(check_dev(fval)), fw - est), th)
 
-        first = fe_zeta(est + delta * se[j], ml.theta)
-        origin = (est, 0.0, ml.theta)
+        first = fe_zeta(est + delta * se[j], theta_hat)
+        origin = (est, 0.0, theta_hat)
         up = _fill([origin, first], fe_zeta, -math.inf, math.inf, delta, cutoff)
         down = _fill([first, origin], fe_zeta, -math.inf, math.inf, delta, cutoff)
         out.append(_collect(nm, nm, up + down, math.nan, math.nan))
@@ -447,6 +497,11 @@ def profile_confint(fit: LmerFit, level: float = 0.95,
     z = stats.norm.ppf([a, 1.0 - a])
     rows = []
     for pr in profile(fit, which):
+        if pr.why_not is not None:
+            warn(f"no profile interval for {pr.r_name} ({pr.name}): {pr.why_not}")
+            rows.append({"parameter": pr.r_name, "term": pr.name, "conf_low": math.nan,
+                         "conf_high": math.nan})
+            continue
         try:
             lo, hi = back_spline(pr.par, pr.zeta)(z)
         except ValueError:
