@@ -8,12 +8,14 @@ lme4's), fixed effects 1e-6 relative with the floor 1e-6 SE_R.
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
 import crossed
+from crossed.design.fixed import independent_columns
 from reference import as_array, as_list, extra_table, load_table
 
 
@@ -183,6 +185,19 @@ def test_full_rank_design_drops_nothing():
         fit = crossed.lmer("delta ~ language * task * mode + (1 | architecture)", df)
     assert fit.design.fixed.dropped == ()
     assert not any("rank" in m for m in fit.messages)
+
+
+def test_a_column_collinear_beside_a_year_is_dropped_under_every_kernel():
+    """z = 2x − 3999 (to rounding: relative residual 1e-12) beside x ≈ 2000, fuzzed: lme4
+    drops z from ``y ~ x*z``. The Gram-matrix shortcut read the rounding noise of the
+    Cholesky pivot of z as a residual of 1.2e-4 under the SkylakeX kernel (3.3e-5 under
+    Haswell) and kept z, with estimates of 1e15 and a criterion 57 below the other
+    kernel's; pivots under ``GRAM_PIVOT_MIN`` now take the QR route (CI runs both kernels).
+    """
+    d = pd.read_csv(Path(__file__).resolve().parents[1] / "data" / "collinear_year_rank.csv.gz")
+    X = np.column_stack([np.ones(len(d)), d.x, d.z, d.x * d.z])
+    assert independent_columns(X).tolist() == [True, True, False, True]
+    assert independent_columns(np.asfortranarray(X[:, :3])).tolist() == [True, True, False]
 
 
 @pytest.mark.parametrize(("formula", "reference"), [

@@ -37,6 +37,14 @@ __all__ = ["FixedDesign", "MatrixSpec", "RANK_TOL", "Table", "build_fixed", "bui
            "table_of"]
 
 RANK_TOL = 1e-7
+GRAM_PIVOT_MIN = 1e-2
+"""The Gram-matrix shortcut of :func:`independent_columns` accepts X as of full rank only
+when every pivot of the scaled XᵀX's Cholesky factor is at least this. Rounding moves a
+pivot's square by about ε / (the smallest earlier pivot)², so a pivot of 1e-4 can be noise
+where an earlier column is nearly collinear: z = 2x − 3999 beside x ≈ 2000 (pivot 5e-4)
+and an intercept had a pivot of 1.2e-4 under the SkylakeX kernel and 3.3e-5 under
+Haswell (its true residual is 1e-12), so z was kept under one kernel and dropped under
+the other, with estimates of 1e15. From 1e-2 on the noise is below 1e-8 of the pivot."""
 
 
 def _model_matrix(text: str, frame: pd.DataFrame, failure: str,
@@ -306,23 +314,22 @@ def independent_columns(X: np.ndarray, tol: float = RANK_TOL) -> np.ndarray:
         return np.zeros(0, dtype=bool)
     if X.shape[0] > 4 * p:
         # fast path on the Gram matrix, without an n x p scaled copy: accepted only when
-        # every column is clearly independent (relative residual > 1e-4); anything else
-        # takes the route below, whose verdict it would be
+        # every column is clearly independent (relative residual >= GRAM_PIVOT_MIN);
+        # anything else takes the QR route below, whose verdict it would be
         gram = _gram(X)
         d = np.sqrt(np.diag(gram))
         if np.all(d > 0) and np.all(np.isfinite(gram)):
             # LAPACK's Cholesky directly (numpy's wrapper costs more than the factor)
             chol, info = lapack.dpotrf(gram / np.outer(d, d), lower=True)
-            if info == 0 and np.min(np.abs(np.diag(chol))) > 1e-4:
+            if info == 0 and np.min(np.abs(np.diag(chol))) >= GRAM_PIVOT_MIN:
                 return np.ones(p, dtype=bool)
     norms = np.linalg.norm(X, axis=0)
     if np.all(norms > 0):
-        # fast path on the Gram matrix: accepted only when every column is clearly
-        # independent (relative residual > 1e-4); borderline cases take the QR route
+        # the same on a scaled copy (short or wide X); borderline cases take the QR route
         scaled = X / norms
         try:
             chol = np.linalg.cholesky(scaled.T @ scaled)
-            if np.min(np.abs(np.diag(chol))) > 1e-4:
+            if np.min(np.abs(np.diag(chol))) >= GRAM_PIVOT_MIN:
                 return np.ones(p, dtype=bool)
         except np.linalg.LinAlgError:
             pass
