@@ -89,25 +89,31 @@ def test_a_random_slope_on_a_year_gives_the_centred_models_df():
     assert df["x"] == pytest.approx(centred.coef_table()["df"].iloc[1], rel=1e-5)
 
 
-def test_an_eigenvalue_below_the_differences_resolution_is_zero():
-    """Eigenvalues under ``EIG_REL`` of the largest are zero (lmerTest: 1e-8 alone): the
-    central differences do not resolve them, and the BLAS kernel decided the df."""
+def test_an_eigenvalue_the_differences_do_not_resolve_is_zero():
+    """A direction whose eigenvalue of the unit-diagonal Hessian is under ``EIG_SCALED``
+    is dropped (lmerTest's 1e-8 on the unscaled Hessian alone left it to the BLAS kernel),
+    and the rest inverted: a generalised inverse of rank 2."""
     V = np.linalg.qr(np.random.default_rng(3).normal(size=(3, 3)))[0]
     H = (V * [1.2e-8, 0.1, 4e3]) @ V.T
     with pytest.warns(UserWarning, match="1 eigenvalue"):
         A = _pinv_psd(H)
-    np.testing.assert_allclose(A, (V[:, 1:] / [0.1, 4e3]) @ V[:, 1:].T, atol=1e-9)
+    assert np.linalg.matrix_rank(A, tol=1e-9 * np.abs(A).max()) == 2
+    np.testing.assert_allclose(A @ H @ A, A, atol=1e-9 * np.abs(A).max())
+    # well-resolved eigenvalues: lmerTest's inverse, whatever the units
+    H2 = (V * [1e-3, 0.1, 4e3]) @ V.T
+    np.testing.assert_allclose(_pinv_psd(H2), np.linalg.inv(H2), rtol=1e-9)
 
 
 def test_a_singular_fit_with_a_flat_direction_gives_the_same_df_under_every_kernel():
     """A fuzzed singular fit (31 rows): the Hessian's smallest eigenvalue was 1.2e-8 under
     SkylakeX and 4.6e-9 under Haswell (largest 4e3), on either side of lmerTest's 1e-8:
     the intercept's df was 1e-6 without a warning under one kernel and 3.6 with one under
-    the other. Now 3.6, and the warning, under both (CI runs both)."""
+    the other. Now the direction is dropped where the scaled Hessian cannot resolve it: the
+    same df (5.70) and the warning under both (CI runs both)."""
     d = pd.read_csv(DATA / "singular_flat_eigen.csv", dtype={c: str for c in "ghf"} | {"f2": str})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fit = crossed.lmer("y ~ x*f*f2 + (x | g) + (z | h)", d)
     with pytest.warns(UserWarning, match="close to zero"):
         df = fit.coef_table()["df"]
-    assert df.iloc[0] == pytest.approx(3.596, rel=1e-3)
+    assert df.iloc[0] == pytest.approx(5.703, rel=1e-3)

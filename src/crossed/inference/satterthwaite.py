@@ -26,16 +26,17 @@ from crossed.model.pls import deviance_at
 if TYPE_CHECKING:
     from crossed.fit import LmerFit
 
-__all__ = ["EIG_REL", "EIG_TOL", "SatterthwaiteModel", "satterthwaite_t"]
+__all__ = ["EIG_SCALED", "EIG_TOL", "SatterthwaiteModel", "satterthwaite_t"]
 
 EIG_TOL = 1e-8
-EIG_REL = 1e-9
-"""Eigenvalues of the Hessian under ``EIG_REL`` times its largest are treated as zero too
-(lmerTest's rule is ``EIG_TOL`` alone): central differences do not resolve them. On a
-fuzzed singular fit (31 rows, ``y ~ x*f*f2 + (x | g) + (z | h)``) the smallest was 1.2e-8
-under the SkylakeX kernel and 4.6e-9 under Haswell, largest 4e3: the intercept's df was
-1e-6 under one, silently, and 3.6 with lmerTest's "close to zero" warning under the
-other."""
+EIG_SCALED = 1e-6
+"""An eigenvalue of the Hessian scaled to unit diagonal (D^-1/2 H D^-1/2) under this is
+not resolved by the central differences: such a direction is treated as zero, and the
+inverse taken in the scaled coordinates (lmerTest's rule alone, an absolute 1e-8 in the
+unscaled ones, depends on the units). On a fuzzed singular fit (31 rows,
+``y ~ x*f*f2 + (x | g) + (z | h)``) the scaled eigenvalue was 7e-8 and the unscaled one
+1.2e-8 under the SkylakeX kernel and 4.6e-9 under Haswell: the intercept's df was 1e-6
+under one, silently, and 3.6 with lmerTest's "close to zero" warning under the other."""
 
 
 class _FactorCache:
@@ -163,7 +164,15 @@ def _pinv_psd(H: np.ndarray) -> np.ndarray:
              "(NaN); rescale or centre the predictors")
         return np.full(H.shape, np.nan)
     vals, vecs = np.linalg.eigh(H)
-    tol = max(EIG_TOL, EIG_REL * float(np.max(np.abs(vals), initial=0.0)))
+    d = np.sqrt(np.abs(np.diag(H)))
+    if np.all(d > 0):
+        scaled, svecs = np.linalg.eigh(H / np.outer(d, d))
+        if np.any(np.abs(scaled) < EIG_SCALED):  # unresolved: in the scaled coordinates
+            vals, vecs, tol = scaled, svecs / d[:, None], EIG_SCALED
+        else:
+            tol = EIG_TOL
+    else:
+        tol = EIG_TOL
     neg = int(np.sum(vals < -tol))
     zero = int(np.sum(np.abs(vals) <= tol))
     if neg:
