@@ -84,7 +84,10 @@ def confint(fit: LmerFit, parm: str | list[str] | None = None, level: float = 0.
     method : {"profile", "Wald", "boot"}
         ``"profile"`` (lme4's default): likelihood-profile intervals of the ML deviance (a
         REML fit is refitted by ML, as lme4 does), :mod:`crossed.inference.profile`.
-        ``"Wald"``: β̂ ± z·SE for the fixed effects, NaN for the variance parameters (as
+        Where the optimiser centred a term's covariate (far from 0: a year), the SD of
+        that term's intercept (at 0) and its correlations get NaN with a warning: their
+        profile in the formula's columns loses its digits (centre the covariate, or use
+        ``"boot"``). ``"Wald"``: β̂ ± z·SE for the fixed effects, NaN for the variance parameters (as
         lme4). ``"boot"``: parametric bootstrap (``bootMer``: new random effects per
         replicate, refits with the fit's criterion) with percentile intervals.
     nsim, seed, boot_type, n_jobs, progress
