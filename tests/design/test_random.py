@@ -216,9 +216,11 @@ def test_an_uncorrelated_intercept_beside_a_slope_far_from_zero_is_warned(formul
     d["xc"] = d["x"] - d["x"].mean()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        build_design(parse(formula), d)
+        design = build_design(parse(formula), d)
     notes = [str(w.message) for w in caught if "far from 0" in str(w.message)]
     assert len(notes) == int(warned)
+    # the fit's messages keep it (summary() shows them)
+    assert [m for m in design.messages() if "far from 0" in m] == notes
     if warned:
         assert "intercept on 'g' is uncorrelated with the slope on 'x'" in notes[0]
         assert "Centre 'x'" in notes[0]

@@ -28,6 +28,7 @@ from crossed.design.random import (
     ReBlock,
     ReTerm,
     build_random,
+    far_uncorrelated_slope,
     subset_random,
 )
 from crossed.formula.spec import ModelSpec, check_spec
@@ -159,14 +160,18 @@ class Design:
         return encode_newdata(self, newdata, include_random, allow_new_levels)
 
     def messages(self) -> list[str]:
-        """What building the design left out, as a fit reports it: rows dropped for
-        missing values, rank-deficient fixed-effect columns dropped."""
+        """What building the design left out or warned of, as a fit reports it: rows
+        dropped for missing values, rank-deficient fixed-effect columns dropped, an
+        uncorrelated intercept beside a slope far from zero."""
         out = []
         if self.n_dropped:
             out.append(f"{self.n_dropped} rows dropped for missing values")
         if self.fixed.dropped:
             out.append("rank-deficient fixed-effect columns dropped: "
                        + ", ".join(self.fixed.dropped))
+        note = far_uncorrelated_slope(self.random.blocks)
+        if note is not None:
+            out.append(note)
         return out
 
     def with_response(self, y: np.ndarray) -> Design:
