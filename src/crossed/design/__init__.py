@@ -28,7 +28,6 @@ from crossed.design.random import (
     ReBlock,
     ReTerm,
     build_random,
-    far_uncorrelated_slope,
     subset_random,
 )
 from crossed.formula.spec import ModelSpec, check_spec
@@ -169,9 +168,8 @@ class Design:
         if self.fixed.dropped:
             out.append("rank-deficient fixed-effect columns dropped: "
                        + ", ".join(self.fixed.dropped))
-        note = far_uncorrelated_slope(self.random.blocks)
-        if note is not None:
-            out.append(note)
+        if self.random.far_uncorrelated_slope is not None:
+            out.append(self.random.far_uncorrelated_slope)
         return out
 
     def with_response(self, y: np.ndarray) -> Design:

@@ -25,8 +25,7 @@ from crossed.design.frame import DataError, PreparedFrame, is_categorical, level
 from crossed.formula.spec import RandomTermSpec
 
 __all__ = ["FAR_FROM_ZERO", "RandomDesign", "ReBlock", "ReTerm", "TermColumns",
-           "assemble_random", "build_random", "far_uncorrelated_slope", "group_codes",
-           "subset_random"]
+           "assemble_random", "build_random", "group_codes", "subset_random"]
 
 
 @dataclass(frozen=True)
@@ -62,7 +61,8 @@ class ReTerm:
 FAR_FROM_ZERO = 10.0
 """A random-slope column whose |mean| exceeds this many SDs is far from zero: the
 native optimiser centres it in a correlated term (``engines/native/rescale.py``), and an
-uncorrelated intercept beside it is warned of (:func:`far_uncorrelated_slope`)."""
+uncorrelated intercept beside it is warned of
+(:attr:`RandomDesign.far_uncorrelated_slope`)."""
 
 
 @dataclass(frozen=True)
@@ -164,6 +164,39 @@ class RandomDesign:
     @property
     def ntheta(self) -> int:
         return len(self.theta_lower)
+
+    @cached_property
+    def far_uncorrelated_slope(self) -> str | None:
+        """The note on the first intercept uncorrelated with a slope on a column far from
+        zero (``(x || g)``, or ``(1 | g) + (0 + x | g)``, with x a year), or None;
+        computed once per design: building it warns with the note, and the fit's
+        messages keep it (:meth:`Design.messages`).
+
+        Its variance is the groups' spread at x = 0, far outside the data, and the
+        criterion along it is nearly flat for hundreds of units: lme4 and crossed stop
+        where their path happens to end, and the two BLAS kernels can give different fits
+        (fuzzed: ``y ~ log(w) + f + (x || g) + (1 | h)`` with x = 2000 ± 1 ended 3.8 apart
+        in deviance, lme4 with the higher; the criterion was lower still further out).
+        Centring x is the usual cure; it changes an uncorrelated model (the covariance at
+        the data), so it is the user's choice."""
+        for blk in self.blocks:
+            idx = blk.theta_index
+            if blk.q < 2 or len(blk.Z) < 2:
+                continue
+            ones, mean, sd = blk.column_stats
+            for i0 in np.flatnonzero(ones):
+                for j in np.flatnonzero(blk.far_from_zero):
+                    if idx[max(i0, j), min(i0, j)] >= 0:
+                        continue  # (correlated with the intercept: centred by the optimiser)
+                    name = blk.column_names[j]
+                    return (f"the random intercept on {blk.group!r} is uncorrelated with the "
+                            f"slope on {name!r}, whose values lie far from 0 (mean "
+                            f"{mean[j]:.4g}, SD {sd[j]:.3g}): its variance is the spread at "
+                            f"{name} = 0, far outside the data, and is poorly determined; the "
+                            "fit can depend on the optimiser's path (lme4's too) and differ "
+                            f"between machines. Centre {name!r} (a different uncorrelated "
+                            f"model) or correlate the terms (({name} | {blk.group}))")
+        return None
 
     def theta_start(self, y: np.ndarray | None = None) -> np.ndarray:
         """lme4's starting value of theta for the response ``y``.
@@ -347,38 +380,6 @@ def _note_factor_in_double_bar(spec: RandomTermSpec, frame: Table) -> None:
              "lme4's model")
 
 
-def far_uncorrelated_slope(blocks: tuple[ReBlock, ...]) -> str | None:
-    """The note on the first intercept uncorrelated with a slope on a column far from
-    zero (``(x || g)``, or ``(1 | g) + (0 + x | g)``, with x a year), or None.
-
-    Its variance is the groups' spread at x = 0, far outside the data, and the criterion
-    along it is nearly flat for hundreds of units: lme4 and crossed stop where their path
-    happens to end, and the two BLAS kernels can give different fits (fuzzed:
-    ``y ~ log(w) + f + (x || g) + (1 | h)`` with x = 2000 ± 1 ended 3.8 apart in deviance,
-    lme4 with the higher; the criterion was lower still further out). Centring x is the
-    usual cure; it changes an uncorrelated model (the covariance at the data), so it is
-    the user's choice. Building the design warns with it, and the fit's messages keep it
-    (:meth:`Design.messages`)."""
-    for blk in blocks:
-        idx = blk.theta_index
-        if blk.q < 2 or len(blk.Z) < 2:
-            continue
-        ones, mean, sd = blk.column_stats
-        for i0 in np.flatnonzero(ones):
-            for j in np.flatnonzero(blk.far_from_zero):
-                if idx[max(i0, j), min(i0, j)] >= 0:
-                    continue  # (correlated with the intercept: centred by the optimiser)
-                name = blk.column_names[j]
-                return (f"the random intercept on {blk.group!r} is uncorrelated with the "
-                        f"slope on {name!r}, whose values lie far from 0 (mean "
-                        f"{mean[j]:.4g}, SD {sd[j]:.3g}): its variance is the spread at "
-                        f"{name} = 0, far outside the data, and is poorly determined; the "
-                        "fit can depend on the optimiser's path (lme4's too) and differ "
-                        f"between machines. Centre {name!r} (a different uncorrelated model) "
-                        f"or correlate the terms (({name} | {blk.group}))")
-    return None
-
-
 def build_random(terms: tuple[RandomTermSpec, ...], frame: Table,
                  caret: bool = False, codings: Mapping[str, Any] | None = None,
                  glmm: bool = False) -> RandomDesign:
@@ -420,9 +421,8 @@ def build_random(terms: tuple[RandomTermSpec, ...], frame: Table,
                                    codes=codes, Z=Zt[:, list(cols)], keys=keys,
                                    names=tuple(names[j] for j in cols), source=(mspec, cols)))
     random = assemble_random(out)
-    note = far_uncorrelated_slope(random.blocks)
-    if note is not None:
-        warn(note)
+    if random.far_uncorrelated_slope is not None:
+        warn(random.far_uncorrelated_slope)
     return random
 
 

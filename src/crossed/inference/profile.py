@@ -39,7 +39,7 @@ from scipy import stats
 from scipy.interpolate import CubicSpline
 
 from crossed._warn import warn
-from crossed.inference.reparam import optimiser_random
+from crossed.inference.reparam import optimiser_problem
 from crossed.model.pls import PLS
 
 if TYPE_CHECKING:
@@ -307,14 +307,13 @@ def profile(fit: LmerFit, which: list[str] | None = None) -> list[_Profile]:
     ml = _ml_fit(fit)
     design = ml.design
     n = design.n
-    pls, _ = ml.solved_pls()  # (ldL2 and the pwrss: the same on orthogonalised columns)
     # the deviance is minimised over the optimiser's (centred, scaled) random-effects
     # columns (reparam.py): the formula's SDs and correlations of a slope on a year span
     # orders of magnitude and a correlation of -1 + 1e-9, where BOBYQA's inner
-    # minimisations stopped anywhere (σ's interval was 1.68 to 1.77 where it is 1.67)
-    blocks, theta_hat, columns = optimiser_random(ml)
-    if columns is not None:
-        pls = pls.reparametrised(columns.apply(pls.blocks))
+    # minimisations stopped anywhere (σ's interval was 1.68 to 1.77 where it is 1.67);
+    # ldL2 and the pwrss are the same on orthogonalised X columns
+    problem = optimiser_problem(ml)
+    pls, theta_hat, blocks, columns = problem.pls, problem.theta, problem.blocks, problem.columns
     params = var_params(ml)
     nvp = len(params)
     scales = _coordinate_scales(ml, params, columns) + [1.0]  # (σ: the same)

@@ -11,17 +11,20 @@ such θ lose every digit the answer needs.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
 from crossed.engines.native.rescale import ColumnRescaling, column_rescaling
+from crossed.model.factor import basis_inverse
 
 if TYPE_CHECKING:
     from crossed.design.random import ReBlock
     from crossed.fit import LmerFit
+    from crossed.model.pls import PLS
 
-__all__ = ["optimiser_random"]
+__all__ = ["OptimiserProblem", "optimiser_problem", "optimiser_random"]
 
 
 def optimiser_random(fit: LmerFit) -> tuple[tuple[ReBlock, ...], np.ndarray,
@@ -34,3 +37,45 @@ def optimiser_random(fit: LmerFit) -> tuple[tuple[ReBlock, ...], np.ndarray,
     if columns is None:
         return blocks, theta, None
     return columns.apply(blocks), columns.from_original(theta), columns
+
+
+@dataclass(frozen=True)
+class OptimiserProblem:
+    """The PLS problem as the optimiser solved it (:func:`optimiser_problem`).
+
+    Attributes
+    ----------
+    pls : PLS
+        Its random-effects columns centred and scaled and X in the fit's ``fixed_basis``,
+        where either applies (without a rescaling: :meth:`LmerFit.solved_pls`'s problem).
+    theta : numpy.ndarray
+        The fit's θ in those columns.
+    back : numpy.ndarray or None
+        R⁻¹ mapping the problem's β′ to the formula's β (None: the same).
+    blocks : tuple of ReBlock
+        The design's blocks in those columns (not √w-scaled).
+    columns : ColumnRescaling or None
+        The rescaling (None: the formula's own columns).
+    """
+
+    pls: PLS
+    theta: np.ndarray
+    back: np.ndarray | None
+    blocks: tuple[ReBlock, ...]
+    columns: ColumnRescaling | None
+
+
+def optimiser_problem(fit: LmerFit) -> OptimiserProblem:
+    """The fit's :class:`OptimiserProblem`, built once per fit."""
+
+    def build() -> OptimiserProblem:
+        blocks, theta, columns = optimiser_random(fit)
+        if columns is None:
+            pls, back = fit.solved_pls()
+            return OptimiserProblem(pls, theta, back, blocks, None)
+        R = fit.fixed_basis  # (the PLS blocks may be √w-scaled: the map commutes)
+        pls = fit.pls.reparametrised(columns.apply(fit.pls.blocks), R)
+        return OptimiserProblem(pls, theta, None if R is None else basis_inverse(R), blocks,
+                                columns)
+
+    return cast(OptimiserProblem, fit.memo("optimiser_problem", build))

@@ -20,7 +20,7 @@ import numpy as np
 from crossed._threads import single_blas_thread
 from crossed._warn import warn
 from crossed.inference.numderiv import central_derivatives, mixed_second
-from crossed.inference.reparam import optimiser_random
+from crossed.inference.reparam import optimiser_problem
 from crossed.model.pls import deviance_at
 
 if TYPE_CHECKING:
@@ -54,15 +54,11 @@ class _FactorCache:
     lmerTest on the centred x, the same model, gives 56.4)."""
 
     def __init__(self, fit: LmerFit):
-        pls, self.back = fit.solved_pls()
-        _, self.theta, columns = optimiser_random(fit)
+        problem = optimiser_problem(fit)
+        self.pls, self.theta, self.back = problem.pls, problem.theta, problem.back
         self.store: dict[bytes, object] = {}
-        if columns is None:
-            self.pls = pls
-            if self.back is None:
-                self.store[self.theta.tobytes()] = fit.factor_at_optimum
-        else:  # (X is already in the solved basis; the PLS blocks may be √w-scaled)
-            self.pls = pls.reparametrised(columns.apply(pls.blocks))
+        if problem.columns is None and self.back is None:  # (the fit's own problem and θ)
+            self.store[self.theta.tobytes()] = fit.factor_at_optimum
 
     def __call__(self, theta: np.ndarray):
         key = np.asarray(theta, dtype=float).tobytes()
@@ -163,16 +159,13 @@ def _pinv_psd(H: np.ndarray) -> np.ndarray:
              "collinear or badly scaled predictors?): Satterthwaite df are not available "
              "(NaN); rescale or centre the predictors")
         return np.full(H.shape, np.nan)
-    vals, vecs = np.linalg.eigh(H)
     d = np.sqrt(np.abs(np.diag(H)))
-    if np.all(d > 0):
-        scaled, svecs = np.linalg.eigh(H / np.outer(d, d))
-        if np.any(np.abs(scaled) < EIG_SCALED):  # unresolved: in the scaled coordinates
-            vals, vecs, tol = scaled, svecs / d[:, None], EIG_SCALED
-        else:
-            tol = EIG_TOL
-    else:
-        tol = EIG_TOL
+    scaled, svecs = np.linalg.eigh(H / np.outer(d, d)) if np.all(d > 0) else (None, None)
+    if scaled is not None and np.any(np.abs(scaled) < EIG_SCALED):
+        # a direction the differences do not resolve: the inverse in the scaled coordinates
+        vals, vecs, tol = scaled, svecs / d[:, None], EIG_SCALED
+    else:  # lmerTest's rule
+        (vals, vecs), tol = np.linalg.eigh(H), EIG_TOL
     neg = int(np.sum(vals < -tol))
     zero = int(np.sum(np.abs(vals) <= tol))
     if neg:
