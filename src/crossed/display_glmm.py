@@ -11,10 +11,6 @@ from crossed.tables import Summary
 __all__ = ["format_glmer_summary"]
 
 
-def _g(x: float, digits: int = 4) -> str:
-    return f"{x:.{digits}g}"
-
-
 def _r_format(values: list[float], digits: int = 4) -> list[str]:
     """R's ``format(x, digits=4)`` on a column, approximately: one number of decimals for
     all, enough for each value's ``digits`` significant digits (trailing zeros dropped

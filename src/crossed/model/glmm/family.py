@@ -148,16 +148,6 @@ class Family:
             return float(-2.0 * np.sum(ratio * stats.binom.logpmf(k, size, mu)))
         return float(-2.0 * np.sum(stats.poisson.logpmf(y, mu) * wt))
 
-    def loglik_terms(self, y: np.ndarray, mu: np.ndarray, wt: np.ndarray) -> np.ndarray:
-        """Each observation's log-likelihood (binomial: wt = trials, y = proportion)."""
-        if self.name == "binomial":
-            return np.asarray(stats.binom.logpmf(np.round(wt * y), np.round(wt), mu), dtype=float)
-        return np.asarray(stats.poisson.logpmf(y, mu) * wt, dtype=float)
-
-    def valid_mu(self, mu: np.ndarray) -> bool:
-        return bool(np.all(np.isfinite(mu)) and np.all(mu > 0) and (
-            self.name != "binomial" or np.all(mu < 1)))
-
     def __str__(self) -> str:
         return f"{self.name} ( {self.link.name} )"
 
