@@ -166,7 +166,8 @@ class GlmmEMMeans:
 
 def glmm_emmeans(fit: Any, specs: str | list[str], by: str | list[str] | None = None,
                  type: str = "response", level: float = 0.95,
-                 offset: float | None = None) -> GlmmEMMeans:
+                 offset: float | None = None, at: dict | None = None,
+                 cov_reduce: Any = "mean") -> GlmmEMMeans:
     """Estimated marginal means of a GLMM (emmeans' ``emmeans(fit, specs, type = ...)``).
 
     Parameters
@@ -185,6 +186,14 @@ def glmm_emmeans(fit: Any, specs: str | list[str], by: str | list[str] | None = 
         for rates per unit of exposure (emmeans' ``offset = 0``). Validated for an offset
         written in the formula; for glmer's ``offset=`` argument the same default is used
         (emmeans' handling of that case was not compared).
+    at : dict, optional
+        Grid values per variable (emmeans' ``at``), as for an LMM
+        (:func:`crossed.inference.emmeans.emmeans`): ``{"x": 1.0}`` holds a numeric
+        covariate at that value (several values are averaged over unless the covariate is
+        in ``specs``/``by``), a list of levels restricts a factor.
+    cov_reduce : str, callable or dict
+        How the other covariates enter the grid (emmeans' ``cov.reduce``; default their
+        mean).
 
     Returns
     -------
@@ -192,7 +201,7 @@ def glmm_emmeans(fit: Any, specs: str | list[str], by: str | list[str] | None = 
         ``table()``, ``pairs()``, ``contrast()``.
     """
     _check_type(type)
-    emm = _emmeans(fit, specs, by=by, ddf="none", level=level)
+    emm = _emmeans(fit, specs, by=by, ddf="none", level=level, at=at, cov_reduce=cov_reduce)
     if offset is None:
         off = getattr(fit.design, "offset", None)
         offset = 0.0 if off is None else float(np.mean(off))

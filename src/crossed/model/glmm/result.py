@@ -286,17 +286,96 @@ class GlmerFit(FitBase):
         out: pd.DataFrame = _provided("coef_table")(self, *args, **kwargs)
         return out
 
-    def anova(self, *args: Any, **kwargs: Any) -> Any:
-        return _provided("anova")(self, *args, **kwargs)
+    def anova(self, *others: GlmerFit, type: int | str = 3,
+              names: list[str] | None = None) -> pd.DataFrame:
+        """Wald χ² tests of the fixed terms, or likelihood-ratio tests against other fits.
 
-    def emmeans(self, *args: Any, **kwargs: Any) -> Any:
-        return _provided("emmeans")(self, *args, **kwargs)
+        Parameters
+        ----------
+        *others : GlmerFit
+            Other fits of the same data: their likelihood-ratio comparison with this one
+            (lme4's ``anova(m0, m1)``) instead of the Wald tests.
+        type : {3, 2, 1}
+            Hypotheses of the Wald tests (lmerTest's Type III, II or I, on the model's own
+            contrasts).
+        names : list of str, optional
+            Labels of the models in the comparison.
 
-    def r2(self, *args: Any, **kwargs: Any) -> Any:
-        return _provided("r2")(self, *args, **kwargs)
+        Returns
+        -------
+        pandas.DataFrame
+            Wald tests: ``term``, ``statistic`` (χ²), ``df``, ``p_value``. Comparison:
+            ``npar``, ``aic``, ``bic``, ``loglik``, ``deviance``, ``statistic``, ``df``,
+            ``p_value``.
+        """
+        out: pd.DataFrame = _provided("anova")(self, *others, type=type, names=names)
+        return out
 
-    def drop1(self, *args: Any, **kwargs: Any) -> Any:
-        return _provided("drop1")(self, *args, **kwargs)
+    def emmeans(self, specs: str | list[str], by: str | list[str] | None = None,
+                type: str = "response", level: float = 0.95, offset: float | None = None,
+                at: dict | None = None, cov_reduce: Any = "mean") -> Any:
+        """Estimated marginal means on the link or the response scale (emmeans').
+
+        Parameters
+        ----------
+        specs : str or list of str
+            Factor(s) whose means are wanted (``"a:b"``, ``"a | b"``, ``"1"``).
+        by : str or list of str, optional
+            Variables to condition on.
+        type : {"response", "link"}
+            Scale of the table and of ``pairs()`` (odds or rate ratios on the response
+            scale of a logit or log link).
+        level : float
+            Confidence level.
+        offset : float, optional
+            Added to every EMM's linear predictor (default: the mean of the fit's offset).
+        at : dict, optional
+            Grid values per variable (emmeans' ``at``): a number or numbers for a numeric
+            covariate, a list of levels restricting a factor.
+        cov_reduce : str, callable or dict
+            How the other covariates enter the grid (emmeans' ``cov.reduce``).
+
+        Returns
+        -------
+        crossed.inference.glmm_emmeans.GlmmEMMeans
+            ``table()``, ``pairs()``, ``contrast()``.
+        """
+        return _provided("emmeans")(self, specs, by=by, type=type, level=level,
+                                    offset=offset, at=at, cov_reduce=cov_reduce)
+
+    def r2(self, null_intercept: float | None = None,
+           tolerance: float = 1e-5) -> pd.DataFrame:
+        """Nakagawa's marginal and conditional R² (``performance::r2_nakagawa``).
+
+        Parameters
+        ----------
+        null_intercept : float, optional
+            Poisson only: the null model's intercept (refitted when not given).
+        tolerance : float
+            Singularity tolerance on θ's diagonal (a singular fit has no conditional R²).
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row: ``marginal``, ``conditional``, ``var_fixed``, ``var_random``,
+            ``var_residual``, ``var_distribution``, ``var_dispersion``.
+        """
+        out: pd.DataFrame = _provided("r2")(self, null_intercept=null_intercept,
+                                            tolerance=tolerance)
+        return out
+
+    def drop1(self) -> pd.DataFrame:
+        """Likelihood-ratio test of dropping each fixed term (R's ``drop1(fit, test =
+        "Chisq")``; each reduced model refitted by this fit's engine).
+
+        Returns
+        -------
+        pandas.DataFrame
+            ``"<none>"`` then one row per droppable term: ``term``, ``npar``, ``aic``,
+            ``statistic`` (LRT), ``p_value``.
+        """
+        out: pd.DataFrame = _provided("drop1")(self)
+        return out
 
     def simulate(self, *args: Any, **kwargs: Any) -> Any:
         return _provided("simulate")(self, *args, **kwargs)

@@ -1,0 +1,77 @@
+"""``GlmerFit.emmeans`` options beyond the R reference cases (test_glmm_native.py):
+``at=`` and ``cov_reduce=``, checked against the linear predictor computed by hand."""
+
+from __future__ import annotations
+
+import functools
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import crossed as cx
+
+
+@functools.cache
+def _fit() -> cx.GlmerFit:
+    rng = np.random.default_rng(11)
+    n = 400
+    d = pd.DataFrame({"x": rng.normal(1.0, 1.0, n), "f": rng.choice(list("abc"), n),
+                      "g": rng.choice([f"g{i}" for i in range(12)], n)})
+    u = dict(zip(sorted(d["g"].unique()), rng.normal(0, 0.5, 12), strict=True))
+    eta = -0.3 + 0.6 * d["x"] + 0.8 * (d["f"] == "b") - 0.5 * (d["f"] == "c") + d["g"].map(u)
+    d["y"] = (rng.random(n) < 1 / (1 + np.exp(-eta))).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return cx.glmer("y ~ x + f + (1 | g)", d, family="binomial")
+
+
+def _by_hand(fit: cx.GlmerFit, x: float) -> tuple[np.ndarray, np.ndarray]:
+    """Link-scale EMMs of f at x and their SEs: rows [1, x, f==b, f==c] times β̂."""
+    assert list(fit.fixef_names) == ["(Intercept)", "x", "fb", "fc"]
+    L = np.array([[1.0, x, 0.0, 0.0], [1.0, x, 1.0, 0.0], [1.0, x, 0.0, 1.0]])
+    V = np.asarray(fit.vcov_beta)
+    return L @ np.asarray(fit.beta), np.sqrt(np.einsum("ij,jk,ik->i", L, V, L))
+
+
+def test_at_holds_a_covariate_at_a_value_on_the_link_scale() -> None:
+    fit = _fit()
+    tab = fit.emmeans("f", at={"x": 2.5}, type="link").table()
+    est, se = _by_hand(fit, 2.5)
+    assert list(tab["f"]) == ["a", "b", "c"]
+    np.testing.assert_allclose(tab["estimate"], est, rtol=1e-10)
+    np.testing.assert_allclose(tab["std_error"], se, rtol=1e-10)
+    # the population-level prediction at that grid point is the same number
+    new = pd.DataFrame({"x": 2.5, "f": ["a", "b", "c"], "g": "g0"})
+    np.testing.assert_allclose(tab["estimate"],
+                               fit.predict(new, include_random=False), rtol=1e-10)
+
+
+def test_at_on_the_response_scale_back_transforms() -> None:
+    fit = _fit()
+    tab = fit.emmeans("f", at={"x": -1.0}).table()
+    est, _ = _by_hand(fit, -1.0)
+    np.testing.assert_allclose(tab["estimate"], 1 / (1 + np.exp(-est)), rtol=1e-10)
+
+
+def test_at_restricts_a_factor_and_averages_covariate_values() -> None:
+    fit = _fit()
+    tab = fit.emmeans("f", at={"f": ["a", "c"], "x": [0.0, 2.0]}, type="link").table()
+    est, _ = _by_hand(fit, 1.0)  # the link is linear in x: the mean over 0 and 2 is at 1
+    assert list(tab["f"]) == ["a", "c"]
+    np.testing.assert_allclose(tab["estimate"], est[[0, 2]], rtol=1e-10)
+
+
+def test_default_grid_is_at_the_covariate_mean_and_cov_reduce_changes_it() -> None:
+    fit = _fit()
+    x = fit.design.frame["x"].to_numpy(dtype=float)
+    tab = fit.emmeans("f", type="link", cov_reduce="median").table()
+    np.testing.assert_allclose(tab["estimate"], _by_hand(fit, float(np.median(x)))[0],
+                               rtol=1e-10)
+    assert not np.allclose(tab["estimate"], fit.emmeans("f", type="link").table()["estimate"])
+
+
+def test_at_names_an_unknown_variable() -> None:
+    with pytest.raises(ValueError, match="'z'"):
+        _fit().emmeans("f", at={"z": 1.0})
