@@ -43,3 +43,13 @@ def test_lm_refuses_random_terms_and_other_rows():
         cx.lm("Reaction ~ Days + (1 | Subject)", d)
     with pytest.raises(cx.DataError, match="same rows"):
         cx.compare(fit("sleepstudy"), cx.lm("Reaction ~ Days", d.iloc[:100]))
+
+
+def test_lm_arrays_are_read_only_and_fixef_is_a_copy():
+    ols = cx.lm(LM["sleepstudy"], data(*CASES["sleepstudy"]))
+    for name in ("X", "y", "beta"):
+        assert not getattr(ols, name).flags.writeable, name
+    fixef = ols.fixef
+    assert not np.shares_memory(fixef.to_numpy(), ols.beta)
+    fixef.iloc[0] = 0.0
+    assert ols.fixef.iloc[0] != 0.0

@@ -17,7 +17,17 @@ if TYPE_CHECKING:
     from crossed.design import Design
     from crossed.formula import ModelSpec
 
-__all__ = ["FitBase", "MethodTable"]
+__all__ = ["FitBase", "MethodTable", "read_only"]
+
+
+def read_only(*arrays: Any) -> None:
+    """Mark the numpy arrays among ``arrays`` (and in tuples among them) read-only, in
+    place: what a frozen fit holds cannot be changed through what it exposes."""
+    for arr in arrays:
+        if isinstance(arr, tuple):
+            read_only(*arr)
+        elif isinstance(arr, np.ndarray):
+            arr.flags.writeable = False
 
 
 class MethodTable:
@@ -100,14 +110,17 @@ class FitBase:
 
     @property
     def fixef(self) -> pd.Series:
-        """Fixed-effects estimates with lme4's names, in lme4's order."""
-        return pd.Series(self.beta, index=list(self.fixef_names), name="estimate")
+        """Fixed-effects estimates with lme4's names, in lme4's order (a copy: changing
+        it leaves the fit as it is)."""
+        return pd.Series(np.array(self.beta, dtype=float), index=list(self.fixef_names),
+                         name="estimate")
 
     @property
     def vcov(self) -> pd.DataFrame:
-        """Covariance matrix of the fixed effects, labelled like ``fixef``."""
+        """Covariance matrix of the fixed effects, labelled like ``fixef`` (a copy)."""
         names = list(self.fixef_names)
-        return pd.DataFrame(self.vcov_beta, index=names, columns=names)
+        return pd.DataFrame(np.array(self.vcov_beta, dtype=float), index=names,
+                            columns=names)
 
     @property
     def nobs(self) -> int:

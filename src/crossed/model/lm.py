@@ -43,6 +43,11 @@ class LmFit:
     n_dropped: int = 0
     data_name: str = "data"
 
+    def __post_init__(self) -> None:
+        for arr in (self.X, self.y, self.beta):  # a frozen fit: its arrays are read-only
+            if isinstance(arr, np.ndarray):
+                arr.flags.writeable = False
+
     @property
     def reml(self) -> bool:
         """False: an lm is compared by its maximum-likelihood log-likelihood."""
@@ -50,7 +55,9 @@ class LmFit:
 
     @property
     def fixef(self) -> pd.Series:
-        return pd.Series(self.beta, index=list(self.fixef_names), name="estimate")
+        """The coefficients with R's names (a copy: changing it leaves the fit as it is)."""
+        return pd.Series(np.array(self.beta, dtype=float), index=list(self.fixef_names),
+                         name="estimate")
 
     @property
     def nobs(self) -> int:

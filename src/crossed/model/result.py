@@ -26,7 +26,7 @@ from crossed.design.frame import DataError, check_response_varies
 from crossed.design.glm import newdata_offset
 from crossed.model.convergence import ConvergenceStatus
 from crossed.model.factor import basis_inverse
-from crossed.model.fitbase import FitBase, MethodTable
+from crossed.model.fitbase import FitBase, MethodTable, read_only
 
 if TYPE_CHECKING:
     from crossed.engines.native.optimize import OptSummary
@@ -162,6 +162,7 @@ class LmerFit(FitBase):
         state = dict(state)
         state["engine_info"] = MappingProxyType(dict(state.get("engine_info", {})))
         self.__dict__.update(state)
+        read_only(self.theta, self.beta, self.vcov_beta, self.u)  # (unpickled: writable)
 
     # ------------------------------------------------------------------ basic quantities
     @property

@@ -19,7 +19,7 @@ import pandas as pd
 from crossed.design import Design
 from crossed.design.glm import newdata_offset
 from crossed.model.convergence import ConvergenceStatus
-from crossed.model.fitbase import FitBase, MethodTable
+from crossed.model.fitbase import FitBase, MethodTable, read_only
 from crossed.model.glmm.family import Family
 
 if TYPE_CHECKING:
@@ -100,6 +100,8 @@ class GlmerFit(FitBase):
         if self.convergence is None:
             object.__setattr__(self, "convergence", ConvergenceStatus.combine(
                 self.is_singular) if self.converged else ConvergenceStatus.FAILED)
+        read_only(self.theta, self.beta, self.vcov_beta, self.linear_predictor, self.u,
+                  self.cond_var_u)  # a frozen result: its arrays are read-only too
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -110,6 +112,8 @@ class GlmerFit(FitBase):
     def __setstate__(self, state: dict[str, Any]) -> None:
         state["engine_info"] = MappingProxyType(dict(state["engine_info"]))
         self.__dict__.update(state)
+        read_only(self.theta, self.beta, self.vcov_beta, self.linear_predictor, self.u,
+                  self.cond_var_u)
 
     # ------------------------------------------------------------------ basics
     @property
@@ -142,7 +146,9 @@ class GlmerFit(FitBase):
 
     @cached_property
     def _b(self) -> list[np.ndarray]:
-        return [u @ T.T for u, T in zip(self.u, self._templates(), strict=True)]
+        b = [u @ T.T for u, T in zip(self.u, self._templates(), strict=True)]
+        read_only(*b)
+        return b
 
     def varcorr(self) -> pd.DataFrame:
         """Variance components as ``as.data.frame(VarCorr(fit))`` (no residual row: a
