@@ -191,3 +191,10 @@ def test_warning_format_restored_after_main(capsys):
     assert main(["spec"]) == 0
     fails(capsys, "fit", SLEEP, "Nope ~ Days + (1 | Subject)")
     assert warnings.formatwarning is before
+
+
+def test_malformed_named_specification_file(capsys, tmp_path, monkeypatch):
+    (tmp_path / "broken.toml").write_text('name = "broken"\nformula = "y ~ x"\n[oops\n')
+    monkeypatch.setenv("CROSSED_FORMULAS", str(tmp_path))
+    line = fails(capsys, "spec", "broken")
+    assert str(tmp_path / "broken.toml") in line and "line 3" in line

@@ -110,3 +110,36 @@ def test_cross_classified_refuses_a_missing_name_by_field(kw):
     field = next(iter(kw))
     with pytest.raises(ValueError, match=f"{field} must be a column name"):
         specs.cross_classified(**args)
+
+
+@pytest.mark.parametrize("text, where", [
+    ('name = "bad"\nformula = "y ~ x"\n[oops\n', "line 3"),
+    ('name = "bad"\nformula = "y ~ x\n', "line 2"),
+    ('name = "bad"\nnotes = """\nnever closed\n', "line 3"),
+])
+def test_malformed_toml_names_the_file_and_line(tmp_path, monkeypatch, text, where):
+    (tmp_path / "bad.toml").write_text(text)
+    monkeypatch.setenv("CROSSED_FORMULAS", str(tmp_path))
+    with pytest.raises(ValueError, match="bad.toml") as err:
+        specs.from_name("bad", response="y")
+    assert "not valid TOML" in str(err.value) and where in str(err.value)
+
+
+@pytest.mark.parametrize("text, what", [
+    ('name = "bad"\nsummary = "no formula"\n', "has no 'formula'"),
+    ('name = "bad"\nformula = 3\n', "'formula' must be a string, got int"),
+    ('name = "bad"\nformula = "y ~ x"\nnotes = ["a"]\n', "'notes' must be a string"),
+])
+def test_a_record_without_a_formula_string_names_the_file(tmp_path, monkeypatch, text, what):
+    (tmp_path / "bad.toml").write_text(text)
+    monkeypatch.setenv("CROSSED_FORMULAS", str(tmp_path))
+    with pytest.raises(ValueError, match=what) as err:
+        specs.load_named("bad")
+    assert "bad.toml" in str(err.value)
+
+
+def test_a_file_that_is_not_utf8_names_the_file(tmp_path, monkeypatch):
+    (tmp_path / "bad.toml").write_bytes(b'name = "\xff\xfe"\nformula = "y ~ x"\n')
+    monkeypatch.setenv("CROSSED_FORMULAS", str(tmp_path))
+    with pytest.raises(ValueError, match="bad.toml.*not UTF-8"):
+        specs.load_named("bad")

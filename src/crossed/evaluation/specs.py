@@ -66,15 +66,56 @@ def list_named() -> list[str]:
     return sorted(names)
 
 
+def _read_record(path: Path) -> dict:
+    """The TOML record in ``path``, checked: a string ``formula`` template and string
+    values for the documented keys.
+
+    Raises
+    ------
+    ValueError
+        The file is not UTF-8 text or not TOML (the message names the file and the TOML
+        error's line and column), or lacks a ``formula`` string.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"specification file {str(path)!r} is not UTF-8 text") from None
+    try:
+        rec = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        msg = str(exc)
+        if "at end of document" in msg:  # tomllib gives no line there: the last one
+            msg = msg.replace("at end of document",
+                              f"at end of document, line {len(text.splitlines()) or 1}")
+        raise ValueError(f"specification file {str(path)!r} is not valid TOML: "
+                         f"{msg}") from None
+    if "formula" not in rec:
+        raise ValueError(f"specification file {str(path)!r} has no 'formula'; it needs "
+                         "a template string, e.g. formula = \"{response} ~ 1 + (1 | {groups})\"")
+    for key, value in rec.items():
+        if (key in ("name", "summary", "example", "notes", "family")
+                or key.startswith("formula")) and not isinstance(value, str):
+            raise ValueError(f"specification file {str(path)!r}: {key!r} must be a string, "
+                             f"got {type(value).__name__}")
+    return rec
+
+
 def load_named(name: str) -> dict:
-    """The TOML record of a named specification (or of a ``.toml`` file path)."""
+    """The TOML record of a named specification (or of a ``.toml`` file path).
+
+    Raises
+    ------
+    ValueError
+        No such specification, or its file is malformed (the message names the file and,
+        for a TOML syntax error, its line).
+    """
     path = Path(name)
     if path.suffix == ".toml" and path.exists():
-        return tomllib.loads(path.read_text())
+        return _read_record(path)
     for d in formula_dirs():
         candidate = d / f"{name}.toml"
         if candidate.exists():
-            return tomllib.loads(candidate.read_text())
+            return _read_record(candidate)
     raise ValueError(f"no named specification {name!r}; available: "
                      f"{', '.join(list_named()) or '(none found; set CROSSED_FORMULAS)'}")
 
