@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 __all__ = ["DATA_SUFFIXES", "data_format", "item_level_irt", "list_datasets", "load_dataset",
-           "read_data"]
+           "read_data", "sniff_delimiter"]
 
 # file name and the columns that are factors (read as strings, as R's reference fits do)
 _DATASETS: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -152,19 +152,87 @@ def _header(path: Path, delimiter: str) -> list[str]:
     return []
 
 
+_SEPARATORS = {",": "comma", ";": "semicolon", "\t": "tab", "|": "pipe"}
+
+
+def _field_counts(path: Path, delimiter: str, lines: int = 20) -> list[int]:
+    """Fields per non-blank row of the first ``lines`` rows, split at ``delimiter``."""
+    counts: list[int] = []
+    with _open_text(path) as fh:
+        for row in csv.reader(fh, delimiter=delimiter):
+            if row:
+                counts.append(len(row))
+            if len(counts) >= lines:
+                break
+    return counts
+
+
+def sniff_delimiter(path: str | Path, expected: str) -> str:
+    """The delimiter of a delimited text file: ``expected`` (``","`` for .csv, a tab for
+    .tsv) unless, split at it, the header is one column while another separator (comma,
+    semicolon, tab, pipe) splits it into several (the one giving most columns): a
+    ``;``-separated file named .csv (R's ``write.csv2``, common in continental Europe) is
+    read as such."""
+    path = Path(path)
+    header = _field_counts(path, expected, lines=1)
+    if not header or header[0] > 1:
+        return expected
+    best, width = expected, 1
+    for sep in _SEPARATORS:
+        if sep == expected:
+            continue
+        alt = _field_counts(path, sep, lines=1)
+        if alt and alt[0] > width:
+            best, width = sep, alt[0]
+    return best
+
+
+def _separator_note(delimiter: str, fmt_delimiter: str) -> str:
+    if delimiter == fmt_delimiter:
+        return ""
+    return f" (read as {_SEPARATORS[delimiter]}-separated, from its first lines)"
+
+
+def _decimal_commas(path: Path, df: pd.DataFrame) -> pd.DataFrame:
+    """A ``;``-separated file's numbers written with a decimal comma (``1,5``), as R's
+    ``write.csv2`` writes them: the text columns that read as numbers that way become
+    numbers (the others are left as they are)."""
+    text_cols = [c for c in df.columns if df[c].dtype == object or pd.api.types.is_string_dtype(
+        df[c].dtype)]
+    if not text_cols:
+        return df
+    alt = pd.read_csv(path, sep=";", index_col=False, decimal=",", usecols=text_cols)
+    df = df.copy()
+    for c in text_cols:
+        if pd.api.types.is_numeric_dtype(alt[c].dtype) and not pd.api.types.is_bool_dtype(
+                alt[c].dtype):
+            df[c] = alt[c]
+    return df
+
+
 def _read_delimited(path: Path, delimiter: str) -> pd.DataFrame:
+    expected = delimiter
+    delimiter = sniff_delimiter(path, expected)
+    note = _separator_note(delimiter, expected)
     header = _header(path, delimiter)
     if not header:
         raise _FileError(f"{path.name} is empty: no header row")
-    _duplicates(header, f"the header of {path.name}")
+    _duplicates(header, f"the header of {path.name}{note}")
     with warnings.catch_warnings():
         # more fields in a row than in the header: pandas would drop or shift them
         warnings.simplefilter("error", pd.errors.ParserWarning)
         try:
-            return pd.read_csv(path, sep=delimiter, index_col=False)
+            df = pd.read_csv(path, sep=delimiter, index_col=False)
         except pd.errors.ParserWarning:
             raise _FileError(f"some rows of {path.name} have more fields than its header "
-                             f"({len(header)} columns)") from None
+                             f"({len(header)} column{'s' if len(header) != 1 else ''})"
+                             f"{note}") from None
+        except (ValueError, pd.errors.ParserError) as exc:
+            if not note:
+                raise
+            text = " ".join(str(exc).split())
+            raise _FileError(f"cannot read {path.name}{note}: {text}") from None
+    return _decimal_commas(path, df) if delimiter == ";" else df
 
 
 def _open_text(path: Path):
@@ -239,7 +307,10 @@ def read_data(path: str | Path) -> pd.DataFrame:
     Parameters
     ----------
     path : str or Path
-        ``.csv``, ``.tsv`` (tab-separated), ``.jsonl`` (one JSON object per line),
+        ``.csv``, ``.tsv`` (tab-separated; either is read with the separator its first
+        lines use when that is a semicolon, comma, tab or pipe and the expected one would
+        give a single column, and a semicolon-separated file's decimal commas are read as
+        numbers, as R's ``read.csv2``), ``.jsonl`` (one JSON object per line),
         ``.json`` (a list of records, or an object of columns: lists, or ``{row: value}``
         objects as pandas' ``to_json()`` writes), each optionally
         gzip-compressed (``.gz``), or ``.parquet``.

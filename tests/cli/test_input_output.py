@@ -152,3 +152,14 @@ def test_json_helper_writes_null_for_nonfinite_numbers():
                              "nested": [[float("nan")]]}))
     assert out == {"t": [{"a": 1.0}, {"a": None}, {"a": None}, {"a": None}], "x": None,
                    "v": [None, 2.0], "nested": [[None]]}
+
+
+def test_a_semicolon_separated_csv_is_fitted(capsys, tmp_path, sleep):
+    path = tmp_path / "sleep_semicolon.csv"
+    sleep.to_csv(path, sep=";", decimal=",", index=False)
+    assert main(["fit", str(path), MODEL, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["nobs"] == len(sleep)
+    assert main(["fit", str(SLEEP), MODEL, "--json"]) == 0
+    ref = json.loads(capsys.readouterr().out)
+    assert out["deviance"] == pytest.approx(ref["deviance"], rel=1e-10)

@@ -1,0 +1,45 @@
+"""``crossed.datasets.read_data``: delimited files with another separator than their name
+says (a ``;``-separated .csv, as R's ``write.csv2`` writes in continental Europe)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from crossed.datasets import read_data, sniff_delimiter
+
+
+def test_a_semicolon_csv_with_decimal_commas_is_read_as_r_read_csv2(tmp_path):
+    path = tmp_path / "scores.csv"
+    path.write_text("y;x;g;label\n1,5;2;a;x,y\n2,25;3;b;z\n-3;4;a;w\n")
+    df = read_data(path)
+    assert list(df.columns) == ["y", "x", "g", "label"]
+    np.testing.assert_allclose(df["y"], [1.5, 2.25, -3.0])
+    assert pd.api.types.is_integer_dtype(df["x"])
+    assert list(df["g"]) == ["a", "b", "a"]
+    assert list(df["label"]) == ["x,y", "z", "w"]  # text with a comma stays text
+
+
+@pytest.mark.parametrize("name, text, sep", [
+    ("tabs.csv", "y\tg\n1.5\ta\n2\tb\n", "\t"),
+    ("commas.tsv", "y,g\n1.5,a\n2,b\n", ","),
+    ("pipes.csv", "y|g\n1.5|a\n2|b\n", "|"),
+    ("plain.csv", "y,g\n1.5,a\n2,b\n", ","),
+    ("one_column.csv", "y\n1.5\n2\n", ","),
+])
+def test_the_separator_of_the_first_lines_is_used(tmp_path, name, text, sep):
+    path = tmp_path / name
+    path.write_text(text)
+    expected = "\t" if name.endswith(".tsv") else ","
+    assert sniff_delimiter(path, expected) == sep
+    df = read_data(path)
+    assert list(df.columns) == (["y"] if name == "one_column.csv" else ["y", "g"])
+    np.testing.assert_allclose(df["y"], [1.5, 2.0])
+
+
+def test_an_error_in_a_semicolon_file_says_how_it_was_read(tmp_path):
+    path = tmp_path / "ragged.csv"
+    path.write_text("y;g\n1;a\n2;b;extra\n")
+    with pytest.raises(ValueError, match="ragged.csv.*read as semicolon-separated"):
+        read_data(path)
