@@ -49,9 +49,10 @@ def _table(df: pd.DataFrame) -> str:
 
 
 def _figure_html(fig, fig_id: str, caption: str) -> str:
-    from crossed.plots._mpl import readable_ticks
+    from crossed.plots._mpl import literal_text, readable_ticks
 
     readable_ticks(fig)  # long level names wrapped or rotated, never overlapping
+    literal_text(fig)    # level names with $, \, _ or ^ drawn as written, not as mathtext
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
     from crossed.plots._mpl import plt
@@ -145,7 +146,7 @@ def build_report(data: pd.DataFrame, formula: str, focus: str | None = None,
         if fit is None:
             fit = lmer(formula, data, reml=reml, reference=reference, data_name=data_name)
         factors = _fixed_factors(fit)
-        focus = _choose_focus(fit, factors, focus)
+        focus = _choose_focus(fit, factors, focus, notes)
         parts = _model_sections(fit, ddf, notes)
         frame = _observed_frame(fit)
         pair = _crossed_pair(fit)
@@ -216,12 +217,34 @@ def focus_summary(fit: LmerFit, focus: str, ddf: str = "satterthwaite",
     return "".join(text)
 
 
-def _choose_focus(fit: LmerFit, factors: list[str], focus: str | None) -> str | None:
-    """The factor whose EMMs are reported: ``focus`` checked, else the first factor."""
-    if focus is not None and focus not in factors:
-        raise ValueError(f"focus {focus!r} is not a factor of the fixed part of "
-                         f"{fit.formula!r} (factors: {', '.join(factors) or 'none'})")
-    return focus or (factors[0] if factors else None)
+def _choose_focus(fit: LmerFit, factors: list[str], focus: str | None,
+                  notes: list[str] | None = None) -> str | None:
+    """The factor whose EMMs and pairwise contrasts are reported: ``focus`` checked (a
+    factor of the fixed part with two levels or more: a contrast needs two), else the
+    first such factor (a one-level factor passed over is noted in ``notes``)."""
+    levels = fit.design.levels or {}
+
+    def one_level(f: str) -> bool:
+        return len(levels.get(f, ())) < 2
+
+    if focus is not None:
+        if focus not in factors:
+            raise ValueError(f"focus {focus!r} is not a factor of the fixed part of "
+                             f"{fit.formula!r} (factors: {', '.join(factors) or 'none'})")
+        if one_level(focus):
+            only = ", ".join(repr(str(v)) for v in levels.get(focus, ())) or "none"
+            raise ValueError(f"focus {focus!r} has a single level in the data ({only}): its "
+                             "means have no pairwise contrast (a contrast needs two levels); "
+                             "choose another focus factor")
+        return focus
+    for f in factors:
+        if not one_level(f):
+            return f
+        if notes is not None:
+            only = ", ".join(repr(str(v)) for v in levels.get(f, ()))
+            notes.append(f"factor {f!r} has a single level in the data ({only}): not "
+                         "chosen as the focus (a contrast needs two levels)")
+    return None
 
 
 def _model_sections(fit: LmerFit, ddf: str, notes: list[str]) -> list[str]:
@@ -410,7 +433,7 @@ def _glmm_report(data: pd.DataFrame, formula: str, focus: str | None, title: str
             fit = glmer(formula, data, reference=reference, data_name=data_name, **glmm)
         assert fit is not None
         factors = _fixed_factors(fit)  # type: ignore[arg-type]
-        focus = _choose_focus(fit, factors, focus)  # type: ignore[arg-type]
+        focus = _choose_focus(fit, factors, focus, notes)  # type: ignore[arg-type]
         parts = [_section("Model", f"<pre>{html.escape(fit.summary())}</pre>"),
                  _section("Fixed effects (Wald z tests, link scale)",
                           _table(fit.coef_table()))]

@@ -44,3 +44,27 @@ def test_report_states_the_subsample_of_the_diagnostics(monkeypatch):
     text = build_report(pd.read_csv(SLEEP), MODEL, data_name="sleepstudy")
     assert "on a random subsample of 50 of the 180 observations" in text
     assert "sim_uniformity_p" in text
+
+
+def test_report_with_a_mathtext_level_name(capsys, tmp_path):
+    d = pd.read_csv(SLEEP)
+    d["cond"] = ["$\\frac{$" if i % 2 else "a_b^c" for i in range(len(d))]
+    data = tmp_path / "d.csv"
+    d.to_csv(data, index=False)
+    out = tmp_path / "r.html"
+    assert main(["report", str(data), "Reaction ~ Days + cond + (1 | Subject)", "--no-check",
+                 "--focus", "cond", "-o", str(out)]) == 0, capsys.readouterr().err
+    text = out.read_text(encoding="utf-8")
+    assert "$\\frac{$" in text and "a_b^c" in text
+
+
+def test_report_focus_with_a_single_level(capsys, tmp_path):
+    d = pd.read_csv(SLEEP)
+    d["cond"] = "only"
+    data = tmp_path / "d.csv"
+    d.to_csv(data, index=False)
+    code = main(["report", str(data), "Reaction ~ Days + cond + (1 | Subject)", "--no-check",
+                 "--focus", "cond", "-o", str(tmp_path / "r.html")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert "focus 'cond' has a single level in the data ('only')" in err

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-__all__ = ["plt", "readable_ticks"]
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+__all__ = ["literal_labels", "literal_text", "plt", "readable_ticks"]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+# while a figure is built: every text is drawn as written (no mathtext, no LaTeX)
+_LITERAL_RC = {"text.parse_math": False, "text.usetex": False}
 
 
 def plt():
@@ -43,3 +52,56 @@ def readable_ticks(fig, wrap: int = 18, chars_per_inch: float = 11.0) -> None:
             ax.set_xticklabels(wrapped, rotation=45, ha="right", rotation_mode="anchor")
         else:
             ax.set_xticklabels(labels, rotation=90)
+
+
+def _labels_are_text(axis) -> bool:
+    """Whether an axis's tick labels are strings given by the data or the code (categories,
+    fixed labels), rather than numbers matplotlib's own formatters write (possibly as
+    mathtext: a log axis's ``$\\mathdefault{10^{2}}$``)."""
+    from matplotlib.ticker import LogFormatter, ScalarFormatter
+
+    return not isinstance(axis.get_major_formatter(), ScalarFormatter | LogFormatter)
+
+
+def literal_text(fig) -> None:
+    """Draw every text of ``fig`` literally: level names and column names such as
+    ``$\\frac{$``, ``a_b^c`` or ``C:\\data`` are not parsed as mathtext or LaTeX (which
+    fails, or shows something else). Tick labels that matplotlib formats from numbers keep
+    the rcParams' behaviour (a log axis's ``10^2`` is mathtext)."""
+    import matplotlib as mpl
+    from matplotlib.text import Text
+
+    ticks: set[int] = set()
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            literal = _labels_are_text(axis)
+            major = axis.get_major_ticks(len(axis.get_majorticklocs()))
+            minor = axis.get_minor_ticks(len(axis.get_minorticklocs()))
+            for tick in (*major, *minor):
+                for label in (tick.label1, tick.label2):
+                    ticks.add(id(label))
+                    label.set_parse_math(not literal and mpl.rcParams["text.parse_math"])
+                    label.set_usetex(not literal and mpl.rcParams["text.usetex"])
+    for text in fig.findobj(Text):
+        if id(text) not in ticks:
+            text.set_parse_math(False)
+            text.set_usetex(False)
+
+
+def literal_labels(function: _F) -> _F:
+    """A figure function whose texts are all drawn literally (:func:`literal_text`): it
+    runs with mathtext and LaTeX off (its own layout draws the texts), and the figure (or
+    the axes' figure) it returns keeps them off."""
+    @functools.wraps(function)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        import matplotlib as mpl
+
+        with mpl.rc_context(_LITERAL_RC):
+            out = function(*args, **kwargs)
+        fig = out if hasattr(out, "axes") and hasattr(out, "savefig") else getattr(
+            out, "figure", None)
+        if fig is not None:
+            literal_text(fig)
+        return out
+
+    return wrapper  # type: ignore[return-value]

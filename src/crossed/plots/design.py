@@ -6,11 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from crossed.plots._mpl import plt
+from crossed.plots._mpl import literal_labels, plt
 
 __all__ = ["interaction_plot"]
 
 
+@literal_labels
 def interaction_plot(data: pd.DataFrame, response: str, x: str, trace: str | None = None,
                      panel: str | None = None, error: str | None = "se", axes=None):
     """Mean of ``response`` by ``x`` (and ``trace`` lines, ``panel`` facets).

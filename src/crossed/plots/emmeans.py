@@ -5,11 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from crossed.plots._mpl import plt
+from crossed.plots._mpl import literal_labels, plt
 
 __all__ = ["plot_emmeans"]
 
 
+@literal_labels
 def plot_emmeans(table: pd.DataFrame, factor: str | None = None, by: str | None = None,
                  ax=None, label: str = "EMM"):
     """Points and interval bars of an EMM table (``fit.emmeans(...).table()``).

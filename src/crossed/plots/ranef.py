@@ -6,11 +6,12 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from crossed.plots._mpl import plt
+from crossed.plots._mpl import literal_labels, plt
 
 __all__ = ["caterpillar"]
 
 
+@literal_labels
 def caterpillar(ranef: pd.DataFrame, group: str, term: str = "(Intercept)",
                 level: float = 0.95, max_levels: int = 60, ax=None):
     """Sorted conditional modes of one random term with ±z·cond_sd intervals.

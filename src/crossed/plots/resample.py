@@ -10,6 +10,7 @@ from crossed.plots import _mpl
 __all__ = ["plot_rank_distribution", "plot_tau_by_size"]
 
 
+@_mpl.literal_labels
 def plot_tau_by_size(result, ax=None, show_weighted: bool = True, level: float | None = None):
     """Kendall τ (mean and 5–95 % band over subsets) against subset size, one line per strategy.
 
@@ -54,6 +55,7 @@ def plot_tau_by_size(result, ax=None, show_weighted: bool = True, level: float |
     return ax
 
 
+@_mpl.literal_labels
 def plot_rank_distribution(ranks: pd.DataFrame, aggregate: str = "mean", tasks: str | None = None,
                            ax=None):
     """Stacked bars: share of resamples at each rank, one bar per system."""

@@ -5,11 +5,12 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from crossed.plots._mpl import plt
+from crossed.plots._mpl import literal_labels, plt
 
 __all__ = ["residual_plots"]
 
 
+@literal_labels
 def residual_plots(fit, axes=None):
     """Two panels: conditional residuals against fitted values, and their normal Q-Q plot.
 

@@ -14,6 +14,7 @@ __all__ = ["METHOD_LABELS", "plot_ablation", "plot_bootstrap", "plot_power_curve
 METHOD_LABELS = {"lmm": "mixed model", "rm_anova": "repeated-measures ANOVA"}
 
 
+@_mpl.literal_labels
 def plot_ablation(result: Any, axes=None):
     """Detection rate (with Clopper–Pearson bars) and usable analyses against the fraction
     of data removed, one line per method. Returns the figure."""
@@ -43,6 +44,7 @@ def plot_ablation(result: Any, axes=None):
     return fig
 
 
+@_mpl.literal_labels
 def plot_power_curve(curve: Any, ax=None, target: float | None = 0.8):
     """Power with Clopper–Pearson bars against the design dimension. Returns the figure."""
     plt = _mpl.plt()
@@ -66,6 +68,7 @@ def plot_power_curve(curve: Any, ax=None, target: float | None = 0.8):
     return fig
 
 
+@_mpl.literal_labels
 def plot_bootstrap(result: Any, terms: list[str] | None = None):
     """Histogram of the bootstrap replicates per term, estimate and interval marked."""
     plt = _mpl.plt()
@@ -89,6 +92,7 @@ def plot_bootstrap(result: Any, terms: list[str] | None = None):
     return fig
 
 
+@_mpl.literal_labels
 def plot_residual_diagnostics(diag: Any, axes=None):
     """DHARMa-style figure: QQ plot of scaled residuals against Uniform(0, 1) with the
     test results, and scaled residuals against rank-transformed predictions with binned

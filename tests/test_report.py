@@ -1,0 +1,59 @@
+"""``crossed.report.build_report`` on awkward data: level names that mathtext or LaTeX
+would parse, and focus factors with a single level."""
+
+from __future__ import annotations
+
+import html
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("matplotlib")
+
+from crossed.report import build_report  # noqa: E402
+
+MARKUP = ["$\\frac{$", "a_b^c", "C:\\data", "50$ & <b>"]
+
+
+def _data(levels: list[str], n: int = 96, seed: int = 5) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    d = pd.DataFrame({"f": np.resize(levels, n), "g": rng.choice([f"g{i}" for i in range(8)], n)})
+    d["y"] = rng.normal(size=n) + (d["f"] == levels[1])
+    d["k"] = (rng.random(n) < 0.4 + 0.3 * (d["f"] == levels[1])).astype(int)
+    return d
+
+
+def _report(*args, **kwargs) -> str:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return build_report(*args, check=False, **kwargs)
+
+
+def test_level_names_with_mathtext_and_markup_are_drawn_as_written():
+    text = _report(_data(MARKUP), "y ~ f + (1 | g)")
+    for level in MARKUP:
+        assert html.escape(level) in text
+    assert MARKUP[3] not in text  # escaped wherever it is shown
+    assert text.count('class="crossed-figure"') >= 3
+
+
+def test_glmm_report_with_mathtext_level_names():
+    text = _report(_data(MARKUP), "k ~ f + (1 | g)", glmm={"family": "binomial"})
+    assert html.escape(MARKUP[0]) in text and 'id="fig-emmeans"' in text
+
+
+def test_a_focus_with_one_level_is_refused_naming_it_and_its_level():
+    d = _data(["a", "b"])
+    d["h"] = "only"
+    with pytest.raises(ValueError, match=r"focus 'h' has a single level.*'only'.*two levels"):
+        _report(d, "y ~ f + h + (1 | g)", focus="h")
+
+
+def test_a_one_level_factor_is_not_the_default_focus_and_is_noted():
+    d = _data(["a", "b"])
+    d.insert(0, "h", "only")  # the first factor of the data
+    text = _report(d, "y ~ h + f + (1 | g)")
+    assert "Estimated marginal means: f" in text
+    assert "factor &#x27;h&#x27; has a single level" in text
