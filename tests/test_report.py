@@ -44,16 +44,18 @@ def test_glmm_report_with_mathtext_level_names():
     assert html.escape(MARKUP[0]) in text and 'id="fig-emmeans"' in text
 
 
+# (a one-level factor is refused as a fixed term with treatment contrasts, as R does;
+# without an intercept it is the intercept column, and the fit goes through)
 def test_a_focus_with_one_level_is_refused_naming_it_and_its_level():
     d = _data(["a", "b"])
     d["h"] = "only"
     with pytest.raises(ValueError, match=r"focus 'h' has a single level.*'only'.*two levels"):
-        _report(d, "y ~ f + h + (1 | g)", focus="h")
+        _report(d, "y ~ 0 + h + f + (1 | g)", focus="h")
 
 
 def test_a_one_level_factor_is_not_the_default_focus_and_is_noted():
     d = _data(["a", "b"])
     d.insert(0, "h", "only")  # the first factor of the data
-    text = _report(d, "y ~ h + f + (1 | g)")
+    text = _report(d, "y ~ 0 + h + f + (1 | g)")
     assert "Estimated marginal means: f" in text
     assert "factor &#x27;h&#x27; has a single level" in text

@@ -63,8 +63,8 @@ def test_report_focus_with_a_single_level(capsys, tmp_path):
     d["cond"] = "only"
     data = tmp_path / "d.csv"
     d.to_csv(data, index=False)
-    code = main(["report", str(data), "Reaction ~ Days + cond + (1 | Subject)", "--no-check",
-                 "--focus", "cond", "-o", str(tmp_path / "r.html")])
+    code = main(["report", str(data), "Reaction ~ 0 + cond + Days + (1 | Subject)",
+                 "--no-check", "--focus", "cond", "-o", str(tmp_path / "r.html")])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1
     assert "focus 'cond' has a single level in the data ('only')" in err

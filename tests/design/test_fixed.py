@@ -218,3 +218,32 @@ def test_level_starting_with_two_underscores_is_rejected(formula, reference):
     # grouping factors do not go through formulaic: their "__" levels are fine
     fit = crossed.lmer("y ~ 1 + (1 | g)", df)
     assert "__g1" in fit.ranef()["level"].tolist()
+
+
+@pytest.mark.parametrize("formula, term", [
+    ("y ~ x + h + (1 | g)", "'h'"),
+    ("y ~ f * h + (1 | g)", "'h'"),
+    ("y ~ f + C(h) + (1 | g)", "'C\\(h\\)'"),
+])
+def test_a_one_level_factor_is_refused_not_dropped(formula, term):
+    # before: the term vanished from the fit without a word (R: "contrasts can be applied
+    # only to factors with 2 or more levels")
+    rng = np.random.default_rng(4)
+    d = pd.DataFrame({"x": rng.normal(size=40), "f": np.resize(["a", "b"], 40),
+                      "h": "only", "g": np.repeat(list("abcde"), 8),
+                      "y": rng.normal(size=40)})
+    with pytest.raises(crossed.DataError,
+                       match=f"factor 'h' has a single level \\('only'\\).*term {term}"):
+        crossed.lmer(formula, d)
+    d["k"] = (d["y"] > 0).astype(int)
+    with pytest.raises(crossed.DataError, match="factor 'h' has a single level"):
+        crossed.glmer(formula.replace("y ~", "k ~"), d, family="binomial")
+
+
+def test_a_one_level_factor_without_an_intercept_is_the_intercept_column():
+    rng = np.random.default_rng(4)
+    d = pd.DataFrame({"h": "only", "g": np.repeat(list("abcde"), 8), "y": rng.normal(size=40)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = crossed.lmer("y ~ 0 + h + (1 | g)", d)
+    assert fit.fixef_names == ("honly",)

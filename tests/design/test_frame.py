@@ -331,3 +331,21 @@ def test_clearly_finite_agrees_with_the_column_checks():
         assert not clearly_finite(X) or passes
     assert clearly_finite(np.ones((3, 2)))
     assert not clearly_finite(np.array([[1.0, np.nan]] * 3))  # (the columns decide)
+
+
+@pytest.mark.parametrize("column", ["Reaction", "Days", "Subject"])
+def test_a_column_missing_in_every_row_is_named(column):
+    # before: "no rows left after dropping rows with missing values", naming nothing
+    data = load_table("sleepstudy.csv", factors=("Subject",))
+    data[column] = np.nan
+    with pytest.raises(crossed.DataError, match=f"'{column}' is missing .* in every row"):
+        crossed.lmer(FORMULA, data)
+
+
+def test_missing_values_spread_over_columns_are_counted():
+    data = load_table("sleepstudy.csv", factors=("Subject",))
+    data.loc[::2, "Reaction"] = np.nan
+    data.loc[1::2, "Days"] = np.nan
+    with pytest.raises(crossed.DataError,
+                       match=r"one of: 'Reaction' \(90 missing\), 'Days' \(90 missing\)"):
+        crossed.lmer(FORMULA, data)

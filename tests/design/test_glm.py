@@ -44,3 +44,22 @@ def test_a_cbind_column_with_missing_values_is_named_once() -> None:
                       "g": list("abcdefgh") * 3})
     with pytest.warns(UserWarning, match=r"dropped for missing values in: succ, x$"):
         cx.glmer("cbind(succ, fail) ~ x + (1 | g)", d, family="binomial")
+
+
+def test_a_glmm_response_missing_in_every_row_is_named():
+    # before: "the data table is empty (0 rows)" for a table of 40 rows
+    import warnings
+
+    import crossed as cx
+
+    rng = np.random.default_rng(0)
+    d = pd.DataFrame({"x": rng.normal(size=40), "g": np.repeat(list("abcd"), 10),
+                      "k": np.nan})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(cx.DataError, match="'k' is missing .* in every row"):
+            cx.glmer("k ~ x + (1 | g)", d, family="binomial")
+        d["k"] = rng.integers(0, 2, 40).astype(float)
+        d["w"] = np.nan
+        with pytest.raises(cx.DataError, match="'w' is missing .* in every row"):
+            cx.glmer("k ~ x + (1 | g)", d, family="binomial", weights="w")

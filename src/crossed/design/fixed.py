@@ -412,6 +412,7 @@ def build_fixed(rhs: str, frame: Table, caret: bool = False,
         fspec = mm.model_spec
         X = np.asarray(mm.to_numpy(), dtype=float)
         names, labels, assign = r_column_names(fspec, list(mm.columns), caret)
+        _check_terms_have_columns(labels, assign, frame)
     if not clearly_finite(X):  # before the rank check: inf is not "dependent"
         for j, name in enumerate(names):
             check_finite(name, X[:, j])
@@ -435,6 +436,31 @@ def build_fixed(rhs: str, frame: Table, caret: bool = False,
                         context=context),
         codings=used,
     )
+
+
+def _check_terms_have_columns(labels: list[str], assign: list[int],
+                              frame: pd.DataFrame) -> None:
+    """Refuse a fixed term that got no column of the model matrix: a factor with a single
+    level in the rows used (R's model.matrix stops there too: "contrasts can be applied
+    only to factors with 2 or more levels"), which would otherwise vanish silently."""
+    have = set(assign)
+    for i, term in enumerate(labels):
+        if i in have or term == "(Intercept)":
+            continue
+        names = [p.strip().strip("`") for p in term.split(":")] + [
+            a or b for a, b in re.findall(r"`([^`]+)`|([^\W\d][\w.]*)", term)]
+        for name in dict.fromkeys(names):
+            if name in frame.columns:
+                values = pd.unique(frame[name].dropna())
+                if len(values) == 1:
+                    raise DataError(
+                        f"factor {name!r} has a single level ({str(values[0])!r}) in the "
+                        f"rows used, so the fixed term {term!r} has no column; a factor "
+                        "needs two levels or more to be a fixed effect (R: contrasts can "
+                        "be applied only to factors with 2 or more levels): drop it from "
+                        "the formula")
+        raise DataError(f"the fixed term {term!r} has no column in the model matrix "
+                        "(a factor with a single level?): drop it from the formula")
 
 
 def _as_r_codes(mm: Any, frame: pd.DataFrame, failure: str, context: Any,

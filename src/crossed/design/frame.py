@@ -22,8 +22,8 @@ from crossed.formula.spec import ModelSpec
 __all__ = ["BinaryResponseWarning", "DataError", "PreparedFrame", "check_binary_response",
            "check_column", "check_finite", "check_numeric_response", "check_response_varies",
            "check_scale", "clearly_finite", "encode_new", "expression_variables",
-           "is_categorical", "labels_of", "level_label", "prepare", "quote_dotted", "r_number",
-           "used_columns", "value_columns"]
+           "is_categorical", "labels_of", "level_label", "no_rows_left", "prepare",
+           "quote_dotted", "r_number", "used_columns", "value_columns"]
 
 _IDENT = re.compile(r"`[^`]+`|(?:[^\W\d]|\.)[\w.]*")
 BARE_NAME = re.compile(r"(?:[^\W\d]|\.)[\w.]*")
@@ -394,6 +394,26 @@ def _encode_factor(values: pd.api.extensions.ExtensionArray) -> tuple[np.ndarray
     return perm[codes], lv
 
 
+def no_rows_left(missing: dict[str, np.ndarray]) -> DataError:
+    """The error when dropping rows with missing values leaves none: names the columns
+    missing in every row, else the columns with missing values and their counts.
+
+    Parameters
+    ----------
+    missing : dict
+        Column (or argument) name -> boolean mask of its missing rows.
+    """
+    every = [c for c, m in missing.items() if len(m) and bool(np.all(m))]
+    if every:
+        names = ", ".join(repr(c) for c in every)
+        detail = (f"{names} {'is' if len(every) == 1 else 'are'} missing (NaN/None) in every "
+                  "row")
+    else:
+        detail = "every row has a missing value in one of: " + ", ".join(
+            f"{c!r} ({int(np.sum(m))} missing)" for c, m in missing.items() if np.any(m))
+    return DataError(f"no rows left after dropping rows with missing values: {detail}")
+
+
 def prepare(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -> PreparedFrame:
     """Select the used columns, drop (or reject) rows with missing values, encode factors.
 
@@ -443,7 +463,7 @@ def prepare(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -> Pre
     else:  # private copies (factors are re-encoded below)
         arrays = {c: a if c in factor else a.copy() for c, a in arrays.items()}
     if len(data) == n_dropped:
-        raise DataError("no rows left after dropping rows with missing values")
+        raise no_rows_left(missing)
     levels: dict[str, list[str]] = {}
     codes_of: dict[str, tuple[np.ndarray, list[str]]] = {}
     ordered: list[str] = []

@@ -17,7 +17,7 @@ import pandas as pd
 from formulaic import model_matrix
 
 from crossed._warn import warn
-from crossed.design.frame import DataError
+from crossed.design.frame import DataError, no_rows_left
 from crossed.formula.glm import GlmFormula, split_glm_formula
 from crossed.formula.safety import SAFE_CONTEXT
 from crossed.formula.spec import ModelSpec
@@ -159,6 +159,14 @@ def glm_inputs(parts: GlmFormula, data: pd.DataFrame, weights: Any = None,
     where = list(dict.fromkeys(where))  # (a cbind column is a used column too: once)
     if n_dropped and na_action == "raise":
         raise DataError(f"{n_dropped} rows have missing values in: {', '.join(where)}")
+    if n and n_dropped == n:
+        masks = {c: np.asarray(pd.isna(data[c]), dtype=bool) for c in used}
+        if w is not None:
+            masks = {wname: np.isnan(w), **masks}
+        if any(m.all() for m in masks.values()):
+            raise no_rows_left(masks)
+        raise DataError("no rows left after dropping rows with missing values: every row "
+                        f"has a missing value in one of: {', '.join(where)}")
     if n_dropped:
         warn(f"{n_dropped} of {n} rows dropped for missing values in: {', '.join(where)}")
         keep = ~missing
