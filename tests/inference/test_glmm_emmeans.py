@@ -75,3 +75,9 @@ def test_default_grid_is_at_the_covariate_mean_and_cov_reduce_changes_it() -> No
 def test_at_names_an_unknown_variable() -> None:
     with pytest.raises(ValueError, match="'z'"):
         _fit().emmeans("f", at={"z": 1.0})
+
+
+@pytest.mark.parametrize("offset", ["a", np.nan, True, [1.0]])
+def test_offset_must_be_a_finite_number(offset) -> None:
+    with pytest.raises(TypeError, match="offset must be a finite number"):
+        _fit().emmeans("f", offset=offset)

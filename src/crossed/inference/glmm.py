@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import numbers
 import warnings
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -243,6 +244,12 @@ def r2_nakagawa_glmm(fit: Any, null_intercept: float | None = None,
         ``var_residual`` (distribution + dispersion), ``var_distribution``,
         ``var_dispersion``. Validated against performance 0.10.2 on lme4 1.1-31 fits.
     """
+    if (isinstance(tolerance, bool | np.bool_) or not isinstance(tolerance, numbers.Real)
+            or not tolerance >= 0):
+        raise TypeError(f"tolerance must be a number >= 0, got {tolerance!r}")
+    if null_intercept is not None and (isinstance(null_intercept, bool | np.bool_) or not
+                                       isinstance(null_intercept, numbers.Real)):
+        raise TypeError(f"null_intercept must be a number (or None), got {null_intercept!r}")
     design = fit.design
     X = design.X
     names = list(design.fixed.names)

@@ -20,6 +20,7 @@ emmeans prints for ``estimate`` (``prob``, ``rate``, ``odds.ratio``, ``ratio``, 
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 from typing import Any
 
@@ -205,4 +206,8 @@ def glmm_emmeans(fit: Any, specs: str | list[str], by: str | list[str] | None = 
     if offset is None:
         off = getattr(fit.design, "offset", None)
         offset = 0.0 if off is None else float(np.mean(off))
+    elif (isinstance(offset, bool | np.bool_) or not isinstance(offset, numbers.Real)
+          or not np.isfinite(offset)):
+        raise TypeError(f"offset must be a finite number (added to every EMM's linear "
+                        f"predictor), got {offset!r}")
     return GlmmEMMeans(emm=emm, family=fit.family, type=type, offset=float(offset))

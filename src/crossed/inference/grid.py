@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import itertools
 import re
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -165,9 +166,9 @@ def reference_grid(fit: LmerFit, cov_reduce="mean", at: dict | None = None,
     if frame is None:
         raise ValueError("the fit keeps no data columns; a reference grid needs them")
     levels = fit.design.levels
-    at = dict(at or {})
-    if not isinstance(at, dict):
+    if at is not None and not isinstance(at, Mapping):
         raise TypeError(f"at must be a dict {{variable: values}}, got {type(at).__name__}")
+    at = dict(at or {})
     values: dict[str, list] = {}
     made_factors = _factor_made_columns(fit)
     names_in_grid = grid_variables(fit)
