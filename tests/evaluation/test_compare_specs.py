@@ -128,3 +128,18 @@ def test_glmm_specifications_are_refused_not_fitted_as_lmms():
     spec = cx.specs.item_level("correct", systems="system", items="item", groups="dataset")
     with pytest.raises(ValueError, match="binomial GLMM: compare_specs compares linear"):
         cx.compare_specs(d, [spec, "correct ~ system + (1 | item)"], focus="system")
+
+
+def test_a_focus_without_two_levels_is_refused_naming_it():
+    # before: a "(nothing)" contrast row with a note about an empty cell of the design
+    rng = np.random.default_rng(6)
+    d = pd.DataFrame({"x": rng.normal(size=60), "g": np.repeat(list("abcdef"), 10),
+                      "h": "only", "y": rng.normal(size=60)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(ValueError, match="focus 'x' is a numeric variable in "
+                                             "specification 'spec_1'.*--factor x"):
+            cx.compare_specs(d, ["y ~ x + (1 | g)"], focus="x", check=False)
+        with pytest.raises(ValueError, match="focus 'h' is a factor with the single level "
+                                             "'only'.*two levels or more"):
+            cx.compare_specs(d, ["y ~ 0 + h + x + (1 | g)"], focus="h", check=False)

@@ -250,6 +250,15 @@ def compare_specs(data: pd.DataFrame, formulas: Sequence[str], focus: str,
                              f"({formula})")
         emm, pairs, common = _focus_and_fit(fit, name, focus, ddf, level, adjust)
         emms[name] = emm.table()
+        if len(emms[name]) < 2:
+            numeric = focus not in (fit.design.levels or {})
+            what = ("a numeric variable" if numeric else
+                    f"a factor with the single level {str(emms[name][focus].iloc[0])!r}")
+            hint = (f" (a numeric column of codes: make it a factor, e.g. --factor {focus} "
+                    "on the command line)" if numeric else "")
+            raise ValueError(f"focus {focus!r} is {what} in specification {name!r} "
+                             f"({formula}): it has one mean and no pairwise contrast to "
+                             f"compare; the focus is a factor with two levels or more{hint}")
         messages += [f"{name}: {note_text(m)}"
                      for m in emm.messages + pairs.attrs.get("messages", [])]
         if check:
