@@ -43,3 +43,22 @@ def test_an_error_in_a_semicolon_file_says_how_it_was_read(tmp_path):
     path.write_text("y;g\n1;a\n2;b;extra\n")
     with pytest.raises(ValueError, match="ragged.csv.*read as semicolon-separated"):
         read_data(path)
+
+
+def test_a_file_that_is_not_utf8_says_so(tmp_path):
+    # before: "cannot read latin1.csv as CSV: 'utf-8' codec can't decode byte 0xe9 ..."
+    path = tmp_path / "latin1.csv"
+    path.write_bytes("y,g\n1,caf\xe9\n2,na\xefve\n".encode("latin-1"))
+    with pytest.raises(ValueError, match="latin1.csv: it is not UTF-8 text.*save it as UTF-8"):
+        read_data(path)
+
+
+@pytest.mark.parametrize("name, text", [("header.csv", "y,x,g\n"),
+                                        ("header.tsv", "y\tx\tg\n"),
+                                        ("none.json", '{"y": [], "x": []}')])
+def test_a_file_with_a_header_and_no_rows_names_its_columns(tmp_path, name, text):
+    # before: "the data table is empty (0 rows)" from the model, naming no file
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(ValueError, match=f"{name} holds no rows \\(columns: y, x"):
+        read_data(path)

@@ -349,9 +349,16 @@ def read_data(path: str | Path) -> pd.DataFrame:
             df = _read_json(path)
     except _FileError:
         raise
+    except UnicodeDecodeError as exc:
+        raise _FileError(f"cannot read {path.name}: it is not UTF-8 text (it holds the "
+                         f"byte {exc.object[exc.start:exc.start + 1]!r}); save it as UTF-8 "
+                         "(e.g. 'CSV UTF-8' in Excel, fileEncoding = \"UTF-8\" in R)") from None
     except (ValueError, EOFError, gzip.BadGzipFile) as exc:  # the parsers' own complaints
         text = " ".join(str(exc).split())
         raise _FileError(f"cannot read {path.name} as {fmt.upper()}: {text}") from None
     if df.shape[1] == 0:
         raise ValueError(f"{path.name} holds no columns")
+    if len(df) == 0:
+        raise ValueError(f"{path.name} holds no rows (columns: "
+                         f"{', '.join(str(c) for c in df.columns)})")
     return df
