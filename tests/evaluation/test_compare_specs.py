@@ -143,3 +143,15 @@ def test_a_focus_without_two_levels_is_refused_naming_it():
         with pytest.raises(ValueError, match="focus 'h' is a factor with the single level "
                                              "'only'.*two levels or more"):
             cx.compare_specs(d, ["y ~ 0 + h + x + (1 | g)"], focus="h", check=False)
+
+
+def test_formulas_and_fits_of_the_wrong_type_are_named():
+    df = cx.load_dataset("exist_multi")
+    with pytest.raises(ValueError, match="no formulas given"):
+        cx.compare_specs(df, [], focus="language", check=False)  # before: an empty result
+    with pytest.raises(TypeError, match=r"fits\[0\] must be an LmerFit"):
+        cx.compare_specs(df, ["delta ~ language + (1 | task)"], focus="language",
+                         fits=[3], check=False)  # before: AttributeError on int.design
+    one = cx.compare_specs(df, "delta ~ language + (1 | task)", focus="language",
+                           check=False)  # before: its characters were read as formulas
+    assert list(one.fits) == ["spec_1"]

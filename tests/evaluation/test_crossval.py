@@ -78,3 +78,28 @@ def test_leave_one_group_out_predicts_new_levels(data):
     assert np.isfinite(cv.summary["mae"].iloc[0])
     with pytest.raises(ValueError, match="different responses"):
         cx.cross_validate(data, ["delta ~ language + (1 | task)", "y ~ language"])
+
+
+def test_arguments_in_the_wrong_order_or_of_the_wrong_type_are_named():
+    # before: the table's column names (or the formula's characters) were read as formulas
+    d = cx.load_dataset("exist_multi")
+    with pytest.raises(TypeError, match=r"cross_validate\(data, formulas\): data must be a "
+                                        r"pandas DataFrame, got str \(arguments in the other"):
+        cx.cross_validate("delta ~ language + (1 | task)", d)
+    with pytest.raises(TypeError, match="each formula must be a string"):
+        cx.cross_validate(d, [3])
+    with pytest.raises(TypeError, match="folds must be a whole number >= 2"):
+        cx.cross_validate(d, "delta ~ language + (1 | task)", folds="5")
+
+
+def test_leaving_out_the_levels_of_a_one_level_group_is_refused():
+    # before: "the data table is empty (0 rows)" from the fit of the empty training set
+    d = cx.load_dataset("exist_multi").assign(site="only")
+    with pytest.raises(ValueError, match="group column 'site' has 1 level \\('only'\\)"):
+        cx.cross_validate(d, "delta ~ language + (1 | task)", group="site", folds=None)
+
+
+def test_one_formula_string_is_a_list_of_one():
+    d = cx.load_dataset("exist_multi")
+    one = cx.cross_validate(d, "delta ~ language + (1 | task)", folds=3)
+    assert len(one.summary) == 1

@@ -18,6 +18,7 @@ import pandas as pd
 from scipy import stats
 
 from crossed.api import lmer
+from crossed.evaluation.specs import formula_list
 from crossed.fit import LmerFit
 from crossed.inference.lrt import compare
 from crossed.tables import PValueStyle, ResultDisplay, format_frame, note_text, result_table
@@ -230,6 +231,7 @@ def compare_specs(data: pd.DataFrame, formulas: Sequence[str], focus: str,
         ``sim_outliers_p``; NaN otherwise). ``lrt`` holds likelihood-ratio tests for every
         nested pair.
     """
+    formulas = formula_list(data, formulas, "compare_specs")
     for f in formulas:
         family = getattr(f, "family", None)
         if family is not None:
@@ -281,6 +283,10 @@ def _spec_names(formulas: list[str], names: Sequence[str] | None,
         raise ValueError("names must be unique")
     if fits is not None and len(fits) != len(formulas):
         raise ValueError("fits must have one fit per formula")
+    for i, fit in enumerate(fits or ()):
+        if not isinstance(fit, LmerFit):
+            raise TypeError(f"fits[{i}] must be an LmerFit (crossed.lmer's result) of "
+                            f"{formulas[i]!r}, got {type(fit).__name__}")
     return names
 
 

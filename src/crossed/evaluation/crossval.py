@@ -8,6 +8,7 @@ by ordinary least squares on the same fixed-effects design.
 
 from __future__ import annotations
 
+import numbers
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ import pandas as pd
 from crossed.api import lmer
 from crossed.design.fixed import build_fixed, build_response
 from crossed.design.frame import DataError, encode_new, prepare
+from crossed.evaluation.specs import formula_list
 from crossed.formula import parse
 from crossed.tables import ResultDisplay
 
@@ -71,6 +73,10 @@ def fold_indices(data: pd.DataFrame, folds: int | None = 5, group: str | None = 
     ``group`` and ``folds``: the levels are shuffled and split into ``folds`` parts, so all
     rows of a level are held out together.
     """
+    if folds is not None and (isinstance(folds, bool | np.bool_)
+                              or not isinstance(folds, numbers.Integral)):
+        raise TypeError(f"folds must be a whole number >= 2 (or None with group=), got "
+                        f"{folds!r}")
     rng = np.random.default_rng(seed)
     n = len(data)
     if group is None:
@@ -81,6 +87,11 @@ def fold_indices(data: pd.DataFrame, folds: int | None = 5, group: str | None = 
     if group not in data.columns:
         raise ValueError(f"group column {group!r} is not in the data")
     codes, levels = pd.factorize(data[group].astype(str), sort=True)
+    if len(levels) < 2:
+        only = f" ({str(levels[0])!r})" if len(levels) else ""
+        raise ValueError(f"group column {group!r} has {len(levels)} level{only}: holding "
+                         "out a level needs two levels or more (the others are the "
+                         "training rows)")
     if folds is None:
         return [np.flatnonzero(codes == k) for k in range(len(levels))]
     if folds < 2 or folds > len(levels):
@@ -152,7 +163,7 @@ def cross_validate(data: pd.DataFrame, formulas: Sequence[str], folds: int | Non
         Validated by the tests against a direct NumPy least-squares computation (OLS) and
         against refitting the mixed model on each training split by hand.
     """
-    formulas = [str(f) for f in formulas]
+    formulas = [str(f) for f in formula_list(data, formulas, "cross_validate")]
     names = list(names) if names is not None else [f"spec_{i + 1}" for i in range(len(formulas))]
     if len(names) != len(formulas):
         raise ValueError("names must have one label per formula")

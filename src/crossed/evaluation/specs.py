@@ -25,8 +25,8 @@ import pandas as pd
 
 from crossed.formula import parse
 
-__all__ = ["Specification", "cross_classified", "from_name", "item_level", "list_named",
-           "load_named", "repeated_measures", "resolve_family", "resolve_formula"]
+__all__ = ["Specification", "cross_classified", "formula_list", "from_name", "item_level",
+           "list_named", "load_named", "repeated_measures", "resolve_family", "resolve_formula"]
 
 _FIELD_HELP = {
     "response": "the response column",
@@ -456,3 +456,32 @@ def _named(text: str) -> Specification | None:
         fields[key] = [v.strip() for v in value.split(",") if v.strip()] \
             if key in _LIST_FIELDS else value
     return from_name(name.strip(), **fields)
+
+
+def formula_list(data: object, formulas: object, who: str) -> list[str | Specification]:
+    """The formulas given to ``who(data, formulas, ...)`` as a list (of formula strings and
+    specifications).
+
+    One formula (a string or a :class:`Specification`) is a list of one. A DataFrame as
+    ``data`` is required, and ``formulas`` must be strings or specifications: the
+    arguments given the other way round, a DataFrame or a number are refused naming
+    ``who``'s order (iterating a string or a table would read its characters or column
+    names as formulas).
+    """
+    if not isinstance(data, pd.DataFrame):
+        swapped = " (arguments in the other order? the data comes first)" if isinstance(
+            formulas, pd.DataFrame) else ""
+        raise TypeError(f"{who}(data, formulas): data must be a pandas DataFrame, got "
+                        f"{type(data).__name__}{swapped}")
+    if isinstance(formulas, str | Specification):
+        formulas = [formulas]
+    if not isinstance(formulas, Sequence) or isinstance(formulas, bytes):
+        raise TypeError(f"{who}(data, formulas): formulas must be a list of lme4 formulas, "
+                        f"got {type(formulas).__name__}")
+    bad = [f for f in formulas if not isinstance(f, str | Specification)]
+    if bad:
+        raise TypeError(f"{who}(data, formulas): each formula must be a string such as "
+                        f"'y ~ x + (1 | g)', got {bad[0]!r}")
+    if not formulas:
+        raise ValueError(f"{who}(data, formulas): no formulas given")
+    return list(formulas)
