@@ -118,3 +118,15 @@ def test_analyze_pipeline(ner):
     again = R.analyze(ner, n_resamples=500, n_variance_resamples=50, seed=1, score="f1",
                       system="model", task="language", seed_col="seed")
     pd.testing.assert_frame_equal(res.pairwise, again.pairwise)
+
+
+def test_subsampling_the_tasks_of_a_one_task_table_says_why_it_cannot(ner_table):
+    # before: "cannot subsample 2 of 1 tasks without replacement"
+    long = pd.DataFrame({"system": np.repeat(["a", "b"], 3), "task": "t1",
+                         "seed": [0, 1, 2] * 2, "score": [0.1, 0.2, 0.3, 0.5, 0.4, 0.6]})
+    one = R.read_table(long, fmt="long", score="score", seed_col="seed")
+    with pytest.raises(ValueError, match="subsampling tasks needs at least 2 tasks; the "
+                                         "table has 1 \\(t1\\)"):
+        R.aggregates(one, n_resamples=10, tasks="subsample", seed=1)
+    with pytest.raises(ValueError, match="n_tasks=99 of the table's"):
+        R.aggregates(ner_table, n_resamples=10, tasks="subsample", n_tasks=99, seed=1)

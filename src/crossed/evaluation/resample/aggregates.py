@@ -123,7 +123,11 @@ def draw_task_scores(table: ScoreTable, n: int, rng: np.random.Generator,
         idx = rng.integers(0, T, size=(n, k))
     else:
         if k > T:
-            raise ValueError(f"cannot subsample {k} of {T} tasks without replacement")
+            if n_tasks:
+                raise ValueError(f"cannot subsample n_tasks={k} of the table's {T} tasks "
+                                 "without replacement")
+            raise ValueError(f"subsampling tasks needs at least 2 tasks; the table has {T} "
+                             f"({', '.join(map(str, table.tasks))})")
         idx = np.argsort(rng.random((n, T)), axis=1)[:, :k]
     return np.take_along_axis(scores, np.broadcast_to(idx[:, None, :], (n, S, k)), axis=2)
 
