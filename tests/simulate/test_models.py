@@ -86,3 +86,15 @@ def test_without_a_response_the_deviance_is_unavailable_and_said_so(data):
                                               "taskt2": 0.0, "taskt3": 0.0},
                         varcorr={"architecture": 0.05}, sigma=0.08)
     np.testing.assert_allclose(model.vcov_beta, with_y.vcov_beta, rtol=1e-10, atol=1e-15)
+
+
+def test_specify_and_extend_name_a_bad_argument(truth):
+    from _simdata import small_design
+
+    # before: "could not convert string to float: 'a'"
+    with pytest.raises(ValueError, match="varcorr for 'g' must be a number"):
+        cx.specify("y ~ x + (1 | g)", small_design(), fixef={"(Intercept)": 1.0, "x": 0.5},
+                   varcorr={"g": "a"}, sigma=1.0)
+    # before: TypeError "'<=' not supported between instances of 'str' and 'int'"
+    with pytest.raises(ValueError, match="n must be a whole number >= 1, got '20'"):
+        cx.extend(truth, along="g", n="20")

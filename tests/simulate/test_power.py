@@ -103,3 +103,15 @@ def test_failed_fits_are_counted_separately(truth):
     assert isinstance(res.replicates, pd.DataFrame)
     assert (res.replicates.loc[res.replicates["status"] == "failed", "message"]
             .str.contains("refused").all())
+
+
+@pytest.mark.parametrize("breaks, err, match", [
+    ([4, 100], ValueError, r"break 100 is outside 1\.\.10: the data have 10 levels of 'g'"),
+    ([0, 4], ValueError, r"break 0 is outside"),
+    ([2.5], TypeError, "breaks must be whole numbers"),
+    ("4", TypeError, "breaks must be a list"),
+])
+def test_power_curve_breaks_beyond_the_data_are_refused(truth, breaks, err, match):
+    # before: a break of 100 levels was run on the 10 there are, labelled 100
+    with pytest.raises(err, match=match):
+        cx.power_curve(truth, "x", along="g", breaks=breaks, nsim=2, seed=1)

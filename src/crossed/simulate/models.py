@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from crossed._conventions import check_count
 from crossed.design import build_design
 from crossed.formula import parse
 from crossed.model.prior import refuse_prior
@@ -38,7 +39,11 @@ def _theta_from_varcorr(design, varcorr: Mapping[str, Any], sigma: float) -> np.
             raise ValueError(f"no variance given for the random term of {term.group!r} "
                              f"({', '.join(term.columns)}); keys: group names "
                              f"{sorted(set(groups))}")
-        arr = np.atleast_2d(np.asarray(value, dtype=float))
+        try:
+            arr = np.atleast_2d(np.asarray(value, dtype=float))
+        except (TypeError, ValueError):
+            raise ValueError(f"varcorr for {term.group!r} must be a number (an SD) or a "
+                             f"{k} x {k} covariance matrix, got {value!r}") from None
         if k == 1:
             if arr.size != 1 or arr[0, 0] < 0:
                 raise ValueError(f"the SD of {term.group!r} must be one number >= 0")
@@ -206,6 +211,7 @@ def extend(fit: LmerFit, along: str | None = None, within: str | list[str] | Non
     if glmm and (fit.design.weights is not None or fit.design.offset is not None):
         raise ValueError("extend: a GLMM with prior weights (binomial trials, cbind) or an "
                          "offset cannot be extended yet: the new rows would need them")
+    n = check_count("n", n)
     frame = _plain_frame(fit)
     design = fit.design
     if along is not None:

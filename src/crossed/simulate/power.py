@@ -9,6 +9,7 @@ Clopper–Pearson interval; failed fits are counted separately.
 
 from __future__ import annotations
 
+import numbers
 import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -203,6 +204,24 @@ def _curve_rows(fit: LmerFit, along: str, within: list[str] | None,
     return rows, list(range(1, int(rank.max()) + 2))
 
 
+def _checked_breaks(breaks: Any, n: int, what: str) -> list[int]:
+    """``breaks`` as whole numbers from 1 to ``n`` (the levels of ``along``, or the rows per
+    cell of ``within``); a break beyond ``n`` would silently be ``n``."""
+    if isinstance(breaks, str) or not hasattr(breaks, "__iter__"):
+        raise TypeError(f"breaks must be a list of whole numbers, got {breaks!r}")
+    out = []
+    for b in breaks:
+        if isinstance(b, bool | np.bool_) or not isinstance(b, numbers.Integral):
+            raise TypeError(f"breaks must be whole numbers, got {b!r}")
+        if not 1 <= b <= n:
+            raise ValueError(f"break {int(b)} is outside 1..{n}: the data have {n} "
+                             f"{what if what.startswith('rows') else f'levels of {what!r}'}")
+        out.append(int(b))
+    if not out:
+        raise ValueError("breaks is empty")
+    return out
+
+
 def _default_breaks(n: int) -> list[int]:
     """simr's default: up to 10 points from 3 to n, evenly spaced."""
     lo = min(3, n)
@@ -285,10 +304,11 @@ def power_curve(fit: LmerFit, test: Any, along: str, breaks: list[int] | None = 
     nsim = check_count("nsim", nsim)
     alpha, level = check_fraction("alpha", alpha), check_fraction("level", level)
     within_l = [within] if isinstance(within, str) else within
+    _, levels = _curve_rows(fit, along, within_l, [1])
     if breaks is None:
-        _, levels = _curve_rows(fit, along, within_l, [1])
         breaks = _default_breaks(len(levels))
-    breaks = [int(b) for b in breaks]
+    breaks = _checked_breaks(breaks, len(levels), along if within_l is None else
+                             f"rows per {' x '.join(within_l)} cell")
     rows, _ = _curve_rows(fit, along, within_l, breaks)
     bound = bind_test(test, fit)
     job = _PowerJob(fit=fit, test=bound, refitter=Refitter(fit, check_conv=check_conv),
