@@ -6,7 +6,7 @@ import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["literal_labels", "literal_text", "plt", "readable_ticks"]
+__all__ = ["checked_table", "literal_labels", "literal_text", "plt", "readable_ticks"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -105,3 +105,32 @@ def literal_labels(function: _F) -> _F:
         return out
 
     return wrapper  # type: ignore[return-value]
+
+
+def checked_table(table: Any, columns: tuple[str, ...], who: str, what: str) -> Any:
+    """``table`` as a DataFrame with ``columns``: an object with a ``table()`` method (an
+    EMM object) gives its table; anything else, or missing columns, is refused naming
+    ``who``'s argument and the columns.
+
+    Parameters
+    ----------
+    table : DataFrame or object with ``table()``
+    columns : tuple of str
+        Columns the figure needs.
+    who : str
+        The figure function (for the message).
+    what : str
+        What the table should be, e.g. ``"fit.emmeans(...).table()"``.
+    """
+    import pandas as pd
+
+    if not isinstance(table, pd.DataFrame) and callable(getattr(table, "table", None)):
+        table = table.table()
+    if not isinstance(table, pd.DataFrame):
+        raise TypeError(f"{who}() takes a table ({what}), got {type(table).__name__}")
+    missing = [c for c in columns if c not in table.columns]
+    if missing:
+        raise ValueError(f"{who}(): the table has no column {', '.join(map(repr, missing))} "
+                         f"(it should be {what}; its columns: "
+                         f"{', '.join(map(str, table.columns))})")
+    return table

@@ -36,6 +36,16 @@ def interaction_plot(data: pd.DataFrame, response: str, x: str, trace: str | Non
     -------
     matplotlib.figure.Figure
     """
+    if not isinstance(data, pd.DataFrame):
+        raise TypeError(f"interaction_plot() takes a pandas DataFrame, got "
+                        f"{type(data).__name__}")
+    for arg, col in (("response", response), ("x", x), ("trace", trace), ("panel", panel)):
+        if col is not None and col not in data.columns:
+            raise ValueError(f"interaction_plot(): {arg}={col!r} is not a column of the data")
+    if not (pd.api.types.is_numeric_dtype(data[response])
+            or pd.api.types.is_bool_dtype(data[response])):
+        raise ValueError(f"interaction_plot(): the response {response!r} must be numeric "
+                         f"(it holds {data[response].dtype} values)")
     pyplot = plt()
     panels = [None] if panel is None else sorted(data[panel].astype(str).unique())
     if axes is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from crossed.plots._mpl import literal_labels, plt
+from crossed.plots._mpl import checked_table, literal_labels, plt
 
 __all__ = ["plot_emmeans"]
 
@@ -18,7 +18,8 @@ def plot_emmeans(table: pd.DataFrame, factor: str | None = None, by: str | None 
     Parameters
     ----------
     table : pandas.DataFrame
-        Columns ``estimate``, ``conf_low``, ``conf_high`` and the key columns.
+        Columns ``estimate``, ``conf_low``, ``conf_high`` and the key columns (an EMM
+        object is taken as its ``table()``).
     factor : str, optional
         Key column on the vertical axis (default: the first key column).
     by : str, optional
@@ -31,6 +32,8 @@ def plot_emmeans(table: pd.DataFrame, factor: str | None = None, by: str | None 
     -------
     matplotlib.figure.Figure
     """
+    table = checked_table(table, ("estimate", "conf_low", "conf_high"), "plot_emmeans",
+                          "fit.emmeans(...).table()")
     pyplot = plt()
     keys = [c for c in table.columns
             if c not in ("estimate", "std_error", "df", "conf_low", "conf_high")]

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from crossed.plots._mpl import literal_labels, plt
+from crossed.plots._mpl import checked_table, literal_labels, plt
 
 __all__ = ["caterpillar"]
 
@@ -19,7 +19,8 @@ def caterpillar(ranef: pd.DataFrame, group: str, term: str = "(Intercept)",
     Parameters
     ----------
     ranef : pandas.DataFrame
-        ``fit.ranef()`` (columns ``group``, ``level``, ``term``, ``estimate``, ``cond_sd``).
+        ``fit.ranef()`` (columns ``group``, ``level``, ``term``, ``estimate``, ``cond_sd``),
+        or the fit itself.
     group : str
         Grouping factor to draw.
     term : str
@@ -27,20 +28,31 @@ def caterpillar(ranef: pd.DataFrame, group: str, term: str = "(Intercept)",
     level : float
         Coverage of the intervals (normal quantile times the conditional SD).
     max_levels : int
-        Draw at most this many levels (the most extreme ones) so that labels stay readable.
+        Draw at most this many levels (the most extreme ones, which the title says) so that
+        labels stay readable.
     ax : matplotlib Axes, optional
 
     Returns
     -------
     matplotlib.figure.Figure
     """
+    if not isinstance(ranef, pd.DataFrame) and callable(getattr(ranef, "ranef", None)):
+        ranef = ranef.ranef()  # (a fit)
+    ranef = checked_table(ranef, ("group", "level", "term", "estimate", "cond_sd"),
+                          "caterpillar", "fit.ranef()")
     pyplot = plt()
     sub = ranef[(ranef["group"] == group) & (ranef["term"] == term)]
     if sub.empty:
-        raise ValueError(f"no conditional modes for {group!r} / {term!r}")
+        have = sorted({f"{g} / {t}" for g, t in zip(ranef["group"], ranef["term"],
+                                                    strict=True)})
+        raise ValueError(f"no conditional modes for {group!r} / {term!r} (group / term: "
+                         f"{', '.join(have)})")
     sub = sub.sort_values("estimate")
+    shown = ""
     if len(sub) > max_levels:
         half = max_levels // 2
+        shown = (f"\n(the {half} lowest and {max_levels - half} highest of {len(sub)} "
+                 "levels)")
         sub = pd.concat([sub.head(half), sub.tail(max_levels - half)])
     z = stats.norm.ppf(0.5 + level / 2)
     if ax is None:
@@ -50,6 +62,6 @@ def caterpillar(ranef: pd.DataFrame, group: str, term: str = "(Intercept)",
     ax.axvline(0.0, color="grey", lw=0.8)
     ax.set_yticks(y, [str(v) for v in sub["level"]], fontsize="small" if len(sub) > 20 else None)
     ax.set_xlabel(f"conditional mode ({level:.0%} interval)")
-    ax.set_title(f"{term} | {group}")
+    ax.set_title(f"{term} | {group}{shown}")
     ax.figure.tight_layout()
     return ax.figure
