@@ -63,3 +63,18 @@ def test_a_glmm_response_missing_in_every_row_is_named():
         d["w"] = np.nan
         with pytest.raises(cx.DataError, match="'w' is missing .* in every row"):
             cx.glmer("k ~ x + (1 | g)", d, family="binomial", weights="w")
+
+
+def test_weights_all_zero_are_refused_naming_them():
+    # before: numpy's LinAlgError "Singular matrix" from the fit
+    import warnings
+
+    import crossed as cx
+
+    rng = np.random.default_rng(0)
+    d = pd.DataFrame({"x": rng.normal(size=40), "g": np.repeat(list("abcd"), 10),
+                      "k": rng.integers(0, 2, 40), "w": 0.0})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(cx.DataError, match="w: every weight is 0"):
+            cx.glmer("k ~ x + (1 | g)", d, family="binomial", weights="w")

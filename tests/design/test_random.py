@@ -224,3 +224,14 @@ def test_an_uncorrelated_intercept_beside_a_slope_far_from_zero_is_warned(formul
     if warned:
         assert "intercept on 'g' is uncorrelated with the slope on 'x'" in notes[0]
         assert "Centre 'x'" in notes[0]
+
+
+def test_a_random_slope_of_a_one_level_factor_is_refused_not_dropped():
+    # before: (h | g) with a one-level h was silently (1 | g)
+    rng = np.random.default_rng(4)
+    d = pd.DataFrame({"x": rng.normal(size=40), "h": "only", "g": np.repeat(list("abcde"), 8),
+                      "y": rng.normal(size=40)})
+    with pytest.raises(crossed.DataError, match="factor 'h' has a single level \\('only'\\) "
+                                                "in the rows used, so the random-effects "
+                                                "term 'h' has no column"):
+        crossed.lmer("y ~ x + (h | g)", d)

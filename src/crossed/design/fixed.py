@@ -439,10 +439,11 @@ def build_fixed(rhs: str, frame: Table, caret: bool = False,
 
 
 def _check_terms_have_columns(labels: list[str], assign: list[int],
-                              frame: pd.DataFrame) -> None:
-    """Refuse a fixed term that got no column of the model matrix: a factor with a single
-    level in the rows used (R's model.matrix stops there too: "contrasts can be applied
-    only to factors with 2 or more levels"), which would otherwise vanish silently."""
+                              frame: pd.DataFrame, part: str = "fixed term") -> None:
+    """Refuse a term that got no column of the model matrix: a factor with a single level
+    in the rows used (R's model.matrix stops there too: "contrasts can be applied only to
+    factors with 2 or more levels"), which would otherwise vanish silently. ``part``
+    names the kind of term in the message."""
     have = set(assign)
     for i, term in enumerate(labels):
         if i in have or term == "(Intercept)":
@@ -455,11 +456,11 @@ def _check_terms_have_columns(labels: list[str], assign: list[int],
                 if len(values) == 1:
                     raise DataError(
                         f"factor {name!r} has a single level ({str(values[0])!r}) in the "
-                        f"rows used, so the fixed term {term!r} has no column; a factor "
-                        "needs two levels or more to be a fixed effect (R: contrasts can "
+                        f"rows used, so the {part} {term!r} has no column; a factor "
+                        "needs two levels or more to have an effect (R: contrasts can "
                         "be applied only to factors with 2 or more levels): drop it from "
                         "the formula")
-        raise DataError(f"the fixed term {term!r} has no column in the model matrix "
+        raise DataError(f"the {part} {term!r} has no column in the model matrix "
                         "(a factor with a single level?): drop it from the formula")
 
 
@@ -563,7 +564,8 @@ def build_matrix(
     text = quote_dotted(text, set(frame.columns))
     mm = _model_matrix(text, frame, f"cannot build the random-effects matrix for {expr!r}",
                        context=context, output="pandas")
-    r_names, _, _ = r_column_names(mm.model_spec, list(mm.columns), caret)
+    r_names, r_labels, r_assign = r_column_names(mm.model_spec, list(mm.columns), caret)
+    _check_terms_have_columns(list(r_labels), list(r_assign), frame, "random-effects term")
     keep = tuple(range(len(r_names)))
     return (
         np.asarray(mm.to_numpy(), dtype=float),

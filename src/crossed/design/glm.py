@@ -128,6 +128,10 @@ def glm_inputs(parts: GlmFormula, data: pd.DataFrame, weights: Any = None,
         if np.isnan(w).any():
             where.append(wname)
         missing |= np.isnan(w)
+        given = w[~np.isnan(w)]
+        if given.size and not np.any(given > 0):
+            raise DataError(f"{wname}: every weight is 0: no observation carries any "
+                            "weight")
     offs = []
     if offset is not None:
         offs.append(_vector(offset, data, "offset"))
