@@ -123,3 +123,16 @@ def test_interval_level_outside_0_1_is_refused_by_name(level):
         fit.adjusted_means("g", level=level)
     with pytest.raises(ValueError, match="level must be a number between 0 and 1"):
         fit.interaction_effects("g", "h", level=level)
+
+
+def test_a_numeric_variable_has_no_adjusted_means():
+    # before: a one-row table (the EMM at the covariate's mean) ranked as if a system
+    rng = np.random.default_rng(3)
+    d = pd.DataFrame({"x": rng.normal(size=60), "g": np.repeat(list("abcdef"), 10),
+                      "y": rng.normal(size=60)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = cx.lmer("y ~ x + (1 | g)", d)
+    with pytest.raises(ValueError, match="'x' is a numeric variable of the model"):
+        fit.adjusted_means("x")
+    assert len(fit.adjusted_means("g")) == 6

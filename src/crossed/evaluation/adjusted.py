@@ -111,6 +111,9 @@ def adjusted_means(fit: LmerFit, group: str, level: float = 0.95) -> pd.DataFram
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             tab = fit.emmeans(group, level=level).table()
+        if group not in (fit.design.levels or {}) and len(tab) < 2:
+            raise ValueError(f"{group!r} is a numeric variable of the model: adjusted means "
+                             "are per level of a grouping factor or of a fixed factor")
         out = pd.DataFrame({
             "level": tab[group].astype(str).to_numpy(), "estimate": tab["estimate"],
             "std_error": tab["std_error"], "population_mean": np.nan,
