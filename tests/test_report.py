@@ -59,3 +59,12 @@ def test_a_one_level_factor_is_not_the_default_focus_and_is_noted():
     text = _report(d, "y ~ 0 + h + f + (1 | g)")
     assert "Estimated marginal means: f" in text
     assert "factor &#x27;h&#x27; has a single level" in text
+
+
+def test_characters_missing_from_the_font_are_one_note():
+    # before: one note per character ("Glyph 20013 (...) missing from font(s) DejaVu Sans.")
+    text = _report(_data(["中文", "日本語", "한국어"]), "y ~ f + (1 | g)")
+    assert "Glyph" not in text
+    if "the figures lack" in text:  # (a machine with a CJK font draws them all)
+        assert text.count("the figures lack") == 1
+    assert "中文" in text and "한국어" in text

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import re
 import warnings
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -164,7 +165,7 @@ def build_report(data: pd.DataFrame, formula: str, focus: str | None = None,
                                           reference, reml, check, notes)
             if section is not None:
                 parts.append(section)
-    notes += sorted({str(w.message) for w in caught})
+    notes += _warning_notes(caught)
     title = title or f"crossed report: {formula}"
     return _document(title, _header(fit, data_name, ddf, notes), parts)
 
@@ -215,6 +216,27 @@ def focus_summary(fit: LmerFit, focus: str, ddf: str = "satterthwaite",
         text.append(f"<p>{sig} of {len(pairs)} pairwise differences are significant at "
                     "the 5% level (Tukey-adjusted).</p>")
     return "".join(text)
+
+
+_GLYPH = re.compile(r"Glyph (\d+) .*missing from (?:current )?font(?:\(s\))? (.+?)\.?$")
+
+
+def _warning_notes(caught: Sequence[warnings.WarningMessage]) -> list[str]:
+    """The warnings raised while the report was built, once each, sorted; matplotlib's
+    one warning per character a font lacks (CJK level names, say) become one note."""
+    messages = sorted({str(w.message) for w in caught})
+    glyphs = [(m, _GLYPH.match(m)) for m in messages]
+    missing = sorted({chr(int(g.group(1))) for _, g in glyphs if g is not None})
+    notes = [m for m, g in glyphs if g is None]
+    if missing:
+        fonts = sorted({g.group(2) for _, g in glyphs if g is not None})
+        shown = " ".join(missing[:20]) + (" ..." if len(missing) > 20 else "")
+        notes.append(f"the figures lack {len(missing)} character"
+                     f"{'s' if len(missing) != 1 else ''} of the names ({shown}): the "
+                     f"font{'s' if len(fonts) != 1 else ''} {', '.join(fonts)} "
+                     f"{'do' if len(fonts) != 1 else 'does'} not have them (the tables "
+                     "show the names in full)")
+    return notes
 
 
 def _choose_focus(fit: LmerFit, factors: list[str], focus: str | None,
@@ -475,7 +497,7 @@ def _glmm_report(data: pd.DataFrame, formula: str, focus: str | None, title: str
         else:
             body = "<p>Simulated-residual tests not run.</p>"
         parts.append(_section("Residual checks", body))
-    notes += sorted({str(w.message) for w in caught})
+    notes += _warning_notes(caught)
     title = title or f"crossed report: {formula}"
     head = (f"<p><code>{html.escape(fit.formula)}</code> on <b>{html.escape(data_name)}</b>: "
             f"{fit.nobs} observations, "
