@@ -68,3 +68,11 @@ def test_characters_missing_from_the_font_are_one_note():
     if "the figures lack" in text:  # (a machine with a CJK font draws them all)
         assert text.count("the figures lack") == 1
     assert "中文" in text and "한국어" in text
+
+
+def test_two_level_names_holding_a_dash_are_named_whole_in_the_summary():
+    # before: "claude - 3 - gpt-4 - mini" was cut at its first " - " ("claude" vs
+    # "3 - gpt-4 - mini")
+    text = _report(_data(["gpt-4 - mini", "claude - 3"]), "y ~ f + (1 | g)")
+    summary = text.split("<h2>Summary</h2>", 1)[1].split("</section>", 1)[0]
+    assert "<p>claude - 3 is " in summary and " than gpt-4 - mini (" in summary

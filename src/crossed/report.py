@@ -203,9 +203,11 @@ def focus_summary(fit: LmerFit, focus: str, ddf: str = "satterthwaite",
         text.append(f"<p>The main effect of {f} {verdict} significant at the 5% level: "
                     f"F({r['num_df']:.3g}, {r['den_df']:.3g}) = {r['statistic']:.3g}, "
                     f"{_p_text(r['p_value'])} (Type III, {html.escape(ddf)} df).</p>")
-    if len(pairs) == 1:
+    if len(pairs) == 1 and len(tab) == 2:
         r = pairs.iloc[0]
-        a, b = (s.strip() for s in str(r["contrast"]).split(" - ", 1))
+        # pairwise: the first level minus the second (not split from the label: a level
+        # name may hold " - " itself)
+        a, b = (str(v) for v in tab[focus])
         direction = "higher" if r["estimate"] > 0 else "lower"
         text.append(f"<p>{html.escape(a)} is {abs(r['estimate']):.3g} {direction} than "
                     f"{html.escape(b)} ({level:.0%} CI {r['conf_low']:.3g} to "
