@@ -81,3 +81,20 @@ def test_at_names_an_unknown_variable() -> None:
 def test_offset_must_be_a_finite_number(offset) -> None:
     with pytest.raises(TypeError, match="offset must be a finite number"):
         _fit().emmeans("f", offset=offset)
+
+
+def test_ratio_labels_keep_level_names_that_hold_a_dash() -> None:
+    # before: "(claude - 3) - base" became "(claude / 3) / base"
+    from crossed.inference.emm_response import ratio_label
+
+    assert ratio_label("(claude - 3) - base") == "(claude - 3) / base"
+    assert ratio_label("a - b") == "a / b"
+    assert ratio_label("(a - b) - (c - d)") == "(a - b) / (c - d)"
+    rng = np.random.default_rng(2)
+    d = pd.DataFrame({"f": np.resize(["claude - 3", "base"], 200),
+                      "g": np.repeat([f"g{i}" for i in range(10)], 20)})
+    d["y"] = (rng.random(200) < 0.5).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = cx.glmer("y ~ f + (1 | g)", d, family="binomial")
+    assert list(fit.emmeans("f").pairs()["contrast"]) == ["base / (claude - 3)"]

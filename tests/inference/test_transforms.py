@@ -148,3 +148,16 @@ def test_center_is_x_minus_its_training_mean(fits):
                                                include_random=False), rtol=1e-10)
     np.testing.assert_allclose(centred.emmeans("g").table()["estimate"],
                                by_hand.emmeans("g").table()["estimate"], rtol=1e-8)
+
+
+def test_ratio_labels_of_level_names_holding_a_dash():
+    # before: a label with a parenthesised "a - b" level kept " - " under a ratio column
+    rng = np.random.default_rng(4)
+    d = pd.DataFrame({"f": np.resize(["gpt-4 - mini", "base"], 60),
+                      "g": np.repeat(list("abcdef"), 10)})
+    d["y"] = np.exp(rng.normal(size=60))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = cx.lmer("log(y) ~ f + (1 | g)", d)
+    pairs = fit.emmeans("f", type="response").pairs()
+    assert list(pairs["contrast"]) == ["base / (gpt-4 - mini)"]

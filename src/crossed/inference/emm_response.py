@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-__all__ = ["Transform", "back_contrasts", "back_means", "response_transform"]
+__all__ = ["Transform", "back_contrasts", "back_means", "ratio_label", "response_transform"]
 
 
 @dataclass(frozen=True)
@@ -102,7 +102,7 @@ def back_contrasts(tab: pd.DataFrame, tran: Transform) -> pd.DataFrame:
     for c in ("conf_low", "conf_high"):
         if c in out:
             out[c] = base ** out[c].to_numpy(dtype=float)
-    out["contrast"] = [_ratio_label(c) for c in out["contrast"]]
+    out["contrast"] = [ratio_label(c) for c in out["contrast"]]
     out = out.rename(columns={"estimate": "ratio"})
     out.attrs["type"] = "response"
     out.attrs["messages"] = [*tab.attrs.get("messages", []),
@@ -111,7 +111,18 @@ def back_contrasts(tab: pd.DataFrame, tran: Transform) -> pd.DataFrame:
     return out
 
 
-def _ratio_label(label: str) -> str:
-    """``A - B`` -> ``A / B`` (emmeans' label of a back-transformed difference)."""
-    parts = label.split(" - ")
-    return " / ".join(parts) if len(parts) == 2 else label
+def ratio_label(label: str) -> str:
+    """``A - B`` -> ``A / B`` (emmeans' label of a back-transformed difference). Only the
+    ``" - "`` outside parentheses separates: a level name holding ``-`` is parenthesised
+    in a contrast label (``(gpt-4 - mini) - base`` -> ``(gpt-4 - mini) / base``)."""
+    depth, cuts = 0, []
+    for i, ch in enumerate(label):
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif depth == 0 and label.startswith(" - ", i):
+            cuts.append(i)
+    if len(cuts) != 1:
+        return label
+    return f"{label[:cuts[0]]} / {label[cuts[0] + 3:]}"

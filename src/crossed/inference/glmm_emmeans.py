@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from crossed.inference.emm_response import ratio_label
 from crossed.inference.emmeans import EMMeans
 from crossed.inference.emmeans import emmeans as _emmeans
 
@@ -150,7 +151,7 @@ class GlmmEMMeans:
         out["std_error"] = ratio * out["std_error"].to_numpy()
         out["conf_low"] = np.exp(tab["conf_low"].to_numpy())
         out["conf_high"] = np.exp(tab["conf_high"].to_numpy())
-        out["contrast"] = [c.replace(" - ", " / ") for c in out["contrast"]]
+        out["contrast"] = [ratio_label(c) for c in out["contrast"]]
         out.attrs.update(tab.attrs)
         name = "odds.ratio" if self.family.link.name == "logit" else "ratio"
         out.attrs.update(type="response", estimate_name=name)
