@@ -10,11 +10,12 @@ import pandas as pd
 from crossed.api import glmer, lmer
 from crossed.cli._tables import dump_json
 from crossed.datasets import list_datasets, load_dataset, read_data
+from crossed.design.frame import level_label
 from crossed.engines.native.optimize import PIRLS_MODES, LmerControl
 from crossed.model.glmm.result import GlmerFit
 
 __all__ = ["DATA_HELP", "FAMILIES", "JSON_HELP", "add_family_options", "add_model_arguments",
-           "add_model_options", "fit_from_args", "glmm_options", "parse_reference",
+           "add_model_options", "as_factor", "fit_from_args", "glmm_options", "parse_reference",
            "read_model_table", "read_table", "register"]
 
 #: families of ``--family`` (a GLMM fitted by :func:`crossed.glmer`)
@@ -125,13 +126,26 @@ def glmm_options(args: argparse.Namespace, data: pd.DataFrame) -> dict | None:
     return out
 
 
+def as_factor(values: pd.Series) -> pd.Series:
+    """A column as R's ``factor(x)``: numbers labelled as R writes them (``2``, not
+    ``2.0``) in numeric order (``2, 3, ..., 10``, not ``10, 2, 3``: the reference level is
+    R's), strings as they are; missing values stay missing (not a level ``"nan"``)."""
+    if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
+        labels = list(dict.fromkeys(level_label(v) for v in sorted(values.dropna().unique())))
+        text = values.map(lambda v: None if pd.isna(v) else level_label(v))
+        return pd.Series(pd.Categorical(text, categories=labels), index=values.index,
+                         name=values.name)
+    return values.where(values.isna(), values.astype(str))
+
+
 def read_model_table(args: argparse.Namespace) -> tuple[pd.DataFrame, str]:
-    """The table named by ``args.data`` with the ``--factor`` columns as strings."""
+    """The table named by ``args.data`` with the ``--factor`` columns as factors
+    (:func:`as_factor`)."""
     data, name = read_table(args.data)
     for col in args.factor:
         if col not in data.columns:
             raise ValueError(f"--factor: column {col!r} is not in the data")
-        data[col] = data[col].astype(str)
+        data[col] = as_factor(data[col])
     return data, name
 
 
