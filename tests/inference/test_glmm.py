@@ -35,3 +35,4 @@ def test_r2_arguments_are_checked(kw, match):
 
 def test_r2_runs_with_its_defaults():
     assert list(_fit().r2().columns[:2]) == ["marginal", "conditional"]
+

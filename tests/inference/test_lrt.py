@@ -82,3 +82,14 @@ def test_variance_components():
     ref = as_list(r_answers("sleepstudy_slopes")["ranova"])[1]
     assert days["statistic"] == pytest.approx(ref["LRT"], rel=1e-4)
     assert np.isnan(slopes[slopes["term"] == "(Intercept)"]["p_value"].iloc[0])
+
+
+def test_compare_refuses_a_string_of_names_and_a_non_boolean_refit():
+    # before: names="ab" labelled the models 'a' and 'b'; refit="no" refitted (truthy)
+    case = load_case("exist_multi_full")
+    fit = fitted("exist_multi_full")
+    m2 = crossed.lmer(case.r["compare"][0]["formula"], case.data, reference=case.reference)
+    with pytest.raises(TypeError, match="names must be a list of labels"):
+        crossed.compare(fit, m2, names="ab")
+    with pytest.raises(TypeError, match="refit must be True or False, got 'no'"):
+        crossed.compare(fit, m2, refit="no")

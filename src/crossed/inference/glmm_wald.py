@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from crossed._conventions import check_fraction
 from crossed.model.glmm.result import GlmerFit
 
 __all__ = ["glmm_coef_table"]
@@ -22,8 +23,7 @@ def glmm_coef_table(fit: GlmerFit, level: float = 0.95) -> pd.DataFrame:
         normal), ``lower``/``upper`` (Wald interval at ``level``, R's
         ``confint(fit, method="Wald")``). Validated against lme4 1.1-31's summary.
     """
-    if not 0 < level < 1:
-        raise ValueError(f"level must be between 0 and 1, got {level!r}")
+    level = check_fraction("level", level)
     se = np.sqrt(np.maximum(np.diag(fit.vcov_beta), 0.0))
     z = fit.beta / se
     q = stats.norm.ppf(0.5 + level / 2)

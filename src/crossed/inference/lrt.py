@@ -258,6 +258,10 @@ def compare(*fits: LmerFit, names: list[str] | None = None, refit: bool = True) 
         if not ((hasattr(f, "design") or hasattr(f, "y")) and hasattr(f, "loglik")):
             raise TypeError(f"compare() takes fitted models (LmerFit, LmFit); argument "
                             f"{i + 1} is {type(f).__name__}")
+    if isinstance(names, str) or (names is not None and not hasattr(names, "__iter__")):
+        raise TypeError(f"names must be a list of labels, one per fit, got {names!r}")
+    if not isinstance(refit, bool | np.bool_):
+        raise TypeError(f"refit must be True or False, got {refit!r}")
     names = list(names) if names is not None else [f"model_{i + 1}" for i in range(len(fits))]
     if len(names) != len(fits):
         raise ValueError("names must have one label per fit")
