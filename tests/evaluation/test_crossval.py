@@ -103,3 +103,10 @@ def test_one_formula_string_is_a_list_of_one():
     d = cx.load_dataset("exist_multi")
     one = cx.cross_validate(d, "delta ~ language + (1 | task)", folds=3)
     assert len(one.summary) == 1
+
+
+def test_an_empty_table_is_refused_as_such():
+    # before: "folds must be between 2 and the number of rows (0)"
+    d = cx.load_dataset("exist_multi").iloc[:0]
+    with pytest.raises(ValueError, match="the data table is empty"):
+        cx.cross_validate(d, "delta ~ language + (1 | task)")

@@ -460,7 +460,7 @@ def _named(text: str) -> Specification | None:
 
 def formula_list(data: object, formulas: object, who: str) -> list[str | Specification]:
     """The formulas given to ``who(data, formulas, ...)`` as a list (of formula strings and
-    specifications).
+    specifications); an empty ``data`` is refused too.
 
     One formula (a string or a :class:`Specification`) is a list of one. A DataFrame as
     ``data`` is required, and ``formulas`` must be strings or specifications: the
@@ -473,6 +473,8 @@ def formula_list(data: object, formulas: object, who: str) -> list[str | Specifi
             formulas, pd.DataFrame) else ""
         raise TypeError(f"{who}(data, formulas): data must be a pandas DataFrame, got "
                         f"{type(data).__name__}{swapped}")
+    if len(data) == 0:
+        raise ValueError(f"{who}(data, formulas): the data table is empty (0 rows)")
     if isinstance(formulas, str | Specification):
         formulas = [formulas]
     if not isinstance(formulas, Sequence) or isinstance(formulas, bytes):
