@@ -93,3 +93,25 @@ def test_fitted_probabilities_at_one_reveal_separation():
         _check_separation(fit.design, family_of("binomial"), fit.fixef.to_numpy(),
                           np.eye(p) * 100.0, np.asarray(mu), messages)
     assert "(Intercept)" in messages[0]
+
+
+def _flat_binomial() -> pd.DataFrame:
+    rng = np.random.default_rng(2)
+    return pd.DataFrame({"x": rng.normal(size=120),
+                         "g": rng.choice([f"g{i}" for i in range(8)], 120),
+                         "s": 1, "f": 3, "p": 0.5, "w": np.resize([0.0, 4.0], 120)})
+
+
+def test_a_constant_binomial_proportion_is_refused_as_lme4_does():
+    # lme4 1.1-31: glmer(cbind(s, f) ~ x + (1 | g)) with cbind(1, 3) on every row stops
+    # with "Response is constant"; before: a bare AssertionError after PIRLS failed
+    with pytest.raises(crossed.DataError, match="the response 's' is constant"):
+        crossed.glmer("cbind(s, f) ~ x + (1 | g)", _flat_binomial(), family="binomial")
+
+
+def test_pirls_failing_at_the_start_is_an_error_naming_the_response():
+    # lme4 1.1-31 on data of this shape: "pwrssUpdate did not converge in (maxit) iterations";
+    # before: a bare AssertionError
+    with pytest.raises(crossed.DataError, match="cannot start the GLMM of 'p': PIRLS"):
+        crossed.glmer("p ~ x + (1 | g)", _flat_binomial(), family="binomial",
+                      weights="w")

@@ -175,8 +175,11 @@ def _fit(design: Design, family: Family, nagq: int, control: LmerControl,
         raise ValueError("nAGQ > 1 is only available for models with a single, scalar "
                          "random-effects term")
     y = np.asarray(design.y, dtype=float)
-    if len(y) and np.all(y == y[0]) and (family.name != "binomial" or y[0] in (0.0, 1.0)):
-        # lme4: "Response is constant" (a constant proportion strictly inside (0, 1) fits)
+    w = None if design.weights is None else np.asarray(design.weights, dtype=float)
+    if len(y) and np.all(y == y[0]) and (family.name != "binomial" or y[0] in (0.0, 1.0)
+                                         or w is None or np.all(w == w[0])):
+        # lme4: "Response is constant" (a binomial proportion too, with the same trials in
+        # every row: cbind(1, 3) on every row; with varying trials PIRLS fails below)
         raise DataError(f"the response {design.spec.response!r} is constant ({y[0]:g}) on "
                         f"all {len(y)} rows used: a GLMM cannot be fitted to it (lme4: "
                         "'Response is constant')")
@@ -188,7 +191,13 @@ def _fit(design: Design, family: Family, nagq: int, control: LmerControl,
     theta0 = np.where(np.isfinite(lower), 1.0, 0.0)
     # lme4's initial PIRLS (from mustart, at the starting θ) fixes lp0 for stage 1
     prob.deviance0(theta0)
-    assert prob.last is not None
+    if prob.last is None:  # PIRLS failed at the start, where lme4 stops with its error
+        raise DataError(
+            f"cannot start the GLMM of {design.spec.response!r}: PIRLS (the penalised "
+            "iteratively reweighted least squares of the conditional modes) did not "
+            "converge at the starting values; lme4 stops there too ('pwrssUpdate did not "
+            "converge in (maxit) iterations'). Check the response and the weights (a "
+            "response the fixed part fits exactly, such as one proportion in every row?)")
     prob.set_lp0(prob.last, joint=True)
     # stage 1: nAGQ = 0 over θ
     messages: list[str] = design.messages()
