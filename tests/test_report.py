@@ -44,21 +44,29 @@ def test_glmm_report_with_mathtext_level_names():
     assert html.escape(MARKUP[0]) in text and 'id="fig-emmeans"' in text
 
 
-# (a one-level factor is refused as a fixed term with treatment contrasts, as R does;
-# without an intercept it is the intercept column, and the fit goes through)
 def test_a_focus_with_one_level_is_refused_naming_it_and_its_level():
+    # before: "not enough values to unpack (expected 2, got 1)"; the fit itself now stops
+    # there, as R does (a factor needs two levels in a model formula)
     d = _data(["a", "b"])
     d["h"] = "only"
-    with pytest.raises(ValueError, match=r"focus 'h' has a single level.*'only'.*two levels"):
+    with pytest.raises(ValueError, match=r"'h' has a single level \('only'\).*two levels"):
         _report(d, "y ~ 0 + h + f + (1 | g)", focus="h")
 
 
-def test_a_one_level_factor_is_not_the_default_focus_and_is_noted():
-    d = _data(["a", "b"])
-    d.insert(0, "h", "only")  # the first factor of the data
-    text = _report(d, "y ~ 0 + h + f + (1 | g)")
-    assert "Estimated marginal means: f" in text
-    assert "factor &#x27;h&#x27; has a single level" in text
+def test_choose_focus_refuses_or_passes_over_a_one_level_factor():
+    # (a fit whose factor has one level: one given by fit=, built elsewhere)
+    from types import SimpleNamespace
+
+    from crossed.report import _choose_focus
+
+    fit = SimpleNamespace(formula="y ~ h + f", design=SimpleNamespace(
+        levels={"h": ["only"], "f": ["a", "b"]}))
+    with pytest.raises(ValueError, match=r"focus 'h' has a single level in the data "
+                                         r"\('only'\)"):
+        _choose_focus(fit, ["h", "f"], "h")
+    notes: list[str] = []
+    assert _choose_focus(fit, ["h", "f"], None, notes) == "f"
+    assert notes and "factor 'h' has a single level" in notes[0]
 
 
 def test_characters_missing_from_the_font_are_one_note():

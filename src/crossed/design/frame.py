@@ -485,6 +485,15 @@ def prepare(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -> Pre
             lv = relevelled
         levels[col] = lv
         codes_of[col] = (codes, lv)
+    for col, lv in levels.items():
+        if len(lv) < 2 and col in as_value and col != spec.response:
+            # R's model.matrix stops too: "contrasts can be applied only to factors with 2
+            # or more levels" (the term would otherwise vanish, or be an intercept)
+            raise DataError(
+                f"factor {col!r} has a single level ({str(lv[0])!r}) in the rows used; a "
+                "factor needs two levels or more in a model formula (R: contrasts can be "
+                "applied only to factors with 2 or more levels): drop it from the formula"
+            )
     for col in reference:
         if col in arrays and col not in levels:  # used, but numeric (maybe inside C())
             raise DataError(
