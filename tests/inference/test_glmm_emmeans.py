@@ -98,3 +98,19 @@ def test_ratio_labels_keep_level_names_that_hold_a_dash() -> None:
         warnings.simplefilter("ignore")
         fit = cx.glmer("y ~ f + (1 | g)", d, family="binomial")
     assert list(fit.emmeans("f").pairs()["contrast"]) == ["base / (claude - 3)"]
+
+
+def test_at_agrees_with_r_emmeans() -> None:
+    """emmeans 1.8.4-1 on lme4 1.1-31's glmer of the same data (written by _fit):
+    ``emmeans(m, ~ f, at = list(x = 2.5), type = "response")`` and
+    ``emmeans(m, ~ f, at = list(f = c("a", "c"), x = c(0, 2)))``. The optimisers stop
+    ~1e-5 apart in β, hence the tolerance."""
+    fit = _fit()
+    prob = fit.emmeans("f", at={"x": 2.5}).table()
+    np.testing.assert_allclose(prob["estimate"], [0.70619525, 0.87503276, 0.61443303],
+                               rtol=1e-4)
+    np.testing.assert_allclose(prob["std_error"], [0.06690094, 0.03745468, 0.07235909],
+                               rtol=1e-4)
+    link = fit.emmeans("f", at={"f": ["a", "c"], "x": [0.0, 2.0]}, type="link").table()
+    np.testing.assert_allclose(link["estimate"], [0.16051510, -0.25047620], rtol=1e-4)
+    np.testing.assert_allclose(link["std_error"], [0.25265148, 0.25585851], rtol=1e-4)
