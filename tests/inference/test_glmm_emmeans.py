@@ -114,3 +114,20 @@ def test_at_agrees_with_r_emmeans() -> None:
     link = fit.emmeans("f", at={"f": ["a", "c"], "x": [0.0, 2.0]}, type="link").table()
     np.testing.assert_allclose(link["estimate"], [0.16051510, -0.25047620], rtol=1e-4)
     np.testing.assert_allclose(link["std_error"], [0.25265148, 0.25585851], rtol=1e-4)
+
+
+def test_at_on_a_variable_of_the_offset_only_says_what_to_pass() -> None:
+    # before: "at: 't' is not a variable of the fixed part (reference grid has f)"
+    rng = np.random.default_rng(1)
+    d = pd.DataFrame({"f": np.resize(["a", "b"], 200), "t": rng.uniform(1, 5, 200),
+                      "g": rng.choice([f"g{i}" for i in range(8)], 200)})
+    d["c"] = rng.poisson(d["t"] * np.where(d["f"] == "a", 1, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = cx.glmer("c ~ f + offset(log(t)) + (1 | g)", d, family="poisson")
+    with pytest.raises(ValueError, match=r"'t' enters only the offset \(offset\(log\(t\)\)\)"
+                                         r".*pass the offset's value instead"):
+        fit.emmeans("f", at={"t": 2.0})
+    rate = fit.emmeans("f", offset=float(np.log(2.0))).table()["estimate"]
+    per_unit = fit.emmeans("f", offset=0.0).table()["estimate"]
+    np.testing.assert_allclose(rate, 2.0 * per_unit, rtol=1e-12)

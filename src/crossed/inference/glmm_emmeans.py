@@ -166,6 +166,25 @@ class GlmmEMMeans:
                              type=type)
 
 
+def _refuse_offset_at(fit: Any, at: dict | None) -> None:
+    """``at`` naming a variable that only enters a formula's ``offset(...)``: said, with
+    what to pass instead (the reference grid has the fixed part's variables only)."""
+    if not isinstance(at, dict) or "offset(" not in fit.design.spec.formula:
+        return
+    from crossed.design.frame import expression_variables
+    from crossed.formula.glm import split_glm_formula
+
+    columns = set(fit.design.columns)
+    fixed = expression_variables(fit.design.spec.fixed or "", columns)
+    offsets = split_glm_formula(fit.design.spec.formula,
+                                trusted=fit.design.spec.trusted).offsets
+    for expr in offsets:
+        for v in sorted(expression_variables(expr, columns) & set(at) - fixed):
+            raise ValueError(f"at: {v!r} enters only the offset (offset({expr})), not the "
+                             f"reference grid: pass the offset's value instead, "
+                             f"offset=<offset({expr}) at {v} = {at[v]!r}>")
+
+
 def glmm_emmeans(fit: Any, specs: str | list[str], by: str | list[str] | None = None,
                  type: str = "response", level: float = 0.95,
                  offset: float | None = None, at: dict | None = None,
@@ -203,6 +222,7 @@ def glmm_emmeans(fit: Any, specs: str | list[str], by: str | list[str] | None = 
         ``table()``, ``pairs()``, ``contrast()``.
     """
     _check_type(type)
+    _refuse_offset_at(fit, at)
     emm = _emmeans(fit, specs, by=by, ddf="none", level=level, at=at, cov_reduce=cov_reduce)
     if offset is None:
         off = getattr(fit.design, "offset", None)
