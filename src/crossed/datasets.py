@@ -155,7 +155,7 @@ def _header(path: Path, delimiter: str) -> list[str]:
 _SEPARATORS = {",": "comma", ";": "semicolon", "\t": "tab", "|": "pipe"}
 
 
-def _field_counts(path: Path, delimiter: str, lines: int = 20) -> list[int]:
+def _field_counts(path: Path, delimiter: str, lines: int = 1) -> list[int]:
     """Fields per non-blank row of the first ``lines`` rows, split at ``delimiter``."""
     counts: list[int] = []
     with _open_text(path) as fh:
@@ -174,14 +174,14 @@ def sniff_delimiter(path: str | Path, expected: str) -> str:
     ``;``-separated file named .csv (R's ``write.csv2``, common in continental Europe) is
     read as such."""
     path = Path(path)
-    header = _field_counts(path, expected, lines=1)
+    header = _field_counts(path, expected)
     if not header or header[0] > 1:
         return expected
     best, width = expected, 1
     for sep in _SEPARATORS:
         if sep == expected:
             continue
-        alt = _field_counts(path, sep, lines=1)
+        alt = _field_counts(path, sep)
         if alt and alt[0] > width:
             best, width = sep, alt[0]
     return best
@@ -190,7 +190,7 @@ def sniff_delimiter(path: str | Path, expected: str) -> str:
 def _separator_note(delimiter: str, fmt_delimiter: str) -> str:
     if delimiter == fmt_delimiter:
         return ""
-    return f" (read as {_SEPARATORS[delimiter]}-separated, from its first lines)"
+    return f" (read as {_SEPARATORS[delimiter]}-separated, from its header line)"
 
 
 def _decimal_commas(path: Path, df: pd.DataFrame) -> pd.DataFrame:
@@ -307,8 +307,8 @@ def read_data(path: str | Path) -> pd.DataFrame:
     Parameters
     ----------
     path : str or Path
-        ``.csv``, ``.tsv`` (tab-separated; either is read with the separator its first
-        lines use when that is a semicolon, comma, tab or pipe and the expected one would
+        ``.csv``, ``.tsv`` (tab-separated; either is read with the separator its header
+        line uses when that is a semicolon, comma, tab or pipe and the expected one would
         give a single column, and a semicolon-separated file's decimal commas are read as
         numbers, as R's ``read.csv2``), ``.jsonl`` (one JSON object per line),
         ``.json`` (a list of records, or an object of columns: lists, or ``{row: value}``
