@@ -82,3 +82,16 @@ def test_numeric_tick_labels_keep_mathtext():
     assert not ax.title.get_parse_math()
     assert all(t.get_parse_math() for t in ax.get_xticklabels())
     _save(fig)
+
+
+def test_texts_the_user_drew_on_the_given_axes_keep_their_mathtext():
+    import matplotlib.pyplot as plt
+
+    fig, (a, b) = plt.subplots(1, 2)
+    a.set_title("$R^2$ by model")
+    tab = pd.DataFrame({"f": NAMES, "estimate": [0.0, 1.0, 2.0], "conf_low": [-1.0, 0, 1],
+                        "conf_high": [1.0, 2, 3]})
+    plot_emmeans(tab, "f", ax=b)
+    assert a.title.get_parse_math()            # the user's
+    assert not b.yaxis.label.get_parse_math()  # crossed's: the factor's name
+    _save(fig)

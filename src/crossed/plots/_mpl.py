@@ -63,11 +63,13 @@ def _labels_are_text(axis) -> bool:
     return not isinstance(axis.get_major_formatter(), ScalarFormatter | LogFormatter)
 
 
-def literal_text(fig) -> None:
+def literal_text(fig, keep: frozenset[int] | set[int] = frozenset()) -> None:
     """Draw every text of ``fig`` literally: level names and column names such as
     ``$\\frac{$``, ``a_b^c`` or ``C:\\data`` are not parsed as mathtext or LaTeX (which
     fails, or shows something else). Tick labels that matplotlib formats from numbers keep
-    the rcParams' behaviour (a log axis's ``10^2`` is mathtext)."""
+    the rcParams' behaviour (a log axis's ``10^2`` is mathtext); texts whose ``id`` is in
+    ``keep`` (the user's own, on other axes of a figure a function was given axes of) are
+    left as they are."""
     import matplotlib as mpl
     from matplotlib.text import Text
 
@@ -83,25 +85,49 @@ def literal_text(fig) -> None:
                     label.set_parse_math(not literal and mpl.rcParams["text.parse_math"])
                     label.set_usetex(not literal and mpl.rcParams["text.usetex"])
     for text in fig.findobj(Text):
-        if id(text) not in ticks:
+        if id(text) not in ticks and id(text) not in keep:
             text.set_parse_math(False)
             text.set_usetex(False)
+
+
+def _given_axes(args: tuple, kwargs: dict) -> list[Any]:
+    """The axes a figure function was given (``ax=``, ``axes=``, a list or array of them)."""
+    from matplotlib.axes import Axes
+
+    found: list[Any] = []
+    for value in (*args, *kwargs.values()):
+        items = value if isinstance(value, list | tuple) else getattr(value, "flat", [value])
+        for item in items:
+            if isinstance(item, Axes) and item not in found:
+                found.append(item)
+    return found
 
 
 def literal_labels(function: _F) -> _F:
     """A figure function whose texts are all drawn literally (:func:`literal_text`): it
     runs with mathtext and LaTeX off (its own layout draws the texts), and the figure (or
-    the axes' figure) it returns keeps them off."""
+    the axes' figure) it returns keeps them off; texts on other axes of a figure whose
+    axes it was given are the user's and keep theirs."""
     @functools.wraps(function)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         import matplotlib as mpl
+        from matplotlib.text import Text
 
+        given = _given_axes(args, kwargs)
+        # the axes handed over are the function's to draw on (their texts literal from
+        # the start: its own layout draws them); other texts of their figures, the user's
+        mine = {id(t) for ax in given for t in ax.findobj(Text)}
+        keep = {id(t) for ax in given for t in ax.figure.findobj(Text)} - mine
+        for ax in given:
+            for t in ax.findobj(Text):
+                t.set_parse_math(False)
+                t.set_usetex(False)
         with mpl.rc_context(_LITERAL_RC):
             out = function(*args, **kwargs)
         fig = out if hasattr(out, "axes") and hasattr(out, "savefig") else getattr(
             out, "figure", None)
         if fig is not None:
-            literal_text(fig)
+            literal_text(fig, keep=keep)
         return out
 
     return wrapper  # type: ignore[return-value]
