@@ -92,11 +92,17 @@ def literal_text(fig, keep: frozenset[int] | set[int] = frozenset()) -> None:
 
 def _given_axes(args: tuple, kwargs: dict) -> list[Any]:
     """The axes a figure function was given (``ax=``, ``axes=``, a list or array of them)."""
+    import numpy as np
     from matplotlib.axes import Axes
 
     found: list[Any] = []
     for value in (*args, *kwargs.values()):
-        items = value if isinstance(value, list | tuple) else getattr(value, "flat", [value])
+        if isinstance(value, list | tuple):
+            items = value
+        elif isinstance(value, np.ndarray) and value.dtype.kind == "O":
+            items = value.flat  # (plt.subplots' array of axes)
+        else:
+            items = [value]
         for item in items:
             if isinstance(item, Axes) and item not in found:
                 found.append(item)
