@@ -198,3 +198,35 @@ def test_malformed_named_specification_file(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("CROSSED_FORMULAS", str(tmp_path))
     line = fails(capsys, "spec", "broken")
     assert str(tmp_path / "broken.toml") in line and "line 3" in line
+
+
+def test_escape_sequences_in_level_names_do_not_reach_a_terminal(monkeypatch, tmp_path):
+    # before: a level named "\x1b[31mred" recoloured the terminal (and \x07 rang its bell)
+    import io
+
+    import numpy as np
+    import pandas as pd
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    rng = np.random.default_rng(0)
+    d = pd.DataFrame({"f": np.resize(["\x1b[31mred\x1b[0m", "plain\x07bell"], 60),
+                      "g": np.repeat(list("abcdef"), 10), "y": rng.normal(size=60)})
+    d.to_csv(tmp_path / "ansi.csv", index=False)
+    screen = Terminal()
+    monkeypatch.setattr(sys, "stdout", screen)
+    assert main(["emmeans", str(tmp_path / "ansi.csv"), "y ~ f + (1 | g)", "f"]) == 0
+    text = screen.getvalue()
+    assert "\x1b" not in text and "\x07" not in text
+    assert "\\x1b[31mred\\x1b[0m" in text and "plain\\x07bell" in text
+    assert sys.stdout is screen  # (restored)
+
+
+def test_output_to_a_pipe_is_left_as_written(capsys, tmp_path):
+    d = "f,g,y\n" + "".join(f"\x1bA,{g},{i % 3}\nB,{g},{i % 2}\n"
+                             for i, g in enumerate("abcdefgh"))
+    (tmp_path / "d.csv").write_text(d)
+    assert main(["emmeans", str(tmp_path / "d.csv"), "y ~ f + (1 | g)", "f", "--json"]) == 0
+    assert '"\\u001bA"' in capsys.readouterr().out  # (JSON escapes it itself)

@@ -20,6 +20,7 @@ import re
 import sys
 import traceback
 import warnings
+from typing import Any
 
 __all__ = ["EXIT_ERROR", "build_parser", "describe_error", "main", "plain_message"]
 
@@ -136,7 +137,49 @@ def main(argv: list[str] | None = None) -> int:
         warnings.formatwarning = saved
 
 
+# control characters that a terminal would act on (colours, cursor moves, bells, title
+# changes): those in data (level or column names) are shown escaped, as Python writes them
+_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x09), *range(0x0b, 0x20),
+                                       *range(0x7f, 0xa0))}
+
+
+class _TerminalText:
+    """``sys.stdout`` for a terminal: text written through it has its control characters
+    escaped (``\\x1b`` for ESC), so that a level name holding an escape sequence cannot
+    recolour, move or retitle the user's terminal. Everything else is the stream's."""
+
+    def __init__(self, stream: Any):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(text.translate(_CONTROLS))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def _terminal_stdout() -> Any:
+    """The stream to print to: :class:`_TerminalText` around a terminal's stdout (output
+    piped to a file or another program is left byte for byte as written)."""
+    stream = sys.stdout
+    try:
+        tty = stream.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    return _TerminalText(stream) if tty else stream
+
+
 def _main(argv: list[str] | None, debug: bool) -> int:
+    saved = sys.stdout
+    sys.stdout = _terminal_stdout()
+    try:
+        return _run(argv, debug)
+    finally:
+        sys.stdout = saved
+
+
+def _run(argv: list[str] | None, debug: bool) -> int:
     try:
         args = build_parser().parse_args(argv)
         code = int(args.func(args) or 0)
