@@ -319,7 +319,7 @@ class GlmerFit(FitBase):
 
     def emmeans(self, specs: str | list[str], by: str | list[str] | None = None,
                 type: str = "response", level: float = 0.95, offset: float | None = None,
-                at: dict | None = None, cov_reduce: Any = "mean") -> Any:
+                at: dict[str, Any] | None = None, cov_reduce: Any = "mean") -> Any:
         """Estimated marginal means on the link or the response scale (emmeans').
 
         Parameters
