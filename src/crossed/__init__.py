@@ -8,12 +8,6 @@ from crossed.api import glmer, lm, lmer
 from crossed.datasets import list_datasets, load_dataset
 from crossed.design.frame import BinaryResponseWarning, DataError
 from crossed.engines.errors import EngineUnavailableError, UnsupportedModelError
-from crossed.engines.native import (
-    ConvergenceStatus,
-    ConvergenceWarning,
-    LmerControl,
-    SingularFitWarning,
-)
 from crossed.engines.pymer4 import from_pymer4
 from crossed.evaluation import resample, specs
 from crossed.evaluation.compare_engines import compare_engines
@@ -25,9 +19,12 @@ from crossed.formula import FormulaError, ModelSpec, parse
 from crossed.inference.emmeans import emmeans
 from crossed.inference.emtrends import emtrends
 from crossed.inference.lrt import compare
+from crossed.model.control import LmerControl
+from crossed.model.finish import ConvergenceWarning, SingularFitWarning
 from crossed.model.glmm.family import Family, binomial, poisson
 from crossed.model.glmm.result import GlmerFit
 from crossed.model.lm import LmFit
+from crossed.model.status import ConvergenceStatus
 from crossed.simulate import (
     ablation,
     bootstrap,

@@ -35,8 +35,8 @@ import pandas as pd
 from crossed._warn import warn
 from crossed.design import Design
 from crossed.engines.errors import EngineUnavailableError, UnsupportedModelError
-from crossed.engines.native.optimize import LmerControl
 from crossed.engines.registry import FunctionEngine
+from crossed.model.control import LmerControl
 from crossed.model.convergence import ConvergenceStatus
 from crossed.model.result import LmerFit
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from crossed.design import Design
-    from crossed.engines.native.optimize import LmerControl
+    from crossed.model.control import LmerControl
     from crossed.model.result import LmerFit
 
 __all__ = ["Engine", "FunctionEngine", "available", "fit_glmm_with", "fit_with", "get_engine",

@@ -35,8 +35,8 @@ import numpy as np
 from crossed._warn import warn
 from crossed.design import Design, ReTerm
 from crossed.engines.errors import UnsupportedModelError
-from crossed.engines.native.optimize import LmerControl
 from crossed.engines.registry import FunctionEngine
+from crossed.model.control import LmerControl
 from crossed.model.convergence import ConvergenceStatus
 from crossed.model.result import LmerFit
 

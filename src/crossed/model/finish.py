@@ -21,7 +21,7 @@ from crossed.model.pls import PLS, Factor
 from crossed.model.result import LmerFit
 
 if TYPE_CHECKING:
-    from crossed.engines.native.optimize import LmerControl, OptSummary
+    from crossed.model.control import LmerControl, OptSummary
 
 __all__ = ["ConvergenceWarning", "SingularFitWarning", "finish_fit"]
 

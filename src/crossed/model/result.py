@@ -29,7 +29,7 @@ from crossed.model.factor import basis_inverse
 from crossed.model.fitbase import FitBase, MethodTable
 
 if TYPE_CHECKING:
-    from crossed.engines.native.optimize import OptSummary
+    from crossed.model.control import OptSummary
     from crossed.model.pls import PLS, Factor
 
 __all__ = ["LmerFit", "provide"]

@@ -17,7 +17,7 @@ import numpy as np
 
 from crossed._threads import single_blas_thread
 from crossed.engines.native.engine import fit_native, fit_pls
-from crossed.engines.native.optimize import LmerControl
+from crossed.model.control import LmerControl
 from crossed.model.pls import PLS
 from crossed.simulate.response import is_glmm
 

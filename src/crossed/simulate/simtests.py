@@ -335,7 +335,7 @@ class LikelihoodRatioTest:
         if fit.engine == "native":
             control = self.control or (fit.opt.control if fit.opt is not None else None)
             if control is None:
-                from crossed.engines.native import LmerControl
+                from crossed.model.control import LmerControl
 
                 control = LmerControl()
         full = fit if not fit.reml else fit_with(fit.engine, design, False, control)

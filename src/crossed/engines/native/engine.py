@@ -18,15 +18,10 @@ from crossed.engines.native.converge import (
     optimize_theta,
     restart_message,
 )
-from crossed.engines.native.optimize import (
-    AUTO_LBFGSB_DENSE,
-    LmerControl,
-    OptSummary,
-    Restart,
-)
 from crossed.engines.native.rescale import reparametrisation
 from crossed.engines.registry import FunctionEngine
 from crossed.model.batched import objectives
+from crossed.model.control import AUTO_LBFGSB_DENSE, LmerControl, OptSummary, Restart
 from crossed.model.convergence import ConvergenceCheck
 from crossed.model.finish import finish_fit
 from crossed.model.gradient import criterion_gradient, value_and_gradient

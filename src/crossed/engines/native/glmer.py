@@ -25,13 +25,14 @@ from crossed.design import Design
 from crossed.design.frame import DataError
 from crossed.design.random import ReBlock
 from crossed.engines.native.faces import face_probes
-from crossed.engines.native.optimize import ROUNDOFF_LIMITED, LmerControl, OptSummary
+from crossed.engines.native.optimize import ROUNDOFF_LIMITED
 from crossed.engines.native.rescale import (
     FIXED_NOTE,
     ColumnRescaling,
     column_rescaling,
     fixed_preconditioner,
 )
+from crossed.model.control import LmerControl, OptSummary
 from crossed.model.convergence import ConvergenceStatus, classify_convergence, derivatives
 from crossed.model.factor import basis_inverse, in_basis
 from crossed.model.finish import ConvergenceWarning, SingularFitWarning

@@ -23,7 +23,7 @@ from crossed.model.fitbase import FitBase, MethodTable
 from crossed.model.glmm.family import Family
 
 if TYPE_CHECKING:
-    from crossed.engines.native.optimize import OptSummary
+    from crossed.model.control import OptSummary
 
 __all__ = ["GlmerFit", "provide"]
 
