@@ -1,9 +1,6 @@
 """crossed: mixed-effects analysis of evaluation results."""
 
-from crossed import (
-    display,  # noqa: F401  (provides LmerFit.summary)
-    display_glmm,  # noqa: F401  (provides GlmerFit.summary)
-)
+from crossed import display  # noqa: F401  (provides LmerFit/GlmerFit.summary)
 from crossed.api import glmer, lm, lmer
 from crossed.datasets import list_datasets, load_dataset
 from crossed.design.frame import BinaryResponseWarning, DataError

@@ -26,7 +26,7 @@ from crossed.engines.registry import (
 
 register("native", "crossed.engines.native.engine:ENGINE")
 register("statsmodels", "crossed.engines.statsmodels:ENGINE")
-register("lme4", "crossed.engines.lme4:ENGINE", aliases=("pymer4",))
+register("lme4", "crossed.engines.lme4_engine:ENGINE", aliases=("pymer4",))
 
 AVAILABLE = available()
 

@@ -35,12 +35,11 @@ import pandas as pd
 from crossed._warn import warn
 from crossed.design import Design
 from crossed.engines.errors import EngineUnavailableError, UnsupportedModelError
-from crossed.engines.registry import FunctionEngine
 from crossed.model.control import LmerControl
 from crossed.model.convergence import ConvergenceStatus
 from crossed.model.result import LmerFit
 
-__all__ = ["ENGINE", "INSTALL_R", "INSTALL_RPY2", "R_PACKAGES_DEBIAN", "assemble_fit",
+__all__ = ["INSTALL_R", "INSTALL_RPY2", "R_PACKAGES_DEBIAN", "assemble_fit",
            "design_to_r", "fit_lme4", "info_from_r", "lme4_issue", "lmertest_tables", "r_session",
            "to_r_frame"]
 
@@ -544,15 +543,3 @@ def lmertest_tables(fit: LmerFit, ddf: str = "satterthwaite", type: int = 3,
                           "num_df": an[:, 2], "den_df": an[:, 3], "statistic": an[:, 4],
                           "p_value": an[:, 5]})
     return {"coefficients": coefs, "anova": anova}
-
-
-# R's lme4 expresses every design the grammar builds; when R, rpy2 or lme4 is missing,
-# fitting raises EngineUnavailableError naming what to install
-def _fit_glmm(design: Design, family: Any, nagq: int = 1, control: Any = None,
-              data_name: str = "data") -> Any:
-    from crossed.engines.lme4_glmm import fit_glmm_lme4
-
-    return fit_glmm_lme4(design, family, nagq=nagq, control=control, data_name=data_name)
-
-
-ENGINE = FunctionEngine("lme4", fit_lme4, glmm_function=_fit_glmm)

@@ -1,10 +1,10 @@
-"""R's ``summary(glmer fit)`` as text (formatting only; registered as GlmerFit.summary)."""
+"""R's ``summary(glmer fit)`` as text (formatting only): GlmerFit.summary."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from crossed.display import fit_html, r_abbreviate, signif_stars
+from crossed.display.lmer import fit_html, r_abbreviate, signif_stars
 from crossed.model.glmm.result import GlmerFit, provide
 from crossed.tables import Summary
 
