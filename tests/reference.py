@@ -167,7 +167,8 @@ CRIT_SLACK = 1e-9  # ours may be at most R's criterion + 1e-9 relative (issue 14
 
 def fit_at_theta(fit: crossed.LmerFit, theta) -> crossed.LmerFit:
     """The fit's model evaluated at ``theta`` without optimising (β, σ, vcov, modes, df ...
-    as any engine's fit would report them there): the formulas, not the optimiser."""
+    as any engine's fit would report them there): the formulas, not the optimiser. Of the
+    fit's class (``finish_fit`` gives the model core's result)."""
     from crossed.engines.native.optimize import LmerControl
     from crossed.model.finish import finish_fit
     from crossed.model.pls import profiled_deviance
@@ -180,8 +181,8 @@ def fit_at_theta(fit: crossed.LmerFit, theta) -> crossed.LmerFit:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return finish_fit(fit.design, fit.pls, f, theta, dev, fit.reml, fit.engine, None,
-                          LmerControl(check_conv=False), None, fit.data_name)
+        return fit.like(finish_fit(fit.design, fit.pls, f, theta, dev, fit.reml, fit.engine,
+                                   None, LmerControl(check_conv=False), None, fit.data_name))
 
 
 def assert_theta_well_determined(fit: crossed.LmerFit, theta_r, deviance_r: float,

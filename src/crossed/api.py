@@ -17,13 +17,12 @@ from crossed.design.frame import (
     used_columns,
 )
 from crossed.design.glm import attach, glm_inputs
-from crossed.engines import fit_glmm_with, fit_with, get_engine
-from crossed.fit import LmerFit
+from crossed.engines import get_engine
+from crossed.fit import GlmerFit, LmerFit, fit_glmm_with, fit_with
 from crossed.formula import parse
 from crossed.formula.glm import split_glm_formula
 from crossed.model.control import LmerControl
 from crossed.model.glmm.family import Family, family_of
-from crossed.model.glmm.result import GlmerFit
 from crossed.model.lm import LmFit, fit_lm
 
 __all__ = ["glmer", "lm", "lmer"]

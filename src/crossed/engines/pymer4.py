@@ -20,14 +20,14 @@ from typing import Any
 from crossed.design import build_design
 from crossed.engines.errors import UnsupportedModelError
 from crossed.formula import parse
-from crossed.model.result import LmerFit
+from crossed.model.result import LmerResult
 
 __all__ = ["from_pymer4"]
 
 
 def from_pymer4(model: Any, reference: dict[str, str] | None = None,
-                data_name: str = "data") -> LmerFit:
-    """Convert a fitted pymer4 ``Lmer`` model (lme4 in R) into an :class:`LmerFit`.
+                data_name: str = "data") -> LmerResult:
+    """Convert a fitted pymer4 ``Lmer`` model (lme4 in R) into an :class:`LmerResult`.
 
     Parameters
     ----------
@@ -41,7 +41,7 @@ def from_pymer4(model: Any, reference: dict[str, str] | None = None,
 
     Returns
     -------
-    LmerFit
+    LmerResult
         ``engine="pymer4"``; estimates, vcov, θ, σ, the criterion and u are lme4's.
 
     Raises

@@ -17,7 +17,7 @@ from crossed.inference.profile import profile_confint, sdcor_of, var_params
 from crossed.simulate.bootstrap import bootstrap
 
 if TYPE_CHECKING:
-    from crossed.fit import LmerFit
+    from crossed.model.result import LmerResult as LmerFit
 
 __all__ = ["CONFINT_COLUMNS", "confint"]
 

@@ -26,7 +26,7 @@ import numpy as np
 from scipy import stats
 
 if TYPE_CHECKING:
-    from crossed.fit import LmerFit
+    from crossed.model.result import LmerResult as LmerFit
 
 __all__ = ["CallableTest", "ContrastTest", "JointContrastTest", "LRT_ENGINES",
            "LikelihoodRatioTest", "RESULT_KEYS", "bind_test", "check_lrt_engine", "emm_contrast",
