@@ -17,14 +17,18 @@ import pandas as pd
 from crossed.display.glmm import format_glmer_summary
 from crossed.display.lmer import fit_html
 from crossed.engines.refit import refit_glmer
+from crossed.inference.emmeans import EMMeans
+from crossed.inference.emtrends import emtrends as _emtrends
 from crossed.inference.glmm import drop1 as _drop1
 from crossed.inference.glmm import glmm_anova, r2_nakagawa_glmm
 from crossed.inference.glmm_emmeans import GlmmEMMeans, glmm_emmeans
 from crossed.inference.glmm_wald import glmm_coef_table
+from crossed.inference.levels import coef_levels
 from crossed.model.control import LmerControl
 from crossed.model.glmm.result import GlmerResult
 from crossed.simulate.bootstrap import BootResult
 from crossed.simulate.bootstrap import bootstrap as _bootstrap
+from crossed.simulate.confint import confint as _confint
 from crossed.simulate.diagnostics import MAX_ROWS, Diagnostics
 from crossed.simulate.diagnostics import check as _check
 from crossed.simulate.response import simulate_responses
@@ -219,6 +223,80 @@ class GlmerFit(GlmerResult):
             :func:`crossed.inference.glmm_emmeans.glmm_emmeans`.
         """
         return glmm_emmeans(self, specs, by=by, type=type, level=level, offset=offset)
+
+    def emtrends(self, specs: str | list[str], var: str, by: str | list[str] | None = None,
+                 level: float = 0.95, at: dict | None = None, cov_reduce: Any = "mean",
+                 delta_var: float | None = None) -> EMMeans:
+        """Estimated marginal trends of the covariate ``var`` on the link scale (emmeans'
+        ``emtrends`` of a ``glmer`` fit: asymptotic z intervals, df = Inf).
+
+        Parameters
+        ----------
+        specs : str or list of str
+            The factor(s) whose levels' slopes are estimated.
+        var : str
+            The numeric covariate.
+        by : str or list of str, optional
+            Factors to condition on.
+        level : float
+        at : dict, optional
+            Values of covariates (or levels) of the reference grid.
+        cov_reduce : str or callable
+            How the other numeric covariates are reduced (the mean).
+        delta_var : float, optional
+            Step of the finite difference (emmeans' ``delta.var``; by default exact).
+
+        Returns
+        -------
+        EMMeans
+            Slopes of η in ``var`` per level, with SEs from ``vcov`` and z intervals. See
+            :func:`crossed.inference.emtrends.emtrends`.
+        """
+        return _emtrends(self, specs, var, by=by, ddf="none", level=level, at=at,
+                         cov_reduce=cov_reduce, delta_var=delta_var)
+
+    def confint(self, parm: str | list[str] | None = None, level: float = 0.95,
+                method: str = "Wald", nsim: int = 500, seed: Any = None,
+                boot_type: str = "percentile", n_jobs: int | None = 1,
+                progress: bool | None = None) -> pd.DataFrame:
+        """Confidence intervals of the variance parameters and the fixed effects (lme4's
+        ``confint`` of a ``glmer`` fit).
+
+        Parameters
+        ----------
+        parm : str or list of str, optional
+            Parameters (``".sig01"`` ..., fixed-effect names, ``"theta_"``, ``"beta_"``);
+            all by default.
+        level : float
+        method : {"Wald", "boot"}
+            ``"Wald"`` (default here): β̂ ± z·SE for the fixed effects, NaN for the
+            variance parameters, as lme4. ``"boot"``: parametric bootstrap of all of them
+            (percentile by default). lme4's default, the likelihood profile, is not
+            implemented for GLMMs (a ValueError says so).
+        nsim, seed, boot_type, n_jobs, progress
+            For ``method="boot"``.
+
+        Returns
+        -------
+        pandas.DataFrame
+            ``parameter`` (lme4's row name: ``.sig01`` ..., fixed effects; no ``.sigma``),
+            ``term``, ``conf_low``, ``conf_high``. See
+            :func:`crossed.simulate.confint.confint`.
+        """
+        return _confint(self, parm=parm, level=level, method=method, nsim=nsim, seed=seed,
+                        boot_type=boot_type, n_jobs=n_jobs, progress=progress)
+
+    def coef(self) -> dict[str, pd.DataFrame]:
+        """Per-level coefficients on the link scale, fixed effects plus conditional modes
+        (lme4's ``coef``).
+
+        Returns
+        -------
+        dict of str to pandas.DataFrame
+            One table per grouping factor, indexed by level, one column per fixed effect.
+            See :func:`crossed.inference.levels.coef_levels`.
+        """
+        return coef_levels(self)
 
     def r2(self, null_intercept: float | None = None,
            tolerance: float = 1e-5) -> pd.DataFrame:
