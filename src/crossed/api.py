@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -20,8 +19,7 @@ from crossed.design.glm import attach, glm_inputs
 from crossed.engines import fit_glmm_with, fit_with, get_engine
 from crossed.engines.native import LmerControl
 from crossed.fit import LmerFit
-from crossed.formula import parse
-from crossed.formula.glm import split_glm_formula
+from crossed.formula import FormulaError, parse
 from crossed.model.glmm.family import Family, family_of
 from crossed.model.glmm.result import GlmerFit
 from crossed.model.lm import LmFit, fit_lm
@@ -99,26 +97,24 @@ def lmer(formula: str, data: pd.DataFrame, reml: bool = True, engine: str = "nat
     _check_arguments(formula, reml, engine, reference, na_action, control, data_name)
     if not isinstance(trusted, bool | np.bool_):
         raise TypeError(f"trusted must be True or False, got {trusted!r}")
-    if weights is not None or offset is not None or "offset(" in formula:
-        parts = split_glm_formula(formula, trusted=bool(trusted))
-        spec = parse(parts.formula, reference=reference, trusted=bool(trusted),
-                     contrasts=contrasts)
+    spec = parse(formula, reference=reference, trusted=bool(trusted), contrasts=contrasts)
+    if spec.cbind is not None:
+        raise FormulaError(formula, 0, "cbind(successes, failures) is the response of a "
+                                       "binomial GLMM: fit it with crossed.glmer(formula, "
+                                       "data, family=\"binomial\")")
+    if weights is not None or offset is not None or spec.offsets:
         used, _ = used_columns(spec, [str(c) for c in data.columns])
-        data, extra = glm_inputs(parts, data, weights=weights, offset=offset,
+        data, extra = glm_inputs(spec, data, weights=weights, offset=offset,
                                  used=tuple(used), na_action=na_action)
         if extra["weights"] is not None and np.any(extra["weights"] == 0):
             raise DataError(f"zero weights in {extra['weights_name']!r}: lme4's criterion is "
                             "infinite then; drop those rows")
-        design = build_design(spec, data, na_action=na_action)
-        design = attach(design, extra, None, spec=replace(spec, formula=formula))
-        check_response_varies(design.y, spec.response)
-        check_binary_response(design.y, spec.response)
         if engine != "native":
-            raise ValueError("weights= and offset= are supported by the native engine only")
-        return fit_with(engine, design, reml=bool(reml), control=control,
-                        data_name=data_name or "data")
-    spec = parse(formula, reference=reference, trusted=bool(trusted), contrasts=contrasts)
-    design = build_design(spec, data, na_action=na_action)
+            raise ValueError("weights=, offset= and offset() terms are supported by the "
+                             "native engine only")
+        design = attach(build_design(spec, data, na_action=na_action), extra, None)
+    else:
+        design = build_design(spec, data, na_action=na_action)
     check_response_varies(design.y, spec.response)
     check_binary_response(design.y, spec.response)
     return fit_with(engine, design, reml=bool(reml), control=control, data_name=data_name or "data")
@@ -176,6 +172,8 @@ def lm(formula: str, data: pd.DataFrame, reference: dict[str, str] | None = None
     spec = parse(formula, reference=reference, trusted=bool(trusted))
     if spec.random:
         raise ValueError("lm(): the formula has random-effects terms; use lmer()")
+    if spec.offsets or spec.cbind is not None:
+        raise FormulaError(formula, 0, "lm() takes no offset() terms or cbind() response")
     from crossed.design.fixed import build_fixed, build_response
     from crossed.design.frame import prepare
     from crossed.formula.spec import check_spec
@@ -183,8 +181,8 @@ def lm(formula: str, data: pd.DataFrame, reference: dict[str, str] | None = None
     prepared = prepare(spec, data, na_action=na_action)
     if not spec.trusted:
         check_spec(spec, columns={str(c) for c in data.columns})
-    y = build_response(spec.response, prepared.data)
-    fixed = build_fixed(spec.fixed, prepared.data, caret="^" in spec.formula)
+    y = build_response(spec, prepared.data)
+    fixed = build_fixed(spec.fixed, prepared.data, caret=spec.caret, trusted=spec.trusted)
     return fit_lm(formula, fixed.X, y, fixed.names, n_dropped=prepared.n_dropped,
                   data_name=data_name or "data")
 
@@ -225,16 +223,15 @@ def glmer(formula: str, data: pd.DataFrame, family: str | Family = "binomial", n
     fam = family_of(family)
     if isinstance(nAGQ, bool) or not isinstance(nAGQ, int | np.integer) or nAGQ < 0:
         raise ValueError(f"nAGQ must be a whole number >= 0, got {nAGQ!r}")
-    parts = split_glm_formula(formula, trusted=bool(trusted))
-    spec = parse(parts.formula, reference=reference, trusted=bool(trusted))
+    spec = parse(formula, reference=reference, trusted=bool(trusted))
     used, _ = used_columns(spec, [str(c) for c in data.columns])
-    data, extra = glm_inputs(parts, data, weights=weights, offset=offset, used=tuple(used),
+    data, extra = glm_inputs(spec, data, weights=weights, offset=offset, used=tuple(used),
                              na_action=na_action)
-    data = _glm_response(spec.response, data, fam, parts.cbind is not None)
+    data = _glm_response(spec.response, data, fam, spec.cbind is not None)
     design = build_design(spec, data, na_action=na_action, glmm=True)
-    y, w = _glm_y(design.y, extra, fam, spec.response, parts.cbind is not None)
+    y, w = _glm_y(design.y, extra, fam, spec.successes, spec.cbind is not None)
     extra["weights"] = w
-    design = attach(design, extra, y, spec=replace(spec, formula=formula))
+    design = attach(design, extra, y)
     return fit_glmm_with(engine, design, family=fam, nagq=int(nAGQ), control=control,
                          data_name=data_name or "data")
 

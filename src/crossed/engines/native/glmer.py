@@ -187,7 +187,8 @@ def _fit(design: Design, family: Family, nagq: int, control: LmerControl,
     p = design.X.shape[1]
     theta0 = np.where(np.isfinite(lower), 1.0, 0.0)
     # lme4's initial PIRLS (from mustart, at the starting θ) fixes lp0 for stage 1
-    prob.deviance0(theta0)
+    if not np.isfinite(prob.deviance0(theta0)):
+        prob.pirls(theta0, None, joint=True)  # raises PirlsError with lme4's words
     assert prob.last is not None
     prob.set_lp0(prob.last, joint=True)
     # stage 1: nAGQ = 0 over θ
