@@ -239,7 +239,7 @@ def glmer(formula: str, data: pd.DataFrame, family: str | Family = "binomial", n
 def _glm_response(response: str, data: pd.DataFrame, fam: Family, cbind: bool
                   ) -> pd.DataFrame:
     """A boolean or two-level factor binomial response as 0/1 (R: first level = failure)."""
-    if cbind or response not in data.columns or fam.name != "binomial":
+    if cbind or response not in data.columns or not fam.binary_outcome:
         return data
     col = data[response]
     if pd.api.types.is_bool_dtype(col):
@@ -261,7 +261,7 @@ def _glm_y(y: np.ndarray, extra: dict[str, object], fam: Family, response: str,
     """The response and prior weights as lme4 stores them; bad values refused."""
     w = extra["weights"]
     w = None if w is None else np.asarray(w, dtype=float)
-    if fam.name == "binomial":
+    if fam.binary_outcome:
         if cbind:
             fail = np.asarray(extra["failures"], dtype=float)
             if np.any(y < 0) or np.any(fail < 0):

@@ -175,7 +175,7 @@ def _fit(design: Design, family: Family, nagq: int, control: LmerControl,
         raise ValueError("nAGQ > 1 is only available for models with a single, scalar "
                          "random-effects term")
     y = np.asarray(design.y, dtype=float)
-    if len(y) and np.all(y == y[0]) and (family.name != "binomial" or y[0] in (0.0, 1.0)):
+    if len(y) and np.all(y == y[0]) and family.degenerate_constant(float(y[0])):
         # lme4: "Response is constant" (a constant proportion strictly inside (0, 1) fits)
         raise DataError(f"the response {design.spec.response!r} is constant ({y[0]:g}) on "
                         f"all {len(y)} rows used: a GLMM cannot be fitted to it (lme4: "
@@ -430,7 +430,7 @@ def _check_separation(design: Design, family: Family, beta: np.ndarray, vcov: np
     """Warn about (quasi-)complete separation: lme4 does not detect it (it may warn about
     convergence or a large eigenvalue); crossed names the fixed effect whose estimate is
     large with a huge SE, or says that fitted probabilities are numerically 0 or 1."""
-    if family.name != "binomial" or not len(beta):
+    if not family.binary_outcome or not len(beta):
         return
     with np.errstate(invalid="ignore"):
         se = np.sqrt(np.maximum(np.diag(vcov), 0.0))
