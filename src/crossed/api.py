@@ -109,9 +109,6 @@ def lmer(formula: str, data: pd.DataFrame, reml: bool = True, engine: str = "nat
         if extra["weights"] is not None and np.any(extra["weights"] == 0):
             raise DataError(f"zero weights in {extra['weights_name']!r}: lme4's criterion is "
                             "infinite then; drop those rows")
-        if engine != "native":
-            raise ValueError("weights=, offset= and offset() terms are supported by the "
-                             "native engine only")
         design = attach(build_design(spec, data, na_action=na_action), extra, None)
     else:
         design = build_design(spec, data, na_action=na_action)

@@ -36,7 +36,7 @@ from crossed._warn import warn
 from crossed.design import Design
 from crossed.engines.errors import EngineUnavailableError, UnsupportedModelError
 from crossed.engines.native.optimize import LmerControl
-from crossed.engines.registry import FunctionEngine
+from crossed.engines.registry import ALL_GLMMS, Capabilities, FunctionEngine
 from crossed.model.convergence import ConvergenceStatus
 from crossed.model.result import LmerFit
 
@@ -555,4 +555,6 @@ def _fit_glmm(design: Design, family: Any, nagq: int = 1, control: Any = None,
     return fit_glmm_lme4(design, family, nagq=nagq, control=control, data_name=data_name)
 
 
-ENGINE = FunctionEngine("lme4", fit_lme4, glmm_function=_fit_glmm)
+ENGINE = FunctionEngine("lme4", fit_lme4, glmm_function=_fit_glmm,
+                        capabilities=Capabilities(glmm=ALL_GLMMS, glmm_weights=True,
+                                                  glmm_offsets=True, max_nagq=25))

@@ -25,7 +25,7 @@ from crossed.engines.native.optimize import (
     Restart,
 )
 from crossed.engines.native.rescale import reparametrisation
-from crossed.engines.registry import FunctionEngine
+from crossed.engines.registry import ALL_GLMMS, Capabilities, FunctionEngine
 from crossed.model.batched import objectives
 from crossed.model.convergence import ConvergenceCheck
 from crossed.model.finish import finish_fit
@@ -188,4 +188,7 @@ def _fit_glmm(*args: object, **kwargs: object) -> object:
     return fit_glmm(*args, **kwargs)  # type: ignore[arg-type]
 
 
-ENGINE = FunctionEngine("native", fit_native, glmm_function=_fit_glmm)
+ENGINE = FunctionEngine("native", fit_native, glmm_function=_fit_glmm,
+                        capabilities=Capabilities(weights=True, offsets=True, glmm=ALL_GLMMS,
+                                                  glmm_weights=True, glmm_offsets=True,
+                                                  max_nagq=25))
