@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from crossed.engines.lme4 import fit_lme4
 from crossed.engines.lme4_glmm import fit_glmm_lme4
-from crossed.engines.registry import FunctionEngine
+from crossed.engines.registry import ALL_GLMMS, Capabilities, FunctionEngine
 
 __all__ = ["ENGINE"]
 
-ENGINE = FunctionEngine("lme4", fit_lme4, glmm_function=fit_glmm_lme4)
+ENGINE = FunctionEngine("lme4", fit_lme4, glmm_function=fit_glmm_lme4,
+                        capabilities=Capabilities(glmm=ALL_GLMMS, glmm_weights=True,
+                                                  glmm_offsets=True, max_nagq=25))

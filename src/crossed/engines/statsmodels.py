@@ -35,7 +35,7 @@ import numpy as np
 from crossed._warn import warn
 from crossed.design import Design, ReTerm
 from crossed.engines.errors import UnsupportedModelError
-from crossed.engines.registry import FunctionEngine
+from crossed.engines.registry import Capabilities, FunctionEngine
 from crossed.model.control import LmerControl
 from crossed.model.convergence import ConvergenceStatus
 from crossed.model.result import LmerResult
@@ -416,8 +416,8 @@ def supports(design: Design) -> str | None:
 
 
 ENGINE = FunctionEngine(
-    "statsmodels", fit_statsmodels, supports,
-    glmm_refusal="the 'statsmodels' engine does not fit GLMMs: statsmodels' "
-    "BinomialBayesMixedGLM and PoissonBayesMixedGLM are variational Bayes methods, not "
-    "lme4's maximum likelihood (Laplace/adaptive Gauss-Hermite) estimator, so their "
-    "numbers would differ; use engine='native' or 'lme4'")
+    "statsmodels", fit_statsmodels, supports, capabilities=Capabilities(glmm_refusal=(
+        "the 'statsmodels' engine does not fit GLMMs: statsmodels' BinomialBayesMixedGLM "
+        "and PoissonBayesMixedGLM are variational Bayes methods, not lme4's maximum "
+        "likelihood (Laplace/adaptive Gauss-Hermite) estimator, so their numbers would "
+        "differ; use engine='native' or 'lme4'")))

@@ -203,8 +203,8 @@ def treatment_coded(fit: LmerFit) -> LmerFit:
                          "coding needs them (refit with crossed.lmer)")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fixed = build_fixed(design.spec.fixed, design.frame, caret="^" in design.spec.formula,
-                            codings={})
+        fixed = build_fixed(design.spec.fixed, design.frame, caret=design.spec.caret,
+                            codings={}, trusted=design.spec.trusted)
     return cast("LmerFit", _WithFixed(fit, replace(design, fixed=fixed)))
 
 

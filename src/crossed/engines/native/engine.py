@@ -19,7 +19,7 @@ from crossed.engines.native.converge import (
     restart_message,
 )
 from crossed.engines.native.rescale import reparametrisation
-from crossed.engines.registry import FunctionEngine
+from crossed.engines.registry import ALL_GLMMS, Capabilities, FunctionEngine
 from crossed.model.batched import objectives
 from crossed.model.control import AUTO_LBFGSB_DENSE, LmerControl, OptSummary, Restart
 from crossed.model.convergence import ConvergenceCheck
@@ -183,4 +183,7 @@ def _fit_glmm(*args: object, **kwargs: object) -> object:
     return fit_glmm(*args, **kwargs)  # type: ignore[arg-type]
 
 
-ENGINE = FunctionEngine("native", fit_native, glmm_function=_fit_glmm)
+ENGINE = FunctionEngine("native", fit_native, glmm_function=_fit_glmm,
+                        capabilities=Capabilities(weights=True, offsets=True, glmm=ALL_GLMMS,
+                                                  glmm_weights=True, glmm_offsets=True,
+                                                  max_nagq=25))

@@ -176,7 +176,7 @@ def _fit(design: Design, family: Family, nagq: int, control: LmerControl,
         raise ValueError("nAGQ > 1 is only available for models with a single, scalar "
                          "random-effects term")
     y = np.asarray(design.y, dtype=float)
-    if len(y) and np.all(y == y[0]) and (family.name != "binomial" or y[0] in (0.0, 1.0)):
+    if len(y) and np.all(y == y[0]) and family.degenerate_constant(float(y[0])):
         # lme4: "Response is constant" (a constant proportion strictly inside (0, 1) fits)
         raise DataError(f"the response {design.spec.response!r} is constant ({y[0]:g}) on "
                         f"all {len(y)} rows used: a GLMM cannot be fitted to it (lme4: "
@@ -188,7 +188,8 @@ def _fit(design: Design, family: Family, nagq: int, control: LmerControl,
     p = design.X.shape[1]
     theta0 = np.where(np.isfinite(lower), 1.0, 0.0)
     # lme4's initial PIRLS (from mustart, at the starting θ) fixes lp0 for stage 1
-    prob.deviance0(theta0)
+    if not np.isfinite(prob.deviance0(theta0)):
+        prob.pirls(theta0, None, joint=True)  # raises PirlsError with lme4's words
     assert prob.last is not None
     prob.set_lp0(prob.last, joint=True)
     # stage 1: nAGQ = 0 over θ
@@ -430,7 +431,7 @@ def _check_separation(design: Design, family: Family, beta: np.ndarray, vcov: np
     """Warn about (quasi-)complete separation: lme4 does not detect it (it may warn about
     convergence or a large eigenvalue); crossed names the fixed effect whose estimate is
     large with a huge SE, or says that fitted probabilities are numerically 0 or 1."""
-    if family.name != "binomial" or not len(beta):
+    if not family.binary_outcome or not len(beta):
         return
     with np.errstate(invalid="ignore"):
         se = np.sqrt(np.maximum(np.diag(vcov), 0.0))
