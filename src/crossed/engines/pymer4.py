@@ -23,8 +23,11 @@ duck-typed attributes ``formula``, ``data``, ``fitted`` and ``model_obj``.
 
 from __future__ import annotations
 
+import contextlib
 import time
-from typing import Any
+import warnings
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -34,7 +37,10 @@ from crossed.design.frame import used_columns
 from crossed.design.glm import attach, glm_inputs
 from crossed.engines.errors import UnsupportedModelError
 from crossed.formula import FormulaError, parse
-from crossed.model.result import LmerFit
+
+if TYPE_CHECKING:
+    from crossed.model.glmm.result import GlmerFit
+    from crossed.model.result import LmerFit
 
 __all__ = ["from_pymer4"]
 
@@ -90,7 +96,7 @@ _REFIT = ("refit the pymer4 model on the data you want (model.fit()) and convert
 
 
 def from_pymer4(model: Any, reference: dict[str, str] | None = None,
-                data_name: str | None = None) -> Any:
+                data_name: str | None = None) -> LmerFit | GlmerFit:
     """Convert a fitted pymer4 ``Lmer`` model (lme4 in R) into crossed's fit result.
 
     Parameters
@@ -153,9 +159,27 @@ def from_pymer4(model: Any, reference: dict[str, str] | None = None,
         design = build_design(spec, data)
         _check_data(design.y, design, fitted, spec.response)
         info = info_from_r(r.extract(obj, ro.StrVector([]), ro.FloatVector([float("nan")])))
-        return assemble_fit(design, info, "pymer4", name, time.perf_counter() - t0,
-                            engine_info={"r_formula_fit": obj})
-    return _glmer_fit(r, obj, spec, data, fitted, family, name, t0)
+        with _once(model):
+            return assemble_fit(design, info, "pymer4", name, time.perf_counter() - t0,
+                                engine_info={"r_formula_fit": obj})
+    with _once(model):
+        return _glmer_fit(r, obj, spec, data, fitted, family, name, t0)
+
+
+@contextlib.contextmanager
+def _once(model: Any) -> Iterator[None]:
+    """lme4's messages are warned as the lme4 engine warns them, except those pymer4
+    already reported when it fitted (``model.warnings``: R printed them then); all stay
+    in the fit's messages and summary."""
+    reported = [str(m).strip() for m in (getattr(model, "warnings", None) or [])
+                if str(m).strip()]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    for w in caught:
+        text = str(w.message)
+        if not any(m in text for m in reported):
+            warnings.warn(w.message, stacklevel=4)
 
 
 def _fitted(d: dict[str, Any]) -> dict[str, Any]:
