@@ -342,3 +342,18 @@ def test_real_pymer4_glmer(pymer4, cbpp):
     fit = crossed.from_pymer4(model)
     assert fit.family.name == "poisson"
     np.testing.assert_array_equal(fit.fixef.to_numpy(), model.coefs["Estimate"].to_numpy())
+
+
+def test_real_pymer4_three_factor_repeated_measures(pymer4):
+    """The tutorial's repeated-measures model with factors= on its three factors (level
+    orders other than crossed's): lme4's names and numbers, Satterthwaite df as pymer4's."""
+    d = crossed.load_dataset("exist_multi")
+    factors = {"language": ["es", "en"], "task": ["t1", "t2", "t3"], "mode": ["soft", "hard"]}
+    model = pymer4_fit(pymer4, "delta ~ language * task * mode + (1 | model)", d,
+                       factors=factors)
+    fit = crossed.from_pymer4(model)
+    assert_as_pymer4(fit, model)
+    assert "language1:task1:mode1" in fit.fixef.index
+    assert len(fit.anova()) == 7
+    emm = crossed.emmeans(fit, "language").table()
+    assert sorted(emm["language"].astype(str)) == ["en", "es"]
