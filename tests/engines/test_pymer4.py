@@ -181,6 +181,10 @@ def test_summary_shows_rs_formula_and_the_data(r_stack, sleep):
     assert "Data: model.data (pymer4)" in text
     named = crossed.from_pymer4(FakeLmer(SLEEP, sleep, obj, fitted=True), data_name="sleep")
     assert "Data: sleep" in str(named.summary())
+    written = "Reaction ~ 1 + Days + (1 + Days | Subject)"
+    obj = r_lmer(r_stack, written, sleep)
+    fit = crossed.from_pymer4(FakeLmer(written.replace(" ", ""), sleep, obj, fitted=True))
+    assert f"Formula: {written}" in str(fit.summary())
 
 
 def test_singular_fit_is_warned_once(r_stack, sleep):

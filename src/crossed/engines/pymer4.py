@@ -272,8 +272,10 @@ def _same_terms(spec: Any, formula: str) -> bool:
         other = parse(formula)
     except FormulaError:
         return False
-    return (spec.response, spec.fixed.replace(" ", ""), spec.random) == (
-        other.response, other.fixed.replace(" ", ""), other.random)
+    def key(sp: Any) -> str:
+        return repr((sp.response, sp.fixed, sp.random, sp.offsets, sp.cbind)).replace(" ", "")
+
+    return key(spec) == key(other)
 
 
 def _as_fitted(data: pd.DataFrame, fitted: dict[str, Any]) -> pd.DataFrame:
