@@ -162,8 +162,7 @@ def _read_delimited(path: Path, delimiter: str) -> pd.DataFrame:
         # more fields in a row than in the header: pandas would drop or shift them
         warnings.simplefilter("error", pd.errors.ParserWarning)
         try:
-            return pd.read_csv(path, sep=delimiter, index_col=False,
-                               float_precision="round_trip")
+            return pd.read_csv(path, sep=delimiter, index_col=False)
         except pd.errors.ParserWarning:
             raise _FileError(f"some rows of {path.name} have more fields than its header "
                              f"({len(header)} columns)") from None
