@@ -248,6 +248,18 @@ def test_glmer_other_family_is_refused(r_stack, sleep):
         crossed.from_pymer4(fake)
     with pytest.raises(ValueError, match="not an lme4 merMod"):
         crossed.from_pymer4(FakeLmer(SLEEP, sleep, r_stack.ro.r("1:3"), fitted=True))
+    with pytest.raises(ValueError, match="not an lme4 merMod"):
+        crossed.from_pymer4(FakeLmer(SLEEP, sleep, object(), fitted=True))
+
+
+def test_pymer4_lm_points_to_crossed(sleep):
+    """pymer4's Lm (OLS) and Lm2 (two-stage) are not lme4 fits: say what to use instead."""
+    Lm = type("Lm", (FakeLmer,), {})
+    Lm2 = type("Lm2", (FakeLmer,), {})
+    with pytest.raises(crossed.UnsupportedModelError, match=r"cx.lm\(formula, data\)"):
+        crossed.from_pymer4(Lm("Reaction ~ Days", sleep, object(), fitted=True))
+    with pytest.raises(crossed.UnsupportedModelError, match="two-stage.*cx.lmer"):
+        crossed.from_pymer4(Lm2("Reaction ~ Days", sleep, object(), fitted=True))
 
 
 # ---- pymer4 itself ----------------------------------------------------------------------

@@ -91,6 +91,13 @@ crossed_pymer4_glmm_info <- function(fit) {
 
 _R_CODINGS = {"contr.treatment": "treatment", "contr.sum": "sum", "contr.helmert": "helmert",
               "contr.poly": "poly"}
+_NOT_MIXED = {
+    "Lm": "an ordinary regression without random effects (no lme4 fit to convert); fit "
+          "it with cx.lm(formula, data), or the mixed model with cx.lmer",
+    "Lm2": "a two-stage regression (one regression per group, then a test of the "
+           "coefficients), not an lme4 fit; fit the mixed model with cx.lmer(formula, "
+           "data), the grouping factor as a random-effects term (1 + x | group)",
+}
 _REFIT = ("refit the pymer4 model on the data you want (model.fit()) and convert it again, "
           "or fit it with crossed directly")
 
@@ -125,7 +132,8 @@ def from_pymer4(model: Any, reference: dict[str, str] | None = None,
         When the model is not fitted or lacks the R model, or when ``model.data`` is no
         longer the data lme4 fitted (other rows or values): the message says what differs.
     UnsupportedModelError
-        For a family crossed does not fit (pymer4's ``gamma``, ``inverse_gaussian``).
+        For a family crossed does not fit (pymer4's ``gamma``, ``inverse_gaussian``), and
+        for pymer4's ``Lm`` and ``Lm2`` (not lme4 fits), naming what to fit instead.
     EngineUnavailableError
         When rpy2/R are missing (they are when pymer4 works).
     RuntimeError
@@ -135,6 +143,9 @@ def from_pymer4(model: Any, reference: dict[str, str] | None = None,
     from crossed.engines.lme4 import _r_list, assemble_fit, info_from_r, r_session
 
     t0 = time.perf_counter()
+    kind = type(model).__name__
+    if kind in _NOT_MIXED:
+        raise UnsupportedModelError(f"the pymer4 model is an {kind}: {_NOT_MIXED[kind]}")
     for attr in ("formula", "data", "model_obj"):
         if not hasattr(model, attr):
             raise ValueError(f"not a pymer4 Lmer model: it has no attribute {attr!r}")
@@ -145,7 +156,11 @@ def from_pymer4(model: Any, reference: dict[str, str] | None = None,
     r = r_session()
     ro = r.ro
     obj = model.model_obj
-    if not bool(r.is_mermod(obj)[0]):
+    try:
+        mermod = bool(r.is_mermod(obj)[0])
+    except Exception:  # not an R object at all (rpy2 cannot convert it)
+        mermod = False
+    if not mermod:
         raise ValueError("model.model_obj is not an lme4 merMod object")
     if "crossed_pymer4_info" not in ro.globalenv:
         ro.r(_R_PYMER4)
