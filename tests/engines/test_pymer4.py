@@ -373,3 +373,12 @@ def test_real_pymer4_three_factor_repeated_measures(pymer4):
     assert len(fit.anova()) == 7
     emm = crossed.emmeans(fit, "language").table()
     assert sorted(emm["language"].astype(str)) == ["en", "es"]
+
+
+def test_real_pymer4_lm_is_refused(pymer4, sleep):
+    model = pymer4.Lm("Reaction ~ Days", data=sleep)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(summarize=False)
+    with pytest.raises(crossed.UnsupportedModelError, match=r"cx.lm\(formula, data\)"):
+        crossed.from_pymer4(model)
