@@ -144,6 +144,25 @@ def test_factors_coding_is_read_from_the_r_model(r_stack, sleep, levels, coding)
                                rtol=1e-6)
 
 
+def test_downstream_on_a_factors_fit(r_stack, sleep):
+    """Kenward-Roger, profile intervals, the bootstrap, ranova and pickling work on a
+    converted factors= fit (its matrix coding)."""
+    formula = "Reaction ~ task + Days + (Days | Subject)"
+    obj = r_pymer4_lmer(r_stack, formula, sleep, "task", ["t2", "t1", "t3"],
+                        "contr.treatment(3)")
+    fit = crossed.from_pymer4(FakeLmer(formula, sleep, obj, fitted=True))
+    kr = fit.coef_table(ddf="kenward-roger")
+    assert list(kr["term"]) == ["(Intercept)", "task1", "task2", "Days"]
+    assert np.all(np.isfinite(kr["df"]))
+    ci = fit.confint(method="profile")
+    assert np.all(np.isfinite(ci[["conf_low", "conf_high"]].to_numpy()))
+    boot = crossed.bootstrap(fit, nsim=5, seed=1)
+    assert boot is not None
+    assert len(fit.ranova()) == 2
+    again = pickle.loads(pickle.dumps(fit))
+    np.testing.assert_array_equal(again.fixef, fit.fixef)
+
+
 def test_numeric_factor_column(r_stack, sleep):
     """factors= on a numeric column: pymer4 writes each value as a string."""
     d = sleep.assign(block=sleep["Days"] // 4)
