@@ -45,7 +45,7 @@ def _col(name: str) -> np.ndarray:
     ("I(x % 5) // 2", (DATA.x % 5) // 2),
     ("sqrt(abs(-x))", np.sqrt(DATA.x)),
     ("round(x / 7, 2)", np.round(DATA.x / 7, 2)),
-    ("np.power(x, 0.5) + np.pi", np.sqrt(DATA.x) + np.pi),
+    ("np.power(x, 0.5) + np.pi", np.power(DATA.x.to_numpy(), 0.5) + np.pi),
     ("Q('x') + np.e", DATA.x + np.e),
     ("x / 0", DATA.x / 0.0),
 ])

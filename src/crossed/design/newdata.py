@@ -82,7 +82,7 @@ def check_new_values(frame: pd.DataFrame, design: Design, columns: list[str]) ->
                     f"effect cannot be predicted for a new level; levels: {shown})"
                 )
             continue
-        text = any(isinstance(v, str | bool | np.bool_) for v in pd.unique(present.array))
+        text = any(isinstance(v, str | bool | np.bool_) for v in present.unique())
         if (text or isinstance(values.dtype, pd.CategoricalDtype)
                 or pd.api.types.is_bool_dtype(values)):
             # R: variable 'x' was fitted with type "numeric" but type "character" was supplied

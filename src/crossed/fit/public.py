@@ -55,9 +55,10 @@ def fit_glmm_with(engine: str, design: Design, family: Any = "binomial", nagq: i
 
 
 def from_pymer4(model: Any, reference: dict[str, str] | None = None,
-                data_name: str = "data") -> LmerFit:
-    """A fitted pymer4 ``Lmer`` model (lme4 in R) as an :class:`LmerFit`; see
-    :func:`crossed.engines.pymer4.from_pymer4` for the parameters and errors."""
+                data_name: str | None = None) -> LmerFit | GlmerFit:
+    """A fitted pymer4 ``Lmer`` model (lme4 in R) as an :class:`LmerFit` (a ``glmer`` fit
+    as a :class:`GlmerFit`); see :func:`crossed.engines.pymer4.from_pymer4` for the
+    parameters and errors."""
     return as_public(_from_pymer4(model, reference=reference, data_name=data_name))
 
 

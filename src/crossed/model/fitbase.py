@@ -222,8 +222,14 @@ class FitBase:
                     rows.append((term.group, term.columns[j], term.columns[i], S[i, j], cor))
         if sigma is not None:
             rows.append(("Residual", None, None, s2, sigma))
-        return pd.DataFrame(rows, columns=["group", "term1", "term2", "variance_or_cov",
-                                           "sd_or_cor"])
+        out = pd.DataFrame(rows, columns=["group", "term1", "term2", "variance_or_cov",
+                                          "sd_or_cor"])
+        # a missing label in a column of labels is NaN, as pandas 3's string columns show
+        # it, under pandas 2 too (its object columns kept None)
+        for col in ("term1", "term2"):
+            if out[col].notna().any():
+                out[col] = out[col].where(out[col].notna(), np.nan)
+        return out
 
     def ranef(self, condvar: bool = True) -> pd.DataFrame:
         """Conditional modes of the random effects with their conditional SDs.
