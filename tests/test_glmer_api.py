@@ -12,7 +12,7 @@ import pytest
 import crossed as cx
 from crossed.design.frame import DataError
 from crossed.engines import UnsupportedModelError, fit_glmm_with
-from crossed.formula.glm import split_glm_formula
+from crossed.formula import parse
 from crossed.formula.grammar import FormulaError
 
 
@@ -96,16 +96,17 @@ def test_offset_argument_equals_offset_term() -> None:
     assert b.design.offset is not None
 
 
-def test_split_glm_formula() -> None:
-    g = split_glm_formula("cbind(s, n - s) ~ a + offset(log(t)) + (1 | g)")
+def test_the_spec_holds_cbind_and_offsets() -> None:
+    g = parse("cbind(s, n - s) ~ a + offset(log(t)) + (1 | g)")
     assert g.cbind == ("s", "n - s") and g.offsets == ("log(t)",)
-    assert g.formula == "s ~ a + (1 | g)"
+    assert g.fixed == "a" and g.successes == "s"
+    assert g.to_formula() == "cbind(s, n - s) ~ a + offset(log(t)) + (1 | g)"
     with pytest.raises(FormulaError):
-        split_glm_formula("y ~ a - offset(t)")
+        parse("y ~ a - offset(t) + (1 | g)")
     with pytest.raises(FormulaError):
-        split_glm_formula("cbind(s) ~ a")
+        parse("cbind(s) ~ a + (1 | g)")
     with pytest.raises(FormulaError):
-        split_glm_formula("y ~ a + offset(__import__('os').getcwd())")
+        parse("y ~ a + offset(__import__('os').getcwd()) + (1 | g)")
 
 
 def test_engines_without_glmms_refuse() -> None:
@@ -178,3 +179,14 @@ def test_summary_is_text_with_tables_and_a_notebook_view() -> None:
     html = fit._repr_html_()
     assert "<table" in html and "(Intercept)" in html
     assert repr(fit).startswith("GlmerFit(") and len(repr(fit)) < 200
+
+
+def test_a_first_pirls_that_fails_says_so_as_lme4() -> None:
+    """``cbind(s, s)`` with rows of zero trials: lme4 stops with "pwrssUpdate did not
+    converge in (maxit) iterations"; crossed failed an internal assertion."""
+    from crossed.model.glmm.pirls import PirlsError
+
+    d = pd.DataFrame({"x": np.arange(1.0, 13.0), "g": list("pqrs") * 3,
+                      "s": np.arange(12) % 4})
+    with pytest.raises(PirlsError, match="did not converge"):
+        cx.glmer("cbind(s, s) ~ x + (1 | g)", d, family="binomial")

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
 from crossed._warn import warn
-from crossed.design import build_design
+from crossed.design import Design, build_design
 from crossed.design.frame import (
     DataError,
     check_binary_response,
@@ -17,13 +16,11 @@ from crossed.design.frame import (
     used_columns,
 )
 from crossed.design.glm import attach, glm_inputs
-from crossed.engines import fit_glmm_with, fit_with, get_engine
-from crossed.engines.native import LmerControl
-from crossed.fit import LmerFit
-from crossed.formula import parse
-from crossed.formula.glm import split_glm_formula
+from crossed.engines import get_engine
+from crossed.fit import GlmerFit, LmerFit, fit_glmm_with, fit_with
+from crossed.formula import FormulaError, ModelSpec, parse
+from crossed.model.control import LmerControl
 from crossed.model.glmm.family import Family, family_of
-from crossed.model.glmm.result import GlmerFit
 from crossed.model.lm import LmFit, fit_lm
 
 __all__ = ["glmer", "lm", "lmer"]
@@ -99,26 +96,12 @@ def lmer(formula: str, data: pd.DataFrame, reml: bool = True, engine: str = "nat
     _check_arguments(formula, reml, engine, reference, na_action, control, data_name)
     if not isinstance(trusted, bool | np.bool_):
         raise TypeError(f"trusted must be True or False, got {trusted!r}")
-    if weights is not None or offset is not None or "offset(" in formula:
-        parts = split_glm_formula(formula, trusted=bool(trusted))
-        spec = parse(parts.formula, reference=reference, trusted=bool(trusted),
-                     contrasts=contrasts)
-        used, _ = used_columns(spec, [str(c) for c in data.columns])
-        data, extra = glm_inputs(parts, data, weights=weights, offset=offset,
-                                 used=tuple(used), na_action=na_action)
-        if extra["weights"] is not None and np.any(extra["weights"] == 0):
-            raise DataError(f"zero weights in {extra['weights_name']!r}: lme4's criterion is "
-                            "infinite then; drop those rows")
-        design = build_design(spec, data, na_action=na_action)
-        design = attach(design, extra, None, spec=replace(spec, formula=formula))
-        check_response_varies(design.y, spec.response)
-        check_binary_response(design.y, spec.response)
-        if engine != "native":
-            raise ValueError("weights= and offset= are supported by the native engine only")
-        return fit_with(engine, design, reml=bool(reml), control=control,
-                        data_name=data_name or "data")
     spec = parse(formula, reference=reference, trusted=bool(trusted), contrasts=contrasts)
-    design = build_design(spec, data, na_action=na_action)
+    if spec.cbind is not None:
+        raise FormulaError(formula, 0, "cbind(successes, failures) is the response of a "
+                                       "binomial GLMM: fit it with crossed.glmer(formula, "
+                                       "data, family=\"binomial\")")
+    design = model_design(spec, data, weights=weights, offset=offset, na_action=na_action)
     check_response_varies(design.y, spec.response)
     check_binary_response(design.y, spec.response)
     return fit_with(engine, design, reml=bool(reml), control=control, data_name=data_name or "data")
@@ -176,6 +159,8 @@ def lm(formula: str, data: pd.DataFrame, reference: dict[str, str] | None = None
     spec = parse(formula, reference=reference, trusted=bool(trusted))
     if spec.random:
         raise ValueError("lm(): the formula has random-effects terms; use lmer()")
+    if spec.offsets or spec.cbind is not None:
+        raise FormulaError(formula, 0, "lm() takes no offset() terms or cbind() response")
     from crossed.design.fixed import build_fixed, build_response
     from crossed.design.frame import prepare
     from crossed.formula.spec import check_spec
@@ -183,8 +168,8 @@ def lm(formula: str, data: pd.DataFrame, reference: dict[str, str] | None = None
     prepared = prepare(spec, data, na_action=na_action)
     if not spec.trusted:
         check_spec(spec, columns={str(c) for c in data.columns})
-    y = build_response(spec.response, prepared.data)
-    fixed = build_fixed(spec.fixed, prepared.data, caret="^" in spec.formula)
+    y = build_response(spec, prepared.data)
+    fixed = build_fixed(spec.fixed, prepared.data, caret=spec.caret, trusted=spec.trusted)
     return fit_lm(formula, fixed.X, y, fixed.names, n_dropped=prepared.n_dropped,
                   data_name=data_name or "data")
 
@@ -225,24 +210,43 @@ def glmer(formula: str, data: pd.DataFrame, family: str | Family = "binomial", n
     fam = family_of(family)
     if isinstance(nAGQ, bool) or not isinstance(nAGQ, int | np.integer) or nAGQ < 0:
         raise ValueError(f"nAGQ must be a whole number >= 0, got {nAGQ!r}")
-    parts = split_glm_formula(formula, trusted=bool(trusted))
-    spec = parse(parts.formula, reference=reference, trusted=bool(trusted))
-    used, _ = used_columns(spec, [str(c) for c in data.columns])
-    data, extra = glm_inputs(parts, data, weights=weights, offset=offset, used=tuple(used),
-                             na_action=na_action)
-    data = _glm_response(spec.response, data, fam, parts.cbind is not None)
-    design = build_design(spec, data, na_action=na_action, glmm=True)
-    y, w = _glm_y(design.y, extra, fam, spec.response, parts.cbind is not None)
-    extra["weights"] = w
-    design = attach(design, extra, y, spec=replace(spec, formula=formula))
+    spec = parse(formula, reference=reference, trusted=bool(trusted))
+    design = model_design(spec, data, weights=weights, offset=offset, na_action=na_action,
+                          family=fam)
     return fit_glmm_with(engine, design, family=fam, nagq=int(nAGQ), control=control,
                          data_name=data_name or "data")
+
+
+def model_design(spec: ModelSpec, data: pd.DataFrame, weights: object = None,
+                 offset: object = None, na_action: str = "omit",
+                 family: Family | None = None) -> Design:
+    """The one pipeline's data stage, for LMMs (``family=None``) and GLMMs: the spec's
+    design on ``data``, with prior weights and the offset (``weights=``, ``offset=``, the
+    spec's ``offset(...)`` terms) and, for a GLMM, the response as lme4 stores it
+    (``cbind``'s proportion with the trials as weights, a two-level factor as 0/1).
+
+    Rows with a missing value in any of them are dropped once, counted and reported."""
+    if family is None and weights is None and offset is None and not spec.offsets:
+        return build_design(spec, data, na_action=na_action)
+    used, _ = used_columns(spec, [str(c) for c in data.columns])
+    data, extra = glm_inputs(spec, data, weights=weights, offset=offset, used=tuple(used),
+                             na_action=na_action)
+    if family is None:
+        if extra["weights"] is not None and np.any(extra["weights"] == 0):
+            raise DataError(f"zero weights in {extra['weights_name']!r}: lme4's criterion is "
+                            "infinite then; drop those rows")
+        return attach(build_design(spec, data, na_action=na_action), extra, None)
+    data = _glm_response(spec.response, data, family, spec.cbind is not None)
+    design = build_design(spec, data, na_action=na_action, glmm=True)
+    y, w = _glm_y(design.y, extra, family, spec.successes, spec.cbind is not None)
+    extra["weights"] = w
+    return attach(design, extra, y)
 
 
 def _glm_response(response: str, data: pd.DataFrame, fam: Family, cbind: bool
                   ) -> pd.DataFrame:
     """A boolean or two-level factor binomial response as 0/1 (R: first level = failure)."""
-    if cbind or response not in data.columns or fam.name != "binomial":
+    if cbind or response not in data.columns or not fam.binary_outcome:
         return data
     col = data[response]
     if pd.api.types.is_bool_dtype(col):
@@ -264,7 +268,7 @@ def _glm_y(y: np.ndarray, extra: dict[str, object], fam: Family, response: str,
     """The response and prior weights as lme4 stores them; bad values refused."""
     w = extra["weights"]
     w = None if w is None else np.asarray(w, dtype=float)
-    if fam.name == "binomial":
+    if fam.binary_outcome:
         if cbind:
             fail = np.asarray(extra["failures"], dtype=float)
             if np.any(y < 0) or np.any(fail < 0):

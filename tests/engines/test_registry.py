@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+import numpy as np
 import pytest
 
 import crossed
@@ -57,3 +60,25 @@ def test_a_new_engine_is_one_module_and_one_registration(monkeypatch):
     assert fit.engine == "native"  # the module's engine object did the work
     with pytest.raises(ValueError, match="already registered"):
         register("native", "crossed.engines.native.engine:ENGINE")
+
+
+def test_capabilities_are_declared_and_checked_in_one_place():
+    """Each engine declares what it fits beyond an unweighted LMM; :func:`refusal` reads
+    the declaration for LMMs and GLMMs alike (it was a name test of 'native' in fit_with
+    and a getattr of fit_glmm in fit_glmm_with)."""
+    from crossed.engines.registry import refusal
+    from crossed.model.glmm.family import binomial, poisson
+
+    native, sm, lme4 = (get_engine(n) for n in ("native", "statsmodels", "lme4"))
+    case = load_case("sleepstudy_slopes")
+    d = crossed.lmer(case.formula, case.data).design
+    weighted = replace(d, weights=np.ones(d.n))
+    assert refusal(native, weighted) is None
+    assert "weights" in refusal(lme4, weighted)
+    assert "weights" in refusal(sm, weighted)
+    assert "variational Bayes" in refusal(sm, d, family=binomial())
+    assert refusal(native, d, family=binomial("probit"), nagq=25) is None
+    assert "nAGQ up to 25" in refusal(native, d, family=poisson(), nagq=26)
+    assert refusal(lme4, d, family=binomial("cloglog")) is None
+    with pytest.raises(UnsupportedModelError, match="weights"):
+        fit_with("statsmodels", weighted, reml=True, control=None)

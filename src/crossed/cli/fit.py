@@ -12,7 +12,7 @@ from crossed.cli._tables import dump_json
 from crossed.datasets import list_datasets, load_dataset, read_data
 from crossed.design.frame import level_label
 from crossed.engines.native.optimize import PIRLS_MODES, LmerControl
-from crossed.model.glmm.result import GlmerFit
+from crossed.fit import GlmerFit
 
 __all__ = ["DATA_HELP", "FAMILIES", "JSON_HELP", "add_family_options", "add_model_arguments",
            "add_model_options", "as_factor", "fit_from_args", "glmm_options", "parse_reference",

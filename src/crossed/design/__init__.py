@@ -273,14 +273,15 @@ def build_design(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit",
     frame = prepared  # (its table is built on first use: a fit does not need it)
     if not spec.trusted:  # the allow-list again, now that the columns are known
         check_spec(spec, columns={str(c) for c in data.columns})
-    y = build_response(spec.response, frame)  # non-finite values refused there
+    y = build_response(spec, frame)  # non-finite values refused there
     # a formula written with R's ^ gets R's column names (I(x^2)) back
-    caret = "^" in spec.formula
+    caret = spec.caret
     # R codes ordered factors with contr.poly unless contrasts= names another coding; the
     # random-effects matrices (lme4's mkReTrms) use only the defaults
     ordered = {c: "poly" for c in prepared.ordered}
     fixed = build_fixed(spec.fixed, frame, caret=caret,
-                        codings=ordered | _user_codings(spec, prepared.levels))
+                        codings=ordered | _user_codings(spec, prepared.levels),
+                        trusted=spec.trusted)
     used = dict(fixed.codings)
     for col, coding in spec.contrasts:
         if coding != "treatment" and col not in used:
@@ -299,7 +300,8 @@ def build_design(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit",
         _warn_stateful_after_dropping(spec, prepared.n_dropped)
     if not spec.random:
         raise DataError("no random-effects terms in the formula: use (expr | group)")
-    random = build_random(spec.random, frame, caret=caret, codings=ordered, glmm=glmm)
+    random = build_random(spec.random, frame, caret=caret, codings=ordered, glmm=glmm,
+                          trusted=spec.trusted)
     for blk in random.blocks:
         if clearly_finite(blk.Z):
             continue

@@ -29,12 +29,14 @@ from crossed.design.frame import (
 )
 from crossed.design.names import r_column_names
 from crossed.design.rcodes import r_coded_text, variable_order
-from crossed.formula.grammar import plain_message, power_in_calls
+from crossed.formula.evaluate import MATERIALIZER, evaluate, r_to_python
+from crossed.formula.grammar import FormulaError, plain_message, power_in_calls
 from crossed.formula.safety import SAFE_CONTEXT
+from crossed.formula.spec import ModelSpec
 
 __all__ = ["FixedDesign", "MatrixSpec", "RANK_TOL", "Table", "build_fixed", "build_matrix",
-           "build_response", "check_reserved_levels", "independent_columns", "subset_fixed",
-           "table_of"]
+           "build_response", "check_reserved_levels", "evaluate_numeric",
+           "independent_columns", "subset_fixed", "table_of"]
 
 RANK_TOL = 1e-7
 GRAM_PIVOT_MIN = 1e-2
@@ -48,20 +50,36 @@ the other, with estimates of 1e15. From 1e-2 on the noise is below 1e-8 of the p
 
 
 def _model_matrix(text: str, frame: pd.DataFrame, failure: str,
-                  context: Mapping[str, Any] | None = None, **kw: Any) -> Any:
-    """formulaic's ``model_matrix`` (allow-listed context); its errors, and values outside
-    the levels given to ``C()`` (which it would silently code as the reference level),
-    become a DataError starting with ``failure``."""
+                  context: Mapping[str, Any] | None = None, trusted: bool = False,
+                  **kw: Any) -> Any:
+    """formulaic's ``model_matrix``, each factor evaluated by crossed's one evaluator
+    (:mod:`crossed.formula.evaluate`; formulaic's own ``eval`` only when ``trusted``); its
+    errors, and values outside the levels given to ``C()`` (which it would silently code as
+    the reference level), become a DataError starting with ``failure``."""
     with warnings.catch_warnings():
         warnings.filterwarnings("error", category=DataMismatchWarning)
         try:
             return model_matrix(text, frame, na_action="raise",
-                                context=context or SAFE_CONTEXT, **kw)
-        except DataError:
+                                context=context or SAFE_CONTEXT,
+                                materializer=None if trusted else MATERIALIZER, **kw)
+        except (DataError, FormulaError):
             raise
         except Exception as exc:  # formulaic's errors carry the expression at fault
+            refused = _refusal(exc)
+            if refused is not None:
+                raise refused from None
             raise DataError(f"{failure}: "
                             f"{_unlisted_message(exc) or plain_message(exc)}") from exc
+
+
+def _refusal(error: BaseException) -> FormulaError | None:
+    """The evaluator's refusal inside formulaic's wrapping error, if that is the cause."""
+    exc: BaseException | None = error
+    while exc is not None:
+        if isinstance(exc, FormulaError):
+            return exc
+        exc = exc.__cause__ or exc.__context__
+    return None
 
 
 def _unlisted_message(error: BaseException) -> str | None:
@@ -381,7 +399,8 @@ def _coded(text: str, codings: Mapping[str, Any] | None
 
 
 def build_fixed(rhs: str, frame: Table, caret: bool = False,
-                codings: Mapping[str, Any] | None = None) -> FixedDesign:
+                codings: Mapping[str, Any] | None = None, trusted: bool = False
+                ) -> FixedDesign:
     """Fixed-effects design for a formulaic right-hand side on prepared data.
 
     Rank-deficient columns are dropped with a warning naming them, as lme4 does.
@@ -407,8 +426,9 @@ def build_fixed(rhs: str, frame: Table, caret: bool = False,
         text, context, used = _coded(rhs, codings)
         text = quote_dotted(text, set(frame.columns))
         failure = f"cannot build the fixed-effects matrix for {rhs!r}"
-        mm = _model_matrix(text, frame, failure, context=context, output="pandas")
-        mm = _as_r_codes(mm, frame, failure, context, variable_order(text))
+        mm = _model_matrix(text, frame, failure, context=context, trusted=trusted,
+                           output="pandas")
+        mm = _as_r_codes(mm, frame, failure, context, variable_order(text), trusted)
         fspec = mm.model_spec
         X = np.asarray(mm.to_numpy(), dtype=float)
         names, labels, assign = r_column_names(fspec, list(mm.columns), caret)
@@ -465,13 +485,14 @@ def _check_terms_have_columns(labels: list[str], assign: list[int],
 
 
 def _as_r_codes(mm: Any, frame: pd.DataFrame, failure: str, context: Any,
-                order: dict[str, int]) -> Any:
+                order: dict[str, int], trusted: bool = False) -> Any:
     """formulaic's matrix ``mm``, or the matrix with R's coding of interactions whose
     margins are absent and R's order of each term's variables (``rcodes.py``); a term
     still coded otherwise is said."""
     text, differ = r_coded_text(mm.model_spec, order)
     if text is not None:
-        recoded = _model_matrix(text, frame, failure, context=context, output="pandas")
+        recoded = _model_matrix(text, frame, failure, context=context, trusted=trusted,
+                                output="pandas")
         again, rest = r_coded_text(recoded.model_spec, order)
         if again is None and not rest:
             mm = recoded
@@ -548,7 +569,7 @@ def _coded_fixed(columns: tuple[str, ...], factors: dict[str, tuple[str, ...]],
 
 def build_matrix(
     expr: str, frame: Table, caret: bool = False,
-    codings: Mapping[str, Any] | None = None,
+    codings: Mapping[str, Any] | None = None, trusted: bool = False,
 ) -> tuple[np.ndarray, tuple[str, ...], MatrixSpec]:
     """Model matrix of a random-term expression (no rank reduction), with R names
     (``frame``, ``codings``: as :func:`build_fixed`)."""
@@ -563,7 +584,7 @@ def build_matrix(
     text, context, _ = _coded(power_in_calls(expr), codings)
     text = quote_dotted(text, set(frame.columns))
     mm = _model_matrix(text, frame, f"cannot build the random-effects matrix for {expr!r}",
-                       context=context, output="pandas")
+                       context=context, trusted=trusted, output="pandas")
     r_names, r_labels, r_assign = r_column_names(mm.model_spec, list(mm.columns), caret)
     _check_terms_have_columns(list(r_labels), list(r_assign), frame, "random-effects term")
     keep = tuple(range(len(r_names)))
@@ -574,9 +595,11 @@ def build_matrix(
     )
 
 
-def build_response(response: str, frame: Table) -> np.ndarray:
-    """The response vector; a column name or an expression (``np.log(y)``).
-    (``frame``: as :func:`build_fixed`.)"""
+def build_response(spec: ModelSpec, frame: Table) -> np.ndarray:
+    """The response vector: a column, an R arithmetic expression (``Reaction - 100``,
+    ``log(y) - 5``, ``Reaction + Days``) or the successes of ``cbind(s, f)``, evaluated as
+    R evaluates it. (``frame``: as :func:`build_fixed`.)"""
+    response = spec.successes
     if isinstance(frame, PreparedFrame) and response in frame.values:
         values = frame.values[response]  # (prepare() made it float64)
         if pd.api.types.is_numeric_dtype(values.dtype) and isinstance(values, np.ndarray):
@@ -592,10 +615,53 @@ def build_response(response: str, frame: Table) -> np.ndarray:
         if not pd.api.types.is_numeric_dtype(col):
             raise DataError(f"response {response!r} is not numeric (dtype {col.dtype})")
         return check_numeric_response(col.to_numpy(), response)
-    text = quote_dotted(f"0 + {response}", set(frame.columns))
-    mm = _model_matrix(text, frame, f"cannot evaluate the response {response!r}",
-                       output="numpy")
-    arr = np.asarray(mm, dtype=float)
-    if arr.ndim != 2 or arr.shape[1] != 1:
-        raise DataError(f"response {response!r} is not a single numeric column")
-    return check_numeric_response(arr[:, 0], response)
+    values = evaluate_numeric(response, frame, "response", trusted=spec.trusted,
+                              formula=spec.formula)
+    return check_numeric_response(values, response)
+
+
+def evaluate_numeric(text: str, frame: pd.DataFrame, what: str, trusted: bool = False,
+                     formula: str | None = None) -> np.ndarray:
+    """An R arithmetic expression of numeric columns on every row of ``frame`` (a
+    response, an offset, a side of ``cbind``), as float64; NaN where a value is missing.
+
+    The expression is evaluated by :func:`crossed.formula.evaluate.evaluate` (only
+    ``trusted`` formulas go through formulaic's Python ``eval``).
+
+    Raises
+    ------
+    DataError
+        A column that is not numeric, a result that is not one number per row.
+    """
+    source = r_to_python(text)
+    if trusted:
+        mm = _model_matrix(f"0 + I({quote_dotted(source, set(frame.columns))})", frame,
+                           f"cannot evaluate the {what} {text!r}", trusted=True,
+                           output="numpy")
+        arr = np.asarray(mm, dtype=float)
+        if arr.ndim != 2 or arr.shape[1] != 1:
+            raise DataError(f"the {what} {text!r} is not a single numeric column")
+        return arr[:, 0]
+
+    def lookup(name: str) -> np.ndarray:
+        if name not in frame.columns:
+            raise DataError(f"column {name!r} of the {what} {text!r} is not in the data")
+        col = frame[name]
+        if pd.api.types.is_bool_dtype(col.dtype):
+            return np.asarray(col.to_numpy(dtype=float, na_value=np.nan), dtype=float)
+        if (isinstance(col.dtype, pd.CategoricalDtype)
+                or not pd.api.types.is_numeric_dtype(col.dtype)):
+            raise DataError(f"column {name!r} of the {what} {text!r} is not numeric "
+                            f"(dtype {col.dtype})")
+        return np.asarray(col.to_numpy(dtype=float, na_value=np.nan), dtype=float)
+
+    value = evaluate(source, lookup, formula=formula)
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise DataError(f"the {what} {text!r} does not evaluate to numbers") from None
+    if arr.ndim == 0:
+        return np.full(len(frame), float(arr))
+    if arr.shape != (len(frame),):
+        raise DataError(f"the {what} {text!r} is not a single numeric column")
+    return arr

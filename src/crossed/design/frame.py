@@ -16,6 +16,7 @@ import pandas as pd
 
 from crossed._warn import warn
 from crossed.design.fastpd import categorical, column_array, frame_of, string_codes
+from crossed.formula.evaluate import r_to_python
 from crossed.formula.safety import expression_names
 from crossed.formula.spec import ModelSpec
 
@@ -156,8 +157,11 @@ def _variables(spec: ModelSpec, colset: set[str]) -> tuple[set[str], set[str]]:
     """Columns used as values (response, fixed part, random-term expressions) and columns
     used to group (the factors right of the bars)."""
     values: set[str] = set()
-    for text in (spec.response, spec.fixed):
-        values |= expression_variables(text, colset)
+    for text in spec.value_expressions:  # the response (cbind's sides) and the offsets
+        source = r_to_python(text).strip()
+        values |= ({source} if source in colset else
+                   expression_variables(f"0 + I({source})", colset))
+    values |= expression_variables(spec.fixed, colset)
     groups: set[str] = set()
     for term in spec.random:
         values |= expression_variables(term.expr, colset)

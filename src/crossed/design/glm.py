@@ -8,83 +8,36 @@ refused naming the column.
 
 from __future__ import annotations
 
-import ast
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from formulaic import model_matrix
 
 from crossed._warn import warn
+from crossed.design.fixed import evaluate_numeric
 from crossed.design.frame import DataError, no_rows_left
-from crossed.formula.glm import GlmFormula, split_glm_formula
-from crossed.formula.safety import SAFE_CONTEXT
 from crossed.formula.spec import ModelSpec
 
 __all__ = ["attach", "evaluate_column", "glm_inputs", "newdata_offset"]
 
 
-def evaluate_column(expr: str, data: pd.DataFrame, what: str) -> np.ndarray:
-    """A numeric expression on every row of ``data`` (NaN where missing): a column name,
-    or an allow-listed expression such as ``log(exposure)`` or ``size - incidence``."""
+def evaluate_column(expr: str, data: pd.DataFrame, what: str, spec: ModelSpec | None = None
+                    ) -> np.ndarray:
+    """A numeric column, or an expression of the formula (``log(exposure)``,
+    ``size - incidence``) on every row of ``data`` (NaN where missing), by the one
+    evaluator (:func:`crossed.design.fixed.evaluate_numeric`)."""
     if expr in data.columns:
         col = data[expr]
         if pd.api.types.is_bool_dtype(col):
             return np.asarray(col.to_numpy(dtype=float), dtype=float)
-        if not pd.api.types.is_numeric_dtype(col):
+        if not pd.api.types.is_numeric_dtype(col) or isinstance(col.dtype,
+                                                                pd.CategoricalDtype):
             raise DataError(f"{what} {expr!r} is not numeric (dtype {col.dtype})")
-        return np.asarray(pd.to_numeric(col), dtype=float)
-    direct = _arithmetic(expr, data)
-    if direct is not None:
-        return direct
-    try:
-        mm = model_matrix(f"0 + I({expr})", data, na_action="ignore", context=SAFE_CONTEXT,
-                          output="numpy")
-    except Exception as exc:
-        raise DataError(f"cannot evaluate the {what} {expr!r}: {exc}") from exc
-    arr = np.asarray(mm, dtype=float)
-    if arr.ndim != 2 or arr.shape[1] != 1 or arr.shape[0] != len(data):
-        raise DataError(f"the {what} {expr!r} is not a single numeric column")
-    return arr[:, 0]
+        return np.asarray(col.to_numpy(dtype=float, na_value=np.nan), dtype=float)
+    return evaluate_numeric(expr, data, what, trusted=bool(spec and spec.trusted),
+                            formula=spec.formula if spec is not None else None)
 
-
-_BINOPS = {ast.Add: np.add, ast.Sub: np.subtract, ast.Mult: np.multiply}
-
-
-def _arithmetic(expr: str, data: pd.DataFrame) -> np.ndarray | None:
-    """``a - b``, ``a + b``, ``a * b`` (numeric columns and numbers, e.g. cbind's
-    ``size - incidence``) computed directly in float64, as formulaic's ``I(...)`` gives;
-    None for anything else (then formulaic evaluates it, allow-list included)."""
-    try:
-        tree = ast.parse(expr, mode="eval").body
-    except SyntaxError:
-        return None
-
-    def ev(node: ast.expr) -> np.ndarray | float | None:
-        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-            a, b = ev(node.left), ev(node.right)
-            if a is None or b is None:
-                return None
-            return np.asarray(_BINOPS[type(node.op)](a, b), dtype=float)
-        if isinstance(node, ast.Name) and node.id in data.columns:
-            col = data[node.id]
-            dt = col.dtype
-            if isinstance(dt, np.dtype) and dt.kind in "iuf":  # plain numpy numbers
-                return np.asarray(col.to_numpy(), dtype=float)
-            if (pd.api.types.is_bool_dtype(col) or not pd.api.types.is_numeric_dtype(col)
-                    or isinstance(dt, pd.CategoricalDtype)):
-                return None
-            return np.asarray(col.to_numpy(dtype=float, na_value=np.nan), dtype=float)
-        if isinstance(node, ast.Constant) and type(node.value) in (int, float):
-            assert isinstance(node.value, int | float)
-            return float(node.value)
-        return None
-
-    out = ev(tree)
-    if not isinstance(out, np.ndarray) or out.shape != (len(data),):
-        return None
-    return out
 
 
 def _vector(value: Any, data: pd.DataFrame, what: str) -> tuple[np.ndarray, str]:
@@ -99,7 +52,7 @@ def _vector(value: Any, data: pd.DataFrame, what: str) -> tuple[np.ndarray, str]
     return arr, what
 
 
-def glm_inputs(parts: GlmFormula, data: pd.DataFrame, weights: Any = None,
+def glm_inputs(spec: ModelSpec, data: pd.DataFrame, weights: Any = None,
                offset: Any = None, used: tuple[str, ...] = (), na_action: str = "omit",
                ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The rows of ``data`` to build the design on, and the GLM arrays for them.
@@ -135,8 +88,8 @@ def glm_inputs(parts: GlmFormula, data: pd.DataFrame, weights: Any = None,
     offs = []
     if offset is not None:
         offs.append(_vector(offset, data, "offset"))
-    for expr in parts.offsets:
-        offs.append((evaluate_column(expr, data, "offset"), f"offset({expr})"))
+    for expr in spec.offsets:
+        offs.append((evaluate_column(expr, data, "offset", spec), f"offset({expr})"))
     if offs:
         off = np.zeros(n)
         for arr, name in offs:
@@ -146,10 +99,10 @@ def glm_inputs(parts: GlmFormula, data: pd.DataFrame, weights: Any = None,
                 where.append(name)
             missing |= np.isnan(arr)
             off = off + arr
-    if parts.cbind is not None:
-        s_expr, f_expr = parts.cbind
-        fail = evaluate_column(f_expr, data, "response (failures)")
-        succ = evaluate_column(s_expr, data, "response (successes)")
+    if spec.cbind is not None:
+        s_expr, f_expr = spec.cbind
+        fail = evaluate_column(f_expr, data, "response (failures)", spec)
+        succ = evaluate_column(s_expr, data, "response (successes)", spec)
         for arr, name in ((succ, s_expr), (fail, f_expr)):
             if np.isnan(arr).any():
                 where.append(name)
@@ -212,10 +165,9 @@ def newdata_offset(design: Any, newdata: pd.DataFrame, offset: Any = None
         parts.append((np.full(len(newdata), float(offset)), "offset"))
     elif offset is not None:
         parts.append(_vector(offset, newdata, "offset"))
-    formula = design.spec.formula
-    if "offset(" in formula:
-        for expr in split_glm_formula(formula, trusted=design.spec.trusted).offsets:
-            parts.append((evaluate_column(expr, newdata, "offset"), f"offset({expr})"))
+    for expr in design.spec.offsets:
+        parts.append((evaluate_column(expr, newdata, "offset", design.spec),
+                      f"offset({expr})"))
     if not parts:
         return None
     out = np.zeros(len(newdata))

@@ -382,7 +382,7 @@ def _note_factor_in_double_bar(spec: RandomTermSpec, frame: Table) -> None:
 
 def build_random(terms: tuple[RandomTermSpec, ...], frame: Table,
                  caret: bool = False, codings: Mapping[str, Any] | None = None,
-                 glmm: bool = False) -> RandomDesign:
+                 glmm: bool = False, trusted: bool = False) -> RandomDesign:
     """Random-effects structure of a model on prepared data (``codings``: the contrasts of
     ordered factors; ``glmm``: a GLMM, which has no residual, so one level per observation
     is allowed, as lme4's glmer; ``frame``: a table, or :func:`prepare`'s columns)."""
@@ -390,7 +390,8 @@ def build_random(terms: tuple[RandomTermSpec, ...], frame: Table,
     # lme4 terms as written, with || split into one term per column
     out: list[TermColumns] = []
     for spec in terms:
-        Zt, names, mspec = build_matrix(spec.expr, frame, caret=caret, codings=codings)
+        Zt, names, mspec = build_matrix(spec.expr, frame, caret=caret, codings=codings,
+                                        trusted=trusted)
         if Zt.shape[1] == 0:
             raise DataError(f"random term ({spec.expr} | {spec.name}) has no columns")
         codes, levels, keys = group_codes(frame, spec.factors, spec.name)

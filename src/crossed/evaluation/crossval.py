@@ -57,8 +57,8 @@ def ols(formula: str, data: pd.DataFrame) -> OLSFit:
     if spec.random:
         raise ValueError("ols() takes a formula without random terms")
     prepared = prepare(spec, data)
-    y = build_response(spec.response, prepared.data)
-    fixed = build_fixed(spec.fixed, prepared.data)
+    y = build_response(spec, prepared.data)
+    fixed = build_fixed(spec.fixed, prepared.data, caret=spec.caret, trusted=spec.trusted)
     beta, *_ = np.linalg.lstsq(fixed.X, y, rcond=None)
     return OLSFit(formula=formula, beta=beta, names=fixed.names, levels=prepared.levels,
                   columns=tuple(prepared.data.columns), spec=fixed.spec)
@@ -214,4 +214,4 @@ def lmer_response(formula: str, data: pd.DataFrame) -> np.ndarray:
     """The response of ``formula`` evaluated on ``data`` (e.g. ``log(score)``)."""
     spec = parse(formula)
     prepared = prepare(spec, data, na_action="raise")
-    return build_response(spec.response, prepared.data)
+    return build_response(spec, prepared.data)

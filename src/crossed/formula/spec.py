@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import functools
 import re
 from collections.abc import Collection, Mapping
@@ -10,13 +11,14 @@ from typing import Any
 
 import numpy as np
 
+from crossed.formula.evaluate import r_to_python
 from crossed.formula.grammar import (
     FormulaError,
     RawRandomTerm,
     parse_formula,
     split_outside_ticks,
 )
-from crossed.formula.safety import check_expression
+from crossed.formula.safety import check_expression, check_python
 
 __all__ = ["CODINGS", "ModelSpec", "RandomTermSpec", "check_spec", "expand_group",
            "normalise_coding", "parse"]
@@ -76,6 +78,19 @@ class ModelSpec:
         argument): ``"treatment"``, ``"sum"``, ``"helmert"``, ``"poly"`` or a matrix (levels
         x contrasts) as a tuple of row tuples. Ordered categoricals not listed get
         ``"poly"`` (R's default) when the design is built.
+    offsets : tuple of str
+        The expression inside each ``offset(...)`` term, as written (R arithmetic:
+        ``0.5 * Days``, ``log(exposure)``); their sum is added to the linear predictor.
+    cbind : tuple of (str, str) or None
+        The successes' and failures' expressions of a ``cbind(s, f)`` response (then
+        ``response`` is the ``cbind(...)`` text).
+    caret : bool
+        Whether the fixed part or a random term was written with R's ``^`` inside a call
+        (``I(x^2)``): the design then names such columns with ``^`` as R does.
+
+    The response, offsets and ``cbind`` sides are arithmetic as in R (``Reaction - 100``,
+    ``log(y) - 5``, ``Reaction + Days``), evaluated only by :mod:`crossed.formula.evaluate`;
+    every later stage reads these fields, never :attr:`formula`, which is kept for display.
     """
 
     formula: str
@@ -85,6 +100,22 @@ class ModelSpec:
     reference: tuple[tuple[str, str], ...] = field(default=())
     trusted: bool = False
     contrasts: tuple[tuple[str, str | tuple[tuple[float, ...], ...]], ...] = field(default=())
+    offsets: tuple[str, ...] = field(default=())
+    cbind: tuple[str, str] | None = None
+    caret: bool = False
+
+    @property
+    def successes(self) -> str:
+        """The expression whose values are the response vector: the response, or the
+        successes of ``cbind(s, f)``."""
+        return self.cbind[0] if self.cbind is not None else self.response
+
+    @property
+    def value_expressions(self) -> tuple[str, ...]:
+        """Every arithmetic expression of the formula outside its terms: the response (or
+        both sides of ``cbind``) and the offsets, in R's syntax."""
+        head = self.cbind if self.cbind is not None else (self.response,)
+        return (*head, *self.offsets)
 
     @property
     def contrast_codings(self) -> dict[str, str | tuple[tuple[float, ...], ...]]:
@@ -99,7 +130,8 @@ class ModelSpec:
         ``parse(spec.to_formula())`` gives the same terms."""
         terms = [f"({t.expr} {'||' if t.uncorrelated else '|'} "
                  f"{':'.join(_tick(f) for f in t.factors)})" for t in self.random]
-        return " + ".join([f"{self.response} ~ {self.fixed}", *terms])
+        offsets = [f"offset({o})" for o in self.offsets]
+        return " + ".join([f"{self.response} ~ {self.fixed}", *offsets, *terms])
 
     @property
     def group_factors(self) -> tuple[str, ...]:
@@ -147,7 +179,8 @@ def _normalise_expr(expr: str) -> str:
 def check_spec(spec: ModelSpec, columns: Collection[str] | None = None) -> None:
     """Refuse a spec whose response, fixed part or random expressions hold anything off
     :mod:`crossed.formula.safety`'s allow-list (``columns``: the data's, once known)."""
-    check_expression(f"0 + {spec.response}", spec.formula, columns)
+    for text in spec.value_expressions:
+        check_python(r_to_python(text), spec.formula, columns)
     check_expression(spec.fixed, spec.formula, columns)
     for term in spec.random:
         check_expression(term.expr, spec.formula, columns)
@@ -241,11 +274,30 @@ def _parse(formula: str, ref: tuple[tuple[str, str], ...], trusted: bool,
     spec = ModelSpec(
         formula=formula, response=parsed.response.strip(), fixed=parsed.fixed,
         random=tuple(terms), reference=ref, trusted=bool(trusted),
-        contrasts=codings,
+        contrasts=codings, offsets=parsed.offsets,
+        cbind=_cbind(parsed.response.strip(), formula), caret=parsed.caret,
     )
     if not trusted:
         check_spec(spec)
     return spec
+
+
+def _cbind(response: str, formula: str) -> tuple[str, str] | None:
+    """The two sides of a ``cbind(successes, failures)`` response (None for any other)."""
+    if not re.match(r"cbind\s*\(", response):
+        return None
+    source = r_to_python(response)
+    try:
+        node = ast.parse(source, mode="eval").body
+    except SyntaxError:
+        raise FormulaError(formula, 0, f"cannot read the response {response!r}") from None
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id == "cbind" and len(node.args) == 2 and not node.keywords
+            and not any(isinstance(a, ast.Starred) for a in node.args)):
+        raise FormulaError(formula, 0, "cbind() on the left side takes two expressions: "
+                                       "cbind(successes, failures)")
+    s, f = (str(ast.get_source_segment(source, a)).strip() for a in node.args)
+    return s, f
 
 
 # a ModelSpec is immutable and parsing is pure: refits, simulations and repeated fits of one

@@ -27,7 +27,6 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from crossed._warn import warn
 from crossed.inference.hypotheses import TermInfo, hypotheses
 
 if TYPE_CHECKING:
@@ -183,23 +182,12 @@ def distribution_variance(fit: Any, null_intercept: float | None = None) -> floa
     μ = exp(β₀) of the null model ``y ~ 1 + (random terms)`` (same offset and weights),
     refitted by the fit's engine unless ``null_intercept`` (β₀) is given.
     """
-    family, link = fit.family.name, fit.family.link.name
-    if family == "binomial":
-        table = {"logit": np.pi**2 / 3.0, "probit": 1.0, "cloglog": np.pi**2 / 6.0}
-        if link not in table:
-            raise ValueError(f"Nakagawa's R² is not defined here for the binomial {link} link")
-        return float(table[link])
-    if family == "poisson" and link == "log":
-        if null_intercept is None:
-            null = refit_design(fit, fixed_reduced_design(fit.design, None))
-            null_intercept = float(null.beta[0])
-        mu = float(np.exp(null_intercept))
-        if mu < 6:
-            warn(f"mu of {mu:.1f} is too close to zero, estimate of r-squared may be "
-                 "unreliable (performance's warning)", UserWarning)
-        return float(np.log1p(1.0 / mu))
-    raise ValueError(f"Nakagawa's R² is available for binomial and Poisson (log) GLMMs, not "
-                     f"{family} ({link})")
+    def null_intercept_of() -> float:
+        if null_intercept is not None:
+            return float(null_intercept)
+        return float(refit_design(fit, fixed_reduced_design(fit.design, None)).beta[0])
+
+    return fit.family.distribution_variance(null_intercept_of)
 
 
 def _term_covariances(fit: Any) -> list[tuple[Any, np.ndarray]]:

@@ -169,15 +169,13 @@ class GlmmEMMeans:
 def _refuse_offset_at(fit: Any, at: dict | None) -> None:
     """``at`` naming a variable that only enters a formula's ``offset(...)``: said, with
     what to pass instead (the reference grid has the fixed part's variables only)."""
-    if not isinstance(at, dict) or "offset(" not in fit.design.spec.formula:
+    offsets = tuple(getattr(fit.design.spec, "offsets", ()))
+    if not isinstance(at, dict) or not offsets:
         return
     from crossed.design.frame import expression_variables
-    from crossed.formula.glm import split_glm_formula
 
     columns = set(fit.design.columns)
     fixed = expression_variables(fit.design.spec.fixed or "", columns)
-    offsets = split_glm_formula(fit.design.spec.formula,
-                                trusted=fit.design.spec.trusted).offsets
     for expr in offsets:
         for v in sorted(expression_variables(expr, columns) & set(at) - fixed):
             raise ValueError(f"at: {v!r} enters only the offset (offset({expr})), not the "

@@ -7,7 +7,7 @@ import pandas as pd
 from scipy import stats
 
 from crossed._conventions import check_fraction
-from crossed.model.glmm.result import GlmerFit
+from crossed.model.glmm.result import GlmerResult as GlmerFit
 
 __all__ = ["glmm_coef_table"]
 

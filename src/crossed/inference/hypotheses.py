@@ -28,7 +28,7 @@ from crossed.design.names import split_colons
 from crossed.design.rcodes import factors_attribute
 
 if TYPE_CHECKING:
-    from crossed.fit import LmerFit
+    from crossed.model.result import LmerResult as LmerFit
 
 __all__ = ["TermInfo", "doolittle_upper", "full_indicator_design", "hypotheses", "split_term",
            "treatment_coded", "type1", "type2", "type3", "zapsmall"]
@@ -203,8 +203,8 @@ def treatment_coded(fit: LmerFit) -> LmerFit:
                          "coding needs them (refit with crossed.lmer)")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fixed = build_fixed(design.spec.fixed, design.frame, caret="^" in design.spec.formula,
-                            codings={})
+        fixed = build_fixed(design.spec.fixed, design.frame, caret=design.spec.caret,
+                            codings={}, trusted=design.spec.trusted)
     return cast("LmerFit", _WithFixed(fit, replace(design, fixed=fixed)))
 
 

@@ -29,7 +29,7 @@ from crossed.inference.anova import f_test
 from crossed.inference.lrt import _droppable, random_bars, ranova
 
 if TYPE_CHECKING:
-    from crossed.fit import LmerFit
+    from crossed.model.result import LmerResult as LmerFit
 
 __all__ = ["StepResult", "step"]
 
@@ -118,13 +118,7 @@ def _fixed_text(fit: LmerFit, drop: str | None = None) -> str:
 
 def _offset_terms(fit: LmerFit) -> list[str]:
     """The fit's ``offset(x)`` terms, kept in every model of the search (never dropped)."""
-    formula = fit.design.spec.formula
-    if "offset(" not in formula:
-        return []
-    from crossed.formula.glm import split_glm_formula
-
-    return [f"offset({e})" for e in
-            split_glm_formula(formula, trusted=fit.design.spec.trusted).offsets]
+    return [f"offset({e})" for e in fit.design.spec.offsets]
 
 
 def _formula(fit: LmerFit, fixed: str, randoms: list[str]) -> str:
@@ -137,12 +131,8 @@ def _refit(fit: LmerFit, formula: str) -> LmerFit:
     from crossed.design import build_design
     from crossed.engines import fit_with
     from crossed.formula import parse
-    from crossed.formula.glm import split_glm_formula
 
     frame = fit.design.frame
-    full = formula
-    if "offset(" in formula:  # the offset itself is carried over below
-        formula = split_glm_formula(formula, trusted=fit.design.spec.trusted).formula
     spec = parse(formula, reference=fit.design.spec.reference_levels or None,
                  trusted=fit.design.spec.trusted,
                  contrasts=fit.design.spec.contrast_codings or None)  # contrasts= kept
@@ -153,8 +143,7 @@ def _refit(fit: LmerFit, formula: str) -> LmerFit:
         raise DataError("step(): the number of rows in use changed between models "
                         f"({fit.design.n} → {design.n}); remove missing values first")
     # the same rows: prior weights and the offset (offset(x) terms included) carry over
-    design = replace(design, spec=replace(design.spec, formula=full),
-                     weights=fit.design.weights, offset=fit.design.offset)
+    design = replace(design, weights=fit.design.weights, offset=fit.design.offset)
     control = fit.opt.control if fit.opt is not None else None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -44,7 +44,7 @@ from crossed.simulate.response import is_glmm, simulate_responses
 from crossed.tables import ResultDisplay
 
 if TYPE_CHECKING:
-    from crossed.fit import LmerFit
+    from crossed.model.result import LmerResult as LmerFit
 
 __all__ = ["CHUNK_ELEMENTS", "Diagnostics", "MAX_ROWS", "SimulatedResiduals", "check",
            "chunk_size", "simulate_residuals"]
@@ -176,7 +176,7 @@ def simulate_residuals(fit: LmerFit, nsim: int = 250, seed: Any = None,
     if is_glmm(fit):  # response scale: conditional (use_ranef) or population-level mean
         eta = fit.eta if use_ranef else fit.design.X @ fit.beta + fit.offset
         predicted = fit.family.link.linkinv(eta)
-        if fit.family.name == "binomial" and fit.design.weights is not None:
+        if fit.family.binary_outcome and fit.design.weights is not None:
             trials = fit.prior_weights if rows is None else fit.prior_weights[rows]
     elif use_ranef:
         predicted = fit.fitted()
@@ -388,7 +388,7 @@ def check(fit: LmerFit, nsim: int = 250, seed: Any = None, use_ranef: bool = Fal
     if res.subsampled:
         for r in rows:
             r["method"] += f", on {res.describe_rows()}"
-    if (is_glmm(fit) and fit.family.name == "binomial"  # type: ignore[union-attr]
+    if (is_glmm(fit) and fit.family.binary_outcome  # type: ignore[union-attr]
             and np.all(fit.prior_weights == 1.0)):  # type: ignore[union-attr]
         rows[1]["method"] += " (0/1 response: no power against overdispersion, as DHARMa warns)"
     if calibrate:

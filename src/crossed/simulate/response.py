@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from crossed._conventions import as_generator
-from crossed.model.glmm.result import GlmerFit
+from crossed.model.glmm.result import GlmerResult as GlmerFit
 
 if TYPE_CHECKING:
-    from crossed.fit import LmerFit
+    from crossed.model.result import LmerResult as LmerFit
 
 __all__ = ["Seed", "is_glmm", "random_scale", "simulate_responses"]
 
@@ -57,23 +57,7 @@ def _draw_family(fit: GlmerFit, eta: np.ndarray, rng: np.random.Generator) -> np
     of ``design.y``: binomial proportions successes/trials (trials = prior weights, 1 for a
     0/1 response, as lme4's ``binomial()$simulate``), Poisson counts."""
     mu = fit.family.link.linkinv(eta)
-    name = fit.family.name
-    if name == "binomial":
-        trials = np.rint(fit.prior_weights).astype(np.int64)
-        if np.any(np.abs(fit.prior_weights - trials) > 1e-7):
-            raise ValueError("simulating a binomial GLMM needs whole numbers of trials as "
-                             "prior weights (lme4 rounds them with a warning; crossed "
-                             "refuses)")
-        successes = rng.binomial(trials[:, None], np.clip(mu, 0.0, 1.0))
-        with np.errstate(invalid="ignore", divide="ignore"):
-            out = successes / np.maximum(trials, 1)[:, None]
-        return np.asarray(out, dtype=float)
-    if name == "poisson":
-        if np.any(fit.prior_weights != 1.0):
-            raise ValueError("simulating a Poisson GLMM with prior weights is not defined "
-                             "(lme4 ignores them with a warning; crossed refuses)")
-        return rng.poisson(mu).astype(float)
-    raise ValueError(f"simulating the {name!r} family is not supported (binomial, poisson)")
+    return fit.family.simulate(mu, np.asarray(fit.prior_weights, dtype=float), rng)
 
 
 def simulate_responses(fit: LmerFit | GlmerFit, nsim: int = 1, seed: Seed = None,

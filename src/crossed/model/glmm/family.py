@@ -9,11 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 from scipy import special, stats
 
-__all__ = ["Family", "Link", "binomial", "family_of", "poisson"]
+from crossed._warn import warn
+from crossed.design.frame import DataError
+
+__all__ = ["Binomial", "Family", "Link", "Poisson", "binomial", "family_of", "poisson"]
 
 _EPS = np.finfo(float).eps
 _THRESH = 30.0
@@ -109,28 +113,141 @@ def _ylogy(y: np.ndarray, mu: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Family:
-    """An exponential family with a link, as R's family objects.
+    """An exponential family with a link, as R's family objects: each family is a subclass
+    that carries its own variance, deviance, likelihood, starting values, response checks
+    and simulation, so no code outside this module asks which family it has.
 
     Attributes
     ----------
     name : str
-        ``"binomial"`` or ``"poisson"``.
+        R's name (``"binomial"``, ``"poisson"``), for display and for R.
     link : Link
     """
 
     name: str
     link: Link
+    binary_outcome: ClassVar[bool] = False
+    """Whether the outcome is a proportion of trials (a 0/1 response possible)."""
+    mean_label: ClassVar[str] = "mean"
+    """emmeans' label of the response-scale mean (``prob``, ``rate``)."""
 
     def variance(self, mu: np.ndarray) -> np.ndarray:
-        """R's ``variance(mu)``: μ(1 − μ) (binomial), μ (Poisson)."""
-        if self.name == "binomial":
-            return mu * (1.0 - mu)
-        return mu
+        """R's ``variance(mu)``."""
+        raise NotImplementedError
 
     def dev_resids(self, y: np.ndarray, mu: np.ndarray, wt: np.ndarray) -> np.ndarray:
         """R's ``dev.resids(y, mu, wt)``: squared deviance residuals (unsigned)."""
-        if self.name == "binomial":
-            return np.asarray(2.0 * wt * (_ylogy(y, mu) + _ylogy(1.0 - y, 1.0 - mu)), dtype=float)
+        raise NotImplementedError
+
+    def aic(self, y: np.ndarray, n: np.ndarray, mu: np.ndarray, wt: np.ndarray) -> float:
+        """R's ``aic(y, n, mu, wt, dev)``: −2 Σ log-likelihood."""
+        raise NotImplementedError
+
+    def mustart(self, y: np.ndarray, wt: np.ndarray) -> np.ndarray:
+        """R's ``initialize`` starting means."""
+        raise NotImplementedError
+
+    def deviance_kernel(self, y: np.ndarray, wt: np.ndarray
+                        ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """Coefficients (a, b, c) with Σ dev.resids = −2 Σ (a log μ + b log(1 − μ) − c μ)
+        plus a constant fixed by the data (b or c None where the family has no such part):
+        one logarithm per observation and evaluation in PIRLS."""
+        raise NotImplementedError
+
+    def check_response(self, y: np.ndarray, name: str, what: str = "response") -> None:
+        """Refuse values the family cannot have (DataError naming the response)."""
+        raise NotImplementedError
+
+    def degenerate_constant(self, value: float) -> bool:
+        """Whether a response equal to ``value`` in every row cannot be fitted (lme4's
+        "Response is constant")."""
+        return True
+
+    def simulate(self, mu: np.ndarray, prior_weights: np.ndarray,
+                 rng: np.random.Generator) -> np.ndarray:
+        """Responses drawn at means ``mu`` (nobs, nsim), on the scale of the fitted
+        response (lme4's ``family$simulate``)."""
+        raise NotImplementedError
+
+    def distribution_variance(self, null_intercept: Callable[[], float]) -> float:
+        """insight's distribution-specific variance (Nakagawa's R²); ``null_intercept()``
+        gives β₀ of the null model ``y ~ 1 + (random terms)`` where the family needs it."""
+        raise ValueError(f"Nakagawa's R² is available for binomial and Poisson (log) GLMMs, "
+                         f"not {self}")
+
+    def __str__(self) -> str:
+        return f"{self.name} ( {self.link.name} )"
+
+
+@dataclass(frozen=True)
+class Binomial(Family):
+    """R's ``binomial()``: y a proportion of ``wt`` trials (0/1 with ``wt = 1``)."""
+
+    binary_outcome: ClassVar[bool] = True
+    mean_label: ClassVar[str] = "prob"
+
+    def variance(self, mu: np.ndarray) -> np.ndarray:
+        """μ(1 − μ)."""
+        return mu * (1.0 - mu)
+
+    def dev_resids(self, y: np.ndarray, mu: np.ndarray, wt: np.ndarray) -> np.ndarray:
+        return np.asarray(2.0 * wt * (_ylogy(y, mu) + _ylogy(1.0 - y, 1.0 - mu)), dtype=float)
+
+    def aic(self, y: np.ndarray, n: np.ndarray, mu: np.ndarray, wt: np.ndarray) -> float:
+        """With ``m = n`` if any trials > 1, else ``wt`` (R's ``binomial()$aic``)."""
+        m = n if np.any(n > 1) else wt
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(m > 0, wt / np.where(m > 0, m, 1.0), 0.0)
+        k, size = np.round(m * y), np.round(m)
+        return float(-2.0 * np.sum(ratio * stats.binom.logpmf(k, size, mu)))
+
+    def mustart(self, y: np.ndarray, wt: np.ndarray) -> np.ndarray:
+        return np.asarray((wt * y + 0.5) / (wt + 1.0), dtype=float)
+
+    def deviance_kernel(self, y: np.ndarray, wt: np.ndarray
+                        ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+        return wt * y, wt * (1.0 - y), None
+
+    def check_response(self, y: np.ndarray, name: str, what: str = "response") -> None:
+        if np.any((y < 0) | (y > 1)):
+            raise DataError(f"the binomial {what} {name!r} must be proportions in [0, 1] "
+                              "(successes / trials, trials = prior weights)")
+
+    def degenerate_constant(self, value: float) -> bool:
+        return value in (0.0, 1.0)  # (a constant proportion inside (0, 1) fits)
+
+    def distribution_variance(self, null_intercept: Callable[[], float]) -> float:
+        """π²/3 (logit), 1 (probit), π²/6 (cloglog): the latent residual variance."""
+        table = {"logit": np.pi**2 / 3.0, "probit": 1.0, "cloglog": np.pi**2 / 6.0}
+        if self.link.name not in table:
+            return super().distribution_variance(null_intercept)
+        return float(table[self.link.name])
+
+    def simulate(self, mu: np.ndarray, prior_weights: np.ndarray,
+                 rng: np.random.Generator) -> np.ndarray:
+        """Proportions successes/trials, trials = prior weights (1 for a 0/1 response)."""
+        trials = np.rint(prior_weights).astype(np.int64)
+        if np.any(np.abs(prior_weights - trials) > 1e-7):
+            raise ValueError("simulating a binomial GLMM needs whole numbers of trials as "
+                             "prior weights (lme4 rounds them with a warning; crossed "
+                             "refuses)")
+        successes = rng.binomial(trials[:, None], np.clip(mu, 0.0, 1.0))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out = successes / np.maximum(trials, 1)[:, None]
+        return np.asarray(out, dtype=float)
+
+
+@dataclass(frozen=True)
+class Poisson(Family):
+    """R's ``poisson()``: counts."""
+
+    mean_label: ClassVar[str] = "rate"
+
+    def variance(self, mu: np.ndarray) -> np.ndarray:
+        """μ."""
+        return mu
+
+    def dev_resids(self, y: np.ndarray, mu: np.ndarray, wt: np.ndarray) -> np.ndarray:
         r = mu * wt
         pos = y > 0
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -138,18 +255,36 @@ class Family:
         return np.asarray(2.0 * r, dtype=float)
 
     def aic(self, y: np.ndarray, n: np.ndarray, mu: np.ndarray, wt: np.ndarray) -> float:
-        """R's ``aic(y, n, mu, wt, dev)``: −2 Σ log-likelihood (binomial: with ``m = n`` if
-        any trials > 1 else ``wt``; Poisson: weighted by ``wt``)."""
-        if self.name == "binomial":
-            m = n if np.any(n > 1) else wt
-            with np.errstate(divide="ignore", invalid="ignore"):
-                ratio = np.where(m > 0, wt / np.where(m > 0, m, 1.0), 0.0)
-            k, size = np.round(m * y), np.round(m)
-            return float(-2.0 * np.sum(ratio * stats.binom.logpmf(k, size, mu)))
         return float(-2.0 * np.sum(stats.poisson.logpmf(y, mu) * wt))
 
-    def __str__(self) -> str:
-        return f"{self.name} ( {self.link.name} )"
+    def mustart(self, y: np.ndarray, wt: np.ndarray) -> np.ndarray:
+        return np.asarray(y + 0.1, dtype=float)
+
+    def distribution_variance(self, null_intercept: Callable[[], float]) -> float:
+        """ln(1 + 1/μ), μ = exp(β₀) of the null model (log link)."""
+        if self.link.name != "log":
+            return super().distribution_variance(null_intercept)
+        mu = float(np.exp(null_intercept()))
+        if mu < 6:
+            warn(f"mu of {mu:.1f} is too close to zero, estimate of r-squared may be "
+                 "unreliable (performance's warning)", UserWarning)
+        return float(np.log1p(1.0 / mu))
+
+    def deviance_kernel(self, y: np.ndarray, wt: np.ndarray
+                        ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+        return wt * y, None, wt
+
+    def check_response(self, y: np.ndarray, name: str, what: str = "response") -> None:
+        if np.any(y < 0):
+            raise DataError(f"negative values not allowed for the Poisson {what} "
+                              f"{name!r}")
+
+    def simulate(self, mu: np.ndarray, prior_weights: np.ndarray,
+                 rng: np.random.Generator) -> np.ndarray:
+        if np.any(prior_weights != 1.0):
+            raise ValueError("simulating a Poisson GLMM with prior weights is not defined "
+                             "(lme4 ignores them with a warning; crossed refuses)")
+        return rng.poisson(mu).astype(float)
 
 
 def binomial(link: str = "logit") -> Family:
@@ -157,14 +292,14 @@ def binomial(link: str = "logit") -> Family:
     if link not in ("logit", "probit", "cloglog"):
         raise ValueError(f"binomial link {link!r} is not available; use 'logit', 'probit' "
                          "or 'cloglog'")
-    return Family("binomial", _LINKS[link])
+    return Binomial("binomial", _LINKS[link])
 
 
 def poisson(link: str = "log") -> Family:
     """R's ``poisson(link)``: ``"log"`` only."""
     if link != "log":
         raise ValueError(f"poisson link {link!r} is not available; use 'log'")
-    return Family("poisson", _LINKS["log"])
+    return Poisson("poisson", _LINKS["log"])
 
 
 def family_of(family: str | Family) -> Family:

@@ -153,10 +153,7 @@ class GlmmProblem:
         self._pls_u: PLS | None = None
         self._pls_joint: PLS | None = None
         # starting values (R's mustart)
-        if family.name == "binomial":
-            mustart = (self.wt * self.y + 0.5) / (self.wt + 1.0)
-        else:
-            mustart = self.y + 0.1
+        mustart = family.mustart(self.y, self.wt)
         self.eta_start = family.link.linkfun(mustart)
         self._deviance_terms(mustart)
         self.last: PirlsState | None = None
@@ -196,15 +193,14 @@ class GlmmProblem:
         −2 Σ (a log μ − wt μ) + c), with a, b and c fixed by the data: one logarithm per
         observation and evaluation; the AIC differs from it by a constant too."""
         y, wt = self.y, self.wt
-        if self.family.name == "binomial":
-            a, b = wt * y, wt * (1.0 - y)
-            self._ia, self._ib = np.flatnonzero(a > 0), np.flatnonzero(b > 0)
-            self._a, self._b = a[self._ia], b[self._ib]
-        else:
-            self._ia = np.flatnonzero(wt * y > 0)
-            self._a = (wt * y)[self._ia]
+        a, b, c = self.family.deviance_kernel(y, wt)
+        self._ia = np.flatnonzero(a > 0)
+        self._a = a[self._ia]
+        self._ib = np.flatnonzero(b > 0) if b is not None else None
+        self._b = b[self._ib] if b is not None else None
+        self._c = c
         self._ia_all = len(self._ia) == self.n
-        self._ib_all = self.family.name == "binomial" and len(self._ib) == self.n
+        self._ib_all = self._ib is not None and len(self._ib) == self.n
         exact = float(np.sum(self.family.dev_resids(y, mustart, wt)))
         self._dev_const = 0.0
         self._dev_const = exact - self._resdev_kernel(mustart)
@@ -212,11 +208,13 @@ class GlmmProblem:
 
     def _resdev_kernel(self, mu: np.ndarray) -> float:
         mua = mu if self._ia_all else mu[self._ia]
-        if self.family.name == "binomial":
+        total = self._a @ np.log(mua)
+        if self._b is not None:
             mub = mu if self._ib_all else mu[self._ib]
-            return float(-2.0 * (self._a @ np.log(mua) + self._b @ np.log1p(-mub))
-                         + self._dev_const)
-        return float(-2.0 * (self._a @ np.log(mua) - self.wt @ mu) + self._dev_const)
+            total = total + self._b @ np.log1p(-mub)
+        if self._c is not None:
+            total = total - self._c @ mu
+        return float(-2.0 * total + self._dev_const)
 
     def resdev(self, mu: np.ndarray) -> float:
         """Σ R's dev.resids(y, μ, wt) (lme4's ``resDev``)."""
