@@ -202,7 +202,8 @@ def _decimal_commas(path: Path, df: pd.DataFrame) -> pd.DataFrame:
         df[c].dtype)]
     if not text_cols:
         return df
-    alt = pd.read_csv(path, sep=";", index_col=False, decimal=",", usecols=text_cols)
+    alt = pd.read_csv(path, sep=";", index_col=False, decimal=",", usecols=text_cols,
+                      float_precision="round_trip")
     df = df.copy()
     for c in text_cols:
         if pd.api.types.is_numeric_dtype(alt[c].dtype) and not pd.api.types.is_bool_dtype(
@@ -223,7 +224,10 @@ def _read_delimited(path: Path, delimiter: str) -> pd.DataFrame:
         # more fields in a row than in the header: pandas would drop or shift them
         warnings.simplefilter("error", pd.errors.ParserWarning)
         try:
-            df = pd.read_csv(path, sep=delimiter, index_col=False)
+            # (correctly rounded numbers, as R and pandas 3 read them: pandas 2's default
+            # parser can be one ulp off)
+            df = pd.read_csv(path, sep=delimiter, index_col=False,
+                             float_precision="round_trip")
         except pd.errors.ParserWarning:
             raise _FileError(f"some rows of {path.name} have more fields than its header "
                              f"({len(header)} column{'s' if len(header) != 1 else ''})"
