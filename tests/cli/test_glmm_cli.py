@@ -163,3 +163,15 @@ def test_named_glmm_specification_refused_where_lmms_are_compared(capsys, tmp_pa
     assert run(["compare-specs", str(path), named, "correct ~ system + (1 | item)",
                 "--focus", "system"]) != 0
     assert "binomial GLMM specification" in capsys.readouterr().err
+
+
+def test_pirls_failing_at_the_start_is_an_input_error(capsys, tmp_path):
+    # before the merge with main: an AssertionError; main: PirlsError, which the command
+    # line called "an internal error ... a bug in crossed"
+    path = tmp_path / "zero_trials.csv"
+    path.write_text("x,g,s\n" + "".join(f"{i + 1},{'pqrs'[i % 4]},{i % 4}\n"
+                                         for i in range(12)))
+    code = main(["fit", str(path), "cbind(s, s) ~ x + (1 | g)", "--family", "binomial"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert "cannot start the GLMM of 'cbind(s, s)'" in err and "bug" not in err

@@ -41,7 +41,7 @@ from crossed.model.glmm.family import Family, family_of
 from crossed.model.glmm.pirls import GlmmProblem, PirlsError
 from crossed.model.glmm.result import GlmerResult
 
-__all__ = ["SeparationWarning", "fit_glmm"]
+__all__ = ["PirlsStartError", "SeparationWarning", "fit_glmm"]
 
 NOBS_MAX_DERIVS = 10_000  # lme4's check.conv.nobsmax
 NPAR_MAX_DERIVS = 100  # lme4's check.conv.nparmax
@@ -166,6 +166,12 @@ def _back(fit: GlmerResult, design: Design, rescaling: ColumnRescaling) -> Glmer
                    messages=(*fit.messages, note))
 
 
+class PirlsStartError(DataError, PirlsError):
+    """PIRLS failed at the starting values, where lme4 stops too ("pwrssUpdate did not
+    converge in (maxit) iterations"): a PirlsError, and a DataError (bad input: the
+    command line reports it as such, with the response it names)."""
+
+
 def _fit(design: Design, family: Family, nagq: int, control: LmerControl,
          data_name: str, separation: bool = True) -> GlmerResult:
     t0 = time.perf_counter()
@@ -195,7 +201,7 @@ def _fit(design: Design, family: Family, nagq: int, control: LmerControl,
         try:
             prob.pirls(theta0, None, joint=True)  # raises PirlsError with lme4's words
         except PirlsError as exc:  # PIRLS failed at the start, where lme4 stops too
-            raise DataError(
+            raise PirlsStartError(
                 f"cannot start the GLMM of {design.spec.response!r}: PIRLS (the penalised "
                 "iteratively reweighted least squares of the conditional modes) did not "
                 f"converge at the starting values; lme4 stops there too ('{exc}'). Check "
