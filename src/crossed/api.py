@@ -255,7 +255,8 @@ def _glm_response(response: str, data: pd.DataFrame, fam: Family, cbind: bool
         levels = (list(col.cat.categories) if isinstance(col.dtype, pd.CategoricalDtype)
                   else sorted(col.dropna().unique(), key=str))
         if len(levels) != 2:
-            raise DataError(f"binomial response {response!r} has {len(levels)} levels "
+            raise DataError(f"binomial response {response!r} has {len(levels)} "
+                            f"level{'' if len(levels) == 1 else 's'} "
                             f"({', '.join(map(str, levels[:5]))}); a factor response needs "
                             "two (the first is failure)")
         vals = np.where(col.isna(), np.nan, (col == levels[1]).astype(float))

@@ -217,3 +217,9 @@ def test_fuzzed_formulas_never_run_anything_off_the_list(sentinel, expr: str,
             pass
     assert sentinel == [], f"{formula!r} ran code off the allow-list"
     assert time.perf_counter() - t < HANG, f"{formula!r} took {time.perf_counter() - t:.0f} s"
+
+
+@pytest.mark.parametrize("formula", [3, None, b"y ~ x + (1 | g)", ["y ~ x"]])
+def test_a_formula_that_is_not_text_is_a_type_error(formula: object) -> None:
+    with pytest.raises(TypeError, match="formula must be a string"):
+        parse(formula)  # type: ignore[arg-type]

@@ -249,7 +249,8 @@ def parse(formula: str, reference: dict[str, str] | None = None,
         codings.append((column, normalise_coding(column, coding)))
     coded = tuple(sorted(codings, key=lambda c: c[0]))  # (hashable: names, tuples of floats)
     if not isinstance(formula, str):
-        return _parse(formula, ref, bool(trusted), coded)  # (raises, naming the type)
+        raise TypeError(f"formula must be a string such as 'y ~ x + (1 | g)', got "
+                        f"{type(formula).__name__}")
     return _parse_cached(formula, ref, bool(trusted), coded)
 
 
