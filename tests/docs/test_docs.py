@@ -56,3 +56,17 @@ def test_generated_parts_are_what_the_stored_results_give(page):
     update = os.environ.get("CROSSED_DOCS_UPDATE", "") not in ("", "0")
     failures = check_generated(page, update=update)
     assert not failures, "\n\n".join(failures)
+
+
+def test_readme_use_block_runs(tmp_path, page_dir):
+    """The README's "Use" block runs as written, on the bundled dataset it loads."""
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("## Use\n"):]
+    start = section.index("```python\n")
+    block = section[start:section.index("\n```\n", start) + 5]
+    page = tmp_path / "readme-use.md"
+    page.write_text("# README: Use\n\n" + block)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run = run_page(page)
+    assert run.executed == 1 and not run.failures, "\n\n".join(run.failures)
