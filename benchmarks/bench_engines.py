@@ -4,7 +4,7 @@ Usage::
 
     .venv/bin/python benchmarks/bench_engines.py [--cases sleepstudy,ner,blurb]
         [--engines native,statsmodels,lme4] [--repeat N] [--budget S] [--timeout S]
-        [--out results.md] [--json benchmarks/results/engines.json]
+        [--out results.md] [--json benchmarks/stored/engines.json]
 
 Uses the cases of ``benchmarks/run.py`` (same data, reference levels and indicator columns).
 Every (case, engine) pair runs in its own subprocess (this script is its own worker), so a

@@ -7,7 +7,7 @@ A page holds such a part between ``<!-- docs: generated NAME -->`` and
 same as the site. ``CROSSED_DOCS_UPDATE=1 python -m pytest tests/docs`` rewrites the copies.
 
 - ``engines-timing``: the timing table of ``docs/engines.md``, from the run stored by
-  ``benchmarks/bench_engines.py --json benchmarks/results/engines.json`` (its date, commit,
+  ``benchmarks/bench_engines.py --json benchmarks/stored/engines.json`` (its date, commit,
   machine and versions come with it).
 """
 
@@ -21,7 +21,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCHMARKS = ROOT / "benchmarks"
-RESULTS = BENCHMARKS / "results"
+RESULTS = BENCHMARKS / "stored"
 
 _REGION = re.compile(r"(<!--\s*docs:\s*generated\s+([\w-]+)\s*-->\n)(.*?)"
                      r"(\n<!--\s*docs:\s*end generated\s*-->)", re.S)

@@ -24,7 +24,7 @@ The rules (``docs/contributing-docs.md`` says the same for writers):
   numbers per cell is compared at the shown digits, a string exactly, None not at all).
 - ``<!-- docs: generated NAME -->`` ... ``<!-- docs: end generated -->`` holds what
   ``docs/_hooks/generated.py`` produces for NAME (the benchmark tables, from the stored
-  results in ``benchmarks/results/``); the site's build fills it in the same way.
+  results in ``benchmarks/stored/``); the site's build fills it in the same way.
 - A block preceded by ``<!-- docs: not-executed (reason) -->`` is not run (installation
   commands, a Dask cluster); the reason is required. Any other block that cannot run fails
   the test.
@@ -395,15 +395,25 @@ def _check_prose(lines: list[str], lo: int, hi: int, namespace: dict, where: str
                  failures: list[str], edits: list | None) -> list[int]:
     """Numbers followed by ``<!-- = EXPR -->`` in lines[lo:hi]: EXPR is evaluated in the
     page's namespace (after the blocks above it) and gives the number before the marker,
-    or k numbers for the k numbers before it since the previous marker on the line."""
+    or k numbers for the k numbers before it (back to the previous marker, within the
+    paragraph)."""
     checked = []
     for i in range(lo, hi):
         prev_end = 0
         for m in CHECK.finditer(lines[i]):
             checked.append(i)
-            text = lines[i][prev_end:m.start()]
             found = [(i, prev_end + n.start(), prev_end + n.end(), n.group(0))
-                     for n in NUMBER.finditer(text)]
+                     for n in NUMBER.finditer(CHECK.sub(_blank, lines[i][prev_end:m.start()]))]
+            back = i - 1
+            while prev_end == 0 and back >= lo and lines[back].strip():
+                text = lines[back]
+                ends = [c.end() for c in CHECK.finditer(text)]
+                start = ends[-1] if ends else 0
+                found = [(back, start + n.start(), start + n.end(), n.group(0))
+                         for n in NUMBER.finditer(text[start:])] + found
+                if ends:
+                    break
+                back -= 1
             prev_end = m.end()
             try:
                 vals = _values(eval(m.group(1), namespace))
@@ -414,6 +424,10 @@ def _check_prose(lines: list[str], lo: int, hi: int, namespace: dict, where: str
             _check_numbers(found[len(found) - len(vals):] if len(vals) <= len(found) else found,
                            vals, f"{where}:{i + 1} (<!-- = {m.group(1)} -->)", failures, edits)
     return checked
+
+
+def _blank(m: re.Match) -> str:
+    return " " * len(m.group(0))
 
 
 def _cells(line: str) -> list[tuple[int, int]]:

@@ -51,7 +51,7 @@ def test_page_runs_and_shows_its_output(page, page_dir):
 @pytest.mark.parametrize("page", [pytest.param(p, id=p.name) for p in PAGES
                                   if "docs: generated" in p.read_text()])
 def test_generated_parts_are_what_the_stored_results_give(page):
-    """The tables generated from stored results (timings: benchmarks/results/) are the
+    """The tables generated from stored results (timings: benchmarks/stored/) are the
     page's copy; checked without running the page (no R needed)."""
     update = os.environ.get("CROSSED_DOCS_UPDATE", "") not in ("", "0")
     failures = check_generated(page, update=update)
