@@ -357,6 +357,8 @@ GENERATED_END = re.compile(r"^\s*<!--\s*docs:\s*end generated\s*-->\s*$")
 
 def _values(value) -> list:
     """A computed value as a flat list of numbers (a scalar, a sequence, a Series)."""
+    if hasattr(value, "to_numpy"):          # a DataFrame or Series: its values, row by row
+        value = value.to_numpy()
     if hasattr(value, "tolist"):
         value = value.tolist()
     if isinstance(value, (list, tuple)):
