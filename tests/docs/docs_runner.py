@@ -18,8 +18,9 @@ The rules (``docs/contributing-docs.md`` says the same for writers):
   shows values of that statement: each must be, at its digits, one of the numbers the
   statement displays or prints (for an assignment: the value assigned), in order.
 - A number in the prose followed by ``<!-- = EXPR -->`` is checked against EXPR,
-  evaluated in the page's namespace after the blocks above it (k numbers before the
-  marker when EXPR gives k values). A line ``<!-- docs: table EXPR -->`` before a Markdown
+  evaluated in the page's namespace after the blocks above it, or at the end of the page
+  when it names something defined further down (k numbers before the marker when EXPR
+  gives k values). A line ``<!-- docs: table EXPR -->`` before a Markdown
   table checks the table against EXPR (a DataFrame or list of rows: a number or tuple of
   numbers per cell is compared at the shown digits, a string exactly, None not at all).
 - ``<!-- docs: generated NAME -->`` ... ``<!-- docs: end generated -->`` holds what
@@ -394,11 +395,13 @@ def _check_numbers(shown: list[tuple[int, int, int, str]], values: list, what: s
 
 
 def _check_prose(lines: list[str], lo: int, hi: int, namespace: dict, where: str,
-                 failures: list[str], edits: list | None) -> list[int]:
+                 failures: list[str], edits: list | None,
+                 deferred: list | None = None) -> list[int]:
     """Numbers followed by ``<!-- = EXPR -->`` in lines[lo:hi]: EXPR is evaluated in the
     page's namespace (after the blocks above it) and gives the number before the marker,
     or k numbers for the k numbers before it (back to the previous marker, within the
-    paragraph)."""
+    paragraph). A marker whose names are defined only further down (an introduction that
+    quotes a result) goes to ``deferred``, evaluated when the page has run."""
     checked = []
     for i in range(lo, hi):
         prev_end = 0
@@ -419,6 +422,13 @@ def _check_prose(lines: list[str], lo: int, hi: int, namespace: dict, where: str
             prev_end = m.end()
             try:
                 vals = _values(eval(m.group(1), namespace))
+            except NameError as exc:
+                if deferred is None:
+                    failures.append(f"{where}:{i + 1}: <!-- = {m.group(1)} --> failed: "
+                                    f"NameError: {exc}")
+                else:
+                    deferred.append((i, i + 1))
+                continue
             except Exception as exc:
                 failures.append(f"{where}:{i + 1}: <!-- = {m.group(1)} --> failed: "
                                 f"{type(exc).__name__}: {exc}")
@@ -550,9 +560,11 @@ def run_page(path: Path, update: bool = False) -> PageRun:
     printed: dict[int, str] = {}
     edits: list | None = [] if update else None
 
+    deferred: list[tuple[int, int]] = []
+
     def prose(lo: int, hi: int) -> None:
         run.compared += len(_check_prose(lines, lo, hi, namespace, path.name, run.failures,
-                                         edits))
+                                         edits, deferred))
         for i in range(lo, hi):
             if (m := TABLE.match(lines[i])):
                 run.compared += 1
@@ -584,9 +596,11 @@ def run_page(path: Path, update: bool = False) -> PageRun:
             if msg and not update:
                 run.failures.append(f"{where}: shown output differs: {msg}")
     prose(prose_from, len(lines))
+    for lo, hi in deferred:      # markers that name what the page defines further down
+        _check_prose(lines, lo, hi, namespace, path.name, run.failures, edits)
     if update:
         new = list(lines)
-        for line, start, end, text in sorted(edits or [], reverse=True):
+        for line, start, end, text in sorted(set(edits or []), reverse=True):
             new[line] = new[line][:start] + text + new[line][end:]
         for b in reversed(blocks):
             if b.output_of is not None and printed.get(b.output_of) is not None:
