@@ -22,7 +22,8 @@ The rules (``docs/contributing-docs.md`` says the same for writers):
   when it names something defined further down (k numbers before the marker when EXPR
   gives k values). A line ``<!-- docs: table EXPR -->`` before a Markdown
   table checks the table against EXPR (a DataFrame or list of rows: a number or tuple of
-  numbers per cell is compared at the shown digits, a string exactly, None not at all).
+  numbers per cell is compared at the shown digits, a string exactly, None not at all); a
+  table right after a code block without that line fails.
 - ``<!-- docs: generated NAME -->`` ... ``<!-- docs: end generated -->`` holds what
   ``docs/_hooks/generated.py`` produces for NAME (the benchmark tables, from the stored
   results in ``benchmarks/stored/``); the site's build fills it in the same way.
@@ -570,6 +571,15 @@ def run_page(path: Path, update: bool = False) -> PageRun:
                 run.compared += 1
                 _check_table(lines, i, m.group(1), namespace, path.name, run.failures, edits)
 
+    for b in blocks:       # a table of results right after a block must say where it comes from
+        j = b.end + 1
+        while j < len(lines) and not lines[j].strip():
+            j += 1
+        if (b.lang in EXECUTED or b.output_of is not None) and j < len(lines) \
+                and lines[j].lstrip().startswith("|"):
+            run.failures.append(f"{path.name}:{j + 1}: a Markdown table right after a code "
+                                f"block shows results: precede it with "
+                                f"<!-- docs: table EXPR --> (EXPR computing its rows)")
     prose_from = 0
     for idx, b in enumerate(blocks):
         where = f"{path.name}:{b.start + 1}"

@@ -71,3 +71,13 @@ def test_update_rewrites_the_numbers_at_the_shown_digits(tmp_path):
     run_page(page, update=True)
     assert page.read_text() == PAGE
     assert not run_page(page).failures
+
+
+def test_a_table_of_results_needs_its_computation(tmp_path):
+    page = tmp_path / "p.md"
+    text = PAGE.replace("<!-- docs: table tab -->\n", "")
+    text = text[:text.index("The rate is")] + text[text.index("| fraction"):]
+    page.write_text(text)
+    assert any("docs: table" in f for f in run_page(page).failures)
+    page.write_text(text.replace("| fraction", "<!-- docs: table tab -->\n| fraction"))
+    assert not run_page(page).failures
