@@ -4,7 +4,7 @@ Usage::
 
     .venv/bin/python benchmarks/bench_engines.py [--cases sleepstudy,ner,blurb]
         [--engines native,statsmodels,lme4] [--repeat N] [--budget S] [--timeout S]
-        [--out results.md]
+        [--out results.md] [--json benchmarks/stored/engines.json]
 
 Uses the cases of ``benchmarks/run.py`` (same data, reference levels and indicator columns).
 Every (case, engine) pair runs in its own subprocess (this script is its own worker), so a
@@ -17,6 +17,9 @@ cannot express a case says so (``UnsupportedModelError``) and the cell shows it.
 
 Default cases: those that finish in minutes for every engine (sleepstudy, ner, blurb,
 blurb_slopes); ``--cases`` adds insteval, recycling and leaderboard (lme4 takes minutes).
+
+``--json FILE`` stores the run (date, commit, machine, versions and every record) so that
+the documentation's timing table is generated from it (:func:`render_stored`), never typed.
 """
 
 from __future__ import annotations
@@ -132,6 +135,58 @@ def render(results: dict[str, dict[str, dict]], cases: list[str], engines: list[
     return "\n".join(lines)
 
 
+def git_commit() -> str:
+    """``git describe`` of the tree (``-dirty`` when it has changes), or ``unknown``."""
+    try:
+        return subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=7"],
+                              cwd=Path(__file__).resolve().parents[1], capture_output=True,
+                              text=True, timeout=30).stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def run_metadata(started: float, finished: float, commit: str) -> dict:
+    """When, at which commit (taken when the run started) and on what the run happened: UTC
+    start and end, the machine and its load, the BLAS variables and the versions of crossed,
+    statsmodels, R and lme4."""
+    from environment import environment
+
+    versions = {}
+    for name in ("crossed", "statsmodels", "rpy2"):
+        try:
+            from importlib import metadata
+            versions[name] = metadata.version(name)
+        except Exception:  # noqa: BLE001 - a missing package is recorded as such
+            versions[name] = "not installed"
+    try:
+        r = subprocess.run(["Rscript", "-e", 'cat(R.version$major, R.version$minor, '
+                            'as.character(packageVersion("lme4")))'],
+                           capture_output=True, text=True, timeout=120).stdout.split()
+        versions["R"], versions["lme4"] = f"{r[0]}.{r[1]}", r[2]
+    except (OSError, subprocess.SubprocessError, IndexError):
+        versions["R"] = versions["lme4"] = "not installed"
+    fmt = "%Y-%m-%d %H:%M UTC"
+    return {"started": time.strftime(fmt, time.gmtime(started)),
+            "finished": time.strftime(fmt, time.gmtime(finished)),
+            "commit": commit,
+            "environment": environment(), "versions": versions}
+
+
+def render_stored(stored: dict) -> str:
+    """The markdown the documentation shows for a run stored with ``--json``: a line saying
+    which run it is (date, commit, machine, load, versions), the table, its notes."""
+    meta = stored["meta"]
+    env = meta["environment"]
+    v = meta["versions"]
+    blas = ", ".join(f"{k}={val}" for k, val in env.get("blas_variables", {}).items())
+    head = (f"Run {meta['started']} – {meta['finished'][11:]} at commit `{meta['commit']}` "
+            f"on {env['cpu']}, {env['cores']} cores (load average {env['load'][0]:g} at the "
+            f"start; {blas or 'no BLAS variable set'}): crossed {v['crossed']}, statsmodels "
+            f"{v['statsmodels']}, R {v['R']} with lme4 {v['lme4']} through rpy2 {v['rpy2']}; "
+            f"`{stored['command']}`.")
+    return head + "\n\n" + render(stored["results"], stored["cases"], stored["engines"])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", default=",".join(DEFAULT_CASES))
@@ -140,6 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=float, default=20.0)
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--json", type=Path, help="store the run (for the docs' table)")
     parser.add_argument("--worker", choices=ENGINES, help=argparse.SUPPRESS)
     parser.add_argument("--result", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -153,6 +209,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
     results: dict[str, dict[str, dict]] = {}
+    started, commit = time.time(), git_commit()
     with tempfile.TemporaryDirectory() as tmp:
         for name in cases:
             results[name] = {}
@@ -164,6 +221,13 @@ def main(argv: list[str] | None = None) -> int:
     print(report)
     if args.out:
         args.out.write_text(report + "\n")
+    if args.json:
+        command = "benchmarks/bench_engines.py " + " ".join(
+            a for a in (argv if argv is not None else sys.argv[1:]))
+        stored = {"command": command.strip(), "cases": cases, "engines": engines,
+                  "meta": run_metadata(started, time.time(), commit), "results": results}
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(stored, indent=1) + "\n")
     return 0
 
 

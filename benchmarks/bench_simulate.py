@@ -18,7 +18,8 @@ Usage::
 
 R's power time for fewer simulations than crossed's is scaled linearly to crossed's number
 (marked "scaled" in the table). Times are wall-clock; the machine may be shared, compare
-the ratios of one run.
+the ratios of one run. ``--json FILE`` stores the run (date, commit, machine, every time
+and agreement figure) for the docs' table (:func:`render_stored`).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from crossed.simulate.ablation import removal_masks
 from crossed.simulate.execution import seed_sequence
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
 ABLATION_FORMULA = "delta ~ language * task * mode + (1 | architecture)"
 CCMEM = ("score ~ seed + lr + batch_size + num_epochs + (1 | model) + (1 | dataset) "
          "+ (1 | model:dataset)")
@@ -179,6 +181,53 @@ def report(abl: dict, pw: dict, args) -> str:
     return "\n".join(lines)
 
 
+def _table_rows(abl: dict, pw: dict, reps: int, nsim: int) -> list[str]:
+    rows = [(f"missing data: 10 fractions × {reps} refits, EMM contrast of language "
+             f"(Satterthwaite)", abl, 5.0),
+            (f"power: CCMEM on blurb_like, {nsim:,} simulations, t test of seed20 "
+             f"(Satterthwaite)", pw, 60.0)]
+    out = []
+    for name, res, target in rows:
+        r = res["r"]
+        ours = f"{res['crossed']:.2f} s ({res['crossed_cpu']:.2f} s)"
+        if r is None:
+            r_txt, ratio = "skipped", "—"
+        else:
+            r_txt = (f"{r['elapsed_scaled']:.0f} s ({r['cpu_scaled']:.0f} s)"
+                     + (f", scaled from {r['n']} runs" if r["scaled"] else ""))
+            ratio = f"{r['elapsed_scaled'] / res['crossed']:.0f}×"
+        out.append(f"| {name} | {ours} | {r_txt} | {ratio} | ≤ {target:g} s |")
+    return out
+
+
+def render_stored(stored: dict) -> str:
+    """The docs' speed table (``docs/simulation.md``) of a run stored with ``--json``: a
+    line saying which run it is, the table, the agreement of the p-values."""
+    meta, a = stored["meta"], stored["args"]
+    env, v = meta["environment"], meta["versions"]
+    lines = [f"Run {meta['started']} – {meta['finished'][11:]} at commit `{meta['commit']}` "
+             f"on {env['cpu']}, {env['cores']} cores (load average {env['load'][0]:g} at the "
+             f"start), crossed {v['crossed']}, R {v['R']} with lme4 {v['lme4']}, n_jobs = "
+             f"{a['n_jobs']}, seed {a['seed']}; `{stored['command']}`. Wall time, CPU time "
+             f"in parentheses:", "",
+             "| task | crossed | R | R / crossed | target (crossed) |",
+             "|---|---|---|---|---|",
+             *_table_rows(stored["ablation"], stored["power"], a["reps"], a["nsim"])]
+    notes = []
+    for name, res in (("missing data", stored["ablation"]), ("power", stored["power"])):
+        r = res["r"]
+        if r is not None:
+            notes.append(f"{name}: max |p_crossed − p_R| = {r['max_abs_p_diff']:.1e} over "
+                         f"{r['n_both']} runs, the same decision at 0.05 on "
+                         f"{r['same_decision']}"
+                         + (f", the same fit/estimability status on {r['same_status']} of "
+                            f"{r['n']}" if "same_status" in r else ""))
+    if notes:
+        lines += ["", "The p-values of the same subsets and simulated responses in R: "
+                  + "; ".join(notes) + "."]
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--reps", type=int, default=100, help="removals per fraction (crossed)")
@@ -190,7 +239,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip-r", action="store_true")
     ap.add_argument("--timeout", type=float, default=3600)
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--json", type=Path, help="store the run (for the docs' table)")
     args = ap.parse_args(argv)
+    from bench_engines import git_commit, run_metadata
+
+    started, commit = time.time(), git_commit()
     if not args.skip_r and shutil.which("Rscript") is None:
         print("Rscript not found: R columns skipped", file=sys.stderr)
         args.skip_r = True
@@ -201,6 +254,17 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     if args.out:
         args.out.write_text(text + "\n")
+    if args.json:
+        command = "benchmarks/bench_simulate.py " + " ".join(
+            argv if argv is not None else sys.argv[1:])
+        stored = {"command": command.strip(),
+                  "args": {k: (str(x) if isinstance(x, Path) else x)
+                           for k, x in vars(args).items()},
+                  "meta": run_metadata(started, time.time(), commit),
+                  "ablation": {k: x for k, x in abl.items() if k != "result"},
+                  "power": {k: x for k, x in pw.items() if k != "result"}}
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(stored, indent=1, default=float) + "\n")
     return 0
 
 

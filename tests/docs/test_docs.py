@@ -11,7 +11,7 @@ import warnings
 from pathlib import Path
 
 import pytest
-from docs_runner import run_page
+from docs_runner import check_generated, run_page
 
 from conftest import require_r
 
@@ -46,3 +46,27 @@ def test_page_runs_and_shows_its_output(page, page_dir):
     print(f"{page.name}: {run.executed} blocks executed, {run.compared} outputs compared, "
           f"not executed: {run.not_executed}")
     assert not run.failures, "\n\n".join(run.failures)
+
+
+@pytest.mark.parametrize("page", [pytest.param(p, id=p.name) for p in PAGES
+                                  if "docs: generated" in p.read_text()])
+def test_generated_parts_are_what_the_stored_results_give(page):
+    """The tables generated from stored results (timings: benchmarks/stored/) are the
+    page's copy; checked without running the page (no R needed)."""
+    update = os.environ.get("CROSSED_DOCS_UPDATE", "") not in ("", "0")
+    failures = check_generated(page, update=update)
+    assert not failures, "\n\n".join(failures)
+
+
+def test_readme_use_block_runs(tmp_path, page_dir):
+    """The README's "Use" block runs as written, on the bundled dataset it loads."""
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("## Use\n"):]
+    start = section.index("```python\n")
+    block = section[start:section.index("\n```\n", start) + 5]
+    page = tmp_path / "readme-use.md"
+    page.write_text("# README: Use\n\n" + block)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run = run_page(page)
+    assert run.executed == 1 and not run.failures, "\n\n".join(run.failures)

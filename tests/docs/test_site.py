@@ -39,3 +39,13 @@ def test_api_pages_cover_every_public_package():
     inference = pages["api/crossed.inference.md"]
     assert "::: crossed.inference.emmeans" in inference
     assert "_format" not in "".join(pages)
+
+
+def test_generated_parts_are_filled_in_when_the_site_is_built():
+    generated = _hook("generated")
+    page = (ROOT / "docs" / "engines.md").read_text()
+    assert generated.fill(page) == page          # the page's copy is what the build makes
+    emptied = page.replace(generated.engines_timing().strip("\n"), "")
+    assert "InstEval" not in emptied.split("docs: generated engines-timing")[1].split(
+        "docs: end generated")[0]
+    assert generated.fill(emptied) == page
