@@ -3,6 +3,8 @@ says (a ``;``-separated .csv, as R's ``write.csv2`` writes in continental Europe
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -62,3 +64,24 @@ def test_a_file_with_a_header_and_no_rows_names_its_columns(tmp_path, name, text
     path.write_text(text)
     with pytest.raises(ValueError, match=f"{name} holds no rows \\(columns: y, x"):
         read_data(path)
+
+
+@pytest.mark.parametrize("name, copy", [
+    ("sleepstudy", "sleepstudy.csv"), ("Penicillin", "Penicillin.csv"),
+    ("Dyestuff", "Dyestuff.csv"), ("InstEval", "InstEval.csv.gz"),
+    ("cbpp", "glmm/cbpp.csv"), ("grouseticks", "glmm/grouseticks.csv"),
+    ("item_level_binary", "glmm/items_systems.csv.gz")])
+def test_lme4s_datasets_are_bundled_under_rs_names(name: str, copy: str) -> None:
+    """``cx.load_dataset("cbpp")`` is what ``data(cbpp)`` is in R: the tables the reference
+    tests read, with the factor columns as strings."""
+    import crossed as cx
+
+    bundled = cx.load_dataset(name)
+    ref = pd.read_csv(Path(__file__).parent / "data" / copy, float_precision="round_trip")
+    assert list(bundled.columns) == list(ref.columns)
+    for col in ref.columns:
+        if pd.api.types.is_numeric_dtype(bundled[col]):
+            np.testing.assert_array_equal(bundled[col].to_numpy(), ref[col].to_numpy())
+        else:
+            assert bundled[col].tolist() == ref[col].astype(str).tolist()
+    assert name in cx.list_datasets()

@@ -25,6 +25,15 @@ _DATASETS: dict[str, tuple[str, tuple[str, ...]]] = {
     "ner_like": ("ner_like.csv", ("model", "language", "seed")),
     # real: 6 pretrained models x 36 datasets x 20 seeds (model-recycling; see data/README.md)
     "model_recycling_seeds": ("model_recycling_seeds.csv.gz", ("model", "dataset", "seed")),
+    # lme4's example data, under the names R users know (lme4 1.1-31; see data/README.md)
+    "sleepstudy": ("sleepstudy.csv", ("Subject",)),
+    "Penicillin": ("Penicillin.csv", ("plate", "sample")),
+    "Dyestuff": ("Dyestuff.csv", ("Batch",)),
+    "InstEval": ("InstEval.csv.gz", ("s", "d", "studage", "lectage", "service", "dept")),
+    "cbpp": ("cbpp.csv", ("herd", "period")),
+    "grouseticks": ("grouseticks.csv", ("INDEX", "BROOD", "YEAR", "LOCATION")),
+    # item-level correctness: 40 items x systems x datasets, 0/1 (synthetic)
+    "item_level_binary": ("item_level_binary.csv.gz", ("item", "dataset", "system")),
 }
 
 
