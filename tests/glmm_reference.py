@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from crossed.datasets import EXACT_FLOATS
 from crossed.design import build_design
 from crossed.formula import parse
 from crossed.model.glmm.family import binomial, poisson
@@ -66,7 +67,7 @@ def case(name: str) -> dict[str, Any]:
 def _read(file: str) -> pd.DataFrame:
     cols = FACTORS[file]
     df = pd.read_csv(DATA / "glmm" / file, dtype=dict.fromkeys(cols, str),
-                     float_precision="round_trip")  # correctly rounded, as R (any pandas)
+                     **EXACT_FLOATS)  # correctly rounded, as R (any pandas)
     if file == "cbpp.csv":
         df["prop"] = df["incidence"] / df["size"]
     return df

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 import crossed
+from crossed.datasets import EXACT_FLOATS
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 REFERENCE_DIR = DATA_DIR / "reference"
@@ -55,7 +56,7 @@ def read_csv(path, **kwargs) -> pd.DataFrame:
     """A reference table with each number correctly rounded, as R's read.csv reads it,
     whatever the pandas version (pandas 2's default parser is one ulp off on some values,
     e.g. 438 of yearx_uncorrelated.csv; pandas 3's is correctly rounded)."""
-    return pd.read_csv(path, float_precision="round_trip", **kwargs)
+    return pd.read_csv(path, **EXACT_FLOATS, **kwargs)
 
 
 @functools.cache

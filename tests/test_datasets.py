@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from crossed.datasets import read_data, sniff_delimiter
+from crossed.datasets import EXACT_FLOATS, read_data, sniff_delimiter
 
 
 def test_a_semicolon_csv_with_decimal_commas_is_read_as_r_read_csv2(tmp_path):
@@ -77,7 +77,7 @@ def test_lme4s_datasets_are_bundled_under_rs_names(name: str, copy: str) -> None
     import crossed as cx
 
     bundled = cx.load_dataset(name)
-    ref = pd.read_csv(Path(__file__).parent / "data" / copy, float_precision="round_trip")
+    ref = pd.read_csv(Path(__file__).parent / "data" / copy, **EXACT_FLOATS)
     assert list(bundled.columns) == list(ref.columns)
     for col in ref.columns:
         if pd.api.types.is_numeric_dtype(bundled[col]):

@@ -13,8 +13,14 @@ from pathlib import Path
 
 import pandas as pd
 
-__all__ = ["DATA_SUFFIXES", "data_format", "item_level_irt", "list_datasets", "load_dataset",
+__all__ = ["DATA_SUFFIXES", "EXACT_FLOATS", "data_format", "item_level_irt", "list_datasets", "load_dataset",
            "read_data", "sniff_delimiter"]
+
+EXACT_FLOATS: dict[str, str] = (
+    {"float_precision": "round_trip"} if int(pd.__version__.split(".")[0]) < 3 else {})
+"""``pd.read_csv`` options that read numbers correctly rounded (as R's ``strtod``): pandas
+3's default parser is; pandas 2's is one ulp off on some values, and ``round_trip`` is
+deprecated (a warning) from pandas 3 on."""
 
 # file name and the columns that are factors (read as strings, as R's reference fits do)
 _DATASETS: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -61,7 +67,7 @@ def load_dataset(name: str) -> pd.DataFrame:
     file, factors = _DATASETS[name]
     with resources.as_file(resources.files("crossed") / "data" / file) as path:
         # correctly rounded numbers (R's strtod; pandas 3's default), whatever pandas
-        return pd.read_csv(path, dtype={c: str for c in factors}, float_precision="round_trip")
+        return pd.read_csv(path, dtype={c: str for c in factors}, **EXACT_FLOATS)
 
 
 def item_level_irt(n_systems: int = 6, n_items: int = 150, n_datasets: int = 3,
@@ -212,7 +218,7 @@ def _decimal_commas(path: Path, df: pd.DataFrame) -> pd.DataFrame:
     if not text_cols:
         return df
     alt = pd.read_csv(path, sep=";", index_col=False, decimal=",", usecols=text_cols,
-                      float_precision="round_trip")
+                      **EXACT_FLOATS)
     df = df.copy()
     for c in text_cols:
         if pd.api.types.is_numeric_dtype(alt[c].dtype) and not pd.api.types.is_bool_dtype(
@@ -236,7 +242,7 @@ def _read_delimited(path: Path, delimiter: str) -> pd.DataFrame:
             # (correctly rounded numbers, as R and pandas 3 read them: pandas 2's default
             # parser can be one ulp off)
             df = pd.read_csv(path, sep=delimiter, index_col=False,
-                             float_precision="round_trip")
+                             **EXACT_FLOATS)
         except pd.errors.ParserWarning:
             raise _FileError(f"some rows of {path.name} have more fields than its header "
                              f"({len(header)} column{'s' if len(header) != 1 else ''})"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from crossed.cli import main
@@ -175,3 +176,30 @@ def test_pirls_failing_at_the_start_is_an_input_error(capsys, tmp_path):
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1
     assert "cannot start the GLMM of 'cbind(s, s)'" in err and "bug" not in err
+
+
+def test_anova_and_emmeans_take_family(capsys):
+    """``crossed anova`` and ``crossed emmeans`` accept --family as ``fit`` does: the
+    tables equal the API's (Wald chi-square tests; emmeans on the asked scale)."""
+    import pandas as pd
+
+    import crossed as cx
+
+    data = pd.read_csv(CBPP, dtype={"herd": str, "period": str})
+    fit = cx.glmer(CBPP_F, data, family="binomial")
+    assert main(["anova", CBPP, CBPP_F, "--family", "binomial", "--factor", "herd",
+                 "period", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["test"] == "Chisq" and out["eta_squared"] is None
+    # (the command line orders herd's levels numerically, as R's factor(): the optimiser
+    # stops within its tolerance of the same optimum)
+    stat = fit.anova()["statistic"].to_numpy()
+    np.testing.assert_allclose([r["statistic"] for r in out["anova"]], stat, rtol=1e-4)
+    assert main(["emmeans", CBPP, CBPP_F, "period", "--family", "binomial", "--factor",
+                 "herd", "period", "--scale", "link", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    mine = fit.emmeans("period", type="link").table()["estimate"].to_numpy()
+    np.testing.assert_allclose([r["estimate"] for r in out["emmeans"]], mine, rtol=1e-4)
+    assert main(["anova", CBPP, CBPP_F, "--family", "binomial", "--factor", "herd",
+                 "period"]) == 0
+    assert "Wald chi-square tests" in capsys.readouterr().out

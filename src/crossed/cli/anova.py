@@ -6,7 +6,8 @@ import argparse
 import warnings
 
 from crossed.cli._tables import dump_json, print_notes, text_table
-from crossed.cli.fit import JSON_HELP, add_model_arguments, fit_from_args
+from crossed.cli.fit import JSON_HELP, add_family_options, add_model_arguments, fit_from_args
+from crossed.fit import GlmerFit
 
 __all__ = ["register"]
 
@@ -15,14 +16,23 @@ def _run(args: argparse.Namespace) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         fit = fit_from_args(args)
-        table = fit.anova(type=args.type, ddf=args.ddf)
-        eta = fit.eta_squared(partial=True, ci=args.level) if args.eta else None
+        glmm = isinstance(fit, GlmerFit)
+        if glmm:  # car's Anova of a glmer: Wald chi-square tests, no F, no eta squared
+            table = fit.anova(type=args.type)
+            eta = None
+        else:
+            table = fit.anova(type=args.type, ddf=args.ddf)
+            eta = fit.eta_squared(partial=True, ci=args.level) if args.eta else None
     notes = sorted({str(w.message) for w in caught})
     if args.json:
-        print(dump_json({"formula": fit.formula, "type": args.type, "ddf": args.ddf,
+        print(dump_json({"formula": fit.formula, "type": args.type,
+                         "ddf": None if glmm else args.ddf, "test": "Chisq" if glmm else "F",
                          "anova": table, "eta_squared": eta, "notes": notes}))
         return 0
-    print(f"Type {args.type} ANOVA ({args.ddf} degrees of freedom): {fit.formula}")
+    if glmm:
+        print(f"Type {args.type} Wald chi-square tests ({fit.family}): {fit.formula}")
+    else:
+        print(f"Type {args.type} ANOVA ({args.ddf} degrees of freedom): {fit.formula}")
     print(text_table(table))
     if eta is not None:
         print()
@@ -34,10 +44,12 @@ def _run(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("anova", help="F tests of the fixed terms (lmerTest's anova)")
     add_model_arguments(p)
+    add_family_options(p)
     p.add_argument("--type", default="3", choices=["1", "2", "3", "I", "II", "III"],
                    help="type of the hypotheses (default: 3)")
     p.add_argument("--ddf", default="satterthwaite",
-                   help="satterthwaite, kenward-roger or none")
+                   help="satterthwaite, kenward-roger or none (a GLMM's tests are Wald "
+                        "chi-square tests)")
     p.add_argument("--no-eta", dest="eta", action="store_false",
                    help="leave out partial eta squared")
     p.add_argument("--level", type=float, default=0.95, help="interval level for eta squared")

@@ -6,7 +6,8 @@ import argparse
 import warnings
 
 from crossed.cli._tables import dump_json, print_notes, text_table
-from crossed.cli.fit import JSON_HELP, add_model_arguments, fit_from_args
+from crossed.cli.fit import JSON_HELP, add_family_options, add_model_arguments, fit_from_args
+from crossed.fit import GlmerFit
 
 __all__ = ["register"]
 
@@ -15,7 +16,12 @@ def _run(args: argparse.Namespace) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         fit = fit_from_args(args)
-        emm = fit.emmeans(args.specs, by=args.by or None, ddf=args.ddf, level=args.level)
+        glmm = isinstance(fit, GlmerFit)
+        if glmm:  # emmeans of a glmer: asymptotic (z) intervals, on the scale asked for
+            emm = fit.emmeans(args.specs, by=args.by or None, level=args.level,
+                              type=args.scale)
+        else:
+            emm = fit.emmeans(args.specs, by=args.by or None, ddf=args.ddf, level=args.level)
         table = emm.table()
         pairs = emm.pairs(adjust=args.adjust)
     notes = sorted({str(w.message) for w in caught})
@@ -24,9 +30,10 @@ def _run(args: argparse.Namespace) -> int:
                          "ddf": args.ddf, "adjust": pairs.attrs.get("adjust"),
                          "emmeans": table, "contrasts": pairs, "notes": notes}))
         return 0
+    how = f"{args.scale} scale, asymptotic" if glmm else f"{args.ddf} df"
     print(f"Estimated marginal means of {args.specs}"
           + (f" by {', '.join(args.by)}" if args.by else "")
-          + f" ({args.ddf} df, {args.level:.0%} intervals): {fit.formula}")
+          + f" ({how}, {args.level:.0%} intervals): {fit.formula}")
     print(text_table(table))
     print()
     print(text_table(pairs, f"Pairwise contrasts (p-values adjusted: "
@@ -38,6 +45,7 @@ def _run(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("emmeans", help="estimated marginal means and pairwise contrasts")
     add_model_arguments(p)
+    add_family_options(p)
     p.add_argument("specs", help="factor(s) whose means are estimated, e.g. language or "
                                  "language:task")
     p.add_argument("--by", nargs="*", default=[], help="factors to condition on")
@@ -46,5 +54,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ddf", default="satterthwaite",
                    help="satterthwaite, kenward-roger or none")
     p.add_argument("--level", type=float, default=0.95, help="confidence level")
+    p.add_argument("--scale", default="response", choices=["response", "link"],
+                   help="with --family: means and contrasts on the response scale "
+                        "(probabilities, odds or rate ratios; default) or the link scale")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(func=_run)
