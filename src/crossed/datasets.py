@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pandas as pd
 
-__all__ = ["DATA_SUFFIXES", "EXACT_FLOATS", "data_format", "item_level_irt", "list_datasets", "load_dataset",
-           "read_data", "sniff_delimiter"]
+__all__ = ["DATA_SUFFIXES", "EXACT_FLOATS", "data_format", "item_level_irt", "list_datasets",
+           "load_dataset", "read_data", "sniff_delimiter"]
 
 EXACT_FLOATS: dict[str, str] = (
     {"float_precision": "round_trip"} if int(pd.__version__.split(".")[0]) < 3 else {})
