@@ -9,6 +9,7 @@ import json
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 from inference_fits import fitted, rel_err
 
@@ -152,3 +153,18 @@ def test_step_down_adjustments():
     # R: p.adjust(c(0.01, 0.04, 0.03, 0.005), "holm") and "fdr"
     assert np.allclose(adjust_p(t, df, p, "holm", 4), [0.03, 0.06, 0.06, 0.02])
     assert np.allclose(adjust_p(t, df, p, "fdr", 4), [0.02, 0.04, 0.04, 0.02])
+
+
+def test_emmeans_one_sided_formula_specs():
+    """emmeans' ``~ x`` and ``~ x * y | z`` (``fit.emmeans("~ lr_o")`` was refused while
+    ``emtrends`` took a tilde): the same tables as the plain names."""
+    import crossed as cx
+
+    fit = cx.lmer("delta ~ language * task + (1 | architecture)",
+                  cx.load_dataset("exist_multi"))
+    plain = fit.emmeans("language").table()
+    pd.testing.assert_frame_equal(fit.emmeans("~ language").table(), plain)
+    both = fit.emmeans(["language", "task"]).table()
+    pd.testing.assert_frame_equal(fit.emmeans("~ language * task").table(), both)
+    by = fit.emmeans("language", by="task").table()
+    pd.testing.assert_frame_equal(fit.emmeans("~ language | task").table(), by)

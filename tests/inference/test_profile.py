@@ -27,7 +27,7 @@ def test_names_follow_lme4_order():
     params = var_params(fit("sleepstudy"))
     assert [p.r_name for p in params] == [".sig01", ".sig02", ".sig03"]
     assert [p.name for p in params] == ["sd_(Intercept)|Subject",
-                                        "cor_(Intercept).Days|Subject", "sd_Days|Subject"]
+                                        "cor_Days.(Intercept)|Subject", "sd_Days|Subject"]
 
 
 def test_parm_selects_and_accepts_crossed_names():

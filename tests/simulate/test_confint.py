@@ -8,6 +8,7 @@ of the width of R's interval.
 """
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from r_ci_cases import answers, fit, interval_table
@@ -42,4 +43,17 @@ def test_boot_is_reproducible_with_a_seed():
 
 def test_bad_method_is_refused():
     with pytest.raises(ValueError, match="method must be one of"):
-        fit("penicillin").confint(method="wald")
+        fit("penicillin").confint(method="wlad")
+
+
+def test_the_method_name_is_not_case_sensitive():
+    """``confint(method="wald")`` was refused (only "Wald"); lme4's names in any case."""
+    import crossed as cx
+
+    fit = cx.lmer("Reaction ~ Days + (Days | Subject)", cx.load_dataset("sleepstudy"))
+    a = fit.confint(method="wald")
+    b = fit.confint(method="Wald")
+    pd.testing.assert_frame_equal(a, b)
+    assert a.attrs["method"] == "Wald"
+    with pytest.raises(ValueError, match="method must be one of"):
+        fit.confint(method="walds")

@@ -366,7 +366,10 @@ def emmeans(fit: LmerFit, specs: str | list[str], by: str | list[str] | None = N
 
 def split_specs(specs, by) -> tuple[list[str], list[str]]:
     """``specs`` and ``by`` as lists; ``"a | b"`` splits into specs ``a`` and by ``b``;
-    ``"1"`` (emmeans' ``~ 1``) is no factor."""
+    ``"1"`` (emmeans' ``~ 1``) is no factor; emmeans' one-sided formula ``"~ a"``,
+    ``"~ a * b | c"`` reads as ``"a"``, ``["a", "b"]`` by ``c``."""
+    if isinstance(specs, str) and specs.strip().startswith("~"):
+        specs = specs.strip()[1:].strip() or "1"
     if isinstance(specs, str) and "|" in specs:
         left, _, right = specs.partition("|")
         specs = left

@@ -92,7 +92,8 @@ def _term_order(fit: LmerFit) -> list[int]:
 def var_params(fit: LmerFit) -> list[VarParam]:
     """The SD/correlation parameters in lme4's order (``.sig01`` ...), without σ.
 
-    Names: ``sd_<column>|<group>`` and ``cor_<column j>.<column i>|<group>`` (the names of
+    Names: ``sd_<column>|<group>`` and ``cor_<column i>.<column j>|<group>``, the later
+    column first, as lme4's ``profile(signames = FALSE)`` (the names of
     ``crossed.simulate.bootstrap``'s ``"sdcor"`` statistic and of ``varcorr()``'s rows)."""
     out: list[VarParam] = []
     for ti in _term_order(fit):
@@ -103,7 +104,7 @@ def var_params(fit: LmerFit) -> list[VarParam]:
                 if i == j:
                     name = f"sd_{term.columns[i]}|{term.group}"
                 else:
-                    name = f"cor_{term.columns[j]}.{term.columns[i]}|{term.group}"
+                    name = f"cor_{term.columns[i]}.{term.columns[j]}|{term.group}"
                 out.append(VarParam(f".sig{len(out) + 1:02d}", name, ti, i, j))
     return out
 

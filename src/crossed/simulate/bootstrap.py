@@ -35,7 +35,7 @@ def _sdcor(fit: LmerFit) -> pd.Series:
         elif t2 is None:
             names.append(f"sd_{t1}|{g}")
         else:
-            names.append(f"cor_{t1}.{t2}|{g}")
+            names.append(f"cor_{t2}.{t1}|{g}")  # lme4: the later column first
     return pd.Series(vc["sd_or_cor"].to_numpy(), index=names)
 
 

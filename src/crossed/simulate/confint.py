@@ -116,6 +116,8 @@ def confint(fit: LmerFit, parm: str | list[str] | None = None, level: float = 0.
         relative, boot within Monte Carlo error.
     """
     level = check_fraction("level", level)
+    if isinstance(method, str):  # R's match.arg is exact; "wald" is what people type
+        method = {m.lower(): m for m in METHODS}.get(method.lower(), method)
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(map(repr, METHODS))}, "
                          f"got {method!r}")
