@@ -25,6 +25,8 @@ spec="."
 [ -n "$extras" ] && spec=".[$extras]"
 stamp=".venv/.installed-$(echo "$extras" | tr ',' '-')-$(cat pyproject.toml | md5sum | cut -c1-12)"
 if [ ! -f "$stamp" ]; then
+  echo "crossed: installing crossed${extras:+ [$extras]} and its dependencies into .venv" \
+       "(first run, or pyproject.toml changed: a few minutes)..." >&2
   .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -m pip install -q -e "$spec"
   touch "$stamp"
