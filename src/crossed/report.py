@@ -220,7 +220,9 @@ def focus_summary(fit: LmerFit, focus: str, ddf: str = "satterthwaite",
     return "".join(text)
 
 
-_GLYPH = re.compile(r"Glyph (\d+) .*missing from (?:current )?font(?:\(s\))? (.+?)\.?$")
+# matplotlib >= 3.9: "... missing from font(s) DejaVu Sans."; 3.8: "... missing from
+# current font."
+_GLYPH = re.compile(r"Glyph (\d+) .*missing from (?:current )?font(?:\(s\))?(?: (.+?))?\.?$")
 
 
 def _warning_notes(caught: Sequence[warnings.WarningMessage]) -> list[str]:
@@ -231,7 +233,7 @@ def _warning_notes(caught: Sequence[warnings.WarningMessage]) -> list[str]:
     missing = sorted({chr(int(g.group(1))) for _, g in glyphs if g is not None})
     notes = [m for m, g in glyphs if g is None]
     if missing:
-        fonts = sorted({g.group(2) for _, g in glyphs if g is not None})
+        fonts = sorted({g.group(2) or "in use" for _, g in glyphs if g is not None})
         shown = " ".join(missing[:20]) + (" ..." if len(missing) > 20 else "")
         notes.append(f"the figures lack {len(missing)} character"
                      f"{'s' if len(missing) != 1 else ''} of the names ({shown}): the "
