@@ -8,7 +8,6 @@ denominator degrees of freedom from).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -17,27 +16,22 @@ import pandas as pd
 from crossed.display.glmm import format_glmer_summary
 from crossed.display.lmer import fit_html
 from crossed.engines.refit import refit_glmer
+from crossed.fit.shared import SharedMethods
 from crossed.inference.emmeans import EMMeans
 from crossed.inference.emtrends import emtrends as _emtrends
 from crossed.inference.glmm import drop1 as _drop1
 from crossed.inference.glmm import glmm_anova, r2_nakagawa_glmm
 from crossed.inference.glmm_emmeans import GlmmEMMeans, glmm_emmeans
 from crossed.inference.glmm_wald import glmm_coef_table
-from crossed.inference.levels import coef_levels
 from crossed.model.control import LmerControl
 from crossed.model.glmm.result import GlmerResult
-from crossed.simulate.bootstrap import BootResult
-from crossed.simulate.bootstrap import bootstrap as _bootstrap
 from crossed.simulate.confint import confint as _confint
-from crossed.simulate.diagnostics import MAX_ROWS, Diagnostics
-from crossed.simulate.diagnostics import check as _check
-from crossed.simulate.response import simulate_responses
 from crossed.tables import Summary, result_table
 
 __all__ = ["GlmerFit"]
 
 
-class GlmerFit(GlmerResult):
+class GlmerFit(SharedMethods, GlmerResult):
     """A fitted generalised linear mixed model (lme4's ``glmer``).
 
     What :func:`crossed.glmer` returns: the fields of the model core's
@@ -69,85 +63,6 @@ class GlmerFit(GlmerResult):
             See :func:`crossed.engines.refit.refit_glmer`.
         """
         return refit_glmer(self, y=y, rows=rows, control=control)
-
-    def simulate(self, nsim: int = 1, seed: int | np.random.Generator | None = None,
-                 use_ranef: bool = False) -> np.ndarray:
-        """Simulated responses with lme4's ``simulate()`` semantics (binomial: proportions
-        of the prior weights' trials; Poisson: counts).
-
-        Parameters
-        ----------
-        nsim : int
-        seed : int or numpy.random.Generator, optional
-        use_ranef : bool
-            False (lme4's default) draws new random effects; True conditions on the
-            estimated ones.
-
-        Returns
-        -------
-        numpy.ndarray
-            Shape (nobs, nsim). See :func:`crossed.simulate.simulate_responses`.
-        """
-        return simulate_responses(self, nsim=nsim, seed=seed, use_ranef=use_ranef)
-
-    def check(self, nsim: int = 250, seed: Any = None, use_ranef: bool = False,
-              alpha: float = 0.05, calibrate: int = 0, n_jobs: int | None = 1,
-              backend: str = "joblib", scheduler: Any = None, progress: bool | None = None,
-              max_rows: int | None = MAX_ROWS) -> Diagnostics:
-        """Simulated-residual (DHARMa) diagnostics, explained in words.
-
-        Parameters
-        ----------
-        nsim, seed, use_ranef
-            Simulations of the response (as :meth:`simulate`).
-        alpha : float
-            Level of the uniformity (KS), dispersion and outlier tests.
-        calibrate : int
-            Refits that calibrate the tests (0: none).
-        n_jobs, backend, scheduler, progress
-            Execution (:func:`crossed.simulate.execution.run_tasks`).
-        max_rows : int or None
-            Largest table simulated whole (see :func:`crossed.simulate.check`).
-
-        Returns
-        -------
-        Diagnostics
-            See :func:`crossed.simulate.check`.
-        """
-        return _check(self, nsim=nsim, seed=seed, use_ranef=use_ranef, alpha=alpha,
-                      calibrate=calibrate, n_jobs=n_jobs, backend=backend,
-                      scheduler=scheduler, progress=progress, max_rows=max_rows)
-
-    def bootstrap(self, stat: str | Callable[[Any], Any] = "fixef", nsim: int = 1000,
-                  seed: Any = None, ci: str = "percentile", level: float = 0.95,
-                  use_ranef: bool = False, check_conv: bool = False,
-                  n_jobs: int | None = 1, backend: str = "joblib", scheduler: Any = None,
-                  progress: bool | None = None) -> BootResult:
-        """Parametric bootstrap of a statistic of the fit (lme4's ``bootMer``).
-
-        Parameters
-        ----------
-        stat : str or callable
-            ``"fixef"``, ``"theta"`` ... or a function of a refit (see
-            :func:`crossed.bootstrap`).
-        nsim : int
-        seed : int, optional
-        ci : {"percentile", "basic", "normal"}
-        level : float
-        use_ranef : bool
-            Condition on the estimated random effects (lme4's ``use.u``).
-        check_conv : bool
-        n_jobs, backend, scheduler, progress
-            Execution (:func:`crossed.simulate.execution.run_tasks`).
-
-        Returns
-        -------
-        BootResult
-            Delegates to :func:`crossed.bootstrap`.
-        """
-        return _bootstrap(self, stat=stat, nsim=nsim, seed=seed, ci=ci, level=level,
-                          use_ranef=use_ranef, check_conv=check_conv, n_jobs=n_jobs,
-                          backend=backend, scheduler=scheduler, progress=progress)
 
     # ------------------------------------------------------------------ inference
     def coef_table(self, level: float = 0.95) -> pd.DataFrame:
@@ -293,18 +208,6 @@ class GlmerFit(GlmerResult):
         """
         return _confint(self, parm=parm, level=level, method=method, nsim=nsim, seed=seed,
                         boot_type=boot_type, n_jobs=n_jobs, progress=progress)
-
-    def coef(self) -> dict[str, pd.DataFrame]:
-        """Per-level coefficients on the link scale, fixed effects plus conditional modes
-        (lme4's ``coef``).
-
-        Returns
-        -------
-        dict of str to pandas.DataFrame
-            One table per grouping factor, indexed by level, one column per fixed effect.
-            See :func:`crossed.inference.levels.coef_levels`.
-        """
-        return coef_levels(self)
 
     def r2(self, null_intercept: float | None = None,
            tolerance: float = 1e-5) -> pd.DataFrame:

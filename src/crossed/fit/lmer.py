@@ -7,7 +7,6 @@ here like any other dependency: this module sits above them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -16,6 +15,7 @@ import pandas as pd
 
 from crossed.display.lmer import fit_html, summary_of
 from crossed.engines.refit import refit_lmer
+from crossed.fit.shared import SharedMethods
 from crossed.inference.adjusted import adjusted_means as _adjusted_means
 from crossed.inference.adjusted import interaction_effects as _interaction_effects
 from crossed.inference.anova import anova as _anova
@@ -28,7 +28,6 @@ from crossed.inference.icc import icc as _icc
 from crossed.inference.influence import cooks_distance as _cooks_distance
 from crossed.inference.influence import hatvalues as _hatvalues
 from crossed.inference.influence import influence as _influence
-from crossed.inference.levels import coef_levels
 from crossed.inference.lrt import ranova as _ranova
 from crossed.inference.lrt import variance_components as _variance_components
 from crossed.inference.r2 import r2_nakagawa
@@ -36,18 +35,13 @@ from crossed.inference.step import StepResult
 from crossed.inference.step import drop1 as _drop1
 from crossed.inference.step import step as _step
 from crossed.model.result import LmerResult
-from crossed.simulate.bootstrap import BootResult
-from crossed.simulate.bootstrap import bootstrap as _bootstrap
 from crossed.simulate.confint import confint as _confint
-from crossed.simulate.diagnostics import MAX_ROWS, Diagnostics
-from crossed.simulate.diagnostics import check as _check
-from crossed.simulate.response import simulate_responses
 from crossed.tables import Summary, result_table
 
 __all__ = ["LmerFit"]
 
 
-class LmerFit(LmerResult):
+class LmerFit(SharedMethods, LmerResult):
     """A fitted linear mixed model (lme4's ``merMod`` with lmerTest's inference).
 
     What :func:`crossed.lmer` returns: the fields of the model core's
@@ -80,89 +74,6 @@ class LmerFit(LmerResult):
         LmerFit
         """
         return refit_lmer(self, y=y, rows=rows, reml=reml)
-
-    def simulate(self, nsim: int = 1, seed: int | np.random.Generator | None = None,
-                 use_ranef: bool = False) -> np.ndarray:
-        """Simulated responses with lme4's ``simulate()`` semantics.
-
-        Parameters
-        ----------
-        nsim : int
-            Number of simulated responses.
-        seed : int or numpy.random.Generator, optional
-        use_ranef : bool
-            False (lme4's default) draws new random effects for each simulation; True
-            conditions on the estimated ones.
-
-        Returns
-        -------
-        numpy.ndarray
-            Shape (nobs, nsim). See :func:`crossed.simulate.simulate_responses`.
-        """
-        return simulate_responses(self, nsim=nsim, seed=seed, use_ranef=use_ranef)
-
-    def check(self, nsim: int = 250, seed: Any = None, use_ranef: bool = False,
-              alpha: float = 0.05, calibrate: int = 0, n_jobs: int | None = 1,
-              backend: str = "joblib", scheduler: Any = None, progress: bool | None = None,
-              max_rows: int | None = MAX_ROWS) -> Diagnostics:
-        """Simulated-residual (DHARMa) diagnostics, explained in words.
-
-        Parameters
-        ----------
-        nsim, seed, use_ranef
-            Simulations of the response (as :meth:`simulate`).
-        alpha : float
-            Level of the uniformity (KS), dispersion and outlier tests.
-        calibrate : int
-            Refits that calibrate the tests (0: none).
-        n_jobs, backend, scheduler, progress
-            Execution (:func:`crossed.simulate.execution.run_tasks`).
-        max_rows : int or None
-            Largest table simulated whole (see :func:`crossed.simulate.check`).
-
-        Returns
-        -------
-        Diagnostics
-            The tests, in words, and ``plot()``. See :func:`crossed.simulate.check`.
-        """
-        return _check(self, nsim=nsim, seed=seed, use_ranef=use_ranef, alpha=alpha,
-                      calibrate=calibrate, n_jobs=n_jobs, backend=backend,
-                      scheduler=scheduler, progress=progress, max_rows=max_rows)
-
-    def bootstrap(self, stat: str | Callable[[Any], Any] = "fixef", nsim: int = 1000,
-                  seed: Any = None, ci: str = "percentile", level: float = 0.95,
-                  use_ranef: bool = False, check_conv: bool = False,
-                  n_jobs: int | None = 1, backend: str = "joblib", scheduler: Any = None,
-                  progress: bool | None = None) -> BootResult:
-        """Parametric bootstrap of a statistic of the fit (lme4's ``bootMer``).
-
-        Parameters
-        ----------
-        stat : str or callable
-            ``"fixef"``, ``"theta"``, ``"sigma"``, ``"varcorr"`` ... or a function of a
-            refit returning a number, a Series or a dict (see :func:`crossed.bootstrap`).
-        nsim : int
-            Number of bootstrap samples.
-        seed : int, optional
-        ci : {"percentile", "basic", "normal"}
-            Interval type of ``BootResult.ci``.
-        level : float
-        use_ranef : bool
-            Condition on the estimated random effects (lme4's ``use.u``).
-        check_conv : bool
-            lme4's convergence derivative check on each refit.
-        n_jobs, backend, scheduler, progress
-            Execution (:func:`crossed.simulate.execution.run_tasks`).
-
-        Returns
-        -------
-        BootResult
-            The replicates, the estimate and intervals. Delegates to
-            :func:`crossed.bootstrap`.
-        """
-        return _bootstrap(self, stat=stat, nsim=nsim, seed=seed, ci=ci, level=level,
-                          use_ranef=use_ranef, check_conv=check_conv, n_jobs=n_jobs,
-                          backend=backend, scheduler=scheduler, progress=progress)
 
     # ------------------------------------------------------------------ inference
     def coef_table(self, ddf: str = "satterthwaite", level: float = 0.95) -> pd.DataFrame:
@@ -390,16 +301,6 @@ class LmerFit(LmerResult):
         """
         return _confint(self, parm=parm, level=level, method=method, nsim=nsim, seed=seed,
                         boot_type=boot_type, n_jobs=n_jobs, progress=progress)
-
-    def coef(self) -> dict[str, pd.DataFrame]:
-        """Per-level coefficients, fixed effects plus conditional modes (lme4's ``coef``).
-
-        Returns
-        -------
-        dict of str to pandas.DataFrame
-            One table per grouping factor. See :func:`crossed.inference.levels.coef_levels`.
-        """
-        return coef_levels(self)
 
     def icc(self, by_group: bool = False) -> pd.DataFrame:
         """Adjusted and conditional ICC (``performance::icc``).

@@ -1,0 +1,121 @@
+"""What :class:`~crossed.fit.LmerFit` and :class:`~crossed.fit.GlmerFit` share with the
+same meaning and the same code: simulation, simulated-residual diagnostics, the parametric
+bootstrap and lme4's per-level coefficients (one mixin, so the two classes cannot drift)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from crossed.inference.levels import coef_levels
+from crossed.simulate.bootstrap import BootResult
+from crossed.simulate.bootstrap import bootstrap as _bootstrap
+from crossed.simulate.diagnostics import MAX_ROWS, Diagnostics
+from crossed.simulate.diagnostics import check as _check
+from crossed.simulate.response import simulate_responses
+
+__all__ = ["SharedMethods"]
+
+
+class SharedMethods:
+    """Methods of both fit classes (mixed in before the model core's result)."""
+
+    def simulate(self, nsim: int = 1, seed: int | np.random.Generator | None = None,
+                 use_ranef: bool = False) -> np.ndarray:
+        """Simulated responses with lme4's ``simulate()`` semantics (a GLMM's: binomial
+        proportions of the prior weights' trials, Poisson counts).
+
+        Parameters
+        ----------
+        nsim : int
+            Number of simulated responses.
+        seed : int or numpy.random.Generator, optional
+        use_ranef : bool
+            False (lme4's default) draws new random effects for each simulation; True
+            conditions on the estimated ones.
+
+        Returns
+        -------
+        numpy.ndarray
+            Shape (nobs, nsim). See :func:`crossed.simulate.simulate_responses`.
+        """
+        return simulate_responses(self, nsim=nsim, seed=seed, use_ranef=use_ranef)
+
+    def check(self, nsim: int = 250, seed: Any = None, use_ranef: bool = False,
+              alpha: float = 0.05, calibrate: int = 0, n_jobs: int | None = 1,
+              backend: str = "joblib", scheduler: Any = None, progress: bool | None = None,
+              max_rows: int | None = MAX_ROWS) -> Diagnostics:
+        """Simulated-residual (DHARMa) diagnostics, explained in words.
+
+        Parameters
+        ----------
+        nsim, seed, use_ranef
+            Simulations of the response (as :meth:`simulate`).
+        alpha : float
+            Level of the uniformity (KS), dispersion and outlier tests.
+        calibrate : int
+            Refits that calibrate the tests (0: none).
+        n_jobs, backend, scheduler, progress
+            Execution (:func:`crossed.simulate.execution.run_tasks`).
+        max_rows : int or None
+            Largest table simulated whole (see :func:`crossed.simulate.check`).
+
+        Returns
+        -------
+        Diagnostics
+            The tests, in words, and ``plot()``. See :func:`crossed.simulate.check`.
+        """
+        return _check(self, nsim=nsim, seed=seed, use_ranef=use_ranef, alpha=alpha,
+                      calibrate=calibrate, n_jobs=n_jobs, backend=backend,
+                      scheduler=scheduler, progress=progress, max_rows=max_rows)
+
+    def bootstrap(self, stat: str | Callable[[Any], Any] = "fixef", nsim: int = 1000,
+                  seed: Any = None, ci: str = "percentile", level: float = 0.95,
+                  use_ranef: bool = False, check_conv: bool = False,
+                  n_jobs: int | None = 1, backend: str = "joblib", scheduler: Any = None,
+                  progress: bool | None = None) -> BootResult:
+        """Parametric bootstrap of a statistic of the fit (lme4's ``bootMer``).
+
+        Parameters
+        ----------
+        stat : str or callable
+            ``"fixef"``, ``"theta"``, ``"sigma"``, ``"varcorr"`` ... or a function of a
+            refit returning a number, a Series or a dict (see :func:`crossed.bootstrap`).
+        nsim : int
+            Number of bootstrap samples.
+        seed : int, optional
+        ci : {"percentile", "basic", "normal"}
+            Interval type of ``BootResult.ci``.
+        level : float
+        use_ranef : bool
+            Condition on the estimated random effects (lme4's ``use.u``).
+        check_conv : bool
+            lme4's convergence derivative check on each refit.
+        n_jobs, backend, scheduler, progress
+            Execution (:func:`crossed.simulate.execution.run_tasks`).
+
+        Returns
+        -------
+        BootResult
+            The replicates, the estimate and intervals. Delegates to
+            :func:`crossed.bootstrap`.
+        """
+        return _bootstrap(self, stat=stat, nsim=nsim, seed=seed, ci=ci, level=level,
+                          use_ranef=use_ranef, check_conv=check_conv, n_jobs=n_jobs,
+                          backend=backend, scheduler=scheduler, progress=progress)
+
+    def coef(self) -> dict[str, pd.DataFrame]:
+        """Per-level coefficients, fixed effects plus conditional modes (lme4's ``coef``;
+        a GLMM's on the link scale).
+
+        Returns
+        -------
+        dict of str to pandas.DataFrame
+            One table per grouping factor, indexed by level, one column per fixed effect.
+            See :func:`crossed.inference.levels.coef_levels`. Validated against lme4
+            1.1-31's ``coef()`` (tests/fit/test_methods.py).
+        """
+        return coef_levels(self)
