@@ -26,10 +26,11 @@ def conditional_inverse_blocks(pls: PLS, f: Factor) -> list[np.ndarray]:
     lme4's ``condVar`` reports (scaled by σ² T · Tᵀ); tested in ``tests/model/test_pls.py``
     and ``tests/model/test_sparse_schur.py``."""
     if isinstance(f, SparseFactor):  # by a selected inversion (sparse_schur.py)
-        assert pls._sparse is not None  # its factorisations
+        sparse = pls.sparse
+        assert sparse is not None  # its factorisations
         half = np.linalg.solve(pls.first_chol(f), np.broadcast_to(
             np.eye(pls.q1), (pls.l1, pls.q1, pls.q1)))
-        return pls._sparse.conditional_inverse_blocks(
+        return sparse.conditional_inverse_blocks(
             f, np.swapaxes(half, 1, 2) @ half, f.theta)
     L = f.L
     assert L is not None  # an ok factorisation
@@ -52,7 +53,7 @@ def conditional_inverse_blocks(pls: PLS, f: Factor) -> list[np.ndarray]:
     V1 = Binv.copy()
     if rr:
         T1 = pls.blocks[0].template(theta)
-        Srand = pls._scale_matrix(theta)[:rr, :rr]
+        Srand = pls.scale_matrix(theta)[:rr, :rr]
         A1R = pls.A1r[:, :rr]
         step = max(1, 2_000_000 // max(rr, 1))
         for s0 in range(0, pls.l1, step):

@@ -96,8 +96,8 @@ def pivot_cancels(pls: PLS, pwrss: float, first: np.ndarray | None = None,
         return pls.residual_pwrss == "always"
     if not pwrss > 0:
         return False  # (not positive definite: the caller's business)
-    rho = pls._yc_ss / pwrss
-    if first is not None and pls.q1 == 2 and pls._band is None and (
+    rho = pls.yc_ss / pwrss
+    if first is not None and pls.q1 == 2 and pls.band is None and (
             theta is None or rho * _ratio_bound(pls, theta) >= CANCELLATION_LIMIT):
         rho *= float(amplification_2x2(first))
     return bool(in_repair_range(rho))
@@ -125,9 +125,9 @@ def _ratio_bound(pls: PLS, theta: np.ndarray) -> float:
     floats: the ratio is at most min(b₀₀, b₁₁) (B_s − I is positive semi-definite), and
     b₀₀ and b₁₁ at most their values at the levels' largest a₀₀ and a₁₁
     (|a₁₀| ≤ √(a₀₀a₁₁); T = [[t₀, 0], [t₁, t₂]])."""
-    a00, a11 = pls._a_2x2_max
+    _, positions, (a00, a11) = pls.first_2x2
     th = theta.tolist() + [0.0]  # (index -1: a zero of T)
-    t0, t1, t2 = (th[i] for i in pls._t_2x2)
+    t0, t1, t2 = (th[i] for i in positions)
     root00, root11 = a00 ** 0.5, a11 ** 0.5
     b00 = 1.0 + (abs(t0) * root00 + abs(t1) * root11) ** 2
     b11 = 1.0 + t2 * t2 * a11
@@ -150,10 +150,10 @@ def from_residuals(pls: PLS, f: Factor) -> Factor:
     except np.linalg.LinAlgError:  # (a level's matrix not numerically positive
         return f  # definite: the factor's pwrss, and the fit's own error if at the end)
     theta = f.theta
-    fitted = pls.X @ (beta - pls._y_beta)  # (the centred response's fit)
+    fitted = pls.X @ (beta - pls.centre)  # (the centred response's fit)
     for blk, ub in zip(pls.blocks, u, strict=True):
         b = ub @ blk.template(theta).T  # b = Λu per level
         fitted += np.einsum("nq,nq->n", blk.Z, b[blk.codes])
-    res = pls._yc - fitted
+    res = pls.centred_response - fitted
     pwrss = float(res @ res) + sum(float(np.vdot(ub, ub)) for ub in u)
     return replace(f, pwrss=pwrss) if np.isfinite(pwrss) and pwrss > 0 else f
