@@ -14,7 +14,7 @@ are added only when they share b.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
@@ -118,9 +118,10 @@ class CrossProducts:
         diagonal part of the system (``A11``).
     Z1tZr : scipy.sparse.csr_matrix or None
         Z₁ᵀZ_r (ℓ₁q₁ x r_rand), the first block against the later ones; None with one block.
-    ZrtZr : scipy.sparse.csr_matrix or None
-        Z_rᵀZ_r (r_rand x r_rand): the later blocks' per-level blocks on its diagonal and
-        the products between later blocks off it; None with one block.
+    ZrtZr : scipy.sparse.csc_matrix or None
+        Z_rᵀZ_r (r_rand x r_rand; symmetric, in the format the product gives): the later
+        blocks' per-level blocks on its diagonal and the products between later blocks off
+        it; None with one block.
     Z1tD : numpy.ndarray
         Z₁ᵀ[X y_c], (ℓ₁q₁, p + 1).
     ZrtD : numpy.ndarray or None
@@ -142,7 +143,7 @@ class CrossProducts:
     p: int
     levels: tuple[np.ndarray, ...]
     Z1tZr: sp.csr_matrix | None
-    ZrtZr: sp.csr_matrix | None
+    ZrtZr: sp.csc_matrix | None
     Z1tD: np.ndarray
     ZrtD: np.ndarray | None
     DtD: np.ndarray
@@ -213,27 +214,33 @@ class CrossProducts:
             ldW = float(np.sum(np.log(w)))
             y = y * sw
         rows = RowMatrices.of(blocks, X, sw)
-        first = blocks[0]
-        z1 = None if sw is None else first.Z * sw[:, None]
-        levels = [level_products(first, z1)]
-        levels += [level_products(b, None if sw is None else b.Z * sw[:, None])
-                   for b in blocks[1:]]
-        return cls.from_rows(rows, tuple(levels), y, ldW=ldW, centre=centre)
+        return cls.from_rows(rows, blocks, y, sw, ldW=ldW, centre=centre)
 
     @classmethod
-    def from_rows(cls, rows: RowMatrices, levels: tuple[np.ndarray, ...], y: np.ndarray,
-                  ldW: float = 0.0, centre: np.ndarray | None = None,
-                  xtx: np.ndarray | None = None) -> CrossProducts:
-        """The cross-products of ``rows`` (already scaled), with ``levels`` their blocks'
-        per-level products and the response ``y`` (scaled as the rows); ``xtx``: XᵀX when
-        known."""
+    def from_rows(cls, rows: RowMatrices, blocks: Sequence[ReBlock], y: np.ndarray,
+                  sqrt_w: np.ndarray | None = None, ldW: float = 0.0,
+                  centre: np.ndarray | None = None) -> CrossProducts:
+        """The cross-products of ``rows``, those of ``blocks`` scaled by ``sqrt_w`` (when
+        given), and the response ``y`` (scaled as the rows)."""
         Z1t, Zr = rows.Z1t, rows.Zr
-        free = (None, None) if Zr is None else ((Z1t @ Zr).tocsr(), (Zr.T @ Zr).tocsr())
-        return cls._with_y(rows, levels, free, y, ldW, centre, xtx)
+        free = (None, None) if Zr is None else ((Z1t @ Zr).tocsr(), Zr.T @ Zr)
+        first = blocks[0]
+        levels = [level_products(first, None if sqrt_w is None else first.Z * sqrt_w[:, None])]
+        start = 0
+        for b in blocks[1:]:  # (scalar blocks: Z_rᵀZ_r's diagonal)
+            size = b.nlevels * b.q
+            if b.q == 1 and free[1] is not None:
+                diagonal = free[1].diagonal()[start:start + size]
+                levels.append(np.ascontiguousarray(diagonal).reshape(-1, 1, 1))
+            else:
+                levels.append(level_products(
+                    b, None if sqrt_w is None else b.Z * sqrt_w[:, None]))
+            start += size
+        return cls._with_y(rows, tuple(levels), free, y, ldW, centre, None)
 
     @classmethod
     def _with_y(cls, rows: RowMatrices, levels: tuple[np.ndarray, ...],
-                free: tuple[sp.csr_matrix | None, sp.csr_matrix | None], y: np.ndarray,
+                free: tuple[sp.csr_matrix | None, sp.csc_matrix | None], y: np.ndarray,
                 ldW: float, centre: np.ndarray | None, xtx: np.ndarray | None
                 ) -> CrossProducts:
         """The products of ``rows`` with the response ``y``; ``free``: (Z₁ᵀZ_r, Z_rᵀZ_r)."""
@@ -267,11 +274,8 @@ class CrossProducts:
         """The cross-products of the rows of ``[Z X]`` scaled by ``sqrt_w`` and the response
         ``y`` scaled by it (PIRLS's working weights and response), and those rows."""
         rows = RowMatrices.of(blocks, X, sqrt_w)
-        first = blocks[0]
-        levels = (level_products(first, first.Z * sqrt_w[:, None]),) + tuple(
-            level_products(b, b.Z * sqrt_w[:, None]) for b in blocks[1:])
         y = np.asarray(y, dtype=float) * sqrt_w
-        return cls.from_rows(rows, levels, y), rows
+        return cls.from_rows(rows, blocks, y, sqrt_w), rows
 
     # ------------------------------------------------------------------ sums of chunks
     def __add__(self, other: CrossProducts) -> CrossProducts:
@@ -286,11 +290,11 @@ class CrossProducts:
             raise ValueError("cross-products with different centres b (y − Xb) cannot be "
                              "added: compute the chunks with one centre")
 
-        def add(a: sp.csr_matrix | None, b: sp.csr_matrix | None) -> sp.csr_matrix | None:
+        def add(a: sp.spmatrix | None, b: sp.spmatrix | None) -> sp.spmatrix | None:
             if a is None or b is None:
                 return None
-            s = (a + b).tocsr()
-            s.sum_duplicates()
+            s = a + b
+            s.sum_duplicates()  # (canonical: sorted, no duplicates)
             s.sort_indices()
             return s
 
@@ -330,10 +334,6 @@ class CrossProducts:
         for part in it:
             total = total + part
         return total
-
-    def replace_ldW(self, ldW: float) -> CrossProducts:
-        """These products with another Σ log w."""
-        return replace(self, ldW=ldW)
 
 
 def _scaled(a: np.ndarray, w: np.ndarray | None) -> np.ndarray:

@@ -58,7 +58,7 @@ from crossed.model.factor import (
     tri_inverse,
     tri_solve,
 )
-from crossed.model.pwrss import collinear_levels, from_residuals, level_products, pivot_cancels
+from crossed.model.pwrss import collinear_levels, from_residuals, pivot_cancels
 from crossed.model.sparse_map import (
     LevelClasses,
     Products,
@@ -173,9 +173,8 @@ class PLS:
                  update: str | None = None, schur: str | None = None, *, ldW: float = 0.0):
         blocks = tuple(blocks)
         rows = RowMatrices.of(blocks, X)
-        levels = tuple(level_products(b) for b in blocks)
         y = np.asarray(y, dtype=float)
-        products = CrossProducts.from_rows(rows, levels, y, ldW=ldW)
+        products = CrossProducts.from_rows(rows, blocks, y, ldW=ldW)
         self._build(products, blocks, update, schur, rows, y)
 
     @classmethod

@@ -130,7 +130,7 @@ class SparseSchur:
             A1R = A1R.copy()
             A1R.sum_duplicates()
         self.A1R = A1R
-        ARR = sp.triu(products.ZrtZr, format="coo")
+        ARR = sp.triu(products.ZrtZr.tocsr(), format="coo")
         # the pattern of U = A_RR − A_R1 G A_1R (upper triangle, keys j·rr + i, i ≤ j)
         prs = self._pairs(A1R)
         rows_u, cols_u, cols_g, w_vals = prs
