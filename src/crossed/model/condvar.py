@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import scipy.sparse as sp
@@ -12,12 +12,35 @@ from crossed.model.factor import Factor, tri_inverse, tri_solve
 from crossed.model.sparse_schur import SparseFactor
 
 if TYPE_CHECKING:
-    from crossed.model.pls import PLS
+    from crossed.design.random import ReBlock
+    from crossed.model.sparse_schur import SparseSchur
 
-__all__ = ["conditional_inverse_blocks"]
+__all__ = ["ConditionalInverse", "conditional_inverse_blocks"]
 
 
-def conditional_inverse_blocks(pls: PLS, f: Factor) -> list[np.ndarray]:
+class ConditionalInverse(Protocol):
+    """What :func:`conditional_inverse_blocks` reads of a PLS problem: the public attributes
+    of :class:`crossed.model.pls.PLS` it uses (a protocol, so that this module, which
+    ``pls.py`` imports, does not import it back)."""
+
+    @property
+    def q1(self) -> int: ...
+    @property
+    def l1(self) -> int: ...
+    @property
+    def r_rand(self) -> int: ...
+    @property
+    def blocks(self) -> tuple[ReBlock, ...]: ...
+    @property
+    def A1r(self) -> Any: ...  # (a scipy.sparse CSR matrix)
+    @property
+    def sparse(self) -> SparseSchur | None: ...
+
+    def first_chol(self, f: Factor) -> np.ndarray: ...
+    def scale_matrix(self, theta: np.ndarray) -> Any: ...
+
+
+def conditional_inverse_blocks(pls: ConditionalInverse, f: Factor) -> list[np.ndarray]:
     """Diagonal blocks of (ΛᵀZᵀZΛ + I)⁻¹ per level, one (ℓ, q, q) array per block.
 
     The first block's: B_s⁻¹ + K_s K_sᵀ with K_s = B_s⁻¹ Ã_1R[s] L_RR⁻ᵀ (its coupling to

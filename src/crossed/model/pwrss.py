@@ -13,7 +13,7 @@ Validated against lme4's criterion at given θ and exact (50-digit) values
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -21,11 +21,37 @@ from crossed.design.random import ReBlock
 
 if TYPE_CHECKING:
     from crossed.model.factor import Factor
-    from crossed.model.pls import PLS
 
-__all__ = ["BEYOND_REPAIR", "CANCELLATION_LIMIT", "RANK_DEFICIENT", "amplification_2x2",
-           "collinear_levels", "from_residuals", "in_repair_range", "level_products",
-           "pivot_cancels"]
+__all__ = ["BEYOND_REPAIR", "CANCELLATION_LIMIT", "RANK_DEFICIENT", "ResidualForm",
+           "amplification_2x2", "collinear_levels", "from_residuals", "in_repair_range",
+           "level_products", "pivot_cancels"]
+
+
+class ResidualForm(Protocol):
+    """What :func:`pivot_cancels` and :func:`from_residuals` read of a PLS problem: the
+    public attributes of :class:`crossed.model.pls.PLS` they use (a protocol, so that this
+    module, which ``pls.py`` imports, does not import it back)."""
+
+    @property
+    def residual_pwrss(self) -> str: ...
+    @property
+    def q1(self) -> int: ...
+    @property
+    def X(self) -> np.ndarray: ...
+    @property
+    def blocks(self) -> tuple[ReBlock, ...]: ...
+    @property
+    def band(self) -> object | None: ...
+    @property
+    def centred_response(self) -> np.ndarray: ...
+    @property
+    def yc_ss(self) -> float: ...
+    @property
+    def centre(self) -> np.ndarray: ...
+    @property
+    def first_2x2(self) -> tuple[np.ndarray, list[int], tuple[float, float]]: ...
+
+    def solve(self, f: Factor) -> tuple[np.ndarray, list[np.ndarray]]: ...
 
 CANCELLATION_LIMIT = 1e4
 """The factor's penalised residual sum of squares is recomputed from the residuals at every
@@ -79,7 +105,7 @@ def collinear_levels(A: np.ndarray) -> bool:
     return bool(np.any(log_ratio[full] >= np.log(CANCELLATION_LIMIT)))
 
 
-def pivot_cancels(pls: PLS, pwrss: float, first: np.ndarray | None = None,
+def pivot_cancels(pls: ResidualForm, pwrss: float, first: np.ndarray | None = None,
                   theta: np.ndarray | None = None) -> bool:
     """Whether a factor's pwrss, its last squared pivot, has lost digits to
     cancellation and is to be recomputed from the residuals.
@@ -120,7 +146,7 @@ def amplification_2x2(b: np.ndarray, det: np.ndarray | None = None) -> np.ndarra
     return np.asarray((b00b11 / det).max(axis=-1))
 
 
-def _ratio_bound(pls: PLS, theta: np.ndarray) -> float:
+def _ratio_bound(pls: ResidualForm, theta: np.ndarray) -> float:
     """An upper bound of the largest b₀₀b₁₁ / det B_s at ``theta``, from a few Python
     floats: the ratio is at most min(b₀₀, b₁₁) (B_s − I is positive semi-definite), and
     b₀₀ and b₁₁ at most their values at the levels' largest a₀₀ and a₁₁
@@ -134,7 +160,7 @@ def _ratio_bound(pls: PLS, theta: np.ndarray) -> float:
     return float(min(b00, b11))
 
 
-def from_residuals(pls: PLS, f: Factor) -> Factor:
+def from_residuals(pls: ResidualForm, f: Factor) -> Factor:
     """``f`` with its penalised residual sum of squares recomputed from the residuals,
     ‖y − Xβ − ZΛu‖² + ‖u‖², as lme4 computes it (where :func:`pivot_cancels`).
 
