@@ -139,3 +139,17 @@ def test_chunks_on_the_sparse_schur_path(formula: str) -> None:
             whole.objective(theta, True), rel=1e-12, abs=0)
         np.testing.assert_allclose(summed.solve(summed.factor(theta))[0],
                                    whole.solve(whole.factor(theta))[0], rtol=1e-11)
+
+
+def test_from_design_has_the_weights_and_offset() -> None:
+    df = _data()
+    df["w"] = np.random.default_rng(6).uniform(0.5, 2.0, len(df))
+    df["o"] = np.random.default_rng(7).normal(size=len(df))
+    design = replace(build_design(parse("y ~ x1 + (1 + x1 | g) + (1 | h)"), df),
+                     weights=df["w"].to_numpy(), offset=df["o"].to_numpy())
+    assert design.weights is not None and design.offset is not None
+    p = CrossProducts.from_design(design)
+    pls = PLS.of(design)
+    assert p.ldW == pls.ldW != 0.0
+    for a, b in [(p.Z1tD, pls.products.Z1tD), (p.DtD, pls.products.DtD), (p.A11, pls.A11)]:
+        np.testing.assert_array_equal(a, b)

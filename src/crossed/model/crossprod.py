@@ -15,12 +15,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
 
 from crossed.design.random import ReBlock
 from crossed.model.pwrss import level_products
+
+if TYPE_CHECKING:
+    from crossed.design import Design
 
 __all__ = ["CrossProducts", "RowMatrices", "centre_of", "sparse_z"]
 
@@ -181,6 +185,13 @@ class CrossProducts:
         return self.DtD[:-1, -1]
 
     # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_design(cls, design: Design, centre: np.ndarray | None = None) -> CrossProducts:
+        """The cross-products of a design's rows, with its prior weights and offset
+        (:meth:`of`)."""
+        return cls.of(design.random.blocks, design.X, design.y, weights=design.weights,
+                      offset=design.offset, centre=centre)
+
     @classmethod
     def of(cls, blocks: Sequence[ReBlock], X: np.ndarray, y: np.ndarray,
            weights: np.ndarray | None = None, offset: np.ndarray | None = None,
