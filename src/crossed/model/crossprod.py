@@ -99,7 +99,8 @@ class RowMatrices:
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
-    a.flags.writeable = False
+    if a.flags.writeable:
+        a.flags.writeable = False
     return a
 
 

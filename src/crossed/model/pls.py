@@ -36,7 +36,6 @@ factors it by QDLDL; its factorisations are :class:`SparseFactor`, which ``solve
 
 from __future__ import annotations
 
-import copy
 from dataclasses import replace
 from typing import TYPE_CHECKING, cast
 
@@ -143,6 +142,22 @@ class PLS:
     """
 
     _diagonal: int = 0  # leading columns of C whose block is diagonal (_diagonal_lead)
+    A11: np.ndarray
+    residual_pwrss: str
+    _band: BandedBlocks | None  # the first block's banded factoriser (q1 > 2)
+    _t_2x2: list[int]  # q1 = 2: the template's θ positions,
+    _a_2x2: np.ndarray  # the levels' A_s entries
+    _a_2x2_max: tuple[float, float]  # and their largest diagonal ones
+    _sparse: SparseSchur | None  # the sparse Schur complement, or None (dense)
+    _ZrtZr: np.ndarray | None  # Z_rᵀZ_r as a dense array (dense path)
+    rest_sizes: list[int]
+    r_rand: int
+    r: int
+    _rest_scalar: bool  # every later block scalar
+    _t1: int  # q1 = 1: the template's θ position
+    _scale_index: np.ndarray  # scalar later blocks: the θ position scaling each column
+    _diag_rand: np.ndarray  # the random part's diagonal positions
+    _scalar_ranges: list[tuple[int, int]]  # each later block's column range, then X and y's
     _w_cost: float  # the update's plan (update_plan.plan_update): the sparse map's cost,
     _group_cost: float  # the groups' cost,
     _level_groups: LevelGroups | None  # and the groups of levels
@@ -211,8 +226,13 @@ class PLS:
     def _build(self, products: CrossProducts, blocks: tuple[ReBlock, ...],
                update: str | None, schur: str | None, rows: RowMatrices | None,
                y: np.ndarray, plan: PLS | None = None) -> None:
-        """Everything that depends on the cross-products but not on θ (``plan``: a problem
-        of the same pattern whose update plan is reused, PIRLS's working weights)."""
+        """Everything that depends on the cross-products but not on θ.
+
+        ``plan``: a problem of the same pattern whose update plan is reused: PIRLS's
+        working weights (:meth:`reweighted`), or the same rows with another response
+        (:meth:`with_response`: ``products`` share its y-free products, and so does
+        everything formed from them alone)."""
+        same_rows = plan is not None and products.A11 is plan.A11
         if update not in (None, "groups", "sparse"):
             raise ValueError(f"update must be None, 'groups' or 'sparse', got {update!r}")
         if schur not in (None, "dense", "sparse"):
@@ -228,44 +248,58 @@ class PLS:
         first = self.blocks[0]
         self.q1, self.l1 = first.q, first.nlevels
         rest = self.blocks[1:]
-        self.rest_sizes = [b.nlevels * b.q for b in rest]
-        self.r_rand = int(sum(self.rest_sizes))
-        self.r = self.r_rand + self.p + 1
+        if same_rows:  # (the same blocks and X: the same layout)
+            assert plan is not None  # (same_rows)
+            self.rest_sizes, self.r_rand, self.r = plan.rest_sizes, plan.r_rand, plan.r
+            self._rest_scalar, self._t1 = plan._rest_scalar, plan._t1
+            self._scale_index, self._diag_rand = plan._scale_index, plan._diag_rand
+            self._scalar_ranges = plan._scalar_ranges
+        else:
+            self._layout(first, rest)
         A11 = products.A11
         self.A11 = A11
-        self._band = BandedBlocks(A11, first.theta_index) if self.q1 > 2 else None
-        if self.q1 == 2:  # T = [[t0, 0], [t1, t2]] (theta positions, -1 = 0) and A_s entries
-            self._t_2x2 = first.theta_index[[0, 1, 1], [0, 0, 1]].tolist()
-            self._a_2x2 = np.stack([A11[:, 0, 0], A11[:, 1, 0], A11[:, 1, 1]])
-            self._a_2x2_max = (float(A11[:, 0, 0].max()), float(A11[:, 1, 1].max()))
-        self._rest_scalar = all(b.q == 1 for b in rest)
-        # evaluation shortcuts: theta positions of scalar templates
-        self._t1 = int(first.theta_index[0, 0]) if self.q1 == 1 else -1
-        idx = [np.full(b.nlevels, b.theta_index[0, 0]) for b in rest] if self._rest_scalar else []
-        self._scale_index = np.concatenate(idx + [np.full(self.p + 1, -1)]).astype(np.int64)
-        self._diag_rand = np.arange(self.r_rand)
-        # scalar later blocks: the index ranges of each block, then of X and y (scale 1)
-        bounds = np.cumsum([0] + self.rest_sizes + [self.p + 1])
-        self._scalar_ranges = list(zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True))
+        if same_rows:
+            assert plan is not None  # (same_rows)
+            self._band = plan._band
+            if self.q1 == 2:
+                self._t_2x2, self._a_2x2, self._a_2x2_max = (
+                    plan._t_2x2, plan._a_2x2, plan._a_2x2_max)
+        else:
+            self._band = BandedBlocks(A11, first.theta_index) if self.q1 > 2 else None
+            if self.q1 == 2:  # T = [[t0, 0], [t1, t2]] (θ positions, -1 = 0), A_s entries
+                self._t_2x2 = first.theta_index[[0, 1, 1], [0, 0, 1]].tolist()
+                self._a_2x2 = np.stack([A11[:, 0, 0], A11[:, 1, 0], A11[:, 1, 1]])
+                self._a_2x2_max = (float(A11[:, 0, 0].max()), float(A11[:, 1, 1].max()))
         # the pwrss from the residuals (factor): at every θ for nearly collinear levels,
         # else where the factor's pivot cancels (GLMM working copies and problems without
         # rows: never)
-        if rows is None or plan is not None:
+        if same_rows:
+            assert plan is not None  # (same_rows)
+            self.residual_pwrss = plan.residual_pwrss
+        elif rows is None or plan is not None:
             self.residual_pwrss = "never"
         else:
             self.residual_pwrss = "always" if any(
                 collinear_levels(a) for b, a in zip(self.blocks, products.levels, strict=True)
                 if b.q > 1) else "auto"
         self.y = y
-        self._free: list[Products] | None = None  # W's y-free products, once a new response
+        # W's y-free products, once a new response comes
+        self._free: list[Products] | None = plan._free if same_rows and plan else None
         # the sparse Schur complement (sparse_schur.py): no r x r array is formed
-        self._sparse = sparse_schur_for(schur if plan is None else plan.schur_choice,
-                                        first, rest, products, MAX_DENSE)
+        if same_rows and plan is not None:  # (pattern, W and symbolic analysis shared)
+            self._sparse = None if plan._sparse is None else plan._sparse.with_response(
+                products)
+        else:
+            self._sparse = sparse_schur_for(schur if plan is None else plan.schur_choice,
+                                            first, rest, products, MAX_DENSE)
         if self._sparse is not None:
             self._set_sparse_response()
             return
         self._Z1tZr = products.Z1tZr
-        self._ZrtZr = products.ZrtZr.toarray() if products.ZrtZr is not None else None
+        if same_rows and plan is not None:
+            self._ZrtZr = plan._ZrtZr
+        else:
+            self._ZrtZr = products.ZrtZr.toarray() if products.ZrtZr is not None else None
         if plan is not None and plan._sparse is None:
             self._diagonal = plan._diagonal
             self._w_cost, self._group_cost = plan._w_cost, plan._group_cost
@@ -276,6 +310,22 @@ class PLS:
             self._w_cost, self._group_cost, self._level_groups = plan_update(
                 pattern, self.q1, self.r_rand, self.r, groups=self.update == "groups")
         self._set_response()
+
+    def _layout(self, first: ReBlock, rest: tuple[ReBlock, ...]) -> None:
+        """The sizes of the part after the first block, and which θ scales which of its
+        columns."""
+        self.rest_sizes = [b.nlevels * b.q for b in rest]
+        self.r_rand = int(sum(self.rest_sizes))
+        self.r = self.r_rand + self.p + 1
+        self._rest_scalar = all(b.q == 1 for b in rest)
+        # evaluation shortcuts: theta positions of scalar templates
+        self._t1 = int(first.theta_index[0, 0]) if self.q1 == 1 else -1
+        idx = [np.full(b.nlevels, b.theta_index[0, 0]) for b in rest] if self._rest_scalar else []
+        self._scale_index = np.concatenate(idx + [np.full(self.p + 1, -1)]).astype(np.int64)
+        self._diag_rand = np.arange(self.r_rand)
+        # scalar later blocks: the index ranges of each block, then of X and y (scale 1)
+        bounds = np.cumsum([0] + self.rest_sizes + [self.p + 1])
+        self._scalar_ranges = list(zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True))
 
     @property
     def schur_choice(self) -> str:
@@ -435,20 +485,12 @@ class PLS:
             raise ValueError("a PLS problem built from cross-products alone has no rows "
                              "for another response")
         y = np.asarray(y, dtype=float)
-        products = self.products.with_response(self.rows, y)
-        if self._sparse is not None:
-            new = copy.copy(self)
-            new.__dict__.pop("_yc", None)
-            new.products, new.y = products, y
-            new._sparse = self._sparse.with_response(products)
-            new._set_sparse_response()
-            return new
-        if self._map is not None and self._free is None:
+        if self._map is not None and self._free is None:  # (kept for later responses)
             self._free = response_free_products(self.A1r, self.A11)
-        new = copy.copy(self)
-        new.__dict__.pop("_yc", None)
-        new.products, new.y = products, y
-        new._set_response()
+        new = PLS.__new__(PLS)
+        new._build(self.products.with_response(self.rows, y), self.blocks, self.update,
+                   None, self.rows, y, plan=self)
+        new.source = self.source
         return new
 
     def reparametrised(self, blocks: tuple[ReBlock, ...], basis: np.ndarray | None = None
@@ -483,7 +525,8 @@ class PLS:
         """Diagonal of S = blockdiag(Λ_restᵀ, I) when every later block is scalar: its θ
         repeated per level, then 1 on X and y, (r,)."""
         # index -1 (the X and y columns) reads the appended 1
-        return np.concatenate((theta, _ONE))[self._scale_index]
+        s: np.ndarray = np.concatenate((theta, _ONE))[self._scale_index]
+        return s
 
     def _scale_table(self, theta: np.ndarray) -> np.ndarray:
         """Products of two scales, flattened θ̃ ⊗ θ̃ with θ̃ = (θ, 1): an updated entry's
