@@ -65,7 +65,8 @@ def case(name: str) -> dict[str, Any]:
 @functools.cache
 def _read(file: str) -> pd.DataFrame:
     cols = FACTORS[file]
-    df = pd.read_csv(DATA / "glmm" / file, dtype=dict.fromkeys(cols, str))
+    df = pd.read_csv(DATA / "glmm" / file, dtype=dict.fromkeys(cols, str),
+                     float_precision="round_trip")  # correctly rounded, as R (any pandas)
     if file == "cbpp.csv":
         df["prop"] = df["incidence"] / df["size"]
     return df

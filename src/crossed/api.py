@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from crossed._warn import warn
-from crossed.design import build_design
+from crossed.design import Design, build_design
 from crossed.design.frame import (
     DataError,
     check_binary_response,
@@ -16,12 +16,11 @@ from crossed.design.frame import (
     used_columns,
 )
 from crossed.design.glm import attach, glm_inputs
-from crossed.engines import fit_glmm_with, fit_with, get_engine
-from crossed.engines.native import LmerControl
-from crossed.fit import LmerFit
-from crossed.formula import FormulaError, parse
+from crossed.engines import get_engine
+from crossed.fit import GlmerFit, LmerFit, fit_glmm_with, fit_with
+from crossed.formula import FormulaError, ModelSpec, parse
+from crossed.model.control import LmerControl
 from crossed.model.glmm.family import Family, family_of
-from crossed.model.glmm.result import GlmerFit
 from crossed.model.lm import LmFit, fit_lm
 
 __all__ = ["glmer", "lm", "lmer"]
@@ -102,16 +101,7 @@ def lmer(formula: str, data: pd.DataFrame, reml: bool = True, engine: str = "nat
         raise FormulaError(formula, 0, "cbind(successes, failures) is the response of a "
                                        "binomial GLMM: fit it with crossed.glmer(formula, "
                                        "data, family=\"binomial\")")
-    if weights is not None or offset is not None or spec.offsets:
-        used, _ = used_columns(spec, [str(c) for c in data.columns])
-        data, extra = glm_inputs(spec, data, weights=weights, offset=offset,
-                                 used=tuple(used), na_action=na_action)
-        if extra["weights"] is not None and np.any(extra["weights"] == 0):
-            raise DataError(f"zero weights in {extra['weights_name']!r}: lme4's criterion is "
-                            "infinite then; drop those rows")
-        design = attach(build_design(spec, data, na_action=na_action), extra, None)
-    else:
-        design = build_design(spec, data, na_action=na_action)
+    design = model_design(spec, data, weights=weights, offset=offset, na_action=na_action)
     check_response_varies(design.y, spec.response)
     check_binary_response(design.y, spec.response)
     return fit_with(engine, design, reml=bool(reml), control=control, data_name=data_name or "data")
@@ -221,16 +211,36 @@ def glmer(formula: str, data: pd.DataFrame, family: str | Family = "binomial", n
     if isinstance(nAGQ, bool) or not isinstance(nAGQ, int | np.integer) or nAGQ < 0:
         raise ValueError(f"nAGQ must be a whole number >= 0, got {nAGQ!r}")
     spec = parse(formula, reference=reference, trusted=bool(trusted))
+    design = model_design(spec, data, weights=weights, offset=offset, na_action=na_action,
+                          family=fam)
+    return fit_glmm_with(engine, design, family=fam, nagq=int(nAGQ), control=control,
+                         data_name=data_name or "data")
+
+
+def model_design(spec: ModelSpec, data: pd.DataFrame, weights: object = None,
+                 offset: object = None, na_action: str = "omit",
+                 family: Family | None = None) -> Design:
+    """The one pipeline's data stage, for LMMs (``family=None``) and GLMMs: the spec's
+    design on ``data``, with prior weights and the offset (``weights=``, ``offset=``, the
+    spec's ``offset(...)`` terms) and, for a GLMM, the response as lme4 stores it
+    (``cbind``'s proportion with the trials as weights, a two-level factor as 0/1).
+
+    Rows with a missing value in any of them are dropped once, counted and reported."""
+    if family is None and weights is None and offset is None and not spec.offsets:
+        return build_design(spec, data, na_action=na_action)
     used, _ = used_columns(spec, [str(c) for c in data.columns])
     data, extra = glm_inputs(spec, data, weights=weights, offset=offset, used=tuple(used),
                              na_action=na_action)
-    data = _glm_response(spec.response, data, fam, spec.cbind is not None)
+    if family is None:
+        if extra["weights"] is not None and np.any(extra["weights"] == 0):
+            raise DataError(f"zero weights in {extra['weights_name']!r}: lme4's criterion is "
+                            "infinite then; drop those rows")
+        return attach(build_design(spec, data, na_action=na_action), extra, None)
+    data = _glm_response(spec.response, data, family, spec.cbind is not None)
     design = build_design(spec, data, na_action=na_action, glmm=True)
-    y, w = _glm_y(design.y, extra, fam, spec.successes, spec.cbind is not None)
+    y, w = _glm_y(design.y, extra, family, spec.successes, spec.cbind is not None)
     extra["weights"] = w
-    design = attach(design, extra, y)
-    return fit_glmm_with(engine, design, family=fam, nagq=int(nAGQ), control=control,
-                         data_name=data_name or "data")
+    return attach(design, extra, y)
 
 
 def _glm_response(response: str, data: pd.DataFrame, fam: Family, cbind: bool

@@ -51,7 +51,8 @@ def load_dataset(name: str) -> pd.DataFrame:
         raise ValueError(f"unknown dataset {name!r}; available: {', '.join(list_datasets())}")
     file, factors = _DATASETS[name]
     with resources.as_file(resources.files("crossed") / "data" / file) as path:
-        return pd.read_csv(path, dtype={c: str for c in factors})
+        # correctly rounded numbers (R's strtod; pandas 3's default), whatever pandas
+        return pd.read_csv(path, dtype={c: str for c in factors}, float_precision="round_trip")
 
 
 def item_level_irt(n_systems: int = 6, n_items: int = 150, n_datasets: int = 3,

@@ -19,7 +19,7 @@ import pytest
 import crossed
 from crossed.design import build_design
 from crossed.formula import parse
-from reference import as_array, as_list, extra_table, load_table
+from reference import as_array, as_list, extra_table, load_table, read_csv
 
 
 def _fit(entry: dict) -> crossed.LmerFit:
@@ -211,8 +211,8 @@ def test_an_uncorrelated_intercept_beside_a_slope_far_from_zero_is_warned(formul
     """x a year (2000 ± 10, tests/data/yearx_uncorrelated.csv): the uncorrelated
     intercept's variance is the spread at x = 0. The design says so, naming the term and
     the column; a correlated term, a centred column or no intercept are not warned."""
-    d = pd.read_csv(Path(__file__).resolve().parents[1] / "data" / "yearx_uncorrelated.csv",
-                    dtype={"g": str, "h": str})
+    d = read_csv(Path(__file__).resolve().parents[1] / "data" / "yearx_uncorrelated.csv",
+                 dtype={"g": str, "h": str})
     d["xc"] = d["x"] - d["x"].mean()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

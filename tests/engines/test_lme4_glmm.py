@@ -50,7 +50,12 @@ def test_lme4_engine_reproduces_glmer(lme4_fits, name):
     np.testing.assert_allclose(fit.aic, ref["aic"], rtol=1e-9)
     np.testing.assert_allclose(fit.bic, ref["bic"], rtol=1e-9)
     np.testing.assert_allclose(fit.beta, ref["beta"], rtol=1e-8, atol=1e-10)
-    np.testing.assert_allclose(fit.vcov_beta, ref["vcov"], rtol=1e-7, atol=1e-12)
+    # vcov is lme4's finite-difference Hessian: NumPy 1's SIMD log() is one ulp from the C
+    # library's (R's) on 69 of the 360 offsets log(length) of errors_offset, which moves
+    # it by 4e-6 (NumPy 2's log is R's)
+    ulp_offsets = name == "errors_offset" and np.lib.NumpyVersion(np.__version__) < "2.0.0"
+    np.testing.assert_allclose(fit.vcov_beta, ref["vcov"], rtol=1e-5 if ulp_offsets else 1e-7,
+                               atol=1e-12)
     np.testing.assert_allclose(fit.theta, as_list(ref["theta"]), rtol=1e-8, atol=1e-10)
     assert fit.is_singular == ref["singular"]
     # conditional modes and SDs (ranef(condVar = TRUE)), first levels of the first factor

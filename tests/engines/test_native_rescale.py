@@ -34,6 +34,7 @@ from crossed.engines.native.rescale import (
 )
 from crossed.formula import parse
 from crossed.model.pls import PLS
+from reference import read_csv
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 FORMULA = "y ~ x:f + (x | g) + (1 | h)"
@@ -265,7 +266,7 @@ YEARX_SLOPE = 0.49066
 
 
 def _yearx() -> pd.DataFrame:
-    return pd.read_csv(DATA / "yearx_uncorrelated.csv", dtype={"g": str, "h": str})
+    return read_csv(DATA / "yearx_uncorrelated.csv", dtype={"g": str, "h": str})
 
 
 @pytest.mark.parametrize("units", [0.001, 0.01, 30.0, 1000.0])

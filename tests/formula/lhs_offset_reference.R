@@ -11,6 +11,8 @@ lmms <- c(
   "Reaction * 2 ~ Days + (1|Subject)",
   "Reaction + Days ~ Days + (1|Subject)",
   "Reaction/2 - Days^2 ~ Days + (Days|Subject)",
+  "log(Reaction, 2) - 8 ~ Days + (1|Subject)",
+  "Reaction %/% 10 + Reaction %% 10 ~ Days + (1|Subject)",
   "Reaction ~ Days + offset(0.5 * Days) + (1|Subject)",
   "Reaction ~ Days + offset(2*Days) + (1|Subject)",
   "Reaction ~ Days + offset(Days/2) + (1|Subject)",

@@ -30,7 +30,8 @@ AT_R_THETA = ("carrots_slopes", "exist_mono_nested", "penicillin_crossed", "ner_
 
 
 def at_theta(fit, theta):
-    """The fit re-solved at a given θ (no optimisation, no convergence checks)."""
+    """The fit re-solved at a given θ (no optimisation, no convergence checks), of the fit's
+    class (``finish_fit`` gives the model core's result)."""
     theta = np.asarray(theta, dtype=float)
     pls = fit.pls
     f = pls.factor(theta)
@@ -38,8 +39,8 @@ def at_theta(fit, theta):
     dev = profiled_deviance(f, n, p, fit.reml)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return finish_fit(fit.design, pls, f, theta, dev, fit.reml, fit.engine, None,
-                          LmerControl(), None, fit.data_name)
+        return fit.like(finish_fit(fit.design, pls, f, theta, dev, fit.reml, fit.engine,
+                                   None, LmerControl(), None, fit.data_name))
 
 
 @functools.cache

@@ -16,6 +16,7 @@ from crossed.design import build_design
 from crossed.formula.spec import parse
 from crossed.model.pls import PLS, profiled_deviance
 from crossed.model.pwrss import from_residuals, pivot_cancels
+from reference import read_csv
 
 # R (lme4 1.1-31), an uncorrelated random slope on an uncentred year (fuzz seed 20461):
 #   d <- read.csv("tests/data/yearx_uncorrelated.csv", stringsAsFactors = TRUE)
@@ -30,7 +31,7 @@ YEARX_LME4 = 12307.0935083827
 
 def _yearx_uncorrelated():
     path = Path(__file__).resolve().parents[1] / "data" / "yearx_uncorrelated.csv"
-    return pd.read_csv(path, dtype={"g": str, "h": str})
+    return read_csv(path, dtype={"g": str, "h": str})
 
 
 def test_ill_conditioned_levels_take_the_pwrss_from_the_residuals():

@@ -15,7 +15,8 @@ import pandas as pd
 import pytest
 
 import crossed as cx
-from crossed.simulate import ablation, bootstrap, emm_contrast, fixed, lrt, power_sim
+from crossed.evaluation import ablation
+from crossed.simulate import bootstrap, emm_contrast, fixed, lrt, power_sim
 
 DATA = Path(__file__).parents[1] / "data" / "glmm"
 

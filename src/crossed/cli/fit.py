@@ -11,7 +11,7 @@ from crossed.api import glmer, lmer
 from crossed.cli._tables import dump_json
 from crossed.datasets import list_datasets, load_dataset, read_data
 from crossed.engines.native.optimize import PIRLS_MODES, LmerControl
-from crossed.model.glmm.result import GlmerFit
+from crossed.fit import GlmerFit
 
 __all__ = ["DATA_HELP", "FAMILIES", "JSON_HELP", "add_family_options", "add_model_arguments",
            "add_model_options", "fit_from_args", "glmm_options", "parse_reference",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import warnings
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import pandas as pd
@@ -20,9 +20,27 @@ from crossed._warn import warn
 from crossed.design.frame import DataError, labels_of, level_label
 
 if TYPE_CHECKING:
-    from crossed.design import Design
-    from crossed.design.fixed import MatrixSpec
-    from crossed.design.random import ReBlock
+    from crossed.design.fixed import FixedDesign, MatrixSpec
+    from crossed.design.random import RandomDesign, ReBlock
+    from crossed.formula.spec import ModelSpec
+
+
+class Design(Protocol):
+    """What encoding new data reads of a :class:`crossed.design.Design` (a protocol, so
+    that this module, which ``Design.encode`` calls, does not import ``Design`` back)."""
+
+    @property
+    def spec(self) -> ModelSpec: ...
+    @property
+    def fixed(self) -> FixedDesign: ...
+    @property
+    def random(self) -> RandomDesign: ...
+    @property
+    def levels(self) -> dict[str, list[str]]: ...
+    @property
+    def columns(self) -> tuple[str, ...]: ...
+    @property
+    def frame(self) -> pd.DataFrame | None: ...
 
 __all__ = ["NewRows", "build_new", "check_new_values", "describe_level", "encode", "missing_rows",
            "new_level_codes"]
@@ -64,7 +82,7 @@ def check_new_values(frame: pd.DataFrame, design: Design, columns: list[str]) ->
                     f"effect cannot be predicted for a new level; levels: {shown})"
                 )
             continue
-        text = any(isinstance(v, str | bool | np.bool_) for v in pd.unique(present.array))
+        text = any(isinstance(v, str | bool | np.bool_) for v in present.unique())
         if (text or isinstance(values.dtype, pd.CategoricalDtype)
                 or pd.api.types.is_bool_dtype(values)):
             # R: variable 'x' was fitted with type "numeric" but type "character" was supplied

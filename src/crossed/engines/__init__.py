@@ -1,4 +1,5 @@
-"""Engines: one fitting back end per module, all returning :class:`crossed.fit.LmerFit`.
+"""Engines: one fitting back end per module, each returning the model core's result
+(:class:`~crossed.model.result.LmerResult`, :class:`~crossed.model.glmm.result.GlmerResult`).
 
 Engines are chosen by name and never swapped silently. Each follows the
 :class:`~crossed.engines.registry.Engine` protocol (``name``, ``supports(design)``,
@@ -26,7 +27,7 @@ from crossed.engines.registry import (
 
 register("native", "crossed.engines.native.engine:ENGINE")
 register("statsmodels", "crossed.engines.statsmodels:ENGINE")
-register("lme4", "crossed.engines.lme4:ENGINE", aliases=("pymer4",))
+register("lme4", "crossed.engines.lme4_engine:ENGINE", aliases=("pymer4",))
 
 AVAILABLE = available()
 

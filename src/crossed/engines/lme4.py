@@ -35,12 +35,11 @@ import pandas as pd
 from crossed._warn import warn
 from crossed.design import Design
 from crossed.engines.errors import EngineUnavailableError, UnsupportedModelError
-from crossed.engines.native.optimize import LmerControl
-from crossed.engines.registry import ALL_GLMMS, Capabilities, FunctionEngine
+from crossed.model.control import LmerControl
 from crossed.model.convergence import ConvergenceStatus
-from crossed.model.result import LmerFit
+from crossed.model.result import LmerResult
 
-__all__ = ["ENGINE", "INSTALL_R", "INSTALL_RPY2", "R_PACKAGES_DEBIAN", "assemble_fit",
+__all__ = ["INSTALL_R", "INSTALL_RPY2", "R_PACKAGES_DEBIAN", "assemble_fit",
            "design_to_r", "fit_lme4", "info_from_r", "lme4_issue", "lmertest_tables", "r_session",
            "to_r_frame"]
 
@@ -289,7 +288,7 @@ def _map_u(design: Design, info: dict[str, Any]) -> tuple[np.ndarray, ...] | Non
 
 def assemble_fit(design: Design, info: dict[str, Any], engine: str, data_name: str,
                  seconds: float, positional: bool = False,
-                 engine_info: dict[str, Any] | None = None) -> LmerFit:
+                 engine_info: dict[str, Any] | None = None) -> LmerResult:
     """crossed's fit result from lme4's values (checked against the design's layout).
 
     Parameters
@@ -309,7 +308,7 @@ def assemble_fit(design: Design, info: dict[str, Any], engine: str, data_name: s
 
     Returns
     -------
-    LmerFit
+    LmerResult
 
     Raises
     ------
@@ -320,7 +319,7 @@ def assemble_fit(design: Design, info: dict[str, Any], engine: str, data_name: s
     info = _checked_layout(design, info, positional)
     messages, status = _report_lme4_messages(design, info)
     u = _map_u(design, info)
-    fit = LmerFit(
+    fit = LmerResult(
         design=design, reml=info["reml"], engine=engine, theta=info["theta"],
         beta=info["fixef"], sigma=info["sigma"], deviance=info["criterion"],
         vcov_beta=info["vcov"],
@@ -425,7 +424,7 @@ def _is_singular_message(message: str) -> bool:
 
 
 def fit_lme4(design: Design, reml: bool = True, control: LmerControl | None = None,
-             data_name: str = "data") -> LmerFit:
+             data_name: str = "data") -> LmerResult:
     """Fit a design with R's ``lme4::lmer`` (its defaults: nloptwrap BOBYQA).
 
     Parameters
@@ -438,7 +437,7 @@ def fit_lme4(design: Design, reml: bool = True, control: LmerControl | None = No
 
     Returns
     -------
-    LmerFit
+    LmerResult
         ``engine="lme4"``; the R fit is kept for :func:`lmertest_tables`.
 
     Raises
@@ -458,7 +457,7 @@ def fit_lme4(design: Design, reml: bool = True, control: LmerControl | None = No
                         positional=True)
 
 
-def _formula_fit(fit: LmerFit):
+def _formula_fit(fit: LmerResult):
     """lme4's fit of the formula as written on the fit's data (cached on the fit)."""
     if "r_formula_fit" in fit.engine_info:  # a pymer4 model's own R fit
         return fit.engine_info["r_formula_fit"]
@@ -478,7 +477,7 @@ def _formula_fit(fit: LmerFit):
 _DDF = {"satterthwaite": "Satterthwaite", "kenward-roger": "Kenward-Roger"}
 
 
-def _refuse_formula_refit(fit: LmerFit) -> None:
+def _refuse_formula_refit(fit: LmerResult) -> None:
     """The formula refitted in R uses R's default coding and no weights/offset: refuse a
     fit whose coefficients would then mean something else."""
     design = fit.design
@@ -495,13 +494,13 @@ def _refuse_formula_refit(fit: LmerFit) -> None:
             "refitted in R would not get")
 
 
-def lmertest_tables(fit: LmerFit, ddf: str = "satterthwaite", type: int = 3,
+def lmertest_tables(fit: LmerResult, ddf: str = "satterthwaite", type: int = 3,
                     level: float = 0.95) -> dict[str, pd.DataFrame]:
     """lmerTest's coefficient table and ANOVA, computed in R, for cross-checking.
 
     Parameters
     ----------
-    fit : LmerFit
+    fit : LmerResult
         A fit of any engine: its formula is fitted by lme4 on the fit's data (same
         REML/ML; cached on the fit; a pymer4 model's own R fit is used as it is).
     ddf : {"satterthwaite", "kenward-roger"}
@@ -544,17 +543,3 @@ def lmertest_tables(fit: LmerFit, ddf: str = "satterthwaite", type: int = 3,
                           "num_df": an[:, 2], "den_df": an[:, 3], "statistic": an[:, 4],
                           "p_value": an[:, 5]})
     return {"coefficients": coefs, "anova": anova}
-
-
-# R's lme4 expresses every design the grammar builds; when R, rpy2 or lme4 is missing,
-# fitting raises EngineUnavailableError naming what to install
-def _fit_glmm(design: Design, family: Any, nagq: int = 1, control: Any = None,
-              data_name: str = "data") -> Any:
-    from crossed.engines.lme4_glmm import fit_glmm_lme4
-
-    return fit_glmm_lme4(design, family, nagq=nagq, control=control, data_name=data_name)
-
-
-ENGINE = FunctionEngine("lme4", fit_lme4, glmm_function=_fit_glmm,
-                        capabilities=Capabilities(glmm=ALL_GLMMS, glmm_weights=True,
-                                                  glmm_offsets=True, max_nagq=25))

@@ -1,4 +1,4 @@
-"""The lme4 engine's GLMMs: R's ``lme4::glmer`` through rpy2, returning a ``GlmerFit``.
+"""The lme4 engine's GLMMs: R's ``lme4::glmer`` through rpy2, returning a ``GlmerResult``.
 
 As for ``lmer`` (:mod:`crossed.engines.lme4`), lme4 is given the design itself: the
 response (a proportion for the binomial family, with the trials as prior weights, which is
@@ -131,12 +131,12 @@ def fit_glmm_lme4(design: Design, family: Any, nagq: int = 1, control: Any = Non
 
     Returns
     -------
-    GlmerFit
+    GlmerResult
         ``engine="lme4"``, with lme4's θ, β, vcov, u, η, conditional variances,
         ``deviance()``, criterion (−2 ``logLik``) and messages; ``engine_info`` holds
         R's time, optimiser and evaluations.
     """
-    from crossed.model.glmm.result import GlmerFit
+    from crossed.model.glmm.result import GlmerResult
 
     if control is not None:
         raise ValueError("control= sets the native engine's optimiser; the lme4 engine runs "
@@ -148,7 +148,7 @@ def fit_glmm_lme4(design: Design, family: Any, nagq: int = 1, control: Any = Non
     u = _map_u(design, info)
     if u is None:
         raise RuntimeError("lme4's random-effect levels do not match crossed's design")
-    return GlmerFit(
+    return GlmerResult(
         design=design, family=family, nagq=int(nagq), engine="lme4", theta=info["theta"],
         beta=info["fixef"], u=u, deviance=info["criterion"], criterion=-2.0 * info["loglik"],
         vcov_beta=info["vcov"], linear_predictor=info["eta"],

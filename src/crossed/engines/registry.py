@@ -1,6 +1,6 @@
 """The engine contract (:class:`Engine`) and the registry of engines by name.
 
-An engine turns a :class:`~crossed.design.Design` into a :class:`~crossed.fit.LmerFit`.
+An engine turns a :class:`~crossed.design.Design` into a :class:`~crossed.model.result.LmerResult`.
 Adding one means adding its module, with an ``ENGINE`` object that follows the protocol,
 and one :func:`register` line in ``crossed/engines/__init__.py``. The module is imported
 the first time the engine is asked for, so optional software (statsmodels' MixedLM, R
@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from crossed.design import Design
-    from crossed.engines.native.optimize import LmerControl
-    from crossed.model.result import LmerFit
+    from crossed.model.control import LmerControl
+    from crossed.model.result import LmerResult
 
 __all__ = ["ALL_GLMMS", "Capabilities", "Engine", "FunctionEngine", "available",
            "fit_glmm_with", "fit_with", "get_engine", "refusal", "register"]
@@ -80,7 +80,7 @@ class Engine(Protocol):
         ...
 
     def fit(self, design: Design, reml: bool, control: LmerControl | None,
-            data_name: str = "data") -> LmerFit:
+            data_name: str = "data") -> LmerResult:
         """Fit ``design`` (REML or ML); ``control`` is the native optimiser's settings and
         engines that run their own optimiser refuse anything but None."""
         ...
@@ -95,13 +95,13 @@ class FunctionEngine:
     ----------
     name : str
     fit_function : callable
-        ``fit_function(design, reml=..., control=..., data_name=...) -> LmerFit``.
+        ``fit_function(design, reml=..., control=..., data_name=...) -> LmerResult``.
     supports_function : callable, optional
         ``supports_function(design) -> str | None`` (None: every design).
     """
 
     name: str
-    fit_function: Callable[..., LmerFit]
+    fit_function: Callable[..., LmerResult]
     supports_function: Callable[[Design], str | None] | None = None
     glmm_function: Callable[..., Any] | None = None
     capabilities: Capabilities = Capabilities()
@@ -122,7 +122,7 @@ class FunctionEngine:
                                   data_name=data_name)
 
     def fit(self, design: Design, reml: bool, control: LmerControl | None,
-            data_name: str = "data") -> LmerFit:
+            data_name: str = "data") -> LmerResult:
         return self.fit_function(design, reml=reml, control=control, data_name=data_name)
 
 
@@ -161,7 +161,7 @@ def get_engine(name: str) -> Engine:
 
 
 def fit_with(engine: str, design: Design, reml: bool, control: LmerControl | None,
-             data_name: str = "data") -> LmerFit:
+             data_name: str = "data") -> LmerResult:
     """Fit ``design`` with the named engine.
 
     Parameters
@@ -176,7 +176,7 @@ def fit_with(engine: str, design: Design, reml: bool, control: LmerControl | Non
 
     Returns
     -------
-    LmerFit
+    LmerResult
 
     Raises
     ------

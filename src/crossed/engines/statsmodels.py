@@ -35,10 +35,10 @@ import numpy as np
 from crossed._warn import warn
 from crossed.design import Design, ReTerm
 from crossed.engines.errors import UnsupportedModelError
-from crossed.engines.native.optimize import LmerControl
 from crossed.engines.registry import Capabilities, FunctionEngine
+from crossed.model.control import LmerControl
 from crossed.model.convergence import ConvergenceStatus
-from crossed.model.result import LmerFit
+from crossed.model.result import LmerResult
 
 __all__ = ["ENGINE", "Layout", "MAX_COST", "MAX_DENSE_ENTRIES", "POLISH", "SUGGEST",
            "build_model", "check_size", "fit_best", "fit_statsmodels", "supports",
@@ -336,7 +336,7 @@ def _needs_polish(result, caught: list) -> bool:
 
 
 def fit_statsmodels(design: Design, reml: bool = True, control: LmerControl | None = None,
-                    data_name: str = "data") -> LmerFit:
+                    data_name: str = "data") -> LmerResult:
     """Fit a design with statsmodels' ``MixedLM`` and return lme4-scaled results.
 
     Parameters
@@ -351,7 +351,7 @@ def fit_statsmodels(design: Design, reml: bool = True, control: LmerControl | No
 
     Returns
     -------
-    LmerFit
+    LmerResult
         ``engine="statsmodels"``; β, vcov, σ and the criterion are statsmodels'.
 
     Raises

@@ -12,7 +12,7 @@ import pandas as pd
 from crossed.api import glmer, lmer
 from crossed.engines import available, get_engine
 from crossed.engines.errors import EngineUnavailableError, UnsupportedModelError
-from crossed.model.glmm.result import GlmerFit
+from crossed.fit import GlmerFit
 
 __all__ = ["QUANTITIES", "compare_engines", "format_comparison"]
 

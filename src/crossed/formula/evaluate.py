@@ -62,17 +62,29 @@ class _Refused(Exception):
 
 
 def r_to_python(text: str) -> str:
-    """An R arithmetic expression (a response, an offset) as Python: ``^`` is a power."""
-    out, quote = [], ""
-    for ch in text:
+    """An R arithmetic expression (a response, an offset) as Python: ``^`` is a power,
+    ``%%`` the remainder and ``%/%`` integer division."""
+    out, quote, i = [], "", 0
+    while i < len(text):
+        ch = text[i]
         if quote:
             quote = "" if ch == quote else quote
         elif ch in "'\"`":
             quote = ch
         elif ch == "^":
             out.append("**")
+            i += 1
+            continue
+        elif text.startswith("%%", i):
+            out.append("%")
+            i += 2
+            continue
+        elif text.startswith("%/%", i):
+            out.append("//")
+            i += 3
             continue
         out.append(ch)
+        i += 1
     return "".join(out)
 
 
@@ -231,6 +243,11 @@ class _Walker:
         if fname is None or (len(parts or ()) == 2 and fname not in (*_NUMPY_1, "power",
                                                                      "round")):
             raise _Refused(f"the function {name or '?'}() is not allowed in a formula")
+        if fname == "log" and parts == ["log"] and (len(node.args) == 2 or "base" in kwargs):
+            if len(node.args) > 2 or set(kwargs) - {"base"}:
+                raise _Refused("log() takes (x, base) here")
+            base = node.args[1] if len(node.args) > 1 else kwargs["base"]
+            return np.log(self.value(node.args[0])) / np.log(self.value(base))  # R's log
         if fname in _NUMPY_1:
             if len(node.args) != 1 or kwargs:
                 raise _Refused(f"{name}() takes one argument here")

@@ -71,7 +71,7 @@ class ParsedFormula:
     """Whether the fixed part or a random term was written with R's ``^``."""
 
 
-MAX_FORMULA_LENGTH = 20_000
+MAX_FORMULA_LENGTH = 8_000
 """Longest formula accepted (characters): R parses longer ones, but no model of an
 evaluation table needs them, and a limit keeps every stage's time bounded."""
 MAX_NESTING = 50
@@ -318,7 +318,7 @@ def _random_term(formula: str, inner: str, pos: int, bar: int, double: bool) -> 
                          caret=python != expr)
 
 
-MAX_TERMS = 10_000
+MAX_TERMS = 5_000
 """Most fixed-effect terms a formula may expand to (``a * b * c`` is 7): a 20-way
 interaction would expand to a million terms before any data are read."""
 

@@ -43,6 +43,7 @@ _NP_FUNCS: dict[str, tuple[int, frozenset[str]]] = {
 }
 _FUNCS: dict[str, tuple[int, frozenset[str]]] = {
     **{f: (1, frozenset()) for f in _MATH},
+    "log": (2, frozenset({"base"})),  # R's log(x, base)
     "I": (1, frozenset()),
     "round": (2, frozenset({"ndigits"})),
     "scale": (1, frozenset({"center", "scale", "ddof"})),

@@ -17,32 +17,6 @@ from crossed.inference.lrt import compare, ranova, variance_components
 from crossed.inference.r2 import r2_nakagawa
 from crossed.inference.satterthwaite import SatterthwaiteModel, satterthwaite_t
 from crossed.inference.step import StepResult, step
-from crossed.model.glmm.result import provide as _glmm_provide
-from crossed.model.result import provide
-from crossed.tables import returns_table
-
-# the R-like methods of LmerFit implemented in this layer (crossed.model.result); their
-# tables are ResultTables: DataFrames that print as R prints these tables (crossed.tables)
-provide("coef_table", returns_table(coef_table))
-provide("anova", returns_table(anova))
-# GlmerFit's (crossed.model.glmm.result)
-_glmm_provide("coef_table", returns_table(glmm_coef_table))
-_glmm_provide("anova", returns_table(glmm_anova))
-_glmm_provide("emmeans", glmm_emmeans)
-_glmm_provide("r2", returns_table(r2_nakagawa_glmm))
-_glmm_provide("drop1", returns_table(drop1))
-provide("emmeans", emmeans)
-provide("emtrends", emtrends)
-provide("eta_squared", returns_table(eta_squared))
-provide("r2", returns_table(r2_nakagawa))
-provide("ranova", returns_table(ranova))
-provide("variance_components", returns_table(variance_components))
-provide("coef", coef_levels)
-provide("icc", returns_table(icc))
-provide("hatvalues", hatvalues)
-provide("cooks_distance", cooks_distance)
-provide("influence", influence)
-provide("step", step)
 
 __all__ = [
     "EMMeans",
@@ -66,6 +40,7 @@ __all__ = [
     "icc",
     "influence",
     "glmm_anova",
+    "glmm_coef_table",
     "glmm_emmeans",
     "joint_tests",
     "omega_squared",

@@ -25,7 +25,7 @@ from crossed.inference.ddf import contrast_f, normalise_ddf
 from crossed.inference.hypotheses import hypotheses
 
 if TYPE_CHECKING:
-    from crossed.fit import LmerFit
+    from crossed.model.result import LmerResult as LmerFit
 
 __all__ = ["ANOVA_COLUMNS", "anova", "f_test"]
 

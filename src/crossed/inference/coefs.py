@@ -12,7 +12,7 @@ from crossed._conventions import check_fraction
 from crossed.inference.ddf import contrast_t, normalise_ddf
 
 if TYPE_CHECKING:
-    from crossed.fit import LmerFit
+    from crossed.model.result import LmerResult as LmerFit
 
 __all__ = ["coef_table", "contrast_tests"]
 

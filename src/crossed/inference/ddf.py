@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from crossed.fit import LmerFit
+    from crossed.model.result import LmerResult as LmerFit
 
 __all__ = ["DDF_CHOICES", "contrast_f", "contrast_t", "contrast_vcov", "fstat_ddf",
            "normalise_ddf"]

@@ -36,7 +36,7 @@ from scipy import optimize, stats
 from crossed._warn import warn
 
 if TYPE_CHECKING:
-    from crossed.fit import LmerFit
+    from crossed.model.result import LmerResult as LmerFit
 
 __all__ = ["EFFECT_COLUMNS", "cohens_f2", "eta_squared", "f_to_effect", "ncp_interval",
            "omega_squared"]

@@ -56,7 +56,7 @@ from crossed.model.prior import refuse_prior
 from crossed.tables import result_table
 
 if TYPE_CHECKING:
-    from crossed.fit import LmerFit
+    from crossed.model.result import LmerResult as LmerFit
 
 __all__ = ["INTERACTION_NOTE", "JOINT_DEP_NOTE", "JOINT_EST_NOTE", "NONEST", "NONEST_NOTE",
            "EMMeans", "consec_weights", "contrast_weights", "emmeans", "joint_f", "joint_tests",

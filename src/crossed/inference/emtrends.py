@@ -31,7 +31,7 @@ from crossed.inference.grid import (
 from crossed.model.prior import refuse_prior
 
 if TYPE_CHECKING:
-    from crossed.fit import LmerFit
+    from crossed.model.result import LmerResult as LmerFit
 
 __all__ = ["emtrends"]
 

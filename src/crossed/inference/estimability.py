@@ -28,7 +28,7 @@ import numpy as np
 
 if TYPE_CHECKING:
     from crossed.design.fixed import MatrixSpec
-    from crossed.fit import LmerFit
+    from crossed.model.result import LmerResult as LmerFit
 
 __all__ = ["ESTIMABLE_TOL", "NullBasis", "QR_TOL", "SVD_TOL", "estimable_subspace",
            "fit_null_basis", "is_estimable", "nonest_basis", "r_qr"]

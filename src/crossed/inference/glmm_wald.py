@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from crossed.model.glmm.result import GlmerFit
+from crossed.model.glmm.result import GlmerResult as GlmerFit
 
 __all__ = ["glmm_coef_table"]
 

@@ -5,7 +5,7 @@ The grid crosses every level of every factor of the fixed part with each numeric
 reduced to its mean (``cov.reduce = mean``, or another reduction, or the values of ``at``;
 a covariate inside ``scale()``/``poly()`` is reduced before the transform, as emmeans
 does). Used by :mod:`crossed.inference.emmeans`
-and by the adjusted means of :mod:`crossed.evaluation.adjusted`.
+and by the adjusted means of :mod:`crossed.inference.adjusted`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from crossed.inference.estimability import NullBasis
 from crossed.inference.hypotheses import TermInfo
 
 if TYPE_CHECKING:
-    from crossed.fit import LmerFit
+    from crossed.model.result import LmerResult as LmerFit
 
 __all__ = ["as_list", "full_grid_matrix", "grid_labels", "grid_variables",
            "involved_in_interactions", "marginal_linfct", "reference_grid"]

@@ -28,7 +28,7 @@ from crossed.design.names import split_colons
 from crossed.design.rcodes import factors_attribute
 
 if TYPE_CHECKING:
-    from crossed.fit import LmerFit
+    from crossed.model.result import LmerResult as LmerFit
 
 __all__ = ["TermInfo", "doolittle_upper", "full_indicator_design", "hypotheses", "split_term",
            "treatment_coded", "type1", "type2", "type3", "zapsmall"]

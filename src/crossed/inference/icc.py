@@ -17,7 +17,7 @@ import pandas as pd
 from crossed.inference.r2 import variance_parts
 
 if TYPE_CHECKING:
-    from crossed.fit import LmerFit
+    from crossed.model.result import LmerResult as LmerFit
 
 __all__ = ["icc"]
 

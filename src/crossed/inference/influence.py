@@ -25,10 +25,11 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from crossed.design.frame import DataError
+from crossed.engines.refit import refit_lmer
 from crossed.inference.profile import var_params
 
 if TYPE_CHECKING:
-    from crossed.fit import LmerFit
+    from crossed.model.result import LmerResult as LmerFit
 
 __all__ = ["cooks_distance", "hatvalues", "influence"]
 
@@ -171,7 +172,7 @@ def influence(fit: LmerFit, groups: str | None = None) -> pd.DataFrame:
         keep = keys != k
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            ref = fit.refit(rows=np.flatnonzero(keep))
+            ref = refit_lmer(fit, rows=np.flatnonzero(keep))
         vnames, vc = _varcov_parts(ref)
         row: dict[str, object] = {"deleted": lab}
         db = np.asarray(ref.beta) - beta0

@@ -34,7 +34,7 @@ from crossed.inference.reparam import optimiser_random
 from crossed.model.prior import refuse_prior
 
 if TYPE_CHECKING:
-    from crossed.fit import LmerFit
+    from crossed.model.result import LmerResult as LmerFit
 
 __all__ = ["KRModel", "MAX_Q", "kr_f_test", "kr_t", "lb_ddf"]
 

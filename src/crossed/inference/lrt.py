@@ -22,9 +22,10 @@ from scipy import stats
 
 from crossed.design.frame import DataError
 from crossed.design.reduce import TermPiece, reduced_design
+from crossed.engines.refit import refit_lmer
 
 if TYPE_CHECKING:
-    from crossed.fit import LmerFit
+    from crossed.model.result import LmerResult as LmerFit
 
 __all__ = ["COMPARE_COLUMNS", "RANOVA_COLUMNS", "compare", "lm_loglik", "random_bars", "ranova",
            "variance_components"]
@@ -284,7 +285,7 @@ def compare(*fits: LmerFit, names: list[str] | None = None, refit: bool = True) 
         if use_ml and getattr(f, "reml", False):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                f = f.refit(reml=False)
+                f = refit_lmer(f, reml=False)
         used.append(f)
     order = sorted(range(len(used)), key=lambda i: used[i].npar)
     rows, prev = [], None

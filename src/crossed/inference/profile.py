@@ -39,12 +39,13 @@ from scipy import stats
 from scipy.interpolate import CubicSpline
 
 from crossed._warn import warn
+from crossed.engines.refit import refit_lmer
 from crossed.inference.reparam import optimiser_problem
 from crossed.model.pls import PLS
 
 if TYPE_CHECKING:
     from crossed.engines.native.rescale import ColumnRescaling
-    from crossed.fit import LmerFit
+    from crossed.model.result import LmerResult as LmerFit
 
 __all__ = ["VarParam", "back_spline", "profile", "profile_confint", "var_params"]
 
@@ -296,7 +297,7 @@ def _ml_fit(fit: LmerFit) -> LmerFit:
         return fit
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return fit.refit(reml=False)
+        return refit_lmer(fit, reml=False)
 
 
 def profile(fit: LmerFit, which: list[str] | None = None) -> list[_Profile]:

@@ -21,8 +21,8 @@ from crossed.model.factor import basis_inverse
 
 if TYPE_CHECKING:
     from crossed.design.random import ReBlock
-    from crossed.fit import LmerFit
     from crossed.model.pls import PLS
+    from crossed.model.result import LmerResult as LmerFit
 
 __all__ = ["OptimiserProblem", "optimiser_problem", "optimiser_random"]
 

@@ -24,7 +24,7 @@ from crossed.inference.reparam import optimiser_problem
 from crossed.model.pls import deviance_at
 
 if TYPE_CHECKING:
-    from crossed.fit import LmerFit
+    from crossed.model.result import LmerResult as LmerFit
 
 __all__ = ["EIG_SCALED", "EIG_TOL", "SatterthwaiteModel", "satterthwaite_t"]
 

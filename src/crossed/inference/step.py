@@ -29,7 +29,7 @@ from crossed.inference.anova import f_test
 from crossed.inference.lrt import _droppable, random_bars, ranova
 
 if TYPE_CHECKING:
-    from crossed.fit import LmerFit
+    from crossed.model.result import LmerResult as LmerFit
 
 __all__ = ["StepResult", "step"]
 

@@ -1,5 +1,5 @@
 """From parameters to a fit: the model core turns theta (and the criterion there) into an
-:class:`~crossed.model.result.LmerFit`.
+:class:`~crossed.model.result.LmerResult`.
 
 Every engine ends here: the native one with its optimum, statsmodels and lme4 with the
 theta they hand back. β, the spherical random effects, σ and the covariance of β are
@@ -18,10 +18,10 @@ from crossed.design import Design
 from crossed.design.frame import DataError
 from crossed.model.convergence import ConvergenceCheck, assess
 from crossed.model.pls import PLS, Factor
-from crossed.model.result import LmerFit
+from crossed.model.result import LmerResult
 
 if TYPE_CHECKING:
-    from crossed.engines.native.optimize import LmerControl, OptSummary
+    from crossed.model.control import LmerControl, OptSummary
 
 __all__ = ["ConvergenceWarning", "SingularFitWarning", "finish_fit"]
 
@@ -37,7 +37,7 @@ class SingularFitWarning(UserWarning):
 def finish_fit(design: Design, pls: PLS, f: Factor, theta: np.ndarray, dev: float,
                reml: bool, engine: str, opt: OptSummary | None, control: LmerControl,
                seconds: float | None, data_name: str, check: ConvergenceCheck | None = None,
-               notes: tuple[str, ...] = ()) -> LmerFit:
+               notes: tuple[str, ...] = ()) -> LmerResult:
     """Solve for β, u, σ and vcov at ``theta``, report the checks and build the result.
 
     Parameters
@@ -67,7 +67,7 @@ def finish_fit(design: Design, pls: PLS, f: Factor, theta: np.ndarray, dev: floa
 
     Returns
     -------
-    LmerFit
+    LmerResult
     """
     n, p = design.X.shape
     messages: list[str] = design.messages()
@@ -97,7 +97,7 @@ def finish_fit(design: Design, pls: PLS, f: Factor, theta: np.ndarray, dev: floa
     denom = n - p if reml else n
     sigma = float(np.sqrt(f.pwrss / denom))
     vcov = sigma**2 * (Ri.T @ Ri)
-    fit = LmerFit(
+    fit = LmerResult(
         design=design, reml=reml, engine=engine, theta=theta, beta=beta, sigma=sigma,
         deviance=float(dev), vcov_beta=vcov, u=tuple(u), opt=opt, is_singular=singular,
         converged=check.converged, messages=tuple(messages), data_name=data_name,

@@ -6,8 +6,9 @@
   (binomial, Poisson: ``GlmerFit`` has the same methods; tests are Wald z / LRT there).
 - :func:`bootstrap` — parametric bootstrap (lme4's ``bootMer``) with percentile, basic and
   normal intervals.
-- :func:`ablation` — missing-data robustness of a test (with the repeated-measures ANOVA
-  alternative, :class:`RMAnova`).
+- :func:`run_ablation` — missing-data robustness of a test on a fitted model (with the
+  repeated-measures ANOVA alternative, :class:`RMAnova`); ``crossed.ablation`` fits the
+  formula on the data first (:mod:`crossed.evaluation.ablation`).
 - :func:`power_sim`, :func:`power_curve`, :func:`extend`, :func:`specify` — power
   analysis (simr's ``powerSim``, ``powerCurve``, ``extend``, ``makeLmer``).
 - :func:`simulate_residuals`, :func:`check` — simulated (DHARMa) residual diagnostics.
@@ -18,9 +19,7 @@ Every stochastic function takes ``seed`` and gives identical results for identic
 with ``n_jobs=1``, several local processes (joblib) or a Dask cluster (``backend="dask"``).
 """
 
-from crossed.model.glmm.result import provide as _glmm_provide
-from crossed.model.result import provide
-from crossed.simulate.ablation import AblationResult, ablation
+from crossed.simulate.ablation import AblationResult, run_ablation
 from crossed.simulate.bootstrap import BootResult, bootstrap
 from crossed.simulate.confint import confint
 from crossed.simulate.diagnostics import Diagnostics, check, simulate_residuals
@@ -32,15 +31,6 @@ from crossed.simulate.response import as_generator, simulate_responses
 from crossed.simulate.rmanova import RMAnova
 from crossed.simulate.simtests import emm_contrast, fixed, lrt
 
-# the R-like methods of LmerFit implemented in this layer (crossed.model.result)
-provide("simulate", simulate_responses)
-provide("check", check)
-provide("confint", confint)
-# GlmerFit's (crossed.model.glmm.result): the same functions, which branch on the family
-_glmm_provide("simulate", simulate_responses)
-_glmm_provide("check", check)
-_glmm_provide("bootstrap", bootstrap)
-
 __all__ = [
     "AblationResult",
     "BootResult",
@@ -49,7 +39,6 @@ __all__ = [
     "PowerResult",
     "RMAnova",
     "Refitter",
-    "ablation",
     "as_generator",
     "bootstrap",
     "check",
@@ -61,6 +50,7 @@ __all__ = [
     "lrt",
     "power_curve",
     "power_sim",
+    "run_ablation",
     "simulate_residuals",
     "simulate_responses",
     "specify",

@@ -19,7 +19,7 @@ from crossed.simulate.simtests import ContrastTest
 from crossed.tables import ResultDisplay, result_table
 
 if TYPE_CHECKING:
-    from crossed.fit import LmerFit
+    from crossed.model.result import LmerResult as LmerFit
 
 __all__ = ["BootResult", "CI_TYPES", "STATS", "bootstrap"]
 

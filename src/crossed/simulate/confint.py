@@ -15,9 +15,10 @@ from scipy import stats
 from crossed._conventions import check_count, check_fraction
 from crossed.inference.profile import profile_confint, sdcor_of, var_params
 from crossed.simulate.bootstrap import bootstrap
+from crossed.simulate.response import is_glmm
 
 if TYPE_CHECKING:
-    from crossed.fit import LmerFit
+    from crossed.model.result import LmerResult as LmerFit
 
 __all__ = ["CONFINT_COLUMNS", "confint"]
 
@@ -26,11 +27,13 @@ METHODS = ("profile", "Wald", "boot")
 
 
 def _names(fit: LmerFit) -> tuple[list[str], list[str]]:
-    """lme4's names (``.sig01`` ..., ``.sigma``, fixed effects) and crossed's."""
+    """lme4's names (``.sig01`` ..., ``.sigma``, fixed effects) and crossed's; a GLMM has
+    no ``.sigma`` row (lme4's ``confint`` of a binomial or Poisson ``glmer``)."""
     params = var_params(fit)
     fe = list(fit.fixef_names)
-    return ([p.r_name for p in params] + [".sigma"] + fe,
-            [p.name for p in params] + ["sigma"] + fe)
+    sigma = [] if is_glmm(fit) else [".sigma"]
+    return ([p.r_name for p in params] + sigma + fe,
+            [p.name for p in params] + ["sigma" for _ in sigma] + fe)
 
 
 def _select(fit: LmerFit, parm: str | list[str] | None) -> list[str]:
@@ -57,8 +60,12 @@ def _select(fit: LmerFit, parm: str | list[str] | None) -> list[str]:
 
 
 def _boot_stat(fit: LmerFit) -> pd.Series:
-    """lme4's bootstrap statistic of ``confint``: SDs/correlations, σ, fixed effects."""
+    """lme4's bootstrap statistic of ``confint``: SDs/correlations, σ (not for a GLMM),
+    fixed effects."""
     params = var_params(fit)
+    if is_glmm(fit):  # (Λ is the random effects' factor itself: σ = 1)
+        vals = np.concatenate([sdcor_of(fit, fit.theta, 1.0, params), fit.beta])
+        return pd.Series(vals, index=[p.r_name for p in params] + list(fit.fixef_names))
     vals = np.concatenate([sdcor_of(fit, fit.theta, fit.sigma, params), [fit.sigma],
                            fit.beta])
     return pd.Series(vals, index=[p.r_name for p in params] + [".sigma"]
@@ -74,7 +81,7 @@ def confint(fit: LmerFit, parm: str | list[str] | None = None, level: float = 0.
 
     Parameters
     ----------
-    fit : LmerFit
+    fit : LmerFit or GlmerFit
     parm : str or list of str, optional
         Parameters: lme4's names (``".sig01"``, ``".sigma"``, ``"Days"``), crossed's
         (``"sd_(Intercept)|Subject"``, ``"sigma"``), ``"theta_"`` (all variance
@@ -89,7 +96,9 @@ def confint(fit: LmerFit, parm: str | list[str] | None = None, level: float = 0.
         profile in the formula's columns loses its digits (centre the covariate, or use
         ``"boot"``). ``"Wald"``: β̂ ± z·SE for the fixed effects, NaN for the variance parameters (as
         lme4). ``"boot"``: parametric bootstrap (``bootMer``: new random effects per
-        replicate, refits with the fit's criterion) with percentile intervals.
+        replicate, refits with the fit's criterion) with percentile intervals. A GLMM
+        (no ``.sigma`` row) has ``"Wald"`` and ``"boot"``; its profile is not implemented
+        (a ValueError says so).
     nsim, seed, boot_type, n_jobs, progress
         Bootstrap replicates, random seed, interval type (``"percentile"``, ``"basic"``,
         ``"normal"``) and execution (``method="boot"`` only). R's random numbers differ:
@@ -110,6 +119,9 @@ def confint(fit: LmerFit, parm: str | list[str] | None = None, level: float = 0.
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(map(repr, METHODS))}, "
                          f"got {method!r}")
+    if method == "profile" and is_glmm(fit):
+        raise ValueError("confint: profile intervals of a GLMM are not implemented; use "
+                         "method='Wald' (fixed effects) or method='boot' (all parameters)")
     wanted = _select(fit, parm)
     r_names, names = _names(fit)
     label = dict(zip(r_names, names, strict=True))

@@ -44,7 +44,7 @@ from crossed.simulate.response import is_glmm, simulate_responses
 from crossed.tables import ResultDisplay
 
 if TYPE_CHECKING:
-    from crossed.fit import LmerFit
+    from crossed.model.result import LmerResult as LmerFit
 
 __all__ = ["CHUNK_ELEMENTS", "Diagnostics", "MAX_ROWS", "SimulatedResiduals", "check",
            "chunk_size", "simulate_residuals"]

@@ -17,12 +17,13 @@ import numpy as np
 
 from crossed._threads import single_blas_thread
 from crossed.engines.native.engine import fit_native, fit_pls
-from crossed.engines.native.optimize import LmerControl
+from crossed.engines.refit import refit_glmer, refit_lmer
+from crossed.model.control import LmerControl
 from crossed.model.pls import PLS
 from crossed.simulate.response import is_glmm
 
 if TYPE_CHECKING:
-    from crossed.fit import LmerFit
+    from crossed.model.result import LmerResult as LmerFit
 
 __all__ = ["FIT_ERRORS", "Refitter"]
 
@@ -39,9 +40,11 @@ class Refitter:
     Parameters
     ----------
     fit : LmerFit or GlmerFit
-        The model whose design is reused. A GLMM is refitted by ``crossed.fit.refit_glmer``
-        (its engine, family and nAGQ; no reuse of products). Fits from other engines are
-        refitted with their own ``fit.refit`` (no speed-up).
+        The model whose design is reused. A GLMM is refitted by
+        :func:`crossed.engines.refit.refit_glmer` (its engine, family and nAGQ; no reuse of
+        products). Fits from other engines are refitted by
+        :func:`crossed.engines.refit.refit_lmer` (no speed-up). Refits have the class of
+        ``fit`` (an ``LmerFit`` gives ``LmerFit`` refits, with all their methods).
     check_conv : bool, optional
         Run lme4's convergence derivative check after each refit (default: as the fit's
         own control). Skipping it skips the continuation after a failed check
@@ -73,14 +76,12 @@ class Refitter:
               reml: bool | None = None) -> LmerFit:
         """As :meth:`crossed.LmerFit.refit` (new response and/or subset of rows)."""
         fit = self.fit
-        if self.glmm:  # GLMMs: crossed.fit.refit_glmer with this refitter's control
-            from crossed.fit import refit_glmer
-
+        if self.glmm:  # GLMMs: refit_glmer with this refitter's control
             if reml:
                 raise ValueError("a GLMM has no REML criterion (reml must be None)")
-            return refit_glmer(fit, y=y, rows=rows, control=self.control)  # type: ignore[return-value]
-        if not self.native:  # other engines: their own refit
-            return fit.refit(y=y, rows=rows, reml=reml)
+            return refit_glmer(fit, y=y, rows=rows, control=self.control)  # type: ignore[type-var]
+        if not self.native:  # other engines: through the registry
+            return refit_lmer(fit, y=y, rows=rows, reml=reml)
         if y is not None:  # a copy: the refit freezes its arrays, never the caller's
             y = np.array(y, dtype=float, copy=True)
         reml = fit.reml if reml is None else reml
@@ -88,8 +89,8 @@ class Refitter:
             design = fit.design if y is None else fit.design.with_response(y)
             with single_blas_thread():
                 pls = PLS.of(design, like=self._pls)
-                return fit_pls(design, pls, reml, self.control, fit.data_name)
+                return fit.like(fit_pls(design, pls, reml, self.control, fit.data_name))
         design = fit.design.subset(rows, keep_frame=self.keep_frame)
         if y is not None:
             design = design.with_response(y)
-        return fit_native(design, reml, self.control, fit.data_name)
+        return fit.like(fit_native(design, reml, self.control, fit.data_name))

@@ -16,7 +16,7 @@ from crossed.model.prior import refuse_prior
 from crossed.simulate.response import is_glmm
 
 if TYPE_CHECKING:
-    from crossed.fit import LmerFit
+    from crossed.model.result import LmerResult as LmerFit
 
 __all__ = ["extend", "specify"]
 
@@ -94,7 +94,7 @@ def specify(formula: str, data: pd.DataFrame, fixef: Mapping[str, float],
         as the fit's ``messages`` say. Use it with :func:`power_sim`, :func:`power_curve`,
         :func:`extend` or ``simulate``.
     """
-    from crossed.fit import LmerFit
+    from crossed.model.result import LmerResult as LmerFit
 
     if (isinstance(sigma, bool | np.bool_) or not isinstance(sigma, int | float | np.number)
             or not np.isfinite(sigma) or sigma <= 0):

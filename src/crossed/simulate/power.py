@@ -25,7 +25,7 @@ from crossed.simulate.simtests import RESULT_KEYS, bind_test, label_of
 from crossed.tables import ResultDisplay
 
 if TYPE_CHECKING:
-    from crossed.fit import LmerFit
+    from crossed.model.result import LmerResult as LmerFit
 
 __all__ = ["PowerCurve", "PowerResult", "REPLICATE_COLUMNS", "power_curve", "power_sim"]
 

@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from crossed._conventions import as_generator
-from crossed.model.glmm.result import GlmerFit
+from crossed.model.glmm.result import GlmerResult as GlmerFit
 
 if TYPE_CHECKING:
-    from crossed.fit import LmerFit
+    from crossed.model.result import LmerResult as LmerFit
 
 __all__ = ["Seed", "is_glmm", "random_scale", "simulate_responses"]
 

@@ -26,7 +26,7 @@ import numpy as np
 from scipy import stats
 
 if TYPE_CHECKING:
-    from crossed.fit import LmerFit
+    from crossed.model.result import LmerResult as LmerFit
 
 __all__ = ["CallableTest", "ContrastTest", "JointContrastTest", "LRT_ENGINES",
            "LikelihoodRatioTest", "RESULT_KEYS", "bind_test", "check_lrt_engine", "emm_contrast",
@@ -335,7 +335,7 @@ class LikelihoodRatioTest:
         if fit.engine == "native":
             control = self.control or (fit.opt.control if fit.opt is not None else None)
             if control is None:
-                from crossed.engines.native import LmerControl
+                from crossed.model.control import LmerControl
 
                 control = LmerControl()
         full = fit if not fit.reml else fit_with(fit.engine, design, False, control)

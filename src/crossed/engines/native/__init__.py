@@ -2,7 +2,7 @@
 profiled criterion (``crossed.model``)."""
 
 from crossed.engines.native.engine import fit_native
-from crossed.engines.native.optimize import LmerControl, OptSummary
+from crossed.model.control import LmerControl, OptSummary
 from crossed.model.convergence import ConvergenceStatus
 from crossed.model.finish import ConvergenceWarning, SingularFitWarning
 

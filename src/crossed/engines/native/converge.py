@@ -62,15 +62,8 @@ import numpy as np
 
 from crossed.design.random import ReBlock
 from crossed.engines.native.faces import face_probes
-from crossed.engines.native.optimize import (
-    AUTO_LBFGSB_THETA,
-    ROUNDOFF_LIMITED,
-    LmerControl,
-    OptSummary,
-    Restart,
-    bobyqa,
-    lbfgsb,
-)
+from crossed.engines.native.optimize import ROUNDOFF_LIMITED, bobyqa, lbfgsb
+from crossed.model.control import AUTO_LBFGSB_THETA, LmerControl, OptSummary, Restart
 from crossed.model.convergence import ConvergenceCheck, ConvergenceStatus, assess
 
 __all__ = ["CHECK_GRADIENT_THETA", "FAR_THETA", "far_from_start", "optimize_theta",

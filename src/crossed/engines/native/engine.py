@@ -18,26 +18,21 @@ from crossed.engines.native.converge import (
     optimize_theta,
     restart_message,
 )
-from crossed.engines.native.optimize import (
-    AUTO_LBFGSB_DENSE,
-    LmerControl,
-    OptSummary,
-    Restart,
-)
 from crossed.engines.native.rescale import reparametrisation
 from crossed.engines.registry import ALL_GLMMS, Capabilities, FunctionEngine
 from crossed.model.batched import objectives
+from crossed.model.control import AUTO_LBFGSB_DENSE, LmerControl, OptSummary, Restart
 from crossed.model.convergence import ConvergenceCheck
 from crossed.model.finish import finish_fit
 from crossed.model.gradient import criterion_gradient, value_and_gradient
 from crossed.model.pls import PLS, profiled_deviance
-from crossed.model.result import LmerFit
+from crossed.model.result import LmerResult
 
 __all__ = ["ENGINE", "correlation_at_the_boundary", "fit_native", "fit_pls"]
 
 
 def fit_native(design: Design, reml: bool = True, control: LmerControl | None = None,
-               data_name: str = "data") -> LmerFit:
+               data_name: str = "data") -> LmerResult:
     """Fit a design with the native engine.
 
     Parameters
@@ -50,14 +45,14 @@ def fit_native(design: Design, reml: bool = True, control: LmerControl | None = 
 
     Returns
     -------
-    LmerFit
+    LmerResult
     """
     with single_blas_thread():
         return fit_pls(design, PLS.of(design), reml, control or LmerControl(), data_name)
 
 
 def fit_pls(design: Design, pls: PLS, reml: bool, control: LmerControl,
-            data_name: str = "data") -> LmerFit:
+            data_name: str = "data") -> LmerResult:
     """Optimise theta for a design whose PLS problem is already built (``PLS.of(design)``,
     or ``PLS.of(design, like=...)`` in simulation loops)."""
     t0 = time.perf_counter()

@@ -40,7 +40,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from crossed.design.random import ReBlock
-from crossed.engines.native.optimize import LmerControl
+from crossed.model.control import LmerControl
 
 __all__ = ["FACE_PROBES", "correlated_ranges", "face_probes"]
 

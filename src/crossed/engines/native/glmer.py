@@ -25,20 +25,21 @@ from crossed.design import Design
 from crossed.design.frame import DataError
 from crossed.design.random import ReBlock
 from crossed.engines.native.faces import face_probes
-from crossed.engines.native.optimize import ROUNDOFF_LIMITED, LmerControl, OptSummary
+from crossed.engines.native.optimize import ROUNDOFF_LIMITED
 from crossed.engines.native.rescale import (
     FIXED_NOTE,
     ColumnRescaling,
     column_rescaling,
     fixed_preconditioner,
 )
+from crossed.model.control import LmerControl, OptSummary
 from crossed.model.convergence import ConvergenceStatus, classify_convergence, derivatives
 from crossed.model.factor import basis_inverse, in_basis
 from crossed.model.finish import ConvergenceWarning, SingularFitWarning
 from crossed.model.glmm.batch import laplace_many
 from crossed.model.glmm.family import Family, family_of
 from crossed.model.glmm.pirls import GlmmProblem
-from crossed.model.glmm.result import GlmerFit
+from crossed.model.glmm.result import GlmerResult
 
 __all__ = ["SeparationWarning", "fit_glmm"]
 
@@ -84,7 +85,7 @@ def _bobyqa(fun: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.ndarra
 
 
 def fit_glmm(design: Design, family: Family | str = "binomial", nagq: int = 1,
-             control: LmerControl | None = None, data_name: str = "data") -> GlmerFit:
+             control: LmerControl | None = None, data_name: str = "data") -> GlmerResult:
     """Fit a GLMM design as lme4's ``glmer``.
 
     Parameters
@@ -99,7 +100,7 @@ def fit_glmm(design: Design, family: Family | str = "binomial", nagq: int = 1,
 
     Returns
     -------
-    GlmerFit
+    GlmerResult
     """
     with single_blas_thread():
         rescaling = column_rescaling(design.random.blocks)
@@ -124,7 +125,7 @@ def fit_glmm(design: Design, family: Family | str = "binomial", nagq: int = 1,
         return fit
 
 
-def _unrotate(fit: GlmerFit, design: Design, R: np.ndarray) -> GlmerFit:
+def _unrotate(fit: GlmerResult, design: Design, R: np.ndarray) -> GlmerResult:
     """A fit of the orthogonalised fixed-effect columns X R⁻¹ written for the formula's:
     β = R⁻¹β′, its covariance, the optimiser's (θ, β) points and the check's derivatives
     (g = Jᵀg′, H = JᵀH′J with J = blockdiag(I, R)); η, the criterion, θ and the modes are
@@ -150,7 +151,7 @@ def _unrotate(fit: GlmerFit, design: Design, R: np.ndarray) -> GlmerFit:
                    opt=opt, engine_info=info, messages=(*fit.messages, FIXED_NOTE))
 
 
-def _back(fit: GlmerFit, design: Design, rescaling: ColumnRescaling) -> GlmerFit:
+def _back(fit: GlmerResult, design: Design, rescaling: ColumnRescaling) -> GlmerResult:
     """A fit of the centred columns (``rescale.py``) written for the formula's: θ, the
     spherical modes and their conditional variances (η, β, the criterion and β's
     covariance are the same model's and unchanged)."""
@@ -166,7 +167,7 @@ def _back(fit: GlmerFit, design: Design, rescaling: ColumnRescaling) -> GlmerFit
 
 
 def _fit(design: Design, family: Family, nagq: int, control: LmerControl,
-         data_name: str, separation: bool = True) -> GlmerFit:
+         data_name: str, separation: bool = True) -> GlmerResult:
     t0 = time.perf_counter()
     if nagq < 0 or nagq > 100:
         raise ValueError(f"nAGQ must be between 0 and 100, got {nagq}")
@@ -302,7 +303,7 @@ def _fit(design: Design, family: Family, nagq: int, control: LmerControl,
     if separation:
         _check_separation(design, family, beta, vcov, state.mu, messages)
     u = tuple(prob.split(state.u))
-    fit = GlmerFit(
+    fit = GlmerResult(
         design=design, family=family, nagq=nagq, engine="native", theta=theta, beta=beta,
         u=u, deviance=prob.resdev(state.mu), criterion=float(crit), vcov_beta=vcov,
         linear_predictor=state.eta, cond_var_u=tuple(prob.cond_var(theta, state)),

@@ -1,48 +1,37 @@
-"""The immutable GLMM fit (:class:`GlmerFit`, lme4's ``glmerMod``) and its method table.
+"""The immutable result of a generalised linear mixed model fit (:class:`GlmerResult`,
+lme4's ``glmerMod``): what every engine's ``glmer`` returns.
 
-Same shape as :class:`crossed.model.result.LmerFit` where the meaning is the same; the
-methods implemented above the model core (``summary``, ``coef_table``, ``anova``,
-``emmeans``, ``r2``, ``simulate``, ...) are registered with :func:`provide` by their layer.
+Same shape as :class:`crossed.model.result.LmerResult` where the meaning is the same (the
+shared part is :class:`crossed.model.fitbase.FitBase`). The public class users get,
+:class:`crossed.fit.GlmerFit`, subclasses it with the methods implemented above the model
+core (``summary``, ``coef_table``, ``anova``, ``emmeans``, ``confint``, ``simulate`` ...).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
-from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from crossed.design import Design
-from crossed.design.glm import newdata_offset
-from crossed.model.convergence import ConvergenceStatus
-from crossed.model.fitbase import FitBase, MethodTable
+from crossed.model.fitbase import FitBase
 from crossed.model.glmm.family import Family
+from crossed.model.status import ConvergenceStatus
 
 if TYPE_CHECKING:
-    from crossed.engines.native.optimize import OptSummary
+    from crossed.model.control import OptSummary
 
-__all__ = ["GlmerFit", "provide"]
-
-_PROVIDERS = {
-    "summary": "crossed.display", "coef_table": "crossed.inference",
-    "anova": "crossed.inference", "emmeans": "crossed.inference", "r2": "crossed.inference",
-    "drop1": "crossed.inference", "simulate": "crossed.simulate", "check": "crossed.simulate",
-    "refit": "crossed.fit", "bootstrap": "crossed.simulate", "repr_html": "crossed.display",
-}
-
-
-_METHODS = MethodTable("GlmerFit", _PROVIDERS)
-provide = _METHODS.provide  # (called by the layer that owns a method when it is imported)
-_provided = _METHODS.get
+__all__ = ["GlmerResult"]
 
 
 @dataclass(frozen=True, eq=False)
-class GlmerFit(FitBase):
-    """A fitted generalised linear mixed model (lme4's ``glmer``).
+class GlmerResult(FitBase):
+    """A fitted generalised linear mixed model, as the model core knows it (lme4's
+    ``glmerMod``; :class:`crossed.fit.GlmerFit` to users: the same fields, with the R-like
+    methods).
 
     Attributes
     ----------
@@ -95,21 +84,8 @@ class GlmerFit(FitBase):
     _cache: dict[str, Any] = field(init=False, default_factory=dict, repr=False,
                                    compare=False)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "engine_info", MappingProxyType(dict(self.engine_info)))
-        if self.convergence is None:
-            object.__setattr__(self, "convergence", ConvergenceStatus.combine(
-                self.is_singular) if self.converged else ConvergenceStatus.FAILED)
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        state["_cache"] = {}
-        state["engine_info"] = dict(self.engine_info)
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        state["engine_info"] = MappingProxyType(dict(state["engine_info"]))
-        self.__dict__.update(state)
+    def _frozen_arrays(self) -> tuple[Any, ...]:
+        return (*super()._frozen_arrays(), self.linear_predictor, *self.cond_var_u)
 
     # ------------------------------------------------------------------ basics
     @property
@@ -137,57 +113,18 @@ class GlmerFit(FitBase):
         return np.zeros(self.nobs) if o is None else np.asarray(o)
 
     # ------------------------------------------------------------------ random effects
-    def _templates(self) -> list[np.ndarray]:
-        return [b.template(self.theta) for b in self.design.random.blocks]
-
-    @cached_property
-    def _b(self) -> list[np.ndarray]:
-        return [u @ T.T for u, T in zip(self.u, self._templates(), strict=True)]
-
-    def varcorr(self) -> pd.DataFrame:
-        """Variance components as ``as.data.frame(VarCorr(fit))`` (no residual row: a
-        GLMM has no residual variance). Columns ``group``, ``term1``, ``term2``,
-        ``variance_or_cov``, ``sd_or_cor``."""
-        rows: list[tuple[str, str | None, str | None, float, float]] = []
-        for term in self.design.random.terms:
-            blk = self.design.random.blocks[term.block]
-            k = len(term.columns)
-            T = blk.template(self.theta)[term.offset:term.offset + k,
-                                         term.offset:term.offset + k]
-            S = T @ T.T
-            sd = np.sqrt(np.diag(S))
-            for i in range(k):
-                rows.append((term.group, term.columns[i], None, S[i, i], sd[i]))
-            for j in range(k):
-                for i in range(j + 1, k):
-                    cor = S[i, j] / (sd[i] * sd[j]) if sd[i] > 0 and sd[j] > 0 else np.nan
-                    rows.append((term.group, term.columns[j], term.columns[i], S[i, j], cor))
-        return pd.DataFrame(rows, columns=["group", "term1", "term2", "variance_or_cov",
-                                           "sd_or_cor"])
-
-    def ranef(self, condvar: bool = True) -> pd.DataFrame:
-        """Conditional modes (``estimate``) with conditional SDs (``cond_sd``: lme4's
-        ``condVar``, Λ (Λ'Z'WZΛ + I)⁻¹ Λ' at the optimum's working weights), long form:
-        ``group``, ``level``, ``term``, ``estimate``, ``cond_sd``."""
-        frames = []
-        for bi, blk in enumerate(self.design.random.blocks):
-            T = blk.template(self.theta)
-            b = self._b[bi]
-            levels = np.array(blk.levels, dtype=object)
-            cv = T @ self.cond_var_u[bi] @ T.T
-            sd = np.sqrt(np.maximum(np.diagonal(cv, axis1=1, axis2=2), 0.0))
-            for j, name in enumerate(blk.column_names):
-                df = pd.DataFrame({"group": blk.group, "level": levels, "term": name,
-                                   "estimate": b[:, j]})
-                if condvar:
-                    df["cond_sd"] = sd[:, j]
-                frames.append(df)
-        return pd.concat(frames, ignore_index=True)
+    def _cond_var(self) -> list[np.ndarray]:
+        """Conditional covariance of b per block and level, T (Λ'Z'WZΛ + I)⁻¹ Tᵀ at the
+        optimum's working weights (lme4's condVar)."""
+        return [T @ cv @ T.T for cv, T in zip(self.cond_var_u, self._templates(), strict=True)]
 
     # ------------------------------------------------------------------ fitted values
     @property
     def eta(self) -> np.ndarray:
         """Fitted linear predictor (offset and random effects included)."""
+        return self.linear_predictor
+
+    def _fitted_eta(self) -> np.ndarray:
         return self.linear_predictor
 
     @property
@@ -248,21 +185,7 @@ class GlmerFit(FitBase):
         """
         if type not in ("link", "response"):
             raise ValueError(f"type must be 'link' or 'response', got {type!r}")
-        if newdata is None:
-            eta = self.eta if include_random else self.offset + self.design.X @ self.beta
-        else:
-            new = self.design.encode(newdata, include_random=include_random,
-                                     allow_new_levels=allow_new_levels)
-            eta = np.full(len(new.rows), np.nan)
-            pred = new.X @ self.beta
-            off = newdata_offset(self.design, newdata, offset)
-            if off is not None:
-                pred = pred + off[new.rows]
-            if include_random:
-                for b, codes, Z in zip(self._b, new.codes, new.Z, strict=True):
-                    ok = codes >= 0
-                    pred[ok] += np.einsum("ij,ij->i", Z[ok], b[codes[ok]])
-            eta[new.rows] = pred
+        eta = self._eta(newdata, include_random, allow_new_levels, offset)
         if type == "response":
             out = np.full(eta.shape, np.nan)
             ok = np.isfinite(eta)
@@ -270,46 +193,6 @@ class GlmerFit(FitBase):
             return out
         return eta
 
-    # ------------------------------------------------------------------ provided
-    def summary(self, *args: Any, **kwargs: Any) -> str:
-        """R's ``summary(glmer fit)``: a ``str`` of the text R prints, with ``.tables``
-        (random effects, fixed effects) for programmatic use and a notebook view."""
-        return cast(str, _provided("summary")(self, *args, **kwargs))
-
-    def _repr_html_(self) -> str:
-        """The notebook view: the summary's text and tables as HTML."""
-        return cast(str, _provided("repr_html")(self))
-
-    def coef_table(self, *args: Any, **kwargs: Any) -> pd.DataFrame:
-        """Wald z table: ``Estimate``, ``Std. Error``, ``z value``, ``Pr(>|z|)`` and CI
-        columns (R's ``summary(glmer fit)$coefficients``)."""
-        out: pd.DataFrame = _provided("coef_table")(self, *args, **kwargs)
-        return out
-
-    def anova(self, *args: Any, **kwargs: Any) -> Any:
-        return _provided("anova")(self, *args, **kwargs)
-
-    def emmeans(self, *args: Any, **kwargs: Any) -> Any:
-        return _provided("emmeans")(self, *args, **kwargs)
-
-    def r2(self, *args: Any, **kwargs: Any) -> Any:
-        return _provided("r2")(self, *args, **kwargs)
-
-    def drop1(self, *args: Any, **kwargs: Any) -> Any:
-        return _provided("drop1")(self, *args, **kwargs)
-
-    def simulate(self, *args: Any, **kwargs: Any) -> Any:
-        return _provided("simulate")(self, *args, **kwargs)
-
-    def check(self, *args: Any, **kwargs: Any) -> Any:
-        return _provided("check")(self, *args, **kwargs)
-
-    def refit(self, *args: Any, **kwargs: Any) -> Any:
-        return _provided("refit")(self, *args, **kwargs)
-
-    def bootstrap(self, *args: Any, **kwargs: Any) -> Any:
-        return _provided("bootstrap")(self, *args, **kwargs)
-
     def __repr__(self) -> str:
-        return (f"GlmerFit({self.formula!r}, family={self.family}, nAGQ={self.nagq}, "
+        return (f"{type(self).__name__}({self.formula!r}, family={self.family}, nAGQ={self.nagq}, "
                 f"nobs={self.nobs}, engine={self.engine!r}, logLik={self.loglik:.4f})")

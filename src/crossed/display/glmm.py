@@ -1,12 +1,17 @@
-"""R's ``summary(glmer fit)`` as text (formatting only; registered as GlmerFit.summary)."""
+"""R's ``summary(glmer fit)`` as text (formatting only): GlmerFit.summary."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from crossed.display import fit_html, r_abbreviate, signif_stars
-from crossed.model.glmm.result import GlmerFit, provide
-from crossed.tables import Summary
+from crossed.display.lmer import r_abbreviate, signif_stars
+from crossed.inference.glmm_wald import glmm_coef_table
+from crossed.tables import Summary, result_table
+
+if TYPE_CHECKING:
+    from crossed.model.glmm.result import GlmerResult as GlmerFit
 
 __all__ = ["format_glmer_summary"]
 
@@ -83,7 +88,7 @@ def format_glmer_summary(fit: GlmerFit) -> Summary:
     groups = "; ".join(f"{g}, {n}" for g, n in fit.ngroups.items())
     lines.append(f"Number of obs: {fit.nobs}, groups:  {groups}")
     lines += ["", "Fixed effects:"]
-    ct = fit.coef_table()
+    ct = glmm_coef_table(fit)
     names = list(ct.index)
     dec = _coef_decimals(np.concatenate([ct["Estimate"].to_numpy(),
                                          ct["Std. Error"].to_numpy()]))
@@ -122,7 +127,7 @@ def format_glmer_summary(fit: GlmerFit) -> Summary:
         lines.append(f"optimizer (bobyqa) convergence code: {0 if code > 0 else code} "
                      f"({'OK' if code > 0 else fit.opt.message if fit.opt else ''})")
         lines += list(fit.messages)
-    tables = {"Random effects": fit.varcorr(), "Fixed effects": fit.coef_table()}
+    tables = {"Random effects": fit.varcorr(), "Fixed effects": result_table(glmm_coef_table(fit))}
     return Summary("\n".join(lines), tables, title=lines[0], header=lines[1:4],
                    notes=list(fit.messages))
 
@@ -147,6 +152,3 @@ def _format_pvalues(p: np.ndarray) -> list[str]:
             out.append(f"{v:.{dec}f}")
     return out
 
-
-provide("summary", format_glmer_summary)
-provide("repr_html", fit_html)  # GlmerFit._repr_html_

@@ -6,7 +6,7 @@ Display only formats numbers the fit and the inference layer computed (number ru
 A fit class shows itself in a notebook through :func:`fit_html`, which renders the
 :class:`~crossed.tables.Summary` its ``summary()`` returns: a new fit class (a GLMM fit)
 needs only a ``summary()`` that returns a ``Summary`` with its tables, and a
-``_repr_html_`` that calls :func:`fit_html` (or registers it as ``LmerFit`` does).
+``_repr_html_`` that calls :func:`fit_html` (as ``LmerFit`` and ``GlmerFit`` do).
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from crossed._format import format_pvalues_r
-from crossed.model.result import provide
+from crossed.inference.coefs import coef_table
 from crossed.tables import Summary, result_table
 
 if TYPE_CHECKING:
-    from crossed.fit import LmerFit
+    from crossed.model.result import LmerResult as LmerFit
 
 __all__ = ["fit_html", "format_cell", "format_correlation", "format_fixed_effects",
            "format_pvalue", "format_random_effects", "format_summary", "r_abbreviate",
@@ -127,7 +127,7 @@ def format_random_effects(fit: LmerFit) -> list[str]:
 
 def format_fixed_effects(fit: LmerFit, ddf: str) -> list[str]:
     """The ``Fixed effects:`` coefficient table with significance stars."""
-    tab = fit.coef_table(ddf=ddf)
+    tab = coef_table(fit, ddf=ddf)
     if len(tab) == 0:
         return ["(none)"]
     with_df = ddf != "none"
@@ -208,7 +208,7 @@ def summary_of(fit: LmerFit, ddf: str = "satterthwaite") -> Summary:
     notes = [m for m in fit.messages]
     if notes:
         lines += [""] + [f"note: {m}" for m in notes]
-    fixed = fit.coef_table(ddf=ddf)
+    fixed = coef_table(fit, ddf=ddf)
     if ddf == "none":
         fixed = fixed.drop(columns=[c for c in ("df", "p_value") if c in fixed.columns])
     header_end = lines.index("Scaled residuals: ") - 1
@@ -226,6 +226,3 @@ def fit_html(fit) -> str:
         return summary._repr_html_()
     return Summary(str(summary))._repr_html_()
 
-
-provide("summary", summary_of)  # LmerFit.summary (crossed.model.result)
-provide("repr_html", fit_html)  # LmerFit._repr_html_

@@ -1,0 +1,327 @@
+"""The public GLMM fit, :class:`GlmerFit`: the model core's
+:class:`~crossed.model.glmm.result.GlmerResult` with lme4's methods.
+
+The same methods as :class:`crossed.fit.LmerFit` wherever the meaning is the same; the
+tests are Wald z / χ² and likelihood-ratio tests (a GLMM has no residual variance to take
+denominator degrees of freedom from).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from crossed.display.glmm import format_glmer_summary
+from crossed.display.lmer import fit_html
+from crossed.engines.refit import refit_glmer
+from crossed.inference.emmeans import EMMeans
+from crossed.inference.emtrends import emtrends as _emtrends
+from crossed.inference.glmm import drop1 as _drop1
+from crossed.inference.glmm import glmm_anova, r2_nakagawa_glmm
+from crossed.inference.glmm_emmeans import GlmmEMMeans, glmm_emmeans
+from crossed.inference.glmm_wald import glmm_coef_table
+from crossed.inference.levels import coef_levels
+from crossed.model.control import LmerControl
+from crossed.model.glmm.result import GlmerResult
+from crossed.simulate.bootstrap import BootResult
+from crossed.simulate.bootstrap import bootstrap as _bootstrap
+from crossed.simulate.confint import confint as _confint
+from crossed.simulate.diagnostics import MAX_ROWS, Diagnostics
+from crossed.simulate.diagnostics import check as _check
+from crossed.simulate.response import simulate_responses
+from crossed.tables import Summary, result_table
+
+__all__ = ["GlmerFit"]
+
+
+class GlmerFit(GlmerResult):
+    """A fitted generalised linear mixed model (lme4's ``glmer``).
+
+    What :func:`crossed.glmer` returns: the fields of the model core's
+    :class:`~crossed.model.glmm.result.GlmerResult` (``design``, ``family``, ``nagq``,
+    ``theta``, ``beta``, ``deviance``, ``criterion``, ``vcov_beta`` ...: see there) and its
+    accessors (``fixef``, ``vcov``, ``varcorr()``, ``ranef()``, ``predict()``,
+    ``residuals()`` ...), with the R-like methods below. Frozen, like ``LmerFit``.
+    """
+
+    # ------------------------------------------------------------------ refits, simulation
+    def refit(self, y: np.ndarray | None = None, rows: np.ndarray | None = None,
+              control: LmerControl | None = None) -> GlmerFit:
+        """Fit the same GLMM again on a new response and/or a subset of rows (lme4's
+        ``refit``): the same design, engine, family, nAGQ and optimiser settings.
+
+        Parameters
+        ----------
+        y : array-like, optional
+            New response on the scale of ``design.y``: 0/1 or proportions (binomial, trials
+            = the prior weights), counts (Poisson).
+        rows : array of int or bool, optional
+            Rows of the fitted data to keep.
+        control : LmerControl, optional
+            Optimiser settings (default: the fit's own).
+
+        Returns
+        -------
+        GlmerFit
+            See :func:`crossed.engines.refit.refit_glmer`.
+        """
+        return refit_glmer(self, y=y, rows=rows, control=control)
+
+    def simulate(self, nsim: int = 1, seed: int | np.random.Generator | None = None,
+                 use_ranef: bool = False) -> np.ndarray:
+        """Simulated responses with lme4's ``simulate()`` semantics (binomial: proportions
+        of the prior weights' trials; Poisson: counts).
+
+        Parameters
+        ----------
+        nsim : int
+        seed : int or numpy.random.Generator, optional
+        use_ranef : bool
+            False (lme4's default) draws new random effects; True conditions on the
+            estimated ones.
+
+        Returns
+        -------
+        numpy.ndarray
+            Shape (nobs, nsim). See :func:`crossed.simulate.simulate_responses`.
+        """
+        return simulate_responses(self, nsim=nsim, seed=seed, use_ranef=use_ranef)
+
+    def check(self, nsim: int = 250, seed: Any = None, use_ranef: bool = False,
+              alpha: float = 0.05, calibrate: int = 0, n_jobs: int | None = 1,
+              backend: str = "joblib", scheduler: Any = None, progress: bool | None = None,
+              max_rows: int | None = MAX_ROWS) -> Diagnostics:
+        """Simulated-residual (DHARMa) diagnostics, explained in words.
+
+        Parameters
+        ----------
+        nsim, seed, use_ranef
+            Simulations of the response (as :meth:`simulate`).
+        alpha : float
+            Level of the uniformity (KS), dispersion and outlier tests.
+        calibrate : int
+            Refits that calibrate the tests (0: none).
+        n_jobs, backend, scheduler, progress
+            Execution (:func:`crossed.simulate.execution.run_tasks`).
+        max_rows : int or None
+            Largest table simulated whole (see :func:`crossed.simulate.check`).
+
+        Returns
+        -------
+        Diagnostics
+            See :func:`crossed.simulate.check`.
+        """
+        return _check(self, nsim=nsim, seed=seed, use_ranef=use_ranef, alpha=alpha,
+                      calibrate=calibrate, n_jobs=n_jobs, backend=backend,
+                      scheduler=scheduler, progress=progress, max_rows=max_rows)
+
+    def bootstrap(self, stat: str | Callable[[Any], Any] = "fixef", nsim: int = 1000,
+                  seed: Any = None, ci: str = "percentile", level: float = 0.95,
+                  use_ranef: bool = False, check_conv: bool = False,
+                  n_jobs: int | None = 1, backend: str = "joblib", scheduler: Any = None,
+                  progress: bool | None = None) -> BootResult:
+        """Parametric bootstrap of a statistic of the fit (lme4's ``bootMer``).
+
+        Parameters
+        ----------
+        stat : str or callable
+            ``"fixef"``, ``"theta"`` ... or a function of a refit (see
+            :func:`crossed.bootstrap`).
+        nsim : int
+        seed : int, optional
+        ci : {"percentile", "basic", "normal"}
+        level : float
+        use_ranef : bool
+            Condition on the estimated random effects (lme4's ``use.u``).
+        check_conv : bool
+        n_jobs, backend, scheduler, progress
+            Execution (:func:`crossed.simulate.execution.run_tasks`).
+
+        Returns
+        -------
+        BootResult
+            Delegates to :func:`crossed.bootstrap`.
+        """
+        return _bootstrap(self, stat=stat, nsim=nsim, seed=seed, ci=ci, level=level,
+                          use_ranef=use_ranef, check_conv=check_conv, n_jobs=n_jobs,
+                          backend=backend, scheduler=scheduler, progress=progress)
+
+    # ------------------------------------------------------------------ inference
+    def coef_table(self, level: float = 0.95) -> pd.DataFrame:
+        """Wald z table of the fixed effects (R's ``summary(glmer fit)$coefficients``).
+
+        Parameters
+        ----------
+        level : float
+            Confidence level of the Wald intervals.
+
+        Returns
+        -------
+        pandas.DataFrame
+            ``term``, ``estimate``, ``std_error``, ``statistic`` (z), ``p_value``,
+            ``conf_low``, ``conf_high``. See :func:`crossed.inference.glmm_wald.glmm_coef_table`.
+        """
+        return result_table(glmm_coef_table(self, level=level))
+
+    def anova(self, *others: GlmerResult, type: int | str = 3,
+              names: list[str] | None = None) -> pd.DataFrame:
+        """Wald χ² tests of the fixed terms or, given other fits, their likelihood-ratio
+        comparison (lme4's ``anova(m0, m1)``).
+
+        Parameters
+        ----------
+        *others : GlmerFit
+            Other fits of the same data to compare with (nested or not).
+        type : {2, 3}
+            Type of the Wald hypotheses (without ``others``).
+        names : list of str, optional
+            Names of the models in the comparison.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Wald: ``term``, ``statistic`` (χ²), ``df``, ``p_value``; comparison: ``npar``,
+            ``aic``, ``bic``, ``loglik``, ``deviance``, ``statistic``, ``df``,
+            ``p_value``. See :func:`crossed.inference.glmm.glmm_anova`.
+        """
+        return result_table(glmm_anova(self, *others, type=type, names=names))
+
+    def drop1(self) -> pd.DataFrame:
+        """Likelihood-ratio test of each marginal fixed term (R's ``drop1(fit, test =
+        "Chisq")``): each term not contained in another is removed and the model refitted.
+
+        Returns
+        -------
+        pandas.DataFrame
+            ``term``, ``npar``, ``aic``, ``statistic`` (LRT), ``p_value``. See
+            :func:`crossed.inference.glmm.drop1`.
+        """
+        return result_table(_drop1(self))
+
+    def emmeans(self, specs: str | list[str], by: str | list[str] | None = None,
+                type: str = "response", level: float = 0.95,
+                offset: float | None = None) -> GlmmEMMeans:
+        """Estimated marginal means (emmeans' ``emmeans(fit, specs, type = ...)``).
+
+        Parameters
+        ----------
+        specs, by : str or list of str
+            As :meth:`crossed.LmerFit.emmeans`.
+        type : {"response", "link"}
+            Scale of the table and of ``pairs()``.
+        level : float
+        offset : float, optional
+            Added to the linear predictor of every EMM (default: the mean offset).
+
+        Returns
+        -------
+        GlmmEMMeans
+            ``table()``, ``pairs()``, ``contrast()``. See
+            :func:`crossed.inference.glmm_emmeans.glmm_emmeans`.
+        """
+        return glmm_emmeans(self, specs, by=by, type=type, level=level, offset=offset)
+
+    def emtrends(self, specs: str | list[str], var: str, by: str | list[str] | None = None,
+                 level: float = 0.95, at: dict | None = None, cov_reduce: Any = "mean",
+                 delta_var: float | None = None) -> EMMeans:
+        """Estimated marginal trends of the covariate ``var`` on the link scale (emmeans'
+        ``emtrends`` of a ``glmer`` fit: asymptotic z intervals, df = Inf).
+
+        Parameters
+        ----------
+        specs : str or list of str
+            The factor(s) whose levels' slopes are estimated.
+        var : str
+            The numeric covariate.
+        by : str or list of str, optional
+            Factors to condition on.
+        level : float
+        at : dict, optional
+            Values of covariates (or levels) of the reference grid.
+        cov_reduce : str or callable
+            How the other numeric covariates are reduced (the mean).
+        delta_var : float, optional
+            Step of the finite difference (emmeans' ``delta.var``; by default exact).
+
+        Returns
+        -------
+        EMMeans
+            Slopes of η in ``var`` per level, with SEs from ``vcov`` and z intervals. See
+            :func:`crossed.inference.emtrends.emtrends`.
+        """
+        return _emtrends(self, specs, var, by=by, ddf="none", level=level, at=at,
+                         cov_reduce=cov_reduce, delta_var=delta_var)
+
+    def confint(self, parm: str | list[str] | None = None, level: float = 0.95,
+                method: str = "Wald", nsim: int = 500, seed: Any = None,
+                boot_type: str = "percentile", n_jobs: int | None = 1,
+                progress: bool | None = None) -> pd.DataFrame:
+        """Confidence intervals of the variance parameters and the fixed effects (lme4's
+        ``confint`` of a ``glmer`` fit).
+
+        Parameters
+        ----------
+        parm : str or list of str, optional
+            Parameters (``".sig01"`` ..., fixed-effect names, ``"theta_"``, ``"beta_"``);
+            all by default.
+        level : float
+        method : {"Wald", "boot"}
+            ``"Wald"`` (default here): β̂ ± z·SE for the fixed effects, NaN for the
+            variance parameters, as lme4. ``"boot"``: parametric bootstrap of all of them
+            (percentile by default). lme4's default, the likelihood profile, is not
+            implemented for GLMMs (a ValueError says so).
+        nsim, seed, boot_type, n_jobs, progress
+            For ``method="boot"``.
+
+        Returns
+        -------
+        pandas.DataFrame
+            ``parameter`` (lme4's row name: ``.sig01`` ..., fixed effects; no ``.sigma``),
+            ``term``, ``conf_low``, ``conf_high``. See
+            :func:`crossed.simulate.confint.confint`.
+        """
+        return _confint(self, parm=parm, level=level, method=method, nsim=nsim, seed=seed,
+                        boot_type=boot_type, n_jobs=n_jobs, progress=progress)
+
+    def coef(self) -> dict[str, pd.DataFrame]:
+        """Per-level coefficients on the link scale, fixed effects plus conditional modes
+        (lme4's ``coef``).
+
+        Returns
+        -------
+        dict of str to pandas.DataFrame
+            One table per grouping factor, indexed by level, one column per fixed effect.
+            See :func:`crossed.inference.levels.coef_levels`.
+        """
+        return coef_levels(self)
+
+    def r2(self, null_intercept: float | None = None,
+           tolerance: float = 1e-5) -> pd.DataFrame:
+        """Nakagawa's marginal and conditional R² (``performance::r2_nakagawa``).
+
+        Parameters
+        ----------
+        null_intercept : float, optional
+            The null model's intercept (default: from a refit of the null model).
+        tolerance : float
+
+        Returns
+        -------
+        pandas.DataFrame
+            See :func:`crossed.inference.glmm.r2_nakagawa_glmm`.
+        """
+        return result_table(r2_nakagawa_glmm(self, null_intercept=null_intercept,
+                                             tolerance=tolerance))
+
+    # ------------------------------------------------------------------ display
+    def summary(self) -> Summary:
+        """R's ``summary(glmer fit)``: a ``str`` of the text R prints, with ``.tables``
+        (random effects, fixed effects) for programmatic use and a notebook view."""
+        return format_glmer_summary(self)
+
+    def _repr_html_(self) -> str:
+        """The notebook view: the summary's text and tables as HTML."""
+        return fit_html(self)
