@@ -261,8 +261,10 @@ class CrossProducts:
         if xtx is None:
             xtx = X.T @ X
         y = np.asarray(y, dtype=float)
-        if centre is None:
+        if centre is None:  # (computed here: ours to freeze)
             centre = centre_of(xtx, X.T @ y, X, y) if p and n else np.zeros(p)
+        else:
+            centre = np.array(centre, dtype=float)
         yc = y - X @ centre if np.any(centre) else y
         dense = np.column_stack([X, yc])
         # the sparse products read it row by row: C order (scipy copies an F-order operand
@@ -271,7 +273,7 @@ class CrossProducts:
         ZrtD = None if rows.Zr is None else np.asarray(rows.Zr.T @ rows_c)
         return cls(n=n, p=p, levels=levels, Z1tZr=free[0], ZrtZr=free[1],
                    Z1tD=np.asarray(rows.Z1t @ rows_c), ZrtD=ZrtD, DtD=dense.T @ dense,
-                   xtx=xtx, centre=np.array(centre, dtype=float), yc_ss=float(yc @ yc),
+                   xtx=xtx, centre=centre, yc_ss=float(yc @ yc),
                    ldW=ldW)
 
     def with_response(self, rows: RowMatrices, y: np.ndarray) -> CrossProducts:

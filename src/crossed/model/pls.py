@@ -137,6 +137,18 @@ class PLS:
         The first block against that part, Z₁ᵀ[Z_r X y_c].
     residual_pwrss : {"always", "auto", "never"}
         When ``pwrss.py`` recomputes the pwrss from the residuals.
+    ldW : float
+        Σ log(prior weights): subtracted from log|L|² in :meth:`factor`.
+    centre : numpy.ndarray
+        b of the centred response y_c = y − X b the products hold (:meth:`solve` adds it
+        back to β).
+    yc_ss : float
+        y_cᵀy_c, the centred response's sum of squares.
+    band : BandedBlocks or None
+        The first block's banded factoriser (q₁ > 2), else None.
+    first_2x2 : tuple
+        For q₁ = 2 only: the levels' A_s entries (a₀₀, a₁₀, a₁₁) as (3, ℓ₁), the θ
+        positions of the template's (t₀, t₁, t₂) (-1: zero), and the largest a₀₀ and a₁₁.
     update : str or None
         The ``update`` asked for.
     """
@@ -144,6 +156,11 @@ class PLS:
     _diagonal: int = 0  # leading columns of C whose block is diagonal (_diagonal_lead)
     A11: np.ndarray
     residual_pwrss: str
+    ldW: float
+    yc_ss: float
+    centre: np.ndarray
+    band: BandedBlocks | None
+    first_2x2: tuple[np.ndarray, list[int], tuple[float, float]]
     _band: BandedBlocks | None  # the first block's banded factoriser (q1 > 2)
     _t_2x2: list[int]  # q1 = 2: the template's θ positions,
     _a_2x2: np.ndarray  # the levels' A_s entries
@@ -239,6 +256,8 @@ class PLS:
             raise ValueError(f"schur must be None, 'dense' or 'sparse', got {schur!r}")
         self.products = products
         self.rows = rows
+        # (plain attributes: the evaluation reads them at every θ)
+        self.ldW, self.yc_ss, self.centre = products.ldW, products.yc_ss, products.centre
         self.update = update
         self.blocks = blocks
         self.source: tuple[tuple[ReBlock, ...], np.ndarray] = (
@@ -248,8 +267,7 @@ class PLS:
         first = self.blocks[0]
         self.q1, self.l1 = first.q, first.nlevels
         rest = self.blocks[1:]
-        if same_rows:  # (the same blocks and X: the same layout)
-            assert plan is not None  # (same_rows)
+        if plan is not None:  # (the same blocks and X columns: the same layout)
             self.rest_sizes, self.r_rand, self.r = plan.rest_sizes, plan.r_rand, plan.r
             self._rest_scalar, self._t1 = plan._rest_scalar, plan._t1
             self._scale_index, self._diag_rand = plan._scale_index, plan._diag_rand
@@ -270,6 +288,9 @@ class PLS:
                 self._t_2x2 = first.theta_index[[0, 1, 1], [0, 0, 1]].tolist()
                 self._a_2x2 = np.stack([A11[:, 0, 0], A11[:, 1, 0], A11[:, 1, 1]])
                 self._a_2x2_max = (float(A11[:, 0, 0].max()), float(A11[:, 1, 1].max()))
+        self.band = self._band
+        if self.q1 == 2:
+            self.first_2x2 = (self._a_2x2, self._t_2x2, self._a_2x2_max)
         # the pwrss from the residuals (factor): at every θ for nearly collinear levels,
         # else where the factor's pivot cancels (GLMM working copies and problems without
         # rows: never)
@@ -360,22 +381,6 @@ class PLS:
         return self.products.xtx
 
     @property
-    def ldW(self) -> float:
-        """Σ log(prior weights): subtracted from log|L|² in :meth:`factor`."""
-        return self.products.ldW
-
-    @property
-    def centre(self) -> np.ndarray:
-        """b of the centred response y_c = y − X b the products hold (:meth:`solve` adds
-        it back to β)."""
-        return self.products.centre
-
-    @property
-    def yc_ss(self) -> float:
-        """y_cᵀy_c, the centred response's sum of squares."""
-        return self.products.yc_ss
-
-    @property
     def centred_response(self) -> np.ndarray:
         """y_c = y − X b, the centred response of the rows (empty without rows)."""
         kept = self.__dict__.get("_yc")
@@ -398,20 +403,9 @@ class PLS:
         return self._classes
 
     @property
-    def band(self) -> BandedBlocks | None:
-        """The first block's banded factoriser (q₁ > 2), else None."""
-        return self._band
-
-    @property
     def first_theta(self) -> int:
         """The θ position of the first block's template when q₁ = 1 (else -1)."""
         return self._t1
-
-    @property
-    def first_2x2(self) -> tuple[np.ndarray, list[int], tuple[float, float]]:
-        """For q₁ = 2: the levels' A_s entries (a₀₀, a₁₀, a₁₁) as (3, ℓ₁), the θ positions
-        of the template's (t₀, t₁, t₂) (-1: zero), and the largest a₀₀ and a₁₁."""
-        return self._a_2x2, self._t_2x2, self._a_2x2_max
 
     @property
     def scale_index(self) -> np.ndarray:
