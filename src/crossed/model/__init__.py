@@ -5,6 +5,9 @@ Every engine and every layer above uses it; none of it belongs to one engine.
 * ``pls.py`` — :class:`PLS`: ``[Z X y]ᵀ[Z X y]`` in blocks, scaled by Λθ and factored at
   each θ (:class:`Factor`), the profiled REML/ML criterion, the solve for β and the
   spherical random effects, R_X⁻¹ and the conditional variances.
+* ``crossprod.py`` — :class:`~crossed.model.crossprod.CrossProducts`: the immutable sums
+  over rows that the criterion is a function of (chunk by chunk, added), and PIRLS's
+  reweighted products.
 * ``closed_forms.py`` — closed forms of first blocks with one or two columns per level,
   and the profiled criterion from a factorisation.
 * ``banded.py`` — one banded Cholesky of a first block with more columns per level.

@@ -34,8 +34,9 @@ __all__ = ["batchable", "objectives"]
 def batchable(pls: PLS) -> bool:
     """Whether :func:`objectives` evaluates ``pls`` in one batch: a single grouping factor
     with one or two columns, its Schur update by a dense map."""
-    return (pls.r_rand == 0 and pls.q1 in (1, 2) and pls._map is not None
-            and isinstance(pls._map.W, np.ndarray)
+    m = pls.sparse_map
+    return (pls.r_rand == 0 and pls.q1 in (1, 2) and m is not None
+            and isinstance(m.W, np.ndarray)
             and pls.residual_pwrss != "always")  # (pls.factor's pwrss from the residuals)
 
 
@@ -56,9 +57,9 @@ def _batch(pls: PLS, T: np.ndarray, reml: bool) -> np.ndarray | None:
     G, ld1, amplification = _first_block(pls, T)
     if not np.all(np.isfinite(ld1)):
         return None
-    m = pls._map
+    m = pls.sparse_map
     assert m is not None  # batchable
-    g = (G if pls._classes is not None else G[:, m.rep]).transpose(0, 2, 3, 1).reshape(
+    g = (G if pls.level_classes is not None else G[:, m.rep]).transpose(0, 2, 3, 1).reshape(
         len(T), -1)
     C = np.repeat(pls.Arr.reshape(1, -1), len(T), axis=0)
     C[:, m.rows] -= g @ m.W.T
@@ -72,7 +73,7 @@ def _batch(pls: PLS, T: np.ndarray, reml: bool) -> np.ndarray | None:
     # where pls.factor takes the pwrss from the residuals (pwrss.pivot_cancels), it
     # evaluates each point
     if pls.residual_pwrss == "auto" and np.any(
-            in_repair_range(pls._yc_ss * amplification / pwrss)):
+            in_repair_range(pls.yc_ss * amplification / pwrss)):
         return None
     values = criterion(ld1 - pls.ldW, 2.0 * np.log(d[:, :-1]).sum(axis=1), pwrss, pls.n,
                        pls.p, reml)
@@ -84,8 +85,10 @@ def _first_block(pls: PLS, T: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nd
     the largest Hadamard ratio of its B_s per point (1 for q = 1;
     :func:`~crossed.model.pwrss.pivot_cancels`)."""
     if pls.q1 == 1:  # (per class where pls.factor works per class)
-        _, G, ld = first_block_1x1(pls.A11[:, 0, 0], T[:, pls._t1][:, None], pls._classes)
+        _, G, ld = first_block_1x1(pls.A11[:, 0, 0], T[:, pls.first_theta][:, None],
+                                   pls.level_classes)
         return G[:, :, None, None], ld, np.ones(len(T))
     th = np.concatenate([T, np.zeros((len(T), 1))], axis=1)  # (index -1: a zero of T)
-    b, det, prods = entries_2x2(pls._a_2x2, *(th[:, i] for i in pls._t_2x2))
+    entries, positions, _ = pls.first_2x2
+    b, det, prods = entries_2x2(entries, *(th[:, i] for i in positions))
     return g_2x2(b, det, prods), np.log(det).sum(axis=1), amplification_2x2(b, det)

@@ -19,8 +19,8 @@ __all__ = ["ConditionalInverse", "conditional_inverse_blocks"]
 
 
 class ConditionalInverse(Protocol):
-    """What :func:`conditional_inverse_blocks` reads of a PLS problem: the attributes of
-    :class:`crossed.model.pls.PLS` it uses (a protocol, so that this module, which
+    """What :func:`conditional_inverse_blocks` reads of a PLS problem: the public attributes
+    of :class:`crossed.model.pls.PLS` it uses (a protocol, so that this module, which
     ``pls.py`` imports, does not import it back)."""
 
     @property
@@ -34,10 +34,10 @@ class ConditionalInverse(Protocol):
     @property
     def A1r(self) -> Any: ...  # (a scipy.sparse CSR matrix)
     @property
-    def _sparse(self) -> SparseSchur | None: ...
+    def sparse(self) -> SparseSchur | None: ...
 
     def first_chol(self, f: Factor) -> np.ndarray: ...
-    def _scale_matrix(self, theta: np.ndarray) -> Any: ...
+    def scale_matrix(self, theta: np.ndarray) -> Any: ...
 
 
 def conditional_inverse_blocks(pls: ConditionalInverse, f: Factor) -> list[np.ndarray]:
@@ -49,10 +49,11 @@ def conditional_inverse_blocks(pls: ConditionalInverse, f: Factor) -> list[np.nd
     lme4's ``condVar`` reports (scaled by σ² T · Tᵀ); tested in ``tests/model/test_pls.py``
     and ``tests/model/test_sparse_schur.py``."""
     if isinstance(f, SparseFactor):  # by a selected inversion (sparse_schur.py)
-        assert pls._sparse is not None  # its factorisations
+        sparse = pls.sparse
+        assert sparse is not None  # its factorisations
         half = np.linalg.solve(pls.first_chol(f), np.broadcast_to(
             np.eye(pls.q1), (pls.l1, pls.q1, pls.q1)))
-        return pls._sparse.conditional_inverse_blocks(
+        return sparse.conditional_inverse_blocks(
             f, np.swapaxes(half, 1, 2) @ half, f.theta)
     L = f.L
     assert L is not None  # an ok factorisation
@@ -75,7 +76,7 @@ def conditional_inverse_blocks(pls: ConditionalInverse, f: Factor) -> list[np.nd
     V1 = Binv.copy()
     if rr:
         T1 = pls.blocks[0].template(theta)
-        Srand = pls._scale_matrix(theta)[:rr, :rr]
+        Srand = pls.scale_matrix(theta)[:rr, :rr]
         A1R = pls.A1r[:, :rr]
         step = max(1, 2_000_000 // max(rr, 1))
         for s0 in range(0, pls.l1, step):

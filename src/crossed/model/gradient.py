@@ -152,7 +152,7 @@ def criterion_gradient(pls: PLS, f: Factor, reml: bool) -> np.ndarray:
     """
     assert f.ok and f.L is not None
     plan = _plan(pls)
-    if plan.dense is not None and pls._rest_scalar:  # (small designs: gradient_dense.py)
+    if plan.dense is not None and pls.scalar_later_blocks:  # (small designs: gradient_dense.py)
         return dense_gradient(pls, f, reml, plan.dense)
     return blocked_gradient(pls, f, reml)
 
@@ -219,15 +219,15 @@ def _logdet_gradient(pls: PLS, plan: _Plan, f: Factor, templates: list[np.ndarra
     # S_R = blockdiag(Λ_rest, I): a vector when the later blocks are scalar
     scale: np.ndarray | None = None
     SR: sp.csr_matrix | None = None
-    if pls._rest_scalar:
-        scale = pls._scale_vector(theta)[:R]
+    if pls.scalar_later_blocks:
+        scale = pls.scale_vector(theta)[:R]
     else:
-        SR = sp.csr_matrix(pls._scale_matrix(theta)[:R, :R].T)
+        SR = sp.csr_matrix(pls.scale_matrix(theta)[:R, :R].T)
     # the later blocks' term from S⁻¹'s diagonal (module docstring), and then S⁻¹'s lower
     # triangle is all the sparse map reads
     from_diagonal = bool(rr) and scale is not None and bool(
         np.all(scale[:rr] >= LATER_SCALE_MIN))
-    lower_only = from_diagonal and pls._map is not None
+    lower_only = from_diagonal and pls.sparse_map is not None
     if R:
         Sinv = inverse_lower(f.L, R)
         if not lower_only:
@@ -246,8 +246,9 @@ def _logdet_gradient(pls: PLS, plan: _Plan, f: Factor, templates: list[np.ndarra
     # when the update uses the sparse map: there W_s is summed over the class)
     per_level = K.transpose(1, 0, 2).reshape(q1, -1) @ A.reshape(-1, q1)
     if R:
-        if pls._map is not None:
-            W, rep = _class_w(pls, plan, Sinv, scale, SR, R), pls._map.rep
+        m = pls.sparse_map
+        if m is not None:
+            W, rep = _class_w(pls, plan, Sinv, scale, SR, R), m.rep
             K, G, A = K[rep], G[rep], A[rep]
         else:
             W = _first_w(pls, plan, Sinv, scale, SR, R)
@@ -295,7 +296,7 @@ def _class_w(pls: PLS, plan: _Plan, Sinv: np.ndarray, scale: np.ndarray | None,
     The map's column (a, b, c) at position (i, j), i <= j, is Σ_{s in c} A_1r[(s, a), ·]
     A_1r[(s, b), ·] at (i, j) in one order or the other; W_s is symmetric, so each
     off-diagonal position counts for both orders and a diagonal one for half of each."""
-    m = pls._map
+    m = pls.sparse_map
     assert m is not None
     q1 = pls.q1
     got = plan.map_rows.get(R)

@@ -101,7 +101,7 @@ def dense_arrays(pls: PLS, dense: np.ndarray, R: int) -> DenseArrays:
         A1R=A1R, A1R_T=np.ascontiguousarray(np.swapaxes(A1R, 1, 2)),
         A_rest=np.ascontiguousarray(pls.Arr[:rr]), A_Rrr=np.ascontiguousarray(pls.Arr[:R, :rr]),
         A11_A1rr=np.concatenate((pls.A11, dense[:, :, :rr]), axis=2),
-        rest_theta=np.ascontiguousarray(pls._scale_index[:rr]),
+        rest_theta=np.ascontiguousarray(pls.scale_index[:rr]),
         t_diag=np.diagonal(idx).copy() if diagonal else None,
         t_pos=t_pos, t_index=flat[t_pos], upper=np.triu_indices(R, 1))
     return got
@@ -114,12 +114,12 @@ _MINUS_ONE = -_ONE
 def dense_gradient(pls: PLS, f: Factor, reml: bool, dense: np.ndarray) -> np.ndarray:
     """∂(criterion)/∂θ at an ok dense factorisation ``f`` (A_1r kept dense as ``dense``,
     (ℓ₁, q₁, r); every later block scalar)."""
-    assert f.ok and f.L is not None and pls._rest_scalar
+    assert f.ok and f.L is not None and pls.scalar_later_blocks
     rr, q1, l1, k = pls.r_rand, pls.q1, pls.l1, len(f.theta)
     R = rr + pls.p if reml else rr
     d = dense_arrays(pls, dense, R)
     theta, L = f.theta, f.L
-    s = np.concatenate((theta, _ONE))[pls._scale_index]  # S's diagonal (1 on X and y)
+    s = np.concatenate((theta, _ONE))[pls.scale_index]  # S's diagonal (1 on X and y)
     # the PLS solution [u_rest, β] and xs = [b_rest, β, −1]
     x = tri_solve(L[:-1, :-1], L[-1, :-1], trans=True)
     xs = np.concatenate((x, _MINUS_ONE))
@@ -186,7 +186,7 @@ def first_inverse(pls: PLS, f: Factor) -> np.ndarray:
         det = b00 * b11 - b10 * b10
         inv: np.ndarray = np.stack([b11, -b10, -b10, b00], axis=1).reshape(-1, 2, 2)
         return cast(np.ndarray, inv / det[:, None, None])
-    band = pls._band
+    band = pls.band
     assert band is not None  # q1 > 2
     X = band.inverse(first).reshape(pls.l1, pls.q1, pls.q1)  # L_s⁻¹ (a view)
     return cast(np.ndarray, np.ascontiguousarray(np.swapaxes(X, 1, 2)) @ np.ascontiguousarray(X))

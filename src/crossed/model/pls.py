@@ -1,5 +1,9 @@
 """Penalised least squares for LMMs with a blocked Cholesky factor (lme4 / MixedModels.jl).
 
+:class:`PLS` is the factoriser of a design's cross-products (:class:`CrossProducts`,
+``crossprod.py``: immutable sums over the rows, which can be computed chunk by chunk and
+added): built once from them, it factors the system below at any θ.
+
 For relative covariance factor Λθ (block diagonal: one template T_k per block, repeated per
 level) the matrix
 
@@ -32,7 +36,6 @@ factors it by QDLDL; its factorisations are :class:`SparseFactor`, which ``solve
 
 from __future__ import annotations
 
-import copy
 from dataclasses import replace
 from typing import TYPE_CHECKING, cast
 
@@ -45,6 +48,7 @@ from crossed.model.banded import BandedBlocks
 from crossed.model.cholesky import cholesky_lower
 from crossed.model.closed_forms import first_block_1x1, first_block_2x2, matrices_2x2
 from crossed.model.condvar import conditional_inverse_blocks
+from crossed.model.crossprod import CrossProducts, RowMatrices, sparse_z
 from crossed.model.factor import (
     Factor,
     deviance_at,
@@ -53,7 +57,7 @@ from crossed.model.factor import (
     tri_inverse,
     tri_solve,
 )
-from crossed.model.pwrss import collinear_levels, from_residuals, level_products, pivot_cancels
+from crossed.model.pwrss import collinear_levels, from_residuals, pivot_cancels
 from crossed.model.sparse_map import (
     LevelClasses,
     Products,
@@ -62,13 +66,13 @@ from crossed.model.sparse_map import (
     response_free_products,
 )
 from crossed.model.sparse_schur import SparseFactor, SparseSchur, sparse_schur_for
-from crossed.model.update_plan import diagonal_lead, level_pattern, plan_update
+from crossed.model.update_plan import LevelGroups, diagonal_lead, level_pattern, plan_update
 
 if TYPE_CHECKING:
     from crossed.design import Design
 
-__all__ = ["Factor", "MAX_DENSE", "PLS", "deviance_at", "profiled_deviance", "sparse_z",
-           "tri_inverse", "tri_solve"]
+__all__ = ["CrossProducts", "Factor", "MAX_DENSE", "PLS", "deviance_at", "profiled_deviance",
+           "sparse_z", "tri_inverse", "tri_solve"]
 
 MAX_DENSE = 20000
 _SMALL_SCHUR = 256
@@ -77,18 +81,16 @@ _SMALL_SCHUR = 256
 _ONE = np.ones(1)
 
 
-def sparse_z(block: ReBlock, values: np.ndarray | None = None) -> sp.csr_matrix:
-    """Z of one block: row i holds the q values of observation i in its level's columns
-    (``values``: other values in Z's place, e.g. √w-scaled)."""
-    n, q = block.Z.shape
-    cols = (block.codes[:, None] * q + np.arange(q)[None, :]).ravel()
-    Zv = block.Z if values is None else values
-    return sp.csr_matrix((Zv.ravel(), cols, np.arange(0, n * q + 1, q)),
-                         shape=(n, block.nlevels * q))
-
-
 class PLS:
-    """Precomputed cross-products of ``[Z X y]`` for one design and fast evaluation.
+    """The PLS problem of a design: its cross-products (:class:`CrossProducts`) and their
+    factorisation at any θ (dense blocked or sparse Schur complement).
+
+    The cross-products are immutable sums over the rows; what is built here from them, once,
+    is the plan of the factorisation (how the Schur update is formed, the banded or closed
+    forms of the first block, which θ scales which column). With the rows (the usual
+    constructor) it also keeps them, for new responses (:meth:`with_response`), PIRLS's
+    working weights (:meth:`reweighted`) and the penalised residual sum of squares from the
+    residuals (``pwrss.py``).
 
     Parameters
     ----------
@@ -105,10 +107,77 @@ class PLS:
         How the Schur complement is factored: densely (limited to ``MAX_DENSE`` random
         effects after the first block), or sparse (``sparse_schur.py``); None: sparse past
         ``MAX_DENSE``, or from ``SPARSE_FROM`` on when its factor's fill is low.
+    ldW : float
+        Σ log w of prior weights already applied to the rows (:meth:`weighted`).
+
+    Attributes
+    ----------
+    products : CrossProducts
+        The cross-products the criterion is a function of.
+    rows : RowMatrices or None
+        The rows they were computed from (None: built from the products alone,
+        :meth:`from_products`).
+    blocks : tuple of ReBlock
+        The random-effects blocks: their structure (levels, templates); their Z are the
+        rows' unless the problem is :meth:`reweighted`.
+    X, y : numpy.ndarray
+        The fixed-effects matrix and the response as the rows are scaled (empty without
+        rows).
+    n, p, q1, l1, r_rand, r : int
+        Rows, fixed effects, the first block's columns per level and levels, the later
+        blocks' random effects, and the order of the part after the first block
+        (r_rand + p + 1).
+    rest_sizes : list of int
+        The later blocks' random effects, per block.
+    A11 : numpy.ndarray
+        The first block's per-level cross-products, (ℓ₁, q₁, q₁).
+    Arr : numpy.ndarray
+        The unscaled cross-products of the part after the first block, (r, r) (dense path).
+    A1r : scipy.sparse.csr_matrix
+        The first block against that part, Z₁ᵀ[Z_r X y_c].
+    residual_pwrss : {"always", "auto", "never"}
+        When ``pwrss.py`` recomputes the pwrss from the residuals.
+    ldW : float
+        Σ log(prior weights): subtracted from log|L|² in :meth:`factor`.
+    centre : numpy.ndarray
+        b of the centred response y_c = y − X b the products hold (:meth:`solve` adds it
+        back to β).
+    yc_ss : float
+        y_cᵀy_c, the centred response's sum of squares.
+    band : BandedBlocks or None
+        The first block's banded factoriser (q₁ > 2), else None.
+    first_2x2 : tuple
+        For q₁ = 2 only: the levels' A_s entries (a₀₀, a₁₀, a₁₁) as (3, ℓ₁), the θ
+        positions of the template's (t₀, t₁, t₂) (-1: zero), and the largest a₀₀ and a₁₁.
+    update : str or None
+        The ``update`` asked for.
     """
 
-    ldW: float = 0.0  # Σ log(prior weights): subtracted from log|L|² in ``factor``
     _diagonal: int = 0  # leading columns of C whose block is diagonal (_diagonal_lead)
+    A11: np.ndarray
+    residual_pwrss: str
+    ldW: float
+    yc_ss: float
+    centre: np.ndarray
+    band: BandedBlocks | None
+    first_2x2: tuple[np.ndarray, list[int], tuple[float, float]]
+    _band: BandedBlocks | None  # the first block's banded factoriser (q1 > 2)
+    _t_2x2: list[int]  # q1 = 2: the template's θ positions,
+    _a_2x2: np.ndarray  # the levels' A_s entries
+    _a_2x2_max: tuple[float, float]  # and their largest diagonal ones
+    _sparse: SparseSchur | None  # the sparse Schur complement, or None (dense)
+    _ZrtZr: np.ndarray | None  # Z_rᵀZ_r as a dense array (dense path)
+    rest_sizes: list[int]
+    r_rand: int
+    r: int
+    _rest_scalar: bool  # every later block scalar
+    _t1: int  # q1 = 1: the template's θ position
+    _scale_index: np.ndarray  # scalar later blocks: the θ position scaling each column
+    _diag_rand: np.ndarray  # the random part's diagonal positions
+    _scalar_ranges: list[tuple[int, int]]  # each later block's column range, then X and y's
+    _w_cost: float  # the update's plan (update_plan.plan_update): the sparse map's cost,
+    _group_cost: float  # the groups' cost,
+    _level_groups: LevelGroups | None  # and the groups of levels
     _classes: LevelClasses | None = None  # the first block evaluated per class (_set_response)
 
     @classmethod
@@ -133,33 +202,142 @@ class PLS:
             "pls", lambda: cls(design.random.blocks, design.X, design.y)))
 
     def __init__(self, blocks: tuple[ReBlock, ...], X: np.ndarray, y: np.ndarray,
-                 update: str | None = None, schur: str | None = None):
+                 update: str | None = None, schur: str | None = None, *, ldW: float = 0.0):
+        blocks = tuple(blocks)
+        rows = RowMatrices.of(blocks, X)
+        y = np.asarray(y, dtype=float)
+        products = CrossProducts.from_rows(rows, blocks, y, ldW=ldW)
+        self._build(products, blocks, update, schur, rows, y)
+
+    @classmethod
+    def from_products(cls, products: CrossProducts, blocks: tuple[ReBlock, ...],
+                      update: str | None = None, schur: str | None = None) -> PLS:
+        """The problem of ``products`` (e.g. summed over chunks of rows,
+        :meth:`CrossProducts.from_chunks`) with the structure of ``blocks`` (their levels
+        and templates; their Z are not read).
+
+        Without the rows the pwrss is always the factor's last pivot (``residual_pwrss``
+        "never"), and :meth:`with_response`, :meth:`reweighted` and
+        :meth:`reparametrised` are not available."""
+        pls = cls.__new__(cls)
+        pls._build(products, tuple(blocks), update, schur, None, np.zeros(0))
+        return pls
+
+    def reweighted(self, sqrt_w: np.ndarray, y: np.ndarray) -> PLS:
+        """This problem's structure with the rows of ``[Z X]`` scaled by ``sqrt_w`` and the
+        response ``y`` (unscaled; scaled here): PIRLS's working weights and response.
+
+        The cross-products are those of the scaled rows (:meth:`CrossProducts.reweighted`,
+        from the unweighted rows this problem was built from); the plan of the update (how
+        levels are grouped, the diagonal lead) is this problem's, as the pattern of the
+        products does not change with the weights. The pwrss is the factor's own
+        (``residual_pwrss`` "never"); the blocks keep the unweighted Z."""
+        blocks, X = self.source
+        products, rows = CrossProducts.reweighted(blocks, X, sqrt_w, y)
+        new = PLS.__new__(PLS)
+        new._build(products, blocks, self.update, None, rows,
+                   np.asarray(y, dtype=float) * sqrt_w, plan=self)
+        new.source = self.source
+        return new
+
+    def _build(self, products: CrossProducts, blocks: tuple[ReBlock, ...],
+               update: str | None, schur: str | None, rows: RowMatrices | None,
+               y: np.ndarray, plan: PLS | None = None) -> None:
+        """Everything that depends on the cross-products but not on θ.
+
+        ``plan``: a problem of the same pattern whose update plan is reused: PIRLS's
+        working weights (:meth:`reweighted`), or the same rows with another response
+        (:meth:`with_response`: ``products`` share its y-free products, and so does
+        everything formed from them alone)."""
+        same_rows = plan is not None and products.A11 is plan.A11
         if update not in (None, "groups", "sparse"):
             raise ValueError(f"update must be None, 'groups' or 'sparse', got {update!r}")
         if schur not in (None, "dense", "sparse"):
             raise ValueError(f"schur must be None, 'dense' or 'sparse', got {schur!r}")
+        self.products = products
+        self.rows = rows
+        # (plain attributes: the evaluation reads them at every θ)
+        self.ldW, self.yc_ss, self.centre = products.ldW, products.yc_ss, products.centre
         self.update = update
-        self.blocks = tuple(blocks)
-        self.n, self.p = X.shape
-        self.X = X
+        self.blocks = blocks
+        self.source: tuple[tuple[ReBlock, ...], np.ndarray] = (
+            blocks, rows.X if rows is not None else np.zeros((0, products.p)))
+        self.n, self.p = products.n, products.p
+        self.X = self.source[1]
         first = self.blocks[0]
         self.q1, self.l1 = first.q, first.nlevels
         rest = self.blocks[1:]
+        if plan is not None:  # (the same blocks and X columns: the same layout)
+            self.rest_sizes, self.r_rand, self.r = plan.rest_sizes, plan.r_rand, plan.r
+            self._rest_scalar, self._t1 = plan._rest_scalar, plan._t1
+            self._scale_index, self._diag_rand = plan._scale_index, plan._diag_rand
+            self._scalar_ranges = plan._scalar_ranges
+        else:
+            self._layout(first, rest)
+        A11 = products.A11
+        self.A11 = A11
+        if same_rows:
+            assert plan is not None  # (same_rows)
+            self._band = plan._band
+            if self.q1 == 2:
+                self._t_2x2, self._a_2x2, self._a_2x2_max = (
+                    plan._t_2x2, plan._a_2x2, plan._a_2x2_max)
+        else:
+            self._band = BandedBlocks(A11, first.theta_index) if self.q1 > 2 else None
+            if self.q1 == 2:  # T = [[t0, 0], [t1, t2]] (θ positions, -1 = 0), A_s entries
+                self._t_2x2 = first.theta_index[[0, 1, 1], [0, 0, 1]].tolist()
+                self._a_2x2 = np.stack([A11[:, 0, 0], A11[:, 1, 0], A11[:, 1, 1]])
+                self._a_2x2_max = (float(A11[:, 0, 0].max()), float(A11[:, 1, 1].max()))
+        self.band = self._band
+        if self.q1 == 2:
+            self.first_2x2 = (self._a_2x2, self._t_2x2, self._a_2x2_max)
+        # the pwrss from the residuals (factor): at every θ for nearly collinear levels,
+        # else where the factor's pivot cancels (GLMM working copies and problems without
+        # rows: never)
+        if same_rows:
+            assert plan is not None  # (same_rows)
+            self.residual_pwrss = plan.residual_pwrss
+        elif rows is None or plan is not None:
+            self.residual_pwrss = "never"
+        else:
+            self.residual_pwrss = "always" if any(
+                collinear_levels(a) for b, a in zip(self.blocks, products.levels, strict=True)
+                if b.q > 1) else "auto"
+        self.y = y
+        # W's y-free products, once a new response comes
+        self._free: list[Products] | None = plan._free if same_rows and plan else None
+        # the sparse Schur complement (sparse_schur.py): no r x r array is formed
+        if same_rows and plan is not None:  # (pattern, W and symbolic analysis shared)
+            self._sparse = None if plan._sparse is None else plan._sparse.with_response(
+                products)
+        else:
+            self._sparse = sparse_schur_for(schur if plan is None else plan.schur_choice,
+                                            first, rest, products, MAX_DENSE)
+        if self._sparse is not None:
+            self._set_sparse_response()
+            return
+        self._Z1tZr = products.Z1tZr
+        if same_rows and plan is not None:
+            self._ZrtZr = plan._ZrtZr
+        else:
+            self._ZrtZr = products.ZrtZr.toarray() if products.ZrtZr is not None else None
+        if plan is not None and plan._sparse is None:
+            self._diagonal = plan._diagonal
+            self._w_cost, self._group_cost = plan._w_cost, plan._group_cost
+            self._level_groups = plan._level_groups
+        else:
+            pattern = level_pattern(self._Z1tZr, self.q1, self.l1)
+            self._diagonal = diagonal_lead(pattern, rest)
+            self._w_cost, self._group_cost, self._level_groups = plan_update(
+                pattern, self.q1, self.r_rand, self.r, groups=self.update == "groups")
+        self._set_response()
+
+    def _layout(self, first: ReBlock, rest: tuple[ReBlock, ...]) -> None:
+        """The sizes of the part after the first block, and which θ scales which of its
+        columns."""
         self.rest_sizes = [b.nlevels * b.q for b in rest]
         self.r_rand = int(sum(self.rest_sizes))
         self.r = self.r_rand + self.p + 1
-        # cross-products that do not involve y (shared by with_response)
-        Z1 = sparse_z(first)
-        Zr = sp.hstack([sparse_z(b) for b in rest], format="csr") if rest else None
-        A11 = level_products(first)
-        self.A11 = A11
-        self._band = BandedBlocks(A11, first.theta_index) if self.q1 > 2 else None
-        if self.q1 == 2:  # T = [[t0, 0], [t1, t2]] (theta positions, -1 = 0) and A_s entries
-            self._t_2x2 = first.theta_index[[0, 1, 1], [0, 0, 1]].tolist()
-            self._a_2x2 = np.stack([A11[:, 0, 0], A11[:, 1, 0], A11[:, 1, 1]])
-            self._a_2x2_max = (float(A11[:, 0, 0].max()), float(A11[:, 1, 1].max()))
-        self._Zr = Zr
-        self._Z1t = Z1.T.tocsr()
         self._rest_scalar = all(b.q == 1 for b in rest)
         # evaluation shortcuts: theta positions of scalar templates
         self._t1 = int(first.theta_index[0, 0]) if self.q1 == 1 else -1
@@ -169,32 +347,22 @@ class PLS:
         # scalar later blocks: the index ranges of each block, then of X and y (scale 1)
         bounds = np.cumsum([0] + self.rest_sizes + [self.p + 1])
         self._scalar_ranges = list(zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True))
-        # the pwrss from the residuals (factor): at every θ for nearly collinear levels,
-        # else where the factor's pivot cancels (GLMM working copies: never)
-        self.residual_pwrss = "always" if any(
-            collinear_levels(A11 if b is first else level_products(b))
-            for b in self.blocks if b.q > 1) else "auto"
-        # the sparse Schur complement (sparse_schur.py): no r x r array is formed
-        y = np.asarray(y, dtype=float)
-        yc, y_beta = self._centred(y)
-        self._sparse = sparse_schur_for(schur, first, rest, self._Z1t, Zr, X, yc, MAX_DENSE)
-        if self._sparse is not None:
-            self._set_sparse_response(y, self._sparse.y, y_beta)
-            return
-        self._Z1tZr = (self._Z1t @ Zr).tocsr() if Zr is not None else None
-        self._ZrtZr = (Zr.T @ Zr).toarray() if Zr is not None else None
-        pattern = level_pattern(self._Z1tZr, self.q1, self.l1)
-        self._diagonal = diagonal_lead(pattern, rest)
-        self._w_cost, self._group_cost, self._level_groups = plan_update(
-            pattern, self.q1, self.r_rand, self.r, groups=self.update == "groups")
-        self._free: list[Products] | None = None  # W's y-free products, once a new response comes
-        self._set_response(y, yc, y_beta)
+
+    @property
+    def schur_choice(self) -> str:
+        """How this problem's Schur complement is factored: "dense" or "sparse"."""
+        return "dense" if self._sparse is None else "sparse"
 
     @property
     def uses_sparse_schur(self) -> bool:
         """Whether the Schur complement is factored sparse (``sparse_schur.py``): then the
         factor has no dense ``L`` (and the analytic gradient is not available)."""
         return self._sparse is not None
+
+    @property
+    def sparse(self) -> SparseSchur | None:
+        """The sparse Schur complement (``sparse_schur.py``), or None on the dense path."""
+        return self._sparse
 
     @property
     def scalar_later_blocks(self) -> bool:
@@ -209,58 +377,57 @@ class PLS:
 
     @property
     def xtx(self) -> np.ndarray:
-        """XᵀX, computed once per X (it is y-free: new responses reuse it)."""
-        kept = getattr(self, "_xtx", None)
-        if kept is None or kept[0] is not self.X:
-            kept = self._xtx = (self.X, self.X.T @ self.X)
-        return cast(np.ndarray, kept[1])
+        """XᵀX of the rows (y-free: new responses share it)."""
+        return self.products.xtx
 
-    def _centred(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """y less its least-squares fit on X, and that fit's coefficients b.
+    @property
+    def centred_response(self) -> np.ndarray:
+        """y_c = y − X b, the centred response of the rows (empty without rows)."""
+        kept = self.__dict__.get("_yc")
+        if kept is None:
+            b = self.centre
+            kept = self.y - self.X @ b if np.any(b) else self.y
+            self._yc = kept
+        return cast(np.ndarray, kept)
 
-        The factor's last pivot is the penalised residual sum of squares, the end of a
-        Cholesky of cross-products: with y = 1e5 + 0.01·e, yᵀy is 2e12 where the pwrss is
-        0.02, and the rounding of yᵀy alone (4e-4) moved lme4's REML criterion by 22 and θ
-        from 0.46 to 0.73 (fuzzed against lme4). The system for y − Xb has the same u, the
-        same pwrss and β − b, without the cancellation; :meth:`solve` adds b back. Any b
-        would do (an ill-conditioned X gives an inexact b, the problem stays equivalent).
-        """
-        if self.p == 0 or not len(y):
-            return y, np.zeros(self.p)
-        X = self.X
-        try:
-            b = np.linalg.solve(self.xtx, X.T @ y)
-        except np.linalg.LinAlgError:
-            b = np.linalg.lstsq(X, y, rcond=None)[0]
-        if not np.all(np.isfinite(b)):
-            return y, np.zeros(self.p)
-        return y - X @ b, b
+    @property
+    def sparse_map(self) -> SparseMap | None:
+        """The sparse map W that forms the Schur update, or None (dense rank-k updates over
+        groups of levels, or the sparse Schur path)."""
+        return self._map
 
-    def _set_response(self, y: np.ndarray, yc: np.ndarray | None = None,
-                      y_beta: np.ndarray | None = None) -> None:
-        """The cross-products with y (centred on X: :meth:`_centred`; ``yc`` and ``y_beta``
-        when the caller has them), and the first-to-rest product they complete."""
-        self.y = y
-        if yc is None or y_beta is None:
-            yc, y_beta = self._centred(y)
-        self._y_beta = y_beta
-        self._yc = yc
-        self._yc_ss = float(yc @ yc)
+    @property
+    def level_classes(self) -> LevelClasses | None:
+        """The classes of first-block levels evaluated once each (levels with equal A_s
+        under the sparse map, q₁ = 1), or None."""
+        return self._classes
+
+    @property
+    def first_theta(self) -> int:
+        """The θ position of the first block's template when q₁ = 1 (else -1)."""
+        return self._t1
+
+    @property
+    def scale_index(self) -> np.ndarray:
+        """When every later block is scalar: the θ position scaling each column after the
+        first block (-1 on X and y), (r,)."""
+        return self._scale_index
+
+    def _set_response(self) -> None:
+        """The dense path's products with the centred response (from :attr:`products`) and
+        the first-to-rest product they complete."""
+        products = self.products
         rr = self.r_rand
-        dense = np.column_stack([self.X, yc])
-        # the sparse products read it row by row: C order (scipy copies an F-order operand
-        # per product; the sums are the same either way)
-        rows = np.ascontiguousarray(dense)
         Arr = np.empty((self.r, self.r))
-        if self._Zr is not None:
+        if products.ZrtD is not None:
             Arr[:rr, :rr] = self._ZrtZr
-            ZtD = np.asarray(self._Zr.T @ rows)
+            ZtD = products.ZrtD
             Arr[:rr, rr:] = ZtD
             Arr[rr:, :rr] = ZtD.T
-        Arr[rr:, rr:] = dense.T @ dense
+        Arr[rr:, rr:] = products.DtD
         self.Arr = Arr
         A1r_parts = [] if self._Z1tZr is None else [self._Z1tZr]
-        A1r_parts.append(sp.csr_matrix(np.asarray(self._Z1t @ rows)))
+        A1r_parts.append(sp.csr_matrix(products.Z1tD))
         if len(A1r_parts) == 1:  # (from a dense array: canonical already)
             A1r = A1r_parts[0]
         else:
@@ -289,19 +456,11 @@ class PLS:
                 a, b = self._scale_index[self._map.i] % k, self._scale_index[self._map.j] % k
                 self._scale_pair = a * k + b
 
-    def _set_sparse_response(self, y: np.ndarray, yc: np.ndarray, y_beta: np.ndarray) -> None:
-        """The sparse path's response: its products of the centred ``yc`` (as
-        :meth:`_set_response`) and A_1r = Z₁ᵀ[Zr X yc] (sparse)."""
+    def _set_sparse_response(self) -> None:
+        """The sparse path's A_1r = Z₁ᵀ[Zr X y_c] (sparse)."""
         assert self._sparse is not None  # the sparse path
         self._map, self._groups, self._free = None, None, None
-        if yc is not self._sparse.y:
-            self._sparse.set_response(yc)
-        self.y = y
-        self._y_beta = y_beta
-        self._yc = yc
-        self._yc_ss = float(yc @ yc)
         self.A1r = sp.hstack([self._sparse.A1R, sp.csr_matrix(self._sparse.A1D)], format="csr")
-
     def _group_block(self, A1r: sp.csr_matrix, levels: np.ndarray, cols: np.ndarray
                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """One group's rows of A_1r on its columns: (levels, columns, block), the block as
@@ -316,17 +475,16 @@ class PLS:
     def with_response(self, y: np.ndarray) -> PLS:
         """The same design with another response: every product not involving y is reused
         (simulations refit thousands of responses), the sparse map's too."""
-        if self._sparse is not None:
-            new = copy.copy(self)
-            y = np.asarray(y, dtype=float)
-            yc, y_beta = self._centred(y)
-            new._sparse = self._sparse.with_response(yc)
-            new._set_sparse_response(y, new._sparse.y, y_beta)
-            return new
-        if self._map is not None and self._free is None:
+        if self.rows is None:
+            raise ValueError("a PLS problem built from cross-products alone has no rows "
+                             "for another response")
+        y = np.asarray(y, dtype=float)
+        if self._map is not None and self._free is None:  # (kept for later responses)
             self._free = response_free_products(self.A1r, self.A11)
-        new = copy.copy(self)
-        new._set_response(np.asarray(y, dtype=float))
+        new = PLS.__new__(PLS)
+        new._build(self.products.with_response(self.rows, y), self.blocks, self.update,
+                   None, self.rows, y, plan=self)
+        new.source = self.source
         return new
 
     def reparametrised(self, blocks: tuple[ReBlock, ...], basis: np.ndarray | None = None
@@ -335,10 +493,11 @@ class PLS:
         same levels and θ, and with ``basis`` X in that basis (:func:`in_basis`: the same
         column space): the optimiser's centred and orthogonalised columns
         (``engines/native/rescale.py``)."""
+        if self.rows is None:
+            raise ValueError("a PLS problem built from cross-products alone has no rows "
+                             "to reparametrise")
         X = self.X if basis is None else in_basis(self.X, basis)
-        out = PLS(blocks, X, self.y, update=self.update)
-        out.ldW = self.ldW
-        return out
+        return PLS(blocks, X, self.y, update=self.update, ldW=self.ldW)
 
     # ------------------------------------------------------------------ prior weights
     @classmethod
@@ -351,16 +510,17 @@ class PLS:
         w = np.asarray(weights, dtype=float)
         sw = np.sqrt(w)
         scaled = tuple(replace(b, Z=b.Z * sw[:, None]) for b in blocks)
-        out = cls(scaled, X * sw[:, None], np.asarray(y, dtype=float) * sw)
-        out.ldW = float(np.sum(np.log(w)))  # lme4's ldW: log|W| enters the criterion
-        return out
+        # lme4's ldW: log|W| enters the criterion
+        return cls(scaled, X * sw[:, None], np.asarray(y, dtype=float) * sw,
+                   ldW=float(np.sum(np.log(w))))
 
-    # ------------------------------------------------------------------ precomputation
     # ------------------------------------------------------------------ evaluation
-    def _scale_vector(self, theta: np.ndarray) -> np.ndarray:
-        """Diagonal of S when every later block is scalar: its theta, repeated per level."""
+    def scale_vector(self, theta: np.ndarray) -> np.ndarray:
+        """Diagonal of S = blockdiag(Λ_restᵀ, I) when every later block is scalar: its θ
+        repeated per level, then 1 on X and y, (r,)."""
         # index -1 (the X and y columns) reads the appended 1
-        return np.concatenate((theta, _ONE))[self._scale_index]
+        s: np.ndarray = np.concatenate((theta, _ONE))[self._scale_index]
+        return s
 
     def _scale_table(self, theta: np.ndarray) -> np.ndarray:
         """Products of two scales, flattened θ̃ ⊗ θ̃ with θ̃ = (θ, 1): an updated entry's
@@ -368,7 +528,8 @@ class PLS:
         v = np.concatenate((theta, _ONE))
         return cast(np.ndarray, np.multiply.outer(v, v).reshape(-1))
 
-    def _scale_matrix(self, theta: np.ndarray) -> sp.csr_matrix:
+    def scale_matrix(self, theta: np.ndarray) -> sp.csr_matrix:
+        """S = blockdiag(I ⊗ T_kᵀ over the later blocks, I on X and y), (r, r), sparse."""
         mats = [sp.kron(sp.identity(b.nlevels), b.template(theta).T) for b in self.blocks[1:]]
         mats.append(sp.identity(self.p + 1))
         return sp.block_diag(mats, format="csr")
@@ -464,7 +625,7 @@ class PLS:
                 return self._finish_schur(theta, C.T) if self.r_rand else C.T
             # S (A_rr - W g) S with S diagonal and constant on each block: copy-and-scale
             # A_rr block by block (upper block pairs), subtract the scaled update
-            s = self._scale_vector(theta)
+            s = self.scale_vector(theta)
             if r <= _SMALL_SCHUR:  # one product with the outer product of the scales (the
                 # same s_i s_j, so the same upper blocks; the lower ones are not read)
                 C = self.Arr * np.multiply.outer(s, s)
@@ -492,12 +653,12 @@ class PLS:
         """Scale the unscaled Schur complement by S on both sides and add I on the random
         part (C's lower triangle, Fortran order)."""
         if self._rest_scalar:
-            s = self._scale_vector(theta)
+            s = self.scale_vector(theta)
             C *= s[:, None]
             C *= s[None, :]
         else:
             C = np.tril(C) + np.tril(C, -1).T
-            S = self._scale_matrix(theta)
+            S = self.scale_matrix(theta)
             C = np.asfortranarray(S @ np.asarray(S @ C).T)
         idx = self._diag_rand
         C[idx, idx] += 1.0
@@ -566,7 +727,7 @@ class PLS:
         chol = self.first_chol(f)
         w = np.linalg.solve(chol, rhs[:, :, None])
         u1 = np.linalg.solve(np.swapaxes(chol, 1, 2), w)[:, :, 0]
-        return beta + self._y_beta, [u1] + u_blocks
+        return beta + self.centre, [u1] + u_blocks
 
     def conditional_inverse_blocks(self, f: Factor) -> list[np.ndarray]:
         """Diagonal blocks of (ΛᵀZᵀZΛ + I)⁻¹ per level, one (ℓ, q, q) array per block

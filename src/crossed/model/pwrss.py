@@ -29,8 +29,8 @@ __all__ = ["BEYOND_REPAIR", "CANCELLATION_LIMIT", "RANK_DEFICIENT", "ResidualFor
 
 class ResidualForm(Protocol):
     """What :func:`pivot_cancels` and :func:`from_residuals` read of a PLS problem: the
-    attributes of :class:`crossed.model.pls.PLS` they use (a protocol, so that this module,
-    which ``pls.py`` imports, does not import it back)."""
+    public attributes of :class:`crossed.model.pls.PLS` they use (a protocol, so that this
+    module, which ``pls.py`` imports, does not import it back)."""
 
     @property
     def residual_pwrss(self) -> str: ...
@@ -41,17 +41,15 @@ class ResidualForm(Protocol):
     @property
     def blocks(self) -> tuple[ReBlock, ...]: ...
     @property
-    def _band(self) -> object | None: ...
+    def band(self) -> object | None: ...
     @property
-    def _yc(self) -> np.ndarray: ...
+    def centred_response(self) -> np.ndarray: ...
     @property
-    def _yc_ss(self) -> float: ...
+    def yc_ss(self) -> float: ...
     @property
-    def _y_beta(self) -> np.ndarray: ...
+    def centre(self) -> np.ndarray: ...
     @property
-    def _a_2x2_max(self) -> tuple[float, float]: ...
-    @property
-    def _t_2x2(self) -> list[int]: ...
+    def first_2x2(self) -> tuple[np.ndarray, list[int], tuple[float, float]]: ...
 
     def solve(self, f: Factor) -> tuple[np.ndarray, list[np.ndarray]]: ...
 
@@ -124,8 +122,8 @@ def pivot_cancels(pls: ResidualForm, pwrss: float, first: np.ndarray | None = No
         return pls.residual_pwrss == "always"
     if not pwrss > 0:
         return False  # (not positive definite: the caller's business)
-    rho = pls._yc_ss / pwrss
-    if first is not None and pls.q1 == 2 and pls._band is None and (
+    rho = pls.yc_ss / pwrss
+    if first is not None and pls.q1 == 2 and pls.band is None and (
             theta is None or rho * _ratio_bound(pls, theta) >= CANCELLATION_LIMIT):
         rho *= float(amplification_2x2(first))
     return bool(in_repair_range(rho))
@@ -153,9 +151,9 @@ def _ratio_bound(pls: ResidualForm, theta: np.ndarray) -> float:
     floats: the ratio is at most min(b₀₀, b₁₁) (B_s − I is positive semi-definite), and
     b₀₀ and b₁₁ at most their values at the levels' largest a₀₀ and a₁₁
     (|a₁₀| ≤ √(a₀₀a₁₁); T = [[t₀, 0], [t₁, t₂]])."""
-    a00, a11 = pls._a_2x2_max
+    _, positions, (a00, a11) = pls.first_2x2
     th = theta.tolist() + [0.0]  # (index -1: a zero of T)
-    t0, t1, t2 = (th[i] for i in pls._t_2x2)
+    t0, t1, t2 = (th[i] for i in positions)
     root00, root11 = a00 ** 0.5, a11 ** 0.5
     b00 = 1.0 + (abs(t0) * root00 + abs(t1) * root11) ** 2
     b11 = 1.0 + t2 * t2 * a11
@@ -178,10 +176,10 @@ def from_residuals(pls: ResidualForm, f: Factor) -> Factor:
     except np.linalg.LinAlgError:  # (a level's matrix not numerically positive
         return f  # definite: the factor's pwrss, and the fit's own error if at the end)
     theta = f.theta
-    fitted = pls.X @ (beta - pls._y_beta)  # (the centred response's fit)
+    fitted = pls.X @ (beta - pls.centre)  # (the centred response's fit)
     for blk, ub in zip(pls.blocks, u, strict=True):
         b = ub @ blk.template(theta).T  # b = Λu per level
         fitted += np.einsum("nq,nq->n", blk.Z, b[blk.codes])
-    res = pls._yc - fitted
+    res = pls.centred_response - fitted
     pwrss = float(res @ res) + sum(float(np.vdot(ub, ub)) for ub in u)
     return replace(f, pwrss=pwrss) if np.isfinite(pwrss) and pwrss > 0 else f

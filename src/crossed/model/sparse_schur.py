@@ -29,13 +29,16 @@ reference cases with the sparse path forced, ``tests/model/test_sparse_schur.py`
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse as sp
 
 from crossed.design.random import ReBlock
 from crossed.model.factor import Factor, tri_solve
+
+if TYPE_CHECKING:
+    from crossed.model.crossprod import CrossProducts
 
 __all__ = ["FILL_FRACTION", "MAX_SPARSE_NNZ", "SPARSE_FROM", "SparseFactor", "SparseSchur",
            "sparse_schur_for"]
@@ -105,32 +108,29 @@ class SparseSchur:
         The first (most levels) block, factored level by level by the PLS.
     rest : tuple of ReBlock
         The later random-effects blocks (at least one).
-    Z1t : scipy.sparse.csr_matrix
-        Z₁ᵀ (ℓ₁q₁ x n).
-    Zr : scipy.sparse.csr_matrix
-        Z of the later blocks side by side (n x r_rand).
-    X : numpy.ndarray
-    y : numpy.ndarray
+    products : CrossProducts
+        The problem's cross-products (with later blocks: ``Z1tZr`` and ``ZrtZr`` set).
     max_entries : float, optional
         Give up (``_NotSparse``) as soon as the update's pairs or C_RR's pattern exceed
         this many entries (the automatic choice below the dense limit).
     """
 
-    def __init__(self, first: ReBlock, rest: tuple[ReBlock, ...], Z1t: sp.csr_matrix,
-                 Zr: sp.csr_matrix, X: np.ndarray, y: np.ndarray,
+    def __init__(self, first: ReBlock, rest: tuple[ReBlock, ...], products: CrossProducts,
                  max_entries: float | None = None):
         self.max_entries = max_entries
         self.first, self.rest = first, rest
         self.names = ", ".join(repr(b.group) for b in (first, *rest))
         self.q1, self.l1 = first.q, first.nlevels
-        self.rr = rr = int(Zr.shape[1])
-        self.p = X.shape[1]
+        assert products.Z1tZr is not None and products.ZrtZr is not None  # later blocks
+        self.rr = rr = int(products.ZrtZr.shape[0])
+        self.p = products.p
         self.scalar = all(b.q == 1 for b in rest)
-        self._Z1t, self._Zr, self.X = Z1t, Zr, X
-        A1R = (Z1t @ Zr).tocsr()
-        A1R.sum_duplicates()
+        A1R = products.Z1tZr
+        if not A1R.has_canonical_format:
+            A1R = A1R.copy()
+            A1R.sum_duplicates()
         self.A1R = A1R
-        ARR = sp.triu((Zr.T @ Zr).tocsr(), format="coo")
+        ARR = sp.triu(products.ZrtZr.tocsr(), format="coo")
         # the pattern of U = A_RR − A_R1 G A_1R (upper triangle, keys j·rr + i, i ≤ j)
         prs = self._pairs(A1R)
         rows_u, cols_u, cols_g, w_vals = prs
@@ -166,7 +166,7 @@ class SparseSchur:
         self.solver: Any = None
         self.nnz_factor = 0
         self.max_entries = None  # (construction only)
-        self.set_response(y)
+        self.set_response(products)
 
     # ------------------------------------------------------------------ construction
     def _pairs(self, A1R: sp.csr_matrix, upper: bool = True
@@ -212,21 +212,21 @@ class SparseSchur:
                         else b.template(theta).T) for b in self.rest]
         return sp.block_diag(mats, format="csr")
 
-    def set_response(self, y: np.ndarray) -> None:
-        """The cross-products with the dense columns D = [X y]."""
-        self.y = y
-        dense = np.column_stack([self.X, y])
-        self.ARD = np.asarray(self._Zr.T @ dense)
-        self.A1D = np.asarray(self._Z1t @ dense)
-        self.ADD = dense.T @ dense
+    def set_response(self, products: CrossProducts) -> None:
+        """The cross-products with the dense columns D = [X y_c] (``products``')."""
+        assert products.ZrtD is not None  # later blocks
+        self.ARD = products.ZrtD
+        self.A1D = products.Z1tD
+        self.ADD = products.DtD
 
-    def with_response(self, y: np.ndarray) -> SparseSchur:
-        """A copy for another response (pattern, W and symbolic analysis shared)."""
+    def with_response(self, products: CrossProducts) -> SparseSchur:
+        """A copy for the response of ``products``, cross-products of the same rows (pattern,
+        W and symbolic analysis shared)."""
         import copy
 
         new = copy.copy(self)
         new.solver = None  # its own numeric factor
-        new.set_response(np.asarray(y, dtype=float))
+        new.set_response(products)
         return new
 
     # ------------------------------------------------------------------ evaluation
@@ -352,8 +352,7 @@ class SparseSchur:
 
 
 def sparse_schur_for(schur: str | None, first: ReBlock, rest: tuple[ReBlock, ...],
-                     Z1t: sp.csr_matrix, Zr: sp.csr_matrix | None, X: np.ndarray,
-                     y: np.ndarray, max_dense: int) -> SparseSchur | None:
+                     products: CrossProducts, max_dense: int) -> SparseSchur | None:
     """The sparse Schur complement a PLS problem uses, or None for the dense one.
 
     Parameters
@@ -363,9 +362,8 @@ def sparse_schur_for(schur: str | None, first: ReBlock, rest: tuple[ReBlock, ...
         blocks, and from ``SPARSE_FROM`` on when :meth:`SparseSchur.fill_is_low`.
     first, rest : ReBlock
         The first block and the later ones.
-    Z1t, Zr : scipy.sparse.csr_matrix
-        Z₁ᵀ and the later blocks' Z (None: no later block, always dense).
-    X, y : numpy.ndarray
+    products : CrossProducts
+        The problem's cross-products (no later block: always dense).
     max_dense : int
         The dense path's limit (``pls.MAX_DENSE``).
 
@@ -376,7 +374,8 @@ def sparse_schur_for(schur: str | None, first: ReBlock, rest: tuple[ReBlock, ...
     MemoryError
         When even the sparse structures would not fit (names the factors and sizes).
     """
-    rr = 0 if Zr is None else int(Zr.shape[1])
+    Zr = products.ZrtZr
+    rr = 0 if Zr is None else int(Zr.shape[0])
     if schur == "dense" or Zr is None or rr == 0:
         if rr > max_dense:
             raise ValueError(
@@ -386,15 +385,14 @@ def sparse_schur_for(schur: str | None, first: ReBlock, rest: tuple[ReBlock, ...
         return None
     if schur is None and SPARSE_FROM > rr <= max_dense:
         return None
-    y = np.asarray(y, dtype=float)
     if schur is None and rr <= max_dense:  # sparse only if it pays: stop early if not
         try:
-            s = SparseSchur(first, rest, Z1t, Zr, X, y,
+            s = SparseSchur(first, rest, products,
                             max_entries=FILL_FRACTION * rr * (rr + 1) / 2)
         except (_NotSparse, MemoryError):
             return None
     else:
-        s = SparseSchur(first, rest, Z1t, Zr, X, y)
+        s = SparseSchur(first, rest, products)
     low = s.fill_is_low()
     if schur is None and rr <= max_dense and not low:
         return None

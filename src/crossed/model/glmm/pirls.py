@@ -35,7 +35,6 @@ import numpy as np
 from crossed.model.glmm.family import Family
 from crossed.model.glmm.scalar import ScalarSolver
 from crossed.model.pls import PLS
-from crossed.model.reweight import reweighted
 
 if TYPE_CHECKING:
     from crossed.design import Design
@@ -268,7 +267,7 @@ class GlmmProblem:
             if self._pls_u is None:
                 self._pls_u = PLS(self.blocks, self.X[:, :0], self.y)
             base = self._pls_u
-        pls = reweighted(base, sw, z)
+        pls = base.reweighted(sw, z)
         f = pls.factor(theta)
         if not f.ok:
             raise PirlsError("the weighted PLS system is not positive definite")
@@ -538,7 +537,7 @@ class GlmmProblem:
             return ScalarSolver.unscaled_vcov(sol)
         if self._pls_joint is None:
             self._pls_joint = PLS(self.blocks, self.X, self.y)
-        pls = reweighted(self._pls_joint, sw, self.y)
+        pls = self._pls_joint.reweighted(sw, self.y)
         f = pls.factor(theta)
         Ri = pls.rx_inverse(f)
         return np.asarray(Ri.T @ Ri, dtype=float)
@@ -555,6 +554,6 @@ class GlmmProblem:
             return [b[:, :, None] for b in self.split(v)]
         if self._pls_u is None:
             self._pls_u = PLS(self.blocks, self.X[:, :0], self.y)
-        pls = reweighted(self._pls_u, s.sqrt_w, self.y)
+        pls = self._pls_u.reweighted(s.sqrt_w, self.y)
         f = pls.factor(theta)
         return pls.conditional_inverse_blocks(f)

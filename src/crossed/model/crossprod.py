@@ -1,0 +1,358 @@
+"""The cross-products of ``[Z X y]`` that the PLS criterion is a function of.
+
+Every quantity here is a sum over the rows of the data: the cross-products of a design are
+the sums of those of any partition of its rows into chunks (:meth:`CrossProducts.__add__`,
+:meth:`CrossProducts.from_chunks`), so they can be computed chunk by chunk. Given them,
+:class:`~crossed.model.pls.PLS` factors the system at any θ without the rows.
+
+The response enters centred on X: y_c = y − X b for a fixed b (:attr:`CrossProducts.centre`),
+which removes the cancellation of a response far from zero from the factor's last pivot
+(:func:`centre_of`). Any b gives the same problem (β is shifted back by b); cross-products
+are added only when they share b.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import scipy.sparse as sp
+
+from crossed.design.random import ReBlock
+from crossed.model.pwrss import level_products
+
+if TYPE_CHECKING:
+    from crossed.design import Design
+
+__all__ = ["CrossProducts", "RowMatrices", "centre_of", "sparse_z"]
+
+
+def sparse_z(block: ReBlock, values: np.ndarray | None = None) -> sp.csr_matrix:
+    """Z of one block: row i holds the q values of observation i in its level's columns
+    (``values``: other values in Z's place, e.g. √w-scaled)."""
+    n, q = block.Z.shape
+    cols = (block.codes[:, None] * q + np.arange(q)[None, :]).ravel()
+    Zv = block.Z if values is None else values
+    return sp.csr_matrix((Zv.ravel(), cols, np.arange(0, n * q + 1, q)),
+                         shape=(n, block.nlevels * q))
+
+
+def centre_of(xtx: np.ndarray, xty: np.ndarray, X: np.ndarray | None = None,
+              y: np.ndarray | None = None) -> np.ndarray:
+    """The b that centres the response, y_c = y − X b: the least-squares coefficients of y
+    on X from XᵀX and Xᵀy (with the rows ``X`` and ``y``, by least squares where XᵀX is
+    singular; without them, the pseudo-inverse's); zeros when not finite.
+
+    The factor's last pivot is the penalised residual sum of squares, the end of a Cholesky
+    of cross-products: with y = 1e5 + 0.01·e, yᵀy is 2e12 where the pwrss is 0.02, and the
+    rounding of yᵀy alone (4e-4) moved lme4's REML criterion by 22 and θ from 0.46 to 0.73
+    (fuzzed against lme4). The system for y − Xb has the same u, the same pwrss and β − b,
+    without the cancellation. Any b would do (an ill-conditioned X gives an inexact b, the
+    problem stays equivalent)."""
+    p = len(xty)
+    try:
+        b = np.linalg.solve(xtx, xty)
+    except np.linalg.LinAlgError:
+        if X is not None and y is not None:
+            b = np.linalg.lstsq(X, y, rcond=None)[0]
+        else:
+            b = np.linalg.lstsq(xtx, xty, rcond=None)[0]
+    if not np.all(np.isfinite(b)):
+        return np.zeros(p)
+    return np.asarray(b, dtype=float)
+
+
+@dataclass(frozen=True)
+class RowMatrices:
+    """The rows of ``[Z X]`` in the layouts the cross-products are computed from.
+
+    Attributes
+    ----------
+    Z1t : scipy.sparse.csr_matrix
+        Z₁ᵀ, the first block's Z transposed (ℓ₁q₁ x n).
+    Zr : scipy.sparse.csr_matrix or None
+        The later blocks' Z side by side (n x r_rand); None with one block.
+    X : numpy.ndarray
+        The fixed-effects matrix (n x p).
+    """
+
+    Z1t: sp.csr_matrix
+    Zr: sp.csr_matrix | None
+    X: np.ndarray
+
+    @classmethod
+    def of(cls, blocks: Sequence[ReBlock], X: np.ndarray,
+           sqrt_w: np.ndarray | None = None) -> RowMatrices:
+        """The rows of ``blocks`` and ``X``, scaled by ``sqrt_w`` when given."""
+        first, rest = blocks[0], blocks[1:]
+        if sqrt_w is None:
+            Z1 = sparse_z(first)
+            Zr = sp.hstack([sparse_z(b) for b in rest], format="csr") if rest else None
+        else:
+            Z1 = sparse_z(first, first.Z * sqrt_w[:, None])
+            Zr = sp.hstack([sparse_z(b, b.Z * sqrt_w[:, None]) for b in rest],
+                           format="csr") if rest else None
+            X = X * sqrt_w[:, None]
+        return cls(Z1.T.tocsr(), Zr, X)
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    if a.flags.writeable:
+        a.flags.writeable = False
+    return a
+
+
+@dataclass(frozen=True, eq=False)
+class CrossProducts:
+    """The sums over rows of ``[Z X y_c]ᵀ[Z X y_c]`` in the blocks the PLS factor reads.
+
+    Z = [Z₁ Z_r]: the first random-effects block (most levels) and the later ones side by
+    side; D = [X y_c], the fixed-effects columns and the centred response y_c = y − X b.
+    Arrays are read-only.
+
+    Attributes
+    ----------
+    n : int
+        Number of rows summed over.
+    p : int
+        Number of fixed-effects columns.
+    levels : tuple of numpy.ndarray
+        Per block, each level's Z_sᵀZ_s, (ℓ_k, q_k, q_k): the first one is the first block's
+        diagonal part of the system (``A11``).
+    Z1tZr : scipy.sparse.csr_matrix or None
+        Z₁ᵀZ_r (ℓ₁q₁ x r_rand), the first block against the later ones; None with one block.
+    ZrtZr : scipy.sparse.csc_matrix or None
+        Z_rᵀZ_r (r_rand x r_rand; symmetric, in the format the product gives): the later
+        blocks' per-level blocks on its diagonal and the products between later blocks off
+        it; None with one block.
+    Z1tD : numpy.ndarray
+        Z₁ᵀ[X y_c], (ℓ₁q₁, p + 1).
+    ZrtD : numpy.ndarray or None
+        Z_rᵀ[X y_c], (r_rand, p + 1); None with one block.
+    DtD : numpy.ndarray
+        [X y_c]ᵀ[X y_c], (p + 1, p + 1): XᵀX, Xᵀy_c and y_cᵀy_c.
+    xtx : numpy.ndarray
+        XᵀX as the centring computed it (p, p).
+    centre : numpy.ndarray
+        b with y_c = y − X b (p,): :func:`centre_of` of the whole data, or the one shared
+        by added chunks.
+    yc_ss : float
+        y_cᵀy_c summed as one dot product of the rows (the cancellation checks read it).
+    ldW : float
+        Σ log w of the prior weights (0 without): lme4's criterion has log|L|² − ldW.
+    """
+
+    n: int
+    p: int
+    levels: tuple[np.ndarray, ...]
+    Z1tZr: sp.csr_matrix | None
+    ZrtZr: sp.csc_matrix | None
+    Z1tD: np.ndarray
+    ZrtD: np.ndarray | None
+    DtD: np.ndarray
+    xtx: np.ndarray
+    centre: np.ndarray
+    yc_ss: float
+    ldW: float = 0.0
+
+    def __post_init__(self) -> None:
+        for a in (*self.levels, self.Z1tD, self.ZrtD, self.DtD, self.xtx, self.centre):
+            if a is not None:
+                _frozen(a)
+
+    # ------------------------------------------------------------------ views
+    @property
+    def A11(self) -> np.ndarray:
+        """The first block's per-level Z_sᵀZ_s, (ℓ₁, q₁, q₁)."""
+        return self.levels[0]
+
+    @property
+    def ZtX(self) -> tuple[np.ndarray, np.ndarray | None]:
+        """(Z₁ᵀX, Z_rᵀX) (views)."""
+        rest = None if self.ZrtD is None else self.ZrtD[:, :-1]
+        return self.Z1tD[:, :-1], rest
+
+    @property
+    def Zty(self) -> tuple[np.ndarray, np.ndarray | None]:
+        """(Z₁ᵀy_c, Z_rᵀy_c) (views)."""
+        rest = None if self.ZrtD is None else self.ZrtD[:, -1]
+        return self.Z1tD[:, -1], rest
+
+    @property
+    def Xty(self) -> np.ndarray:
+        """Xᵀy_c (view)."""
+        return self.DtD[:-1, -1]
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_design(cls, design: Design, centre: np.ndarray | None = None) -> CrossProducts:
+        """The cross-products of a design's rows, with its prior weights and offset
+        (:meth:`of`)."""
+        return cls.of(design.random.blocks, design.X, design.y, weights=design.weights,
+                      offset=design.offset, centre=centre)
+
+    @classmethod
+    def of(cls, blocks: Sequence[ReBlock], X: np.ndarray, y: np.ndarray,
+           weights: np.ndarray | None = None, offset: np.ndarray | None = None,
+           centre: np.ndarray | None = None) -> CrossProducts:
+        """The cross-products of a design's rows.
+
+        Parameters
+        ----------
+        blocks : sequence of ReBlock
+            Random-effects blocks, most levels first.
+        X : numpy.ndarray
+            Fixed-effects matrix (n x p).
+        y : numpy.ndarray
+            Response (n).
+        weights : numpy.ndarray, optional
+            Prior weights w: the rows are scaled by √w and ``ldW`` is Σ log w (all ones:
+            the unweighted products).
+        offset : numpy.ndarray, optional
+            Subtracted from y.
+        centre : numpy.ndarray, optional
+            The b of y_c = y − X b (cross-products to be added must share it); None: the
+            least-squares fit of these rows (:func:`centre_of`).
+        """
+        y = np.asarray(y, dtype=float)
+        if offset is not None:
+            y = y - offset
+        ldW, sw = 0.0, None
+        if weights is not None and not np.all(weights == 1.0):
+            w = np.asarray(weights, dtype=float)
+            sw = np.sqrt(w)
+            ldW = float(np.sum(np.log(w)))
+            y = y * sw
+        rows = RowMatrices.of(blocks, X, sw)
+        return cls.from_rows(rows, blocks, y, sw, ldW=ldW, centre=centre)
+
+    @classmethod
+    def from_rows(cls, rows: RowMatrices, blocks: Sequence[ReBlock], y: np.ndarray,
+                  sqrt_w: np.ndarray | None = None, ldW: float = 0.0,
+                  centre: np.ndarray | None = None) -> CrossProducts:
+        """The cross-products of ``rows``, those of ``blocks`` scaled by ``sqrt_w`` (when
+        given), and the response ``y`` (scaled as the rows)."""
+        Z1t, Zr = rows.Z1t, rows.Zr
+        free = (None, None) if Zr is None else ((Z1t @ Zr).tocsr(), Zr.T @ Zr)
+        first = blocks[0]
+        levels = [level_products(first, None if sqrt_w is None else first.Z * sqrt_w[:, None])]
+        start = 0
+        for b in blocks[1:]:  # (scalar blocks: Z_rᵀZ_r's diagonal)
+            size = b.nlevels * b.q
+            if b.q == 1 and free[1] is not None:
+                diagonal = free[1].diagonal()[start:start + size]
+                levels.append(np.ascontiguousarray(diagonal).reshape(-1, 1, 1))
+            else:
+                levels.append(level_products(
+                    b, None if sqrt_w is None else b.Z * sqrt_w[:, None]))
+            start += size
+        return cls._with_y(rows, tuple(levels), free, y, ldW, centre, None)
+
+    @classmethod
+    def _with_y(cls, rows: RowMatrices, levels: tuple[np.ndarray, ...],
+                free: tuple[sp.csr_matrix | None, sp.csc_matrix | None], y: np.ndarray,
+                ldW: float, centre: np.ndarray | None, xtx: np.ndarray | None
+                ) -> CrossProducts:
+        """The products of ``rows`` with the response ``y``; ``free``: (Z₁ᵀZ_r, Z_rᵀZ_r)."""
+        X = rows.X
+        n, p = X.shape
+        if xtx is None:
+            xtx = X.T @ X
+        y = np.asarray(y, dtype=float)
+        if centre is None:  # (computed here: ours to freeze)
+            centre = centre_of(xtx, X.T @ y, X, y) if p and n else np.zeros(p)
+        else:
+            centre = np.array(centre, dtype=float)
+        yc = y - X @ centre if np.any(centre) else y
+        dense = np.column_stack([X, yc])
+        # the sparse products read it row by row: C order (scipy copies an F-order operand
+        # per product; the sums are the same either way)
+        rows_c = np.ascontiguousarray(dense)
+        ZrtD = None if rows.Zr is None else np.asarray(rows.Zr.T @ rows_c)
+        return cls(n=n, p=p, levels=levels, Z1tZr=free[0], ZrtZr=free[1],
+                   Z1tD=np.asarray(rows.Z1t @ rows_c), ZrtD=ZrtD, DtD=dense.T @ dense,
+                   xtx=xtx, centre=centre, yc_ss=float(yc @ yc),
+                   ldW=ldW)
+
+    def with_response(self, rows: RowMatrices, y: np.ndarray) -> CrossProducts:
+        """The same rows (``rows``, as these products were computed from) with another
+        response: the products not involving y are shared."""
+        return self._with_y(rows, self.levels, (self.Z1tZr, self.ZrtZr), y, self.ldW,
+                            None, self.xtx)
+
+    @classmethod
+    def reweighted(cls, blocks: Sequence[ReBlock], X: np.ndarray, sqrt_w: np.ndarray,
+                   y: np.ndarray) -> tuple[CrossProducts, RowMatrices]:
+        """The cross-products of the rows of ``[Z X]`` scaled by ``sqrt_w`` and the response
+        ``y`` scaled by it (PIRLS's working weights and response), and those rows."""
+        rows = RowMatrices.of(blocks, X, sqrt_w)
+        y = np.asarray(y, dtype=float) * sqrt_w
+        return cls.from_rows(rows, blocks, y, sqrt_w), rows
+
+    # ------------------------------------------------------------------ sums of chunks
+    def __add__(self, other: CrossProducts) -> CrossProducts:
+        """The cross-products of the rows of both (the same blocks' levels, the same X
+        columns and the same centre b)."""
+        if not isinstance(other, CrossProducts):
+            return NotImplemented
+        if self.p != other.p or len(self.levels) != len(other.levels) or any(
+                a.shape != b.shape for a, b in zip(self.levels, other.levels, strict=True)):
+            raise ValueError("cross-products of different designs cannot be added")
+        if not np.array_equal(self.centre, other.centre):
+            raise ValueError("cross-products with different centres b (y − Xb) cannot be "
+                             "added: compute the chunks with one centre")
+
+        def add(a: sp.spmatrix | None, b: sp.spmatrix | None) -> sp.spmatrix | None:
+            if a is None or b is None:
+                return None
+            s = a + b
+            s.sum_duplicates()  # (canonical: sorted, no duplicates)
+            s.sort_indices()
+            return s
+
+        rest = None if self.ZrtD is None or other.ZrtD is None else self.ZrtD + other.ZrtD
+        return CrossProducts(
+            n=self.n + other.n, p=self.p,
+            levels=tuple(a + b for a, b in zip(self.levels, other.levels, strict=True)),
+            Z1tZr=add(self.Z1tZr, other.Z1tZr), ZrtZr=add(self.ZrtZr, other.ZrtZr),
+            Z1tD=self.Z1tD + other.Z1tD, ZrtD=rest, DtD=self.DtD + other.DtD,
+            xtx=self.xtx + other.xtx, centre=self.centre.copy(),
+            yc_ss=self.yc_ss + other.yc_ss, ldW=self.ldW + other.ldW)
+
+    @classmethod
+    def from_chunks(cls, chunks: Sequence[tuple[Sequence[ReBlock], np.ndarray, np.ndarray]],
+                    weights: Sequence[np.ndarray | None] | None = None) -> CrossProducts:
+        """The cross-products of the rows of several chunks, ``(blocks, X, y)`` each (their
+        blocks with all the design's levels), summed: those of the rows together, up to the
+        order of the sums.
+
+        Two passes: XᵀX and Xᵀy summed over the chunks give the common centre b
+        (:func:`centre_of`), then each chunk's products with y − X b are added."""
+        if not chunks:
+            raise ValueError("no chunks")
+        ws = list(weights) if weights is not None else [None] * len(chunks)
+        xtx = sum((_scaled(X, w).T @ _scaled(X, w) for (_, X, _), w in zip(chunks, ws,
+                                                                          strict=True)),
+                  start=np.zeros((chunks[0][1].shape[1],) * 2))
+        xty = sum((_scaled(X, w).T @ _scaled(np.asarray(y, dtype=float), w)
+                   for (_, X, y), w in zip(chunks, ws, strict=True)),
+                  start=np.zeros(chunks[0][1].shape[1]))
+        b = centre_of(xtx, xty)
+        parts: Iterable[CrossProducts] = (
+            cls.of(blocks, X, y, weights=w, centre=b)
+            for (blocks, X, y), w in zip(chunks, ws, strict=True))
+        it = iter(parts)
+        total = next(it)
+        for part in it:
+            total = total + part
+        return total
+
+
+def _scaled(a: np.ndarray, w: np.ndarray | None) -> np.ndarray:
+    """``a``'s rows scaled by √w (``a`` itself without weights)."""
+    if w is None or np.all(w == 1.0):
+        return a
+    sw = np.sqrt(np.asarray(w, dtype=float))
+    return np.asarray(a * sw[:, None] if a.ndim == 2 else a * sw)

@@ -1,0 +1,155 @@
+"""The cross-products of a design (model/crossprod.py): sums over rows.
+
+Cross-products computed on chunks of the rows and added give the criterion and β of the
+whole data; PIRLS's reweighted problem is built by a constructor and equals the PLS problem
+of the same weights given as prior weights.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from crossed.design import build_design
+from crossed.formula.spec import parse
+from crossed.model.crossprod import CrossProducts
+from crossed.model.pls import PLS
+
+
+def _data(seed: int = 1) -> pd.DataFrame:
+    """Crossed and nested factors, two covariates, a response far from zero."""
+    rng = np.random.default_rng(seed)
+    n = 240
+    df = pd.DataFrame({
+        "g": rng.integers(0, 18, n).astype(str),
+        "h": rng.integers(0, 7, n).astype(str),
+        "x1": rng.normal(size=n),
+        "x2": rng.normal(size=n),
+    })
+    df["y"] = (100.0 + df["x1"] + rng.normal(size=n) + df["g"].astype(int) * 0.3
+               + df["h"].astype(int) * 0.2)
+    return df
+
+
+FORMULAS = [
+    "y ~ x1 + (1 | g)",
+    "y ~ x1 + (1 + x1 | g) + (1 | h)",
+    "y ~ x1 + x2 + (1 + x1 + x2 | g) + (1 + x1 | h)",
+]
+
+
+def _chunks(design, parts: int = 3, weights: np.ndarray | None = None):
+    rows = np.array_split(np.random.default_rng(0).permutation(len(design.y)), parts)
+    chunks = []
+    for idx in rows:
+        idx = np.sort(idx)
+        blocks = tuple(replace(b, Z=b.Z[idx], codes=b.codes[idx])
+                       for b in design.random.blocks)
+        chunks.append((blocks, design.X[idx], design.y[idx]))
+    ws = None if weights is None else [weights[np.sort(i)] for i in rows]
+    return chunks, ws
+
+
+def _thetas(pls: PLS, count: int = 4) -> list[np.ndarray]:
+    k = 1 + max(int(b.theta_index.max()) for b in pls.blocks)
+    rng = np.random.default_rng(3)
+    return [np.abs(rng.normal(size=k)) + 0.1 for _ in range(count)]
+
+
+@pytest.mark.parametrize("formula", FORMULAS)
+@pytest.mark.parametrize("weighted", [False, True])
+def test_chunks_add_up_to_the_whole(formula: str, weighted: bool) -> None:
+    design = build_design(parse(formula), _data())
+    w = np.random.default_rng(2).uniform(0.5, 2.0, len(design.y)) if weighted else None
+    whole = PLS.weighted(design.random.blocks, design.X, design.y, w)
+    chunks, ws = _chunks(design, 3, w)
+    products = CrossProducts.from_chunks(chunks, ws)
+    assert products.n == whole.n and products.ldW == pytest.approx(whole.ldW, rel=1e-13)
+    summed = PLS.from_products(products, design.random.blocks)
+    for theta in _thetas(whole):
+        for reml in (True, False):
+            assert summed.objective(theta, reml) == pytest.approx(
+                whole.objective(theta, reml), rel=1e-12, abs=0)
+        beta, u = summed.solve(summed.factor(theta))
+        beta0, u0 = whole.solve(whole.factor(theta))
+        np.testing.assert_allclose(beta, beta0, rtol=1e-12, atol=1e-12 * np.abs(beta0).max())
+        for a, b in zip(u, u0, strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12 * np.abs(b).max())
+
+
+def test_products_are_read_only_and_add_only_with_one_centre() -> None:
+    design = build_design(parse(FORMULAS[1]), _data())
+    p = CrossProducts.of(design.random.blocks, design.X, design.y)
+    for a in (*p.levels, p.Z1tD, p.DtD, p.xtx, p.centre):
+        assert not a.flags.writeable
+    with pytest.raises(ValueError):
+        p.DtD[0, 0] = 1.0
+    with pytest.raises(ValueError, match="centre"):
+        _ = p + CrossProducts.of(design.random.blocks, design.X, design.y + 1.0)
+    twice = p + p
+    np.testing.assert_array_equal(twice.DtD, 2 * p.DtD)
+    assert twice.n == 2 * p.n
+
+
+def test_whole_data_products_are_the_pls_problems() -> None:
+    """The constructor from a design gives the problem's products bitwise."""
+    design = build_design(parse(FORMULAS[2]), _data())
+    pls = PLS(design.random.blocks, design.X, design.y)
+    p = CrossProducts.of(design.random.blocks, design.X, design.y)
+    for a, b in [(p.Z1tD, pls.products.Z1tD), (p.DtD, pls.products.DtD),
+                 (p.ZrtD, pls.products.ZrtD), (p.A11, pls.A11), (p.centre, pls.centre)]:
+        np.testing.assert_array_equal(a, b)
+    assert p.Z1tZr is not None and pls.products.Z1tZr is not None
+    assert (p.Z1tZr != pls.products.Z1tZr).nnz == 0
+
+
+@pytest.mark.parametrize("formula", FORMULAS)
+def test_reweighted_is_the_weighted_problem(formula: str) -> None:
+    """PIRLS's step (:meth:`PLS.reweighted`) is the PLS problem of the working weights as
+    prior weights, less their log-determinant."""
+    design = build_design(parse(formula), _data())
+    base = PLS(design.random.blocks, design.X, design.y)
+    w = np.random.default_rng(4).uniform(0.2, 3.0, len(design.y))
+    z = design.y + np.random.default_rng(5).normal(size=len(design.y))
+    step = base.reweighted(np.sqrt(w), z)
+    again = step.reweighted(np.sqrt(w), z)  # (from the unweighted rows, not the step's)
+    prior = PLS.weighted(design.random.blocks, design.X, z, w)
+    assert step.residual_pwrss == "never" and step.blocks is base.blocks
+    for theta in _thetas(base, 3):
+        f, g, h = step.factor(theta), prior.factor(theta), again.factor(theta)
+        assert f.ldL2 == pytest.approx(g.ldL2 + prior.ldW, rel=1e-12)
+        assert f.pwrss == pytest.approx(g.pwrss, rel=1e-12)
+        assert (h.ldL2, h.ldRX2, h.pwrss) == (f.ldL2, f.ldRX2, f.pwrss)
+        np.testing.assert_allclose(step.solve(f)[0], prior.solve(g)[0], rtol=1e-10)
+
+
+@pytest.mark.parametrize("formula", FORMULAS[1:])
+def test_chunks_on_the_sparse_schur_path(formula: str) -> None:
+    design = build_design(parse(formula), _data())
+    whole = PLS(design.random.blocks, design.X, design.y, schur="sparse")
+    chunks, _ = _chunks(design, 3)
+    summed = PLS.from_products(CrossProducts.from_chunks(chunks), design.random.blocks,
+                               schur="sparse")
+    assert summed.uses_sparse_schur and whole.uses_sparse_schur
+    for theta in _thetas(whole, 3):
+        assert summed.objective(theta, True) == pytest.approx(
+            whole.objective(theta, True), rel=1e-12, abs=0)
+        np.testing.assert_allclose(summed.solve(summed.factor(theta))[0],
+                                   whole.solve(whole.factor(theta))[0], rtol=1e-11)
+
+
+def test_from_design_has_the_weights_and_offset() -> None:
+    df = _data()
+    df["w"] = np.random.default_rng(6).uniform(0.5, 2.0, len(df))
+    df["o"] = np.random.default_rng(7).normal(size=len(df))
+    design = replace(build_design(parse("y ~ x1 + (1 + x1 | g) + (1 | h)"), df),
+                     weights=df["w"].to_numpy(), offset=df["o"].to_numpy())
+    assert design.weights is not None and design.offset is not None
+    p = CrossProducts.from_design(design)
+    pls = PLS.of(design)
+    assert p.ldW == pls.ldW != 0.0
+    for a, b in [(p.Z1tD, pls.products.Z1tD), (p.DtD, pls.products.DtD), (p.A11, pls.A11)]:
+        np.testing.assert_array_equal(a, b)
