@@ -38,6 +38,7 @@ from crossed.engines.errors import EngineUnavailableError, UnsupportedModelError
 from crossed.model.control import LmerControl
 from crossed.model.convergence import ConvergenceStatus
 from crossed.model.result import LmerResult
+from crossed.model.status import SINGULAR_MESSAGE
 
 __all__ = ["INSTALL_R", "INSTALL_RPY2", "R_PACKAGES_DEBIAN", "assemble_fit",
            "design_to_r", "fit_lme4", "info_from_r", "lme4_issue", "lmertest_tables", "r_session",
@@ -376,7 +377,7 @@ def _report_lme4_messages(design: Design, info: dict[str, Any],
         messages.append(f"{design.n_dropped} rows dropped for missing values")
     # lme4 lists the singular-fit message among its convergence messages: reported once
     # below, as a SingularFitWarning (as the native engine does)
-    singular_msg = "boundary (singular) fit: see help('isSingular')"
+    singular_msg = SINGULAR_MESSAGE
     conv = [m for m in info["conv_messages"] if not _is_singular_message(m)]
     notes = [m for m in info["messages"] if m not in conv and not _is_singular_message(m)]
     for m in notes:

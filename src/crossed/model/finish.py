@@ -19,6 +19,7 @@ from crossed.design.frame import DataError
 from crossed.model.convergence import ConvergenceCheck, assess
 from crossed.model.pls import PLS, Factor
 from crossed.model.result import LmerResult
+from crossed.model.status import SINGULAR_MESSAGE
 
 if TYPE_CHECKING:
     from crossed.model.control import LmerControl, OptSummary
@@ -82,9 +83,8 @@ def finish_fit(design: Design, pls: PLS, f: Factor, theta: np.ndarray, dev: floa
         warn(m, ConvergenceWarning)
     singular = check.singular
     if singular:
-        msg = "boundary (singular) fit: see help('isSingular')"
-        messages.append(msg)
-        warn(msg, SingularFitWarning)
+        messages.append(SINGULAR_MESSAGE)
+        warn(SINGULAR_MESSAGE, SingularFitWarning)
     try:
         beta, u = pls.solve(f)
         Ri = pls.rx_inverse(f)

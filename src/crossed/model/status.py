@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import enum
 
-__all__ = ["ConvergenceStatus"]
+__all__ = ["ConvergenceStatus", "SINGULAR_MESSAGE"]
+
+SINGULAR_MESSAGE = "boundary (singular) fit: see help('isSingular')"
+"""lme4's message for a fit on the boundary, in every fit's messages (one string for
+every engine and both fit classes)."""
 
 
 class ConvergenceStatus(enum.StrEnum):

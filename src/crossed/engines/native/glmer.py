@@ -16,7 +16,6 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
-import nlopt
 import numpy as np
 
 from crossed._threads import single_blas_thread
@@ -25,7 +24,7 @@ from crossed.design import Design
 from crossed.design.frame import DataError
 from crossed.design.random import ReBlock
 from crossed.engines.native.faces import face_probes
-from crossed.engines.native.optimize import ROUNDOFF_LIMITED
+from crossed.engines.native.optimize import ROUNDOFF_LIMITED, run_bobyqa
 from crossed.engines.native.rescale import (
     FIXED_NOTE,
     ColumnRescaling,
@@ -40,6 +39,7 @@ from crossed.model.glmm.batch import laplace_many
 from crossed.model.glmm.family import Family, family_of
 from crossed.model.glmm.pirls import GlmmProblem, PirlsError
 from crossed.model.glmm.result import GlmerResult
+from crossed.model.status import SINGULAR_MESSAGE
 
 __all__ = ["PirlsStartError", "SeparationWarning", "fit_glmm"]
 
@@ -54,34 +54,10 @@ class SeparationWarning(UserWarning):
 def _bobyqa(fun: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.ndarray,
             step: np.ndarray, ftol_abs: float, xtol_rel: float, maxeval: int,
             control: LmerControl) -> OptSummary:
-    log: list[tuple[np.ndarray, float]] = []
-
-    def objective(x: np.ndarray, grad: np.ndarray) -> float:
-        val = float(fun(x.copy()))
-        log.append((x.copy(), val))
-        return val if math.isfinite(val) else 1e300
-
-    opt = nlopt.opt(nlopt.LN_BOBYQA, len(x0))
-    opt.set_lower_bounds(np.where(np.isfinite(lower), lower, -np.inf))
-    opt.set_min_objective(objective)
-    opt.set_initial_step(step)
-    opt.set_ftol_abs(ftol_abs)
-    opt.set_xtol_rel(xtol_rel)
-    opt.set_xtol_abs(1e-10)
-    opt.set_maxeval(maxeval)
-    try:
-        x = opt.optimize(np.asarray(x0, dtype=float))
-        code, fmin = opt.last_optimize_result(), float(opt.last_optimum_value())
-    except nlopt.RoundoffLimited:
-        x, fmin = min(log, key=lambda p: p[1] if math.isfinite(p[1]) else math.inf)
-        code = ROUNDOFF_LIMITED
-    best = min(log, key=lambda p: p[1] if math.isfinite(p[1]) else math.inf)
-    if best[1] < fmin:
-        x, fmin = best
-    return OptSummary(optimizer="NLOPT_LN_BOBYQA", theta_start=np.asarray(x0, float).copy(),
-                      theta_final=np.asarray(x, float), lower=lower.copy(), fmin=float(fmin),
-                      feval=len(log), return_code=int(code), message=str(code),
-                      control=control, log=tuple(log))
+    """lme4's ``glmer`` stages' BOBYQA settings on the native engine's one run."""
+    return run_bobyqa(fun, x0, lower, control, xtol_abs=1e-10, ftol_abs=ftol_abs,
+                      xtol_rel=xtol_rel, step=step, maxeval=maxeval, copy_x=True,
+                      lowest_logged=True)
 
 
 def fit_glmm(design: Design, family: Family | str = "binomial", nagq: int = 1,
@@ -298,9 +274,8 @@ def _fit(design: Design, family: Family, nagq: int, control: LmerControl,
         issues.append(ConvergenceStatus.FAILED)
         messages.append(f"optimizer (bobyqa) failed: code {opt.return_code}")
     if singular:
-        msg = "boundary (singular) fit: see help('isSingular')"
-        messages.append(msg)
-        warn(msg, SingularFitWarning)
+        messages.append(SINGULAR_MESSAGE)
+        warn(SINGULAR_MESSAGE, SingularFitWarning)
     elif derivs is not None:
         for m, kind in classify_convergence(derivs[0], derivs[1], control.conv_tol):
             messages.append(m)

@@ -24,7 +24,7 @@ from crossed.model.control import (
 )
 
 __all__ = ["AUTO_LBFGSB_DENSE", "AUTO_LBFGSB_THETA", "OPTIMIZERS", "PIRLS_MODES", "LmerControl",
-           "OptSummary", "Restart", "bobyqa", "lbfgsb"]
+           "OptSummary", "Restart", "bobyqa", "lbfgsb", "run_bobyqa"]
 
 
 ROUNDOFF_LIMITED = -4  # NLopt's NLOPT_ROUNDOFF_LIMITED
@@ -42,27 +42,61 @@ def bobyqa(fun: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.ndarray
     With ``restart=True`` it continues from ``x0`` with the control's ``restart_*``
     settings (a small initial radius, no relative tolerance) instead of lme4's.
     """
-    k = len(x0)
+    if restart:
+        return run_bobyqa(fun, x0, lower, control, xtol_abs=control.restart_xtol_abs,
+                          ftol_abs=control.restart_ftol_abs, xtol_rel=0.0,
+                          step=control.restart_step)
+    return run_bobyqa(fun, x0, lower, control, xtol_abs=control.xtol_abs,
+                      ftol_abs=control.ftol_abs, xtol_rel=control.xtol_rel)
+
+
+def run_bobyqa(fun: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.ndarray,
+               control: LmerControl, *, xtol_abs: float | np.ndarray, ftol_abs: float,
+               xtol_rel: float, step: float | np.ndarray | None = None,
+               maxeval: int | None = None, copy_x: bool = False,
+               lowest_logged: bool = False) -> OptSummary:
+    """The one BOBYQA run of the native engine (LMM and GLMM): NLopt's BOBYQA under lower
+    bounds, every evaluation logged, a non-finite value read as 1e300.
+
+    Parameters
+    ----------
+    fun : callable
+        The criterion at a point (given a copy of NLopt's array when ``copy_x``).
+    x0, lower : numpy.ndarray
+        Start and lower bounds (-inf where unbounded).
+    control : LmerControl
+        Recorded in the summary; ``maxeval`` unless given.
+    xtol_abs, ftol_abs, xtol_rel : float
+        NLopt's stopping rule; ``step``: its initial step (NLopt's default when None).
+    lowest_logged : bool
+        Return the lowest point logged when it is below NLopt's answer (the GLMM's stage
+        criterion can be evaluated off the point NLopt reports).
+
+    Returns
+    -------
+    OptSummary
+        NLopt's ``ROUNDOFF_LIMITED`` (which its Python interface raises) is returned as
+        code -4 with the lowest point logged.
+    """
     log: list[tuple[np.ndarray, float]] = []
 
     def objective(x: np.ndarray, grad: np.ndarray) -> float:
-        val = float(fun(x))
+        val = float(fun(x.copy() if copy_x else x))
         log.append((x.copy(), val))
         return val if math.isfinite(val) else 1e300
 
-    opt = nlopt.opt(nlopt.LN_BOBYQA, k)
+    def lowest() -> tuple[np.ndarray, float]:
+        return min(log, key=lambda point: point[1] if math.isfinite(point[1]) else math.inf)
+
+    opt = nlopt.opt(nlopt.LN_BOBYQA, len(x0))
     opt.set_lower_bounds(np.where(np.isfinite(lower), lower, -np.inf))
     opt.set_min_objective(objective)
-    if restart:
-        opt.set_xtol_abs(control.restart_xtol_abs)
-        opt.set_ftol_abs(control.restart_ftol_abs)
-        opt.set_xtol_rel(0.0)
-        opt.set_initial_step(control.restart_step)
-    else:
-        opt.set_xtol_abs(control.xtol_abs)
-        opt.set_ftol_abs(control.ftol_abs)
-        opt.set_xtol_rel(control.xtol_rel)
-    opt.set_maxeval(control.maxeval)
+    if step is not None:
+        opt.set_initial_step(step)
+    opt.set_xtol_abs(xtol_abs)
+    opt.set_ftol_abs(ftol_abs)
+    opt.set_xtol_rel(xtol_rel)
+    opt.set_maxeval(control.maxeval if maxeval is None else maxeval)
     try:
         x = opt.optimize(np.asarray(x0, dtype=float))
         code, fmin = opt.last_optimize_result(), float(opt.last_optimum_value())
@@ -71,11 +105,15 @@ def bobyqa(fun: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.ndarray
         # best point: that is the lowest criterion logged
         if not log:
             raise
-        x, fmin = min(log, key=lambda point: point[1] if math.isfinite(point[1]) else math.inf)
+        x, fmin = lowest()
         code = ROUNDOFF_LIMITED
+    if lowest_logged:
+        best = lowest()
+        if best[1] < fmin:
+            x, fmin = best
     return OptSummary(
         optimizer="NLOPT_LN_BOBYQA", theta_start=np.asarray(x0, dtype=float).copy(),
-        theta_final=np.asarray(x), lower=lower.copy(), fmin=float(fmin),
+        theta_final=np.asarray(x, dtype=float), lower=lower.copy(), fmin=float(fmin),
         feval=len(log), return_code=int(code), message=_NLOPT_CODES.get(code, str(code)),
         control=control, log=tuple(log),
     )
