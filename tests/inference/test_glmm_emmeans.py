@@ -131,3 +131,23 @@ def test_at_on_a_variable_of_the_offset_only_says_what_to_pass() -> None:
     rate = fit.emmeans("f", offset=float(np.log(2.0))).table()["estimate"]
     per_unit = fit.emmeans("f", offset=0.0).table()["estimate"]
     np.testing.assert_allclose(rate, 2.0 * per_unit, rtol=1e-12)
+
+
+def test_glmm_emmeans_display_their_table_not_their_internals():
+    """``repr(g.emmeans(...))`` dumped the dataclass (``<function _logit_inv at 0x...>``)
+    and had no HTML view; it now reads as the LMM's EMMeans does."""
+    import warnings
+
+    import crossed as cx
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        g = cx.glmer("cbind(incidence, size - incidence) ~ period + (1|herd)",
+                     cx.load_dataset("cbpp"), family="binomial")
+    e = g.emmeans("period")
+    assert repr(e) == ("<GlmmEMMeans of period: 4 means, binomial ( logit ), response "
+                       "scale, 95% intervals>")
+    assert "function" not in repr(e) and "0x" not in repr(e)
+    html = e._repr_html_()
+    assert html.startswith("<div") and "period" in html
+    assert str(e) == str(e.table())

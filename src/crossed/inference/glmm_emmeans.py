@@ -73,7 +73,19 @@ class GlmmEMMeans:
         return self.emm.by
 
     def _response_name(self) -> str:
-        return "prob" if self.family.name == "binomial" else "rate"
+        return str(self.family.mean_label)
+
+    # ------------------------------------------------------------------ display
+    def __repr__(self) -> str:
+        by = f" by {', '.join(self.by)}" if self.by else ""
+        return (f"<GlmmEMMeans of {', '.join(self.specs)}{by}: {len(self.emm.grid)} means, "
+                f"{self.family}, {self.type} scale, {self.emm.level:.0%} intervals>")
+
+    def __str__(self) -> str:
+        return str(self.table())
+
+    def _repr_html_(self) -> str:
+        return str(self.table()._repr_html_())
 
     def table(self, type: str | None = None) -> pd.DataFrame:
         """The EMMs (emmeans' ``summary(emm, infer = TRUE)``).
