@@ -151,3 +151,23 @@ def test_glmm_emmeans_display_their_table_not_their_internals():
     html = e._repr_html_()
     assert html.startswith("<div") and "period" in html
     assert str(e) == str(e.table())
+
+
+def test_glmm_anova_says_it_is_a_wald_chisquare_table():
+    """``g.anova()`` printed an untitled table; car's ``Anova`` of a glmer is titled
+    "Analysis of Deviance Table (Type III Wald chisquare tests)"."""
+    import warnings
+
+    import crossed as cx
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        data = cx.load_dataset("cbpp")
+        g = cx.glmer("cbind(incidence, size - incidence) ~ period + (1|herd)", data,
+                     family="binomial")
+        g0 = cx.glmer("cbind(incidence, size - incidence) ~ 1 + (1|herd)", data,
+                      family="binomial")
+    assert str(g.anova()).splitlines()[0] == ("Analysis of Deviance Table (Type III Wald "
+                                              "chisquare tests)")
+    assert "Type II Wald" in str(g.anova(type=2))
+    assert str(g.anova(g0)).startswith("Likelihood-ratio tests of nested models")

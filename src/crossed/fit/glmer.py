@@ -102,7 +102,13 @@ class GlmerFit(SharedMethods, GlmerResult):
             ``aic``, ``bic``, ``loglik``, ``deviance``, ``statistic``, ``df``,
             ``p_value``. See :func:`crossed.inference.glmm.glmm_anova`.
         """
-        return result_table(glmm_anova(self, *others, type=type, names=names))
+        table = glmm_anova(self, *others, type=type, names=names)
+        if others:  # lme4's anova(m0, m1): a likelihood-ratio comparison
+            return result_table(table, title="Likelihood-ratio tests of nested models")
+        kind = {"1": "I", "2": "II", "3": "III"}.get(str(table.attrs.get("type", type)),
+                                                    str(type))
+        return result_table(table, title=f"Analysis of Deviance Table (Type {kind} Wald "
+                                         "chisquare tests)")
 
     def drop1(self) -> pd.DataFrame:
         """Likelihood-ratio test of each marginal fixed term (R's ``drop1(fit, test =
