@@ -174,10 +174,16 @@ def test_summary_is_text_with_tables_and_a_notebook_view() -> None:
     fit = _fit("y ~ x + (1 | item)", _binary(), family="binomial")
     summary = fit.summary()
     assert str(summary).startswith("Generalized linear mixed model fit by maximum likelihood")
-    assert list(summary.tables) == ["Random effects", "Fixed effects"]
+    assert list(summary.tables) == ["Scaled residuals", "Random effects", "Fixed effects"]
     assert list(summary.tables["Fixed effects"].index) == list(fit.fixef.index)
     html = fit._repr_html_()
     assert "<table" in html and "(Intercept)" in html
+    # the notebook view has what the text has: criteria, counts, scaled residuals
+    for piece in ("AIC", "BIC", "logLik", "deviance", f"Number of obs: {fit.nobs}",
+                  "Scaled residuals", "Signif. codes:  0 ‘***’"):
+        assert piece in html or piece in str(summary), piece
+    assert all(p in html for p in ("AIC", "logLik", "deviance", "Number of obs",
+                                   "Scaled residuals"))
     assert repr(fit).startswith("GlmerFit(") and len(repr(fit)) < 200
 
 

@@ -59,11 +59,12 @@ def test_summary_is_the_text_with_tables(fit):
     s = fit.summary()
     assert isinstance(s, Summary) and isinstance(s, str)
     assert str(s) == format_summary(fit) and repr(s) == str(s)
-    assert set(s.tables) == {"Random effects", "Fixed effects"}
+    assert list(s.tables) == ["Scaled residuals", "Random effects", "Fixed effects"]
     np.testing.assert_array_equal(s.tables["Fixed effects"]["estimate"],
                                   fit.coef_table()["estimate"])
     html = fit._repr_html_()
     assert "Fixed effects" in html and "REML criterion" in html and "<table" in html
+    assert f"Number of obs: {fit.nobs}, groups:" in html and "Scaled residuals" in html
     assert repr(fit).startswith("<LmerFit ") and "\n" not in repr(fit)
 
 

@@ -6,7 +6,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from crossed.display.lmer import r_abbreviate, signif_stars
+from crossed.display.lmer import (
+    SIGNIF_CODES,
+    r_abbreviate,
+    scaled_residual_table,
+    signif_stars,
+)
 from crossed.inference.glmm_wald import glmm_coef_table
 from crossed.tables import Summary, result_table
 
@@ -103,7 +108,7 @@ def format_glmer_summary(fit: GlmerFit) -> Summary:
         lines.append(n.ljust(nw) + " " + " ".join(c[i].rjust(k) for (_, c), k in
                                                   zip(cols, widths2, strict=True))
                      + " " + st[i].ljust(sw))
-    lines += ["---", "Signif. codes:  0 ‘***’ 0.001 ‘**’ 0.01 ‘*’ 0.05 ‘.’ 0.1 ‘ ’ 1"]
+    lines += ["---", SIGNIF_CODES]
     p = len(names)
     if 1 < p <= 12:
         V = fit.vcov_beta
@@ -123,8 +128,13 @@ def format_glmer_summary(fit: GlmerFit) -> Summary:
         lines.append(f"optimizer (bobyqa) convergence code: {0 if code > 0 else code} "
                      f"({'OK' if code > 0 else fit.opt.message if fit.opt else ''})")
         lines += list(fit.messages)
-    tables = {"Random effects": fit.varcorr(), "Fixed effects": result_table(glmm_coef_table(fit))}
-    return Summary("\n".join(lines), tables, title=lines[0], header=lines[1:4],
+    tables = {"Scaled residuals": scaled_residual_table(fit.residuals("pearson")),
+              "Random effects": result_table(fit.varcorr()),
+              "Fixed effects": result_table(glmm_coef_table(fit))}
+    # the notebook view's heading: family, formula, data, the criteria and the counts
+    header = lines[1:lines.index("Scaled residuals: ")] + [
+        next(line for line in lines if line.startswith("Number of obs:"))]
+    return Summary("\n".join(lines), tables, title=lines[0], header=header,
                    notes=list(fit.messages))
 
 

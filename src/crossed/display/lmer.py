@@ -14,10 +14,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
+import pandas as pd
 
 from crossed._format import format_pvalues_r
 from crossed.inference.coefs import coef_table
 from crossed.tables import Summary, result_table
+
+SIGNIF_CODES = "Signif. codes:  0 ‘***’ 0.001 ‘**’ 0.01 ‘*’ 0.05 ‘.’ 0.1 ‘ ’ 1"
+"""R's legend of the significance stars as R prints it in a UTF-8 locale (lme4's and
+lmerTest's summaries, checked against R 4.2.2's text), under every summary of both fit
+classes."""
 
 if TYPE_CHECKING:
     from crossed.model.result import LmerResult as LmerFit
@@ -147,7 +153,7 @@ def format_fixed_effects(fit: LmerFit, ddf: str) -> list[str]:
         header += ["Pr(>|t|)", ""]
     lines = _table(rows, header, {0, len(header) - 1} if with_df else {0})
     if with_df:
-        lines += ["---", "Signif. codes:  0 '***' 0.001 '**' 0.01 '*' 0.05 '.' 0.1 ' ' 1"]
+        lines += ["---", SIGNIF_CODES]
     return lines
 
 
@@ -212,10 +218,21 @@ def summary_of(fit: LmerFit, ddf: str = "satterthwaite") -> Summary:
     if ddf == "none":
         fixed = fixed.drop(columns=[c for c in ("df", "p_value") if c in fixed.columns])
     header_end = lines.index("Scaled residuals: ") - 1
-    tables = {"Random effects": result_table(fit.varcorr()),
+    tables = {"Scaled residuals": scaled_residual_table(
+                  fit.residuals(type="pearson", scaled=True)),
+              "Random effects": result_table(fit.varcorr()),
               "Fixed effects": result_table(fixed)}
-    return Summary("\n".join(lines), tables, title=lines[0], header=lines[1:header_end],
-                   notes=notes)
+    # the notebook view's heading: formula, data, the criterion and the counts
+    header = lines[1:header_end] + [
+        next(line for line in lines if line.startswith("Number of obs:"))]
+    return Summary("\n".join(lines), tables, title=lines[0], header=header, notes=notes)
+
+
+def scaled_residual_table(residuals: np.ndarray) -> pd.DataFrame:
+    """The summary's ``Scaled residuals`` quantiles (Min, 1Q, Median, 3Q, Max) as a
+    one-row table, for the notebook view."""
+    q = np.quantile(np.asarray(residuals, dtype=float), [0, 0.25, 0.5, 0.75, 1.0])
+    return pd.DataFrame([q], columns=["Min", "1Q", "Median", "3Q", "Max"])
 
 
 def fit_html(fit) -> str:
