@@ -170,4 +170,4 @@ def test_glmm_anova_says_it_is_a_wald_chisquare_table():
     assert str(g.anova()).splitlines()[0] == ("Analysis of Deviance Table (Type III Wald "
                                               "chisquare tests)")
     assert "Type II Wald" in str(g.anova(type=2))
-    assert str(g.anova(g0)).startswith("Likelihood-ratio tests of nested models")
+    assert "likelihood-ratio tests" in str(g.anova(g0)).splitlines()[0]

@@ -103,8 +103,8 @@ class GlmerFit(SharedMethods, GlmerResult):
             ``p_value``. See :func:`crossed.inference.glmm.glmm_anova`.
         """
         table = glmm_anova(self, *others, type=type, names=names)
-        if others:  # lme4's anova(m0, m1): a likelihood-ratio comparison
-            return result_table(table, title="Likelihood-ratio tests of nested models")
+        if others:  # lme4's anova(m0, m1): crossed.compare's likelihood-ratio table
+            return result_table(table)
         kind = {"1": "I", "2": "II", "3": "III"}.get(str(table.attrs.get("type", type)),
                                                     str(type))
         return result_table(table, title=f"Analysis of Deviance Table (Type {kind} Wald "
@@ -212,8 +212,9 @@ class GlmerFit(SharedMethods, GlmerResult):
             ``term``, ``conf_low``, ``conf_high``. See
             :func:`crossed.simulate.confint.confint`.
         """
-        return _confint(self, parm=parm, level=level, method=method, nsim=nsim, seed=seed,
-                        boot_type=boot_type, n_jobs=n_jobs, progress=progress)
+        return result_table(_confint(self, parm=parm, level=level, method=method, nsim=nsim,
+                                     seed=seed, boot_type=boot_type, n_jobs=n_jobs,
+                                     progress=progress))
 
     def r2(self, null_intercept: float | None = None,
            tolerance: float = 1e-5) -> pd.DataFrame:

@@ -299,8 +299,9 @@ class LmerFit(SharedMethods, LmerResult):
         pandas.DataFrame
             See :func:`crossed.simulate.confint.confint`.
         """
-        return _confint(self, parm=parm, level=level, method=method, nsim=nsim, seed=seed,
-                        boot_type=boot_type, n_jobs=n_jobs, progress=progress)
+        return result_table(_confint(self, parm=parm, level=level, method=method, nsim=nsim,
+                                     seed=seed, boot_type=boot_type, n_jobs=n_jobs,
+                                     progress=progress))
 
     def icc(self, by_group: bool = False) -> pd.DataFrame:
         """Adjusted and conditional ICC (``performance::icc``).

@@ -23,6 +23,7 @@ from scipy import stats
 from crossed.design.frame import DataError
 from crossed.design.reduce import TermPiece, reduced_design
 from crossed.engines.refit import refit_lmer
+from crossed.tables import result_table
 
 if TYPE_CHECKING:
     from crossed.model.result import LmerResult as LmerFit
@@ -308,7 +309,8 @@ def compare(*fits: LmerFit, names: list[str] | None = None, refit: bool = True) 
         prev = f
     out = pd.DataFrame(rows, columns=COMPARE_COLUMNS)
     out.attrs["refit"] = use_ml
-    return out
+    title = ("Models refitted with ML" if use_ml else "Models") + ": likelihood-ratio tests"
+    return result_table(out, title=title)
 
 
 # ---------------------------------------------------------------------- variance components

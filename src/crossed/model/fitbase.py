@@ -21,6 +21,7 @@ import pandas as pd
 
 from crossed.design.glm import newdata_offset
 from crossed.model.status import ConvergenceStatus
+from crossed.tables import result_table
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -241,7 +242,7 @@ class FitBase:
         for col in ("term1", "term2"):
             if out[col].notna().any():
                 out[col] = out[col].where(out[col].notna(), np.nan)
-        return out
+        return result_table(out)
 
     def ranef(self, condvar: bool = True) -> pd.DataFrame:
         """Conditional modes of the random effects with their conditional SDs.
@@ -275,7 +276,7 @@ class FitBase:
                 if sd is not None:
                     frame["cond_sd"] = sd[:, j]
                 frames.append(frame)
-        return pd.concat(frames, ignore_index=True)
+        return result_table(pd.concat(frames, ignore_index=True))
 
     # ------------------------------------------------------------------ linear predictor
     def _random_part(self, blocks_codes: list[np.ndarray], Zs: list[np.ndarray]) -> np.ndarray:
