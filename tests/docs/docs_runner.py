@@ -397,12 +397,13 @@ def _check_numbers(shown: list[tuple[int, int, int, str]], values: list, what: s
 
 def _check_prose(lines: list[str], lo: int, hi: int, namespace: dict, where: str,
                  failures: list[str], edits: list | None,
-                 deferred: list | None = None) -> list[int]:
+                 deferred: list | None = None, back_lo: int | None = None) -> list[int]:
     """Numbers followed by ``<!-- = EXPR -->`` in lines[lo:hi]: EXPR is evaluated in the
     page's namespace (after the blocks above it) and gives the number before the marker,
     or k numbers for the k numbers before it (back to the previous marker, within the
     paragraph). A marker whose names are defined only further down (an introduction that
-    quotes a result) goes to ``deferred``, evaluated when the page has run."""
+    quotes a result) goes to ``deferred``, evaluated when the page has run (``back_lo``: how
+    far back its paragraph may reach then)."""
     checked = []
     for i in range(lo, hi):
         prev_end = 0
@@ -411,7 +412,8 @@ def _check_prose(lines: list[str], lo: int, hi: int, namespace: dict, where: str
             found = [(i, prev_end + n.start(), prev_end + n.end(), n.group(0))
                      for n in NUMBER.finditer(CHECK.sub(_blank, lines[i][prev_end:m.start()]))]
             back = i - 1
-            while prev_end == 0 and back >= lo and lines[back].strip():
+            while prev_end == 0 and back >= (lo if back_lo is None else back_lo) \
+                    and lines[back].strip():
                 text = lines[back]
                 ends = [c.end() for c in CHECK.finditer(text)]
                 start = ends[-1] if ends else 0
@@ -428,7 +430,7 @@ def _check_prose(lines: list[str], lo: int, hi: int, namespace: dict, where: str
                     failures.append(f"{where}:{i + 1}: <!-- = {m.group(1)} --> failed: "
                                     f"NameError: {exc}")
                 else:
-                    deferred.append((i, i + 1))
+                    deferred.append((i, i + 1, lo))
                 continue
             except Exception as exc:
                 failures.append(f"{where}:{i + 1}: <!-- = {m.group(1)} --> failed: "
@@ -561,7 +563,7 @@ def run_page(path: Path, update: bool = False) -> PageRun:
     printed: dict[int, str] = {}
     edits: list | None = [] if update else None
 
-    deferred: list[tuple[int, int]] = []
+    deferred: list[tuple[int, int, int]] = []
 
     def prose(lo: int, hi: int) -> None:
         run.compared += len(_check_prose(lines, lo, hi, namespace, path.name, run.failures,
@@ -606,8 +608,8 @@ def run_page(path: Path, update: bool = False) -> PageRun:
             if msg and not update:
                 run.failures.append(f"{where}: shown output differs: {msg}")
     prose(prose_from, len(lines))
-    for lo, hi in deferred:      # markers that name what the page defines further down
-        _check_prose(lines, lo, hi, namespace, path.name, run.failures, edits)
+    for lo, hi, back_lo in deferred:   # markers that name what the page defines further down
+        _check_prose(lines, lo, hi, namespace, path.name, run.failures, edits, back_lo=back_lo)
     if update:
         new = list(lines)
         for line, start, end, text in sorted(set(edits or []), reverse=True):

@@ -70,3 +70,35 @@ def test_readme_use_block_runs(tmp_path, page_dir):
         warnings.simplefilter("ignore")
         run = run_page(page)
     assert run.executed == 1 and not run.failures, "\n\n".join(run.failures)
+
+
+def test_readme_thresholds_are_the_codes():
+    """The README (not an executed page) quotes thresholds and defaults of the code: each
+    such phrase is written here from the constant it names, so a changed constant fails
+    until the README says the new value."""
+    from crossed.formula.grammar import MAX_FORMULA_LENGTH, MAX_TERMS
+    from crossed.model.cholesky import MIN_BLOCKED
+    from crossed.model.control import LmerControl
+    from crossed.model.pls import MAX_DENSE
+    from crossed.model.sparse_schur import FILL_FRACTION, SPARSE_FROM
+
+    def sci(x: float) -> str:
+        return f"{x:.0e}".replace("e-0", "e-")
+
+    c = LmerControl()
+    assert c.xtol_abs == c.ftol_abs
+    text = " ".join((ROOT / "README.md").read_text().split())
+    phrases = [
+        f"over {MAX_FORMULA_LENGTH:,} characters or expanding to over {MAX_TERMS:,} terms",
+        f"from {MIN_BLOCKED} rows a blocked factorisation",
+        f"(`xtol_abs`, `ftol_abs` {sci(c.ftol_abs)} and nloptr's default `xtol_rel` "
+        f"{sci(c.xtol_rel)})",
+        f"a bounded θ ends below {sci(c.edge_tol)} (then once, with those θ moved to "
+        f"{c.edge_start:g},",
+        f"`LmerControl.restarts` ({c.restarts})",
+        f"more than {MAX_DENSE:,} random effects together",
+        f"Between {SPARSE_FROM:,} and {MAX_DENSE:,} random effects the sparse path is taken "
+        f"when its factor holds at most {100 * FILL_FRACTION:g} % of a dense triangle",
+    ]
+    missing = [p for p in phrases if p not in text]
+    assert not missing, missing

@@ -81,3 +81,15 @@ def test_a_table_of_results_needs_its_computation(tmp_path):
     assert any("docs: table" in f for f in run_page(page).failures)
     page.write_text(text.replace("| fraction", "<!-- docs: table tab -->\n| fraction"))
     assert not run_page(page).failures
+
+
+def test_a_marker_naming_what_comes_later_checks_its_whole_paragraph(tmp_path):
+    """A marker evaluated at the end of the page (its names are defined further down)
+    checks the numbers its paragraph writes before it, across lines, as any other."""
+    text = ("# p\n\nThe table has 6 systems ×\n61 languages<!-- = [n_sys, n_lang] -->.\n\n"
+            "```python\nn_sys, n_lang = 6, 61\n```\n")
+    page = tmp_path / "p.md"
+    page.write_text(text)
+    assert not run_page(page).failures
+    page.write_text(text.replace("has 6 systems", "has 7 systems"))
+    assert any("shown 7" in f for f in run_page(page).failures)
