@@ -32,7 +32,7 @@ from interface_meta import override
 
 from crossed.formula.grammar import FormulaError
 
-__all__ = ["MATERIALIZER", "SafeMaterializer", "evaluate", "expression_tree", "names_in",
+__all__ = ["MATERIALIZER", "SafeMaterializer", "dotted", "evaluate", "expression_tree", "names_in",
            "r_to_python"]
 
 MATERIALIZER = "crossed"
@@ -102,7 +102,8 @@ def expression_tree(source: str) -> tuple[ast.Expression, tuple[tuple[str, str],
     return code, tuple(aliases.items())
 
 
-def _dotted(node: ast.AST) -> list[str] | None:
+def dotted(node: ast.AST) -> list[str] | None:
+    """``a.b.c`` as ["a", "b", "c"]; None for anything but a chain of plain names."""
     parts: list[str] = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)
@@ -122,14 +123,14 @@ def names_in(source: str) -> set[str]:
 
     def walk(node: ast.AST) -> None:
         if isinstance(node, ast.Name | ast.Attribute):
-            parts = _dotted(node)
+            parts = dotted(node)
             if parts is not None:
                 if parts[0] != "np":
                     name = ".".join(parts)
                     out.add(alias.get(name, name))
                 return
         if isinstance(node, ast.Call):
-            func = _dotted(node.func)
+            func = dotted(node.func)
             if func == ["Q"] and node.args and isinstance(node.args[0], ast.Constant):
                 out.add(str(node.args[0].value))
                 return
@@ -173,7 +174,7 @@ class _Walker:
         if isinstance(node, ast.Name):
             return self.column(node.id)
         if isinstance(node, ast.Attribute):
-            parts = _dotted(node)
+            parts = dotted(node)
             if parts == ["np", "pi"]:
                 return np.float64(np.pi)
             if parts == ["np", "e"]:
@@ -220,7 +221,7 @@ class _Walker:
         raise _Refused("only a literal value is allowed as this argument")
 
     def call(self, node: ast.Call) -> Any:
-        parts = _dotted(node.func)
+        parts = dotted(node.func)
         name = ".".join(parts) if parts else None
         if any(isinstance(a, ast.Starred) for a in node.args) or any(
                 kw.arg is None for kw in node.keywords):
@@ -314,7 +315,7 @@ def _contrast_from(context: Mapping[str, Any]) -> Callable[[ast.AST], Any]:
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             return node.value
         target = node.func if isinstance(node, ast.Call) else node
-        parts = _dotted(target)
+        parts = dotted(target)
         if parts and len(parts) == 2 and parts[0] == "contr" and parts[1] in _CONTRAST_NAMES:
             obj = getattr(registry, parts[1])
         elif parts and len(parts) == 1 and parts[0] in _PATSY_CONTRASTS:

@@ -28,6 +28,7 @@ import numpy as np
 from formulaic import Formula
 from formulaic.utils.code import sanitize_variable_names
 
+from crossed.formula.evaluate import dotted
 from crossed.formula.grammar import FormulaError, plain_message
 
 __all__ = ["ALLOWED_TEXT", "MAX_EXPONENT", "MAX_POLY_DEGREE", "SAFE_CONTEXT", "check_expression",
@@ -75,18 +76,6 @@ class _Refused(Exception):
         super().__init__(why)
         self.node = node
         self.why = why
-
-
-def _dotted(node: ast.AST) -> list[str] | None:
-    """``a.b.c`` as ["a", "b", "c"]; None for anything but a chain of plain names."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return parts[::-1]
 
 
 class _Checker:
@@ -140,7 +129,7 @@ class _Checker:
             raise _Refused(node, f"{name!r} is not a column of the data")
 
     def _attribute(self, node: ast.Attribute) -> None:
-        parts = _dotted(node)
+        parts = dotted(node)
         if parts is None:
             raise _Refused(node, "attribute access is not allowed in a formula")
         if parts[0] == "np" and len(parts) == 2 and parts[1] in _NP_CONSTANTS:
@@ -155,7 +144,7 @@ class _Checker:
         return None
 
     def _call(self, node: ast.Call) -> None:
-        parts = _dotted(node.func)
+        parts = dotted(node.func)
         fname = ".".join(parts) if parts else None
         if parts and len(parts) == 1 and parts[0] in _FUNCS:
             max_args, keywords = _FUNCS[parts[0]]
@@ -229,7 +218,7 @@ class _Checker:
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             return None
         target = node.func if isinstance(node, ast.Call) else node
-        parts = _dotted(target)
+        parts = dotted(target)
         known = parts is not None and (
             (len(parts) == 2 and parts[0] == "contr" and parts[1] in _CONTRASTS)
             or (len(parts) == 1 and parts[0] in _PATSY_CONTRASTS))
@@ -418,18 +407,18 @@ def expression_names(text: str) -> set[str]:
 def _collect(node: ast.AST, aliases: dict[str, str], out: set[str]) -> None:
     """Names (dotted chains whole) of an expression, leaving out called functions."""
     if isinstance(node, ast.Attribute | ast.Name):
-        parts = _dotted(node)
+        parts = dotted(node)
         if parts:
             if parts[0] not in ("np", "contr"):
                 name = ".".join(parts)
                 out.add(aliases.get(name, name))
             return
     if isinstance(node, ast.Call):
-        if _dotted(node.func) == ["Q"] and node.args and isinstance(node.args[0],
+        if dotted(node.func) == ["Q"] and node.args and isinstance(node.args[0],
                                                                     ast.Constant):
             out.add(str(node.args[0].value))
             return
-        func = _dotted(node.func)
+        func = dotted(node.func)
         children = [*node.args, *(kw.value for kw in node.keywords)]
         if func == ["C"]:  # C(x, Sum, levels=[...]): only x is data
             children = node.args[:1]
