@@ -84,3 +84,21 @@ def test_two_level_names_holding_a_dash_are_named_whole_in_the_summary():
     text = _report(_data(["gpt-4 - mini", "claude - 3"]), "y ~ f + (1 | g)")
     summary = text.split("<h2>Summary</h2>", 1)[1].split("</section>", 1)[0]
     assert "<p>claude - 3 is " in summary and " than gpt-4 - mini (" in summary
+
+
+def test_the_glmm_reports_fixed_effects_table_names_its_terms():
+    """The GLMM report's fixed-effects table had no term names (six unlabelled rows): the
+    coefficient table keeps its terms in the index, which the HTML table left out."""
+    import re
+
+    import crossed as cx
+
+    data = cx.load_dataset("cbpp")
+    text = _report(data, "cbind(incidence, size - incidence) ~ period + (1 | herd)",
+                   glmm={"family": "binomial"})
+    section = text[text.index("Fixed effects (Wald z tests"):]
+    table = section[:section.index("</table>")]
+    cells = re.findall(r"<td>([^<]*)</td>", table)
+    for term in ("(Intercept)", "period2", "period3", "period4"):
+        assert term in cells, term
+    assert "<th>term</th>" in table

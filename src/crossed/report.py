@@ -45,7 +45,10 @@ img { max-width: 100%; } .note { color: #8a5a00; font-size: 0.9em; }
 def _table(df: pd.DataFrame) -> str:
     """A table formatted as R prints it (crossed.tables: R's column format, p-values as
     format.pval, or as emmeans in EMM and contrast tables)."""
-    shown = format_frame(pd.DataFrame(df), getattr(df, "_pvalues", "r"), na="")
+    frame = pd.DataFrame(df)
+    if not isinstance(frame.index, pd.RangeIndex):  # labels in the index (a GLMM's
+        frame = frame.rename_axis(frame.index.name or "term").reset_index()  # coef_table)
+    shown = format_frame(frame, getattr(df, "_pvalues", "r"), na="")
     return shown.to_html(index=False, escape=True, border=0, na_rep="")
 
 
