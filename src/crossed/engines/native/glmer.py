@@ -173,19 +173,14 @@ def _fit(design: Design, family: Family, nagq: int, control: LmerControl,
     p = design.X.shape[1]
     theta0 = np.where(np.isfinite(lower), 1.0, 0.0)
     # lme4's initial PIRLS (from mustart, at the starting θ) fixes lp0 for stage 1
-    if not np.isfinite(prob.deviance0(theta0)):
-        try:
-            prob.pirls(theta0, None, joint=True)  # raises PirlsError with lme4's words
-        except PirlsError as exc:  # PIRLS failed at the start, where lme4 stops too
-            raise PirlsStartError(
-                f"cannot start the GLMM of {design.spec.response!r}: PIRLS (the penalised "
-                "iteratively reweighted least squares of the conditional modes) did not "
-                f"converge at the starting values; lme4 stops there too ('{exc}'). Check "
-                "the response and the weights (a response the fixed part fits exactly, "
-                "such as one proportion in every row?)") from None
-    if prob.last is None:
-        raise DataError(f"cannot start the GLMM of {design.spec.response!r}: its criterion "
-                        "is not finite at the starting values")
+    prob.deviance0(theta0)
+    if prob.last is None:  # PIRLS failed at the start, where lme4 stops too
+        raise PirlsStartError(
+            f"cannot start the GLMM of {design.spec.response!r}: PIRLS (the penalised "
+            "iteratively reweighted least squares of the conditional modes) did not "
+            f"converge at the starting values; lme4 stops there too ('{prob.last_error}'). "
+            "Check the response and the weights (a response the fixed part fits exactly, "
+            "such as one proportion in every row?)")
     prob.set_lp0(prob.last, joint=True)
     # stage 1: nAGQ = 0 over θ
     messages: list[str] = design.messages()

@@ -156,6 +156,8 @@ class GlmmProblem:
         self.eta_start = family.link.linkfun(mustart)
         self._deviance_terms(mustart)
         self.last: PirlsState | None = None
+        self.last_error: PirlsError | None = None
+        """Why the latest failed PIRLS of :meth:`deviance0` stopped (lme4's words)."""
         self.evaluations = 0
         # lme4's lp0 (Xβ + ZΛu, no offset) where every PIRLS of a stage starts: None
         # until set (then R's mustart)
@@ -467,8 +469,9 @@ class GlmmProblem:
         self.evaluations += 1
         try:
             s = self.pirls(theta, None, joint=True)
-        except PirlsError:
-            return np.inf  # (lme4 stops with the error; the optimiser steps back here)
+        except PirlsError as exc:
+            self.last_error = exc  # (lme4 stops with it; the optimiser steps back here)
+            return np.inf
         self.last = s
         return self.laplace_of(s)
 
