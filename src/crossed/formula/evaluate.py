@@ -145,6 +145,19 @@ def names_in(source: str) -> set[str]:
     return out
 
 
+def _literal(node: ast.AST, types: tuple[type, ...]) -> Any:
+    """A literal argument (a number, possibly negative, a string, a boolean, None) of one
+    of ``types``; refused otherwise."""
+    sign = 1
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        node, sign = node.operand, -1
+    if isinstance(node, ast.Constant) and (node.value is None
+                                           or isinstance(node.value, types)):
+        v = node.value
+        return -v if sign < 0 and isinstance(v, int | float) else v
+    raise _Refused("only a literal value is allowed as this argument")
+
+
 class _Walker:
     """Evaluates one checked tree; ``lookup(name)`` gives a data column's values."""
 
@@ -210,16 +223,6 @@ class _Walker:
             return self.call(node)
         raise _Refused(f"{type(node).__name__} expressions are not allowed in a formula")
 
-    def literal(self, node: ast.AST, types: tuple[type, ...]) -> Any:
-        sign = 1
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-            node, sign = node.operand, -1
-        if isinstance(node, ast.Constant) and (node.value is None
-                                               or isinstance(node.value, types)):
-            v = node.value
-            return -v if sign < 0 and isinstance(v, int | float) else v
-        raise _Refused("only a literal value is allowed as this argument")
-
     def call(self, node: ast.Call) -> Any:
         parts = dotted(node.func)
         name = ".".join(parts) if parts else None
@@ -262,7 +265,7 @@ class _Walker:
             if len(node.args) > 2 or set(kwargs) - {key}:
                 raise _Refused(f"{name}() takes (x, {key}) here")
             digits_node = node.args[1] if len(node.args) > 1 else kwargs.get(key)
-            digits = 0 if digits_node is None else self.literal(digits_node, (int,))
+            digits = 0 if digits_node is None else _literal(digits_node, (int,))
             if not isinstance(digits, int) or abs(digits) > 308:
                 raise _Refused(f"{name}()'s digits must be a whole number from -308 to 308")
             return np.round(self.value(node.args[0]), digits)
@@ -279,8 +282,8 @@ class _Walker:
         if len(node.args) > most or set(kwargs) - allowed:
             raise _Refused(f"{fname}() takes (x{', ' if allowed else ''}"
                            f"{', '.join(sorted(allowed))}) here")
-        rest = [self.literal(a, (bool, int, float)) for a in node.args[1:]]
-        kw = {k: self.literal(v, (bool, int, float)) for k, v in kwargs.items()}
+        rest = [_literal(a, (bool, int, float)) for a in node.args[1:]]
+        kw = {k: _literal(v, (bool, int, float)) for k, v in kwargs.items()}
         if fname == "poly":
             degree = kw.get("degree", rest[0] if rest else 1)
             if isinstance(degree, bool) or not isinstance(degree, int) or not (
@@ -300,9 +303,9 @@ class _Walker:
             lv = kwargs["levels"]
             if not isinstance(lv, ast.List | ast.Tuple):
                 raise _Refused("levels= takes a list of literal values")
-            kw["levels"] = [self.literal(e, (str, int, float, bool)) for e in lv.elts]
+            kw["levels"] = [_literal(e, (str, int, float, bool)) for e in lv.elts]
         if "spans_intercept" in kwargs:
-            kw["spans_intercept"] = self.literal(kwargs["spans_intercept"], (bool,))
+            kw["spans_intercept"] = _literal(kwargs["spans_intercept"], (bool,))
         return TRANSFORMS["C"](data, **kw)
 
 
@@ -329,26 +332,20 @@ def _contrast_from(context: Mapping[str, Any]) -> Callable[[ast.AST], Any]:
                            "Diff")
         if not isinstance(node, ast.Call):
             return obj
-        walker = _Walker(lambda n: None, {}, _no_state, resolve)
         args = []
         for a in node.args:
             if isinstance(a, ast.List | ast.Tuple):
-                args.append([walker.literal(e, (str, int, float, bool)) for e in a.elts])
+                args.append([_literal(e, (str, int, float, bool)) for e in a.elts])
             else:
-                args.append(walker.literal(a, (str, int, float, bool)))
+                args.append(_literal(a, (str, int, float, bool)))
         kws = {}
         for kw in node.keywords:
             if kw.arg is None:
                 raise _Refused("**arguments are not allowed in a formula")
-            kws[kw.arg] = walker.literal(kw.value, (str, int, float, bool))
+            kws[kw.arg] = _literal(kw.value, (str, int, float, bool))
         return obj(*args, **kws)
 
     return resolve
-
-
-def _no_state(fname: str, node: ast.Call, data: Any, args: list[Any],
-              kwargs: dict[str, Any]) -> Any:
-    raise _Refused(f"{fname}() is not allowed here")
 
 
 def _fresh_state(fname: str, node: ast.Call, data: Any, args: list[Any],
