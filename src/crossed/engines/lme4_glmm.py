@@ -29,7 +29,7 @@ from crossed.engines.lme4 import (
     r_session,
 )
 
-__all__ = ["fit_glmm_lme4", "glmer_in_r"]
+__all__ = ["fit_glmm_lme4", "glmer_in_r", "glmm_info_in_r"]
 
 _R_GLMER = r"""
 crossed_glmer <- function(formula, data, family, link, nAGQ, w, off) {
@@ -49,6 +49,9 @@ crossed_glmer <- function(formula, data, family, link, nAGQ, w, off) {
       msgs <<- c(msgs, trimws(conditionMessage(m))); invokeRestart("muffleMessage")
     })
   secs <- proc.time()[["elapsed"]] - t0
+  list(fit = fit, info = crossed_glmm_info(fit, msgs, secs))
+}
+crossed_glmm_info <- function(fit, msgs, secs) {
   info <- crossed_extract(fit, msgs, secs)
   info$loglik <- as.numeric(stats::logLik(fit))
   info$eta <- as.numeric(fit@resp$eta)
@@ -58,18 +61,31 @@ crossed_glmer <- function(formula, data, family, link, nAGQ, w, off) {
     if (is.list(p)) lapply(p, as.numeric) else list(as.numeric(p))
   })
   info$postvar_groups <- names(fit@cnms)
-  list(fit = fit, info = info)
+  info
 }
 """
+
+
+def _glmer_functions() -> Any:
+    """rpy2's ``robjects`` with this module's R functions defined (once per session)."""
+    ro = r_session().ro
+    if "crossed_glmm_info" not in ro.globalenv:
+        ro.r(_R_GLMER)
+    return ro
+
+
+def glmm_info_in_r(fit: object) -> object:
+    """What a fitted ``glmerMod`` holds, as :func:`glmer_in_r` reads it (``info_from_r``'s
+    fields, ``loglik``, ``eta``, the conditional variances), for a fit made elsewhere
+    (pymer4's)."""
+    ro = _glmer_functions()
+    return ro.globalenv["crossed_glmm_info"](fit, ro.StrVector([]), ro.FloatVector([np.nan]))
 
 
 def glmer_in_r(design: Design, family: Any, nagq: int = 1) -> tuple[object, dict[str, Any]]:
     """Fit the design with ``lme4::glmer``; the R fit and :func:`info_from_r`'s values
     (plus ``loglik``)."""
-    r = r_session()
-    ro = r.ro
-    if "crossed_glmer" not in ro.globalenv:
-        ro.r(_R_GLMER)
+    ro = _glmer_functions()
     df, formula = design_to_r(design)
     w = getattr(design, "weights", None)
     off = getattr(design, "offset", None)

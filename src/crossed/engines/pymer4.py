@@ -75,18 +75,6 @@ crossed_pymer4_info <- function(fit) {
     formula = paste(deparse(stats::formula(fit), width.cutoff = 500L), collapse = " ")
   )
 }
-crossed_pymer4_glmm_info <- function(fit) {
-  info <- crossed_extract(fit, character(0), NA_real_)
-  info$loglik <- as.numeric(stats::logLik(fit))
-  info$eta <- as.numeric(fit@resp$eta)
-  re <- lme4::ranef(fit, condVar = TRUE)
-  info$postvar <- lapply(names(fit@cnms), function(g) {
-    p <- attr(re[[g]], "postVar")
-    if (is.list(p)) lapply(p, as.numeric) else list(as.numeric(p))
-  })
-  info$postvar_groups <- names(fit@cnms)
-  info
-}
 """
 
 _R_CODINGS = {"contr.treatment": "treatment", "contr.sum": "sum", "contr.helmert": "helmert",
@@ -351,7 +339,7 @@ def _glmer_fit(r: Any, obj: Any, spec: Any, data: pd.DataFrame, fitted: dict[str
         _report_lme4_messages,
         info_from_r,
     )
-    from crossed.engines.lme4_glmm import _cond_var_u
+    from crossed.engines.lme4_glmm import _cond_var_u, glmm_info_in_r
     from crossed.model.glmm.result import GlmerResult
 
     used, _ = used_columns(spec, [str(c) for c in data.columns])
@@ -373,10 +361,7 @@ def _glmer_fit(r: Any, obj: Any, spec: Any, data: pd.DataFrame, fitted: dict[str
     w = fitted["weights"]
     weights = None if spec.cbind is None and np.all(w == 1.0) else w
     design = attach(design, {**extra, "weights": weights}, fitted["y"])
-    ro = r.ro
-    if "crossed_pymer4_glmm_info" not in ro.globalenv:
-        ro.r(_R_PYMER4)
-    raw = ro.globalenv["crossed_pymer4_glmm_info"](obj)
+    raw = glmm_info_in_r(obj)
     d = _r_list(raw)
     info = info_from_r(raw)
     info = _checked_layout(design, info, positional=False)
