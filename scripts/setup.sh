@@ -23,11 +23,19 @@ if [ ! -x .venv/bin/python ]; then
 fi
 spec="."
 [ -n "$extras" ] && spec=".[$extras]"
-stamp=".venv/.installed-$(echo "$extras" | tr ',' '-')-$(cat pyproject.toml | md5sum | cut -c1-12)"
+stamp=".venv/.installed-$(echo "$extras" | tr ',' '-')-$(cat pyproject.toml meson.build | md5sum | cut -c1-12)"
 if [ ! -f "$stamp" ]; then
   echo "crossed: installing crossed${extras:+ [$extras]} and its dependencies into .venv" \
        "(first run, or pyproject.toml changed: a few minutes)..." >&2
   .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -e "$spec"
+  # the compiled core (meson.build) is built by meson-python; an editable install rebuilds
+  # it on import when a .pyx changes, with the build tools of this environment, so they are
+  # installed here and the install does not isolate the build
+  .venv/bin/python -m pip install -q "meson-python>=0.15" "meson>=1.1" "cython>=3.0.8" ninja \
+    "scipy>=1.11.1"
+  # (CYTHON: the rebuild on import finds this Cython without the environment on PATH;
+  # build/venv: this environment's build directory, apart from .venv-oldest's)
+  PATH="$PWD/.venv/bin:$PATH" CYTHON="$PWD/.venv/bin/cython" .venv/bin/python -m pip install \
+    -q --no-build-isolation -Cbuild-dir=build/venv -e "$spec"
   touch "$stamp"
 fi

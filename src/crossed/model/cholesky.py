@@ -29,9 +29,10 @@ from concurrent.futures import Future
 from typing import TYPE_CHECKING, cast
 
 import numpy as np
-from scipy.linalg import cython_blas, cython_lapack, lapack
+from scipy.linalg import cython_blas, cython_lapack
 
 from crossed._threads import helper_thread
+from crossed.model import _core
 
 if TYPE_CHECKING:
     from _ctypes import CFuncPtr, _CArgObject
@@ -246,7 +247,7 @@ def cholesky_lower(A: np.ndarray, solve_from: int | None = None, diagonal: int =
     if diagonal and AVAILABLE and n >= MIN_DIAGONAL:
         return _diagonal_lead(A, diagonal, n if solve_from is None else solve_from)
     if n < MIN_BLOCKED or not AVAILABLE:
-        return cast(int, lapack.dpotrf(A, lower=1, clean=0, overwrite_a=1)[1])
+        return cast(int, _core.potrf_lower(A))
     return _factor(A, n if solve_from is None else solve_from)
 
 

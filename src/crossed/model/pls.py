@@ -44,9 +44,10 @@ import scipy.sparse as sp
 from scipy.linalg import blas
 
 from crossed.design.random import ReBlock
+from crossed.model import _core
 from crossed.model.banded import BandedBlocks
 from crossed.model.cholesky import cholesky_lower
-from crossed.model.closed_forms import first_block_1x1, first_block_2x2, matrices_2x2
+from crossed.model.closed_forms import first_block_2x2, matrices_2x2
 from crossed.model.condvar import conditional_inverse_blocks
 from crossed.model.crossprod import CrossProducts, RowMatrices, sparse_z
 from crossed.model.factor import (
@@ -79,6 +80,8 @@ _SMALL_SCHUR = 256
 """Up to this size the scaled A_rr is formed by one product with the scales' outer product
 (fewer calls), above it block by block on the upper triangle (half the work)."""
 _ONE = np.ones(1)
+_NONE = np.zeros(0)
+_NO_PAIRS = np.zeros(0, dtype=np.int64)
 
 
 class PLS:
@@ -289,6 +292,8 @@ class PLS:
                 self._a_2x2 = np.stack([A11[:, 0, 0], A11[:, 1, 0], A11[:, 1, 1]])
                 self._a_2x2_max = (float(A11[:, 0, 0].max()), float(A11[:, 1, 1].max()))
         self.band = self._band
+        if self.q1 == 1:  # (contiguous, for the compiled closed forms)
+            self._a_1x1 = np.ascontiguousarray(A11[:, 0, 0])
         if self.q1 == 2:
             self.first_2x2 = (self._a_2x2, self._t_2x2, self._a_2x2_max)
         # the pwrss from the residuals (factor): at every θ for nearly collinear levels,
@@ -539,11 +544,12 @@ class PLS:
         """Block 1 per level: Cholesky factors of B_s, G_s = T B_s⁻¹ Tᵀ, a half H_s of G_s
         (G_s = H_sᵀ H_s) and log det of the block."""
         if self.q1 == 1:  # (per class of levels where the sparse map merges them)
-            t = theta[self._t1]
-            b, G, logdet = first_block_1x1(self.A11[:, 0, 0], t, self._classes)
-            root = np.sqrt(b)
-            return (root[:, None, None], G[:, None, None], (t / root)[:, None, None],
-                    float(logdet), True)
+            a, count = ((self._a_1x1, _NONE) if self._classes is None
+                        else (self._classes.a, self._classes.count))
+            out = np.empty((4, len(a), 1, 1))  # B_s, G_s, √B_s and H_s = t / √B_s
+            flat = out.reshape(4, -1)
+            logdet = _core.first_block_1x1(a, float(theta[self._t1]), count, *flat)
+            return out[2], out[1], out[3], logdet, True
         if self.q1 == 2:
             th = theta.tolist() + [0.0]
             t0, t1, t2 = (th[i] for i in self._t_2x2)
@@ -606,22 +612,13 @@ class PLS:
             # A_rr and the update are sparse: C = S (A_rr - W g) S on their support alone,
             # each part of W's rows written by its thread
             C = np.zeros((r, r))
-            flat = C.reshape(-1)
-            g = m.g_vector(G, per_class=self._classes is not None)
-            table = self._scale_table(theta)
-
-            def assemble(lo: int, hi: int, W: sp.csr_matrix) -> None:
-                assert m.arr is not None  # checked above
-                vals = m.arr[lo:hi] - W @ g
-                vals *= table[self._scale_pair[lo:hi]]
-                flat[m.rows[lo:hi]] = vals
-
-            m.each_part(assemble)
+            m.apply(G, C.reshape(-1), self._classes is not None, m.arr,
+                    self._scale_table(theta), self._scale_pair)
         else:
-            update = m.update(G, per_class=self._classes is not None)
+            per_class = self._classes is not None
             if not self._rest_scalar or self.r_rand == 0:  # (no later blocks: S = I)
                 C = self.Arr.copy()
-                C.reshape(-1)[m.rows] -= update
+                m.apply(G, C.reshape(-1), per_class, None, _ONE, _NO_PAIRS)
                 return self._finish_schur(theta, C.T) if self.r_rand else C.T
             # S (A_rr - W g) S with S diagonal and constant on each block: copy-and-scale
             # A_rr block by block (upper block pairs), subtract the scaled update
@@ -635,8 +632,8 @@ class PLS:
                     for b0, b1 in self._scalar_ranges[i:]:
                         np.multiply(self.Arr[a0:a1, b0:b1], s[a0] * s[b0],
                                     out=C[a0:a1, b0:b1])
-            update *= self._scale_table(theta)[self._scale_pair]
-            C.reshape(-1)[m.rows] -= update
+            m.apply(G, C.reshape(-1), per_class, None, self._scale_table(theta),
+                    self._scale_pair)
         idx = self._diag_rand
         C[idx, idx] += 1.0
         return C.T
@@ -682,13 +679,9 @@ class PLS:
         L = self.schur(theta, chol, G, H)
         if cholesky_lower(L, solve_from=self.r_rand, diagonal=self._diagonal) != 0:
             return Factor(theta=theta, ok=False)
-        d = L.diagonal()
-        rr = self.r_rand
-        logd = np.log(d[:-1])
-        ldL2 = ld1 + 2.0 * float(logd[:rr].sum()) if rr else ld1
-        ldL2 -= self.ldW  # (prior weights: lme4's criterion has ldL2 - ldW)
-        ldRX2 = 2.0 * float(logd[rr:].sum())
-        f = Factor(theta=theta, ok=True, ldL2=ldL2, ldRX2=ldRX2, pwrss=float(d[-1] ** 2),
+        log_rand, log_fixed, pwrss = _core.log_diagonal_sums(L, self.r_rand)
+        ldL2 = ld1 + 2.0 * log_rand - self.ldW  # (prior weights: lme4's ldL2 - ldW)
+        f = Factor(theta=theta, ok=True, ldL2=ldL2, ldRX2=2.0 * log_fixed, pwrss=pwrss,
                    L=L, first=chol)
         return from_residuals(self, f) if pivot_cancels(self, f.pwrss, chol, theta) else f
 

@@ -18,12 +18,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from crossed._threads import helper_thread
+from crossed.model import _core
 
 __all__ = ["MAX_DENSE_PRODUCTS", "MIN_CLASSED_LEVELS", "LevelClasses", "Products", "SPLIT_NNZ",
            "SUPPORT_FRACTION", "SparseMap", "T", "build_sparse_map", "level_classes",
            "response_free_products"]
 
 T = TypeVar("T")
+_NONE = np.zeros(0)
 Products = tuple[np.ndarray, np.ndarray, np.ndarray]
 """Products of W as (target, k, value), sorted by target (see :func:`_upper_products`)."""
 
@@ -90,13 +92,17 @@ class SparseMap:
         job = pool.submit(fn, *self.parts[-1])
         return [fn(*part) for part in self.parts[:-1]] + [job.result()]
 
-    def update(self, G: np.ndarray, per_class: bool = False) -> np.ndarray:
-        """The update's entries at ``rows`` from the per-level G (ℓ₁, q₁, q₁), or from G
-        per class (``per_class``, :meth:`g_vector`)."""
-        g = self.g_vector(G, per_class)
-        if len(self.parts) == 1:
-            return cast(np.ndarray, self.W @ g)
-        return np.concatenate(self.each_part(lambda lo, hi, W: W @ g))
+    def apply(self, G: np.ndarray, out: np.ndarray, per_class: bool, arr: np.ndarray | None,
+              table: np.ndarray, pair: np.ndarray) -> None:
+        """Write the Schur complement's entries at ``rows`` into ``out`` (C flattened
+        row-major) from the per-level G (or G per class, ``per_class``), each part of W's
+        rows by the compiled kernel (``_core.map_update``) on its thread: with ``arr`` (A_rr
+        at ``rows``) ``out[rows] = (arr - W g) * table[pair]``, else ``out[rows] -= (W g) *
+        table[pair]`` (``pair`` empty: unscaled)."""
+        g = np.ascontiguousarray(self.g_vector(G, per_class))
+        support = _NONE if arr is None else arr
+        self.each_part(lambda lo, hi, W: _core.map_update(W, g, self.rows, lo, hi, support,
+                                                          table, pair, out))
 
 
 @dataclass(frozen=True)
