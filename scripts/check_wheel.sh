@@ -19,9 +19,14 @@ need = ["crossed/py.typed", "crossed/data/exist_multi.csv",
         "crossed/formulas/repeated_measures.toml", "crossed/formulas/cross_classified.toml"]
 missing = [n for n in need if n not in names]
 assert not missing, f"not in the wheel: {missing}"
+# the compiled core (meson.build), not its Cython source
+assert any(n.startswith("crossed/model/_core.") and n.endswith(".so") for n in names), \
+    "the compiled core (crossed/model/_core.*.so) is not in the wheel"
+assert not any(n.endswith(".pyx") for n in names), "Cython sources in the wheel"
 PY
 # a clean environment; --system-site-packages lets pip reuse installed dependencies offline
 python3 -m venv "$out/venv"
 "$out/venv/bin/python" -m pip install -q ${PIP_WHEEL_OPTS:-} "$wheel"
 cp scripts/smoke_wheel.py "$out/smoke_wheel.py"
-(cd "$out" && env -u PYTHONPATH "$out/venv/bin/python" -I smoke_wheel.py)
+# without a compiler on PATH (the venv's own scripts alone): the wheel carries the built core
+(cd "$out" && env -u PYTHONPATH PATH="$out/venv/bin" "$out/venv/bin/python" -I smoke_wheel.py)

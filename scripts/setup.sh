@@ -21,6 +21,16 @@ if [ ! -x .venv/bin/python ]; then
     fi
   fi
 fi
+# the compiled core (meson.build) needs a C compiler and Python's headers
+if ! command -v cc >/dev/null 2>&1 || [ ! -f "$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')/Python.h" ]; then
+  if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc python3-dev >/dev/null
+  else
+    echo "crossed compiles its core at install: install a C compiler and Python's headers" \
+         "(Debian: apt-get install build-essential python3-dev)" >&2
+    exit 1
+  fi
+fi
 spec="."
 [ -n "$extras" ] && spec=".[$extras]"
 stamp=".venv/.installed-$(echo "$extras" | tr ',' '-')-$(cat pyproject.toml meson.build | md5sum | cut -c1-12)"

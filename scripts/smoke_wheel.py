@@ -5,6 +5,7 @@ a bundled dataset, and the package data and typing marker the wheel must ship.""
 from __future__ import annotations
 
 import importlib.resources
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,13 @@ def main() -> None:
     repo = Path(__file__).resolve().parents[1]
     assert repo / "src" not in here.parents, f"crossed imported from the source tree: {here}"
     assert "site-packages" in str(here), f"crossed not installed: {here}"
+
+    # the compiled core is the wheel's own (built at wheel time; no compiler at install)
+    from crossed.model import _core
+
+    core = Path(_core.__file__).resolve()
+    assert here in core.parents and core.suffix == ".so", f"compiled core not installed: {core}"
+    assert shutil.which("cc") is None and shutil.which("gcc") is None, "a compiler on PATH"
 
     files = importlib.resources.files("crossed")
     assert files.joinpath("py.typed").is_file(), "py.typed is not in the wheel"
@@ -46,8 +54,8 @@ def main() -> None:
                           "delta ~ language * task * mode + (1 | architecture)"],
                          capture_output=True, text=True, check=True).stdout
     assert "language:task:mode" in out, out
-    print(f"crossed {cx.__version__} wheel smoke test passed: fit, ANOVA, EMMs, CLI, "
-          f"datasets, formulas ({len(tomls)} specs), py.typed")
+    print(f"crossed {cx.__version__} wheel smoke test passed: compiled core, fit, ANOVA, EMMs, "
+          f"CLI, datasets, formulas ({len(tomls)} specs), py.typed")
 
 
 if __name__ == "__main__":

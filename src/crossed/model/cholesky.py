@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import ctypes
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.linalg import cython_blas, cython_lapack
@@ -247,7 +247,7 @@ def cholesky_lower(A: np.ndarray, solve_from: int | None = None, diagonal: int =
     if diagonal and AVAILABLE and n >= MIN_DIAGONAL:
         return _diagonal_lead(A, diagonal, n if solve_from is None else solve_from)
     if n < MIN_BLOCKED or not AVAILABLE:
-        return cast(int, _core.potrf_lower(A))
+        return _core.potrf_lower(A)
     return _factor(A, n if solve_from is None else solve_from)
 
 
