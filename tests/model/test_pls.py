@@ -348,10 +348,7 @@ def test_a_fit_keeps_the_factorisation_its_estimates_came_from():
     np.testing.assert_array_equal(ml.factor_at_optimum.theta, ml.theta)
 
 
-def test_first_block_2x2_kernel_matches_the_closed_forms():
-    """The compiled closed forms (``_core.first_block_2x2``: one pass over the levels)
-    agree with the coefficient-matrix formulas (matrix products, BLAS) to rounding: the
-    same sums, added in another order (before the compiled core they were bitwise equal)."""
+def test_first_block_2x2_is_bitwise_the_closed_forms():
     from crossed.model.closed_forms import _first_block_2x2_general
     from crossed.model.closed_forms import first_block_2x2 as _first_block_2x2
 
@@ -361,22 +358,9 @@ def test_first_block_2x2_kernel_matches_the_closed_forms():
     for _ in range(300):
         t = (rng.normal(size=3) * 10.0 ** rng.integers(-4, 4, size=3)).tolist()
         fast, general = _first_block_2x2(a, *t), _first_block_2x2_general(a, *t)
-        assert fast[4] == general[4]
-        if not fast[4]:
-            continue
-        assert fast[3] == pytest.approx(general[3], rel=1e-10)  # (det cancels there too)
-        np.testing.assert_allclose(fast[0], general[0], rtol=1e-13,
-                                   atol=1e-15 * np.abs(general[0]).max())
-        # G = T B⁻¹ Tᵀ cancels for t of very different scales (here 1e-4 to 1e3): both
-        # are up to 5e-9 from 50-digit arithmetic there (median 1.3e-16); entries far
-        # below G's largest are compared at G's scale
-        np.testing.assert_allclose(fast[1], general[1], rtol=1e-8,
-                                   atol=1e-12 * np.abs(general[1]).max())
-    # not positive definite: both refuse (an infinite log determinant)
-    bad = a.copy()
-    bad[0, 3] = -1e12
-    assert not _first_block_2x2(bad, 1.0, 0.5, 1.0)[4]
-    assert not _first_block_2x2_general(bad, 1.0, 0.5, 1.0)[4]
+        assert fast[3] == general[3] and fast[4] == general[4]
+        np.testing.assert_array_equal(fast[0], general[0])
+        np.testing.assert_array_equal(fast[1], general[1])
 
 
 def test_level_classes_of_a_scalar_block_match_the_row_wise_unique():

@@ -13,8 +13,6 @@ from typing import TYPE_CHECKING, Any, cast, overload
 
 import numpy as np
 
-from crossed.model import _core
-
 if TYPE_CHECKING:
     from crossed.model.sparse_map import LevelClasses
 
@@ -99,20 +97,30 @@ def matrices_2x2(entries: np.ndarray) -> np.ndarray:
 
 def first_block_2x2(a: np.ndarray, t0: float, t1: float, t2: float
                      ) -> tuple[np.ndarray | None, np.ndarray | None, None, float, bool]:
-    """``first_block`` for q = 2 in closed form on the entries, one compiled pass over the
-    levels (``_core.first_block_2x2``) instead of batched LAPACK calls. Returns B's entries
-    (3, ℓ, C order) in place of a Cholesky factor (see
-    :meth:`~crossed.model.pls.PLS.first_chol`) and G (ℓ, 2, 2).
+    """``first_block`` for q = 2 in closed form on the entries, a few operations on (3, ℓ)
+    arrays instead of batched LAPACK calls. Returns B's entries (3, ℓ) in place of a
+    Cholesky factor (see :meth:`~crossed.model.pls.PLS.first_chol`) and G (ℓ, 2, 2).
 
-    The same formulas as :func:`entries_2x2` and :func:`g_2x2` (and so as ``batched.py``),
-    to rounding: they form the same sums as matrix products."""
+    The same arithmetic as :func:`entries_2x2` and
+    :func:`g_2x2` (and so as ``batched.py``), bit for bit: their
+    coefficient matrices M and N have one product of the t's per entry, formed here in
+    Python floats instead of by two small matrix products; the products with the data are
+    the same matrix products."""
     if not (abs(t0) < np.inf and abs(t1) < np.inf and abs(t2) < np.inf):
         return _first_block_2x2_general(a, t0, t1, t2)
-    b = np.empty_like(a)
-    G = np.empty((4, a.shape[1]))
-    logdet = _core.first_block_2x2(a, t0, t1, t2, b, G)
-    if not logdet < np.inf:
+    t01, t02, t12 = t0 * t1, t0 * t2, t1 * t2
+    t00, t11, t22 = t0 * t0, t1 * t1, t2 * t2
+    b = np.array([[t00, 2.0 * t01, t11], [0.0, t02, t12], [0.0, 0.0, t22]]) @ a
+    b += _B_OFFSET
+    det = b[0] * b[2]
+    det -= b[1] * b[1]
+    logdet = float(np.log(det).sum())
+    if not abs(logdet) < np.inf:
         return None, None, None, np.inf, False
+    inv = b[::-1] * _INV_SIGN
+    inv /= det
+    G = np.array([[t00, 0.0, 0.0], [t01, t02, 0.0], [t01, t02, 0.0],
+                  [t11, 2.0 * t12, t22]]) @ inv
     return b, G.reshape(2, 2, -1).transpose(2, 0, 1), None, logdet, True
 
 

@@ -548,7 +548,9 @@ class PLS:
                         else (self._classes.a, self._classes.count))
             out = np.empty((4, len(a), 1, 1))  # B_s, G_s, √B_s and H_s = t / √B_s
             flat = out.reshape(4, -1)
-            logdet = _core.first_block_1x1(a, float(theta[self._t1]), count, *flat)
+            _core.first_block_1x1(a, float(theta[self._t1]), *flat)
+            logs = np.log(flat[0])  # (NumPy's log and sums, as closed_forms.py and batched.py)
+            logdet = float(logs.sum() if self._classes is None else logs @ count)
             return out[2], out[1], out[3], logdet, True
         if self.q1 == 2:
             th = theta.tolist() + [0.0]
@@ -679,9 +681,13 @@ class PLS:
         L = self.schur(theta, chol, G, H)
         if cholesky_lower(L, solve_from=self.r_rand, diagonal=self._diagonal) != 0:
             return Factor(theta=theta, ok=False)
-        log_rand, log_fixed, pwrss = _core.log_diagonal_sums(L, self.r_rand)
-        ldL2 = ld1 + 2.0 * log_rand - self.ldW  # (prior weights: lme4's ldL2 - ldW)
-        f = Factor(theta=theta, ok=True, ldL2=ldL2, ldRX2=2.0 * log_fixed, pwrss=pwrss,
+        d = L.diagonal()
+        rr = self.r_rand
+        logd = np.log(d[:-1])
+        ldL2 = ld1 + 2.0 * float(logd[:rr].sum()) if rr else ld1
+        ldL2 -= self.ldW  # (prior weights: lme4's criterion has ldL2 - ldW)
+        ldRX2 = 2.0 * float(logd[rr:].sum())
+        f = Factor(theta=theta, ok=True, ldL2=ldL2, ldRX2=ldRX2, pwrss=float(d[-1] ** 2),
                    L=L, first=chol)
         return from_residuals(self, f) if pivot_cancels(self, f.pwrss, chol, theta) else f
 
