@@ -289,7 +289,10 @@ class _Walker:
             if isinstance(degree, bool) or not isinstance(degree, int) or not (
                     1 <= degree <= 25):
                 raise _Refused("poly()'s degree must be a whole number from 1 to 25")
-        return self.stateful(fname, node, self.value(node.args[0]), rest, kw)
+        data = self.value(node.args[0])
+        if np.ndim(data) == 0:  # (scale(1): NumPy's axis error, and R's NaN, before)
+            raise _Refused(f"{fname}() needs a variable of the data, not a constant")
+        return self.stateful(fname, node, data, rest, kw)
 
     def c_call(self, node: ast.Call, kwargs: dict[str, ast.expr]) -> Any:
         if len(node.args) > 2 or set(kwargs) - {"contrasts", "levels", "spans_intercept"}:
