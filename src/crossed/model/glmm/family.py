@@ -2,17 +2,18 @@
 
 Each :class:`Family` carries its :class:`Link` (``linkfun``, ``linkinv``, ``mu_eta``) and
 R's ``variance``, ``dev.resids`` and ``aic``; validated against R 4.2.2's ``stats`` family
-objects through lme4's ``glmer`` fits (``tests/model/glmm``).
+objects through lme4's ``glmer`` fits (``tests/model/glmm``). SciPy's special functions
+and statistics are imported where they are used (``linkfun``, the probit link, ``aic``),
+not with this module, which every fit imports.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, cast
 
 import numpy as np
-from scipy import special, stats
 
 from crossed._warn import warn
 from crossed.design.frame import DataError
@@ -59,12 +60,28 @@ def _log_both(eta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return mu, mu
 
 
+def _logit(mu: np.ndarray) -> np.ndarray:
+    from scipy import special
+
+    return cast(np.ndarray, special.logit(mu))
+
+
+def _probit(mu: np.ndarray) -> np.ndarray:
+    from scipy import stats
+
+    return cast(np.ndarray, stats.norm.ppf(mu))
+
+
 def _probit_inv(eta: np.ndarray) -> np.ndarray:
+    from scipy import stats
+
     thresh = -stats.norm.ppf(_EPS)
     return np.asarray(stats.norm.cdf(np.clip(eta, -thresh, thresh)), dtype=float)
 
 
 def _probit_mu_eta(eta: np.ndarray) -> np.ndarray:
+    from scipy import stats
+
     return np.asarray(np.maximum(stats.norm.pdf(eta), _EPS), dtype=float)
 
 
@@ -96,8 +113,8 @@ class Link:
 
 
 _LINKS: dict[str, Link] = {
-    "logit": Link("logit", special.logit, _logit_inv, _logit_mu_eta, _logit_both),
-    "probit": Link("probit", stats.norm.ppf, _probit_inv, _probit_mu_eta),
+    "logit": Link("logit", _logit, _logit_inv, _logit_mu_eta, _logit_both),
+    "probit": Link("probit", _probit, _probit_inv, _probit_mu_eta),
     "cloglog": Link("cloglog", lambda mu: np.log(-np.log1p(-mu)), _cloglog_inv,
                     _cloglog_mu_eta),
     "log": Link("log", np.log, lambda eta: np.maximum(np.exp(eta), _EPS),
@@ -199,6 +216,8 @@ class Binomial(Family):
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.where(m > 0, wt / np.where(m > 0, m, 1.0), 0.0)
         k, size = np.round(m * y), np.round(m)
+        from scipy import stats
+
         return float(-2.0 * np.sum(ratio * stats.binom.logpmf(k, size, mu)))
 
     def mustart(self, y: np.ndarray, wt: np.ndarray) -> np.ndarray:
@@ -255,6 +274,8 @@ class Poisson(Family):
         return np.asarray(2.0 * r, dtype=float)
 
     def aic(self, y: np.ndarray, n: np.ndarray, mu: np.ndarray, wt: np.ndarray) -> float:
+        from scipy import stats
+
         return float(-2.0 * np.sum(stats.poisson.logpmf(y, mu) * wt))
 
     def mustart(self, y: np.ndarray, wt: np.ndarray) -> np.ndarray:
