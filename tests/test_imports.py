@@ -1,10 +1,11 @@
 """What ``import crossed`` and a first fit load (``crossed/__init__.py`` is lazy, and the fit
 classes import the inference, display and simulate layers inside their methods).
 
-A fit must not load SciPy's statistics, statsmodels, matplotlib or crossed's layers above
-the model (they are what made the first ``crossed.lmer`` cost 3× ``import pandas``;
-``benchmarks/import_time.py`` has the timings). Each check runs in a fresh interpreter:
-the test session has long imported all of them. Module presence only, never timings.
+A fit (lmer or glmer) must not load SciPy's statistics, statsmodels, matplotlib or
+crossed's layers above the model (they are what made the first ``crossed.lmer`` cost 3×
+``import pandas``; ``benchmarks/import_time.py`` has the timings). Each check runs in a
+fresh interpreter: the test session has long imported all of them. Module presence only,
+never timings.
 """
 
 from __future__ import annotations
@@ -50,6 +51,19 @@ def test_first_lmer_fit_loads_no_statistics_or_display():
             f"pd.read_csv({str(SLEEPSTUDY)!r}))\n"
             "assert fit.converged and abs(fit.fixef['Days'] - 10.467) < 1e-3\n"
             "fit.fixef, fit.varcorr(), fit.ranef(), fit.predict(), fit.loglik\n")
+    loaded = _loaded_after(code)
+    assert not any(loaded.values()), [m for m, present in loaded.items() if present]
+
+
+@pytest.mark.parametrize("family, formula, dataset", [
+    ("binomial", "cbind(incidence, size - incidence) ~ period + (1 | herd)", "cbpp"),
+    ("poisson", "TICKS ~ YEAR + (1 | BROOD)", "grouseticks"),
+])
+def test_first_glmer_fit_loads_no_statistics_or_display(family, formula, dataset):
+    code = ("import crossed\n"
+            f"fit = crossed.glmer({formula!r}, crossed.load_dataset({dataset!r}), "
+            f"family={family!r})\n"
+            "assert fit.converged\nfit.fixef, fit.varcorr(), fit.ranef(), fit.predict()\n")
     loaded = _loaded_after(code)
     assert not any(loaded.values()), [m for m, present in loaded.items() if present]
 
