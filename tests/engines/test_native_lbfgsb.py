@@ -209,13 +209,16 @@ def test_lbfgsb_ends_where_its_convergence_test_holds(reml: bool) -> None:
 
 def test_lbfgsb_resumes_from_a_trial_point_below_its_stop(monkeypatch) -> None:
     """The resume itself, on a criterion where L-BFGS-B is made to stop above a point it
-    tried: the first run is cut short at a higher point (scipy's result replaced)."""
+    tried: the first run is cut short at a higher point (scipy's result replaced; lbfgsb
+    imports scipy's minimize when it runs, so the patch is on scipy.optimize)."""
+    import scipy.optimize
+
     from crossed.engines.native import optimize
 
     def fun_grad(x: np.ndarray) -> tuple[float, np.ndarray]:
         return float((x[0] - 2.0) ** 2), np.array([2.0 * (x[0] - 2.0)])
 
-    real = optimize.minimize
+    real = scipy.optimize.minimize
     calls = []
 
     def first_stops_high(fun, x0, **kwargs):
@@ -229,7 +232,7 @@ def test_lbfgsb_resumes_from_a_trial_point_below_its_stop(monkeypatch) -> None:
             return Stop()
         return real(fun, x0, **kwargs)
 
-    monkeypatch.setattr(optimize, "minimize", first_stops_high)
+    monkeypatch.setattr(scipy.optimize, "minimize", first_stops_high)
     opt = optimize.lbfgsb(fun_grad, np.array([0.0]), np.array([-np.inf]), LmerControl())
     assert len(calls) == 2 and calls[1][0] == 2.0  # resumed from the lower trial point
     assert opt.fmin == 0.0 and opt.theta_final[0] == 2.0

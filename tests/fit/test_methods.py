@@ -70,6 +70,16 @@ def test_no_public_method_passes_arbitrary_arguments_through():
             assert method.__doc__, f"{cls.__name__}.{name} has no docstring"
 
 
+
+def test_check_default_max_rows_is_the_simulate_layers():
+    # fit/shared.py writes the default out (importing it would load the simulate layer with
+    # every fit): it must stay crossed.simulate.diagnostics.MAX_ROWS
+    from crossed.simulate.diagnostics import MAX_ROWS, check
+
+    for cls in (cx.LmerFit, cx.GlmerFit):
+        default = inspect.signature(cls.check).parameters["max_rows"].default
+        assert default == MAX_ROWS == inspect.signature(check).parameters["max_rows"].default
+
 # ------------------------------------------------------------------ LmerFit.drop1
 def test_lmer_drop1_matches_lmertest_on_steps_final_model():
     ref = answers()["step_ham"]

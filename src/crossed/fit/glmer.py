@@ -3,30 +3,26 @@
 
 The same methods as :class:`crossed.fit.LmerFit` wherever the meaning is the same; the
 tests are Wald z / χ² and likelihood-ratio tests (a GLMM has no residual variance to take
-denominator degrees of freedom from).
+denominator degrees of freedom from). As in ``lmer.py``, each method imports the layer
+that implements it when it is called.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from crossed.display.glmm import format_glmer_summary
-from crossed.display.lmer import fit_html
 from crossed.engines.refit import refit_glmer
 from crossed.fit.shared import SharedMethods
-from crossed.inference.emmeans import EMMeans
-from crossed.inference.emtrends import emtrends as _emtrends
-from crossed.inference.glmm import drop1 as _drop1
-from crossed.inference.glmm import glmm_anova, r2_nakagawa_glmm
-from crossed.inference.glmm_emmeans import GlmmEMMeans, glmm_emmeans
-from crossed.inference.glmm_wald import glmm_coef_table
 from crossed.model.control import LmerControl
 from crossed.model.glmm.result import GlmerResult
-from crossed.simulate.confint import confint as _confint
 from crossed.tables import Summary, result_table
+
+if TYPE_CHECKING:
+    from crossed.inference.emmeans import EMMeans
+    from crossed.inference.glmm_emmeans import GlmmEMMeans
 
 __all__ = ["GlmerFit"]
 
@@ -79,6 +75,7 @@ class GlmerFit(SharedMethods, GlmerResult):
             ``term``, ``estimate``, ``std_error``, ``statistic`` (z), ``p_value``,
             ``conf_low``, ``conf_high``. See :func:`crossed.inference.glmm_wald.glmm_coef_table`.
         """
+        from crossed.inference.glmm_wald import glmm_coef_table
         return result_table(glmm_coef_table(self, level=level))
 
     def anova(self, *others: GlmerResult, type: int | str = 3,
@@ -102,6 +99,7 @@ class GlmerFit(SharedMethods, GlmerResult):
             ``aic``, ``bic``, ``loglik``, ``deviance``, ``statistic``, ``df``,
             ``p_value``. See :func:`crossed.inference.glmm.glmm_anova`.
         """
+        from crossed.inference.glmm import glmm_anova
         table = glmm_anova(self, *others, type=type, names=names)
         if others:  # lme4's anova(m0, m1): crossed.compare's likelihood-ratio table
             return result_table(table)
@@ -120,6 +118,7 @@ class GlmerFit(SharedMethods, GlmerResult):
             ``term``, ``npar``, ``aic``, ``statistic`` (LRT), ``p_value``. See
             :func:`crossed.inference.glmm.drop1`.
         """
+        from crossed.inference.glmm import drop1 as _drop1
         return result_table(_drop1(self))
 
     def emmeans(self, specs: str | list[str], by: str | list[str] | None = None,
@@ -150,6 +149,7 @@ class GlmerFit(SharedMethods, GlmerResult):
             ``table()``, ``pairs()``, ``contrast()``. See
             :func:`crossed.inference.glmm_emmeans.glmm_emmeans`.
         """
+        from crossed.inference.glmm_emmeans import glmm_emmeans
         return glmm_emmeans(self, specs, by=by, type=type, level=level, offset=offset,
                             at=at, cov_reduce=cov_reduce)
 
@@ -181,6 +181,7 @@ class GlmerFit(SharedMethods, GlmerResult):
             Slopes of η in ``var`` per level, with SEs from ``vcov`` and z intervals. See
             :func:`crossed.inference.emtrends.emtrends`.
         """
+        from crossed.inference.emtrends import emtrends as _emtrends
         return _emtrends(self, specs, var, by=by, ddf="none", level=level, at=at,
                          cov_reduce=cov_reduce, delta_var=delta_var)
 
@@ -212,6 +213,7 @@ class GlmerFit(SharedMethods, GlmerResult):
             ``term``, ``conf_low``, ``conf_high``. See
             :func:`crossed.simulate.confint.confint`.
         """
+        from crossed.simulate.confint import confint as _confint
         return result_table(_confint(self, parm=parm, level=level, method=method, nsim=nsim,
                                      seed=seed, boot_type=boot_type, n_jobs=n_jobs,
                                      progress=progress))
@@ -231,6 +233,7 @@ class GlmerFit(SharedMethods, GlmerResult):
         pandas.DataFrame
             See :func:`crossed.inference.glmm.r2_nakagawa_glmm`.
         """
+        from crossed.inference.glmm import r2_nakagawa_glmm
         return result_table(r2_nakagawa_glmm(self, null_intercept=null_intercept,
                                              tolerance=tolerance))
 
@@ -238,8 +241,10 @@ class GlmerFit(SharedMethods, GlmerResult):
     def summary(self) -> Summary:
         """R's ``summary(glmer fit)``: a ``str`` of the text R prints, with ``.tables``
         (random effects, fixed effects) for programmatic use and a notebook view."""
+        from crossed.display.glmm import format_glmer_summary
         return format_glmer_summary(self)
 
     def _repr_html_(self) -> str:
         """The notebook view: the summary's text and tables as HTML."""
+        from crossed.display.lmer import fit_html
         return fit_html(self)

@@ -2,41 +2,27 @@
 :class:`~crossed.model.result.LmerResult` with lme4's and lmerTest's methods.
 
 Each method calls the layer that implements it (inference, simulate, display), imported
-here like any other dependency: this module sits above them.
+inside the method: this module sits above them, and a fit that is never summarised or
+tested does not load them (nor SciPy's statistics), so ``import crossed`` and the first
+``crossed.lmer(...)`` stay cheap (tests/test_imports.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from crossed.display.lmer import fit_html, summary_of
 from crossed.engines.refit import refit_lmer
 from crossed.fit.shared import SharedMethods
-from crossed.inference.adjusted import adjusted_means as _adjusted_means
-from crossed.inference.adjusted import interaction_effects as _interaction_effects
-from crossed.inference.anova import anova as _anova
-from crossed.inference.coefs import coef_table as _coef_table
-from crossed.inference.effect_sizes import eta_squared as _eta_squared
-from crossed.inference.emmeans import EMMeans
-from crossed.inference.emmeans import emmeans as _emmeans
-from crossed.inference.emtrends import emtrends as _emtrends
-from crossed.inference.icc import icc as _icc
-from crossed.inference.influence import cooks_distance as _cooks_distance
-from crossed.inference.influence import hatvalues as _hatvalues
-from crossed.inference.influence import influence as _influence
-from crossed.inference.lrt import ranova as _ranova
-from crossed.inference.lrt import variance_components as _variance_components
-from crossed.inference.r2 import r2_nakagawa
-from crossed.inference.step import StepResult
-from crossed.inference.step import drop1 as _drop1
-from crossed.inference.step import step as _step
 from crossed.model.result import LmerResult
-from crossed.simulate.confint import confint as _confint
 from crossed.tables import Summary, result_table
+
+if TYPE_CHECKING:
+    from crossed.inference.emmeans import EMMeans
+    from crossed.inference.step import StepResult
 
 __all__ = ["LmerFit"]
 
@@ -94,6 +80,7 @@ class LmerFit(SharedMethods, LmerResult):
             ``p_value`` (two-sided), ``conf_low``, ``conf_high``. Validated against
             ``summary(lmerTest::lmer(...))$coefficients`` (lmerTest 3.1-3).
         """
+        from crossed.inference.coefs import coef_table as _coef_table
         return result_table(_coef_table(self, ddf=ddf, level=level))
 
     def anova(self, type: int | str = 3, ddf: str = "satterthwaite") -> pd.DataFrame:
@@ -112,6 +99,7 @@ class LmerFit(SharedMethods, LmerResult):
             ``term``, ``sum_sq``, ``mean_sq``, ``num_df``, ``den_df``, ``statistic`` (F),
             ``p_value``. See :func:`crossed.inference.anova.anova`.
         """
+        from crossed.inference.anova import anova as _anova
         return result_table(_anova(self, type=type, ddf=ddf))
 
     def drop1(self, ddf: str = "satterthwaite") -> pd.DataFrame:
@@ -133,6 +121,7 @@ class LmerFit(SharedMethods, LmerResult):
             ``p_value``, one row per marginal term. See
             :func:`crossed.inference.step.drop1`.
         """
+        from crossed.inference.step import drop1 as _drop1
         return result_table(_drop1(self, ddf=ddf))
 
     def emmeans(self, specs: str | list[str], by: str | list[str] | None = None,
@@ -162,6 +151,7 @@ class LmerFit(SharedMethods, LmerResult):
             The means, ``pairs()``, ``contrast()`` ... See
             :func:`crossed.inference.emmeans.emmeans`.
         """
+        from crossed.inference.emmeans import emmeans as _emmeans
         return _emmeans(self, specs, by=by, ddf=ddf, level=level, at=at,
                         cov_reduce=cov_reduce, type=type)
 
@@ -186,6 +176,7 @@ class LmerFit(SharedMethods, LmerResult):
         EMMeans
             See :func:`crossed.inference.emtrends.emtrends`.
         """
+        from crossed.inference.emtrends import emtrends as _emtrends
         return _emtrends(self, specs, var, by=by, ddf=ddf, level=level, at=at,
                          cov_reduce=cov_reduce, delta_var=delta_var)
 
@@ -209,6 +200,7 @@ class LmerFit(SharedMethods, LmerResult):
         pandas.DataFrame
             See :func:`crossed.inference.effect_sizes.eta_squared`.
         """
+        from crossed.inference.effect_sizes import eta_squared as _eta_squared
         return result_table(_eta_squared(self, partial=partial, ci=ci,
                                          alternative=alternative, type=type, ddf=ddf))
 
@@ -220,6 +212,7 @@ class LmerFit(SharedMethods, LmerResult):
         pandas.DataFrame
             See :func:`crossed.inference.r2.r2_nakagawa`.
         """
+        from crossed.inference.r2 import r2_nakagawa
         return result_table(r2_nakagawa(self))
 
     def ranova(self) -> pd.DataFrame:
@@ -230,6 +223,7 @@ class LmerFit(SharedMethods, LmerResult):
         pandas.DataFrame
             See :func:`crossed.inference.lrt.ranova`.
         """
+        from crossed.inference.lrt import ranova as _ranova
         return result_table(_ranova(self))
 
     def variance_components(self, test: bool = True) -> pd.DataFrame:
@@ -245,6 +239,7 @@ class LmerFit(SharedMethods, LmerResult):
         pandas.DataFrame
             See :func:`crossed.inference.lrt.variance_components`.
         """
+        from crossed.inference.lrt import variance_components as _variance_components
         return result_table(_variance_components(self, test=test))
 
     def adjusted_means(self, group: str, level: float = 0.95) -> pd.DataFrame:
@@ -261,6 +256,7 @@ class LmerFit(SharedMethods, LmerResult):
         pandas.DataFrame
             See :func:`crossed.inference.adjusted.adjusted_means`.
         """
+        from crossed.inference.adjusted import adjusted_means as _adjusted_means
         return _adjusted_means(self, group, level=level)
 
     def interaction_effects(self, a: str, b: str, level: float = 0.95) -> pd.DataFrame:
@@ -277,6 +273,7 @@ class LmerFit(SharedMethods, LmerResult):
         pandas.DataFrame
             See :func:`crossed.inference.adjusted.interaction_effects`.
         """
+        from crossed.inference.adjusted import interaction_effects as _interaction_effects
         return _interaction_effects(self, a, b, level=level)
 
     def confint(self, parm: str | list[str] | None = None, level: float = 0.95,
@@ -299,6 +296,7 @@ class LmerFit(SharedMethods, LmerResult):
         pandas.DataFrame
             See :func:`crossed.simulate.confint.confint`.
         """
+        from crossed.simulate.confint import confint as _confint
         return result_table(_confint(self, parm=parm, level=level, method=method, nsim=nsim,
                                      seed=seed, boot_type=boot_type, n_jobs=n_jobs,
                                      progress=progress))
@@ -316,14 +314,17 @@ class LmerFit(SharedMethods, LmerResult):
         pandas.DataFrame
             See :func:`crossed.inference.icc.icc`.
         """
+        from crossed.inference.icc import icc as _icc
         return result_table(_icc(self, by_group=by_group))
 
     def hatvalues(self) -> np.ndarray:
         """Leverages, the diagonal of the hat matrix (lme4's ``hatvalues``)."""
+        from crossed.inference.influence import hatvalues as _hatvalues
         return _hatvalues(self)
 
     def cooks_distance(self) -> np.ndarray:
         """Cook's distance per observation (lme4's ``cooks.distance``)."""
+        from crossed.inference.influence import cooks_distance as _cooks_distance
         return _cooks_distance(self)
 
     def influence(self, groups: str | None = None) -> pd.DataFrame:
@@ -340,6 +341,7 @@ class LmerFit(SharedMethods, LmerResult):
         pandas.DataFrame
             See :func:`crossed.inference.influence.influence`.
         """
+        from crossed.inference.influence import influence as _influence
         return _influence(self, groups=groups)
 
     def step(self, ddf: str = "satterthwaite", alpha_random: float = 0.1,
@@ -363,6 +365,7 @@ class LmerFit(SharedMethods, LmerResult):
             The elimination tables and the final ``model`` (an ``LmerFit``). See
             :func:`crossed.inference.step.step`.
         """
+        from crossed.inference.step import step as _step
         out = _step(self, ddf=ddf, alpha_random=alpha_random, alpha_fixed=alpha_fixed,
                     reduce_random=reduce_random, reduce_fixed=reduce_fixed, keep=keep)
         return replace(out, model=self.like(out.model))
@@ -381,8 +384,10 @@ class LmerFit(SharedMethods, LmerResult):
             A ``str`` (the text; ``print()`` shows it) with ``.tables`` (``"Random
             effects"``, ``"Fixed effects"``: DataFrames) and a notebook view.
         """
+        from crossed.display.lmer import summary_of
         return summary_of(self, ddf)
 
     def _repr_html_(self) -> str:
         """The notebook view: the summary's criteria and tables (``crossed.display``)."""
+        from crossed.display.lmer import fit_html
         return fit_html(self)

@@ -21,7 +21,6 @@ from crossed.fit.lmer import LmerFit
 from crossed.model.control import LmerControl
 from crossed.model.glmm.result import GlmerResult
 from crossed.model.result import LmerResult
-from crossed.simulate.models import specify as _specify
 
 __all__ = ["as_public", "fit_glmm_with", "fit_with", "from_pymer4", "specify"]
 
@@ -67,5 +66,6 @@ def specify(formula: str, data: pd.DataFrame, fixef: Mapping[str, float],
             reference: dict[str, str] | None = None) -> LmerFit:
     """A model with parameters given by the user, to simulate from (simr's ``makeLmer``),
     as an :class:`LmerFit`; see :func:`crossed.simulate.specify` for the parameters."""
+    from crossed.simulate.models import specify as _specify
     return as_public(_specify(formula, data, fixef=fixef, varcorr=varcorr, sigma=sigma,
                               reml=reml, reference=reference))

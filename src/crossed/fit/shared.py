@@ -1,21 +1,23 @@
 """What :class:`~crossed.fit.LmerFit` and :class:`~crossed.fit.GlmerFit` share with the
 same meaning and the same code: simulation, simulated-residual diagnostics, the parametric
-bootstrap and lme4's per-level coefficients (one mixin, so the two classes cannot drift)."""
+bootstrap and lme4's per-level coefficients (one mixin, so the two classes cannot drift).
+
+The simulate and inference layers are imported inside the methods (a fit does not load
+them until one is called); ``check``'s default ``max_rows`` is
+:data:`crossed.simulate.diagnostics.MAX_ROWS`, written out (tests/fit/test_methods.py).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from crossed.inference.levels import coef_levels
-from crossed.simulate.bootstrap import BootResult
-from crossed.simulate.bootstrap import bootstrap as _bootstrap
-from crossed.simulate.diagnostics import MAX_ROWS, Diagnostics
-from crossed.simulate.diagnostics import check as _check
-from crossed.simulate.response import simulate_responses
+if TYPE_CHECKING:
+    from crossed.simulate.bootstrap import BootResult
+    from crossed.simulate.diagnostics import Diagnostics
 
 __all__ = ["SharedMethods"]
 
@@ -42,12 +44,13 @@ class SharedMethods:
         numpy.ndarray
             Shape (nobs, nsim). See :func:`crossed.simulate.simulate_responses`.
         """
+        from crossed.simulate.response import simulate_responses
         return simulate_responses(self, nsim=nsim, seed=seed, use_ranef=use_ranef)
 
     def check(self, nsim: int = 250, seed: Any = None, use_ranef: bool = False,
               alpha: float = 0.05, calibrate: int = 0, n_jobs: int | None = 1,
               backend: str = "joblib", scheduler: Any = None, progress: bool | None = None,
-              max_rows: int | None = MAX_ROWS) -> Diagnostics:
+              max_rows: int | None = 50_000) -> Diagnostics:
         """Simulated-residual (DHARMa) diagnostics, explained in words.
 
         Parameters
@@ -68,6 +71,7 @@ class SharedMethods:
         Diagnostics
             The tests, in words, and ``plot()``. See :func:`crossed.simulate.check`.
         """
+        from crossed.simulate.diagnostics import check as _check
         return _check(self, nsim=nsim, seed=seed, use_ranef=use_ranef, alpha=alpha,
                       calibrate=calibrate, n_jobs=n_jobs, backend=backend,
                       scheduler=scheduler, progress=progress, max_rows=max_rows)
@@ -103,6 +107,7 @@ class SharedMethods:
             The replicates, the estimate and intervals. Delegates to
             :func:`crossed.bootstrap`.
         """
+        from crossed.simulate.bootstrap import bootstrap as _bootstrap
         return _bootstrap(self, stat=stat, nsim=nsim, seed=seed, ci=ci, level=level,
                           use_ranef=use_ranef, check_conv=check_conv, n_jobs=n_jobs,
                           backend=backend, scheduler=scheduler, progress=progress)
@@ -118,4 +123,5 @@ class SharedMethods:
             See :func:`crossed.inference.levels.coef_levels`. Validated against lme4
             1.1-31's ``coef()`` (tests/fit/test_methods.py).
         """
+        from crossed.inference.levels import coef_levels
         return coef_levels(self)

@@ -2,7 +2,8 @@
 
 Their settings (:class:`LmerControl`) and record (:class:`OptSummary`, :class:`Restart`)
 are the model core's (``crossed.model.control``, re-exported here), as are lme4's
-convergence checks (``crossed.model.convergence``)."""
+convergence checks (``crossed.model.convergence``). SciPy's optimisers are imported by
+:func:`lbfgsb`, the one function that uses them: BOBYQA fits do not load them."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ from collections.abc import Callable
 
 import nlopt
 import numpy as np
-from scipy.optimize import minimize
 
 from crossed.model.control import (
     AUTO_LBFGSB_DENSE,
@@ -161,6 +161,8 @@ def lbfgsb(fun_grad: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.nd
     bounds = [(lo if math.isfinite(lo) else None, None) for lo in lower.tolist()]
     x0 = np.asarray(x0, dtype=float)
     start = np.maximum(x0, np.where(np.isfinite(lower), lower, -np.inf))
+    from scipy.optimize import minimize  # (here only: it loads scipy.spatial too)
+
     resumed, below = 0, False
     while True:
         res = minimize(objective, start, jac=True, method="L-BFGS-B", bounds=bounds,

@@ -2,22 +2,26 @@
 
 Each :class:`Family` carries its :class:`Link` (``linkfun``, ``linkinv``, ``mu_eta``) and
 R's ``variance``, ``dev.resids`` and ``aic``; validated against R 4.2.2's ``stats`` family
-objects through lme4's ``glmer`` fits (``tests/model/glmm``).
+objects through lme4's ``glmer`` fits (``tests/model/glmm``). SciPy's special functions
+and statistics are imported where they are used (``linkfun``, the probit link), not with
+this module, which every fit imports; ``aic`` takes the binomial and Poisson log
+probabilities from :func:`binom_logpmf` and :func:`poisson_logpmf` (scipy.stats' numbers,
+from its special functions), so that a GLMM fit does not load ``scipy.stats`` either.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, cast
 
 import numpy as np
-from scipy import special, stats
 
 from crossed._warn import warn
 from crossed.design.frame import DataError
 
-__all__ = ["Binomial", "Family", "Link", "Poisson", "binomial", "family_of", "poisson"]
+__all__ = ["Binomial", "Family", "Link", "Poisson", "binom_logpmf", "binomial", "family_of",
+           "poisson", "poisson_logpmf"]
 
 _EPS = np.finfo(float).eps
 _THRESH = 30.0
@@ -59,12 +63,28 @@ def _log_both(eta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return mu, mu
 
 
+def _logit(mu: np.ndarray) -> np.ndarray:
+    from scipy import special
+
+    return cast(np.ndarray, special.logit(mu))
+
+
+def _probit(mu: np.ndarray) -> np.ndarray:
+    from scipy import stats
+
+    return cast(np.ndarray, stats.norm.ppf(mu))
+
+
 def _probit_inv(eta: np.ndarray) -> np.ndarray:
+    from scipy import stats
+
     thresh = -stats.norm.ppf(_EPS)
     return np.asarray(stats.norm.cdf(np.clip(eta, -thresh, thresh)), dtype=float)
 
 
 def _probit_mu_eta(eta: np.ndarray) -> np.ndarray:
+    from scipy import stats
+
     return np.asarray(np.maximum(stats.norm.pdf(eta), _EPS), dtype=float)
 
 
@@ -96,8 +116,8 @@ class Link:
 
 
 _LINKS: dict[str, Link] = {
-    "logit": Link("logit", special.logit, _logit_inv, _logit_mu_eta, _logit_both),
-    "probit": Link("probit", stats.norm.ppf, _probit_inv, _probit_mu_eta),
+    "logit": Link("logit", _logit, _logit_inv, _logit_mu_eta, _logit_both),
+    "probit": Link("probit", _probit, _probit_inv, _probit_mu_eta),
     "cloglog": Link("cloglog", lambda mu: np.log(-np.log1p(-mu)), _cloglog_inv,
                     _cloglog_mu_eta),
     "log": Link("log", np.log, lambda eta: np.maximum(np.exp(eta), _EPS),
@@ -109,6 +129,47 @@ def _ylogy(y: np.ndarray, mu: np.ndarray) -> np.ndarray:
     """y log(y / μ), 0 where y = 0 (R's y_log_y)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(y > 0, y * np.log(np.where(y > 0, y, 1.0) / mu), 0.0)
+
+
+def _logpmf(support: np.ndarray, bad: np.ndarray, kernel: Callable[..., np.ndarray],
+            *args: np.ndarray) -> np.ndarray:
+    """scipy's ``rv_discrete.logpmf`` around a kernel: the kernel's value on the support,
+    -inf off it, NaN for invalid parameters or a NaN count."""
+    out = np.full(support.shape, -np.inf)
+    out[bad] = np.nan
+    out[support] = kernel(*(a[support] for a in args))
+    return out
+
+
+def binom_logpmf(k: np.ndarray, n: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """``scipy.stats.binom.logpmf(k, n, p)``, the same numbers from the same special
+    functions, without loading ``scipy.stats`` (every binomial GLMM fit needs it: ``aic``)."""
+    from scipy.special import gammaln, xlog1py, xlogy
+
+    k, n, p = np.broadcast_arrays(*(np.asarray(a, dtype=float) for a in (k, n, p)))
+    valid = (n >= 0) & (n == np.round(n)) & (p >= 0) & (p <= 1)
+    support = valid & (k >= 0) & (k <= n) & (np.floor(k) == k)
+
+    def kernel(k: np.ndarray, n: np.ndarray, p: np.ndarray) -> np.ndarray:
+        combiln = gammaln(n + 1) - (gammaln(k + 1) + gammaln(n - k + 1))
+        return np.asarray(combiln + xlogy(k, p) + xlog1py(n - k, -p), dtype=float)
+
+    return _logpmf(support, ~valid | np.isnan(k), kernel, k, n, p)
+
+
+def poisson_logpmf(k: np.ndarray, mu: np.ndarray) -> np.ndarray:
+    """``scipy.stats.poisson.logpmf(k, mu)`` (-inf at a count that is not a whole number,
+    as R's ``dpois``), without loading ``scipy.stats`` (see :func:`binom_logpmf`)."""
+    from scipy.special import gammaln, xlogy
+
+    k, mu = np.broadcast_arrays(*(np.asarray(a, dtype=float) for a in (k, mu)))
+    valid = mu >= 0
+    support = valid & (k >= 0) & (np.floor(k) == k)
+
+    def kernel(k: np.ndarray, mu: np.ndarray) -> np.ndarray:
+        return np.asarray(xlogy(k, mu) - gammaln(k + 1) - mu, dtype=float)
+
+    return _logpmf(support, ~valid | np.isnan(k), kernel, k, mu)
 
 
 @dataclass(frozen=True)
@@ -199,7 +260,7 @@ class Binomial(Family):
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.where(m > 0, wt / np.where(m > 0, m, 1.0), 0.0)
         k, size = np.round(m * y), np.round(m)
-        return float(-2.0 * np.sum(ratio * stats.binom.logpmf(k, size, mu)))
+        return float(-2.0 * np.sum(ratio * binom_logpmf(k, size, mu)))
 
     def mustart(self, y: np.ndarray, wt: np.ndarray) -> np.ndarray:
         return np.asarray((wt * y + 0.5) / (wt + 1.0), dtype=float)
@@ -255,7 +316,7 @@ class Poisson(Family):
         return np.asarray(2.0 * r, dtype=float)
 
     def aic(self, y: np.ndarray, n: np.ndarray, mu: np.ndarray, wt: np.ndarray) -> float:
-        return float(-2.0 * np.sum(stats.poisson.logpmf(y, mu) * wt))
+        return float(-2.0 * np.sum(poisson_logpmf(y, mu) * wt))
 
     def mustart(self, y: np.ndarray, wt: np.ndarray) -> np.ndarray:
         return np.asarray(y + 0.1, dtype=float)

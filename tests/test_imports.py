@@ -1,0 +1,84 @@
+"""What ``import crossed`` and a first fit load (``crossed/__init__.py`` is lazy, and the fit
+classes import the inference, display and simulate layers inside their methods).
+
+A fit (lmer or glmer) must not load SciPy's statistics, statsmodels, matplotlib or
+crossed's layers above the model (they are what made the first ``crossed.lmer`` cost 3×
+``import pandas``; ``benchmarks/import_time.py`` has the timings). Each check runs in a
+fresh interpreter: the test session has long imported all of them. Module presence only,
+never timings.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import crossed
+
+SLEEPSTUDY = Path(__file__).parent / "data" / "sleepstudy.csv"
+
+#: Loaded only by what needs them (a summary, a test, a plot, the statsmodels engine).
+NOT_AT_FIT = ("scipy.stats", "statsmodels", "matplotlib", "crossed.inference",
+              "crossed.display", "crossed.simulate", "crossed.evaluation", "crossed.plots",
+              "crossed.cli")
+
+
+def _loaded_after(code: str) -> dict[str, bool]:
+    """Which of :data:`NOT_AT_FIT` a fresh interpreter has loaded after running ``code``."""
+    src = str(Path(crossed.__file__).resolve().parents[1])
+    env = dict(os.environ, PYTHONPATH=src + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    probe = f"{code}\nimport json, sys\nprint(json.dumps({{m: m in sys.modules for m in " \
+            f"{NOT_AT_FIT!r}}}))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_import_crossed_loads_no_upper_layer():
+    loaded = _loaded_after("import crossed")
+    assert not any(loaded.values()), loaded
+
+
+def test_first_lmer_fit_loads_no_statistics_or_display():
+    code = ("import pandas as pd\nimport crossed\ncrossed.lmer\n"
+            f"fit = crossed.lmer('Reaction ~ Days + (Days | Subject)', "
+            f"pd.read_csv({str(SLEEPSTUDY)!r}))\n"
+            "assert fit.converged and abs(fit.fixef['Days'] - 10.467) < 1e-3\n"
+            "fit.fixef, fit.varcorr(), fit.ranef(), fit.predict(), fit.loglik\n")
+    loaded = _loaded_after(code)
+    assert not any(loaded.values()), [m for m, present in loaded.items() if present]
+
+
+@pytest.mark.parametrize("family, formula, dataset", [
+    ("binomial", "cbind(incidence, size - incidence) ~ period + (1 | herd)", "cbpp"),
+    ("poisson", "TICKS ~ YEAR + (1 | BROOD)", "grouseticks"),
+])
+def test_first_glmer_fit_loads_no_statistics_or_display(family, formula, dataset):
+    code = ("import crossed\n"
+            f"fit = crossed.glmer({formula!r}, crossed.load_dataset({dataset!r}), "
+            f"family={family!r})\n"
+            "assert fit.converged\nfit.fixef, fit.varcorr(), fit.ranef(), fit.predict()\n")
+    loaded = _loaded_after(code)
+    assert not any(loaded.values()), [m for m, present in loaded.items() if present]
+
+
+@pytest.mark.parametrize("name", ["LmerFit", "GlmerFit", "lmer", "glmer", "compare"])
+def test_public_names_still_resolve(name):
+    assert getattr(crossed, name) is not None
+    assert name in dir(crossed)
+
+
+def test_summary_loads_the_layers_it_needs():
+    code = ("import pandas as pd\nimport crossed\n"
+            f"fit = crossed.lmer('Reaction ~ Days + (Days | Subject)', "
+            f"pd.read_csv({str(SLEEPSTUDY)!r}))\n"
+            "assert 'Satterthwaite' in str(fit.summary())\n")
+    loaded = _loaded_after(code)
+    assert loaded["crossed.inference"] and loaded["crossed.display"]
+    assert loaded["scipy.stats"]
