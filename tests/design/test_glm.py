@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -80,3 +82,17 @@ def test_weights_all_zero_are_refused_naming_them():
         warnings.simplefilter("ignore")
         with pytest.raises(cx.DataError, match="w: every weight is 0"):
             cx.glmer("k ~ x + (1 | g)", d, family="binomial", weights="w")
+
+
+@pytest.mark.parametrize("failures, found", [("np.exp(log(1e308, 9))", "1.50259e+140"),
+                                              ("s - 10", "-"), ("s / 0", "inf")])
+def test_cbind_counts_must_be_finite_non_negative_exact_integers(failures, found):
+    # before: cbind(s, np.exp(log(1e308, 9))) (found by the formula fuzzer) reached PIRLS
+    # and failed there with NumPy's "Singular matrix"
+    import crossed as cx
+
+    d = pd.DataFrame({"s": [1, 2, 0, 3, 1, 2] * 3, "x": np.arange(18.0),
+                      "g": list("abc") * 6})
+    with pytest.raises(DataError,
+                       match=rf"cbind\(s, .*must be finite, non-negative.*{re.escape(found)}"):
+        cx.glmer(f"cbind(s, {failures}) ~ x + (1 | g)", d, family="binomial")

@@ -52,6 +52,11 @@ def _vector(value: Any, data: pd.DataFrame, what: str) -> tuple[np.ndarray, str]
     return arr, what
 
 
+MAX_COUNT = 2.0 ** 53
+"""The largest count of successes or failures in ``cbind``: past it counts are no longer
+exact integers in doubles (and the binomial's trials overflow the working weights)."""
+
+
 def glm_inputs(spec: ModelSpec, data: pd.DataFrame, weights: Any = None,
                offset: Any = None, used: tuple[str, ...] = (), na_action: str = "omit",
                ) -> tuple[pd.DataFrame, dict[str, Any]]:
@@ -104,6 +109,12 @@ def glm_inputs(spec: ModelSpec, data: pd.DataFrame, weights: Any = None,
         fail = evaluate_column(f_expr, data, "response (failures)", spec)
         succ = evaluate_column(s_expr, data, "response (successes)", spec)
         for arr, name in ((succ, s_expr), (fail, f_expr)):
+            given = arr[~np.isnan(arr)]
+            bad = given[np.isinf(given) | (given < 0) | (given > MAX_COUNT)]
+            if len(bad):
+                raise DataError(f"cbind({s_expr}, {f_expr}): the counts of {name!r} must be "
+                                f"finite, non-negative and at most {MAX_COUNT:.0e} (found "
+                                f"{bad[0]:g})")
             if np.isnan(arr).any():
                 where.append(name)
             missing |= np.isnan(arr)
