@@ -239,9 +239,24 @@ def test_no_stars_no_legend() -> None:
 ])
 def test_format_pval_is_r(p: list[float], expected: list[str]) -> None:
     """R's format.pval(p, digits = 3): the 1e-4 split and the '<2e-16' spacing."""
-    assert format_pvalues_r(p) == expected
+    assert format_pvalues_r(p, r_spacing=True) == expected
+    assert format_pvalues_r([1e-20, 0.5]) == ["< 2e-16", "0.5"]  # result tables' spacing
 
 
 def test_both_summaries_use_the_same_legend() -> None:
     for name in ("sleepstudy", "cbpp"):
         assert SIGNIF_CODES in _fit(name).summary().splitlines()
+
+
+def test_lmm_without_ddf_prints_lme4s_table() -> None:
+    """``summary(ddf="none")`` is lme4's ``summary(lme4::lmer(Reaction ~ Days +
+    (Days | Subject), sleepstudy))``: no df, no p-values, so no stars and no legend."""
+    text = _fit("sleepstudy").summary(ddf="none").splitlines()
+    a = text.index("Fixed effects:")
+    assert text[a + 1:a + 5] == [
+        "            Estimate Std. Error t value",
+        "(Intercept)  251.405      6.825  36.838",
+        "Days          10.467      1.546   6.771",
+        "",
+    ]
+    assert SIGNIF_CODES not in text

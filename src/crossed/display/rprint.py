@@ -4,8 +4,14 @@ table) and lme4's ``formatVC`` (the random-effects table).
 One place for the digits rules, used by the LMM summary (:mod:`crossed.display.lmer`) and
 the GLMM summary (:mod:`crossed.display.glmm`). Formatting only: the numbers come from
 the inference layer. The rules are R 4.2.2's code (``printCoefmat``, ``format.pval``,
-``formatReal``) and lme4 1.1-31's ``formatVC``; tests/display/test_rprint.py compares the
-text with R's on sleepstudy, the README's exist_multi model and a cbpp GLMM.
+``formatReal``) and lme4 1.1-31's ``formatVC`` and ``.prt.resids``; tests/display/
+test_rprint.py compares the text with R's on sleepstudy, the README's exist_multi model and
+a cbpp GLMM.
+
+``print(summary(fit))`` passes ``digits = max(3, getOption("digits") - 3) = 4`` to all
+three blocks: ``formatVC``'s own default (5) is what ``print(VarCorr(fit))`` uses, not the
+summary (R's text: sleepstudy's variances print ``612.10 / 35.07 / 654.94``; with 5 digits
+they would be ``612.100 / 35.072 / 654.940``).
 """
 
 from __future__ import annotations
@@ -111,7 +117,7 @@ def format_coefmat(coefs: pd.DataFrame, digits: int = COEF_DIGITS,
     if has_pvalue:
         pv = xm[:, nc - 1]
         ok = ~np.isnan(pv)
-        texts = format_pvalues_r(pv[ok], dig_tst)
+        texts = format_pvalues_r(pv[ok], dig_tst, r_spacing=True)
         for i, text in zip(np.flatnonzero(ok), texts, strict=True):
             cells[i][nc - 1] = text
         if ok.any() and bool(np.any(pv[ok] < 0.1)):
