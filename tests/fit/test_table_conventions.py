@@ -187,3 +187,14 @@ def test_html_view_shows_the_table_columns(fits: _Fits) -> None:
         assert f">{col}</th>" in html
     assert ">Estimate</th>" in fits.fits["glmm"].coef_table(r_names=True)._repr_html_()
     assert ">index</th>" not in html
+
+
+def test_coef_tables_name_the_levels_in_a_column(fits: _Fits) -> None:
+    """``coef()`` (lme4's per-level coefficients): the levels in a column named after the
+    factor, a RangeIndex, then the fixed effects by name (R's column names: this wide
+    table's columns are coefficients, as ``coef(m)$herd``'s). Before: levels in the index."""
+    for kind, fit in fits.fits.items():
+        tab = fit.coef()["herd"]
+        assert isinstance(tab.index, pd.RangeIndex), kind
+        assert list(tab.columns) == ["herd", *fit.fixef.index], kind
+        assert tab["herd"].nunique() == len(tab) == 15, kind
