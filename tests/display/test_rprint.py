@@ -260,3 +260,15 @@ def test_lmm_without_ddf_prints_lme4s_table() -> None:
         "",
     ]
     assert SIGNIF_CODES not in text
+
+
+def test_rounding_is_rs() -> None:
+    """printCoefmat rounds with R's ``round`` (R 4.2.2: ``round(0.15, 1)`` 0.1,
+    ``round(2.675, 2)`` 2.67, ``round(2.5)`` 2), not NumPy's (0.2, 2.68)."""
+    from crossed.display.rprint import _round_half_even
+
+    got = _round_half_even(np.array([0.15, 2.675, 2.5, np.nan, 1e30]), 1)
+    np.testing.assert_array_equal(got[:3], [0.1, 2.7, 2.5])
+    np.testing.assert_array_equal(_round_half_even(np.array([2.675, 0.285]), 2), [2.67, 0.28])
+    assert _round_half_even(np.array([2.5]), 0)[0] == 2.0
+    assert np.isnan(got[3]) and got[4] == 1e30

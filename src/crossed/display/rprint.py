@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from decimal import ROUND_HALF_EVEN, Decimal, localcontext
 
 import numpy as np
 import pandas as pd
@@ -35,9 +36,17 @@ _STARS = ((0.001, "***"), (0.01, "**"), (0.05, "*"), (0.1, "."), (1.0, " "))
 
 
 def _round_half_even(x: np.ndarray, decimals: int) -> np.ndarray:
-    """R's ``round(x, d)`` (IEC 60559: the representable number nearest to x·10^d's
-    rounding; NumPy's ``round`` is the same rule)."""
-    return np.round(x, decimals)
+    """R's ``round(x, d)`` (R >= 4.0.0): the exact binary value rounded to ``d`` decimals,
+    exact ties to even, so ``round(0.15, 1)`` is 0.1 (0.15 is stored as 0.1499...) and
+    ``round(2.5)`` is 2, as R gives them (NumPy's ``round`` scales first: 0.2)."""
+    out = np.array(x, dtype=float, copy=True)
+    step = Decimal(1).scaleb(-decimals)
+    with localcontext() as ctx:
+        ctx.prec = 800
+        for i, v in np.ndenumerate(out):
+            if math.isfinite(v):
+                out[i] = float(Decimal(float(v)).quantize(step, rounding=ROUND_HALF_EVEN))
+    return out
 
 
 def _stars(p: float) -> str:
@@ -166,7 +175,7 @@ def format_quantiles(values: Sequence[float], digits: int = COEF_DIGITS) -> list
     q = np.asarray([float(v) for v in values])
     mx = float(np.max(np.abs(q))) if q.size else 0.0
     zap = digits + 1 if mx <= 0 else max(0, int(np.floor(digits + 1 - math.log10(mx) + 0.5)))
-    cells = format_number_column(np.round(q, zap), digits)
+    cells = format_number_column(_round_half_even(q, zap), digits)
     return print_named_vector(["Min", "1Q", "Median", "3Q", "Max"], cells)
 
 
