@@ -129,7 +129,9 @@ def test_predict_link_and_response() -> None:
     np.testing.assert_allclose(f.predict(d, type="response"), f.fitted())
     pop = f.predict(d, include_random=False)
     np.testing.assert_allclose(pop, f.beta[0] + f.beta[1] * d["x"].to_numpy())
-    assert "z value" in f.coef_table().columns
+    assert list(f.coef_table().columns) == ["term", "estimate", "std_error", "statistic",
+                                            "p_value", "conf_low", "conf_high"]
+    assert "z value" in f.coef_table(r_names=True).columns
     assert f.varcorr().shape[0] == 1
 
 
@@ -175,7 +177,7 @@ def test_summary_is_text_with_tables_and_a_notebook_view() -> None:
     summary = fit.summary()
     assert str(summary).startswith("Generalized linear mixed model fit by maximum likelihood")
     assert list(summary.tables) == ["Scaled residuals", "Random effects", "Fixed effects"]
-    assert list(summary.tables["Fixed effects"].index) == list(fit.fixef.index)
+    assert list(summary.tables["Fixed effects"]["term"]) == list(fit.fixef.index)
     html = fit._repr_html_()
     assert "<table" in html and "(Intercept)" in html
     # the notebook view has what the text has: criteria, counts, scaled residuals

@@ -87,21 +87,40 @@ def format_pvalue_r(p: float, digits: int = 3) -> str:
     return format_pvalues_r([p], digits)[0]
 
 
-def format_pvalues_r(pvalues: Iterable[float], digits: int = 3) -> list[str]:
-    """R's ``format.pval(pv, digits)`` of a column: ``< 2e-16`` below machine epsilon; the
-    values from 1e-3 up formatted together as one fixed-notation column, the smaller ones
-    together as another (R's ``fixp`` split), each as :func:`format_number_column`."""
+def format_pvalues_r(pvalues: Iterable[float], digits: int = 3,
+                     r_spacing: bool = False) -> list[str]:
+    """R's ``format.pval(pv, digits)`` of a column (R 4.2.2's code): the values from 1e-4
+    up (1e-3 up when ``digits`` is 1) formatted together as one column, the smaller ones
+    together as another (R's ``fixp`` split), each as :func:`format_number_column`; below
+    machine epsilon ``< 2e-16``.
+
+    With ``r_spacing`` (the text summaries, :mod:`crossed.display.rprint`) that entry is
+    written as R writes it: ``<2e-16`` when every other entry is at most 6 characters wide
+    (or there is none). Result tables keep ``< 2e-16`` throughout."""
     ps = [float(p) if p is not None else math.nan for p in pvalues]
     out = ["NA"] * len(ps)
     tiny = [i for i, p in enumerate(ps) if math.isfinite(p) and p < EPS_PVAL]
-    for i in tiny:
-        out[i] = "< 2e-16"
     rest = [i for i, p in enumerate(ps) if math.isfinite(p) and p >= EPS_PVAL]
-    fix = [i for i in rest if math.floor(math.log10(ps[i])) >= -3]
+    expo = {i: math.floor(math.log10(ps[i])) for i in rest}
+    fix = [i for i in rest if expo[i] >= -3 or (expo[i] == -4 and digits > 1)]
     sci = [i for i in rest if i not in fix]
     for group in (fix, sci):
         for i, text in zip(group, format_number_column([ps[i] for i in group], digits),
                            strict=True):
+            out[i] = text
+    if tiny:
+        small_digits = max(1, digits - 2)
+        if rest:
+            nc = max(len(out[i]) for i in rest)
+            if small_digits > 1 and small_digits + 6 > nc:
+                small_digits = max(1, nc - 7)
+            sep = "" if small_digits == 1 and nc <= 6 else " "
+        else:
+            sep = "" if small_digits == 1 else " "
+        if not r_spacing:
+            sep = " "
+        text = "<" + sep + format_number_column([EPS_PVAL], small_digits)[0]
+        for i in tiny:
             out[i] = text
     return out
 

@@ -44,7 +44,7 @@ def test_fit_json_matches_api(capsys):
     fit = cx.glmer("TICKS ~ YEAR + (1 | BROOD)", g, family="poisson")
     assert out["family"] == "poisson" and out["link"] == "log"
     assert out["loglik"] == pytest.approx(fit.loglik, rel=1e-10)
-    assert [c["Estimate"] for c in out["coefficients"]] == pytest.approx(list(fit.beta))
+    assert [c["estimate"] for c in out["coefficients"]] == pytest.approx(list(fit.beta))
 
 
 def test_weights_and_offset_columns(capsys, tmp_path):

@@ -156,8 +156,8 @@ def test_glmer_coef_matches_lme4(cbpp):
     beta = pd.Series(ref["beta"], index=ref["fixef_names"])
     modes = np.array(re["values"], dtype=float)[:, 0]
     got = cbpp.coef()["herd"]
-    assert len(got) == 15 and list(got.columns) == list(beta.index)
-    got = got.loc[re["levels"]]  # (the levels R's answer records)
+    assert len(got) == 15 and list(got.columns) == ["herd", *beta.index]
+    got = got.set_index("herd").loc[re["levels"]]  # (the levels R's answer records)
     np.testing.assert_allclose(got["(Intercept)"], beta["(Intercept)"] + modes, atol=1e-4)
     for name in beta.index[1:]:  # no random slope: the fixed effect alone
         np.testing.assert_allclose(got[name], beta[name], atol=1e-4)

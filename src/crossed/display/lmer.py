@@ -17,7 +17,14 @@ import numpy as np
 import pandas as pd
 
 from crossed._format import format_pvalues_r
-from crossed.inference.coefs import coef_table
+from crossed.display.rprint import (
+    format_coefmat,
+    format_quantiles,
+    format_vc_table,
+    print_named_vector,
+    vc_blocks,
+)
+from crossed.inference.coefs import coef_table, r_coefficients
 from crossed.tables import Summary, result_table
 
 SIGNIF_CODES = "Signif. codes:  0 ‘***’ 0.001 ‘**’ 0.01 ‘*’ 0.05 ‘.’ 0.1 ‘ ’ 1"
@@ -83,76 +90,24 @@ def _table(rows: list[list[str]], header: list[str], align_left: set[int]) -> li
     return out
 
 
-def _num(x: float, digits: int = 4) -> str:
-    if x is None or not np.isfinite(x):
-        return "NA" if x is None or np.isnan(x) else str(x)
-    return f"{x:.{digits}g}" if abs(x) >= 1e5 or abs(x) < 1e-3 and x != 0 else (
-        f"{x:.{max(digits - 1 - int(np.floor(np.log10(abs(x)))), 0)}f}" if x != 0 else "0")
-
-
-def _column_decimals(values: np.ndarray) -> int:
-    """Decimals for a column: 3 for values of order 1 or more, more for small ones."""
-    finite = np.abs(values[np.isfinite(values) & (values != 0)])
-    if finite.size == 0:
-        return 3
-    top = float(np.max(finite))
-    return 3 if top >= 1 else int(min(6, 3 - np.floor(np.log10(top))))
-
-
 def format_random_effects(fit: LmerFit) -> list[str]:
-    """The ``Random effects:`` block (variances, SDs and correlations)."""
-    vc = fit.varcorr()
-    rows: list[list[str]] = []
-    for term in fit.design.random.terms:
-        sub = vc[(vc.group == term.group) & vc.term1.isin(term.columns)]
-        var = sub[sub.term2.isna()]
-        cors = sub[sub.term2.notna()]
-        k = len(term.columns)
-        for i, col in enumerate(term.columns):
-            r = var[var.term1 == col].iloc[0]
-            cells = [term.group if i == 0 else "", col, _num(r.variance_or_cov),
-                     _num(r.sd_or_cor)]
-            corr = []
-            for j in range(i):
-                c = cors[(cors.term1 == term.columns[j]) & (cors.term2 == col)]
-                corr.append(f"{c.sd_or_cor.iloc[0]:.2f}" if len(c) else "")
-            cells.append(" ".join(corr))
-            rows.append(cells)
-        if k == 1:
-            rows[-1][-1] = ""
-    res = vc[vc.group == "Residual"].iloc[0]
-    rows.append(["Residual", "", _num(res.variance_or_cov), _num(res.sd_or_cor), ""])
-    has_corr = any(r[-1] for r in rows)
-    header = ["Groups", "Name", "Variance", "Std.Dev."] + (["Corr"] if has_corr else [])
-    if not has_corr:
-        rows = [r[:-1] for r in rows]
-    lines = _table(rows, header, {0, 1, 4})
+    """The ``Random effects:`` block: lme4's ``formatVC`` table (variances, SDs and
+    correlations, :func:`crossed.display.rprint.format_vc_table`) and the counts."""
+    terms = [(t.group, list(t.columns)) for t in fit.design.random.terms]
+    lines = format_vc_table(vc_blocks(fit.varcorr(), terms, residual=True))
     groups = "; ".join(f"{g}, {n}" for g, n in fit.ngroups.items())
-    return [" " + line for line in lines] + [f"Number of obs: {fit.nobs}, groups:  {groups}"]
+    return lines + [f"Number of obs: {fit.nobs}, groups:  {groups}"]
 
 
 def format_fixed_effects(fit: LmerFit, ddf: str) -> list[str]:
-    """The ``Fixed effects:`` coefficient table with significance stars."""
+    """The ``Fixed effects:`` block: R's ``printCoefmat`` of ``coef(summary(fit))``
+    (:func:`crossed.display.rprint.format_coefmat`) and, when stars are printed, the
+    significance legend :data:`SIGNIF_CODES`."""
     tab = coef_table(fit, ddf=ddf)
     if len(tab) == 0:
         return ["(none)"]
-    with_df = ddf != "none"
-    dec = _column_decimals(np.concatenate([tab.estimate.to_numpy(), tab.std_error.to_numpy()]))
-    rows = []
-    pvals = format_pvalues_r(tab.p_value) if with_df else []
-    for i, r in enumerate(tab.itertuples()):
-        cells = [r.term, f"{r.estimate:.{dec}f}", f"{r.std_error:.{dec}f}"]
-        if with_df:
-            cells.append(f"{r.df:.3f}")
-        cells += [f"{r.statistic:.3f}"]
-        if with_df:
-            cells += [pvals[i], signif_stars(r.p_value)]
-        rows.append(cells)
-    header = ["", "Estimate", "Std. Error"] + (["df"] if with_df else []) + ["t value"]
-    if with_df:
-        header += ["Pr(>|t|)", ""]
-    lines = _table(rows, header, {0, len(header) - 1} if with_df else {0})
-    if with_df:
+    lines, stars = format_coefmat(r_coefficients(tab, test="t"))
+    if stars:
         lines += ["---", SIGNIF_CODES]
     return lines
 
@@ -200,12 +155,10 @@ def summary_of(fit: LmerFit, ddf: str = "satterthwaite") -> Summary:
         vals = [fit.aic, fit.bic, fit.loglik, fit.deviance, fit.df_residual]
         head_cells = ["AIC", "BIC", "logLik", "deviance", "df.resid"]
         cells = [f"{v:.1f}" for v in vals[:4]] + [str(int(vals[4]))]
-        w = [max(len(a), len(b)) + 2 for a, b in zip(head_cells, cells, strict=True)]
-        lines.append("".join(h.rjust(x) for h, x in zip(head_cells, w, strict=True)))
-        lines.append("".join(c.rjust(x) for c, x in zip(cells, w, strict=True)))
+        lines += print_named_vector(head_cells, cells)
     lines += ["", "Scaled residuals: "]
     q = np.quantile(fit.residuals(type="pearson", scaled=True), [0, 0.25, 0.5, 0.75, 1.0])
-    lines += _table([[f"{v:.4f}" for v in q]], ["Min", "1Q", "Median", "3Q", "Max"], set())
+    lines += format_quantiles(q)
     lines += ["", "Random effects:"] + format_random_effects(fit)
     lines += ["", "Fixed effects:"] + format_fixed_effects(fit, ddf)
     corr = format_correlation(fit)

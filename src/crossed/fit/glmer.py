@@ -61,22 +61,33 @@ class GlmerFit(SharedMethods, GlmerResult):
         return refit_glmer(self, y=y, rows=rows, control=control)
 
     # ------------------------------------------------------------------ inference
-    def coef_table(self, level: float = 0.95) -> pd.DataFrame:
+    def coef_table(self, level: float = 0.95, r_names: bool = False) -> pd.DataFrame:
         """Wald z table of the fixed effects (R's ``summary(glmer fit)$coefficients``).
 
         Parameters
         ----------
         level : float
-            Confidence level of the Wald intervals.
+            Confidence level of the Wald intervals (stored in ``attrs``).
+        r_names : bool
+            True: R's ``coef(summary(fit))`` instead, terms as row names and R's columns
+            ``Estimate``, ``Std. Error``, ``z value``, ``Pr(>|z|)``, no intervals
+            (:func:`crossed.inference.coefs.r_coefficients`; ``LmerFit.coef_table`` has the
+            same keyword).
 
         Returns
         -------
         pandas.DataFrame
-            ``term``, ``estimate``, ``std_error``, ``statistic`` (z), ``p_value``,
-            ``conf_low``, ``conf_high``. See :func:`crossed.inference.glmm_wald.glmm_coef_table`.
+            The LMM's columns without ``df``: ``term``, ``estimate``, ``std_error``,
+            ``statistic`` (z value), ``p_value`` (two-sided normal), ``conf_low``,
+            ``conf_high`` (Wald), one row per fixed effect (a RangeIndex). See
+            :func:`crossed.inference.glmm_wald.glmm_coef_table`.
         """
+        from crossed.inference.coefs import r_coefficients
         from crossed.inference.glmm_wald import glmm_coef_table
-        return result_table(glmm_coef_table(self, level=level))
+        table = glmm_coef_table(self, level=level)
+        if r_names:
+            return result_table(r_coefficients(table, test="z"))
+        return result_table(table)
 
     def anova(self, *others: GlmerResult, type: int | str = 3,
               names: list[str] | None = None) -> pd.DataFrame:

@@ -62,7 +62,8 @@ class LmerFit(SharedMethods, LmerResult):
         return refit_lmer(self, y=y, rows=rows, reml=reml)
 
     # ------------------------------------------------------------------ inference
-    def coef_table(self, ddf: str = "satterthwaite", level: float = 0.95) -> pd.DataFrame:
+    def coef_table(self, ddf: str = "satterthwaite", level: float = 0.95,
+                   r_names: bool = False) -> pd.DataFrame:
         """Fixed effects with standard errors, t tests and confidence intervals.
 
         Parameters
@@ -72,16 +73,27 @@ class LmerFit(SharedMethods, LmerResult):
             adjusted SEs and df, REML fits) or ``"none"`` for asymptotic z tests (df = inf).
         level : float
             Confidence level of ``conf_low``/``conf_high`` (stored in ``attrs``).
+        r_names : bool
+            True: R's ``coef(summary(fit))`` instead, terms as row names and R's columns
+            ``Estimate``, ``Std. Error``, ``df``, ``t value``, ``Pr(>|t|)`` (lme4's
+            ``Estimate``, ``Std. Error``, ``t value`` for ``ddf="none"``), no intervals
+            (:func:`crossed.inference.coefs.r_coefficients`; ``GlmerFit.coef_table`` has
+            the same keyword).
 
         Returns
         -------
         pandas.DataFrame
             ``term``, ``estimate``, ``std_error``, ``df``, ``statistic`` (t value),
-            ``p_value`` (two-sided), ``conf_low``, ``conf_high``. Validated against
+            ``p_value`` (two-sided), ``conf_low``, ``conf_high``, one row per fixed effect
+            (a RangeIndex). Validated against
             ``summary(lmerTest::lmer(...))$coefficients`` (lmerTest 3.1-3).
         """
         from crossed.inference.coefs import coef_table as _coef_table
-        return result_table(_coef_table(self, ddf=ddf, level=level))
+        from crossed.inference.coefs import r_coefficients
+        table = _coef_table(self, ddf=ddf, level=level)
+        if r_names:
+            return result_table(r_coefficients(table, test="t"))
+        return result_table(table)
 
     def anova(self, type: int | str = 3, ddf: str = "satterthwaite") -> pd.DataFrame:
         """ANOVA table of the fixed terms (lmerTest's ``anova``).

@@ -119,7 +119,8 @@ class SharedMethods:
         Returns
         -------
         dict of str to pandas.DataFrame
-            One table per grouping factor, indexed by level, one column per fixed effect.
+            One table per grouping factor: the levels in a column named after the factor,
+            then one column per fixed effect.
             See :func:`crossed.inference.levels.coef_levels`. Validated against lme4
             1.1-31's ``coef()`` (tests/fit/test_methods.py).
         """

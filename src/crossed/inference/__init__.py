@@ -2,7 +2,7 @@
 sizes, R², likelihood-ratio tests."""
 
 from crossed.inference.anova import anova, f_test
-from crossed.inference.coefs import coef_table, contrast_tests
+from crossed.inference.coefs import coef_table, contrast_tests, r_coefficients
 from crossed.inference.effect_sizes import cohens_f2, eta_squared, omega_squared
 from crossed.inference.emmeans import EMMeans, emmeans, joint_tests
 from crossed.inference.emtrends import emtrends
@@ -46,6 +46,7 @@ __all__ = [
     "omega_squared",
     "r2_nakagawa",
     "r2_nakagawa_glmm",
+    "r_coefficients",
     "ranova",
     "satterthwaite_t",
     "step",

@@ -43,3 +43,45 @@ def coef_table(fit: LmerFit, ddf: str = "satterthwaite", level: float = 0.95) ->
     tab = contrast_tests(fit, np.eye(p), ddf=ddf, level=level)
     tab.insert(0, "term", list(fit.fixef_names))
     return tab
+
+
+def r_coefficients(table: pd.DataFrame, test: str = "t") -> pd.DataFrame:
+    """A fixed-effects table with R's names: what ``coef(summary(fit))`` holds.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        A table of :func:`coef_table` (LMM) or
+        :func:`crossed.inference.glmm_wald.glmm_coef_table` (GLMM).
+    test : {"t", "z"}
+        The statistic's name: ``"t"`` for an LMM, ``"z"`` for a GLMM's Wald z tests.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by the terms (R's row names, index name None), with R's columns:
+        ``Estimate``, ``Std. Error``, then for an LMM with denominator df lmerTest's ``df``,
+        ``t value``, ``Pr(>|t|)``; for an LMM without them (``ddf="none"``) lme4's
+        ``Estimate``, ``Std. Error``, ``t value`` only; for a GLMM ``z value``,
+        ``Pr(>|z|)``. No intervals (R's ``confint`` gives those). Checked against the
+        column names of ``coef(summary(lmerTest::lmer(...)))`` (lmerTest 3.1-3) and
+        ``coef(summary(lme4::glmer(...)))`` (lme4 1.1-31) in tests/fit/test_table_conventions.py.
+    """
+    if test not in ("t", "z"):
+        raise ValueError(f"test must be 't' or 'z', not {test!r}")
+    missing = [c for c in ("term", "estimate", "std_error", "statistic") if c not in table]
+    if missing:
+        raise ValueError(f"not a fixed-effects table: no column {missing[0]!r}")
+    cols = {"estimate": "Estimate", "std_error": "Std. Error"}
+    with_p = "p_value" in table.columns
+    if test == "t":
+        with_df = "df" in table.columns and bool(np.all(np.isfinite(table["df"])))
+        with_p = with_p and with_df
+        if with_df:
+            cols["df"] = "df"
+    cols["statistic"] = f"{test} value"
+    if with_p:
+        cols["p_value"] = f"Pr(>|{test}|)"
+    out = pd.DataFrame({r: table[c].to_numpy() for c, r in cols.items()},
+                       index=pd.Index(table["term"].astype(str).to_list()))
+    return out

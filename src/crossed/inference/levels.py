@@ -18,10 +18,11 @@ def coef_levels(fit: LmerFit) -> dict[str, pd.DataFrame]:
     Returns
     -------
     dict of str to pandas.DataFrame
-        One table per grouping factor, indexed by level (index name: the factor), one column
-        per fixed effect in ``fixef`` order: the fixed effect plus the level's conditional
-        mode for the columns that also have a random effect of that factor (the others are
-        the fixed effect alone, as in lme4). Validated against lme4 1.1-31.
+        One table per grouping factor: its levels in a first column named after the factor
+        (lme4's row names; a RangeIndex, as every result table), then one column per fixed
+        effect in ``fixef`` order: the fixed effect plus the level's conditional mode for
+        the columns that also have a random effect of that factor (the others are the fixed
+        effect alone, as in lme4). Validated against lme4 1.1-31.
 
     Raises
     ------
@@ -45,5 +46,5 @@ def coef_levels(fit: LmerFit) -> dict[str, pd.DataFrame]:
                            index=pd.Index(levels, name=str(group)))
         for c in wide.columns:
             tab[c] = tab[c] + wide[c].to_numpy(dtype=float)
-        out[str(group)] = tab
+        out[str(group)] = tab.reset_index()
     return out
