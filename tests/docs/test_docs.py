@@ -72,6 +72,55 @@ def test_readme_use_block_runs(tmp_path, page_dir):
     assert run.executed == 1 and not run.failures, "\n\n".join(run.failures)
 
 
+def _readme_section(text: str, heading: str) -> tuple[int, int]:
+    """Start and end of the README section ``heading`` (up to the next ``## ``)."""
+    start = text.index(f"\n{heading}\n") + 1
+    end = text.index("\n## ", start) + 1
+    return start, end
+
+
+def test_readme_glmm_section_runs_and_shows_its_output(tmp_path, page_dir):
+    """The README's GLMM section runs as an executed page: its outputs are what the code
+    prints, and the prose numbers it marks are R's (``CROSSED_DOCS_UPDATE=1`` rewrites
+    them in the README). R 4.2.2, lme4 1.1-31, emmeans 1.8.4, performance 0.10.2:
+
+        g <- glmer(cbind(incidence, size - incidence) ~ period + (1 | herd), cbpp,
+                   family = binomial)
+        joint_tests(g)                       # F 8.496 on 3 df: chi-square 25.49
+        summary(emmeans(g, ~ period, type = "response"), infer = TRUE)
+        #  period   prob     SE  df asymp.LCL asymp.UCL
+        #  1      0.1981 0.0367 Inf    0.1357     0.280 ...
+        contrast(emmeans(g, ~ period), "trt.vs.ctrl", type = "response")
+        #  period2 / period1  0.371 0.112 Inf 1 -3.272 0.0031
+        #  period3 / period1  0.324 0.104 Inf 1 -3.495 0.0014
+        #  period4 / period1  0.206 0.087 Inf 1 -3.743 0.0005
+        r2_nakagawa(g)                       # conditional 0.187, marginal 0.085
+    """
+    readme = ROOT / "README.md"
+    text = readme.read_text()
+    start, end = _readme_section(text, "## Generalised linear mixed models")
+    page = tmp_path / "readme-glmm.md"
+    page.write_text("```python\nimport crossed as cx\n```\n\n" + text[start:end])
+    update = os.environ.get("CROSSED_DOCS_UPDATE", "") not in ("", "0")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run = run_page(page, update=update)
+    if update:
+        body = page.read_text().split("```\n\n", 1)[1]
+        readme.write_text(text[:start] + body + text[end:])
+    assert run.executed == 4 and run.compared >= 7, run
+    assert not run.failures, "\n\n".join(run.failures)
+
+
+def test_readme_quick_start_is_two_commands():
+    """The Quick start stays what it is: ./scripts/demo and ./scripts/test."""
+    text = (ROOT / "README.md").read_text()
+    start, end = _readme_section(text, "## Quick start")
+    block = text[start:end].split("```bash\n", 1)[1].split("```", 1)[0]
+    assert [line.split()[0] for line in block.splitlines()] == ["./scripts/demo",
+                                                                "./scripts/test"]
+
+
 def test_readme_thresholds_are_the_codes():
     """The README (not an executed page) quotes thresholds and defaults of the code: each
     such phrase is written here from the constant it names, so a changed constant fails

@@ -177,6 +177,9 @@ def test_glmer_emtrends_are_the_slopes_of_the_link():
         warnings.simplefilter("ignore")
         fit = cx.glmer("y ~ x * g + (1 | h)", d, family="poisson")
     got = fit.emtrends("g", "x").table()
+    # emmeans names the slope column "<var>.trend": g x.trend SE df asymp.LCL asymp.UCL
+    assert list(got.columns[:2]) == ["g", "x.trend"]
+    got = got.rename(columns={"x.trend": "estimate"})
     names = list(fit.fixef_names)
     V = fit.vcov_beta
     for level, row in zip(["a", "b", "c"], got.itertuples(), strict=True):

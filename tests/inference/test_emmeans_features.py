@@ -134,7 +134,13 @@ def test_emtrends_linear(fits, ddf, key):
     emt = _quiet(cx.emtrends, fits["lin"], "recipe", var="temp", ddf=ddf)
     tab = emt.table()
     assert tab.attrs["estimate_name"] == "temp.trend"
-    _check(tab, REF["emtrends"][key], est="temp.trend", keys=["recipe"])
+    # names(as.data.frame(emtrends(fit2, ~ recipe, var = "temp"))):
+    #   "recipe" "temp.trend" "SE" "df" "lower.CL" "upper.CL"
+    # the slope column as emmeans names it; the rest in crossed's snake_case
+    assert list(tab.columns) == ["recipe", "temp.trend", "std_error", "df", "conf_low",
+                                 "conf_high"]
+    _check(tab, REF["emtrends"][key], est="temp.trend", keys=["recipe"],
+           est_col="temp.trend")
 
 
 def test_emtrends_pairs_overall_and_method(fits):
@@ -143,17 +149,19 @@ def test_emtrends_pairs_overall_and_method(fits):
     _check(emt.pairs(), REF["emtrends"]["linear_pairs"], est="estimate")
     tab = _quiet(cx.emtrends, fits["lin"], "1", var="temp").table()
     assert list(tab["1"]) == ["overall"]
-    _check(tab, REF["emtrends"]["overall"], est="temp.trend")
+    _check(tab, REF["emtrends"]["overall"], est="temp.trend", est_col="temp.trend")
 
 
 def test_emtrends_nonlinear_term_is_emmeans_difference_quotient(fits):
     # emtrends(fit3, ~ recipe, var = "temp") with I(temp^2): forward difference at the mean
     tab = _quiet(cx.emtrends, fits["quad"], "recipe", var="temp").table()
-    _check(tab, REF["emtrends"]["quad"], est="temp.trend", keys=["recipe"])
+    _check(tab, REF["emtrends"]["quad"], est="temp.trend", keys=["recipe"],
+           est_col="temp.trend")
     # emtrends(fit3, ~ recipe | temp, var = "temp", at = list(temp = c(180, 220)))
     tab = _quiet(cx.emtrends, fits["quad"], "recipe | temp", var="temp",
                  at={"temp": [180, 220]}).table()
-    _check(tab, REF["emtrends"]["quad_at"], est="temp.trend", keys=["recipe", "temp"])
+    _check(tab, REF["emtrends"]["quad_at"], est="temp.trend", keys=["recipe", "temp"],
+           est_col="temp.trend")
 
 
 def test_emtrends_refuses_a_factor(fits):

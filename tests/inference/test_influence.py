@@ -9,10 +9,14 @@ each deletion with ``maxfun = 1000`` from the full fit's θ, and stops ~5e-5 fro
 optimum), Cook's distances and dfbetas 1e-3 relative.
 """
 
+import warnings
+
 import numpy as np
 import pytest
 
+import crossed as cx
 from crossed.design.frame import DataError
+from crossed.inference.influence import InfluenceWarning
 from r_ci_cases import answers, arr, fit
 
 
@@ -85,3 +89,33 @@ def test_observation_deletion_matches_lme4():
     np.testing.assert_allclose(infl["(Intercept)"], arr(ref["influence_obs_fixef"]), rtol=1e-6)
     np.testing.assert_allclose(infl["cooks_distance"], arr(ref["influence_obs_cooks"]),
                                rtol=1e-3)
+
+
+def test_fewer_groups_than_fixed_effects_warns_that_cooks_distances_are_negative():
+    # lme4 1.1-31 gives these negative numbers without a word:
+    #   d <- subset(sleepstudy, Subject %in% c("308", "309", "310", "330"))
+    #   d$phase <- factor(pmin(d$Days, 5))
+    #   fm <- lmer(Reaction ~ phase + (1 | Subject), d)
+    #   formatC(cooks.distance(influence(fm, groups = "Subject")), digits = 10)
+    #   "-0.4591853726" "-0.1033393754" "-0.05731995428" "-0.1035957638"
+    d = cx.load_dataset("sleepstudy")
+    d = d[d["Subject"].astype(str).isin(["308", "309", "310", "330"])].copy()
+    d["phase"] = np.minimum(d["Days"], 5).astype(str)
+    f = cx.lmer("Reaction ~ phase + (1 | Subject)", d)
+    with pytest.warns(InfluenceWarning, match=r"negative .*'Subject'.*308, 309, 310, 330"
+                      r".*m = 4 ≤ p = 6") as caught:
+        infl = f.influence(groups="Subject")
+    assert len([w for w in caught if w.category is InfluenceWarning]) == 1
+    np.testing.assert_allclose(infl["cooks_distance"],
+                               [-0.4591853726, -0.1033393754, -0.05731995428, -0.1035957638],
+                               rtol=1e-3)
+    note = infl.attrs["messages"][0]
+    assert "(m − p)/(m·p) = -0.0833" in note and "dfbetas" in note
+
+
+def test_enough_groups_give_no_influence_note():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", InfluenceWarning)
+        infl = fit("sleepstudy").influence(groups="Subject")  # 18 subjects, 2 effects
+    assert infl.attrs["messages"] == []
+    assert (infl["cooks_distance"] > 0).all()

@@ -98,3 +98,18 @@ def test_a_random_slope_on_a_year_profiles_in_the_centred_columns():
         assert got.loc[name, "conf_low"] == pytest.approx(lo, rel=1e-4, abs=1e-8)
         assert got.loc[name, "conf_high"] == pytest.approx(hi, rel=1e-4)
     assert got.loc[[".sig01", ".sig02"], ["conf_low", "conf_high"]].isna().all().all()
+
+
+def test_profile_interval_rows_carry_lme4s_names():
+    """The correlation row is named as lme4 names it (``cor_Days.(Intercept)|Subject``);
+    ``parameter`` keeps lme4's default (old) names."""
+    # fm <- lmer(Reaction ~ Days + (Days | Subject), sleepstudy)
+    # rownames(confint(fm, oldNames = FALSE)):
+    #   "sd_(Intercept)|Subject" "cor_Days.(Intercept)|Subject" "sd_Days|Subject" "sigma"
+    #   "(Intercept)" "Days"
+    # rownames(confint(fm)): ".sig01" ".sig02" ".sig03" ".sigma" "(Intercept)" "Days"
+    got = fit("sleepstudy").confint(method="profile")
+    assert list(got["term"]) == ["sd_(Intercept)|Subject", "cor_Days.(Intercept)|Subject",
+                                 "sd_Days|Subject", "sigma", "(Intercept)", "Days"]
+    assert list(got["parameter"]) == [".sig01", ".sig02", ".sig03", ".sigma", "(Intercept)",
+                                      "Days"]

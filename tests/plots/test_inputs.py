@@ -44,6 +44,20 @@ def test_plot_emmeans_takes_the_emm_object_and_names_missing_columns():
         plot_emmeans([1, 2])
 
 
+def test_plot_emmeans_draws_an_emtrends_table_by_its_trend_column():
+    fit, d = _fit()
+    d["x"] = np.tile(np.arange(16.0), len(d) // 16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trends = cx.lmer("y ~ f * x + (1 | g)", d).emtrends("f", var="x")
+    tab = trends.table()
+    assert "x.trend" in tab.columns and "estimate" not in tab.columns
+    fig = plot_emmeans(trends)  # before: ValueError: the table has no column 'estimate'
+    points = fig.axes[0].containers[0].lines[0].get_xdata()
+    np.testing.assert_allclose(np.asarray(points, dtype=float), tab["x.trend"])
+    _close(fig)
+
+
 def test_caterpillar_takes_a_fit_and_names_the_groups_it_has():
     fit, _ = _fit()
     _close(caterpillar(fit, "g"))  # before: TypeError ('LmerFit' object is not subscriptable)

@@ -380,7 +380,8 @@ def evaluate(source: str, lookup: Callable[[str], Any], *,
 
     Returns
     -------
-    The values (a NumPy or pandas object, or a number).
+    object
+        The values (a NumPy or pandas object, or a number).
 
     Raises
     ------

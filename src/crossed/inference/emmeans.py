@@ -143,7 +143,9 @@ class EMMeans:
         -------
         pandas.DataFrame
             Key columns (``by`` then ``specs``), ``estimate`` (EMM; ``response`` on the
-            response scale), ``std_error`` (delta method on the response scale), ``df``,
+            response scale; for :func:`crossed.inference.emtrends.emtrends` the slope,
+            named as emmeans names it, ``<var>.trend``), ``std_error`` (delta method on
+            the response scale), ``df``,
             ``conf_low``, ``conf_high`` (t intervals at ``attrs["conf_level"]``,
             back-transformed on the response scale). Validated against emmeans 1.8.4
             (``lmer.df = "satterthwaite"`` and ``"kenward-roger"``; ``type = "response"``).
@@ -161,6 +163,9 @@ class EMMeans:
                          estimate_name=self.estimate_name)
         if self._type(type) == "response" and self.tran is not None:
             out = back_means(out, self.tran)
+        if self.estimate_name.endswith(".trend"):
+            # emtrends: the slope column is named as emmeans names it (``Days.trend``)
+            out = out.rename(columns={"estimate": self.estimate_name})
         return result_table(out, "emmeans")
 
     # ------------------------------------------------------------------ contrasts

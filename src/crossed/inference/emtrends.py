@@ -67,9 +67,10 @@ def emtrends(fit: LmerFit, specs: str | list[str], var: str,
     Returns
     -------
     EMMeans
-        ``table()`` gives the trends in ``estimate`` (``attrs["estimate_name"]`` is
-        emmeans' ``"<var>.trend"``) with ``std_error``, ``df``, ``conf_low``,
-        ``conf_high``; ``pairs()``/``contrast()`` compare them. Validated against emmeans
+        ``table()`` gives the trends in the column ``<var>.trend`` (``Days.trend``, as
+        emmeans names it; also ``attrs["estimate_name"]``) with ``std_error``, ``df``,
+        ``conf_low``, ``conf_high``; ``pairs()``/``contrast()`` compare them (their
+        differences in ``estimate``, as for EMMs). Validated against emmeans
         1.8.4 (linear and quadratic terms; Satterthwaite and Kenward–Roger).
     """
     refuse_prior(fit, "emtrends()", weights=False,

@@ -31,7 +31,7 @@ from crossed.inference.profile import var_params
 if TYPE_CHECKING:
     from crossed.model.result import LmerResult as LmerFit
 
-__all__ = ["cooks_distance", "hatvalues", "influence"]
+__all__ = ["InfluenceWarning", "cooks_distance", "hatvalues", "influence"]
 
 DENSE_LIMIT = 4000
 
@@ -147,7 +147,16 @@ def influence(fit: LmerFit, groups: str | None = None) -> pd.DataFrame:
         components of the refit under lme4's names (``sigma^2``, ``v[...]``, ``C[...]``),
         ``converged`` and ``n_deleted`` (rows left out). ``attrs["fixed"]``: the full
         fit's estimates. Validated against lme4 1.1-31 (groups ``"Subject"`` of
-        sleepstudy, ``"plate"`` of Penicillin).
+        sleepstudy, ``"plate"`` of Penicillin, and 4 subjects of sleepstudy with 6 fixed
+        effects, where the Cook's distances are negative).
+
+    Warns
+    -----
+    InfluenceWarning
+        With no more deleted units than fixed effects (m ≤ p, e.g. 4 groups and 6
+        coefficients) lme4's factor (m − p)/(m·p) makes every Cook's distance negative
+        (zero at m = p); lme4 says nothing. The same text is in ``attrs["messages"]``
+        (shown below the table).
     """
     design = fit.design
     if groups is None:
@@ -196,4 +205,28 @@ def influence(fit: LmerFit, groups: str | None = None) -> pd.DataFrame:
     out.insert(1, "cooks_distance", cooks)
     out.attrs["fixed"] = fit.fixef
     out.attrs["groups"] = groups if groups is not None else "case"
+    out.attrs["messages"] = []
+    if m <= p:
+        note = _few_deletions_note(groups, labels, m, p)
+        out.attrs["messages"].append(note)
+        warnings.warn(note, InfluenceWarning, stacklevel=3)
     return out
+
+
+class InfluenceWarning(UserWarning):
+    """Case-deletion influence whose Cook's distances mean nothing as such: fewer deleted
+    units than fixed effects, where lme4's formula makes them negative (or zero)."""
+
+
+def _few_deletions_note(groups: str | None, labels: list[object], m: int, p: int) -> str:
+    """Why the Cook's distances of ``influence`` are not usable with m deletions and p
+    fixed effects (m <= p)."""
+    what = f"the {m} levels of {groups!r}" if groups is not None else f"the {m} observations"
+    shown = ", ".join(map(str, labels[:10])) + (", ..." if m > 10 else "")
+    sign = "negative" if m < p else "zero"
+    return (f"influence(): Cook's distances are {sign} for every deleted unit ({what}: "
+            f"{shown}): lme4's formula D = Δβᵀ V⁻¹ Δβ · (m − p)/(m·p) assumes more "
+            f"deletions than fixed effects, and here m = {m} ≤ p = {p}. The factor "
+            f"(m − p)/(m·p) = {(m - p) / (m * p):.3g} is the only cause (Δβᵀ V⁻¹ Δβ ≥ 0); "
+            "lme4 gives the same numbers without a word. Rank the units by the dfbetas "
+            "columns (or by Δβᵀ V⁻¹ Δβ / p) instead.")

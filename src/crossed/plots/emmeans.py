@@ -18,8 +18,9 @@ def plot_emmeans(table: pd.DataFrame, factor: str | None = None, by: str | None 
     Parameters
     ----------
     table : pandas.DataFrame
-        Columns ``estimate``, ``conf_low``, ``conf_high`` and the key columns (an EMM
-        object is taken as its ``table()``).
+        Columns ``estimate`` (or ``response``, or emtrends' ``<var>.trend``),
+        ``conf_low``, ``conf_high`` and the key columns (an EMM object is taken as its
+        ``table()``).
     factor : str, optional
         Key column on the vertical axis (default: the first key column).
     by : str, optional
@@ -32,11 +33,18 @@ def plot_emmeans(table: pd.DataFrame, factor: str | None = None, by: str | None 
     -------
     matplotlib.figure.Figure
     """
-    table = checked_table(table, ("estimate", "conf_low", "conf_high"), "plot_emmeans",
+    if not isinstance(table, pd.DataFrame) and callable(getattr(table, "table", None)):
+        table = table.table()
+    # the estimate's column: an EMM, a back-transformed EMM (``response``) or a trend
+    # (emtrends' ``<var>.trend``)
+    est = next((c for c in getattr(table, "columns", ())
+                if c in ("estimate", "response") or str(c).endswith(".trend")), "estimate")
+    table = checked_table(table, (est, "conf_low", "conf_high"), "plot_emmeans",
                           "fit.emmeans(...).table()")
     pyplot = plt()
     keys = [c for c in table.columns
-            if c not in ("estimate", "std_error", "df", "conf_low", "conf_high")]
+            if c not in (est, "std_error", "df", "conf_low", "conf_high", "statistic",
+                         "p_value", "note")]
     factor = factor or keys[0]
     if ax is None:
         _, ax = pyplot.subplots(figsize=(5.5, 0.45 * len(table) + 1.4))
@@ -45,8 +53,7 @@ def plot_emmeans(table: pd.DataFrame, factor: str | None = None, by: str | None 
     pos = 0
     for name, g in groups:
         y = pos + np.arange(len(g))
-        ax.errorbar(g["estimate"], y,
-                    xerr=[g["estimate"] - g["conf_low"], g["conf_high"] - g["estimate"]],
+        ax.errorbar(g[est], y, xerr=[g[est] - g["conf_low"], g["conf_high"] - g[est]],
                     fmt="o", capsize=3, label=None if name is None else f"{by} = {name}")
         ticks += list(y)
         labels += [str(v) for v in g[factor]]

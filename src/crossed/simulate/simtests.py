@@ -218,9 +218,11 @@ def emm_contrast(specs: str | list[str], contrast: str | dict | Sequence[float] 
 
     Returns
     -------
-    A test factory; bound to a fit it gives a :class:`ContrastTest` (t test: ``estimate``,
-    ``std_error``, ``df``, ``statistic`` = t) or a :class:`JointContrastTest` (F test:
-    ``df`` = denominator df, ``statistic`` = F, no estimate).
+    callable
+        A test factory; bound to a fit it gives a :class:`ContrastTest` (t test:
+        ``estimate``, ``std_error``, ``df``, ``statistic`` = t) or a
+        :class:`JointContrastTest` (F test: ``df`` = denominator df, ``statistic`` = F, no
+        estimate).
 
     Raises
     ------
