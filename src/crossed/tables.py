@@ -31,7 +31,8 @@ from crossed._format import (
 )
 
 __all__ = ["PValueStyle", "ResultDisplay", "ResultTable", "Summary", "format_frame",
-           "html_table", "note_text", "result_table", "returns_table"]
+           "html_table", "html_text_table", "note_text", "result_table", "returns_table",
+           "wrap_html"]
 
 PValueStyle = Literal["r", "emmeans"]
 
@@ -61,8 +62,8 @@ def _is_number_column(s: pd.Series) -> bool:
 def _format_column(name: str, s: pd.Series, pvalues: PValueStyle, na: str) -> list[str]:
     if pd.api.types.is_bool_dtype(s):
         return ["yes" if bool(v) else "no" for v in s]
-    if pd.api.types.is_integer_dtype(s):
-        return [str(int(v)) for v in s]
+    if pd.api.types.is_integer_dtype(s):  # nullable integers (Int64) print a missing one as na
+        return [na if v is pd.NA or v is None else str(int(v)) for v in s]
     if _is_number_column(s):
         vals = s.to_numpy(dtype=float)
         if is_pvalue_column(name):
@@ -123,8 +124,17 @@ def html_table(df: pd.DataFrame, pvalues: PValueStyle = "r", title: str | None =
     shown = format_frame(df, pvalues)
     numeric = [_is_number_column(df[c]) or pd.api.types.is_bool_dtype(df[c])
                for c in df.columns]
+    return html_text_table(shown, numeric, title, notes)
+
+
+def html_text_table(shown: pd.DataFrame, numeric: Sequence[bool], title: str | None = None,
+                    notes: Sequence[str] = ()) -> str:
+    """An HTML ``<table>`` of cells already formatted as text (``shown``: strings, its
+    columns the header), numbers (``numeric`` true) right aligned, labels left aligned,
+    with an optional title and notes below: the table of :func:`html_table`, for a
+    result that formats its own cells (R's digits of a particular print method)."""
     head = "".join(f'<th class="{"num" if n else "txt"}">{html.escape(str(c))}</th>'
-                   for c, n in zip(df.columns, numeric, strict=True))
+                   for c, n in zip(shown.columns, numeric, strict=True))
     rows = []
     for rec in shown.itertuples(index=False):
         cells = "".join(f'<td class="{"num" if n else "txt"}">{html.escape(v)}</td>'
@@ -142,7 +152,8 @@ def _labelled(index: pd.Index) -> bool:
     return not isinstance(index, pd.RangeIndex)
 
 
-def _wrap_html(body: str) -> str:
+def wrap_html(body: str) -> str:
+    """``body`` in the notebook view's container, with its style sheet."""
     return f'<div class="crossed-result">{_CSS}{body}</div>'
 
 
@@ -192,7 +203,7 @@ class ResultTable(pd.DataFrame):
         return self.to_text()
 
     def _repr_html_(self) -> str:
-        return _wrap_html(html_table(pd.DataFrame(self), self._pvalues, self._title,
+        return wrap_html(html_table(pd.DataFrame(self), self._pvalues, self._title,
                                      _footnotes(self.attrs, self._pvalues == "emmeans")))
 
 
@@ -268,7 +279,7 @@ class Summary(str):
             parts.append(html_table(table, self.pvalues, name, _footnotes(
                 {k: v for k, v in table.attrs.items() if k != "conf_level"})))
         parts += [f'<p class="note">note: {html.escape(note_text(n))}</p>' for n in self.notes]
-        return _wrap_html("".join(parts))
+        return wrap_html("".join(parts))
 
 
 def _describe(value: Any) -> str | None:
@@ -318,4 +329,4 @@ class ResultDisplay:
         for name, table in self.display_tables().items():
             style: PValueStyle = getattr(table, "_pvalues", "r")
             parts.append(html_table(table, style, name, _footnotes(table.attrs)))
-        return _wrap_html("".join(parts))
+        return wrap_html("".join(parts))
