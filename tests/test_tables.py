@@ -45,13 +45,14 @@ def test_emm_tables_print_pvalues_as_emmeans(fit):
     assert "<.0001" in repr(zero) and " 0\n" not in repr(zero)
 
 
-def test_emmeans_repr_is_short(fit):
+def test_emmeans_repr_is_its_table(fit):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         emm = fit.emmeans("language")
-    text = repr(emm)
-    assert text.startswith("<EMMeans of language: 2 means")
-    assert "array" not in text and "linfct" not in text and "\n" not in text
+    assert emm.describe().startswith("<EMMeans of language: 2 means")
+    text = repr(emm)  # as emmeans prints an emmGrid: its table and notes
+    assert text == str(emm.table()) and text.splitlines()[0].split()[0] == "language"
+    assert "array" not in text and "linfct" not in text
     assert "<table" in emm._repr_html_()
 
 

@@ -339,10 +339,12 @@ class LmerFit(SharedMethods, LmerResult):
         Returns
         -------
         pandas.DataFrame
-            See :func:`crossed.inference.influence.influence`.
+            See :func:`crossed.inference.influence.influence` (a
+            :class:`~crossed.tables.ResultTable`: printed and shown as R formats it,
+            ``converged`` as yes/no).
         """
         from crossed.inference.influence import influence as _influence
-        return _influence(self, groups=groups)
+        return result_table(_influence(self, groups=groups))
 
     def step(self, ddf: str = "satterthwaite", alpha_random: float = 0.1,
              alpha_fixed: float = 0.05, reduce_random: bool = True,
