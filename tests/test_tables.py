@@ -66,7 +66,8 @@ def test_summary_is_the_text_with_tables(fit):
     html = fit._repr_html_()
     assert "Fixed effects" in html and "REML criterion" in html and "<table" in html
     assert f"Number of obs: {fit.nobs}, groups:" in html and "Scaled residuals" in html
-    assert repr(fit).startswith("<LmerFit ") and "\n" not in repr(fit)
+    assert fit.describe().startswith("<LmerFit ") and "\n" not in fit.describe()
+    assert repr(fit).startswith("Linear mixed model fit by REML") and "Fixed Effects:" in repr(fit)
 
 
 def test_spec_comparison_one_row_per_spec():

@@ -389,6 +389,15 @@ class LmerFit(SharedMethods, LmerResult):
         from crossed.display.lmer import summary_of
         return summary_of(self, ddf)
 
+    def describe(self) -> str:
+        """A one-line description (formula, criterion, engine, nobs)."""
+        return LmerResult.__repr__(self)
+
+    def __repr__(self) -> str:
+        """What lme4's ``print(fit)`` shows (:func:`crossed.display.lmer.format_print`)."""
+        from crossed.display.lmer import format_print
+        return format_print(self)
+
     def _repr_html_(self) -> str:
         """The notebook view: the summary's criteria and tables (``crossed.display``)."""
         from crossed.display.lmer import fit_html
