@@ -38,9 +38,13 @@ PValueStyle = Literal["r", "emmeans"]
 
 _CSS = ("<style>.crossed-result table.crossed{border-collapse:collapse;font-size:0.9em;"
         "font-variant-numeric:tabular-nums;margin:0.3em 0 0.6em 0}"
-        ".crossed-result table.crossed th,.crossed-result table.crossed td{padding:2px 8px;"
+        ".crossed-result table.crossed th,.crossed-result table.crossed td{padding:2px 6px;"
         "border-bottom:1px solid #ddd;white-space:nowrap}"
         ".crossed-result table.crossed th{text-align:right;border-bottom:1px solid #888}"
+        # labels and headings wrap where a table would be wider than the page (a long
+        # explanation; a long column name after its "_"); numbers never do
+        ".crossed-result table.crossed td.txt,.crossed-result table.crossed th{"
+        "white-space:normal}"
         ".crossed-result td.num{text-align:right}.crossed-result td.txt,"
         ".crossed-result table.crossed th.txt{text-align:left}"
         ".crossed-result .head{font-family:monospace;white-space:pre;margin:0.2em 0}"
@@ -133,7 +137,7 @@ def html_text_table(shown: pd.DataFrame, numeric: Sequence[bool], title: str | N
     columns the header), numbers (``numeric`` true) right aligned, labels left aligned,
     with an optional title and notes below: the table of :func:`html_table`, for a
     result that formats its own cells (R's digits of a particular print method)."""
-    head = "".join(f'<th class="{"num" if n else "txt"}">{html.escape(str(c))}</th>'
+    head = "".join(f'<th class="{"num" if n else "txt"}">{_breakable(str(c))}</th>'
                    for c, n in zip(shown.columns, numeric, strict=True))
     rows = []
     for rec in shown.itertuples(index=False):
@@ -145,6 +149,13 @@ def html_text_table(shown: pd.DataFrame, numeric: Sequence[bool], title: str | N
                f'<tbody>{"".join(rows)}</tbody></table>')
     out += [f'<p class="note">{html.escape(n)}</p>' for n in notes]
     return "".join(out)
+
+
+def _breakable(name: str) -> str:
+    """A column name as HTML that may break after ``_`` and before ``(`` or ``[`` (only
+    where the table would not fit otherwise): ``dfbetas_(Intercept)``."""
+    text = html.escape(name)
+    return text.replace("_", "_<wbr>").replace("(", "<wbr>(").replace("[", "<wbr>[")
 
 
 def _labelled(index: pd.Index) -> bool:
