@@ -66,6 +66,9 @@ window.addEventListener('load', () => {
   const result = {width: document.documentElement.clientWidth,
                   pageScrollWidth: document.documentElement.scrollWidth,
                   height: document.documentElement.scrollHeight, blocks: blocks,
+                  text: document.body.innerText.slice(0, 60000),
+                  captions: Array.from(document.querySelectorAll('figcaption'))
+                      .map(c => c.innerText),
                   images: imgs.length,
                   imagesRendered: imgs.filter(i => i.complete && i.naturalWidth > 50).length,
                   overflowing: Array.from(document.querySelectorAll('body *')).filter(
