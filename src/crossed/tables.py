@@ -123,8 +123,9 @@ def html_table(df: pd.DataFrame, pvalues: PValueStyle = "r", title: str | None =
                notes: Sequence[str] = ()) -> str:
     """An HTML ``<table>`` of ``df`` formatted by :func:`format_frame` (numbers right
     aligned, labels left aligned), with an optional title and notes below."""
-    if _labelled(df.index):  # row names (a coefficient table's terms) as a first column
-        df = df.reset_index()
+    if _labelled(df.index):  # row names (a coefficient table's terms) as a first column,
+        # under the index's name, else blank (as R prints row names), never "index"
+        df = df.rename_axis(df.index.name if df.index.name is not None else "").reset_index()
     shown = format_frame(df, pvalues)
     numeric = [_is_number_column(df[c]) or pd.api.types.is_bool_dtype(df[c])
                for c in df.columns]
@@ -152,10 +153,10 @@ def html_text_table(shown: pd.DataFrame, numeric: Sequence[bool], title: str | N
 
 
 def _breakable(name: str) -> str:
-    """A column name as HTML that may break after ``_`` and before ``(`` or ``[`` (only
-    where the table would not fit otherwise): ``dfbetas_(Intercept)``."""
+    """A column name as HTML that may break after ``_`` and before ``[`` (only where the
+    table would not fit otherwise): ``dfbetas_(Intercept)``, ``v[(Intercept)]``."""
     text = html.escape(name)
-    return text.replace("_", "_<wbr>").replace("(", "<wbr>(").replace("[", "<wbr>[")
+    return text.replace("_", "_<wbr>").replace("[", "<wbr>[")
 
 
 def _labelled(index: pd.Index) -> bool:
