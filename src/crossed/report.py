@@ -50,11 +50,7 @@ def _table(df: pd.DataFrame) -> str:
     if not isinstance(frame.index, pd.RangeIndex):  # labels in the index (a GLMM's
         frame = frame.rename_axis(frame.index.name or "term").reset_index()  # coef_table)
     shown = format_frame(frame, getattr(df, "_pvalues", "r"), na="")
-    text = shown.to_html(index=False, escape=True, border=0, na_rep="")
-    # a long column name may break after "_" (sim_uniformity_p), so that a wide table
-    # (the comparison of specifications) fits the page instead of overflowing it
-    return re.sub(r"<th>([^<]*)</th>",
-                  lambda m: "<th>" + m.group(1).replace("_", "_<wbr>") + "</th>", text)
+    return shown.to_html(index=False, escape=True, border=0, na_rep="")
 
 
 def _figure_html(fig, fig_id: str, caption: str) -> str:

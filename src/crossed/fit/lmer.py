@@ -396,7 +396,10 @@ class LmerFit(SharedMethods, LmerResult):
     def __repr__(self) -> str:
         """What lme4's ``print(fit)`` shows (:func:`crossed.display.lmer.format_print`)."""
         from crossed.display.lmer import format_print
-        return format_print(self)
+        try:
+            return format_print(self)
+        except Exception:  # a repr never raises: the one-line description instead
+            return self.describe()
 
     def _repr_html_(self) -> str:
         """The notebook view: the summary's criteria and tables (``crossed.display``)."""
