@@ -268,7 +268,8 @@ def format_print(fit) -> str:
     data, the criterion (REML) or the AIC/BIC/logLik/deviance/df.resid line, the random
     effects' standard deviations and correlations, the numbers of observations and groups,
     and the fixed-effect estimates (lme4 1.1-31's ``print.merMod``: ``digits = 4``,
-    checked against R 4.2.2 on sleepstudy and cbpp)."""
+    checked against R 4.2.2 on sleepstudy and cbpp), then the fit's messages (where lme4
+    counts its warnings)."""
     glmm = hasattr(fit, "family")
     if glmm:
         lines = str(fit.summary()).splitlines()[:5]  # title (two lines), family, formula, data
@@ -292,6 +293,9 @@ def format_print(fit) -> str:
     lines.append("Fixed Effects:")
     names = [str(n) for n in fit.fixef_names]
     lines += _r_named_vector(names, format_number_column(np.asarray(fit.beta, float), 4), 2)
+    # lme4 closes with the optimizer's warnings (a singular fit's "boundary (singular)"):
+    # the fit's messages, each on its line
+    lines += [str(m) for m in fit.messages]
     return "\n".join(lines)
 
 
