@@ -186,7 +186,8 @@ def test_summary_is_text_with_tables_and_a_notebook_view() -> None:
         assert piece in html or piece in str(summary), piece
     assert all(p in html for p in ("AIC", "logLik", "deviance", "Number of obs",
                                    "Scaled residuals"))
-    assert repr(fit).startswith("GlmerFit(") and len(repr(fit)) < 200
+    assert fit.describe().startswith("GlmerFit(") and len(fit.describe()) < 200
+    assert repr(fit).startswith("Generalized linear mixed model fit by maximum likelihood")
 
 
 def test_a_first_pirls_that_fails_says_so_as_lme4() -> None:

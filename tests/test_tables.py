@@ -45,13 +45,14 @@ def test_emm_tables_print_pvalues_as_emmeans(fit):
     assert "<.0001" in repr(zero) and " 0\n" not in repr(zero)
 
 
-def test_emmeans_repr_is_short(fit):
+def test_emmeans_repr_is_its_table(fit):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         emm = fit.emmeans("language")
-    text = repr(emm)
-    assert text.startswith("<EMMeans of language: 2 means")
-    assert "array" not in text and "linfct" not in text and "\n" not in text
+    assert emm.describe().startswith("<EMMeans of language: 2 means")
+    text = repr(emm)  # as emmeans prints an emmGrid: its table and notes
+    assert text == str(emm.table()) and text.splitlines()[0].split()[0] == "language"
+    assert "array" not in text and "linfct" not in text
     assert "<table" in emm._repr_html_()
 
 
@@ -65,7 +66,8 @@ def test_summary_is_the_text_with_tables(fit):
     html = fit._repr_html_()
     assert "Fixed effects" in html and "REML criterion" in html and "<table" in html
     assert f"Number of obs: {fit.nobs}, groups:" in html and "Scaled residuals" in html
-    assert repr(fit).startswith("<LmerFit ") and "\n" not in repr(fit)
+    assert fit.describe().startswith("<LmerFit ") and "\n" not in fit.describe()
+    assert repr(fit).startswith("Linear mixed model fit by REML") and "Fixed Effects:" in repr(fit)
 
 
 def test_spec_comparison_one_row_per_spec():

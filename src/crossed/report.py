@@ -27,7 +27,7 @@ from crossed.design.frame import expression_variables
 from crossed.fit import GlmerFit, LmerFit
 from crossed.tables import format_frame, note_text
 
-__all__ = ["build_report", "focus_summary", "write_report"]
+__all__ = ["build_report", "focus_summary", "glmm_focus_summary", "write_report"]
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 980px; margin: 2em auto; padding: 0 1em;
@@ -36,7 +36,8 @@ h1 { font-size: 1.6em; } h2 { font-size: 1.25em; margin-top: 1.8em; border-botto
 table { border-collapse: collapse; font-size: 0.85em; margin: 0.6em 0; }
 th, td { border: 1px solid #ddd; padding: 3px 7px; text-align: right; }
 th { background: #f4f4f4; } td:first-child, th:first-child { text-align: left; }
-pre { background: #f8f8f8; padding: 0.8em; overflow-x: auto; font-size: 0.8em; }
+pre { background: #f8f8f8; padding: 0.8em; overflow-x: auto; font-size: 0.8em;
+      white-space: pre-wrap; overflow-wrap: anywhere; }
 figure { margin: 1em 0; } figcaption { font-size: 0.85em; color: #555; }
 img { max-width: 100%; } .note { color: #8a5a00; font-size: 0.9em; }
 """
@@ -223,6 +224,60 @@ def focus_summary(fit: LmerFit, focus: str, ddf: str = "satterthwaite",
     return "".join(text)
 
 
+def glmm_focus_summary(fit: GlmerFit, focus: str, drop1: pd.DataFrame | None = None,
+                       level: float = 0.95) -> str:
+    """The GLMM report's plain-language paragraph on ``focus`` (HTML): its EMMs on the
+    response scale (probabilities of a binomial model, rates of a Poisson one), the
+    likelihood-ratio test of the model without it (``drop1``, where ``focus`` is a term of
+    its own, not only inside an interaction) and its pairwise contrasts as odds or rate
+    ratios (Tukey-adjusted; the ratio and its interval for two levels).
+
+    Only restates the report's EMM, contrast and drop1 tables."""
+    response = html.escape(fit.spec.response)
+    link = fit.family.link.name
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        emm = fit.emmeans(focus, type="response", level=level)
+        tab = emm.table()
+        pairs = emm.pairs()
+    what = {"logit": "probabilities", "probit": "probabilities", "cloglog": "probabilities",
+            "log": "rates"}.get(link, "means")
+    f = html.escape(focus)
+    means = ", ".join(f"{html.escape(str(r[focus]))} {r['estimate']:.3g}"
+                      for _, r in tab.iterrows())
+    text = [f"<p><b>{f}</b>: estimated marginal {what} of {response} (response scale): "
+            f"{means}"]
+    if emm.emm.messages:
+        text[-1] += (f" (averaged over the other factors; <b>{f}</b> is involved in "
+                     "interactions, so its effect differs between their levels)")
+    text[-1] += ".</p>"
+    if drop1 is not None and focus in set(drop1["term"]):
+        r = drop1.set_index("term").loc[focus]
+        verdict = "is" if r["p_value"] < 0.05 else "is not"
+        text.append(f"<p>The effect of {f} {verdict} significant at the 5% level: "
+                    f"likelihood-ratio χ²({int(r['npar'])}) = {r['statistic']:.4g}, "
+                    f"{html.escape(_p_text(r['p_value']))} (the model without {f}, drop1).</p>")
+    ratio = {"logit": "odds", "log": "rate"}.get(link)
+    if len(pairs) == 1 and len(tab) == 2:
+        r = pairs.iloc[0]
+        a, b = (html.escape(str(v)) for v in tab[focus])
+        if ratio is not None:
+            text.append(f"<p>{a} has {r['estimate']:.3g} times the {ratio} of {b} "
+                        f"({level:.0%} CI {r['conf_low']:.3g} to {r['conf_high']:.3g}, "
+                        f"z = {r['statistic']:.3g}, {html.escape(_p_text(r['p_value']))}).</p>")
+        else:
+            text.append(f"<p>{a} minus {b} on the {html.escape(link)} scale: "
+                        f"{r['estimate']:.3g} ({level:.0%} CI {r['conf_low']:.3g} to "
+                        f"{r['conf_high']:.3g}, z = {r['statistic']:.3g}, "
+                        f"{html.escape(_p_text(r['p_value']))}).</p>")
+    elif len(pairs) > 1:
+        sig = int((pairs["p_value"] < 0.05).sum())
+        kind = f"{ratio} ratios" if ratio is not None else "differences"
+        text.append(f"<p>{sig} of {len(pairs)} pairwise {kind} are significant at the 5% "
+                    "level (Tukey-adjusted).</p>")
+    return "".join(text)
+
+
 # matplotlib >= 3.9: "... missing from font(s) DejaVu Sans."; 3.8: "... missing from
 # current font."
 _GLYPH = re.compile(r"Glyph (\d+) .*missing from (?:current )?font(?:\(s\))?(?: (.+?))?\.?$")
@@ -353,18 +408,31 @@ def _focus_sections(fit: LmerFit, frame: pd.DataFrame, focus: str, factors: list
     return [design, _section(f"Estimated marginal means: {focus}", body)]
 
 
+CATERPILLAR_LEVELS = 30
+"""The most levels a caterpillar plot of the report draws (the 15 lowest and 15 highest
+conditional modes of a factor with more), so that a factor with thousands of levels (the
+items of item-level data) gets a figure of the page's size."""
+
+
 def _random_effects_section(fit: LmerFit) -> str:
-    """Caterpillar plots of the random intercepts."""
+    """Caterpillar plots of the random intercepts (at most :data:`CATERPILLAR_LEVELS`
+    levels each: the most extreme ones, which the caption says)."""
     from crossed.plots.ranef import caterpillar
 
     body = ""
-    re = fit.ranef()
-    for g in dict.fromkeys(re["group"]):
-        if not ((re["group"] == g) & (re["term"] == "(Intercept)")).any():
+    ranef = fit.ranef()
+    for g in dict.fromkeys(ranef["group"]):
+        rows = (ranef["group"] == g) & (ranef["term"] == "(Intercept)")
+        if not rows.any():
             continue
-        fig = caterpillar(re, g)
-        body += _figure_html(fig, f"fig-ranef-{len(body)}",
-                             f"Conditional modes of (1 | {g}) with 95% intervals.")
+        n = int(rows.sum())
+        fig = caterpillar(ranef, g, max_levels=CATERPILLAR_LEVELS)
+        caption = f"Conditional modes of (1 | {g}) with 95% intervals"
+        if n > CATERPILLAR_LEVELS:
+            half = CATERPILLAR_LEVELS // 2
+            caption += (f": the {half} lowest and {CATERPILLAR_LEVELS - half} highest of "
+                        f"its {n:,} levels are shown")
+        body += _figure_html(fig, f"fig-ranef-{len(body)}", caption + ".")
     return _section("Random effects", body)
 
 
@@ -421,8 +489,16 @@ def _comparison_section(data: pd.DataFrame, formula: str, compare: list[str], fi
                             for n, f in zip(names, forms, strict=True)) + "</ul>"
     body += (f"<p>Pairwise differences of the {html.escape(focus)} EMMs in each "
              "specification:</p>" + _table(cmp.contrasts))
-    body += ("<p>Each specification (R², information criteria of the ML fit, flags and "
-             "residual checks):</p>" + _table(cmp.specs.drop(columns=["formula"])))
+    specs = cmp.specs.drop(columns=["formula"])
+    # two tables, so that each fits the page: the fit (R², criteria, flags), then the
+    # residual checks (p-values of the normality, spread and simulated-residual tests)
+    checks = [c for c in specs.columns if str(c).startswith(("resid_", "sim_"))]
+    body += ("<p>Each specification (R², information criteria of the ML fit, flags):</p>"
+             + _table(specs.drop(columns=checks)))
+    if checks:
+        body += ("<p>Residual checks of each specification:</p>"
+                 + _table(specs[["spec", *checks]] if "spec" in specs.columns
+                          else specs[checks]))
     if len(cmp.lrt):
         body += "<p>Likelihood-ratio tests (ML refits):</p>" + _table(cmp.lrt)
     return _section("Specifications compared", body)
@@ -466,10 +542,12 @@ def _glmm_report(data: pd.DataFrame, formula: str, focus: str | None, title: str
         parts = [_section("Model", f"<pre>{html.escape(fit.summary())}</pre>"),
                  _section("Fixed effects (Wald z tests, link scale)",
                           _table(fit.coef_table()))]
+        d1 = None
         if len(fit.fixef_names) > 1:
             try:
+                d1 = fit.drop1()
                 parts.append(_section("Likelihood-ratio tests of the fixed terms (drop1)",
-                                      _table(fit.drop1())))
+                                      _table(d1)))
             except Exception as exc:  # a reduced refit that fails is reported
                 notes.append(f"drop1: {exc}")
         try:
@@ -492,13 +570,20 @@ def _glmm_report(data: pd.DataFrame, formula: str, focus: str | None, title: str
                                  f"Estimated marginal means of {fit.spec.response} by {focus} "
                                  "on the response scale.")
             parts.append(_section(f"Estimated marginal means: {focus}", body))
+            parts.insert(0, _section("Summary", glmm_focus_summary(fit, focus, d1)))
         parts.append(_random_effects_section(fit))  # type: ignore[arg-type]
         body = ""
         if check:
             diag = _simulated_checks(fit, notes)
             if diag is not None:
+                from crossed.plots.simulate import plot_residual_diagnostics
+
                 body += _table(diag.tests[["test", "method", "statistic", "p_value"]])
-            body += _figure_html(residual_plots(fit), "fig-residuals",
+                # the figure of the same simulations as the table (its p-values agree)
+                figure = plot_residual_diagnostics(diag)
+            else:
+                figure = residual_plots(fit)
+            body += _figure_html(figure, "fig-residuals",
                                  "Simulated (randomised quantile) residuals: QQ plot "
                                  "against Uniform(0, 1), and against the predictions.")
         else:

@@ -31,15 +31,20 @@ from crossed._format import (
 )
 
 __all__ = ["PValueStyle", "ResultDisplay", "ResultTable", "Summary", "format_frame",
-           "html_table", "note_text", "result_table", "returns_table"]
+           "html_table", "html_text_table", "note_text", "result_table", "returns_table",
+           "wrap_html"]
 
 PValueStyle = Literal["r", "emmeans"]
 
 _CSS = ("<style>.crossed-result table.crossed{border-collapse:collapse;font-size:0.9em;"
         "font-variant-numeric:tabular-nums;margin:0.3em 0 0.6em 0}"
-        ".crossed-result table.crossed th,.crossed-result table.crossed td{padding:2px 8px;"
+        ".crossed-result table.crossed th,.crossed-result table.crossed td{padding:2px 6px;"
         "border-bottom:1px solid #ddd;white-space:nowrap}"
         ".crossed-result table.crossed th{text-align:right;border-bottom:1px solid #888}"
+        # labels and headings wrap where a table would be wider than the page (a long
+        # explanation; a long column name after its "_"); numbers never do
+        ".crossed-result table.crossed td.txt,.crossed-result table.crossed th{"
+        "white-space:normal}"
         ".crossed-result td.num{text-align:right}.crossed-result td.txt,"
         ".crossed-result table.crossed th.txt{text-align:left}"
         ".crossed-result .head{font-family:monospace;white-space:pre;margin:0.2em 0}"
@@ -61,8 +66,8 @@ def _is_number_column(s: pd.Series) -> bool:
 def _format_column(name: str, s: pd.Series, pvalues: PValueStyle, na: str) -> list[str]:
     if pd.api.types.is_bool_dtype(s):
         return ["yes" if bool(v) else "no" for v in s]
-    if pd.api.types.is_integer_dtype(s):
-        return [str(int(v)) for v in s]
+    if pd.api.types.is_integer_dtype(s):  # nullable integers (Int64) print a missing one as na
+        return [na if v is pd.NA or v is None else str(int(v)) for v in s]
     if _is_number_column(s):
         vals = s.to_numpy(dtype=float)
         if is_pvalue_column(name):
@@ -118,13 +123,23 @@ def html_table(df: pd.DataFrame, pvalues: PValueStyle = "r", title: str | None =
                notes: Sequence[str] = ()) -> str:
     """An HTML ``<table>`` of ``df`` formatted by :func:`format_frame` (numbers right
     aligned, labels left aligned), with an optional title and notes below."""
-    if _labelled(df.index):  # row names (a coefficient table's terms) as a first column
-        df = df.reset_index()
+    if _labelled(df.index):  # row names (a coefficient table's terms) as a first column,
+        # under the index's name, else blank (as R prints row names), never "index"
+        df = df.rename_axis(df.index.name if df.index.name is not None else "").reset_index()
     shown = format_frame(df, pvalues)
     numeric = [_is_number_column(df[c]) or pd.api.types.is_bool_dtype(df[c])
                for c in df.columns]
-    head = "".join(f'<th class="{"num" if n else "txt"}">{html.escape(str(c))}</th>'
-                   for c, n in zip(df.columns, numeric, strict=True))
+    return html_text_table(shown, numeric, title, notes)
+
+
+def html_text_table(shown: pd.DataFrame, numeric: Sequence[bool], title: str | None = None,
+                    notes: Sequence[str] = ()) -> str:
+    """An HTML ``<table>`` of cells already formatted as text (``shown``: strings, its
+    columns the header), numbers (``numeric`` true) right aligned, labels left aligned,
+    with an optional title and notes below: the table of :func:`html_table`, for a
+    result that formats its own cells (R's digits of a particular print method)."""
+    head = "".join(f'<th class="{"num" if n else "txt"}">{_breakable(str(c))}</th>'
+                   for c, n in zip(shown.columns, numeric, strict=True))
     rows = []
     for rec in shown.itertuples(index=False):
         cells = "".join(f'<td class="{"num" if n else "txt"}">{html.escape(v)}</td>'
@@ -137,12 +152,20 @@ def html_table(df: pd.DataFrame, pvalues: PValueStyle = "r", title: str | None =
     return "".join(out)
 
 
+def _breakable(name: str) -> str:
+    """A column name as HTML that may break after ``_`` and before ``[`` (only where the
+    table would not fit otherwise): ``dfbetas_(Intercept)``, ``v[(Intercept)]``."""
+    text = html.escape(name)
+    return text.replace("_", "_<wbr>").replace("[", "<wbr>[")
+
+
 def _labelled(index: pd.Index) -> bool:
     """Whether an index holds row names worth printing (not the default 0, 1, ...)."""
     return not isinstance(index, pd.RangeIndex)
 
 
-def _wrap_html(body: str) -> str:
+def wrap_html(body: str) -> str:
+    """``body`` in the notebook view's container, with its style sheet."""
     return f'<div class="crossed-result">{_CSS}{body}</div>'
 
 
@@ -192,7 +215,7 @@ class ResultTable(pd.DataFrame):
         return self.to_text()
 
     def _repr_html_(self) -> str:
-        return _wrap_html(html_table(pd.DataFrame(self), self._pvalues, self._title,
+        return wrap_html(html_table(pd.DataFrame(self), self._pvalues, self._title,
                                      _footnotes(self.attrs, self._pvalues == "emmeans")))
 
 
@@ -268,7 +291,7 @@ class Summary(str):
             parts.append(html_table(table, self.pvalues, name, _footnotes(
                 {k: v for k, v in table.attrs.items() if k != "conf_level"})))
         parts += [f'<p class="note">note: {html.escape(note_text(n))}</p>' for n in self.notes]
-        return _wrap_html("".join(parts))
+        return wrap_html("".join(parts))
 
 
 def _describe(value: Any) -> str | None:
@@ -318,4 +341,4 @@ class ResultDisplay:
         for name, table in self.display_tables().items():
             style: PValueStyle = getattr(table, "_pvalues", "r")
             parts.append(html_table(table, style, name, _footnotes(table.attrs)))
-        return _wrap_html("".join(parts))
+        return wrap_html("".join(parts))

@@ -87,3 +87,69 @@ def test_cross_classified_report(tmp_path):
     assert 'id="fig-crossed-design"' in text
     assert "Adjusted means: model" in text and "BioLinkBERT" in text
     assert "Largest model × dataset interaction effects" in text
+
+
+def _rendered(page_path, tmp_path):
+    """The report as headless Chromium lays it out at 1280 px (scripts/notebook_page.py's
+    probe: widths, images, text)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+    import notebook_page as nb
+
+    return nb.probe(page_path.read_text(encoding="utf-8"), tmp_path)
+
+
+def _fits_the_page(result):
+    assert result["width"] == 1280
+    assert result["pageScrollWidth"] <= result["width"], "the page scrolls sideways"
+    assert result["overflowing"] == [], result["overflowing"]
+    assert result["images"] >= 3 and result["imagesRendered"] == result["images"]
+
+
+@pytest.mark.skipif(CHROMIUM is None and not os.environ.get("CI"),
+                    reason="chromium not installed (CI installs it)")
+def test_report_with_specifications_compared_fits_the_page(report, tmp_path):
+    """The demo's report (scripts/demo): the comparison of specifications, fit criteria
+    and residual checks in two tables, stays within the page at 1280 px."""
+    result = _rendered(report, tmp_path)
+    _fits_the_page(result)
+    text = result["text"]
+    assert "Specifications compared" in text and "Residual checks of each specification" in text
+    assert "(Intercept)" in text and "languagees" in text
+
+
+@pytest.fixture(scope="module")
+def glmm_report(tmp_path_factory):
+    path = tmp_path_factory.mktemp("glmm") / "r.html"
+    code = main(["report", "item_level_binary", "correct ~ system + (1 | dataset/item)",
+                 "--family", "binomial", "-o", str(path)])
+    assert code == 0
+    return path
+
+
+def test_glmm_report_has_a_summary_and_a_capped_caterpillar(glmm_report):
+    text = glmm_report.read_text(encoding="utf-8")
+    assert "<h2>Summary</h2>" in text
+    assert "estimated marginal probabilities of correct (response scale): s01 0.433" in text
+    assert "likelihood-ratio χ²(9) = 1401, p &lt; 0.0001" in text
+    assert "pairwise odds ratios are significant" in text
+    assert ("Conditional modes of (1 | item:dataset) with 95% intervals: the 15 lowest and "
+            "15 highest of its 5,000 levels are shown.") in text
+    assert "<td>systems02</td>" in text and "<td>(Intercept)</td>" in text
+
+
+@pytest.mark.skipif(CHROMIUM is None and not os.environ.get("CI"),
+                    reason="chromium not installed (CI installs it)")
+def test_glmm_report_renders_within_the_page(glmm_report, tmp_path):
+    """The GLMM report at 1280 px: no horizontal scrollbar (the long PIRLS note of the
+    model block wraps), every figure rendered, the caterpillar of 5,000 items no taller
+    than the page's other figures allow, term names in the tables."""
+    result = _rendered(glmm_report, tmp_path)
+    _fits_the_page(result)
+    text = result["text"]
+    for term in ("(Intercept)", "systems02", "systems10"):
+        assert term in text
+    assert "PIRLS" in text
+    assert any("15 highest of its 5,000 levels" in c for c in result["captions"])

@@ -145,12 +145,20 @@ def test_glmm_emmeans_display_their_table_not_their_internals():
         g = cx.glmer("cbind(incidence, size - incidence) ~ period + (1|herd)",
                      cx.load_dataset("cbpp"), family="binomial")
     e = g.emmeans("period")
-    assert repr(e) == ("<GlmmEMMeans of period: 4 means, binomial ( logit ), response "
-                       "scale, 95% intervals>")
+    assert e.describe() == ("<GlmmEMMeans of period: 4 means, binomial ( logit ), "
+                            "response scale, 95% intervals>")
+    # shown as emmeans shows it: the table of the EMMs, then its notes
+    assert repr(e) == str(e) == str(e.table())
+    assert repr(e).splitlines()[0].split() == ["period", "estimate", "std_error", "df",
+                                                "conf_low", "conf_high", "statistic", "p_value"]
     assert "function" not in repr(e) and "0x" not in repr(e)
     html = e._repr_html_()
-    assert html.startswith("<div") and "period" in html
-    assert str(e) == str(e.table())
+    assert html.startswith('<div class="crossed-result">') and "period" in html
+    # the response-scale ratios and the link-scale differences are result tables too
+    for tab in (e.pairs(), e.contrast("trt.vs.ctrl"), g.emmeans("period", type="link").pairs()):
+        assert isinstance(tab, cx.tables.ResultTable)
+        assert '<table class="crossed">' in tab._repr_html_()
+        assert "P value adjustment" in repr(tab)
 
 
 def test_glmm_anova_says_it_is_a_wald_chisquare_table():

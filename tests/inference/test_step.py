@@ -48,7 +48,43 @@ def test_step_ham_matches_lmertest():
     _check(st, ref)
     fe = pd.Series(ref["fixef"])
     np.testing.assert_allclose(st.model.fixef[fe.index], fe, rtol=1e-6)
-    assert "Model found" in repr(st)
+    # R 4.2.2, lmerTest 3.1-3: options(width = 200); print(step(lmer(HAM, ham)))
+    # (trailing blanks stripped)
+    assert [line.rstrip() for line in repr(st).splitlines()] == HAM_STEP_PRINT.splitlines()
+    page = st._repr_html_()
+    for head in ("Eliminated", "logLik", "Pr(&gt;Chisq)", "NumDF", "Pr(&gt;F)",
+                 "(1 | Information:Consumer)", "Product:Information:Gender"):
+        assert head in page
+    assert "5.0" not in page and "nan" not in page.lower()
+
+
+HAM_STEP_PRINT = """\
+Backward reduced random-effect table:
+
+                           Eliminated npar  logLik    AIC     LRT Df Pr(>Chisq)
+<none>                                  20 -1348.2 2736.3
+(1 | Information:Consumer)          1   19 -1348.9 2735.8   1.521  1    0.21751
+(1 | Consumer)                      0   18 -1350.4 2736.8   3.010  1    0.08273 .
+(1 | Product:Consumer)              0   18 -1431.0 2898.1 164.263  1    < 2e-16 ***
+---
+Signif. codes:  0 ‘***’ 0.001 ‘**’ 0.01 ‘*’ 0.05 ‘.’ 0.1 ‘ ’ 1
+
+Backward reduced fixed-effect table:
+Degrees of freedom method: Satterthwaite
+
+                           Eliminated  Sum Sq Mean Sq NumDF DenDF F value  Pr(>F)
+Product:Information:Gender          1  5.9915  1.9972     3   316  1.1994 0.31010
+Product:Gender                      2  1.7436  0.5812     3   237  0.3484 0.79036
+Information:Gender                  3  1.4075  1.4075     1   319  0.8436 0.35905
+Gender                              4  1.4656  1.4656     1    79  0.8789 0.35135
+Product:Information                 5 10.3873  3.4624     3   320  2.0765 0.10321
+Product                             0 19.3466  6.4489     3   240  3.8291 0.01048 *
+Information                         0  6.5201  6.5201     1   323  3.8714 0.04997 *
+---
+Signif. codes:  0 ‘***’ 0.001 ‘**’ 0.01 ‘*’ 0.05 ‘.’ 0.1 ‘ ’ 1
+
+Model found:
+Informed.liking ~ Product + Information + (1 | Consumer) + (1 | Product:Consumer)"""
 
 
 def test_step_sleepstudy_matches_lmertest():

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from crossed._format import format_pvalues_r
+from crossed._format import format_number_column, format_pvalues_r
 from crossed.display.rprint import (
     format_coefmat,
     format_quantiles,
@@ -35,7 +35,7 @@ classes."""
 if TYPE_CHECKING:
     from crossed.model.result import LmerResult as LmerFit
 
-__all__ = ["fit_html", "format_cell", "format_correlation", "format_fixed_effects",
+__all__ = ["fit_html", "format_cell", "format_correlation", "format_fixed_effects", "format_print",
            "format_pvalue", "format_random_effects", "format_summary", "r_abbreviate",
            "signif_stars", "summary_of"]
 
@@ -196,3 +196,86 @@ def fit_html(fit) -> str:
         return summary._repr_html_()
     return Summary(str(summary))._repr_html_()
 
+
+
+def _r_named_vector(names: list[str], values: list[str], gap: int, width: int = 80) -> list[str]:
+    """R's print of a named character vector (``quote = FALSE``): one common field width,
+    each entry right justified and followed by ``gap`` blanks, as many a line as fit in
+    ``width`` columns (R's default ``width = 80``)."""
+    w = max(len(s) for s in names + values)
+    per = max(1, width // (w + gap))
+    lines = []
+    for i in range(0, len(names), per):
+        lines.append("".join(s.rjust(w) + " " * gap for s in names[i:i + per]))
+        lines.append("".join(s.rjust(w) + " " * gap for s in values[i:i + per]))
+    return lines
+
+
+def _r_format7(x: float) -> str:
+    """R's ``format(round(x, 4))`` of one number (7 significant digits)."""
+    return format_number_column([round(float(x), 4)], 7)[0]
+
+
+def format_print(fit) -> str:
+    """What lme4's ``print(fit)`` shows for an lmer or a glmer fit: the title, formula and
+    data, the criterion (REML) or the AIC/BIC/logLik/deviance/df.resid line, the random
+    effects' standard deviations and correlations, the numbers of observations and groups,
+    and the fixed-effect estimates (lme4 1.1-31's ``print.merMod``: ``digits = 4``,
+    checked against R 4.2.2 on sleepstudy and cbpp), then the fit's messages (where lme4
+    counts its warnings)."""
+    glmm = hasattr(fit, "family")
+    if glmm:
+        lines = str(fit.summary()).splitlines()[:5]  # title (two lines), family, formula, data
+    else:
+        kind = "REML" if fit.reml else "maximum likelihood"
+        lines = [f"Linear mixed model fit by {kind} [{fit.engine} engine]",
+                 f"Formula: {fit.formula}", f"   Data: {fit.data_name}"]
+    if not glmm and fit.reml:
+        lines.append(f"REML criterion at convergence: {_r_format7(fit.deviance)}")
+    else:
+        deviance = -2 * fit.loglik if glmm else fit.deviance
+        # lme4's .prt.aictab: format(round(x, 4), nsmall = 4); df.resid (nobs minus every
+        # parameter, as lme4's df.residual) an integer
+        lines += _r_named_vector(["AIC", "BIC", "logLik", "deviance", "df.resid"],
+                                 [f"{round(float(v), 4):.4f}" for v in
+                                  (fit.aic, fit.bic, fit.loglik, deviance)]
+                                 + [str(int(fit.nobs - fit.npar))], 1)
+    lines += ["Random effects:"] + _print_random_effects(fit)
+    groups = "; ".join(f"{g}, {n}" for g, n in fit.ngroups.items())
+    lines.append(f"Number of obs: {fit.nobs}, groups:  {groups}")
+    lines.append("Fixed Effects:")
+    names = [str(n) for n in fit.fixef_names]
+    lines += _r_named_vector(names, format_number_column(np.asarray(fit.beta, float), 4), 2)
+    # lme4 closes with the optimizer's warnings (a singular fit's "boundary (singular)"):
+    # the fit's messages, each on its line
+    lines += [str(m) for m in fit.messages]
+    return "\n".join(lines)
+
+
+def _print_random_effects(fit) -> list[str]:
+    """print.merMod's random-effects block: standard deviations (formatted together to 4
+    significant digits) and the correlations (2 decimals), cells left aligned."""
+    vc = fit.varcorr()
+    sd_rows = vc[vc["term2"].isna()]
+    sds = format_number_column(sd_rows["sd_or_cor"].to_numpy(float), 4)
+    sds = [s.rjust(max(len(t) for t in sds)) for s in sds]  # R's format: one common width
+    sd_of = dict(zip(zip(sd_rows["group"], sd_rows["term1"].fillna(""), strict=True), sds,
+                     strict=True))
+    rows: list[list[str]] = []
+    ncor = 0
+    for term in fit.design.random.terms:
+        for i, col in enumerate(term.columns):
+            cors = []
+            for j in range(i):
+                c = vc[(vc.group == term.group) & (vc.term1 == term.columns[j])
+                       & (vc.term2 == col)]
+                cors.append(f"{c.sd_or_cor.iloc[0]:.2f}" if len(c) else "")
+            ncor = max(ncor, len(cors))
+            rows.append([term.group if i == 0 else "", col, sd_of[(term.group, col)]] + cors)
+    if "Residual" in set(vc["group"]):
+        rows.append(["Residual", "", sd_of[("Residual", "")]])
+    header = ["Groups", "Name", "Std.Dev."] + (["Corr"] + [""] * (ncor - 1) if ncor else [])
+    rows = [r + [""] * (len(header) - len(r)) for r in rows]
+    widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
+    return [" " + " ".join(c.ljust(widths[i]) for i, c in enumerate(r))
+            for r in [header] + rows]

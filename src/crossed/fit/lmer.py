@@ -351,10 +351,12 @@ class LmerFit(SharedMethods, LmerResult):
         Returns
         -------
         pandas.DataFrame
-            See :func:`crossed.inference.influence.influence`.
+            See :func:`crossed.inference.influence.influence` (a
+            :class:`~crossed.tables.ResultTable`: printed and shown as R formats it,
+            ``converged`` as yes/no).
         """
         from crossed.inference.influence import influence as _influence
-        return _influence(self, groups=groups)
+        return result_table(_influence(self, groups=groups))
 
     def step(self, ddf: str = "satterthwaite", alpha_random: float = 0.1,
              alpha_fixed: float = 0.05, reduce_random: bool = True,
@@ -398,6 +400,18 @@ class LmerFit(SharedMethods, LmerResult):
         """
         from crossed.display.lmer import summary_of
         return summary_of(self, ddf)
+
+    def describe(self) -> str:
+        """A one-line description (formula, criterion, engine, nobs)."""
+        return LmerResult.__repr__(self)
+
+    def __repr__(self) -> str:
+        """What lme4's ``print(fit)`` shows (:func:`crossed.display.lmer.format_print`)."""
+        from crossed.display.lmer import format_print
+        try:
+            return format_print(self)
+        except Exception:  # a repr never raises: the one-line description instead
+            return self.describe()
 
     def _repr_html_(self) -> str:
         """The notebook view: the summary's criteria and tables (``crossed.display``)."""

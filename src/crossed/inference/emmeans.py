@@ -283,10 +283,14 @@ class EMMeans:
                             "emmeans")
 
     # ------------------------------------------------------------------ display
-    def __repr__(self) -> str:
+    def describe(self) -> str:
+        """A one-line description (specs, number of means, df method, level)."""
         by = f" by {', '.join(self.by)}" if self.by else ""
         return (f"<EMMeans of {', '.join(self.specs)}{by}: {len(self.grid)} means, "
                 f"{self.ddf} df, {self.level:.0%} intervals>")
+
+    def __repr__(self) -> str:  # emmeans prints the table when the object is shown
+        return str(self.table())
 
     def __str__(self) -> str:
         return str(self.table())

@@ -31,6 +31,7 @@ from scipy import stats
 from crossed.inference.emm_response import ratio_label
 from crossed.inference.emmeans import EMMeans
 from crossed.inference.emmeans import emmeans as _emmeans
+from crossed.tables import result_table
 
 __all__ = ["GlmmEMMeans", "glmm_emmeans"]
 
@@ -76,10 +77,14 @@ class GlmmEMMeans:
         return str(self.family.mean_label)
 
     # ------------------------------------------------------------------ display
-    def __repr__(self) -> str:
+    def describe(self) -> str:
+        """A one-line description (specs, number of means, family, scale, level)."""
         by = f" by {', '.join(self.by)}" if self.by else ""
         return (f"<GlmmEMMeans of {', '.join(self.specs)}{by}: {len(self.emm.grid)} means, "
                 f"{self.family}, {self.type} scale, {self.emm.level:.0%} intervals>")
+
+    def __repr__(self) -> str:  # emmeans prints the table when the object is shown
+        return str(self.table())
 
     def __str__(self) -> str:
         return str(self.table())
@@ -126,7 +131,7 @@ class GlmmEMMeans:
             "conf_high": np.maximum(lo, hi), "statistic": z, "p_value": p})], axis=1)
         out.attrs.update(tab.attrs)
         out.attrs.update(type=type, estimate_name=name, offset=self.offset)
-        return out
+        return result_table(out, "emmeans")
 
     def _ratio(self, type: str) -> bool:
         return type == "response" and self.family.link.name in ("logit", "log")
@@ -151,7 +156,7 @@ class GlmmEMMeans:
         tab = self.emm.contrast(method, adjust=adjust, by=by, ref=ref, level=level)
         if not self._ratio(type):
             tab.attrs.update(type="link", estimate_name="estimate")
-            return tab
+            return result_table(tab, "emmeans")
         if isinstance(method, dict) and any(abs(float(np.sum(w))) > 1e-8
                                             for w in method.values()):
             raise ValueError("contrast weights that do not sum to zero have no ratio "
@@ -167,7 +172,7 @@ class GlmmEMMeans:
         out.attrs.update(tab.attrs)
         name = "odds.ratio" if self.family.link.name == "logit" else "ratio"
         out.attrs.update(type="response", estimate_name=name)
-        return out
+        return result_table(out, "emmeans")
 
     def pairs(self, adjust: str = "tukey", reverse: bool = False,
               by: list[str] | str | None = None, type: str | None = None) -> pd.DataFrame:

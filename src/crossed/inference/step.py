@@ -16,6 +16,7 @@ the fit's criterion, reference levels and engine.
 
 from __future__ import annotations
 
+import html
 import warnings
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -23,10 +24,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from crossed._format import format_number_column, format_pvalues_r
 from crossed.design.frame import DataError
 from crossed.design.names import split_colons
 from crossed.inference.anova import f_test
 from crossed.inference.lrt import _droppable, random_bars, ranova
+from crossed.tables import html_text_table, wrap_html
 
 if TYPE_CHECKING:
     from crossed.model.result import LmerResult as LmerFit
@@ -38,9 +41,80 @@ FIXED_COLUMNS = ["term", "eliminated", "sum_sq", "mean_sq", "num_df", "den_df", 
                  "p_value"]
 
 
-@dataclass(frozen=True)
+# R's column headings of lmerTest's print of a step result, and the columns printed as
+# integers (blank where missing, as R prints NA in an anova table)
+_RANDOM_HEAD = {"eliminated": "Eliminated", "npar": "npar", "loglik": "logLik", "aic": "AIC",
+                "statistic": "LRT", "df": "Df", "p_value": "Pr(>Chisq)"}
+_FIXED_HEAD = {"eliminated": "Eliminated", "sum_sq": "Sum Sq", "mean_sq": "Mean Sq",
+               "num_df": "NumDF", "den_df": "DenDF", "statistic": "F value",
+               "p_value": "Pr(>F)"}
+_INTEGER = {"eliminated", "npar", "df", "num_df"}
+_DDF_NAMES = {"satterthwaite": "Satterthwaite", "kenward-roger": "Kenward-Roger"}
+_STARS = ((0.001, "***"), (0.01, "**"), (0.05, "*"), (0.1, "."))
+_LEGEND = "Signif. codes:  0 ‘***’ 0.001 ‘**’ 0.01 ‘*’ 0.05 ‘.’ 0.1 ‘ ’ 1"
+
+
+def _stars(p: float) -> str:
+    if not np.isfinite(p):
+        return ""
+    return next((star for cut, star in _STARS if p < cut), "")
+
+
+def step_table_cells(table: pd.DataFrame, heads: dict[str, str]) -> pd.DataFrame:
+    """A step table's cells as lmerTest prints them: terms as row names, R's headings,
+    ``Eliminated``/``npar``/``Df``/``NumDF`` as integers, the other numbers as R's
+    ``format(x, digits = 5)`` of the column, p-values as ``format.pval(p, digits = 4)``,
+    missing values blank, and the significance stars in a last, unnamed column (checked
+    against R 4.2.2's ``print(step(fit))`` of lmerTest 3.1-3, sleepstudy and ham)."""
+    out = {}
+    for col, head in heads.items():
+        vals = table[col].to_numpy(dtype=float)
+        if col in _INTEGER:
+            out[head] = ["" if not np.isfinite(v) else str(int(round(v))) for v in vals]
+        elif col == "p_value":
+            out[head] = ["" if t == "NA" else t for t in format_pvalues_r(vals, 4)]
+        elif head.endswith(" value"):  # printCoefmat's test statistic: round(x, 4)
+            out[head] = format_number_column(np.round(vals, 4), 5, na="")
+        else:
+            out[head] = format_number_column(_zapsmall(vals, 5), 5, na="")
+    p = table["p_value"].to_numpy(dtype=float)
+    show = bool(np.any(p[np.isfinite(p)] < 0.1))  # printCoefmat: stars only if one is < 0.1
+    out[""] = [_stars(v) if show else "" for v in p]
+    return pd.DataFrame(out, index=[str(t) for t in table["term"]])
+
+
+def _zapsmall(x: np.ndarray, digits: int) -> np.ndarray:
+    """R's ``zapsmall(x, digits)``: round to ``digits - log10(max |x|)`` decimals (R's
+    ``round`` taking the nearest whole number of decimals)."""
+    finite = np.abs(x[np.isfinite(x)])
+    mx = float(finite.max()) if finite.size else 0.0
+    if mx <= 0:
+        return x
+    return np.round(x, max(0, int(np.floor(digits - np.log10(mx) + 0.5))))
+
+
+def _text_block(cells: pd.DataFrame) -> list[str]:
+    rows = [[str(i)] + list(r) for i, r in zip(cells.index, cells.itertuples(index=False),
+                                                   strict=True)]
+    header = [""] + [str(c) for c in cells.columns]
+    widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
+    lines = []
+    for r in [header] + rows:
+        lines.append(" ".join([r[0].ljust(widths[0])]
+                              + [r[i].rjust(widths[i]) for i in range(1, len(r) - 1)]
+                              + [r[-1].ljust(widths[-1])]).rstrip())
+    return lines
+
+
+@dataclass(frozen=True, repr=False)
 class StepResult:
     """Result of :func:`step` (lmerTest's ``step_list``).
+
+    Printed (``repr``, ``print``) and shown in a notebook as lmerTest prints it: the two
+    tables under R's headings (``Eliminated``, ``npar``, ``logLik``, ``AIC``, ``LRT``,
+    ``Df``, ``Pr(>Chisq)``; ``Eliminated``, ``Sum Sq``, ``Mean Sq``, ``NumDF``, ``DenDF``,
+    ``F value``, ``Pr(>F)``) with integer columns as integers and significance stars,
+    then the model found.
 
     Attributes
     ----------
@@ -57,6 +131,8 @@ class StepResult:
         The final model (lmerTest's ``get_model(step_result)``).
     formula : str
         Its formula.
+    ddf : str
+        The F tests' denominator-df method (``"satterthwaite"`` or ``"kenward-roger"``).
     """
 
     random: pd.DataFrame
@@ -64,11 +140,36 @@ class StepResult:
     model: Any
     formula: str
     messages: tuple[str, ...] = field(default=())
+    ddf: str = "satterthwaite"
+
+    def _blocks(self) -> list[tuple[str, list[str], pd.DataFrame]]:
+        method = _DDF_NAMES.get(self.ddf, self.ddf)
+        return [("Backward reduced random-effect table:", [],
+                 step_table_cells(self.random, _RANDOM_HEAD)),
+                ("Backward reduced fixed-effect table:",
+                 [f"Degrees of freedom method: {method}"],
+                 step_table_cells(self.fixed, _FIXED_HEAD))]
 
     def __repr__(self) -> str:
-        return ("Backward reduced random-effect table:\n" + self.random.to_string(index=False)
-                + "\n\nBackward reduced fixed-effect table:\n"
-                + self.fixed.to_string(index=False) + f"\n\nModel found:\n{self.formula}")
+        lines: list[str] = []
+        for title, head, cells in self._blocks():
+            lines += [title] + head + [""] + _text_block(cells)
+            if cells[""].str.len().gt(0).any():
+                lines += ["---", _LEGEND]
+            lines.append("")
+        return "\n".join(lines + ["Model found:", self.formula])
+
+    def __str__(self) -> str:
+        return repr(self)
+
+    def _repr_html_(self) -> str:
+        parts = []
+        for title, head, cells in self._blocks():
+            shown = cells.reset_index(names="term")
+            numeric = [False] + [True] * (shown.shape[1] - 2) + [False]
+            parts.append(html_text_table(shown, numeric, title.rstrip(":"), head))
+        parts.append(f'<p class="note">Model found: {html.escape(self.formula)}</p>')
+        return wrap_html("".join(parts))
 
 
 # ---------------------------------------------------------------------- formulas
@@ -263,4 +364,4 @@ def step(fit: LmerFit, ddf: str = "satterthwaite", alpha_random: float = 0.1,
     parts.append(aov.assign(eliminated=0.0))
     ftab = pd.concat(parts, ignore_index=True)[FIXED_COLUMNS]
     formula = _formula(model, _fixed_text(model), [t for t, _ in _random_texts(model)])
-    return StepResult(random=rtab, fixed=ftab, model=model, formula=formula)
+    return StepResult(random=rtab, fixed=ftab, model=model, formula=formula, ddf=ddf)

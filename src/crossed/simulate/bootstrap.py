@@ -174,13 +174,17 @@ class BootResult(ResultDisplay):
 
         return plot_bootstrap(self, terms=terms)
 
-    def __repr__(self) -> str:
+    def describe(self) -> str:
+        """A one-line description (replicates, failures, interval method and level)."""
         stop = " (interrupted)" if self.interrupted else ""
         return (f"<BootResult: {len(self.replicates)} replicates{stop}, "
                 f"{len(self.failures)} failed; {self.ci} intervals at {self.level:.0%}>")
 
+    def __repr__(self) -> str:  # the description and the intervals, as printed
+        return str(self)
+
     def __str__(self) -> str:
-        return repr(self) + "\n" + str(result_table(self.intervals()))
+        return self.describe() + "\n" + str(result_table(self.intervals()))
 
     def display_tables(self) -> dict[str, pd.DataFrame]:
         return {"intervals": self.intervals()}
