@@ -193,14 +193,9 @@ def focus_summary(fit: LmerFit, focus: str, ddf: str = "satterthwaite",
         pairs = emm.pairs()
         an = fit.anova(type=3, ddf=ddf) if len(fit.fixef_names) > 1 else None
     f = html.escape(focus)
-    means = ", ".join(f"{html.escape(str(r[focus]))} {r['estimate']:.3g}"
-                      for _, r in tab.iterrows())
-    text = [f"<p><b>{f}</b>: estimated marginal means of {response}: {means}"]
     others = [c for c in fit.design.columns if c in (fit.design.levels or {}) and c != focus]
-    if others and emm.messages:
-        text[-1] += (f" (averaged over the other factors; <b>{f}</b> is involved in "
-                     "interactions, so its effect differs between their levels)")
-    text[-1] += ".</p>"
+    text = [_means_sentence(tab, focus, f"estimated marginal means of {response}",
+                            bool(others and emm.messages))]
     if an is not None and focus in set(an["term"]):
         r = an.set_index("term").loc[focus]
         verdict = "is" if r["p_value"] < 0.05 else "is not"
@@ -224,6 +219,19 @@ def focus_summary(fit: LmerFit, focus: str, ddf: str = "satterthwaite",
     return "".join(text)
 
 
+def _means_sentence(tab: pd.DataFrame, focus: str, label: str, interacts: bool) -> str:
+    """The summaries' first sentence: ``focus``'s EMMs (``tab``) as "level estimate" pairs
+    after ``label``, and where ``interacts``, that they average over other factors."""
+    f = html.escape(focus)
+    means = ", ".join(f"{html.escape(str(r[focus]))} {r['estimate']:.3g}"
+                      for _, r in tab.iterrows())
+    text = f"<p><b>{f}</b>: {label}: {means}"
+    if interacts:
+        text += (f" (averaged over the other factors; <b>{f}</b> is involved in "
+                 "interactions, so its effect differs between their levels)")
+    return text + ".</p>"
+
+
 def glmm_focus_summary(fit: GlmerFit, focus: str, drop1: pd.DataFrame | None = None,
                        level: float = 0.95) -> str:
     """The GLMM report's plain-language paragraph on ``focus`` (HTML): its EMMs on the
@@ -243,14 +251,8 @@ def glmm_focus_summary(fit: GlmerFit, focus: str, drop1: pd.DataFrame | None = N
     what = {"logit": "probabilities", "probit": "probabilities", "cloglog": "probabilities",
             "log": "rates"}.get(link, "means")
     f = html.escape(focus)
-    means = ", ".join(f"{html.escape(str(r[focus]))} {r['estimate']:.3g}"
-                      for _, r in tab.iterrows())
-    text = [f"<p><b>{f}</b>: estimated marginal {what} of {response} (response scale): "
-            f"{means}"]
-    if emm.emm.messages:
-        text[-1] += (f" (averaged over the other factors; <b>{f}</b> is involved in "
-                     "interactions, so its effect differs between their levels)")
-    text[-1] += ".</p>"
+    text = [_means_sentence(tab, focus, f"estimated marginal {what} of {response} "
+                            "(response scale)", bool(emm.emm.messages))]
     if drop1 is not None and focus in set(drop1["term"]):
         r = drop1.set_index("term").loc[focus]
         verdict = "is" if r["p_value"] < 0.05 else "is not"
