@@ -259,14 +259,6 @@ class GlmerFit(SharedMethods, GlmerResult):
         """A one-line description (formula, criterion, engine, nobs)."""
         return GlmerResult.__repr__(self)
 
-    def __repr__(self) -> str:
-        """What lme4's ``print(fit)`` shows (:func:`crossed.display.lmer.format_print`)."""
-        from crossed.display.lmer import format_print
-        try:
-            return format_print(self)
-        except Exception:  # a repr never raises: the one-line description instead
-            return self.describe()
-
     def _repr_html_(self) -> str:
         """The notebook view: the summary's text and tables as HTML."""
         from crossed.display.lmer import fit_html

@@ -405,14 +405,6 @@ class LmerFit(SharedMethods, LmerResult):
         """A one-line description (formula, criterion, engine, nobs)."""
         return LmerResult.__repr__(self)
 
-    def __repr__(self) -> str:
-        """What lme4's ``print(fit)`` shows (:func:`crossed.display.lmer.format_print`)."""
-        from crossed.display.lmer import format_print
-        try:
-            return format_print(self)
-        except Exception:  # a repr never raises: the one-line description instead
-            return self.describe()
-
     def _repr_html_(self) -> str:
         """The notebook view: the summary's criteria and tables (``crossed.display``)."""
         from crossed.display.lmer import fit_html

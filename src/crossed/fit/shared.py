@@ -25,6 +25,17 @@ __all__ = ["SharedMethods"]
 class SharedMethods:
     """Methods of both fit classes (mixed in before the model core's result)."""
 
+    def describe(self) -> str:  # (each fit class: its result's one-line repr)
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        """What lme4's ``print(fit)`` shows (:func:`crossed.display.lmer.format_print`)."""
+        from crossed.display.lmer import format_print
+        try:
+            return format_print(self)  # type: ignore[arg-type]
+        except Exception:  # a repr never raises: the one-line description instead
+            return self.describe()
+
     def simulate(self, nsim: int = 1, seed: int | np.random.Generator | None = None,
                  use_ranef: bool = False) -> np.ndarray:
         """Simulated responses with lme4's ``simulate()`` semantics (a GLMM's: binomial
