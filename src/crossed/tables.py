@@ -342,3 +342,22 @@ class ResultDisplay:
             style: PValueStyle = getattr(table, "_pvalues", "r")
             parts.append(html_table(table, style, name, _footnotes(table.attrs)))
         return wrap_html("".join(parts))
+
+
+class TableDisplay:
+    """Mixin: a result shown as its ``table()``, as emmeans prints an ``emmGrid``: the text
+    ``repr``/``str`` and the notebook view are the table's (``describe()`` gives a line).
+    A dataclass using it is declared with ``repr=False``, so that the dataclass ``repr``
+    does not replace this one."""
+
+    def table(self) -> pd.DataFrame:  # (each result: its own table)
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return str(self.table())
+
+    def __str__(self) -> str:
+        return str(self.table())
+
+    def _repr_html_(self) -> str:
+        return str(self.table()._repr_html_())

@@ -53,7 +53,7 @@ from crossed.inference.grid import (
 )
 from crossed.inference.hypotheses import TermInfo, zapsmall
 from crossed.model.prior import refuse_prior
-from crossed.tables import result_table
+from crossed.tables import TableDisplay, result_table
 
 if TYPE_CHECKING:
     from crossed.model.result import LmerResult as LmerFit
@@ -70,8 +70,8 @@ JOINT_EST_NOTE = "e: df1 reduced due to non-estimability"
 JOINT_DEP_NOTE = "d: df1 reduced due to linear dependence"
 
 
-@dataclass
-class EMMeans:
+@dataclass(repr=False)  # (shown as its table: TableDisplay)
+class EMMeans(TableDisplay):
     """Estimated marginal means of a fit (emmeans' ``emmGrid``).
 
     Attributes
@@ -288,15 +288,6 @@ class EMMeans:
         by = f" by {', '.join(self.by)}" if self.by else ""
         return (f"<EMMeans of {', '.join(self.specs)}{by}: {len(self.grid)} means, "
                 f"{self.ddf} df, {self.level:.0%} intervals>")
-
-    def __repr__(self) -> str:  # emmeans prints the table when the object is shown
-        return str(self.table())
-
-    def __str__(self) -> str:
-        return str(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
 
 
 def _tests_with_nonest(fit: LmerFit, L: np.ndarray, ddf: str, level: float,

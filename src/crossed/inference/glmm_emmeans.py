@@ -31,7 +31,7 @@ from scipy import stats
 from crossed.inference.emm_response import ratio_label
 from crossed.inference.emmeans import EMMeans
 from crossed.inference.emmeans import emmeans as _emmeans
-from crossed.tables import result_table
+from crossed.tables import TableDisplay, result_table
 
 __all__ = ["GlmmEMMeans", "glmm_emmeans"]
 
@@ -44,8 +44,8 @@ def _check_type(type: str) -> str:
     return type
 
 
-@dataclass
-class GlmmEMMeans:
+@dataclass(repr=False)  # (shown as its table: TableDisplay)
+class GlmmEMMeans(TableDisplay):
     """EMMs of a GLMM (emmeans' ``emmGrid`` with a link).
 
     Attributes
@@ -82,15 +82,6 @@ class GlmmEMMeans:
         by = f" by {', '.join(self.by)}" if self.by else ""
         return (f"<GlmmEMMeans of {', '.join(self.specs)}{by}: {len(self.emm.grid)} means, "
                 f"{self.family}, {self.type} scale, {self.emm.level:.0%} intervals>")
-
-    def __repr__(self) -> str:  # emmeans prints the table when the object is shown
-        return str(self.table())
-
-    def __str__(self) -> str:
-        return str(self.table())
-
-    def _repr_html_(self) -> str:
-        return str(self.table()._repr_html_())
 
     def table(self, type: str | None = None) -> pd.DataFrame:
         """The EMMs (emmeans' ``summary(emm, infer = TRUE)``).
