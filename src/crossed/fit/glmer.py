@@ -255,10 +255,6 @@ class GlmerFit(SharedMethods, GlmerResult):
         from crossed.display.glmm import format_glmer_summary
         return format_glmer_summary(self)
 
-    def describe(self) -> str:
-        """A one-line description (formula, criterion, engine, nobs)."""
-        return GlmerResult.__repr__(self)
-
     def _repr_html_(self) -> str:
         """The notebook view: the summary's text and tables as HTML."""
         from crossed.display.lmer import fit_html

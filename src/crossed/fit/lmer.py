@@ -401,10 +401,6 @@ class LmerFit(SharedMethods, LmerResult):
         from crossed.display.lmer import summary_of
         return summary_of(self, ddf)
 
-    def describe(self) -> str:
-        """A one-line description (formula, criterion, engine, nobs)."""
-        return LmerResult.__repr__(self)
-
     def _repr_html_(self) -> str:
         """The notebook view: the summary's criteria and tables (``crossed.display``)."""
         from crossed.display.lmer import fit_html

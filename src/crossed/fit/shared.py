@@ -25,8 +25,10 @@ __all__ = ["SharedMethods"]
 class SharedMethods:
     """Methods of both fit classes (mixed in before the model core's result)."""
 
-    def describe(self) -> str:  # (each fit class: its result's one-line repr)
-        raise NotImplementedError
+    def describe(self) -> str:
+        """A one-line description (formula, criterion, engine, nobs): the model core's
+        result's own ``repr`` (the class after this mixin)."""
+        return super().__repr__()
 
     def __repr__(self) -> str:
         """What lme4's ``print(fit)`` shows (:func:`crossed.display.lmer.format_print`)."""
