@@ -80,7 +80,6 @@ _SMALL_SCHUR = 256
 """Up to this size the scaled A_rr is formed by one product with the scales' outer product
 (fewer calls), above it block by block on the upper triangle (half the work)."""
 _ONE = np.ones(1)
-_NONE = np.zeros(0)
 _NO_PAIRS = np.zeros(0, dtype=np.int64)
 
 
@@ -544,13 +543,13 @@ class PLS:
         """Block 1 per level: Cholesky factors of B_s, G_s = T B_s⁻¹ Tᵀ, a half H_s of G_s
         (G_s = H_sᵀ H_s) and log det of the block."""
         if self.q1 == 1:  # (per class of levels where the sparse map merges them)
-            a, count = ((self._a_1x1, _NONE) if self._classes is None
-                        else (self._classes.a, self._classes.count))
+            classes = self._classes
+            a = self._a_1x1 if classes is None else classes.a
             out = np.empty((4, len(a), 1, 1))  # B_s, G_s, √B_s and H_s = t / √B_s
             flat = out.reshape(4, -1)
             _core.first_block_1x1(a, float(theta[self._t1]), *flat)
             logs = np.log(flat[0])  # (NumPy's log and sums, as closed_forms.py and batched.py)
-            logdet = float(logs.sum() if self._classes is None else logs @ count)
+            logdet = float(logs.sum() if classes is None else logs @ classes.count)
             return out[2], out[1], out[3], logdet, True
         if self.q1 == 2:
             th = theta.tolist() + [0.0]
