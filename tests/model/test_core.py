@@ -76,3 +76,48 @@ def test_potrf_lower_is_lapacks_and_reports_the_failing_minor():
     assert _core.potrf_lower(bad) == 3
     with pytest.raises(ValueError):  # C order is refused, not silently transposed
         _core.potrf_lower(np.ascontiguousarray(M @ M.T + np.eye(9)))
+
+
+def _scipy_upper_products(Aa, Ab, class_of, ncls):
+    """The SciPy expression ``_upper_products`` computed before the kernel: Aa's entries
+    spread over one row per (i, k), its product with Ab, the entries j <= i, by column."""
+    ls, r = Aa.shape
+    key = Aa.indices.astype(np.int64) * ncls + np.repeat(class_of, np.diff(Aa.indptr))
+    keys = np.unique(key)
+    spread = sp.csr_matrix((Aa.data, np.searchsorted(keys, key), Aa.indptr),
+                           shape=(ls, len(keys)))
+    P = spread.T.tocsr() @ Ab
+    keep = P.indices <= np.repeat(keys // ncls, np.diff(P.indptr))
+    kept = np.concatenate([[0], np.cumsum(keep)])
+    upper = sp.csr_matrix((P.data[keep], P.indices[keep], kept[P.indptr]),
+                          shape=P.shape).tocsc()
+    j = np.repeat(np.arange(r, dtype=np.int64), np.diff(upper.indptr))
+    i, k = np.divmod(keys[upper.indices], ncls)
+    return j * r + i, k, upper.data
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_upper_products_is_bitwise_scipys(seed):
+    """The set-up's products per class (sparse_map._upper_products) equal SciPy's
+    product, its upper part and its conversion to columns, bit for bit: the same entries
+    in the same order, the same sums over levels in ascending order, exact zeros dropped
+    (a level pair with products +x and -x, as SciPy drops a sum that cancels)."""
+    from crossed.model.sparse_map import _upper_products
+
+    rng = np.random.default_rng(seed)
+    ls, r, ncls = 300, 40, 7
+    Aa = sp.random(ls, r, density=0.15, random_state=seed, format="csr")
+    Aa.data[:] = rng.normal(size=Aa.nnz) * 10.0 ** rng.integers(-8, 8, size=Aa.nnz)
+    Ab = Aa if seed % 2 else sp.random(ls, r, density=0.2, random_state=seed + 10,
+                                       format="csr")
+    class_of = rng.integers(0, ncls, size=ls).astype(np.int64)
+    if seed == 3:  # two levels of one class whose products cancel exactly
+        Aa = sp.csr_matrix(np.array([[1.0, 2.0], [1.0, -2.0]]))
+        Ab, class_of, ncls = Aa, np.zeros(2, dtype=np.int64), 1
+    got = _upper_products(Aa, Ab, class_of, ncls)
+    want = _scipy_upper_products(Aa, Ab, class_of, ncls)
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype.kind == w.dtype.kind
+        np.testing.assert_array_equal(g, w)
+    if seed == 3:
+        assert len(got[0]) == 2  # (0, 0) and (1, 1); (0, 1) = 1·2 + 1·(-2) is dropped

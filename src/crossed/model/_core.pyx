@@ -10,7 +10,9 @@ Each function here is one step of :meth:`crossed.model.pls.PLS.factor` on its ow
   (``closed_forms.py`` states the formulas; ``batched.py`` applies them to many θ);
 - :func:`map_update`: the Schur complement's entries through the sparse map W
   (``sparse_map.py``): one pass over W's rows forms W g, scales it and writes it into C;
-- :func:`potrf_lower`: LAPACK's dpotrf on a Fortran-ordered matrix.
+- :func:`potrf_lower`: LAPACK's dpotrf on a Fortran-ordered matrix;
+- :func:`upper_products`: the set-up's products of the sparse map, per class of levels
+  (``sparse_map._upper_products``), in one pass without SciPy's product and conversions.
 
 Each computes what the NumPy/SciPy code it replaced computed, in the same order of
 operations (W g by BLAS's dgemv for a dense W, by rows in index order for a CSR one, as
@@ -23,9 +25,11 @@ package does. Every loop releases the GIL: ``sparse_map.SparseMap.each_part`` ru
 two halves of a large W on two threads.
 """
 
+import numpy as np
+
 from libc.math cimport sqrt
 from libc.stdint cimport int32_t, int64_t
-from libc.stdlib cimport free, malloc
+from libc.stdlib cimport free, malloc, realloc
 from scipy.linalg.cython_blas cimport dgemv
 from scipy.linalg.cython_lapack cimport dpotrf
 
@@ -119,3 +123,156 @@ def potrf_lower(double[::1, :] A):
     with nogil:
         dpotrf(&uplo, &n, &A[0, 0], &lda, &info)
     return info
+
+
+cdef int _grow(int64_t **j_out, int64_t **key_out, double **v_out, Py_ssize_t *cap,
+               Py_ssize_t need) noexcept nogil:
+    """Enlarge the three output buffers to at least ``need`` entries; 0, or -1 when out of
+    memory (the old buffers stay valid and are freed by the caller)."""
+    cdef Py_ssize_t size = cap[0]
+    cdef void *p
+    if need <= size:
+        return 0
+    while size < need:
+        size = 2 * size + 1024
+    p = realloc(j_out[0], size * sizeof(int64_t))
+    if p == NULL:
+        return -1
+    j_out[0] = <int64_t *> p
+    p = realloc(key_out[0], size * sizeof(int64_t))
+    if p == NULL:
+        return -1
+    key_out[0] = <int64_t *> p
+    p = realloc(v_out[0], size * sizeof(double))
+    if p == NULL:
+        return -1
+    v_out[0] = <double *> p
+    cap[0] = size
+    return 0
+
+
+def upper_products(const int64_t[::1] a_ptr, const int64_t[::1] a_idx,
+                   const double[::1] a_val, const int64_t[::1] pos,
+                   const int64_t[::1] b_ptr, const int64_t[::1] b_idx,
+                   const double[::1] b_val, const int64_t[::1] keys, Py_ssize_t ncls,
+                   Py_ssize_t r):
+    """Σ_{s in k} Aa[s, i] Ab[s, j] for j <= i, per class k, as (target, k, value) sorted by
+    target = j·r + i, then k, with exact zeros left out.
+
+    Aa, Ab: CSR (one row per level, r columns; int64 indices); ``keys``: the sorted
+    distinct i·ncls + k of Aa's entries and ``pos`` each entry's position in it. This is
+    SciPy's product of Aa's entries spread over one row per key, transposed, with Ab, its
+    upper part and the conversion to columns (``sparse_map._upper_products`` before this
+    kernel), done in one pass: each sum runs over the levels s in ascending order, as
+    SciPy's product runs (v·b added to a sum that starts at 0), and sums that are exactly
+    0 are dropped as SciPy drops them, so the values are bitwise those of before."""
+    cdef Py_ssize_t nk = keys.shape[0], nA = a_idx.shape[0], ls = a_ptr.shape[0] - 1
+    cdef Py_ssize_t s, e, kk, t, jj, j, i, n_out = 0, cap = 0, head, nxt
+    cdef double v
+    cdef int failed = 0
+    cdef int64_t *t_ptr = NULL
+    cdef int64_t *t_row = NULL
+    cdef double *t_val = NULL
+    cdef double *sums = NULL
+    cdef int64_t *chain = NULL
+    cdef int64_t *j_out = NULL
+    cdef int64_t *key_out = NULL
+    cdef double *v_out = NULL
+    cdef int64_t *j_ptr = NULL
+    target = np.empty(0, dtype=np.int64)
+    klass = np.empty(0, dtype=np.int64)
+    value = np.empty(0)
+    cdef int64_t[::1] target_v, klass_v
+    cdef double[::1] value_v
+    try:
+        t_ptr = <int64_t *> malloc((nk + 1) * sizeof(int64_t))
+        t_row = <int64_t *> malloc((nA + 1) * sizeof(int64_t))
+        t_val = <double *> malloc((nA + 1) * sizeof(double))
+        sums = <double *> malloc((r + 1) * sizeof(double))
+        chain = <int64_t *> malloc((r + 1) * sizeof(int64_t))
+        j_ptr = <int64_t *> malloc((r + 1) * sizeof(int64_t))
+        if (t_ptr == NULL or t_row == NULL or t_val == NULL or sums == NULL
+                or chain == NULL or j_ptr == NULL):
+            raise MemoryError()
+        with nogil:
+            # Aa's entries grouped by key, levels ascending within a key (a stable
+            # counting sort: the transpose of the spread matrix)
+            for kk in range(nk + 1):
+                t_ptr[kk] = 0
+            for e in range(nA):
+                t_ptr[pos[e] + 1] += 1
+            for kk in range(nk):
+                t_ptr[kk + 1] += t_ptr[kk]
+            for s in range(ls):
+                for e in range(a_ptr[s], a_ptr[s + 1]):
+                    t = t_ptr[pos[e]]
+                    t_row[t] = s
+                    t_val[t] = a_val[e]
+                    t_ptr[pos[e]] = t + 1
+            for kk in range(nk - 1, -1, -1):  # (the fill moved each start to the next)
+                t_ptr[kk + 1] = t_ptr[kk]
+            t_ptr[0] = 0
+            for j in range(r):
+                sums[j] = 0.0
+                chain[j] = -1
+            # per key (ascending), the sums over its levels of v·Ab[s, j], j <= i
+            for kk in range(nk):
+                i = keys[kk] // ncls
+                head = -2
+                for t in range(t_ptr[kk], t_ptr[kk + 1]):
+                    s = t_row[t]
+                    v = t_val[t]
+                    for jj in range(b_ptr[s], b_ptr[s + 1]):
+                        j = b_idx[jj]
+                        if j > i:
+                            continue
+                        sums[j] += v * b_val[jj]
+                        if chain[j] == -1:
+                            chain[j] = head
+                            head = j
+                if _grow(&j_out, &key_out, &v_out, &cap, n_out + r + 1) != 0:
+                    failed = 1
+                    break
+                while head != -2:
+                    if sums[head] != 0:
+                        j_out[n_out] = head
+                        key_out[n_out] = kk
+                        v_out[n_out] = sums[head]
+                        n_out += 1
+                    nxt = chain[head]
+                    sums[head] = 0.0
+                    chain[head] = -1
+                    head = nxt
+        if failed:
+            raise MemoryError()
+        target = np.empty(n_out, dtype=np.int64)
+        klass = np.empty(n_out, dtype=np.int64)
+        value = np.empty(n_out)
+        target_v, klass_v, value_v = target, klass, value
+        with nogil:
+            # by column j, keys ascending within j (a stable counting sort)
+            for j in range(r + 1):
+                j_ptr[j] = 0
+            for e in range(n_out):
+                j_ptr[j_out[e] + 1] += 1
+            for j in range(r):
+                j_ptr[j + 1] += j_ptr[j]
+            for e in range(n_out):
+                j = j_out[e]
+                t = j_ptr[j]
+                j_ptr[j] = t + 1
+                kk = key_out[e]
+                target_v[t] = j * r + keys[kk] // ncls
+                klass_v[t] = keys[kk] % ncls
+                value_v[t] = v_out[e]
+    finally:
+        free(t_ptr)
+        free(t_row)
+        free(t_val)
+        free(sums)
+        free(chain)
+        free(j_ptr)
+        free(j_out)
+        free(key_out)
+        free(v_out)
+    return target, klass, value

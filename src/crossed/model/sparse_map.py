@@ -270,22 +270,19 @@ def _upper_products(Aa: sp.csr_matrix, Ab: sp.csr_matrix, class_of: np.ndarray, 
                     ) -> Products:
     """Σ_{s in k} Aa[s, i] Ab[s, j] for j <= i, per class k, as (target, k, value) sorted by
     target = j·r + i, then k (Aa, Ab: one row per level, r columns)."""
-    ls, r = Aa.shape
+    r = Aa.shape[1]
     # each stored Aa[s, i] belongs to the product's row (i, k), k the class of s; the rows
     # that occur are numbered in (i, k) order (at most one per stored entry, where r x
     # classes could be far more)
     key = Aa.indices.astype(np.int64) * ncls + np.repeat(class_of, np.diff(Aa.indptr))
     keys = _sorted_union([np.sort(key)])
-    spread = sp.csr_matrix((Aa.data, np.searchsorted(keys, key), Aa.indptr),
-                           shape=(ls, len(keys)))
-    P = spread.T.tocsr() @ Ab  # row (i, k), column j; its sums run over s ascending
-    keep = P.indices <= np.repeat(keys // ncls, np.diff(P.indptr))  # j <= i
-    kept = np.concatenate([[0], np.cumsum(keep)])
-    upper = sp.csr_matrix((P.data[keep], P.indices[keep], kept[P.indptr]), shape=P.shape).tocsc()
-    # column j of ``upper`` holds the rows (i, k), sorted: entry (j, i) of class k
-    j = np.repeat(np.arange(r, dtype=np.int64), np.diff(upper.indptr))
-    i, k = np.divmod(keys[upper.indices], ncls)
-    return j * r + i, k, upper.data
+    # the products of Aa's rows spread over one column per (i, k), summed over the levels
+    # in ascending order, kept where j <= i and sorted by (j, i, k): compiled, the same
+    # sums as SciPy's sparse product (tests/model/test_core.py)
+    return _core.upper_products(
+        Aa.indptr.astype(np.int64), Aa.indices.astype(np.int64), Aa.data,
+        np.searchsorted(keys, key), Ab.indptr.astype(np.int64), Ab.indices.astype(np.int64),
+        Ab.data, keys, ncls, r)
 
 
 def _self_products(A: sp.csr_matrix) -> Products:
