@@ -121,3 +121,21 @@ def test_upper_products_is_bitwise_scipys(seed):
         np.testing.assert_array_equal(g, w)
     if seed == 3:
         assert len(got[0]) == 2  # (0, 0) and (1, 1); (0, 1) = 1·2 + 1·(-2) is dropped
+
+
+def test_searchsorted_in_buckets_is_numpys():
+    """Positions of keys j·w + i in a sorted pattern, found inside each key's bucket: the
+    same as np.searchsorted (side "left") for present and absent keys, at the ends of
+    buckets and of the array, and for empty buckets; a key outside the buckets is refused."""
+    rng = np.random.default_rng(5)
+    width, nb = 37, 50
+    keys = np.unique(rng.integers(0, width * nb, size=400)).astype(np.int64)
+    keys = keys[(keys // width) % 7 != 3]  # some empty buckets
+    starts = np.searchsorted(keys, np.arange(nb + 1, dtype=np.int64) * width)
+    query = np.concatenate([rng.choice(keys, 300), rng.integers(0, width * nb, size=300),
+                            [0, width * nb - 1, keys[0], keys[-1]]]).astype(np.int64)
+    np.testing.assert_array_equal(
+        _core.searchsorted_in_buckets(keys, starts, query, width),
+        np.searchsorted(keys, query))
+    with pytest.raises(ValueError, match="outside the buckets"):
+        _core.searchsorted_in_buckets(keys, starts, np.array([width * nb], np.int64), width)

@@ -35,6 +35,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from crossed.design.random import ReBlock
+from crossed.model import _core
 from crossed.model.factor import Factor, tri_solve
 
 if TYPE_CHECKING:
@@ -143,8 +144,11 @@ class SparseSchur:
             raise _too_large("the pattern of the Schur complement", len(ukeys), self.names)
         self.ukeys = ukeys
         self.arr = np.zeros(len(ukeys))
-        self.arr[np.searchsorted(ukeys, ARR.col.astype(np.int64) * rr + ARR.row)] = ARR.data
-        upos = np.searchsorted(ukeys, cols_u * rr + rows_u)
+        # positions in the pattern, looked up column by column (keys j·rr + i)
+        starts = np.searchsorted(ukeys, np.arange(rr + 1, dtype=np.int64) * rr)
+        self.arr[_core.searchsorted_in_buckets(
+            ukeys, starts, ARR.col.astype(np.int64) * rr + ARR.row, rr)] = ARR.data
+        upos = _core.searchsorted_in_buckets(ukeys, starts, cols_u * rr + rows_u, rr)
         self.W = sp.csr_matrix((w_vals, (upos, cols_g)),
                                shape=(len(ukeys), self.l1 * self.q1 * self.q1))
         del prs, rows_u, cols_u, cols_g, w_vals, upos
