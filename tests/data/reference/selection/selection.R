@@ -63,3 +63,32 @@ for (nm in names(cases)) {
   )
 }
 writeLines(toJSON(out, digits = NA, auto_unbox = TRUE, pretty = TRUE), "selection.json")
+
+# ---- select_random(strategy = "lrt"): the models of each step, fitted by lme4, and the
+# likelihood-ratio statistics between them (REML fits for LMMs, as lmerTest's ranova and
+# buildmer; Laplace for the GLMM). Stored: -2 logLik of each model, in step order.
+grouse <- read.csv(file.path(d, "../../src/crossed/data/grouseticks.csv"))
+for (v in c("INDEX", "BROOD", "YEAR", "LOCATION")) grouse[[v]] <- factor(grouse[[v]])
+m2ll <- function(m) -2 * as.numeric(logLik(m))
+lrt <- list(
+  sleepstudy = sapply(list(
+    lmer(Reaction ~ Days + (1 + Days | Subject), sleep),
+    lmer(Reaction ~ Days + (1 + Days || Subject), sleep),
+    lmer(Reaction ~ Days + (1 | Subject), sleep)), m2ll),
+  carrots_two = sapply(list(
+    lmer(Preference ~ sens2 + Homesize + (1 + sens2 | Consumer) + (1 | Product), carrots),
+    lmer(Preference ~ sens2 + Homesize + (1 + sens2 || Consumer) + (1 | Product), carrots),
+    lmer(Preference ~ sens2 + Homesize + (1 | Consumer) + (1 | Product), carrots),
+    lmer(Preference ~ sens2 + Homesize + (1 + sens2 || Consumer), carrots)), m2ll),
+  # step 0, then the three candidates of step 1 (without LOCATION, BROOD, INDEX), then
+  # step 2's candidates after LOCATION (without BROOD, without INDEX)
+  grouseticks = sapply(list(
+    glmer(TICKS ~ YEAR + cHEIGHT + (1 | INDEX) + (1 | BROOD) + (1 | LOCATION), grouse,
+          family = poisson),
+    glmer(TICKS ~ YEAR + cHEIGHT + (1 | INDEX) + (1 | BROOD), grouse, family = poisson),
+    glmer(TICKS ~ YEAR + cHEIGHT + (1 | INDEX) + (1 | LOCATION), grouse, family = poisson),
+    glmer(TICKS ~ YEAR + cHEIGHT + (1 | BROOD) + (1 | LOCATION), grouse, family = poisson),
+    glmer(TICKS ~ YEAR + cHEIGHT + (1 | INDEX), grouse, family = poisson),
+    glmer(TICKS ~ YEAR + cHEIGHT + (1 | BROOD), grouse, family = poisson)), m2ll))
+out$lrt <- lrt
+writeLines(toJSON(out, digits = NA, auto_unbox = TRUE, pretty = TRUE), "selection.json")
