@@ -379,7 +379,7 @@ class RandomSelection(ResultDisplay):
         was chosen, from which maximal model, what each step dropped or kept (with its
         test), and the final structure."""
         glmm = hasattr(self.fit, "family")
-        lik = ("Laplace-approximated likelihood" if glmm
+        lik = ("the Laplace-approximated likelihood" if glmm
                else "REML fits" if self.reml else "maximum-likelihood fits")
         how = {
             "lrt": f"backward likelihood-ratio tests on {lik} (α = {_apa_alpha(self.alpha)}; "
@@ -427,7 +427,8 @@ def select_random(formula: str, data: pd.DataFrame, strategy: str = "lrt",
                   family: Any = None, maximal: str | None = None, alpha: float = 0.2,
                   reml: bool = True, tol: float = 1e-4,
                   reference: dict[str, str] | None = None, control: Any = None,
-                  max_steps: int = 100) -> RandomSelection:
+                  max_steps: int = 100,
+                  fit_options: Mapping[str, Any] | None = None) -> RandomSelection:
     """Select the random-effects structure by backward reduction of the maximal model.
 
     Parameters
@@ -458,6 +459,9 @@ def select_random(formula: str, data: pd.DataFrame, strategy: str = "lrt",
         Optimiser settings of every fit.
     max_steps : int
         Bound on the number of reductions.
+    fit_options : dict, optional
+        More keyword arguments of every fit (:func:`crossed.lmer` or :func:`crossed.glmer`:
+        ``weights``, ``offset``, ``nAGQ``, ``na_action``, ``engine`` ...).
 
     Returns
     -------
@@ -491,7 +495,10 @@ def select_random(formula: str, data: pd.DataFrame, strategy: str = "lrt",
         raise ValueError(f"the formula {formula!r} has no random terms to select from")
     if maximal == "design":
         spec = _design_maximal(spec, data)
-    args: dict[str, Any] = {}
+    args: dict[str, Any] = dict(fit_options or {})
+    for key in ("reml", "family", "formula", "data"):
+        if key in args:
+            raise ValueError(f"fit_options: give {key!r} as select_random's own argument")
     if reference:
         args["reference"] = reference
     if control is not None:
