@@ -167,7 +167,8 @@ def test_bad_input_is_named() -> None:
         select_random("Reaction ~ Days + (1 | Subject)", d, maximal="full")
     with pytest.raises(ValueError, match="alpha"):
         select_random("Reaction ~ Days + (1 | Subject)", d, alpha=1.5)
-    with pytest.raises(Exception, match=r"\(1 \+ period \| herd\)"):
+    with pytest.raises(ValueError, match=r"maximal model built from the design.*"
+                                         r"\(1 \+ period \| herd\)"):
         select_random("cbind(incidence, size - incidence) ~ period + (1 | herd)",
                       cx.load_dataset("cbpp"), family="binomial", maximal="design")
 

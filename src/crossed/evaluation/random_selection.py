@@ -505,7 +505,14 @@ def select_random(formula: str, data: pd.DataFrame, strategy: str = "lrt",
         args["control"] = control
     fitter = _Fitter(data, family, reml and family is None, args)
     bars = _structure(spec, data)
-    current = fitter(_with_structure(spec, bars))
+    try:
+        current = fitter(_with_structure(spec, bars))
+    except ValueError as exc:
+        if maximal != "design":
+            raise
+        raise type(exc)(f"the maximal model built from the design, {spec.to_formula()}, "
+                        f"cannot be fitted ({exc}); give a smaller maximal model as the "
+                        "formula") from exc
     current_step = 0
     rows = [_row(0, current, "", np.nan, np.nan, np.nan, "start (maximal model)")]
     messages = [f"step 0: {m}" for m in current.messages]
