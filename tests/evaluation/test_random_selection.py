@@ -178,3 +178,31 @@ def test_the_last_random_term_is_never_dropped() -> None:
                  strategy="aic")
     assert len(sel.steps) == 1 and sel.formula == "Reaction ~ Days + (1 | Subject)"
     assert "no reduction was needed" in sel.methods_sentence()
+
+
+def test_candidates_hold_every_reduction_tried() -> None:
+    """At step 1 of grouseticks the three intercepts are each tried; the step's row is the
+    candidate with the largest p, and R's criteria of all three agree."""
+    sel = _quiet("TICKS ~ YEAR + cHEIGHT + (1 | INDEX) + (1 | BROOD) + (1 | LOCATION)",
+                 cx.load_dataset("grouseticks"), family="poisson")
+    c = sel.candidates
+    first = c[c.step == 1]
+    assert len(first) == 3 and first.chosen.sum() == 1
+    r = REF["grouseticks"]
+    by_name = dict(zip(first.reduction, first.criterion, strict=True))
+    np.testing.assert_allclose(
+        [by_name["the random intercept (1 | LOCATION)"],
+         by_name["the random intercept (1 | BROOD)"],
+         by_name["the random intercept (1 | INDEX)"]], r[1:4], atol=1e-3, rtol=0)
+    second = c[c.step == 2]
+    by_name = dict(zip(second.reduction, second.criterion, strict=True))
+    np.testing.assert_allclose([by_name["the random intercept (1 | BROOD)"],
+                                by_name["the random intercept (1 | INDEX)"]], r[4:6],
+                               atol=1e-3, rtol=0)
+    chosen = first[first.chosen].iloc[0]
+    assert chosen.p_value == first.p_value.max()
+    assert chosen.model == sel.steps.model[1]
+    # the other strategies fit one model per step
+    d = cx.load_dataset("sleepstudy")
+    assert _quiet("Reaction ~ Days + (Days | Subject)", d,
+                  strategy="maximal-converging").candidates.empty

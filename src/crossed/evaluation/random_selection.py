@@ -53,11 +53,13 @@ from scipy import stats
 from crossed.formula import ModelSpec, RandomTermSpec, parse
 from crossed.tables import ResultDisplay, result_table
 
-__all__ = ["STEP_COLUMNS", "STRATEGIES", "RandomSelection", "select_random"]
+__all__ = ["CANDIDATE_COLUMNS", "STEP_COLUMNS", "STRATEGIES", "RandomSelection", "select_random"]
 
 STRATEGIES = ("lrt", "aic", "rePCA", "maximal-converging")
 STEP_COLUMNS = ["step", "model", "n_params", "criterion", "test", "statistic", "df",
                 "p_value", "converged", "singular", "decision"]
+CANDIDATE_COLUMNS = ["step", "reduction", "model", "n_params", "criterion", "statistic", "df",
+                     "p_value", "aic", "converged", "singular", "chosen"]
 
 
 # ---------------------------------------------------------------------- the structure
@@ -340,6 +342,12 @@ class RandomSelection(ResultDisplay):
         ``"keep the slope of x in (1 + x | g)"`` ...: what the step decided).
     fit : LmerFit or GlmerFit
         The final model's fit.
+    candidates : pandas.DataFrame
+        ``"lrt"`` and ``"aic"``: every candidate reduction fitted at each step, of which
+        the step's row is the best: ``step``, ``reduction`` (what it removes), ``model``,
+        ``n_params``, ``criterion``, ``statistic`` (χ² against the current model), ``df``,
+        ``p_value``, ``aic``, ``converged``, ``singular``, ``chosen`` (the one the step
+        tested). Empty for the other strategies (one model per step).
     alpha : float
         The LRT's level (``"lrt"``).
     reml : bool
@@ -352,6 +360,7 @@ class RandomSelection(ResultDisplay):
     maximal: str
     steps: pd.DataFrame
     fit: Any = field(repr=False)
+    candidates: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
     alpha: float = 0.2
     reml: bool = True
     messages: tuple[str, ...] = ()
@@ -362,7 +371,7 @@ class RandomSelection(ResultDisplay):
         return str(self.fit.spec.to_formula())
 
     def display_tables(self) -> dict[str, pd.DataFrame]:
-        return {"steps": self.steps}
+        return {"steps": self.steps}  # (the candidates: on request, ``.candidates``)
 
     def __repr__(self) -> str:
         return "\n".join([f"Random-effects selection ({self.strategy}) from {self.maximal}",
@@ -379,7 +388,9 @@ class RandomSelection(ResultDisplay):
         was chosen, from which maximal model, what each step dropped or kept (with its
         test), and the final structure."""
         glmm = hasattr(self.fit, "family")
-        lik = ("the Laplace-approximated likelihood" if glmm
+        nagq = int(getattr(self.fit, "nagq", 1))
+        lik = (f"the adaptive Gauss–Hermite likelihood (nAGQ = {nagq})" if glmm and nagq > 1
+               else "the Laplace-approximated likelihood" if glmm
                else "REML fits" if self.reml else "maximum-likelihood fits")
         how = {
             "lrt": f"backward likelihood-ratio tests on {lik} (α = {_apa_alpha(self.alpha)}; "
@@ -518,6 +529,7 @@ def select_random(formula: str, data: pd.DataFrame, strategy: str = "lrt",
     messages = [f"step 0: {m}" for m in current.messages]
     stages = ["correlation", "slope", "intercept"]
     stage = 0
+    candidates: list[dict[str, Any]] = []
     for _ in range(max_steps):
         if strategy == "rePCA":
             done = _repca_step(fitter, spec, bars, current, current_step, rows, tol)
@@ -529,7 +541,7 @@ def select_random(formula: str, data: pd.DataFrame, strategy: str = "lrt",
                 cands = _reductions(bars)[stages[stage]]
                 if cands:
                     done = _test_step(fitter, spec, cands, current, current_step, rows,
-                                      strategy, alpha)
+                                      strategy, alpha, candidates)
                     if done is not None:
                         break
                 stage += 1
@@ -545,13 +557,16 @@ def select_random(formula: str, data: pd.DataFrame, strategy: str = "lrt",
         "criterion: -2 log-likelihood (" + ("REML" if fitter.reml else "ML"
                                             if family is None else "Laplace/AGQ") + ")"]
     return RandomSelection(strategy=strategy, maximal=rows[0]["model"],
-                           steps=result_table(steps), fit=current.fit, alpha=float(alpha),
+                           steps=result_table(steps), fit=current.fit,
+                           candidates=result_table(pd.DataFrame(
+                               candidates, columns=CANDIDATE_COLUMNS)), alpha=float(alpha),
                            reml=fitter.reml, messages=tuple(messages))
 
 
 def _test_step(fitter: _Fitter, spec: ModelSpec, cands: list[_Reduction], current: _Fitted,
                current_step: int, rows: list[dict[str, Any]], strategy: str,
-               alpha: float) -> tuple[tuple[_Bar, ...], _Fitted] | None:
+               alpha: float, candidates: list[dict[str, Any]]
+               ) -> tuple[tuple[_Bar, ...], _Fitted] | None:
     """Fit every candidate, record the best; the new (bars, fit) if it is dropped, else
     None (its row says "keep")."""
     scored = []
@@ -570,6 +585,12 @@ def _test_step(fitter: _Fitter, spec: ModelSpec, cands: list[_Reduction], curren
         value = fitted.aic - current.aic
         drop = value <= 0
         test = f"AIC vs step {current_step}"
+    for c, cf, cstat, cdf, cp in scored:
+        candidates.append({
+            "step": len(rows), "reduction": c.what, "model": cf.formula, "n_params": cf.npar,
+            "criterion": -2.0 * cf.loglik, "statistic": cstat, "df": cdf, "p_value": cp,
+            "aic": cf.aic, "converged": bool(cf.fit.converged),
+            "singular": bool(cf.fit.is_singular), "chosen": c is r})
     rows.append(_row(len(rows), fitted, test, value, df, p,
                      f"{'dropped' if drop else 'kept'} {r.what}"))
     return (r.bars, fitted) if drop else None
