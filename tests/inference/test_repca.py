@@ -92,3 +92,20 @@ def test_display_and_uncorrelated_terms_share_a_factor() -> None:
     assert table.group.tolist() == ["Subject", "Subject"]
     np.testing.assert_allclose(table.sd, sorted(fit.theta, reverse=True), rtol=1e-12)
     assert "rePCA" in repr(table) and "<table" in table._repr_html_()
+
+
+def test_r_layout(case: tuple[str, object]) -> None:
+    """``r_names=True``: ``summary(rePCA(m))[[g]]$importance`` as R lays it out (R rounds
+    the proportions to 5 digits: compared at that)."""
+    name, fit = case
+    out = fit.rePCA(r_names=True)  # type: ignore[attr-defined]
+    ref = REF[name]["best_repca"]
+    assert list(out) == list(ref)
+    for group, r in ref.items():
+        imp = out[group]
+        assert list(imp.index) == ["Standard deviation", "Proportion of Variance",
+                                   "Cumulative Proportion"]
+        k = len(np.atleast_1d(r["sd"]))
+        assert list(imp.columns) == [f"PC{j + 1}" for j in range(k)]
+        np.testing.assert_allclose(imp.loc["Proportion of Variance"],
+                                   np.atleast_1d(r["proportion"]), atol=2e-5)

@@ -141,9 +141,17 @@ class SharedMethods:
         from crossed.inference.levels import coef_levels
         return coef_levels(self)
 
-    def rePCA(self) -> pd.DataFrame:  # (lme4's name)
+    def rePCA(self, r_names: bool = False) -> pd.DataFrame | dict[str, pd.DataFrame]:
         """Principal components of each grouping factor's random effects (lme4's
         ``rePCA``): how many dimensions the random effects really span.
+
+        Parameters
+        ----------
+        r_names : bool
+            True: R's layout instead, ``summary(rePCA(m))``'s ``importance`` matrix per
+            grouping factor (a dict of DataFrames, rows ``"Standard deviation"``,
+            ``"Proportion of Variance"``, ``"Cumulative Proportion"``, columns ``PC1`` ...;
+            :func:`crossed.inference.repca.r_importance`).
 
         Returns
         -------
@@ -155,9 +163,10 @@ class SharedMethods:
             over-parametrised term. See :func:`crossed.inference.repca.re_pca`; validated
             against ``summary(lme4::rePCA(m))`` (lme4 1.1-31).
         """
-        from crossed.inference.repca import re_pca
+        from crossed.inference.repca import r_importance, re_pca
         from crossed.tables import result_table
-        return result_table(re_pca(self))
+        table = re_pca(self)
+        return r_importance(table) if r_names else result_table(table)
 
     def all_fit(self) -> AllFit:
         """Refit with every optimiser crossed has (lme4's ``allFit``): BOBYQA and L-BFGS-B

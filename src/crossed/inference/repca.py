@@ -17,7 +17,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["REPCA_COLUMNS", "re_pca", "deficient_groups"]
+__all__ = ["REPCA_COLUMNS", "R_ROWS", "deficient_groups", "r_importance", "re_pca"]
+
+R_ROWS = ["Standard deviation", "Proportion of Variance", "Cumulative Proportion"]
 
 REPCA_COLUMNS = ["group", "component", "sd", "proportion", "cumulative"]
 
@@ -63,6 +65,19 @@ def re_pca(fit: Any) -> pd.DataFrame:
     unit = "θ (a GLMM)" if hasattr(fit, "family") else "the residual SD"
     out.attrs["messages"] = [f"sd: singular values of each grouping factor's relative "
                              f"covariance factor (lme4's rePCA), in units of {unit}"]
+    return out
+
+
+def r_importance(table: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """R's layout of a :func:`re_pca` table: ``summary(rePCA(m))[[g]]$importance`` per
+    grouping factor, rows ``"Standard deviation"``, ``"Proportion of Variance"``,
+    ``"Cumulative Proportion"``, columns ``PC1``, ``PC2``, ... (unrounded; R rounds the
+    proportions to 5 digits)."""
+    out = {}
+    for group, rows in table.groupby("group", sort=False):
+        values = rows[["sd", "proportion", "cumulative"]].to_numpy().T
+        out[str(group)] = pd.DataFrame(values, index=R_ROWS,
+                                       columns=[f"PC{k}" for k in rows.component])
     return out
 
 
