@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # (what static tools and the API reference read; loaded lazil
     from crossed.evaluation.compare_specs import compare_specs
     from crossed.evaluation.crossval import cross_validate
     from crossed.evaluation.headroom import headroom
+    from crossed.evaluation.random_selection import RandomSelection, select_random
     from crossed.fit import GlmerFit, LmerFit, from_pymer4, specify
     from crossed.formula import FormulaError, ModelSpec, parse
     from crossed.inference.emmeans import emmeans
@@ -66,6 +67,8 @@ _EXPORTS = {
     "emtrends": "crossed.inference.emtrends",
     "from_pymer4": "crossed.fit",
     "headroom": "crossed.evaluation.headroom",
+    "RandomSelection": "crossed.evaluation.random_selection",
+    "select_random": "crossed.evaluation.random_selection",
     "list_datasets": "crossed.datasets",
     "lm": "crossed.api",
     "lmer": "crossed.api",
@@ -151,5 +154,7 @@ __all__ = [
     "load_dataset",
     "parse",
     "resample",
+    "RandomSelection",
+    "select_random",
     "specs",
 ]

@@ -47,6 +47,7 @@ BOTH: list[tuple[str, str, dict[str, Any]]] = [
     ("ranef", "ranef", {}),
     ("confint_wald", "confint", {"method": "Wald"}),
     ("r2", "r2", {}),
+    ("rePCA", "rePCA", {}),
 ]
 # tables reached through a result object, the same calls on both
 CHAINED: list[tuple[str, Callable[[Any], pd.DataFrame]]] = [

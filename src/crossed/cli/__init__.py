@@ -32,6 +32,7 @@ _COMMAND_MODULES = (
     "crossed.cli.specs",
     "crossed.cli.report",
     "crossed.cli.headroom",
+    "crossed.cli.select_random",
     "crossed.cli.engines",
 )
 

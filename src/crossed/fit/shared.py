@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 if TYPE_CHECKING:
+    from crossed.engines.allfit import AllFit
     from crossed.simulate.bootstrap import BootResult
     from crossed.simulate.diagnostics import Diagnostics
 
@@ -139,3 +140,47 @@ class SharedMethods:
         """
         from crossed.inference.levels import coef_levels
         return coef_levels(self)
+
+    def rePCA(self, r_names: bool = False) -> pd.DataFrame | dict[str, pd.DataFrame]:
+        """Principal components of each grouping factor's random effects (lme4's
+        ``rePCA``): how many dimensions the random effects really span.
+
+        Parameters
+        ----------
+        r_names : bool
+            True: R's layout instead, ``summary(rePCA(m))``'s ``importance`` matrix per
+            grouping factor (a dict of DataFrames, rows ``"Standard deviation"``,
+            ``"Proportion of Variance"``, ``"Cumulative Proportion"``, columns ``PC1`` ...;
+            :func:`crossed.inference.repca.r_importance`).
+
+        Returns
+        -------
+        pandas.DataFrame
+            ``group``, ``component``, ``sd`` (singular value of the factor's relative
+            covariance factor), ``proportion`` (of the factor's variance), ``cumulative``,
+            one row per (grouping factor, component). A component with ``sd`` ≈ 0 (the
+            cumulative proportion reaching 1 before the last component) marks an
+            over-parametrised term. See :func:`crossed.inference.repca.re_pca`; validated
+            against ``summary(lme4::rePCA(m))`` (lme4 1.1-31).
+        """
+        from crossed.inference.repca import r_importance, re_pca
+        from crossed.tables import result_table
+        table = re_pca(self)
+        return r_importance(table) if r_names else result_table(table)
+
+    def all_fit(self) -> AllFit:
+        """Refit with every optimiser crossed has (lme4's ``allFit``): BOBYQA and L-BFGS-B
+        (a GLMM: BOBYQA), each with and without crossed's continuations, from the same
+        start.
+
+        Returns
+        -------
+        AllFit
+            ``table`` (``optimizer``, ``criterion``, ``loglik``, ``converged``,
+            ``singular``, ``feval``, ``seconds``, ``messages``), ``fixef`` and ``sdcor``
+            (one row per optimiser, lme4's ``$fixef`` and ``$sdcor``), ``fits`` (each
+            refit) and ``errors``. See :func:`crossed.engines.allfit.all_fit`; validated
+            against lme4 1.1-31's refits with each of its optimisers.
+        """
+        from crossed.engines.allfit import all_fit as _all_fit
+        return _all_fit(self)
