@@ -264,7 +264,7 @@ class WriteUp:
     @property
     def text(self) -> str:
         """Both paragraphs as plain text: results, a blank line, methods."""
-        return f"{self.results}\n\n{self.methods}"
+        return "\n\n".join(p for p in (self.results, self.methods) if p)
 
     def sentences(self) -> list[str]:
         """Every sentence as plain text, results first (one per ANOVA term, coefficient,
@@ -274,8 +274,9 @@ class WriteUp:
 
     def markdown(self) -> str:
         """Both paragraphs as Markdown (statistic symbols in ``*italics*``)."""
-        return (f"{self._paragraph(self.results_sentences, 'markdown')}\n\n"
-                f"{self._paragraph(self.methods_sentences, 'markdown')}")
+        return "\n\n".join(p for p in (self._paragraph(self.results_sentences, "markdown"),
+                                        self._paragraph(self.methods_sentences, "markdown"))
+                           if p)
 
     def html(self) -> str:
         """Both paragraphs as HTML ``<p>`` elements (``<i>F</i>``, true minus signs)."""
@@ -284,8 +285,9 @@ class WriteUp:
 
     def latex(self) -> str:
         """Both paragraphs as LaTeX (``\\textit{F}``, ``$\\eta^2_p$``, escaped labels)."""
-        return (f"{self._paragraph(self.results_sentences, 'latex')}\n\n"
-                f"{self._paragraph(self.methods_sentences, 'latex')}")
+        return "\n\n".join(p for p in (self._paragraph(self.results_sentences, "latex"),
+                                        self._paragraph(self.methods_sentences, "latex"))
+                           if p)
 
     def __str__(self) -> str:
         return self.text
