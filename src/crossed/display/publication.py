@@ -192,13 +192,17 @@ def _is_number_cell(c: str) -> bool:
 
 
 def _cell_latex(c: str, label: bool) -> str:
-    if label or not _is_number_cell(c):
+    if label:
+        return _header_latex(c)
+    if not _is_number_cell(c):
         return latex_escape(c)
     return latex_escape(c).replace("-", "$-$").replace("<", "$<$").replace(">", "$>$")
 
 
 def _cell_html(c: str, label: bool) -> str:
-    if label or not _is_number_cell(c):
+    if label:
+        return _header_html(c)
+    if not _is_number_cell(c):
         return html.escape(c)
     return html.escape(c).replace("-", "\u2212")
 
