@@ -191,3 +191,16 @@ def test_bad_input(fits):
         cx.regression_table()
     with pytest.raises(ValueError, match="lacks the columns"):
         cx.comparison_table(lmm.coef_table())
+
+
+def test_omit_leaves_out_a_term_and_says_so():
+    d = cx.load_dataset("ner_like")
+    f = cx.lmer("f1 ~ model + seed + (1 | language)", d)
+    t = cx.regression_table(f, omit=["seed"], r2=False)
+    labels = [r[0] for r in t.rows]
+    assert not any(lab.startswith("seed") for lab in labels)
+    n_seed = sum(1 for n in f.fixef_names if n.startswith("seed"))
+    assert n_seed > 0 and f"Not shown: the coefficients of seed ({n_seed})." in t.notes
+    assert "modelmBERT (c)" in labels
+    with pytest.raises(ValueError, match=r"omit=: \['sed'\] are not fixed terms"):
+        cx.regression_table(f, omit=["sed"])

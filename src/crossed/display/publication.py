@@ -274,7 +274,7 @@ def _vc_rows(fit: Any) -> list[tuple[str, float]]:
 def regression_table(*fits: Any, names: Sequence[str] | None = None, stars: bool = False,
                      ci: bool = False, level: float = 0.95, digits: int = 2,
                      ddf: str = "satterthwaite", r2: bool = True,
-                     title: str | None = None) -> PublicationTable:
+                     omit: Sequence[str] = (), title: str | None = None) -> PublicationTable:
     """Fits side by side, modelsummary / texreg style.
 
     Parameters
@@ -297,6 +297,10 @@ def regression_table(*fits: Any, names: Sequence[str] | None = None, stars: bool
     r2 : bool
         Nakagawa's marginal and conditional R² (``fit.r2()``; a GLMM's refits its null
         model).
+    omit : list of str
+        Fixed terms (the design's term labels, e.g. a nuisance factor ``"seed"``) whose
+        coefficients are left out (modelsummary's ``coef_omit``); a note names them and
+        counts their coefficients. A name that is a term of no fit is an error.
     title : str, optional
 
     Returns
@@ -311,6 +315,24 @@ def regression_table(*fits: Any, names: Sequence[str] | None = None, stars: bool
     _check_fits(fits, "regression_table")
     heads = _names(fits, names)
     coefs = [_coefs(f, ddf, level) for f in fits]
+    omitted: dict[str, int] = {}
+    if omit:
+        known = {str(t) for f in fits for t in f.design.fixed.term_labels}
+        unknown = [o for o in omit if o not in known]
+        if unknown:
+            raise ValueError(f"omit=: {unknown} are not fixed terms of these fits (terms: "
+                             f"{sorted(known)})")
+        kept = []
+        for f, c in zip(fits, coefs, strict=True):
+            labels = f.design.fixed.term_labels
+            term_of = dict(zip(f.design.fixed.names,
+                               (str(labels[a]) for a in f.design.fixed.assign), strict=True))
+            drop = c["term"].map(lambda n, t=term_of: t.get(str(n)) in omit)
+            for o in omit:
+                omitted[o] = max(omitted.get(o, 0), int(sum(
+                    1 for n in c["term"] if term_of.get(str(n)) == o)))
+            kept.append(c[~drop.to_numpy(bool)])
+        coefs = kept
     terms: list[str] = []
     for c in coefs:
         terms += [str(t) for t in c["term"] if str(t) not in terms]
@@ -363,6 +385,9 @@ def regression_table(*fits: Any, names: Sequence[str] | None = None, stars: bool
                        for t in tabs]))
     notes = [f"{100 * level:g}% confidence intervals in brackets." if ci
              else "Standard errors in parentheses."]
+    if omitted:
+        notes.append("Not shown: the coefficients of " + ", ".join(
+            f"{term_words(o)} ({n})" for o, n in omitted.items()) + ".")
     if any(_is_glmm(f) for f in fits):
         links = sorted({f"{f.family.name} ({f.family.link.name} link)" for f in fits
                         if _is_glmm(f)})
