@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import html
 import math
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -545,12 +544,11 @@ def methods_sentences(fit: Any, ddf: str = "satterthwaite", anova_type: int | st
                       ratios: bool = False) -> list[Sentence]:
     """The methods paragraph of :func:`write_up` (see there)."""
     glmm = hasattr(fit, "family")
-    py = ".".join(str(v) for v in sys.version_info[:3])
     kind = "generalised linear mixed model" if glmm else "linear mixed model"
     family = (f" ({fit.family.name} family, {fit.family.link.name} link)" if glmm else "")
     out: list[Sentence] = []
     out.append((_t(f"We fitted a {kind}{family} to the {fit.nobs} observations of "
-                   f"{_response_name(fit)} with crossed {crossed_version()} (Python {py}), with "
+                   f"{_response_name(fit)} with the Python package crossed {crossed_version()}, with "
                    f"{_fixed_words(fit)} and {random_words(fit)}."),))
     if glmm:
         how = ("the Laplace approximation" if fit.nagq == 1 else
@@ -568,14 +566,14 @@ def methods_sentences(fit: Any, ddf: str = "satterthwaite", anova_type: int | st
     status = getattr(fit, "convergence", None)
     status_value = getattr(status, "value", str(status))
     if fit.converged and status_value in ("ok", "singular"):
-        conv = "; the optimiser converged"
-        if opt is not None and opt.feval:
-            conv += f" after {opt.feval} evaluations of the criterion"
-        conv += " and passed lme4's convergence checks."
+        conv = "; the optimiser converged and passed lme4's convergence checks."
     else:
         conv = f"; convergence was not established ({status_value})."
     out.append((_t(est + conv),))
-    warnings = [str(m) for m in fit.messages if "singular" not in str(m)]
+    # the fit's other messages (optimiser restarts, convergence warnings) verbatim; the
+    # singular-fit and dropped-rows messages have their own sentences below
+    warnings = [str(m) for m in fit.messages
+                if "singular" not in str(m) and "dropped for missing values" not in str(m)]
     if warnings:
         out.append((_t("The fit reported: " + "; ".join(warnings) + "."),))
     dropped = int(getattr(fit, "n_dropped", 0) or 0)
