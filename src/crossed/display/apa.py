@@ -548,8 +548,8 @@ def methods_sentences(fit: Any, ddf: str = "satterthwaite", anova_type: int | st
     family = (f" ({fit.family.name} family, {fit.family.link.name} link)" if glmm else "")
     out: list[Sentence] = []
     out.append((_t(f"We fitted a {kind}{family} to the {fit.nobs} observations of "
-                   f"{_response_name(fit)} with the Python package crossed {crossed_version()}, with "
-                   f"{_fixed_words(fit)} and {random_words(fit)}."),))
+                   f"{_response_name(fit)} with the Python package crossed "
+                   f"{crossed_version()}, with {_fixed_words(fit)} and {random_words(fit)}."),))
     if glmm:
         how = ("the Laplace approximation" if fit.nagq == 1 else
                "the nAGQ = 0 approximation (fixed effects estimated in the penalised "
