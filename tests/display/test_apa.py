@@ -332,6 +332,21 @@ def test_methods_of_slopes_dropped_rows_and_singular_fits():
     assert sing.report().results == "" and sing.report().text == m  # no fixed term
 
 
+def test_a_convergence_failure_is_reported(ner):
+    """A fit that failed lme4's checks says so, with its messages verbatim (the fit is
+    the same one with the failure written into its fields: a real failure depends on the
+    platform's arithmetic)."""
+    from dataclasses import replace
+
+    from crossed.model.status import ConvergenceStatus
+    msg = "Model failed to converge with max|grad| = 0.0123 (tol = 0.002, component 1)"
+    bad = replace(ner, converged=False, convergence=ConvergenceStatus.GRADIENT,
+                  messages=(msg,))
+    m = bad.report().methods
+    assert "did not pass lme4's convergence checks (gradient)" in m
+    assert f"The fit reported: {msg}." in m and "optimiser converged" not in m
+
+
 # ------------------------------------------------------------------------ renderings
 def test_markup_of_each_format(ner, cbpp):
     w = ner.report(coefficients=True)

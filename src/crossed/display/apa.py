@@ -568,7 +568,8 @@ def methods_sentences(fit: Any, ddf: str = "satterthwaite", anova_type: int | st
     if fit.converged and status_value in ("ok", "singular"):
         conv = "; the optimiser converged and passed lme4's convergence checks."
     else:
-        conv = f"; convergence was not established ({status_value})."
+        conv = (f"; the fit did not pass lme4's convergence checks ({status_value}), so the "
+                "estimates may not be at the optimum.")
     out.append((_t(est + conv),))
     # the fit's other messages (optimiser restarts, convergence warnings) verbatim; the
     # singular-fit and dropped-rows messages have their own sentences below
@@ -594,19 +595,22 @@ def methods_sentences(fit: Any, ddf: str = "satterthwaite", anova_type: int | st
         if ratios:
             word = "odds ratios" if fit.family.link.name == "logit" else "rate ratios"
             out.append((_t(f"Coefficients are reported as {word} (exponentiated "
-                           "estimates) with Wald confidence intervals and z tests."),))
+                           "estimates) with Wald confidence intervals and "), _i("z"),
+                        _t(" tests.")))
     else:
         ddf_words = {"satterthwaite": "Satterthwaite's approximation",
                      "kenward-roger": "the Kenward–Roger approximation"}.get(ddf, ddf)
-        out.append((_t(f"Fixed terms were tested with Type {kind_words} F tests, with "
-                       f"{ddf_words} to the denominator degrees of freedom (as lmerTest)."),))
+        out.append((_t(f"Fixed terms were tested with Type {kind_words} "), _i("F"),
+                    _t(f" tests, with {ddf_words} to the denominator degrees of freedom "
+                       "(as lmerTest).")))
         if effects is not None and effects.attrs.get("conf_level") is not None:
             alt = str(effects.attrs.get("alternative", "two-sided"))
             lvl = f"{100 * float(effects.attrs['conf_level']):g}%"
             side = ("two-sided" if alt in ("two-sided", "two.sided") else "one-sided")
             limit = {"greater": " (upper limit 1)", "less": " (lower limit 0)"}.get(alt, "")
             out.append((_t("Effect sizes are partial "), _s("eta2"),
-                        _t(f" from the F tests with {side} {lvl} confidence intervals"
+                        _t(" from the "), _i("F"),
+                        _t(f" tests with {side} {lvl} confidence intervals"
                            f"{limit} (as effectsize).")))
     for table in contrasts:
         adj = adjustment_words(table.attrs.get("adjust"))
