@@ -120,17 +120,24 @@ def test_f_sentence_reads_back_as_the_tables(ner):
     assert m["eta"] == apa_number(e["estimate"], 2, True)
     assert (m["lo"], m["hi"]) == (apa_number(e["conf_low"], 2, True),
                                   apa_number(e["conf_high"], 2, True))
-    level = ner.eta_squared().attrs["conf_level"]
-    assert float(m["lvl"]) == 100 * level and not m["side"]
+    # whatever eta_squared's default convention is, the sentence prints the table's
+    attrs = ner.eta_squared().attrs
+    one_sided = attrs["alternative"] not in ("two-sided", "two.sided")
+    assert float(m["lvl"]) == 100 * attrs["conf_level"] and bool(m["side"]) == one_sided
     # ... and as lmerTest / effectsize
     r = REF["lmm"]
     assert m["df1"] == "5"
     _close_to_r(m["df2"], r["anova"]["den_df"][0], 1)
     _close_to_r(m["F"], r["anova"]["F"][0], 2)
     assert r["anova"]["p"][0] < 0.001
-    _close_to_r(m["eta"], r["eta2_two_sided"]["estimate"][0], 2)
-    _close_to_r(m["lo"], r["eta2_two_sided"]["low"][0], 2)
-    _close_to_r(m["hi"], r["eta2_two_sided"]["high"][0], 2)
+    ref = r["eta2_greater"] if one_sided else r["eta2_two_sided"]
+    if attrs["conf_level"] == 0.95 and attrs["alternative"] in ("two-sided", "greater"):
+        _close_to_r(m["eta"], ref["estimate"][0], 2)
+        _close_to_r(m["lo"], ref["low"][0], 2)
+        _close_to_r(m["hi"], ref["high"][0], 2)
+    two = F_SENTENCE.match(ner.report(ci=0.95, alternative="two-sided").sentences()[0])
+    for key, name in (("eta", "estimate"), ("lo", "low"), ("hi", "high")):
+        _close_to_r(two[key], r["eta2_two_sided"][name][0], 2)
 
 
 def test_the_interval_follows_the_effect_size_table(ner):
@@ -318,7 +325,7 @@ def test_methods_of_slopes_dropped_rows_and_singular_fits():
     with pytest.warns(UserWarning, match="3 of 180 rows dropped"):
         fit = cx.lmer("Reaction ~ Days + (1 | Subject)", holes, reml=False)
     m = fit.report().methods
-    assert fit.n_dropped == 3 and "3 rows with missing values were dropped." in m
+    assert fit.n_dropped == 3 and "Of the 180 rows, 3 had missing values and were dropped." in m
     assert "fit reported" not in m  # (the fit's own message about them is not repeated)
     assert "maximum likelihood (ML)" in m
     # lme4's Dyestuff2: the batch variance is estimated at zero (a singular fit)

@@ -578,7 +578,8 @@ def methods_sentences(fit: Any, ddf: str = "satterthwaite", anova_type: int | st
     if warnings:
         out.append((_t("The fit reported: " + "; ".join(warnings) + "."),))
     dropped = int(getattr(fit, "n_dropped", 0) or 0)
-    out.append((_t(f"{dropped} row{'s' if dropped != 1 else ''} with missing values "
+    # (APA: a sentence does not begin with a numeral)
+    out.append((_t(f"Of the {fit.nobs + dropped} rows, {dropped} had missing values and "
                    f"{'were' if dropped != 1 else 'was'} dropped." if dropped
                    else "No rows were dropped for missing values."),))
     out.append((_t("The fit was singular (a variance at zero or a correlation at ±1): "
