@@ -376,3 +376,13 @@ def test_markup_of_each_format(ner, cbpp):
 def test_bad_contrasts_argument(ner):
     with pytest.raises(TypeError, match="contrasts= takes EMM objects"):
         ner.report(contrasts=["model"])
+
+
+def test_glmm_methods_name_the_quadrature():
+    d = cx.load_dataset("cbpp")
+    g = cx.glmer("cbind(incidence, size - incidence) ~ period + (1 | herd)", d,
+                 family="binomial", nAGQ=5)
+    m = g.report(coefficients=False).methods
+    assert "adaptive Gauss–Hermite quadrature with 5 points (nAGQ = 5)" in m
+    assert "odds ratios" not in m
+    assert "random intercepts for herd" in m
