@@ -14,6 +14,13 @@ if TYPE_CHECKING:  # (what static tools and the API reference read; loaded lazil
     from crossed.api import glmer, lm, lmer
     from crossed.datasets import list_datasets, load_dataset
     from crossed.design.frame import BinaryResponseWarning, DataError
+    from crossed.display.publication import (
+        anova_table,
+        comparison_table,
+        emm_table,
+        regression_table,
+        variance_table,
+    )
     from crossed.engines.errors import EngineUnavailableError, UnsupportedModelError
     from crossed.evaluation import ablation, resample, specs
     from crossed.evaluation.compare_engines import compare_engines
@@ -36,6 +43,11 @@ if TYPE_CHECKING:  # (what static tools and the API reference read; loaded lazil
 # public name -> the module that defines it
 _EXPORTS = {
     "ablation": "crossed.evaluation",
+    "anova_table": "crossed.display.publication",
+    "comparison_table": "crossed.display.publication",
+    "emm_table": "crossed.display.publication",
+    "regression_table": "crossed.display.publication",
+    "variance_table": "crossed.display.publication",
     "bootstrap": "crossed.simulate",
     "emm_contrast": "crossed.simulate",
     "extend": "crossed.simulate",
@@ -117,6 +129,11 @@ def _version() -> str:
 
 __all__ = [
     "ablation",
+    "anova_table",
+    "comparison_table",
+    "emm_table",
+    "regression_table",
+    "variance_table",
     "bootstrap",
     "emm_contrast",
     "extend",

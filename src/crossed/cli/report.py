@@ -1,4 +1,6 @@
-"""``crossed report``: a self-contained HTML report of one analysis (tables and figures)."""
+"""``crossed report``: a self-contained HTML report of one analysis (tables and figures),
+or, with ``--text`` / ``--markdown`` / ``--latex``, the APA-style results and methods
+paragraphs (``fit.report()``) printed (LaTeX: with the regression table)."""
 
 from __future__ import annotations
 
@@ -18,7 +20,46 @@ from crossed.evaluation.specs import resolve_family, resolve_formula
 __all__ = ["register"]
 
 
+def _write_up(args: argparse.Namespace, fmt: str) -> int:
+    """Print the fit's write-up (``fit.report()``) as text, Markdown or LaTeX (with the
+    booktabs regression table)."""
+    from crossed.api import glmer, lmer
+    from crossed.display.publication import regression_table
+
+    if args.compare:
+        raise ValueError("--compare belongs to the HTML report; the write-up describes one "
+                         "model")
+    data, name = read_model_table(args)
+    glmm = glmm_options(args, data)
+    formula = resolve_formula(args.formula)
+    reference = parse_reference(args.reference)
+    if glmm is not None:
+        fit = glmer(formula, data, reference=reference, data_name=name, **glmm)
+        report = fit.report(emmeans=args.focus)
+    else:
+        if args.ddf not in ("satterthwaite", "kenward-roger"):
+            raise ValueError(f"--ddf {args.ddf!r}: the write-up's F tests use "
+                             "satterthwaite or kenward-roger")
+        fit = lmer(formula, data, reml=not args.ml, reference=reference, data_name=name)
+        report = fit.report(emmeans=args.focus, ddf=args.ddf)
+    if fmt == "latex":
+        print(report.latex())
+        print()
+        print(regression_table(fit, names=[name]).latex())
+    elif fmt == "markdown":
+        print(report.markdown())
+        print()
+        print(regression_table(fit, names=[name]).markdown())
+    else:
+        print(report.text)
+    return 0
+
+
 def _run(args: argparse.Namespace) -> int:
+    fmt = "text" if args.text else "markdown" if args.markdown else "latex" if args.latex \
+        else None
+    if fmt is not None:
+        return _write_up(args, fmt)
     try:
         import matplotlib  # noqa: F401
     except ImportError:
@@ -60,6 +101,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="leave out the simulated-residual (DHARMa-style) tests; fits with "
                         "more than 50,000 observations are tested on a random subsample "
                         "of 50,000")
+    how = p.add_mutually_exclusive_group()
+    how.add_argument("--text", action="store_true",
+                     help="print the APA-style results and methods paragraphs instead of "
+                          "writing the HTML report (--focus adds EMMs and contrasts)")
+    how.add_argument("--markdown", action="store_true",
+                     help="as --text, in Markdown, with the regression table")
+    how.add_argument("--latex", action="store_true",
+                     help="as --text, in LaTeX, with the booktabs regression table")
     add_model_options(p)
     add_family_options(p)
     p.set_defaults(func=_run)

@@ -1,6 +1,8 @@
 """Display of fits (formatting only): the text R prints for ``summary()`` of an lmer fit
 (:mod:`crossed.display.lmer`, lmerTest's layout) and of a glmer fit
-(:mod:`crossed.display.glmm`), and the notebook view of both (:func:`fit_html`)."""
+(:mod:`crossed.display.glmm`), the notebook view of both (:func:`fit_html`), the APA-style
+write-up of ``fit.report()`` (:mod:`crossed.display.apa`) and the publication tables
+(:mod:`crossed.display.publication`: ``cx.regression_table`` ...)."""
 
 from crossed.display.glmm import format_glmer_summary
 from crossed.display.lmer import (

@@ -21,6 +21,9 @@ from crossed.model.glmm.result import GlmerResult
 from crossed.tables import Summary, result_table
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from crossed.display.apa import RandomSelectionLike, WriteUp
     from crossed.inference.emmeans import EMMeans
     from crossed.inference.glmm_emmeans import GlmmEMMeans
 
@@ -247,6 +250,50 @@ class GlmerFit(SharedMethods, GlmerResult):
         from crossed.inference.glmm import r2_nakagawa_glmm
         return result_table(r2_nakagawa_glmm(self, null_intercept=null_intercept,
                                              tolerance=tolerance))
+
+    # ------------------------------------------------------------------ write-up
+    def report(self, emmeans: str | list[str] | None = None, contrasts: Sequence[Any] = (),
+               type: int | str = 3, test: str = "wald", coefficients: bool | None = None,
+               alpha: float = 0.05, digits: int = 2,
+               random_selection: RandomSelectionLike | None = None) -> WriteUp:
+        """APA-style results and methods paragraphs (R's ``report::report``,
+        ``papaja::apa_print``).
+
+        One sentence per fixed term (Wald χ² of ``anova()``, or the likelihood-ratio test
+        of ``drop1()`` with ``test="lrt"``), per coefficient as an odds ratio (logit
+        link) or rate ratio (log link) with its Wald interval and z test, per requested
+        EMM and contrast, and a methods paragraph (software, model in words, Laplace or
+        AGQ with nAGQ, optimiser and convergence, rows dropped, singularity, tests, how the
+        random structure was chosen). Every number is one of the fit's own tables (kept
+        in ``WriteUp.tables``), rounded by APA's rules (:mod:`crossed.display.apa`).
+
+        Parameters
+        ----------
+        emmeans : str or list of str, optional
+            Factors whose EMMs (response scale) and pairwise contrasts are reported.
+        contrasts : sequence
+            EMM objects or EMM / contrast tables (``fit.emmeans("system").pairs()``).
+        type : {2, 3}
+            Type of the Wald tests.
+        test : {"wald", "lrt"}
+        coefficients : bool, optional
+            The ratio sentences (default: for a logit or log link).
+        alpha : float
+            Level at which an effect is called significant.
+        digits : int
+            Decimals of estimates and ratios.
+        random_selection : object with ``methods_sentence()``, optional
+            How the random-effects structure was chosen (``crossed.select_random``).
+
+        Returns
+        -------
+        WriteUp
+            See :meth:`crossed.LmerFit.report` and :func:`crossed.display.apa.write_up`.
+        """
+        from crossed.display.apa import write_up
+        return write_up(self, emmeans=emmeans, contrasts=contrasts, type=type, test=test,
+                        coefficients=coefficients, alpha=alpha, digits=digits,
+                        random_selection=random_selection)
 
     # ------------------------------------------------------------------ display
     def summary(self) -> Summary:

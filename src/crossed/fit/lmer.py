@@ -21,6 +21,9 @@ from crossed.model.result import LmerResult
 from crossed.tables import Summary, result_table
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from crossed.display.apa import RandomSelectionLike, WriteUp
     from crossed.inference.emmeans import EMMeans
     from crossed.inference.step import StepResult
 
@@ -383,6 +386,56 @@ class LmerFit(SharedMethods, LmerResult):
         out = _step(self, ddf=ddf, alpha_random=alpha_random, alpha_fixed=alpha_fixed,
                     reduce_random=reduce_random, reduce_fixed=reduce_fixed, keep=keep)
         return replace(out, model=self.like(out.model))
+
+    # ------------------------------------------------------------------ write-up
+    def report(self, emmeans: str | list[str] | None = None, contrasts: Sequence[Any] = (),
+               ddf: str = "satterthwaite", type: int | str = 3, effect_size: bool = True,
+               ci: float | None = None, alternative: str | None = None,
+               coefficients: bool = False, alpha: float = 0.05, digits: int = 2,
+               random_selection: RandomSelectionLike | None = None) -> WriteUp:
+        """APA-style results and methods paragraphs (R's ``report::report``,
+        ``papaja::apa_print``).
+
+        One sentence per ANOVA term (F test with its df and p, partial η² with the
+        interval ``eta_squared`` returns), per requested EMM and contrast, and a methods
+        paragraph (software, model in words, REML/ML, optimiser and convergence, rows
+        dropped, singularity, tests, how the random structure was chosen). Every number
+        is one of the fit's own tables (kept in ``WriteUp.tables``), rounded by APA's
+        rules (:mod:`crossed.display.apa`).
+
+        Parameters
+        ----------
+        emmeans : str or list of str, optional
+            Factors whose EMMs and pairwise contrasts are reported.
+        contrasts : sequence
+            EMM objects or EMM / contrast tables (``fit.emmeans("system").pairs()``).
+        ddf : {"satterthwaite", "kenward-roger"}
+        type : {1, 2, 3}
+            Type of the ANOVA.
+        effect_size : bool
+            Partial η² beside each F test.
+        ci, alternative : optional
+            ``eta_squared``'s interval (default: its own defaults).
+        coefficients : bool
+            Also a sentence per fixed effect (b, SE, CI, t(df), p).
+        alpha : float
+            Level at which an effect is called significant.
+        digits : int
+            Decimals of estimates.
+        random_selection : object with ``methods_sentence()``, optional
+            How the random-effects structure was chosen (``crossed.select_random``).
+
+        Returns
+        -------
+        WriteUp
+            ``.results``, ``.methods``, ``.text``, ``.markdown()``, ``.html()``,
+            ``.latex()``. See :func:`crossed.display.apa.write_up`.
+        """
+        from crossed.display.apa import write_up
+        return write_up(self, emmeans=emmeans, contrasts=contrasts, ddf=ddf, type=type,
+                        effect_size=effect_size, ci=ci, alternative=alternative,
+                        coefficients=coefficients, alpha=alpha, digits=digits,
+                        random_selection=random_selection)
 
     # ------------------------------------------------------------------ display
     def summary(self, ddf: str = "satterthwaite") -> Summary:
