@@ -40,7 +40,6 @@ steps table, never retried.
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -50,6 +49,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from crossed.display.apa import apa_number, apa_p
 from crossed.formula import ModelSpec, RandomTermSpec, parse
 from crossed.tables import ResultDisplay, result_table
 
@@ -303,11 +303,7 @@ def _design_maximal(spec: ModelSpec, data: pd.DataFrame) -> ModelSpec:
 
 # ---------------------------------------------------------------------- the result
 def _apa_p(p: float) -> str:
-    if not math.isfinite(p):
-        return "p = NA"
-    if p < 0.001:
-        return "p < .001"
-    return "p = " + f"{p:.3f}".lstrip("0") if p < 0.995 else "p = 1.00"
+    return "p " + apa_p(p)  # (APA's rules, as every sentence of fit.report())
 
 
 def _state(row: Any) -> str:
@@ -316,7 +312,7 @@ def _state(row: Any) -> str:
 
 
 def _apa_alpha(a: float) -> str:
-    return f"{a:.2f}".lstrip("0") if a < 1 else f"{a:g}"
+    return apa_number(a, 2, bounded=True) if a < 1 else f"{a:g}"
 
 
 @dataclass(frozen=True, repr=False)
@@ -407,10 +403,10 @@ class RandomSelection(ResultDisplay):
         for row in self.steps.iloc[1:].itertuples():
             dec = f"step {row.step} {row.decision}"
             if row.test.startswith("LRT"):
-                parts.append(f"{dec} (χ²({int(row.df)}) = {row.statistic:.2f}, "
+                parts.append(f"{dec} (χ²({int(row.df)}) = {apa_number(row.statistic)}, "
                              f"{_apa_p(row.p_value)})")
             elif row.test.startswith("AIC"):
-                parts.append(f"{dec} (ΔAIC = {row.statistic:.2f})")
+                parts.append(f"{dec} (ΔAIC = {apa_number(row.statistic)})")
             elif row.test.startswith("rePCA"):
                 parts.append(f"{dec} (its smallest component carried "
                              f"{100 * row.statistic:.1f}% of the variance)")
