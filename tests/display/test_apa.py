@@ -298,7 +298,7 @@ def test_methods_paragraph(ner):
     w = ner.report()
     m = w.methods
     assert f"crossed {cx.__version__}" in m
-    assert "linear mixed model to the 3660 observations of f1" in m
+    assert "linear mixed model to the 3,660 observations of f1" in m
     assert ("fixed effects of model and random intercepts for model × language and for "
             "language") in m
     assert "restricted maximum likelihood (REML)" in m and "BOBYQA (NLopt)" in m

@@ -547,7 +547,7 @@ def methods_sentences(fit: Any, ddf: str = "satterthwaite", anova_type: int | st
     kind = "generalised linear mixed model" if glmm else "linear mixed model"
     family = (f" ({fit.family.name} family, {fit.family.link.name} link)" if glmm else "")
     out: list[Sentence] = []
-    out.append((_t(f"We fitted a {kind}{family} to the {fit.nobs} observations of "
+    out.append((_t(f"We fitted a {kind}{family} to the {fit.nobs:,} observations of "
                    f"{_response_name(fit)} with the Python package crossed "
                    f"{crossed_version()}, with {_fixed_words(fit)} and {random_words(fit)}."),))
     if glmm:
@@ -579,7 +579,7 @@ def methods_sentences(fit: Any, ddf: str = "satterthwaite", anova_type: int | st
         out.append((_t("The fit reported: " + "; ".join(warnings) + "."),))
     dropped = int(getattr(fit, "n_dropped", 0) or 0)
     # (APA: a sentence does not begin with a numeral)
-    out.append((_t(f"Of the {fit.nobs + dropped} rows, {dropped} had missing values and "
+    out.append((_t(f"Of the {fit.nobs + dropped:,} rows, {dropped:,} had missing values and "
                    f"{'were' if dropped != 1 else 'was'} dropped." if dropped
                    else "No rows were dropped for missing values."),))
     out.append((_t("The fit was singular (a variance at zero or a correlation at ±1): "
