@@ -7,7 +7,7 @@ are not installed), recording each refit's logLik and lme4's convergence message
 Nelder-Mead refits' own numbers (the GLMM's deviance()) are in nelder_mead.json, written by
 nelder_mead.R in the same folder. R's best
 criterion is −2 × the highest log-likelihood among R's refits without a convergence
-message (a singular fit's message is not one). Every crossed refit
+message (a singular fit's message is not one). Every crossed refit that converges reaches
 it within 1e-6, relative, with crossed's continuations (its defaults); without them
 (``restarts=0``) BOBYQA is lme4's nloptwrap path and stops where lme4's does (within 1e-6,
 also on face_slope, where both stop 0.68 above the best at a singular fit: the convergence
