@@ -178,3 +178,17 @@ def test_one_runner_for_both_algorithms() -> None:
     with pytest.raises(ValueError, match="unknown NLopt algorithm"):
         run_nlopt(_rosen, x0, lower, control, algorithm="NLOPT_LN_SBPLX", xtol_abs=1e-8,
                   ftol_abs=1e-8, xtol_rel=1e-4)
+
+
+def test_glmm_nelder_mead_stopped_at_maxeval_is_reported() -> None:
+    """A Nelder-Mead stage stopped by ``maxeval`` is a failed fit, said in the messages
+    and in the summary's optimizer line with NLopt's status 5, as lme4's nloptwrap
+    reports it (``conv = status`` where it is negative or 5)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = cx.glmer(CBPP, cx.load_dataset("cbpp"), family="binomial",
+                       control=cx.LmerControl(optimizer="nelder_mead", maxeval=10))
+    assert not fit.converged
+    assert "optimizer (nelder_mead) stopped at maxeval = 10" in fit.messages
+    lines = [line for line in str(fit.summary()).splitlines() if "convergence code" in line]
+    assert lines == ["optimizer (nelder_mead) convergence code: 5 (maxeval reached)"]

@@ -70,8 +70,10 @@ def format_glmer_summary(fit: GlmerFit) -> Summary:
         code = 0 if fit.opt is None else fit.opt.return_code
         name = "bobyqa" if fit.opt is None else _OPTIMIZER_NAMES.get(fit.opt.optimizer,
                                                                       fit.opt.optimizer)
-        lines.append(f"optimizer ({name}) convergence code: {0 if code > 0 else code} "
-                     f"({'OK' if code > 0 else fit.opt.message if fit.opt else ''})")
+        # lme4's nloptwrap: NLopt's status where it is negative or 5 (maxeval), else 0
+        shown = code if code < 0 or code == 5 else 0
+        lines.append(f"optimizer ({name}) convergence code: {shown} "
+                     f"({'OK' if shown == 0 else fit.opt.message if fit.opt else ''})")
         lines += list(fit.messages)
     tables = {"Scaled residuals": scaled_residual_table(fit.residuals("pearson")),
               "Random effects": result_table(fit.varcorr()),
