@@ -82,7 +82,23 @@ def nelder_mead(fun: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.nd
     The control's tolerances are lme4 1.1-31's ``nloptwrap`` defaults (``xtol_abs`` and
     ``ftol_abs`` 1e-8, ``maxeval`` 1e5, and nloptr's ``xtol_rel`` 1e-4, which nloptwrap does
     not override) and NLopt's own initial simplex (no initial step is set, as nloptr
-    sets none)."""
+    sets none).
+
+    Parameters
+    ----------
+    fun : callable
+        The criterion at a point.
+    x0, lower : numpy.ndarray
+        Start and lower bounds (-inf where unbounded).
+    control : LmerControl
+        ``xtol_abs``, ``ftol_abs``, ``xtol_rel``, ``maxeval``.
+
+    Returns
+    -------
+    OptSummary
+        ``optimizer`` is ``"NLOPT_LN_NELDERMEAD"``; with NLopt's code and every evaluation
+        (:func:`run_nlopt`). Validated against lme4's nloptwrap Nelder–Mead refits
+        (tests/engines/test_native_nelder_mead.py)."""
     return run_nlopt(fun, x0, lower, control, algorithm="NLOPT_LN_NELDERMEAD",
                      xtol_abs=control.xtol_abs, ftol_abs=control.ftol_abs,
                      xtol_rel=control.xtol_rel)
