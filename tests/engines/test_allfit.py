@@ -3,15 +3,19 @@
 The R code is tests/data/reference/selection/selection.R: ``update(m, control = ...)`` for
 bobyqa, Nelder_Mead, nlminbwrap and nloptwrap's NLOPT_LN_NELDERMEAD and NLOPT_LN_BOBYQA
 (allFit's own loop; lme4 1.1-31's allFit stops on a subscript error when optimx and dfoptim
-are not installed), recording each refit's logLik and lme4's convergence messages. R's best
+are not installed), recording each refit's logLik and lme4's convergence messages; the
+Nelder-Mead refits' own numbers (the GLMM's deviance()) are in nelder_mead.json, written by
+nelder_mead.R in the same folder. R's best
 criterion is −2 × the highest log-likelihood among R's refits without a convergence
-message (a singular fit's message is not one). Every crossed refit
+message (a singular fit's message is not one). Every crossed refit that converges reaches
 it within 1e-6, relative, with crossed's continuations (its defaults); without them
 (``restarts=0``) BOBYQA is lme4's nloptwrap path and stops where lme4's does (within 1e-6,
 also on face_slope, where both stop 0.68 above the best at a singular fit: the convergence
-artefact allFit exists to show). The criterion is what every optimiser minimises, and where two
-stop within 1e-6 of each other the estimates are the same to θ's tolerance. No assertion on
-where an optimiser stopped beyond that.
+artefact allFit exists to show). Nelder-Mead is NLopt's, as lme4's
+``nloptwrap.NLOPT_LN_NELDERMEAD``: R's reaches R's best criterion within 1e-6 on all four
+cases, and so does crossed's, with and without continuations. The criterion is what every
+optimiser minimises, and where two stop within 1e-6 of each other the estimates are the
+same to θ's tolerance. No assertion on where an optimiser stopped beyond that.
 """
 
 from __future__ import annotations
@@ -49,6 +53,12 @@ CASES = {
 }
 
 
+def ref_optimizers(name: str) -> list[str]:
+    """The optimisers of R's refits that ran (their ``llik`` in this order)."""
+    ref = REF[name]["allfit"]
+    return [o for o, ok in zip(ref["optimizer"], ref["ok"], strict=True) if ok]
+
+
 def _r_best(name: str) -> float:
     ref = REF[name]["allfit"]
     llik = [ll for opt, ll in zip([o for o, ok in zip(ref["optimizer"], ref["ok"], strict=True)
@@ -68,7 +78,7 @@ def allfit(request: pytest.FixtureRequest):
 def test_every_converged_optimiser_reaches_rs_best_criterion(allfit) -> None:
     name, fit, out = allfit
     glmm = name == "cbpp"
-    expected = {"bobyqa", "bobyqa (restarts=0)"} | (
+    expected = {"bobyqa", "bobyqa (restarts=0)", "nelder_mead", "nelder_mead (restarts=0)"} | (
         set() if glmm else {"lbfgsb", "lbfgsb (restarts=0)"})
     assert set(out.table.optimizer) == expected and not out.errors
     # the criterion compared with R: −2 logLik (LMM REML criterion, GLMM −2ℓ)
@@ -77,10 +87,18 @@ def test_every_converged_optimiser_reaches_rs_best_criterion(allfit) -> None:
     crit = dict(zip(out.table.optimizer, -2 * out.table.loglik, strict=True))
     converged = dict(zip(out.table.optimizer, out.table.converged, strict=True))
     # crossed's optimisers with their continuations reach R's best
-    for label in ("bobyqa", "lbfgsb"):
+    for label in ("bobyqa", "lbfgsb", "nelder_mead"):
         if label in crit:
             assert converged[label]
             assert abs(crit[label] - best) <= tol, (label, crit[label], best)
+    # R's nloptwrap Nelder-Mead reaches R's best within the tolerance on every case (a
+    # precondition of the next assertion), and so does crossed's Nelder-Mead without
+    # continuations (for an LMM the same NLopt algorithm, settings and start)
+    r_nm = -2 * dict(zip(ref_optimizers(name), REF[name]["allfit"]["llik"], strict=True))[
+        "nloptwrap.NLOPT_LN_NELDERMEAD"]
+    assert abs(r_nm - best) <= tol
+    assert converged["nelder_mead (restarts=0)"]
+    assert abs(crit["nelder_mead (restarts=0)"] - best) <= tol
     # without continuations BOBYQA is lme4's path: where lme4's nloptwrap BOBYQA stops
     # (face_slope: at a singular fit 0.68 above the best, as lme4's default does), and no
     # optimiser goes below R's best by more than the tolerance
@@ -95,8 +113,23 @@ def test_every_converged_optimiser_reaches_rs_best_criterion(allfit) -> None:
 
 def test_tables_line_up_with_the_fits(allfit) -> None:
     name, fit, out = allfit
-    assert list(out.table.columns) == ["optimizer", "criterion", "loglik", "converged",
-                                       "singular", "feval", "seconds", "messages"]
+    assert list(out.table.columns) == ["optimizer", "lme4_optimizer", "criterion", "loglik",
+                                       "converged", "singular", "feval", "seconds",
+                                       "messages"]
+    # lme4's allFit names where lme4 runs the same NLopt algorithm, and those are names
+    # R's refits have
+    lme4 = dict(zip(out.table.optimizer, out.table.lme4_optimizer, strict=True))
+    assert lme4 == {label: {"bobyqa (restarts=0)": "nloptwrap.NLOPT_LN_BOBYQA",
+                            "nelder_mead (restarts=0)": "nloptwrap.NLOPT_LN_NELDERMEAD"
+                            }.get(label, "") for label in out.table.optimizer}
+    assert {v for v in lme4.values() if v} <= set(REF[name]["allfit"]["optimizer"])
+    # each refit ran the optimiser its label names
+    for label, refit in out.fits.items():
+        first = {"bobyqa": "NLOPT_LN_BOBYQA", "lbfgsb": "L-BFGS-B",
+                 "nelder_mead": "NLOPT_LN_NELDERMEAD"}[label.split(" ")[0]]
+        assert refit.opt.optimizer == first, (label, refit.opt.optimizer)
+        assert refit.opt.control.restarts == (0 if "restarts=0" in label else
+                                              fit.opt.control.restarts)
     assert list(out.fixef.columns) == ["optimizer", *map(str, fit.fixef.index)]
     assert out.fixef.optimizer.tolist() == out.table.optimizer.tolist()
     assert out.sdcor.optimizer.tolist() == out.table.optimizer.tolist()

@@ -17,6 +17,10 @@ if TYPE_CHECKING:
 
 __all__ = ["format_glmer_summary"]
 
+_OPTIMIZER_NAMES = {"NLOPT_LN_BOBYQA": "bobyqa", "NLOPT_LN_NELDERMEAD": "nelder_mead"}
+"""The line "optimizer (...) convergence code" names the native engine's NLopt algorithm
+by ``LmerControl.optimizer``'s name."""
+
 
 def format_glmer_summary(fit: GlmerFit) -> Summary:
     """lme4's ``print(summary(fit))`` for a glmer fit: the text, with the random- and
@@ -64,8 +68,12 @@ def format_glmer_summary(fit: GlmerFit) -> Summary:
             lines.append(names[i].ljust(nw) + " " + " ".join(cells))
     if fit.messages:  # (lme4 prints the optimizer's code only beside messages)
         code = 0 if fit.opt is None else fit.opt.return_code
-        lines.append(f"optimizer (bobyqa) convergence code: {0 if code > 0 else code} "
-                     f"({'OK' if code > 0 else fit.opt.message if fit.opt else ''})")
+        name = "bobyqa" if fit.opt is None else _OPTIMIZER_NAMES.get(fit.opt.optimizer,
+                                                                      fit.opt.optimizer)
+        # lme4's nloptwrap: NLopt's status where it is negative or 5 (maxeval), else 0
+        shown = code if code < 0 or code == 5 else 0
+        lines.append(f"optimizer ({name}) convergence code: {shown} "
+                     f"({'OK' if shown == 0 else fit.opt.message if fit.opt else ''})")
         lines += list(fit.messages)
     tables = {"Scaled residuals": scaled_residual_table(fit.residuals("pearson")),
               "Random effects": result_table(fit.varcorr()),

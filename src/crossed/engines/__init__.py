@@ -5,7 +5,8 @@ Engines are chosen by name and never swapped silently. Each follows the
 :class:`~crossed.engines.registry.Engine` protocol (``name``, ``supports(design)``,
 ``fit(design, reml, control)``) and is registered here, one line each:
 
-* ``"native"`` (default): crossed's BOBYQA over the model core's profiled criterion;
+* ``"native"`` (default): crossed's BOBYQA (or L-BFGS-B, Nelder–Mead: ``LmerControl.optimizer``)
+  over the model core's profiled criterion;
 * ``"statsmodels"``: statsmodels' ``MixedLM`` (a core dependency), translated from the
   ModelSpec; refuses (:class:`UnsupportedModelError`) what ``MixedLM`` cannot express;
 * ``"lme4"``: R's lme4 through rpy2 (``pip install crossed[r]`` and R with lme4); raises

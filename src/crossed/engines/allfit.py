@@ -3,12 +3,22 @@
 A reviewer's "is this a convergence artefact?" is answered by fitting the model again with
 each optimiser and comparing criteria and estimates: where they agree to the optimiser's
 tolerance, the estimates do not depend on where one optimiser stopped. crossed's native
-engine has two optimisers for LMMs, NLopt's BOBYQA (lme4's default) and L-BFGS-B on the
-analytic gradient, and BOBYQA for GLMMs; each runs with crossed's continuations after lme4's
-stopping rule (``LmerControl.restarts``, the default) and without them (``restarts=0``: lme4's
-path, where the stop is lme4's own). Every refit starts from the same start as the original
-fit (the native engine's start, lme4's θ = 1 for a GLMM), on the same design (no formula
-parsing), with the fit's other settings.
+engine has three optimisers for LMMs, NLopt's BOBYQA (lme4's default), L-BFGS-B on the
+analytic gradient and NLopt's Nelder–Mead (lme4's ``nloptwrap`` with ``NLOPT_LN_NELDERMEAD``),
+and two for GLMMs, BOBYQA and Nelder–Mead in both stages (no L-BFGS-B: crossed has no
+analytic gradient of the GLMM criterion); each runs with crossed's continuations after
+lme4's stopping rule (``LmerControl.restarts``, the default) and without them
+(``restarts=0``: for an LMM, lme4's own path for BOBYQA and Nelder–Mead, whose stop is
+lme4's). Every refit starts from the same start as the original fit (the native engine's
+start, lme4's θ = 1 for a GLMM), on the same design (no formula parsing), with the fit's
+other settings.
+
+Of lme4 1.1-31's allFit optimisers crossed runs the two of NLopt (the same library,
+algorithm, settings and start): ``"nloptwrap.NLOPT_LN_BOBYQA"`` and
+``"nloptwrap.NLOPT_LN_NELDERMEAD"``. minqa's ``bobyqa``, lme4's own ``Nelder_Mead``,
+``nlminbwrap`` and optimx's ``L-BFGS-B`` and ``nlminb`` are other implementations, which
+crossed does not have; its L-BFGS-B works on the analytic gradient, not optimx's finite
+differences.
 """
 
 from __future__ import annotations
@@ -25,10 +35,11 @@ from crossed.engines.refit import refit_glmer
 from crossed.model.control import LmerControl
 from crossed.tables import ResultDisplay, result_table
 
-__all__ = ["ALLFIT_COLUMNS", "AllFit", "all_fit", "optimizer_settings"]
+__all__ = ["ALLFIT_COLUMNS", "GLMM_OPTIMIZERS", "LME4_NAMES", "LMM_OPTIMIZERS", "AllFit",
+           "all_fit", "optimizer_settings"]
 
-ALLFIT_COLUMNS = ["optimizer", "criterion", "loglik", "converged", "singular", "feval",
-                  "seconds", "messages"]
+ALLFIT_COLUMNS = ["optimizer", "lme4_optimizer", "criterion", "loglik", "converged",
+                  "singular", "feval", "seconds", "messages"]
 
 
 @dataclass(frozen=True, repr=False)
@@ -41,8 +52,16 @@ class AllFit(ResultDisplay):
         Each refit (the class of the original fit), by optimiser label; a refit that raised
         is absent here and listed in ``errors``.
     table : pandas.DataFrame
-        One row per optimiser (lme4's ``$llik`` and ``$msgs``): ``optimizer`` (the label:
-        ``"bobyqa"``, ``"lbfgsb"``, ``"bobyqa (restarts=0)"`` ...), ``criterion`` (the
+        One row per optimiser (lme4's ``$llik`` and ``$msgs``): ``optimizer`` (crossed's
+        label: the ``LmerControl.optimizer`` name, ``"bobyqa"``, ``"lbfgsb"``,
+        ``"nelder_mead"``, alone for a refit with crossed's continuations and with
+        ``" (restarts=0)"`` for one without), ``lme4_optimizer`` (the name lme4's allFit
+        gives the refit with the same NLopt algorithm from the same start:
+        ``"nloptwrap.NLOPT_LN_BOBYQA"`` for ``"bobyqa (restarts=0)"``,
+        ``"nloptwrap.NLOPT_LN_NELDERMEAD"`` for ``"nelder_mead (restarts=0)"``; for an LMM
+        lme4's own path, for a GLMM the same algorithm in both stages with the native
+        engine's stage settings; empty where lme4 has no such refit: crossed's
+        continuations, L-BFGS-B on the analytic gradient), ``criterion`` (the
         REML criterion −2ℓ_R of a REML fit, the deviance −2ℓ of an ML fit, lme4's
         ``deviance()`` of a GLMM), ``loglik``, ``converged`` (lme4's derivative check
         passed), ``singular`` (lme4's ``isSingular``), ``feval`` (criterion evaluations),
@@ -94,12 +113,21 @@ class AllFit(ResultDisplay):
         return "\n".join(out)
 
 
+LMM_OPTIMIZERS = ("bobyqa", "lbfgsb", "nelder_mead")
+"""The optimisers :func:`all_fit` runs on an LMM (``LmerControl.optimizer`` names)."""
+GLMM_OPTIMIZERS = ("bobyqa", "nelder_mead")
+"""... and on a GLMM (the GLMM engine has no L-BFGS-B: no analytic gradient)."""
+LME4_NAMES = {"bobyqa (restarts=0)": "nloptwrap.NLOPT_LN_BOBYQA",
+              "nelder_mead (restarts=0)": "nloptwrap.NLOPT_LN_NELDERMEAD"}
+"""lme4 allFit's name of the refit that runs the same NLopt algorithm, by crossed's label."""
+
+
 def optimizer_settings(fit: Any) -> dict[str, LmerControl]:
-    """The optimisers :func:`all_fit` runs on ``fit``, by label: BOBYQA and L-BFGS-B (LMMs)
-    or BOBYQA (GLMMs, whose native engine has that optimiser only), each with the fit's
+    """The optimisers :func:`all_fit` runs on ``fit``, by label: BOBYQA, L-BFGS-B and
+    Nelder–Mead (LMMs) or BOBYQA and Nelder–Mead (GLMMs), each with the fit's
     continuations and with ``restarts=0``."""
     control = fit.opt.control if fit.opt is not None else LmerControl()
-    names = ("bobyqa",) if hasattr(fit, "family") else ("bobyqa", "lbfgsb")
+    names = GLMM_OPTIMIZERS if hasattr(fit, "family") else LMM_OPTIMIZERS
     out = {}
     for name in names:
         out[name] = replace(control, optimizer=name)
@@ -138,7 +166,11 @@ def all_fit(fit: Any) -> AllFit:
         each of its optimisers (``allFit``'s loop) on sleepstudy, a singular
         ``(1 + x | g)``, carrots with two grouping factors and cbpp's binomial GLMM: every
         crossed optimiser whose refit converges reaches the lowest criterion of R's
-        converged refits within 1e-6, relative (tests/engines/test_allfit.py).
+        converged refits within 1e-6, relative, and the refits without continuations stop
+        where lme4's nloptwrap refits with the same NLopt algorithm stop (within 1e-6; the
+        GLMM's Nelder–Mead as ``glmerControl(optimizer = "nloptwrap", optCtrl =
+        list(algorithm = "NLOPT_LN_NELDERMEAD"))``, whose deviance it matches within 1e-6)
+        (tests/engines/test_allfit.py).
 
     Raises
     ------
@@ -169,7 +201,8 @@ def all_fit(fit: Any) -> AllFit:
         fits[label] = new
         notes = list(dict.fromkeys([*new.messages, *(str(w.message) for w in caught)]))
         crit = float(new.deviance)
-        rows.append({"optimizer": label, "criterion": crit, "loglik": float(new.loglik),
+        rows.append({"optimizer": label, "lme4_optimizer": LME4_NAMES.get(label, ""),
+                     "criterion": crit, "loglik": float(new.loglik),
                      "converged": bool(new.converged), "singular": bool(new.is_singular),
                      "feval": int(new.opt.feval) if new.opt is not None else -1,
                      "seconds": seconds, "messages": "; ".join(notes)})

@@ -169,14 +169,16 @@ class SharedMethods:
         return r_importance(table) if r_names else result_table(table)
 
     def all_fit(self) -> AllFit:
-        """Refit with every optimiser crossed has (lme4's ``allFit``): BOBYQA and L-BFGS-B
-        (a GLMM: BOBYQA), each with and without crossed's continuations, from the same
-        start.
+        """Refit with every optimiser crossed has (lme4's ``allFit``): BOBYQA, L-BFGS-B and
+        Nelder–Mead (a GLMM: BOBYQA and Nelder–Mead, no L-BFGS-B), each with and without
+        crossed's continuations, from the same start.
 
         Returns
         -------
         AllFit
-            ``table`` (``optimizer``, ``criterion``, ``loglik``, ``converged``,
+            ``table`` (``optimizer``, ``lme4_optimizer`` (lme4's allFit name of the refit
+            with the same NLopt algorithm, ``"nloptwrap.NLOPT_LN_NELDERMEAD"`` ...; empty
+            where lme4 has none), ``criterion``, ``loglik``, ``converged``,
             ``singular``, ``feval``, ``seconds``, ``messages``), ``fixef`` and ``sdcor``
             (one row per optimiser, lme4's ``$fixef`` and ``$sdcor``), ``fits`` (each
             refit) and ``errors``. See :func:`crossed.engines.allfit.all_fit`; validated

@@ -22,7 +22,7 @@ __all__ = ["AUTO_LBFGSB_DENSE", "AUTO_LBFGSB_THETA", "OPTIMIZERS", "PIRLS_MODES"
            "OptSummary", "Restart"]
 
 
-OPTIMIZERS = ("auto", "bobyqa", "lbfgsb")
+OPTIMIZERS = ("auto", "bobyqa", "lbfgsb", "nelder_mead")
 PIRLS_MODES = ("lme4", "exact", "auto")
 AUTO_LBFGSB_THETA = 5
 """``optimizer="auto"`` runs L-BFGS-B from this many θ on, BOBYQA below (see LmerControl)."""
@@ -58,6 +58,22 @@ class LmerControl:
         correlated block at its bound beside a nonzero θ), BOBYQA also runs from lme4's
         start and the lower criterion is kept (``engine.py``; the criterion is often
         bimodal in that correlation's sign: exist_multi with two correlated slopes).
+        ``"nelder_mead"``: NLopt's Nelder–Mead simplex (``NLOPT_LN_NELDERMEAD``) under the
+        same lower bounds, from the same start, with the same ``xtol_abs``, ``ftol_abs``,
+        ``xtol_rel`` and ``maxeval`` (lme4 1.1-31's ``nloptwrap`` defaults) and NLopt's
+        own initial simplex: lme4's ``lmerControl(optimizer = "nloptwrap", optCtrl =
+        list(algorithm = "NLOPT_LN_NELDERMEAD"))``, allFit's
+        ``"nloptwrap.NLOPT_LN_NELDERMEAD"``. After it run lme4's derivative check and the
+        continuations exactly as after ``"bobyqa"`` (BOBYQA from Nelder–Mead's best point
+        with the ``restart_*`` settings, the face probes, L-BFGS-B from a far θ; none with
+        ``restarts=0``, which gives lme4's Nelder–Mead path). It is there mainly for
+        :meth:`all_fit` (a second derivative-free algorithm); it needs more evaluations
+        than BOBYQA.
+        GLMMs (``cx.glmer(..., control=LmerControl(optimizer=...))``, both stages, as
+        lme4's ``glmerControl(optimizer=...)``): ``"auto"`` and ``"bobyqa"`` run BOBYQA,
+        ``"nelder_mead"`` Nelder–Mead, each with the GLMM engine's stage settings (initial
+        steps, tolerances, β's coordinates: ``engines/native/glmer.py``); ``"lbfgsb"`` is
+        refused (the GLMM criterion has no analytic gradient in crossed).
     xtol_abs, ftol_abs : float
         Absolute tolerances on theta and on the criterion (1e-8 each in lme4).
     xtol_rel : float

@@ -1,5 +1,6 @@
 """Optimise theta to the optimum: lme4's BOBYQA run (or L-BFGS-B on the analytic
-gradient, ``LmerControl.optimizer``), its checks, and continuations.
+gradient, or NLopt's Nelder–Mead: ``LmerControl.optimizer``), its checks, and
+continuations.
 
 lme4 stops BOBYQA when the trust radius falls below ``xtol_rel = 1e-4`` and then checks
 the result (``checkConv``: scaled gradient and Hessian by finite differences, skipped for
@@ -9,6 +10,8 @@ singular" on one machine and "failed to converge, not singular" on another.
 
 crossed therefore continues after lme4's rule, from the best point found, with a small
 trust radius and absolute tolerances only (:class:`LmerControl`'s ``restart_*`` settings),
+after a first run by BOBYQA or by Nelder–Mead alike (a Nelder–Mead fit's continuations are
+BOBYQA's),
 
 * when the derivative check fails (a gradient or Hessian message, or a criterion that is
   not finite near the optimum), or
@@ -62,7 +65,7 @@ import numpy as np
 
 from crossed.design.random import ReBlock
 from crossed.engines.native.faces import face_probes
-from crossed.engines.native.optimize import ROUNDOFF_LIMITED, bobyqa, lbfgsb
+from crossed.engines.native.optimize import ROUNDOFF_LIMITED, bobyqa, lbfgsb, nelder_mead
 from crossed.model.control import AUTO_LBFGSB_THETA, LmerControl, OptSummary, Restart
 from crossed.model.convergence import ConvergenceCheck, ConvergenceStatus, assess
 
@@ -192,7 +195,8 @@ def optimize_theta(crit: Callable[[np.ndarray], float], theta0: np.ndarray,
                    costly_evaluations: bool = False,
                    ) -> tuple[OptSummary, ConvergenceCheck]:
     """BOBYQA from ``theta0`` with lme4's settings (or L-BFGS-B on the analytic gradient,
-    ``control.optimizer == "lbfgsb"``), then continuations (module docstring) by BOBYQA.
+    ``control.optimizer == "lbfgsb"``, or NLopt's Nelder–Mead with lme4's ``nloptwrap``
+    settings, ``"nelder_mead"``), then continuations (module docstring) by BOBYQA.
 
     Parameters
     ----------
@@ -242,7 +246,12 @@ def optimize_theta(crit: Callable[[np.ndarray], float], theta0: np.ndarray,
         return assess(o.theta_final, o.fmin, lower, control, check_crit, crit_many,
                       o.return_code, check_grad)
 
-    opt = lbfgsb_from(theta0) if use_lbfgsb else bobyqa(crit, theta0, lower, control)
+    if use_lbfgsb:
+        opt = lbfgsb_from(theta0)
+    elif control.optimizer == "nelder_mead":
+        opt = nelder_mead(crit, theta0, lower, control)
+    else:
+        opt = bobyqa(crit, theta0, lower, control)
     check = check_at(opt)
     restarts: list[Restart] = []
     log = list(opt.log)
@@ -323,14 +332,16 @@ def optimize_theta(crit: Callable[[np.ndarray], float], theta0: np.ndarray,
     return opt, check
 
 
+_SHORT_NAMES = {"NLOPT_LN_BOBYQA": "BOBYQA", "NLOPT_LN_NELDERMEAD": "Nelder-Mead"}
+
+
 def restart_message(restarts: tuple[Restart, ...]) -> str | None:
     """One line for the fit's messages describing the continuations, or None."""
     if not restarts:
         return None
     gain = restarts[0].fmin_before - restarts[-1].fmin_after
     n = sum(r.feval for r in restarts)
-    names = dict.fromkeys("BOBYQA" if r.optimizer == "NLOPT_LN_BOBYQA" else r.optimizer
-                          for r in restarts)
+    names = dict.fromkeys(_SHORT_NAMES.get(r.optimizer, r.optimizer) for r in restarts)
     return (f"optimizer continued after lme4's stopping rule ({restarts[0].reason}): "
             f"{len(restarts)} {' then '.join(names)} restart(s) from the best point, "
             f"{n} evaluations, "

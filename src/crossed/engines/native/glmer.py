@@ -3,10 +3,14 @@
 As lme4 1.1-31: a first stage optimises the nAGQ = 0 deviance (PIRLS over u and β at each
 θ) over θ; the second optimises the Laplace (or AGQ) deviance over (θ, β) jointly from
 there. Both use NLopt's BOBYQA (lme4's second stage defaults to Nelder–Mead; the optimum is
-the same, reached more tightly here). With fewer than 10,000 rows (lme4's
-``check.conv.nobsmax``) the finite-difference gradient and Hessian of the criterion over
-(θ, β) give lme4's convergence checks and ``vcov`` (lme4's ``use.hessian``); otherwise
-``vcov`` comes from R_X at the optimum.
+the same, reached more tightly here); ``LmerControl(optimizer="nelder_mead")`` runs NLopt's
+Nelder–Mead in both stages instead (lme4's ``glmerControl(optimizer = "nloptwrap", optCtrl =
+list(algorithm = "NLOPT_LN_NELDERMEAD"))``), with the same stage settings (initial steps,
+tolerances, β's coordinates) and continuations, so that only the algorithm differs.
+
+With fewer than 10,000 rows (lme4's ``check.conv.nobsmax``) the finite-difference gradient
+and Hessian of the criterion over (θ, β) give lme4's convergence checks and ``vcov``
+(lme4's ``use.hessian``); otherwise ``vcov`` comes from R_X at the optimum.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from crossed.design import Design
 from crossed.design.frame import DataError
 from crossed.design.random import ReBlock
 from crossed.engines.native.faces import face_probes
-from crossed.engines.native.optimize import ROUNDOFF_LIMITED, run_bobyqa
+from crossed.engines.native.optimize import ROUNDOFF_LIMITED, nlopt_algorithm, run_nlopt
 from crossed.engines.native.rescale import (
     FIXED_NOTE,
     ColumnRescaling,
@@ -54,10 +58,21 @@ class SeparationWarning(UserWarning):
 def _bobyqa(fun: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.ndarray,
             step: np.ndarray, ftol_abs: float, xtol_rel: float, maxeval: int,
             control: LmerControl) -> OptSummary:
-    """lme4's ``glmer`` stages' BOBYQA settings on the native engine's one run."""
-    return run_bobyqa(fun, x0, lower, control, xtol_abs=1e-10, ftol_abs=ftol_abs,
-                      xtol_rel=xtol_rel, step=step, maxeval=maxeval, copy_x=True,
-                      lowest_logged=True)
+    """The ``glmer`` stages' settings on the native engine's one NLopt run, with the
+    algorithm ``control.optimizer`` names (BOBYQA, or Nelder–Mead for ``"nelder_mead"``)."""
+    return run_nlopt(fun, x0, lower, control, algorithm=nlopt_algorithm(control.optimizer),
+                     xtol_abs=1e-10, ftol_abs=ftol_abs, xtol_rel=xtol_rel, step=step,
+                     maxeval=maxeval, copy_x=True, lowest_logged=True)
+
+
+def _check_optimizer(control: LmerControl) -> None:
+    """Refuse an optimiser the GLMM engine does not have, naming it (lme4's glmer would
+    stop too on an unknown one)."""
+    if control.optimizer == "lbfgsb":
+        raise ValueError(
+            "optimizer='lbfgsb' is not available for GLMMs: crossed has no analytic gradient "
+            "of the Laplace/AGQ deviance; use optimizer='bobyqa' (the default, 'auto') or "
+            "'nelder_mead'")
 
 
 def fit_glmm(design: Design, family: Family | str = "binomial", nagq: int = 1,
@@ -72,12 +87,16 @@ def fit_glmm(design: Design, family: Family | str = "binomial", nagq: int = 1,
     nagq : int
         0, 1 (Laplace, default) or more (adaptive Gauss–Hermite; one scalar term only).
     control : LmerControl, optional
-        ``maxeval``, ``check_conv``, ``conv_tol``, ``singular_tol`` are used.
+        ``optimizer`` (``"auto"``/``"bobyqa"``: BOBYQA; ``"nelder_mead"``: Nelder–Mead,
+        both stages; ``"lbfgsb"`` raises ValueError), ``maxeval``, ``check_conv``,
+        ``conv_tol``, ``singular_tol``, ``restarts``, ``pirls`` are used.
 
     Returns
     -------
     GlmerResult
     """
+    if control is not None:
+        _check_optimizer(control)
     with single_blas_thread():
         rescaling = column_rescaling(design.random.blocks)
         basis = fixed_preconditioner(design.X)
@@ -262,12 +281,13 @@ def _fit(design: Design, family: Family, nagq: int, control: LmerControl,
     beta = state.beta.copy() if nagq == 0 else x[k:].copy()
     singular = bool(np.any(theta[np.isfinite(lower)] < control.singular_tol))
     issues: list[ConvergenceStatus | None] = []
+    name = "nelder_mead" if opt.optimizer == "NLOPT_LN_NELDERMEAD" else "bobyqa"
     if opt.return_code == 5:
         issues.append(ConvergenceStatus.MAX_EVALUATIONS)
-        messages.append(f"optimizer (bobyqa) stopped at maxeval = {control.maxeval}")
+        messages.append(f"optimizer ({name}) stopped at maxeval = {control.maxeval}")
     elif opt.return_code < 0 and opt.return_code != ROUNDOFF_LIMITED:
         issues.append(ConvergenceStatus.FAILED)
-        messages.append(f"optimizer (bobyqa) failed: code {opt.return_code}")
+        messages.append(f"optimizer ({name}) failed: code {opt.return_code}")
     if singular:
         messages.append(SINGULAR_MESSAGE)
         warn(SINGULAR_MESSAGE, SingularFitWarning)

@@ -1,4 +1,5 @@
-"""The native optimisers: NLopt's BOBYQA and L-BFGS-B with the analytic gradient (scipy).
+"""The native optimisers: NLopt's BOBYQA and Nelder–Mead, and L-BFGS-B with the analytic
+gradient (scipy).
 
 Their settings (:class:`LmerControl`) and record (:class:`OptSummary`, :class:`Restart`)
 are the model core's (``crossed.model.control``, re-exported here), as are lme4's
@@ -24,7 +25,8 @@ from crossed.model.control import (
 )
 
 __all__ = ["AUTO_LBFGSB_DENSE", "AUTO_LBFGSB_THETA", "OPTIMIZERS", "PIRLS_MODES", "LmerControl",
-           "OptSummary", "Restart", "bobyqa", "lbfgsb", "run_bobyqa"]
+           "NLOPT_ALGORITHMS", "OptSummary", "Restart", "bobyqa", "lbfgsb", "nelder_mead",
+           "nlopt_algorithm", "run_bobyqa", "run_nlopt"]
 
 
 ROUNDOFF_LIMITED = -4  # NLopt's NLOPT_ROUNDOFF_LIMITED
@@ -33,6 +35,27 @@ _NLOPT_CODES = {
     5: "maxeval reached", 6: "maxtime reached", -1: "failure", -2: "invalid arguments",
     -3: "out of memory", -4: "roundoff limited", -5: "forced stop",
 }
+
+NLOPT_ALGORITHMS = {"NLOPT_LN_BOBYQA": nlopt.LN_BOBYQA,
+                    "NLOPT_LN_NELDERMEAD": nlopt.LN_NELDERMEAD}
+"""The NLopt algorithms of the native engine, by NLopt's name (lme4's ``nloptwrap``
+``algorithm``)."""
+
+
+def nlopt_algorithm(optimizer: str) -> str:
+    """NLopt's name of the algorithm ``LmerControl.optimizer`` asks for first: ``"bobyqa"``
+    and ``"auto"`` -> ``"NLOPT_LN_BOBYQA"``, ``"nelder_mead"`` -> ``"NLOPT_LN_NELDERMEAD"``.
+
+    Raises
+    ------
+    ValueError
+        For ``"lbfgsb"``, which is not NLopt's (:func:`lbfgsb`)."""
+    if optimizer in ("auto", "bobyqa"):
+        return "NLOPT_LN_BOBYQA"
+    if optimizer == "nelder_mead":
+        return "NLOPT_LN_NELDERMEAD"
+    raise ValueError(f"optimizer {optimizer!r} is not one of NLopt's algorithms "
+                     f"({', '.join(repr(o) for o in ('bobyqa', 'nelder_mead'))})")
 
 
 def bobyqa(fun: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.ndarray,
@@ -50,13 +73,56 @@ def bobyqa(fun: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.ndarray
                       ftol_abs=control.ftol_abs, xtol_rel=control.xtol_rel)
 
 
+def nelder_mead(fun: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.ndarray,
+                control: LmerControl) -> OptSummary:
+    """Minimise ``fun`` with NLopt's Nelder–Mead (``NLOPT_LN_NELDERMEAD``) under lower bounds,
+    logging every evaluation: lme4's ``nloptwrap`` with ``algorithm =
+    "NLOPT_LN_NELDERMEAD"`` (allFit's ``"nloptwrap.NLOPT_LN_NELDERMEAD"``).
+
+    The control's tolerances are lme4 1.1-31's ``nloptwrap`` defaults (``xtol_abs`` and
+    ``ftol_abs`` 1e-8, ``maxeval`` 1e5, and nloptr's ``xtol_rel`` 1e-4, which nloptwrap does
+    not override) and NLopt's own initial simplex (no initial step is set, as nloptr
+    sets none).
+
+    Parameters
+    ----------
+    fun : callable
+        The criterion at a point.
+    x0, lower : numpy.ndarray
+        Start and lower bounds (-inf where unbounded).
+    control : LmerControl
+        ``xtol_abs``, ``ftol_abs``, ``xtol_rel``, ``maxeval``.
+
+    Returns
+    -------
+    OptSummary
+        ``optimizer`` is ``"NLOPT_LN_NELDERMEAD"``; with NLopt's code and every evaluation
+        (:func:`run_nlopt`). Validated against lme4's nloptwrap Nelder–Mead refits
+        (tests/engines/test_native_nelder_mead.py)."""
+    return run_nlopt(fun, x0, lower, control, algorithm="NLOPT_LN_NELDERMEAD",
+                     xtol_abs=control.xtol_abs, ftol_abs=control.ftol_abs,
+                     xtol_rel=control.xtol_rel)
+
+
 def run_bobyqa(fun: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.ndarray,
                control: LmerControl, *, xtol_abs: float | np.ndarray, ftol_abs: float,
                xtol_rel: float, step: float | np.ndarray | None = None,
                maxeval: int | None = None, copy_x: bool = False,
                lowest_logged: bool = False) -> OptSummary:
-    """The one BOBYQA run of the native engine (LMM and GLMM): NLopt's BOBYQA under lower
-    bounds, every evaluation logged, a non-finite value read as 1e300.
+    """The one BOBYQA run of the native engine (LMM and GLMM): :func:`run_nlopt` with
+    ``NLOPT_LN_BOBYQA``."""
+    return run_nlopt(fun, x0, lower, control, algorithm="NLOPT_LN_BOBYQA",
+                     xtol_abs=xtol_abs, ftol_abs=ftol_abs, xtol_rel=xtol_rel, step=step,
+                     maxeval=maxeval, copy_x=copy_x, lowest_logged=lowest_logged)
+
+
+def run_nlopt(fun: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.ndarray,
+              control: LmerControl, *, algorithm: str, xtol_abs: float | np.ndarray,
+              ftol_abs: float, xtol_rel: float, step: float | np.ndarray | None = None,
+              maxeval: int | None = None, copy_x: bool = False,
+              lowest_logged: bool = False) -> OptSummary:
+    """The one NLopt run of the native engine (LMM and GLMM): NLopt's ``algorithm`` under
+    lower bounds, every evaluation logged, a non-finite value read as 1e300.
 
     Parameters
     ----------
@@ -66,6 +132,9 @@ def run_bobyqa(fun: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.nda
         Start and lower bounds (-inf where unbounded).
     control : LmerControl
         Recorded in the summary; ``maxeval`` unless given.
+    algorithm : str
+        NLopt's name: a key of :data:`NLOPT_ALGORITHMS` (``"NLOPT_LN_BOBYQA"``,
+        ``"NLOPT_LN_NELDERMEAD"``); it is the summary's ``optimizer``.
     xtol_abs, ftol_abs, xtol_rel : float
         NLopt's stopping rule; ``step``: its initial step (NLopt's default when None).
     lowest_logged : bool
@@ -88,7 +157,10 @@ def run_bobyqa(fun: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.nda
     def lowest() -> tuple[np.ndarray, float]:
         return min(log, key=lambda point: point[1] if math.isfinite(point[1]) else math.inf)
 
-    opt = nlopt.opt(nlopt.LN_BOBYQA, len(x0))
+    if algorithm not in NLOPT_ALGORITHMS:
+        raise ValueError(f"unknown NLopt algorithm {algorithm!r}; available: "
+                         + ", ".join(repr(a) for a in NLOPT_ALGORITHMS))
+    opt = nlopt.opt(NLOPT_ALGORITHMS[algorithm], len(x0))
     opt.set_lower_bounds(np.where(np.isfinite(lower), lower, -np.inf))
     opt.set_min_objective(objective)
     if step is not None:
@@ -112,7 +184,7 @@ def run_bobyqa(fun: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.nda
         if best[1] < fmin:
             x, fmin = best
     return OptSummary(
-        optimizer="NLOPT_LN_BOBYQA", theta_start=np.asarray(x0, dtype=float).copy(),
+        optimizer=algorithm, theta_start=np.asarray(x0, dtype=float).copy(),
         theta_final=np.asarray(x, dtype=float), lower=lower.copy(), fmin=float(fmin),
         feval=len(log), return_code=int(code), message=_NLOPT_CODES.get(code, str(code)),
         control=control, log=tuple(log),
