@@ -33,6 +33,7 @@ _COMMAND_MODULES = (
     "crossed.cli.report",
     "crossed.cli.headroom",
     "crossed.cli.select_random",
+    "crossed.cli.all_fit",
     "crossed.cli.engines",
 )
 
