@@ -58,9 +58,9 @@ from crossed.tables import TableDisplay, result_table
 if TYPE_CHECKING:
     from crossed.model.result import LmerResult as LmerFit
 
-__all__ = ["INTERACTION_NOTE", "JOINT_DEP_NOTE", "JOINT_EST_NOTE", "NONEST", "NONEST_NOTE",
-           "EMMeans", "consec_weights", "contrast_weights", "emmeans", "joint_f", "joint_tests",
-           "split_specs"]
+__all__ = ["ESTIMATE_COLUMNS", "INTERACTION_NOTE", "JOINT_DEP_NOTE", "JOINT_EST_NOTE", "NONEST",
+           "NONEST_NOTE", "EMMeans", "consec_weights", "contrast_weights", "emmeans",
+           "estimate_column", "joint_f", "joint_tests", "split_specs"]
 
 INTERACTION_NOTE = "NOTE: Results may be misleading due to involvement in interactions"
 NONEST = "nonEst"
@@ -68,6 +68,19 @@ NONEST_NOTE = ("nonEst: not estimable on this rank-deficient fit (an empty cell 
                "design); estimate, SE, df and p value are NaN, as emmeans reports them")
 JOINT_EST_NOTE = "e: df1 reduced due to non-estimability"
 JOINT_DEP_NOTE = "d: df1 reduced due to linear dependence"
+# the estimate's column of an EMM or contrast table: ``estimate`` on the link scale, else
+# emmeans' name (back-transformed means and ratios; emtrends' ``<var>.trend``)
+ESTIMATE_COLUMNS = ("estimate", "response", "prob", "rate", "odds_ratio", "ratio")
+
+
+def estimate_column(table: pd.DataFrame) -> str:
+    """The column of an EMM or contrast table that holds the estimate: ``estimate``, or
+    emmeans' name on the response scale (``response``, ``prob``, ``rate``, ``odds_ratio``,
+    ``ratio``) or of a trend (``<var>.trend``); ``"estimate"`` when none is there."""
+    for c in table.columns:
+        if c in ESTIMATE_COLUMNS or str(c).endswith(".trend"):
+            return str(c)
+    return "estimate"
 
 
 @dataclass(repr=False)  # (shown as its table: TableDisplay)
