@@ -343,7 +343,8 @@ def _model_sections(fit: LmerFit, ddf: str, notes: list[str]) -> list[str]:
         an = fit.anova(type=3, ddf=ddf)
         body = _table(an)
         try:
-            body += "<p>Partial η² (95% interval):</p>" + _table(fit.eta_squared())
+            body += ("<p>Partial η² (one-sided 95% interval [low, 1], effectsize's "
+                     "default):</p>" + _table(fit.eta_squared()))
         except Exception as exc:  # an effect size that cannot be computed is reported
             notes.append(f"partial eta squared: {exc}")
         parts.append(_section("ANOVA (Type III)", body))
