@@ -168,3 +168,23 @@ def test_emmeans_one_sided_formula_specs():
     pd.testing.assert_frame_equal(fit.emmeans("~ language * task").table(), both)
     by = fit.emmeans("language", by="task").table()
     pd.testing.assert_frame_equal(fit.emmeans("~ language | task").table(), by)
+
+
+def test_contrast_labels_at_numeric_values_read_as_rs():
+    """emmeans 1.8.4 labels a covariate held at numeric ``at`` values as R writes the
+    numbers (before: ``Days0.0 - Days3.0``). R 4.2.2::
+
+        m <- lmer(Reaction ~ Days + (Days | Subject), sleepstudy, REML = FALSE)
+        pairs(emmeans(m, ~ Days, at = list(Days = c(0, 3))))    # Days0 - Days3
+        pairs(emmeans(m, ~ Days, at = list(Days = c(0.5, 3))))  # Days0.5 - Days3
+    """
+    import crossed as cx
+
+    fit = cx.lmer("Reaction ~ Days + (Days | Subject)", cx.load_dataset("sleepstudy"),
+                  reml=False)
+    assert list(fit.emmeans("Days", at={"Days": [0, 3]}).pairs()["contrast"]) == [
+        "Days0 - Days3"]
+    assert list(fit.emmeans("Days", at={"Days": [0.5, 3]}).pairs()["contrast"]) == [
+        "Days0.5 - Days3"]
+    assert list(fit.emmeans("Days", at={"Days": [0, 3]}).pairs(type="response")["contrast"]
+                ) == ["Days0 - Days3"]
