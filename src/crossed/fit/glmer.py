@@ -126,11 +126,14 @@ class GlmerFit(SharedMethods, GlmerResult):
         Returns
         -------
         pandas.DataFrame
-            ``term``, ``npar``, ``aic``, ``statistic`` (LRT), ``p_value``. See
-            :func:`crossed.inference.glmm.drop1`.
+            ``term``, ``npar``, ``aic``, ``statistic`` (LRT), ``p_value``; the first row,
+            ``<none>``, is the full model, with no test (missing values, shown blank as R
+            prints them). See :func:`crossed.inference.glmm.drop1`.
         """
         from crossed.inference.glmm import drop1 as _drop1
-        return result_table(_drop1(self))
+        table = _drop1(self)
+        table.attrs["na"] = ""  # R prints the <none> row's missing cells blank
+        return result_table(table)
 
     def emmeans(self, specs: str | list[str], by: str | list[str] | None = None,
                 type: str = "link", level: float = 0.95,
