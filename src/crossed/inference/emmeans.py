@@ -173,7 +173,7 @@ class EMMeans(TableDisplay):
             out["note"] = np.where(est, "", NONEST)
             messages.append(NONEST_NOTE)
         out.attrs.update(conf_level=self.level, ddf=self.ddf, messages=messages,
-                         estimate_name=self.estimate_name)
+                         estimate_name=self.estimate_name, type="link")
         if self._type(type) == "response" and self.tran is not None:
             out = back_means(out, self.tran)
         if self.estimate_name.endswith(".trend"):
@@ -273,7 +273,7 @@ class EMMeans(TableDisplay):
         if not nonest:
             out = out.drop(columns="note")
         out.attrs.update(adjust=adjust if adjust in used else "none", conf_level=level,
-                         ddf=self.ddf, messages=[NONEST_NOTE] if nonest else [])
+                         ddf=self.ddf, messages=[NONEST_NOTE] if nonest else [], type="link")
         if self._type(type) == "response" and self.tran is not None:
             out = back_contrasts(out, self.tran)
         return result_table(out, "emmeans")

@@ -112,7 +112,18 @@ class RegridEMMeans(EMMeans):
         """
         out = super().table(type)
         out = out.rename(columns={"estimate": self.estimate_name})
+        out.attrs["type"] = "response"  # (regridded: a linear grid on the response scale)
         return result_table(out, "emmeans")
+
+    def contrast(self, method: str | dict = "pairwise", adjust: str | None = None,
+                 by: list[str] | str | None = None, ref: int | str = 0,
+                 level: float | None = None, type: str | None = None) -> pd.DataFrame:
+        """Contrasts of the response-scale means (differences of probabilities or rates):
+        :meth:`crossed.inference.emmeans.EMMeans.contrast` on the regridded grid (delta-
+        method SEs, z tests, asymptotic intervals; Tukey for pairs)."""
+        out = super().contrast(method, adjust=adjust, by=by, ref=ref, level=level, type=type)
+        out.attrs["type"] = "response"
+        return out
 
     def joint_tests(self) -> pd.DataFrame:
         """Not available on a regridded grid (emmeans tests the model's terms)."""
