@@ -118,3 +118,17 @@ def test_glmm_drop1_prints_the_none_row_blank_as_r():
     html = tab._repr_html_()
     assert ">NA<" not in html and '<td class="num"></td>' in html
     assert "NA" not in tab.formatted().iloc[0].tolist()
+
+
+def test_compare_prints_the_first_models_test_cells_blank_as_r():
+    """lme4's ``anova(m0, m1)`` prints the smaller model's Chisq, Df and Pr(>Chisq) blank
+    (before: ``NA``); the values stay missing in the data."""
+    d = cx.load_dataset("sleepstudy")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tab = cx.compare(cx.lmer("Reaction ~ 1 + (Days | Subject)", d),
+                         cx.lmer("Reaction ~ Days + (Days | Subject)", d))
+    assert tab[["statistic", "df", "p_value"]].iloc[0].isna().all()
+    first = str(tab).splitlines()[2]
+    assert "NA" not in first and first.split()[-1] == "1775"
+    assert ">NA<" not in tab._repr_html_()
