@@ -107,14 +107,16 @@ def format_frame(df: pd.DataFrame, pvalues: PValueStyle = "r", na: str = "NA") -
 def _footnotes(attrs: Mapping[str, Any], emmeans: bool = False) -> list[str]:
     """The lines printed below a table, as emmeans prints them: the scale (``attrs
     ["scale_messages"]``, "Results are given on the logit (not the response) scale."), the
-    df method of an EMM table (not for asymptotic ones, as emmeans), confidence level,
+    df method of an EMM table of an lmer (not of a glmer, as emmeans), confidence level,
     adjustment, messages."""
     notes = [str(m) for m in attrs.get("scale_messages", []) or []]
     if attrs.get("conf_level") is not None and attrs.get("show_conf", True):
         notes.append(f"Confidence level used: {attrs['conf_level']:g}")
-    # emmeans names the df method of an lmer grid; asymptotic (df = Inf) grids say nothing
-    if emmeans and attrs.get("ddf") and attrs["ddf"] != "none":
-        notes.insert(0, f"Degrees-of-freedom method: {attrs['ddf']}")
+    # emmeans names the df method of an lmer grid (lmer.df = "asymptotic" for df = Inf);
+    # a glmer grid (attrs["show_ddf"] False) says nothing
+    if emmeans and attrs.get("ddf") and attrs.get("show_ddf", True):
+        ddf = "asymptotic" if attrs["ddf"] == "none" else attrs["ddf"]
+        notes.insert(0, f"Degrees-of-freedom method: {ddf}")
     adjust = attrs.get("adjust")
     if adjust and adjust != "none":
         notes.append(f"P value adjustment: {adjust} method")

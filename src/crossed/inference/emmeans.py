@@ -130,6 +130,11 @@ class EMMeans(TableDisplay):
             raise ValueError(f"type must be 'link' or 'response', got {t!r}")
         return t
 
+    def _names_ddf(self) -> bool:
+        """Whether emmeans prints the df method below the table: for an lmer grid, not
+        for a glmer's (or a regridded one), whose df are Inf without a method."""
+        return hasattr(self.fit, "design") and not hasattr(self.fit, "family")
+
     def _estimable(self, W: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """Estimability of the combinations W of the means ``rows``."""
         if self.nbasis is None or self.linfct_full is None:
@@ -173,7 +178,8 @@ class EMMeans(TableDisplay):
             out["note"] = np.where(est, "", NONEST)
             messages.append(NONEST_NOTE)
         out.attrs.update(conf_level=self.level, ddf=self.ddf, messages=messages,
-                         estimate_name=self.estimate_name, type="link")
+                         estimate_name=self.estimate_name, type="link",
+                         show_ddf=self._names_ddf())
         if self._type(type) == "response" and self.tran is not None:
             out = back_means(out, self.tran)
         if self.estimate_name.endswith(".trend"):
@@ -273,7 +279,8 @@ class EMMeans(TableDisplay):
         if not nonest:
             out = out.drop(columns="note")
         out.attrs.update(adjust=adjust if adjust in used else "none", conf_level=level,
-                         ddf=self.ddf, messages=[NONEST_NOTE] if nonest else [], type="link")
+                         ddf=self.ddf, messages=[NONEST_NOTE] if nonest else [], type="link",
+                         show_ddf=self._names_ddf())
         if self._type(type) == "response" and self.tran is not None:
             out = back_contrasts(out, self.tran)
         return result_table(out, "emmeans")
