@@ -101,6 +101,7 @@ def lmm_objects(nsim: int = 20) -> list[tuple[str, Any]]:
         ("fit.summary()", fit.summary()),
         ("fit.coef_table()", fit.coef_table()),
         ("fit.anova()", fit.anova()),
+        ("fit.eta_squared()", _quiet(fit.eta_squared)),
         ("fit.emmeans('Days', at=...)", emm),
         ("emm.pairs()", _quiet(emm.pairs)),
         ("fit.emtrends('1', 'Days')", _quiet(lambda: fit.emtrends("1", "Days"))),
@@ -126,8 +127,8 @@ def glmm_objects(nsim: int = 20) -> list[tuple[str, Any]]:
     fit = _quiet(lambda: cx.glmer(GLMM, data, family="binomial"))
     null = _quiet(lambda: cx.glmer("cbind(incidence, size - incidence) ~ 1 + (1 | herd)",
                                    data, family="binomial"))
-    emm = _quiet(lambda: fit.emmeans("period"))
-    link = _quiet(lambda: fit.emmeans("period", type="link"))
+    emm = _quiet(lambda: fit.emmeans("period"))  # emmeans' default: the logit scale
+    resp = _quiet(lambda: fit.emmeans("period", type="response"))
     return [
         ("fit", fit),
         ("fit.summary()", fit.summary()),
@@ -136,8 +137,9 @@ def glmm_objects(nsim: int = 20) -> list[tuple[str, Any]]:
         ("fit.drop1()", _quiet(fit.drop1)),
         ("fit.emmeans('period')", emm),
         ("emm.pairs()", _quiet(emm.pairs)),
-        ("fit.emmeans('period', type='link')", link),
-        ("link.pairs()", _quiet(link.pairs)),
+        ("fit.emmeans('period', type='response')", resp),
+        ("resp.pairs()", _quiet(resp.pairs)),
+        ("emm.regrid().pairs()", _quiet(lambda: emm.regrid().pairs())),
         ("fit.varcorr()", fit.varcorr()),
         ("fit.ranef()", fit.ranef()),
         ("cx.compare(null, fit)", _quiet(lambda: cx.compare(null, fit))),

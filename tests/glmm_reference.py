@@ -124,7 +124,8 @@ class REstimatesFit:
 
 def r_estimates_fit(name: str) -> REstimatesFit:
     c = case(name)
-    design = build_design(parse(DESIGN_FORMULA[name]), case_data(name))
+    # glmm=True: one level per observation is allowed (grouseticks' INDEX), as glmer
+    design = build_design(parse(DESIGN_FORMULA[name]), case_data(name), glmm=True)
     assert list(design.fixed.names) == c["fixef_names"], (design.fixed.names, c["fixef_names"])
     assert list(design.random.theta_names) == as_list(c["theta_names"])
     family = binomial(c["link"]) if c["family"] == "binomial" else poisson(c["link"])

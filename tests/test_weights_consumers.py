@@ -172,14 +172,14 @@ def test_fitted_and_predict_offset(fits):
 def test_simulate_weights_and_offset(fits):
     """lme4's simulate: ε ~ N(0, σ²/w) and the offset in the mean."""
     fw = replace(fits["fw"], beta=np.zeros(4))  # mean 0 apart from the random effects
-    sims = fw.simulate(nsim=4000, seed=1, use_ranef=True)
+    sims = fw.simulate(nsim=4000, seed=1, use_ranef=True).to_numpy()
     resid = sims - fw.fitted()[:, None]
     w = fw.design.weights
     for wv in (1.0, 2.0, 3.0):
         var = resid[w == wv].var()
         assert var == pytest.approx(fw.sigma**2 / wv, rel=0.03)
     fo = fits["fo"]
-    s = fo.simulate(nsim=2000, seed=2)
+    s = fo.simulate(nsim=2000, seed=2).to_numpy()
     pop = fo.design.X @ fo.beta + fo.design.offset
     assert np.abs(s.mean(axis=1) - pop).max() < 5 * np.sqrt(
         (fo.sigma**2 + fo.varcorr()["variance_or_cov"].iloc[0]) / 2000) + 1e-9

@@ -25,6 +25,7 @@ import pandas as pd
 from crossed.api import glmer, lmer
 from crossed.design.frame import expression_variables
 from crossed.fit import GlmerFit, LmerFit
+from crossed.inference.emmeans import estimate_column
 from crossed.tables import format_frame, note_text
 
 __all__ = ["build_report", "focus_summary", "glmm_focus_summary", "write_report"]
@@ -223,7 +224,8 @@ def _means_sentence(tab: pd.DataFrame, focus: str, label: str, interacts: bool) 
     """The summaries' first sentence: ``focus``'s EMMs (``tab``) as "level estimate" pairs
     after ``label``, and where ``interacts``, that they average over other factors."""
     f = html.escape(focus)
-    means = ", ".join(f"{html.escape(str(r[focus]))} {r['estimate']:.3g}"
+    est = estimate_column(tab)
+    means = ", ".join(f"{html.escape(str(r[focus]))} {r[est]:.3g}"
                       for _, r in tab.iterrows())
     text = f"<p><b>{f}</b>: {label}: {means}"
     if interacts:
@@ -264,7 +266,7 @@ def glmm_focus_summary(fit: GlmerFit, focus: str, drop1: pd.DataFrame | None = N
         r = pairs.iloc[0]
         a, b = (html.escape(str(v)) for v in tab[focus])
         if ratio is not None:
-            text.append(f"<p>{a} has {r['estimate']:.3g} times the {ratio} of {b} "
+            text.append(f"<p>{a} has {r[estimate_column(pairs)]:.3g} times the {ratio} of {b} "
                         f"({level:.0%} CI {r['conf_low']:.3g} to {r['conf_high']:.3g}, "
                         f"z = {r['statistic']:.3g}, {html.escape(_p_text(r['p_value']))}).</p>")
         else:
@@ -341,7 +343,8 @@ def _model_sections(fit: LmerFit, ddf: str, notes: list[str]) -> list[str]:
         an = fit.anova(type=3, ddf=ddf)
         body = _table(an)
         try:
-            body += "<p>Partial η² (95% interval):</p>" + _table(fit.eta_squared())
+            body += ("<p>Partial η² (one-sided 95% interval [low, 1], effectsize's "
+                     "default):</p>" + _table(fit.eta_squared()))
         except Exception as exc:  # an effect size that cannot be computed is reported
             notes.append(f"partial eta squared: {exc}")
         parts.append(_section("ANOVA (Type III)", body))

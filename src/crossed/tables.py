@@ -105,13 +105,18 @@ def format_frame(df: pd.DataFrame, pvalues: PValueStyle = "r", na: str = "NA") -
 
 
 def _footnotes(attrs: Mapping[str, Any], emmeans: bool = False) -> list[str]:
-    """The lines printed below a table, as emmeans prints them (df method for EMM tables,
-    confidence level, adjustment, messages)."""
-    notes = []
+    """The lines printed below a table, as emmeans prints them: the scale (``attrs
+    ["scale_messages"]``, "Results are given on the logit (not the response) scale."), the
+    df method of an EMM table of an lmer (not of a glmer, as emmeans), confidence level,
+    adjustment, messages."""
+    notes = [str(m) for m in attrs.get("scale_messages", []) or []]
     if attrs.get("conf_level") is not None and attrs.get("show_conf", True):
         notes.append(f"Confidence level used: {attrs['conf_level']:g}")
-    if emmeans and attrs.get("ddf"):
-        notes.insert(0, f"Degrees-of-freedom method: {attrs['ddf']}")
+    # emmeans names the df method of an lmer grid (lmer.df = "asymptotic" for df = Inf);
+    # a glmer grid (attrs["show_ddf"] False) says nothing
+    if emmeans and attrs.get("ddf") and attrs.get("show_ddf", True):
+        ddf = "asymptotic" if attrs["ddf"] == "none" else attrs["ddf"]
+        notes.insert(0, f"Degrees-of-freedom method: {ddf}")
     adjust = attrs.get("adjust")
     if adjust and adjust != "none":
         notes.append(f"P value adjustment: {adjust} method")
@@ -120,16 +125,23 @@ def _footnotes(attrs: Mapping[str, Any], emmeans: bool = False) -> list[str]:
 
 
 def html_table(df: pd.DataFrame, pvalues: PValueStyle = "r", title: str | None = None,
-               notes: Sequence[str] = ()) -> str:
+               notes: Sequence[str] = (), na: str | None = None) -> str:
     """An HTML ``<table>`` of ``df`` formatted by :func:`format_frame` (numbers right
     aligned, labels left aligned), with an optional title and notes below."""
+    na = _na_text(df.attrs) if na is None else na
     if _labelled(df.index):  # row names (a coefficient table's terms) as a first column,
         # under the index's name, else blank (as R prints row names), never "index"
         df = df.rename_axis(df.index.name if df.index.name is not None else "").reset_index()
-    shown = format_frame(df, pvalues)
+    shown = format_frame(df, pvalues, na=na)
     numeric = [_is_number_column(df[c]) or pd.api.types.is_bool_dtype(df[c])
                for c in df.columns]
     return html_text_table(shown, numeric, title, notes)
+
+
+def _na_text(attrs: Mapping[str, Any]) -> str:
+    """How a table shows a missing number: ``attrs["na"]`` (``""`` where R prints a blank,
+    as ``drop1``'s ``<none>`` row), else R's ``NA``."""
+    return str(attrs.get("na", "NA"))
 
 
 def html_text_table(shown: pd.DataFrame, numeric: Sequence[bool], title: str | None = None,
@@ -196,8 +208,9 @@ class ResultTable(pd.DataFrame):
         return out
 
     def formatted(self) -> pd.DataFrame:
-        """The table as strings, as displayed (see :func:`format_frame`)."""
-        return format_frame(pd.DataFrame(self), self._pvalues)
+        """The table as strings, as displayed (see :func:`format_frame`; a missing number
+        reads ``attrs["na"]``, R's ``NA`` unless the table says otherwise)."""
+        return format_frame(pd.DataFrame(self), self._pvalues, na=_na_text(self.attrs))
 
     def to_text(self) -> str:
         """Aligned text as R prints the table (row names only where the index holds
@@ -216,7 +229,8 @@ class ResultTable(pd.DataFrame):
 
     def _repr_html_(self) -> str:
         return wrap_html(html_table(pd.DataFrame(self), self._pvalues, self._title,
-                                     _footnotes(self.attrs, self._pvalues == "emmeans")))
+                                    _footnotes(self.attrs, self._pvalues == "emmeans"),
+                                    na=_na_text(self.attrs)))
 
 
 def result_table(df: pd.DataFrame, pvalues: PValueStyle = "r",

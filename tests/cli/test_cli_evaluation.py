@@ -39,8 +39,16 @@ def test_anova(capsys):
     got = pd.DataFrame(data["anova"])
     np.testing.assert_allclose(got["statistic"], ref["F value"], rtol=1e-4)
     eta = pd.DataFrame(data["eta_squared"])
-    want = pd.DataFrame(r_answers("exist_multi_full")["eta2_partial_two_sided"])
+    want = pd.DataFrame(r_answers("exist_multi_full")["eta2_partial_one_sided"])
     np.testing.assert_allclose(eta["estimate"], want["Eta2_partial"], rtol=1e-4)
+    # effectsize's default interval, one-sided [low, 1]; --alternative two-sided on request
+    np.testing.assert_allclose(eta["conf_low"], want["CI_low"], rtol=1e-4, atol=1e-12)
+    assert "one-sided, upper bound fixed at 1" in out
+    data = json.loads(run(capsys, "anova", "exist_multi", FULL, "--json", "--alternative",
+                          "two-sided"))
+    want = pd.DataFrame(r_answers("exist_multi_full")["eta2_partial_two_sided"])
+    np.testing.assert_allclose(pd.DataFrame(data["eta_squared"])["conf_high"],
+                               want["CI_high"], rtol=1e-4)
 
 
 def test_emmeans(capsys):

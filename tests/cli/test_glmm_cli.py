@@ -203,3 +203,35 @@ def test_anova_and_emmeans_take_family(capsys):
     assert main(["anova", CBPP, CBPP_F, "--family", "binomial", "--factor", "herd",
                  "period"]) == 0
     assert "Wald chi-square tests" in capsys.readouterr().out
+
+
+def test_emmeans_scale_defaults_to_emmeans_link_scale(capsys):
+    """``crossed emmeans --family`` without ``--scale``: emmeans' default, the link scale
+    (logits, log odds ratios); ``--scale response``: probabilities and odds ratios;
+    ``--scale regrid``: probabilities and their differences (emmeans' regrid())."""
+    import pandas as pd
+
+    import crossed as cx
+
+    data = pd.read_csv(CBPP, dtype={"herd": str, "period": str})
+    emm = cx.glmer(CBPP_F, data, family="binomial").emmeans("period")
+    base = ["emmeans", CBPP, CBPP_F, "period", "--family", "binomial", "--factor", "herd",
+            "period", "--json"]
+    got = {}
+    for scale in (None, "response", "regrid"):
+        assert main(base + ([] if scale is None else ["--scale", scale])) == 0
+        got[scale] = json.loads(capsys.readouterr().out)
+    np.testing.assert_allclose([r["estimate"] for r in got[None]["emmeans"]],
+                               emm.table()["estimate"], rtol=1e-4)
+    np.testing.assert_allclose([r["estimate"] for r in got[None]["contrasts"]],
+                               emm.pairs()["estimate"], rtol=1e-4)
+    np.testing.assert_allclose([r["prob"] for r in got["response"]["emmeans"]],
+                               emm.table(type="response")["prob"], rtol=1e-4)
+    np.testing.assert_allclose([r["odds_ratio"] for r in got["response"]["contrasts"]],
+                               emm.pairs(type="response")["odds_ratio"], rtol=1e-4)
+    np.testing.assert_allclose([r["estimate"] for r in got["regrid"]["contrasts"]],
+                               emm.regrid().pairs()["estimate"], rtol=1e-4)
+    assert [r["contrast"] for r in got["regrid"]["contrasts"]][0] == "period1 - period2"
+    assert main(base[:-1]) == 0
+    text = capsys.readouterr().out
+    assert "link scale" in text and "Degrees-of-freedom method" not in text

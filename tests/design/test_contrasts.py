@@ -93,6 +93,11 @@ def test_partial_eta_squared(fits, name):
     tab = eta_squared(fits[name])
     r = REF["contrasts"][name]["eta2"]
     assert np.max(np.abs(tab["estimate"].to_numpy() - [x["eta2"] for x in r])) < 1e-5
+    # effectsize's defaults (eta_squared(a3, partial = TRUE, ci = 0.95), no alternative:
+    # "greater"): the one-sided interval [low, 1], the same default here
+    assert np.max(np.abs(tab["conf_low"].to_numpy() - [x["ci_low"] for x in r])) < 1e-4
+    np.testing.assert_array_equal([x["ci_high"] for x in r], 1.0)
+    np.testing.assert_array_equal(tab["conf_high"], 1.0)
 
 
 @pytest.mark.parametrize("name", list(CASES))

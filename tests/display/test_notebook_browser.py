@@ -18,15 +18,16 @@ import notebook_page as nb  # noqa: E402
 needs_chromium = pytest.mark.skipif(nb.CHROMIUM is None and not os.environ.get("CI"),
                                     reason="chromium not installed (CI installs it)")
 
-LMM_BLOCKS = ["fit", "fit.summary()", "fit.coef_table()", "fit.anova()",
+LMM_BLOCKS = ["fit", "fit.summary()", "fit.coef_table()", "fit.anova()", "fit.eta_squared()",
               "fit.emmeans('Days', at=...)", "emm.pairs()", "fit.emtrends('1', 'Days')",
               "fit.varcorr()", "fit.ranef()", "cx.compare(null, fit)", "fit.ranova()",
               "fit.confint()", "fit.step()", "fit.influence('Subject')", "fit.r2()",
               "fit.icc()", "fit.check()", "cx.power_sim(fit, 'Days')", "cx.bootstrap(fit)"]
 GLMM_BLOCKS = ["fit", "fit.summary()", "fit.coef_table()", "fit.anova()", "fit.drop1()",
-               "fit.emmeans('period')", "emm.pairs()", "fit.emmeans('period', type='link')",
-               "link.pairs()", "fit.varcorr()", "fit.ranef()", "cx.compare(null, fit)",
-               "fit.confint()", "fit.r2()", "fit.check()", "cx.bootstrap(fit)"]
+               "fit.emmeans('period')", "emm.pairs()", "fit.emmeans('period', type='response')",
+               "resp.pairs()", "emm.regrid().pairs()", "fit.varcorr()", "fit.ranef()",
+               "cx.compare(null, fit)", "fit.confint()", "fit.r2()", "fit.check()",
+               "cx.bootstrap(fit)"]
 # the blocks that name the fixed-effect terms, and the terms
 TERMS = {"lmm": (["fit", "fit.summary()", "fit.coef_table()", "fit.confint()",
                   "cx.bootstrap(fit)"], ["(Intercept)", "Days"]),
@@ -86,9 +87,22 @@ def test_the_views_read_as_r_prints(rendered):
         assert "Days in (Days | Subject)\t0\t4\t-893.23\t1794.5\t42.837\t2\t" in step
         assert "<none>\t\t6\t" in step and "nan" not in step.lower()
         assert "yes" in blocks["fit.influence('Subject')"]["text"]
+        # effectsize's default interval: one-sided, upper bound 1
+        assert "One-sided CIs: upper bound fixed at [1.00]." in blocks["fit.eta_squared()"]["text"]
     else:
         for piece in ("AIC", "BIC", "logLik", "deviance", "Number of obs: 56, groups:  herd, 15",
                       "Scaled residuals"):
             assert piece in fit
-        assert "period1 / period2" in blocks["emm.pairs()"]["text"]
-        assert "period1 - period2" in blocks["link.pairs()"]["text"]
+        # emmeans' defaults: the logit scale, its pairs log odds ratios; odds ratios on
+        # request (type='response'), differences of probabilities after regrid()
+        emm = blocks["fit.emmeans('period')"]["text"]
+        assert "Results are given on the logit (not the response) scale." in emm
+        assert "Confidence level used: 0.95" in emm
+        assert "period1 - period2" in blocks["emm.pairs()"]["text"]
+        assert "log odds ratio (not the response) scale" in blocks["emm.pairs()"]["text"]
+        resp = blocks["fit.emmeans('period', type='response')"]["text"]
+        assert "prob" in resp and "Intervals are back-transformed from the logit scale" in resp
+        assert "period1 / period2" in blocks["resp.pairs()"]["text"]
+        assert "odds_ratio" in blocks["resp.pairs()"]["text"].replace("\u200b", "")
+        assert "period1 - period2" in blocks["emm.regrid().pairs()"]["text"]
+        assert not any("Degrees-of-freedom method" in b["text"] for b in blocks.values())

@@ -91,3 +91,44 @@ def test_glmer_fit_prints_as_lme4():
     assert body[:-1] == CBPP.splitlines()[:-1]
     assert body[-1].split()[:3] == ["-1.3983", "-0.9919", "-1.1282"]
     assert body[-1].split()[3] in ("-1.5797", "-1.5798")
+
+
+def test_glmm_drop1_prints_the_none_row_blank_as_r():
+    """R 4.2.2, lme4 1.1-31: ``drop1(glmer(cbind(incidence, size - incidence) ~ period +
+    (1 | herd), cbpp, binomial), test = "Chisq")`` prints::
+
+               npar    AIC   LRT   Pr(Chi)
+        <none>      194.05
+        period    3 213.66 25.61 1.151e-05 ***
+
+    (before: the <none> row read NA in npar, statistic and p_value). The values stay
+    missing (NaN / <NA>) in the data."""
+    import warnings
+
+    import crossed as cx
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        g = cx.glmer("cbind(incidence, size - incidence) ~ period + (1 | herd)",
+                     cx.load_dataset("cbpp"), family="binomial")
+    tab = g.drop1()
+    assert tab.isna().iloc[0].sum() == 3
+    first = str(tab).splitlines()[1]
+    assert first.split() == ["<none>", "194.1"] and "NA" not in first
+    html = tab._repr_html_()
+    assert ">NA<" not in html and '<td class="num"></td>' in html
+    assert "NA" not in tab.formatted().iloc[0].tolist()
+
+
+def test_compare_prints_the_first_models_test_cells_blank_as_r():
+    """lme4's ``anova(m0, m1)`` prints the smaller model's Chisq, Df and Pr(>Chisq) blank
+    (before: ``NA``); the values stay missing in the data."""
+    d = cx.load_dataset("sleepstudy")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tab = cx.compare(cx.lmer("Reaction ~ 1 + (Days | Subject)", d),
+                         cx.lmer("Reaction ~ Days + (Days | Subject)", d))
+    assert tab[["statistic", "df", "p_value"]].iloc[0].isna().all()
+    first = str(tab).splitlines()[2]
+    assert "NA" not in first and first.split()[-1] == "1775"
+    assert ">NA<" not in tab._repr_html_()

@@ -30,9 +30,11 @@ def test_repeated_measures_tutorial(headroom_fit):
     assert pair["estimate"] == pytest.approx(0.0259, abs=5e-5)
     assert pair["std_error"] == pytest.approx(0.0124, abs=5e-5)
     assert pair["p_value"] == pytest.approx(0.0486, abs=5e-5)
-    eta = fit.eta_squared().set_index("term").loc["language"]
+    eta = fit.eta_squared(alternative="two-sided").set_index("term").loc["language"]
     assert eta["estimate"] == pytest.approx(0.1653, abs=5e-5)
     assert eta["conf_high"] == pytest.approx(0.4355, abs=5e-5)
+    # effectsize's default: one-sided, [low, 1]
+    assert fit.eta_squared().set_index("term").loc["language", "conf_high"] == 1.0
     r2 = fit.r2().iloc[0]
     assert r2["marginal"] == pytest.approx(0.7745, abs=5e-5)
 

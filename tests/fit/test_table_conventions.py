@@ -200,3 +200,79 @@ def test_coef_tables_name_the_levels_in_a_column(fits: _Fits) -> None:
         assert isinstance(tab.index, pd.RangeIndex), kind
         assert list(tab.columns) == ["herd", *fit.fixef.index], kind
         assert tab["herd"].nunique() == len(tab) == 15, kind
+
+
+# ---------------------------------------------------------------------- R's defaults
+# The tables a user reads first, fetched from either fit class by the same code, with the
+# columns R's default call gives (in crossed's names; R's in the comments):
+#   coef_table   coef(summary(m)) (+ Wald intervals): the LMM's lmerTest df between
+#   anova        lmerTest's anova(m) (F, Satterthwaite) / car's Anova (Wald chi-square)
+#   emmeans      emmeans(m, ~ period): emmean SE df lower.CL upper.CL (asymp.LCL,
+#                asymp.UCL, df = Inf for a glmer), on the link scale (logits for a glmer)
+#   pairs        pairs(emmeans(m, ~ period)): contrast estimate SE df t.ratio/z.ratio
+#                p.value (Tukey) (+ intervals), differences on the link scale
+#   confint, ranef, varcorr: confint(m), ranef(m, condVar = TRUE), VarCorr(m) as rows
+R_DEFAULT_COLUMNS: dict[str, list[str] | dict[str, list[str]]] = {
+    "coef_table": {"lmm": ["term", "estimate", "std_error", "df", "statistic", "p_value",
+                           "conf_low", "conf_high"],
+                   "glmm": ["term", "estimate", "std_error", "statistic", "p_value",
+                            "conf_low", "conf_high"]},
+    "anova": {"lmm": ["term", "sum_sq", "mean_sq", "num_df", "den_df", "statistic",
+                      "p_value"],
+              "glmm": ["term", "statistic", "df", "p_value"]},
+    "emmeans": ["period", "estimate", "std_error", "df", "conf_low", "conf_high"],
+    "pairs": ["contrast", "estimate", "std_error", "df", "statistic", "p_value",
+              "conf_low", "conf_high"],
+    "confint": ["parameter", "term", "conf_low", "conf_high"],
+    "ranef": ["group", "level", "term", "estimate", "cond_sd"],
+    "varcorr": ["group", "term1", "term2", "variance_or_cov", "sd_or_cor"],
+}
+
+
+def _read_defaults(fit: Any) -> dict[str, pd.DataFrame]:
+    """The same calls on an LmerFit and a GlmerFit: R's default of each."""
+    emm = fit.emmeans("period")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        confint = fit.confint(method="Wald")  # (the profile of an LMM: tests/simulate)
+    return {"coef_table": fit.coef_table(), "anova": fit.anova(), "emmeans": emm.table(),
+            "pairs": emm.pairs(), "confint": confint, "ranef": fit.ranef(),
+            "varcorr": fit.varcorr()}
+
+
+@pytest.mark.parametrize("kind", ["lmm", "glmm"])
+def test_both_fit_classes_read_with_one_code_give_rs_defaults(fits: _Fits, kind: str) -> None:
+    """Before: a GLMM's ``emmeans("period")`` was on the response scale (probabilities,
+    pairs as odds ratios, emmeans' ``type = "response"``); now, as emmeans, on the link
+    scale for both classes: the EMM of period k is the linear predictor β₀ + β_k (logit
+    for the GLMM), its pairs the differences of those."""
+    fit = fits.fits[kind]
+    tables = _read_defaults(fit)
+    for name, table in tables.items():
+        want = R_DEFAULT_COLUMNS[name]
+        want = want[kind] if isinstance(want, dict) else want
+        assert list(table.columns) == want, (kind, name, list(table.columns))
+        _assert_conventions(table, fits.data, f"{kind}.{name}")
+    beta = fit.fixef.to_numpy()
+    eta = beta[0] + np.r_[0.0, beta[1:]]  # treatment coding: period1 is the intercept
+    emm, pairs = tables["emmeans"], tables["pairs"]
+    assert emm.attrs["type"] == pairs.attrs["type"] == "link"
+    assert emm.attrs["estimate_name"] == "emmean"
+    np.testing.assert_allclose(emm["estimate"], eta, rtol=1e-10)
+    labels = [f"period{a} - period{b}" for a in range(1, 5) for b in range(a + 1, 5)]
+    assert list(pairs["contrast"]) == labels
+    diffs = [eta[a] - eta[b] for a in range(4) for b in range(a + 1, 4)]
+    np.testing.assert_allclose(pairs["estimate"], diffs, rtol=1e-8, atol=1e-12)
+    assert pairs.attrs["adjust"] == "tukey"
+    np.testing.assert_allclose(tables["coef_table"]["estimate"], beta)
+    text = str(emm) + str(pairs)
+    if kind == "glmm":  # asymptotic, said as emmeans says it, no df method line
+        assert np.isinf(emm["df"]).all() and np.isinf(pairs["df"]).all()
+        assert "Results are given on the logit (not the response) scale." in str(emm)
+        assert ("Results are given on the log odds ratio (not the response) scale."
+                in str(pairs))
+        assert "Degrees-of-freedom method" not in text
+    else:
+        assert np.isfinite(emm["df"]).all()
+        assert "Degrees-of-freedom method: satterthwaite" in text
+        assert "Results are given" not in text

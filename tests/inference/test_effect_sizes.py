@@ -62,6 +62,26 @@ def test_omega2_and_f2(name):
     assert np.all(np.isinf(f2["conf_high"]))
 
 
+@pytest.mark.parametrize("name", cases_with("eta2_partial_one_sided"))
+def test_default_is_effectsizes_one_sided_interval(name):
+    """``fit.eta_squared()`` is effectsize's ``eta_squared(m, partial = TRUE)`` with its
+    defaults: ``alternative = "greater"``, the interval [low, 1] (before: two-sided).
+    The reference is ``F_to_eta2(..., alternative = "greater")`` (extra/inference.R);
+    effectsize's default call itself is checked in tests/design/test_contrasts.py."""
+    ref = as_list(r_answers(name)["eta2_partial_one_sided"])
+    tab = fitted(name).eta_squared()
+    assert tab.attrs["alternative"] == "greater"
+    assert rel_err(tab["conf_low"], [r["CI_low"] for r in ref], floor=1e-12) < 1e-4
+    np.testing.assert_array_equal(tab["conf_high"], 1.0)
+    assert str(tab).splitlines()[-1] == "One-sided CIs: upper bound fixed at [1.00]."
+    two = fitted(name).eta_squared(alternative="two-sided")
+    assert np.all(two["conf_high"] < 1.0) and "One-sided" not in str(two)
+    f2 = cohens_f2(fitted(name))
+    assert np.all(np.isinf(f2["conf_high"]))
+    assert f2.attrs["messages"] == ["One-sided CIs: upper bound fixed at [Inf]."]
+    assert np.all(omega_squared(fitted(name))["conf_high"] == 1.0)
+
+
 def test_non_partial_warns():
     with pytest.warns(UserWarning, match="only partial"):
         tab = fitted("cake_split_plot").eta_squared(partial=False)

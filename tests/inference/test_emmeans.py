@@ -168,3 +168,42 @@ def test_emmeans_one_sided_formula_specs():
     pd.testing.assert_frame_equal(fit.emmeans("~ language * task").table(), both)
     by = fit.emmeans("language", by="task").table()
     pd.testing.assert_frame_equal(fit.emmeans("~ language | task").table(), by)
+
+
+def test_contrast_labels_at_numeric_values_read_as_rs():
+    """emmeans 1.8.4 labels a covariate held at numeric ``at`` values as R writes the
+    numbers (before: ``Days0.0 - Days3.0``). R 4.2.2::
+
+        m <- lmer(Reaction ~ Days + (Days | Subject), sleepstudy, REML = FALSE)
+        pairs(emmeans(m, ~ Days, at = list(Days = c(0, 3))))    # Days0 - Days3
+        pairs(emmeans(m, ~ Days, at = list(Days = c(0.5, 3))))  # Days0.5 - Days3
+    """
+    import crossed as cx
+
+    fit = cx.lmer("Reaction ~ Days + (Days | Subject)", cx.load_dataset("sleepstudy"),
+                  reml=False)
+    assert list(fit.emmeans("Days", at={"Days": [0, 3]}).pairs()["contrast"]) == [
+        "Days0 - Days3"]
+    assert list(fit.emmeans("Days", at={"Days": [0.5, 3]}).pairs()["contrast"]) == [
+        "Days0.5 - Days3"]
+    assert list(fit.emmeans("Days", at={"Days": [0, 3]}).pairs(type="response")["contrast"]
+                ) == ["Days0 - Days3"]
+
+
+def test_asymptotic_lmm_grid_names_its_df_method_as_emmeans():
+    """emmeans 1.8.4 on an lmer with ``lmer.df = "asymptotic"`` prints
+    "Degrees-of-freedom method: asymptotic" (R 4.2.2::
+
+        m <- lmer(Reaction ~ Days + (Days | Subject), sleepstudy)
+        emmeans(m, ~ Days, at = list(Days = c(0, 3)), lmer.df = "asymptotic")
+
+    ); before, crossed printed "none". A glmer's grid prints no df method (its tests:
+    tests/inference/test_glmm_emm_scales.py)."""
+    import crossed as cx
+
+    fit = cx.lmer("Reaction ~ Days + (Days | Subject)", cx.load_dataset("sleepstudy"))
+    emm = fit.emmeans("Days", at={"Days": [0, 3]}, ddf="none")
+    for text in (str(emm.table()), str(emm.pairs())):
+        assert "Degrees-of-freedom method: asymptotic" in text
+        assert "method: none" not in text
+    assert "Degrees-of-freedom method: satterthwaite" in str(fit.emmeans("Days").table())

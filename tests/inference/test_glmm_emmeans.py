@@ -50,9 +50,12 @@ def test_at_holds_a_covariate_at_a_value_on_the_link_scale() -> None:
 
 def test_at_on_the_response_scale_back_transforms() -> None:
     fit = _fit()
-    tab = fit.emmeans("f", at={"x": -1.0}).table()
+    tab = fit.emmeans("f", at={"x": -1.0}, type="response").table()
     est, _ = _by_hand(fit, -1.0)
-    np.testing.assert_allclose(tab["estimate"], 1 / (1 + np.exp(-est)), rtol=1e-10)
+    np.testing.assert_allclose(tab["prob"], 1 / (1 + np.exp(-est)), rtol=1e-10)
+    # emmeans' default is the link scale (before: the response scale)
+    np.testing.assert_allclose(fit.emmeans("f", at={"x": -1.0}).table()["estimate"], est,
+                               rtol=1e-10)
 
 
 def test_at_restricts_a_factor_and_averages_covariate_values() -> None:
@@ -97,7 +100,9 @@ def test_ratio_labels_keep_level_names_that_hold_a_dash() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fit = cx.glmer("y ~ f + (1 | g)", d, family="binomial")
-    assert list(fit.emmeans("f").pairs()["contrast"]) == ["base / (claude - 3)"]
+    assert list(fit.emmeans("f", type="response").pairs()["contrast"]) == [
+        "base / (claude - 3)"]
+    assert list(fit.emmeans("f").pairs()["contrast"]) == ["base - (claude - 3)"]
 
 
 def test_at_agrees_with_r_emmeans() -> None:
@@ -106,8 +111,8 @@ def test_at_agrees_with_r_emmeans() -> None:
     ``emmeans(m, ~ f, at = list(f = c("a", "c"), x = c(0, 2)))``. The optimisers stop
     ~1e-5 apart in β, hence the tolerance."""
     fit = _fit()
-    prob = fit.emmeans("f", at={"x": 2.5}).table()
-    np.testing.assert_allclose(prob["estimate"], [0.70619525, 0.87503276, 0.61443303],
+    prob = fit.emmeans("f", at={"x": 2.5}, type="response").table()
+    np.testing.assert_allclose(prob["prob"], [0.70619525, 0.87503276, 0.61443303],
                                rtol=1e-4)
     np.testing.assert_allclose(prob["std_error"], [0.06690094, 0.03745468, 0.07235909],
                                rtol=1e-4)
@@ -128,8 +133,8 @@ def test_at_on_a_variable_of_the_offset_only_says_what_to_pass() -> None:
     with pytest.raises(ValueError, match=r"'t' enters only the offset \(offset\(log\(t\)\)\)"
                                          r".*pass the offset's value instead"):
         fit.emmeans("f", at={"t": 2.0})
-    rate = fit.emmeans("f", offset=float(np.log(2.0))).table()["estimate"]
-    per_unit = fit.emmeans("f", offset=0.0).table()["estimate"]
+    rate = fit.emmeans("f", offset=float(np.log(2.0)), type="response").table()["rate"]
+    per_unit = fit.emmeans("f", offset=0.0, type="response").table()["rate"]
     np.testing.assert_allclose(rate, 2.0 * per_unit, rtol=1e-12)
 
 
@@ -144,13 +149,19 @@ def test_glmm_emmeans_display_their_table_not_their_internals():
         warnings.simplefilter("ignore")
         g = cx.glmer("cbind(incidence, size - incidence) ~ period + (1|herd)",
                      cx.load_dataset("cbpp"), family="binomial")
-    e = g.emmeans("period")
+    e = g.emmeans("period", type="response")
     assert e.describe() == ("<GlmmEMMeans of period: 4 means, binomial ( logit ), "
                             "response scale, 95% intervals>")
     # shown as emmeans shows it: the table of the EMMs, then its notes
     assert repr(e) == str(e) == str(e.table())
-    assert repr(e).splitlines()[0].split() == ["period", "estimate", "std_error", "df",
-                                                "conf_low", "conf_high", "statistic", "p_value"]
+    assert repr(e).splitlines()[0].split() == ["period", "prob", "std_error", "df",
+                                                "conf_low", "conf_high"]
+    assert repr(e).splitlines()[-1] == "Intervals are back-transformed from the logit scale"
+    link = g.emmeans("period")  # emmeans' default: the link scale
+    assert "link scale" in link.describe()
+    assert repr(link).splitlines()[-2:] == [
+        "Results are given on the logit (not the response) scale.",
+        "Confidence level used: 0.95"]
     assert "function" not in repr(e) and "0x" not in repr(e)
     html = e._repr_html_()
     assert html.startswith('<div class="crossed-result">') and "period" in html

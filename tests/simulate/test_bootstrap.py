@@ -33,7 +33,7 @@ def test_bootstrap_se_matches_model_se(exist_fit):
 
 
 def test_interval_coverage_near_nominal(truth):
-    ys = truth.simulate(40, seed=10)
+    ys = truth.simulate(40, seed=10).to_numpy()
     covered = {"percentile": 0, "normal": 0, "basic": 0}
     for i in range(ys.shape[1]):
         fit = fit_to(truth, ys[:, i])

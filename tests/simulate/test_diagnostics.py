@@ -13,7 +13,7 @@ from crossed import simulate as cs
 
 def test_scaled_residuals_are_uniform_for_the_true_parameters(truth):
     # simulate from the truth and compute the residuals against the truth itself: exact PIT
-    y = truth.simulate(1, seed=3)[:, 0]
+    y = truth.simulate(1, seed=3)["sim_1"].to_numpy()
     model = truth.refit(y)
     res = cs.simulate_residuals(model, nsim=99, seed=1)
     assert res.scaled.shape == (model.nobs,)
@@ -25,7 +25,7 @@ def test_calibrated_ks_p_uniform_under_correct_model():
     design = small_design(10, 6)
     truth = cx.specify("y ~ x + (1 | g)", design, fixef={"(Intercept)": 1.0, "x": 0.5},
                        varcorr={"g": 0.8}, sigma=1.0)
-    ys = truth.simulate(30, seed=1)
+    ys = truth.simulate(30, seed=1).to_numpy()
     pvals, nominal = [], []
     for i in range(ys.shape[1]):
         fit = fit_to(truth, ys[:, i])
@@ -86,7 +86,7 @@ def test_check_reports_in_words(exist_fit):
 def test_dispersion_detects_underestimated_variance(truth):
     # data with three times the residual SD, tested against the truth's parameters
     rng = np.random.default_rng(0)
-    y = truth.simulate(1, seed=2)[:, 0] + rng.normal(0, 3.0, truth.nobs)
+    y = truth.simulate(1, seed=2)["sim_1"].to_numpy() + rng.normal(0, 3.0, truth.nobs)
     model = truth.refit(y)
     fixed_params = cx.specify("y ~ x + (1 | g)", small_design().assign(y=y),
                               fixef=dict(model.fixef), varcorr={"g": 0.8}, sigma=1.0)

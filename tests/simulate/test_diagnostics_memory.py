@@ -45,7 +45,7 @@ def test_no_nobs_by_nsim_array_on_a_large_design(monkeypatch, wide_truth):
     # a "large" fit scaled down: 3,000 rows, chunks of 6,000 values, at most 500 rows kept
     monkeypatch.setattr(dg, "CHUNK_ELEMENTS", 6_000)
     calls = _recording(monkeypatch)
-    y = wide_truth.simulate(1, seed=1)[:, 0]
+    y = wide_truth.simulate(1, seed=1)["sim_1"].to_numpy()
     model = wide_truth.refit(y)
     res = dg.simulate_residuals(model, nsim=250, seed=2, max_rows=500)
     assert calls and all(shape == (3_000, 2) for shape in calls)
@@ -64,7 +64,7 @@ def test_no_nobs_by_nsim_array_on_a_large_design(monkeypatch, wide_truth):
 def test_chunked_residuals_are_uniform_for_the_true_parameters(monkeypatch, wide_truth):
     # the residuals against the truth itself are an exact PIT, chunked or not
     monkeypatch.setattr(dg, "CHUNK_ELEMENTS", 9_000)
-    y = wide_truth.simulate(1, seed=3)[:, 0]
+    y = wide_truth.simulate(1, seed=3)["sim_1"].to_numpy()
     res = dg.simulate_residuals(wide_truth.refit(y), nsim=99, seed=4, max_rows=None)
     assert res.rows is None and res.scaled.shape == (3_000,)
     assert stats.kstest(res.scaled, "uniform").pvalue > 1e-3
@@ -72,7 +72,7 @@ def test_chunked_residuals_are_uniform_for_the_true_parameters(monkeypatch, wide
 
 def test_check_states_the_subsample(monkeypatch, wide_truth):
     monkeypatch.setattr(dg, "CHUNK_ELEMENTS", 30_000)
-    y = wide_truth.simulate(1, seed=5)[:, 0]
+    y = wide_truth.simulate(1, seed=5)["sim_1"].to_numpy()
     diag = dg.check(wide_truth.refit(y), nsim=50, seed=1, max_rows=1_000)
     assert all("random subsample of 1,000 of the 3,000" in m for m in diag.tests["method"])
     assert "random subsample of 1,000 of the 3,000 observations" in str(diag)

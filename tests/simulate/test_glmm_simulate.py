@@ -42,7 +42,7 @@ def binary_fit():
 
 
 def test_binomial_trials_and_reproducible(cbpp_fit):
-    s = cbpp_fit.simulate(50, seed=3)
+    s = cbpp_fit.simulate(50, seed=3).to_numpy()
     w = cbpp_fit.prior_weights
     k = s * w[:, None]
     assert s.shape == (cbpp_fit.nobs, 50)
@@ -54,7 +54,7 @@ def test_binomial_trials_and_reproducible(cbpp_fit):
 def test_conditional_mean_is_fitted_mean(cbpp_fit, grouse_fit):
     # use_ranef=True: E[y*] = mu (lme4's re.form = NULL)
     for fit in (cbpp_fit, grouse_fit):
-        s = fit.simulate(4000, seed=1, use_ranef=True)
+        s = fit.simulate(4000, seed=1, use_ranef=True).to_numpy()
         se = np.sqrt(fit.family.variance(fit.mu) / fit.prior_weights / 4000)
         z = (s.mean(axis=1) - fit.mu) / np.maximum(se, 1e-12)
         assert np.max(np.abs(z)) < 5.0
@@ -62,7 +62,7 @@ def test_conditional_mean_is_fitted_mean(cbpp_fit, grouse_fit):
 
 def test_unconditional_poisson_mean(grouse_fit):
     # new b ~ N(0, ΛΛᵀ) (no sigma): E[y*] = exp(Xβ + (σ²_brood + σ²_location) / 2)
-    s = grouse_fit.simulate(4000, seed=2)
+    s = grouse_fit.simulate(4000, seed=2).to_numpy()
     v = grouse_fit.varcorr()["variance_or_cov"].sum()
     expect = np.exp(grouse_fit.design.X @ grouse_fit.beta + v / 2)
     assert abs(np.mean(s.mean(axis=1) / expect) - 1) < 0.05
@@ -89,7 +89,7 @@ def test_scaled_residuals_uniform_on_model_data(binary_fit):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for seed in range(3):
-            y = binary_fit.simulate(1, seed=seed)[:, 0]
+            y = binary_fit.simulate(1, seed=seed)["sim_1"].to_numpy()
             d = binary_fit.refit(y=y).check(seed=seed, nsim=200)
             ps.append(d.tests.set_index("test").loc["uniformity", "p_value"])
             assert set(np.unique(y)) <= {0.0, 1.0}

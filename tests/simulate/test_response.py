@@ -22,8 +22,36 @@ def test_simulate_is_reproducible_and_shaped(fit):
     assert not np.array_equal(a, fit.simulate(5, seed=4))
 
 
+def test_simulate_returns_rs_table_for_both_fit_classes():
+    """R's ``simulate(m, nsim = 3)`` is a data frame with columns ``sim_1`` ... ``sim_3``
+    and one row per observation of the model frame (before: a bare (nobs, nsim) array);
+    the array is ``.to_numpy()``. Rows dropped for missing values are not simulated."""
+    import pandas as pd
+
+    d = cx.load_dataset("cbpp")
+    d.loc[2, "incidence"] = np.nan  # one row dropped: 55 observations used
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fits = {"lmm": cx.lmer("incidence ~ period + (1 | herd)", d),
+                "glmm": cx.glmer("cbind(incidence, size - incidence) ~ period + (1 | herd)",
+                                 d, family="binomial")}
+    for kind, f in fits.items():
+        sims = f.simulate(3, seed=1)
+        assert isinstance(sims, pd.DataFrame), kind
+        assert list(sims.columns) == ["sim_1", "sim_2", "sim_3"], kind
+        assert sims.index.equals(pd.RangeIndex(f.nobs)) and f.nobs == 55, kind
+        assert sims.attrs["nsim"] == 3 and sims.attrs["use_ranef"] is False
+        arr = sims.to_numpy()
+        assert arr.shape == (55, 3) and arr.dtype == float
+        from crossed.simulate import simulate_responses
+        np.testing.assert_array_equal(arr, simulate_responses(f, 3, seed=1))
+    # a GLMM's binomial response is the proportion of the trials, as lme4's
+    k = fits["glmm"].simulate(2, seed=2).to_numpy() * fits["glmm"].prior_weights[:, None]
+    np.testing.assert_allclose(k, np.round(k), atol=1e-9)
+
+
 def test_simulate_moments_match_the_model(fit):
-    y = fit.simulate(4000, seed=1)
+    y = fit.simulate(4000, seed=1).to_numpy()
     # marginal mean Xβ, marginal variance σ²(1 + θ²) for one random intercept
     np.testing.assert_allclose(y.mean(axis=1), fit.design.X @ fit.beta, atol=0.005)
     var = fit.sigma**2 * (1 + fit.theta[0] ** 2)
@@ -31,7 +59,7 @@ def test_simulate_moments_match_the_model(fit):
 
 
 def test_simulate_conditional_on_ranef(fit):
-    y = fit.simulate(4000, seed=2, use_ranef=True)
+    y = fit.simulate(4000, seed=2, use_ranef=True).to_numpy()
     np.testing.assert_allclose(y.mean(axis=1), fit.fitted(), atol=0.002)
     assert abs(y.var(axis=1).mean() / fit.sigma**2 - 1) < 0.05
 
@@ -43,7 +71,7 @@ def test_refit_same_response_reproduces_fit(fit):
 
 
 def test_refit_recovers_parameters_on_average(fit):
-    ys = fit.simulate(150, seed=11)
+    ys = fit.simulate(150, seed=11).to_numpy()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         betas = np.array([fit.refit(ys[:, i]).beta for i in range(ys.shape[1])])

@@ -17,7 +17,7 @@ from crossed.simulate.execution import run_tasks, spawn_seeds
 @pytest.fixture(scope="module")
 def small_data(truth):
     df = small_design()
-    df["y"] = truth.simulate(1, seed=11)[:, 0]
+    df["y"] = truth.simulate(1, seed=11)["sim_1"].to_numpy()
     return df
 
 

@@ -22,7 +22,8 @@ def _run(args: argparse.Namespace) -> int:
             eta = None
         else:
             table = fit.anova(type=args.type, ddf=args.ddf)
-            eta = fit.eta_squared(partial=True, ci=args.level) if args.eta else None
+            eta = (fit.eta_squared(partial=True, ci=args.level, alternative=args.alternative)
+                   if args.eta else None)
     notes = sorted({str(w.message) for w in caught})
     if args.json:
         print(dump_json({"formula": fit.formula, "type": args.type,
@@ -36,7 +37,9 @@ def _run(args: argparse.Namespace) -> int:
     print(text_table(table))
     if eta is not None:
         print()
-        print(text_table(eta, f"Partial eta squared ({args.level:.0%} interval)"))
+        sided = ("one-sided, upper bound fixed at 1" if args.alternative == "greater"
+                 else args.alternative)
+        print(text_table(eta, f"Partial eta squared ({args.level:.0%} interval, {sided})"))
     print_notes(notes)
     return 0
 
@@ -53,5 +56,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-eta", dest="eta", action="store_false",
                    help="leave out partial eta squared")
     p.add_argument("--level", type=float, default=0.95, help="interval level for eta squared")
+    p.add_argument("--alternative", default="greater", choices=["greater", "two-sided"],
+                   help="eta squared's interval: one-sided [low, 1] (effectsize's default) "
+                        "or two-sided")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(func=_run)

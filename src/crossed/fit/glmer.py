@@ -129,14 +129,17 @@ class GlmerFit(SharedMethods, GlmerResult):
         Returns
         -------
         pandas.DataFrame
-            ``term``, ``npar``, ``aic``, ``statistic`` (LRT), ``p_value``. See
-            :func:`crossed.inference.glmm.drop1`.
+            ``term``, ``npar``, ``aic``, ``statistic`` (LRT), ``p_value``; the first row,
+            ``<none>``, is the full model, with no test (missing values, shown blank as R
+            prints them). See :func:`crossed.inference.glmm.drop1`.
         """
         from crossed.inference.glmm import drop1 as _drop1
-        return result_table(_drop1(self))
+        table = _drop1(self)
+        table.attrs["na"] = ""  # R prints the <none> row's missing cells blank
+        return result_table(table)
 
     def emmeans(self, specs: str | list[str], by: str | list[str] | None = None,
-                type: str = "response", level: float = 0.95,
+                type: str = "link", level: float = 0.95,
                 offset: float | None = None, at: dict[str, Any] | None = None,
                 cov_reduce: Any = "mean") -> GlmmEMMeans:
         """Estimated marginal means (emmeans' ``emmeans(fit, specs, type = ...)``).
@@ -145,8 +148,11 @@ class GlmerFit(SharedMethods, GlmerResult):
         ----------
         specs, by : str or list of str
             As :meth:`crossed.LmerFit.emmeans`.
-        type : {"response", "link"}
-            Scale of the table and of ``pairs()``.
+        type : {"link", "response"}
+            Scale of the table and of ``pairs()``. emmeans' default, ``"link"``: logits
+            (logs) with asymptotic intervals, pairs as log odds (rate) ratios;
+            ``"response"``: probabilities (rates), pairs as odds (rate) ratios.
+            Differences of probabilities: ``.regrid().pairs()``.
         level : float
         offset : float, optional
             Added to the linear predictor of every EMM (default: the mean offset).
@@ -160,7 +166,7 @@ class GlmerFit(SharedMethods, GlmerResult):
         Returns
         -------
         GlmmEMMeans
-            ``table()``, ``pairs()``, ``contrast()``. See
+            ``table()``, ``pairs()``, ``contrast()``, ``regrid()``. See
             :func:`crossed.inference.glmm_emmeans.glmm_emmeans`.
         """
         from crossed.inference.glmm_emmeans import glmm_emmeans

@@ -196,7 +196,7 @@ class LmerFit(SharedMethods, LmerResult):
                          cov_reduce=cov_reduce, delta_var=delta_var)
 
     def eta_squared(self, partial: bool = True, ci: float | None = 0.95,
-                    alternative: str = "two-sided", type: int | str = 3,
+                    alternative: str = "greater", type: int | str = 3,
                     ddf: str = "satterthwaite") -> pd.DataFrame:
         """(Partial) η² per fixed term from the F tests (``effectsize::eta_squared``).
 
@@ -205,7 +205,9 @@ class LmerFit(SharedMethods, LmerResult):
         partial : bool
         ci : float or None
             Confidence level of the interval (None: no interval).
-        alternative : {"two-sided", "greater", "less"}
+        alternative : {"greater", "two-sided", "less"}
+            effectsize's default ``"greater"``: one-sided interval [low, 1];
+            ``"two-sided"``: α/2 in each tail.
         type : {1, 2, 3}
             Type of the ANOVA it is computed from.
         ddf : {"satterthwaite", "kenward-roger"}

@@ -40,9 +40,10 @@ class SharedMethods:
             return self.describe()
 
     def simulate(self, nsim: int = 1, seed: int | np.random.Generator | None = None,
-                 use_ranef: bool = False) -> np.ndarray:
+                 use_ranef: bool = False) -> pd.DataFrame:
         """Simulated responses with lme4's ``simulate()`` semantics (a GLMM's: binomial
-        proportions of the prior weights' trials, Poisson counts).
+        proportions of the prior weights' trials, Poisson counts), as R returns them: a
+        table with one column per simulation.
 
         Parameters
         ----------
@@ -51,15 +52,23 @@ class SharedMethods:
         seed : int or numpy.random.Generator, optional
         use_ranef : bool
             False (lme4's default) draws new random effects for each simulation; True
-            conditions on the estimated ones.
+            conditions on the estimated ones (lme4's ``re.form = NULL``).
 
         Returns
         -------
-        numpy.ndarray
-            Shape (nobs, nsim). See :func:`crossed.simulate.simulate_responses`.
+        pandas.DataFrame
+            R's ``simulate(fit, nsim)``: columns ``sim_1`` ... ``sim_<nsim>`` (R's names),
+            one row per observation used in the fit, in the fit's order (a RangeIndex;
+            rows dropped for missing values are not there, as in R's model frame).
+            ``.to_numpy()`` gives the (nobs, nsim) array. ``attrs``: ``nsim``,
+            ``use_ranef``. See :func:`crossed.simulate.simulate_responses` (validated
+            against lme4 1.1-31's ``simulate`` in distribution).
         """
         from crossed.simulate.response import simulate_responses
-        return simulate_responses(self, nsim=nsim, seed=seed, use_ranef=use_ranef)
+        sims = simulate_responses(self, nsim=nsim, seed=seed, use_ranef=use_ranef)
+        out = pd.DataFrame(sims, columns=[f"sim_{i + 1}" for i in range(sims.shape[1])])
+        out.attrs.update(nsim=sims.shape[1], use_ranef=bool(use_ranef))
+        return out
 
     def check(self, nsim: int = 250, seed: Any = None, use_ranef: bool = False,
               alpha: float = 0.05, calibrate: int = 0, n_jobs: int | None = 1,

@@ -7,7 +7,7 @@ from crossed.inference.effect_sizes import cohens_f2, eta_squared, omega_squared
 from crossed.inference.emmeans import EMMeans, emmeans, joint_tests
 from crossed.inference.emtrends import emtrends
 from crossed.inference.glmm import drop1, glmm_anova, r2_nakagawa_glmm, wald_anova
-from crossed.inference.glmm_emmeans import GlmmEMMeans, glmm_emmeans
+from crossed.inference.glmm_emmeans import GlmmEMMeans, RegridEMMeans, glmm_emmeans
 from crossed.inference.glmm_wald import glmm_coef_table
 from crossed.inference.icc import icc
 from crossed.inference.influence import cooks_distance, hatvalues, influence
@@ -22,6 +22,7 @@ __all__ = [
     "EMMeans",
     "GlmmEMMeans",
     "KRModel",
+    "RegridEMMeans",
     "SatterthwaiteModel",
     "StepResult",
     "anova",

@@ -76,7 +76,7 @@ def ncp_interval(f: float, df1: float, df2: float, level: float) -> tuple[float,
 
 
 def f_to_effect(F: np.ndarray, df1: np.ndarray, df2: np.ndarray, es: str = "eta2",
-                ci: float | None = 0.95, alternative: str = "two-sided") -> pd.DataFrame:
+                ci: float | None = 0.95, alternative: str = "greater") -> pd.DataFrame:
     """Effect sizes and intervals from F statistics (effectsize's ``F_to_*``).
 
     Parameters
@@ -155,11 +155,17 @@ def _effect_table(fit: LmerFit, es: str, partial: bool, ci: float | None, altern
     out = out[EFFECT_COLUMNS]
     out.attrs.update(effect=f"{es}_partial", conf_level=ci, alternative=alternative,
                      anova_type=str(type), ddf=ddf)
+    if ci is not None:  # effectsize's note below a one-sided interval
+        alt = alternative.replace(".", "-").lower()
+        bound = {"greater": "upper", "less": "lower"}.get(alt)
+        if bound is not None:
+            fixed = "0.00" if alt == "less" else ("Inf" if es == "f2" else "1.00")
+            out.attrs["messages"] = [f"One-sided CIs: {bound} bound fixed at [{fixed}]."]
     return out
 
 
 def eta_squared(fit: LmerFit, partial: bool = True, ci: float | None = 0.95,
-                alternative: str = "two-sided", type: int | str = 3,
+                alternative: str = "greater", type: int | str = 3,
                 ddf: str = "satterthwaite") -> pd.DataFrame:
     """Partial η² of each fixed term from the ANOVA F tests (effectsize's ``F_to_eta2``).
 
@@ -171,31 +177,36 @@ def eta_squared(fit: LmerFit, partial: bool = True, ci: float | None = 0.95,
         warns and returns partial values.
     ci : float or None
         Confidence level of the noncentral-F interval.
-    alternative : {"two-sided", "greater", "less"}
-        Two-sided interval, or one-sided [low, 1] (effectsize's default ``"greater"``).
+    alternative : {"greater", "two-sided", "less"}
+        effectsize's default, ``"greater"``: the one-sided interval [low, 1] (printed with
+        effectsize's note "One-sided CIs: upper bound fixed at [1.00]."); ``"two-sided"``:
+        the interval with α/2 in each tail.
     type, ddf
         The ANOVA the F tests come from (lmerTest's Type III, Satterthwaite by default).
 
     Returns
     -------
     pandas.DataFrame
-        ``term``, ``estimate`` (partial η²), ``conf_low``, ``conf_high``, ``num_df``,
-        ``den_df``; ``attrs``: ``effect``, ``conf_level``, ``alternative``. Validated
-        against effectsize 0.8.3 ``F_to_eta2`` on lmerTest's Type III table (two- and
-        one-sided).
+        ``term``, ``estimate`` (partial η²), ``conf_low``, ``conf_high`` (1 for the
+        default one-sided interval), ``num_df``, ``den_df``; ``attrs``: ``effect``,
+        ``conf_level``, ``alternative``. Validated against effectsize 0.8.3 ``F_to_eta2``
+        on lmerTest's Type III table (two- and one-sided) and ``eta_squared(m, partial =
+        TRUE)`` with its defaults.
     """
     return _effect_table(fit, "eta2", partial, ci, alternative, type, ddf)
 
 
 def omega_squared(fit: LmerFit, partial: bool = True, ci: float | None = 0.95,
-                  alternative: str = "two-sided", type: int | str = 3,
+                  alternative: str = "greater", type: int | str = 3,
                   ddf: str = "satterthwaite") -> pd.DataFrame:
-    """Partial ω² of each fixed term (effectsize's ``F_to_omega2``); see :func:`eta_squared`."""
+    """Partial ω² of each fixed term (effectsize's ``F_to_omega2``; its default, a one-sided
+    interval [low, 1]); see :func:`eta_squared`."""
     return _effect_table(fit, "omega2", partial, ci, alternative, type, ddf)
 
 
 def cohens_f2(fit: LmerFit, partial: bool = True, ci: float | None = 0.95,
-              alternative: str = "two-sided", type: int | str = 3,
+              alternative: str = "greater", type: int | str = 3,
               ddf: str = "satterthwaite") -> pd.DataFrame:
-    """Cohen's f² = η²/(1 − η²) of each fixed term (effectsize's ``F_to_f2``)."""
+    """Cohen's f² = η²/(1 − η²) of each fixed term (effectsize's ``F_to_f2``; its default,
+    a one-sided interval [low, Inf)); see :func:`eta_squared`."""
     return _effect_table(fit, "f2", partial, ci, alternative, type, ddf)

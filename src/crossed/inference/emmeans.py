@@ -58,9 +58,9 @@ from crossed.tables import TableDisplay, result_table
 if TYPE_CHECKING:
     from crossed.model.result import LmerResult as LmerFit
 
-__all__ = ["INTERACTION_NOTE", "JOINT_DEP_NOTE", "JOINT_EST_NOTE", "NONEST", "NONEST_NOTE",
-           "EMMeans", "consec_weights", "contrast_weights", "emmeans", "joint_f", "joint_tests",
-           "split_specs"]
+__all__ = ["ESTIMATE_COLUMNS", "INTERACTION_NOTE", "JOINT_DEP_NOTE", "JOINT_EST_NOTE", "NONEST",
+           "NONEST_NOTE", "EMMeans", "consec_weights", "contrast_weights", "emmeans",
+           "estimate_column", "joint_f", "joint_tests", "split_specs"]
 
 INTERACTION_NOTE = "NOTE: Results may be misleading due to involvement in interactions"
 NONEST = "nonEst"
@@ -68,6 +68,19 @@ NONEST_NOTE = ("nonEst: not estimable on this rank-deficient fit (an empty cell 
                "design); estimate, SE, df and p value are NaN, as emmeans reports them")
 JOINT_EST_NOTE = "e: df1 reduced due to non-estimability"
 JOINT_DEP_NOTE = "d: df1 reduced due to linear dependence"
+# the estimate's column of an EMM or contrast table: ``estimate`` on the link scale, else
+# emmeans' name (back-transformed means and ratios; emtrends' ``<var>.trend``)
+ESTIMATE_COLUMNS = ("estimate", "response", "prob", "rate", "odds_ratio", "ratio")
+
+
+def estimate_column(table: pd.DataFrame) -> str:
+    """The column of an EMM or contrast table that holds the estimate: ``estimate``, or
+    emmeans' name on the response scale (``response``, ``prob``, ``rate``, ``odds_ratio``,
+    ``ratio``) or of a trend (``<var>.trend``); ``"estimate"`` when none is there."""
+    for c in table.columns:
+        if c in ESTIMATE_COLUMNS or str(c).endswith(".trend"):
+            return str(c)
+    return "estimate"
 
 
 @dataclass(repr=False)  # (shown as its table: TableDisplay)
@@ -117,6 +130,11 @@ class EMMeans(TableDisplay):
             raise ValueError(f"type must be 'link' or 'response', got {t!r}")
         return t
 
+    def _names_ddf(self) -> bool:
+        """Whether emmeans prints the df method below the table: for an lmer grid, not
+        for a glmer's (or a regridded one), whose df are Inf without a method."""
+        return hasattr(self.fit, "design") and not hasattr(self.fit, "family")
+
     def _estimable(self, W: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """Estimability of the combinations W of the means ``rows``."""
         if self.nbasis is None or self.linfct_full is None:
@@ -160,7 +178,8 @@ class EMMeans(TableDisplay):
             out["note"] = np.where(est, "", NONEST)
             messages.append(NONEST_NOTE)
         out.attrs.update(conf_level=self.level, ddf=self.ddf, messages=messages,
-                         estimate_name=self.estimate_name)
+                         estimate_name=self.estimate_name, type="link",
+                         show_ddf=self._names_ddf())
         if self._type(type) == "response" and self.tran is not None:
             out = back_means(out, self.tran)
         if self.estimate_name.endswith(".trend"):
@@ -260,7 +279,8 @@ class EMMeans(TableDisplay):
         if not nonest:
             out = out.drop(columns="note")
         out.attrs.update(adjust=adjust if adjust in used else "none", conf_level=level,
-                         ddf=self.ddf, messages=[NONEST_NOTE] if nonest else [])
+                         ddf=self.ddf, messages=[NONEST_NOTE] if nonest else [], type="link",
+                         show_ddf=self._names_ddf())
         if self._type(type) == "response" and self.tran is not None:
             out = back_contrasts(out, self.tran)
         return result_table(out, "emmeans")

@@ -254,12 +254,20 @@ def _is_num(values) -> bool:
     return True
 
 
+def _level_text(value: object) -> str:
+    """A grid value as R writes it in a label (``as.character``): a covariate held at
+    ``at`` values 0 and 3 reads ``0`` and ``3``, not ``0.0`` (15 significant digits)."""
+    if isinstance(value, float | np.floating) and not isinstance(value, bool):
+        return format(float(value), ".15g")
+    return str(value)
+
+
 def grid_labels(sub: pd.DataFrame) -> list[str]:
     """emmeans' contrast labels: numeric-looking levels get the factor's name as prefix
     (``enhance.levels``), labels containing - + / * are parenthesised (``parens``)."""
     cols = []
     for c in sub.columns:
-        vals = [str(v) for v in sub[c]]
+        vals = [_level_text(v) for v in sub[c]]
         cols.append([f"{c}{v}" for v in vals] if _is_num(vals) else vals)
     labels = [" ".join(parts) for parts in zip(*cols, strict=True)]
     return [f"({lb})" if re.search(r"-|\+|/|\*", lb) else lb for lb in labels]

@@ -309,6 +309,7 @@ def compare(*fits: LmerFit, names: list[str] | None = None, refit: bool = True) 
         prev = f
     out = pd.DataFrame(rows, columns=COMPARE_COLUMNS)
     out.attrs["refit"] = use_ml
+    out.attrs["na"] = ""  # the first model has no test: R's anova prints those cells blank
     title = ("Models refitted with ML" if use_ml else "Models") + ": likelihood-ratio tests"
     return result_table(out, title=title)
 

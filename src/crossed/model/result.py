@@ -129,7 +129,10 @@ class LmerResult(FitBase):
 
     @property
     def df_residual(self) -> int:
-        return self.nobs - len(self.beta)
+        """lme4's ``df.residual``: the number of observations minus every parameter
+        (fixed effects, θ and σ: :attr:`npar`), the ``df.resid`` of an ML fit's summary
+        (174 for ``Reaction ~ Days + (Days | Subject)`` on sleepstudy, R 4.2.2)."""
+        return self.nobs - self.npar
 
     # ------------------------------------------------------------------ PLS re-evaluation
     @property

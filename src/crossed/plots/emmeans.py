@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from crossed.inference.emmeans import estimate_column
 from crossed.plots._mpl import checked_table, literal_labels, plt
 
 __all__ = ["plot_emmeans"]
@@ -18,7 +19,8 @@ def plot_emmeans(table: pd.DataFrame, factor: str | None = None, by: str | None 
     Parameters
     ----------
     table : pandas.DataFrame
-        Columns ``estimate`` (or ``response``, or emtrends' ``<var>.trend``),
+        Columns ``estimate`` (or ``response``, a GLMM's ``prob``/``rate``, or emtrends'
+        ``<var>.trend``),
         ``conf_low``, ``conf_high`` and the key columns (an EMM object is taken as its
         ``table()``).
     factor : str, optional
@@ -35,10 +37,9 @@ def plot_emmeans(table: pd.DataFrame, factor: str | None = None, by: str | None 
     """
     if not isinstance(table, pd.DataFrame) and callable(getattr(table, "table", None)):
         table = table.table()
-    # the estimate's column: an EMM, a back-transformed EMM (``response``) or a trend
-    # (emtrends' ``<var>.trend``)
-    est = next((c for c in getattr(table, "columns", ())
-                if c in ("estimate", "response") or str(c).endswith(".trend")), "estimate")
+    # the estimate's column: an EMM, a back-transformed EMM (``response``, a GLMM's
+    # ``prob``/``rate``) or a trend (emtrends' ``<var>.trend``)
+    est = (estimate_column(table) if isinstance(table, pd.DataFrame) else "estimate")
     table = checked_table(table, (est, "conf_low", "conf_high"), "plot_emmeans",
                           "fit.emmeans(...).table()")
     pyplot = plt()
