@@ -154,7 +154,9 @@ def test_the_interval_follows_the_effect_size_table(ner):
     m = F_SENTENCE.match(ninety.sentences()[0])
     assert m and m["lvl"] == "90"
     assert m["lo"] == apa_number(ner.eta_squared(ci=0.9)["conf_low"].iloc[0], 2, True)
-    assert "two-sided 90% confidence intervals" in ninety.methods
+    side = ("two-sided" if ninety.tables["eta_squared"].attrs["alternative"] == "two-sided"
+            else "one-sided")
+    assert f"{side} 90% confidence intervals" in ninety.methods
     # the table the sentence was read from is kept with it
     assert ninety.tables["eta_squared"].attrs["conf_level"] == 0.9
 
@@ -253,18 +255,19 @@ def test_glmm_sentences_read_back(cbpp):
             _close_to_r(m[key], rg[ref][k], 2)
     probs = [re.match(r"^The estimated probability of period (\d) was (\.\d+), 95% CI "
                       r"\[(\.\d+), (\.\d+)\]\.$", x) for x in s if "probability" in x]
-    table = cbpp.emmeans("period").table()
+    # the write-up reports a GLMM's EMMs on the response scale (emmeans' type="response")
+    table = cbpp.emmeans("period", type="response").table()
     assert len(probs) == 4 and all(probs)
     for k, (m, (_, row)) in enumerate(zip(probs, table.iterrows(), strict=True)):
         assert list(m.groups()[1:]) == [apa_number(row[c], 2, True) for c in
-                                        ("estimate", "conf_low", "conf_high")]
+                                        ("prob", "conf_low", "conf_high")]
         for j, ref in ((2, "prob"), (3, "low"), (4, "high")):
             _close_to_r("0" + m[j], rg["emmeans"][ref][k], 2)
     cons = [CONTRAST_SENTENCE.match(x) for x in s if x.startswith("The odds ratio")]
-    pairs = cbpp.emmeans("period").pairs()
+    pairs = cbpp.emmeans("period", type="response").pairs()
     assert len(cons) == 6 and all(cons)
     for k, (m, (_, row)) in enumerate(zip(cons, pairs.iterrows(), strict=True)):
-        assert m["contrast"] == row["contrast"] == rg["pairs"]["contrast"][k]
+        assert m["contrast"] == row["contrast"] == rg["pairs"]["contrast"][k]  # (a / b)
         assert m["df"] is None and m["stat"] == apa_number(row["statistic"])
         for key, ref in (("est", "ratio"), ("se", "se"), ("lo", "low"), ("hi", "high"),
                          ("stat", "z")):

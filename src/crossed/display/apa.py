@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import pandas as pd
 
+from crossed.inference.emmeans import estimate_column
 from crossed.tables import wrap_html
 
 if TYPE_CHECKING:
@@ -400,7 +401,8 @@ _EMM_WORDS = {"emmean": "EMM", "prob": "estimated probability", "rate": "estimat
 
 
 def _level_columns(table: pd.DataFrame) -> list[str]:
-    stop = {"estimate", "std_error", "df", "conf_low", "conf_high", "statistic", "p_value"}
+    stop = {estimate_column(table), "std_error", "df", "conf_low", "conf_high", "statistic",
+            "p_value"}
     cols = []
     for c in table.columns:
         if c in stop:
@@ -421,11 +423,12 @@ def emm_sentences(table: pd.DataFrame, digits: int = 2) -> list[Sentence]:
     bounded = name in _BOUNDED_ESTIMATES
     level = table.attrs.get("conf_level", 0.95)
     cols = _level_columns(table)
+    est = estimate_column(table)  # (emmeans' name on the response scale: prob, rate ...)
     out: list[Sentence] = []
     for _, row in table.iterrows():
         where = ", ".join(f"{c} {row[c]}" for c in cols)
         seg: list[Segment] = [_t(f"The {word} of {where} was "),
-                              _n(apa_number(row["estimate"], digits, bounded))]
+                              _n(apa_number(row[est], digits, bounded))]
         seg += _ci_segments(level, row["conf_low"], row["conf_high"], digits, bounded)
         seg.append(_t("."))
         out.append(tuple(seg))
@@ -461,10 +464,11 @@ def contrast_sentences(table: pd.DataFrame, digits: int = 2) -> list[Sentence]:
     if lead:
         out.append((_i("p"), _t(lead[1:])))
     by = [c for c in _level_columns(table) if c != "contrast"]
+    est = estimate_column(table)  # (odds_ratio, ratio on the response scale)
     for _, row in table.iterrows():
         cond = "".join(f" at {c} {row[c]}" for c in by)
         seg: list[Segment] = [_t(f"The {word} {row['contrast']}{cond} was "),
-                              _n(apa_number(row["estimate"], digits)), _t(", "),
+                              _n(apa_number(row[est], digits)), _t(", "),
                               _i("SE"), _t(" = "), _n(apa_number(row["std_error"], digits))]
         if "conf_low" in table.columns:
             seg += _ci_segments(level, row["conf_low"], row["conf_high"], digits)
@@ -672,7 +676,10 @@ def write_up(fit: Any, emmeans: str | Sequence[str] | None = None,
     fit : LmerFit or GlmerFit
     emmeans : str or list of str, optional
         Factors whose EMMs are reported, each with its pairwise contrasts
-        (``fit.emmeans(spec)`` and ``.pairs()``, with their defaults).
+        (``fit.emmeans(spec)`` and ``.pairs()``; a GLMM's with ``type="response"``:
+        probabilities or rates and odds or rate ratios, as papers report them, where
+        emmeans' default is the link scale; pass ``contrasts=[fit.emmeans(spec)]`` for
+        that).
     contrasts : sequence
         EMM objects (``fit.emmeans("system")``) or EMM / contrast tables
         (``fit.emmeans("system").pairs()``) to report.
@@ -730,7 +737,10 @@ def write_up(fit: Any, emmeans: str | Sequence[str] | None = None,
     items: list[pd.DataFrame] = []
     specs = [emmeans] if isinstance(emmeans, str) else list(emmeans or [])
     for spec in specs:
-        emm = fit.emmeans(spec)
+        # a GLMM's EMMs as a paper reports them: probabilities (rates) and odds (rate)
+        # ratios, emmeans' type = "response" (its default, the link scale, on request
+        # through contrasts=)
+        emm = fit.emmeans(spec, type="response") if glmm else fit.emmeans(spec)
         items += [emm.table(), emm.pairs()]
     for item in contrasts:
         items += _as_tables(item)
