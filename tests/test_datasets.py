@@ -73,7 +73,7 @@ def test_a_file_with_a_header_and_no_rows_names_its_columns(tmp_path, name, text
     ("item_level_binary", "glmm/items_systems.csv.gz")])
 def test_lme4s_datasets_are_bundled_under_rs_names(name: str, copy: str) -> None:
     """``cx.load_dataset("cbpp")`` is what ``data(cbpp)`` is in R: the tables the reference
-    tests read, with the factor columns as strings."""
+    tests read, with the factor columns' values as strings."""
     import crossed as cx
 
     bundled = cx.load_dataset(name)
@@ -85,3 +85,39 @@ def test_lme4s_datasets_are_bundled_under_rs_names(name: str, copy: str) -> None
         else:
             assert bundled[col].tolist() == ref[col].astype(str).tolist()
     assert name in cx.list_datasets()
+
+
+# levels(lme4::cbpp$herd), levels(lme4::InstEval$dept) ... (lme4 1.1-31, scripts/r_levels.R)
+R_LEVELS = [
+    ("cbpp", "herd", [str(i) for i in range(1, 16)]),
+    ("cbpp", "period", ["1", "2", "3", "4"]),
+    ("InstEval", "dept", ["15", "5", "10", "12", "6", "7", "4", "8", "9", "14", "1", "3",
+                          "11", "2"]),
+    ("grouseticks", "YEAR", ["95", "96", "97"]),
+    ("sleepstudy", "Subject", ["308", "309", "310", "330", "331", "332", "333", "334", "335",
+                               "337", "349", "350", "351", "352", "369", "370", "371", "372"]),
+]
+
+
+@pytest.mark.parametrize(("name", "column", "levels"), R_LEVELS)
+def test_lme4s_factors_have_rs_level_order(name: str, column: str, levels: list[str]) -> None:
+    """The factors of lme4's data are Categoricals in R's level order (not the string
+    order 1, 10, 11, ...), so per-level results and reference levels read as in R."""
+    import crossed as cx
+
+    values = cx.load_dataset(name)[column]
+    assert isinstance(values.dtype, pd.CategoricalDtype)
+    assert values.cat.categories.tolist() == levels
+
+
+def test_cbpp_random_effects_in_rs_order() -> None:
+    """ranef(glmer(..., data = cbpp)) lists the herds 1, 2, ..., 15 as R does."""
+    import warnings
+
+    import crossed as cx
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        g = cx.glmer("cbind(incidence, size - incidence) ~ period + (1 | herd)",
+                     cx.load_dataset("cbpp"), family="binomial")
+    assert g.ranef()["level"].tolist() == [str(i) for i in range(1, 16)]

@@ -60,14 +60,32 @@ def load_dataset(name: str) -> pd.DataFrame:
     -------
     pandas.DataFrame
         The table; its factor columns (identifiers, seeds, learning rates, ...) are read as
-        strings exactly as written in the file, all other columns as numbers.
+        strings exactly as written in the file, all other columns as numbers. The factors
+        of lme4's example data (``sleepstudy``, ``cbpp``, ``InstEval``, ...) are pandas
+        Categoricals with the levels in the order lme4's data has them (``cbpp$herd``:
+        1, 2, ..., 15, not the string order 1, 10, 11, ...; ``InstEval$dept``: 15, 5, 10,
+        ...), so that ``ranef()``, coefficient names and reference levels read as in R on
+        ``data(cbpp)`` (``data/levels.json``, written by ``scripts/r_levels.R``).
     """
     if name not in _DATASETS:
         raise ValueError(f"unknown dataset {name!r}; available: {', '.join(list_datasets())}")
     file, factors = _DATASETS[name]
     with resources.as_file(resources.files("crossed") / "data" / file) as path:
         # correctly rounded numbers (R's strtod; pandas 3's default), whatever pandas
-        return pd.read_csv(path, dtype={c: str for c in factors}, **EXACT_FLOATS)
+        data = pd.read_csv(path, dtype={c: str for c in factors}, **EXACT_FLOATS)
+    for column, levels in _r_levels().get(name, {}).items():
+        unknown = set(data[column].unique()) - set(levels)
+        if unknown:  # (the bundled files and levels.json are written together)
+            raise ValueError(f"dataset {name!r}: column {column!r} has values outside R's "
+                             f"levels: {sorted(unknown)[:5]}")
+        data[column] = pd.Categorical(data[column], categories=levels)
+    return data
+
+
+def _r_levels() -> dict[str, dict[str, list[str]]]:
+    """R's level order of the factors of lme4's example data, by dataset and column."""
+    text = (resources.files("crossed") / "data" / "levels.json").read_text(encoding="utf-8")
+    return json.loads(text)
 
 
 def item_level_irt(n_systems: int = 6, n_items: int = 150, n_datasets: int = 3,
