@@ -149,7 +149,7 @@ def test_the_interval_follows_the_effect_size_table(ner):
     assert m and m["side"] == "one-sided " and m["hi"] == "1.00"
     assert m["lo"] == apa_number(e["conf_low"].iloc[0], 2, True)
     _close_to_r(m["lo"], REF["lmm"]["eta2_greater"]["low"][0], 2)
-    assert "one-sided 95% confidence intervals (upper limit 1)" in one.methods
+    assert "one-sided 95% confidence intervals (upper limit 1, as effectsize)" in one.methods
     ninety = ner.report(ci=0.9)
     m = F_SENTENCE.match(ninety.sentences()[0])
     assert m and m["lvl"] == "90"

@@ -612,11 +612,11 @@ def methods_sentences(fit: Any, ddf: str = "satterthwaite", anova_type: int | st
             alt = str(effects.attrs.get("alternative", "two-sided"))
             lvl = f"{100 * float(effects.attrs['conf_level']):g}%"
             side = ("two-sided" if alt in ("two-sided", "two.sided") else "one-sided")
-            limit = {"greater": " (upper limit 1)", "less": " (lower limit 0)"}.get(alt, "")
+            limit = {"greater": "upper limit 1, ", "less": "lower limit 0, "}.get(alt, "")
             out.append((_t("Effect sizes are partial "), _s("eta2"),
                         _t(" from the "), _i("F"),
                         _t(f" tests with {side} {lvl} confidence intervals"
-                           f"{limit} (as effectsize).")))
+                           f" ({limit}as effectsize).")))
     for table in contrasts:
         adj = adjustment_words(table.attrs.get("adjust"))
         if "contrast" in table.columns:
