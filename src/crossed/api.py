@@ -17,7 +17,10 @@ from crossed.design.frame import (
 )
 from crossed.design.glm import attach, glm_inputs
 from crossed.engines import get_engine
+from crossed.engines.dask_fit import DaskSource, as_dask_frame, dask_client, is_partitioned
+from crossed.engines.partitioned import fit_lmer_partitioned
 from crossed.fit import GlmerFit, LmerFit, fit_glmm_with, fit_with
+from crossed.fit.public import as_public
 from crossed.formula import FormulaError, ModelSpec, parse
 from crossed.model.control import LmerControl
 from crossed.model.glmm.family import Family, family_of
@@ -30,7 +33,7 @@ def lmer(formula: str, data: pd.DataFrame, reml: bool = True, engine: str = "nat
          reference: dict[str, str] | None = None, na_action: str = "omit",
          control: LmerControl | None = None, data_name: str | None = None,
          trusted: bool = False, contrasts: Mapping[str, object] | None = None,
-         weights: object = None, offset: object = None) -> LmerFit:
+         weights: object = None, offset: object = None, client: object = None) -> LmerFit:
     """Fit a linear mixed model written in lme4's formula language.
 
     Parameters
@@ -88,6 +91,14 @@ def lmer(formula: str, data: pd.DataFrame, reml: bool = True, engine: str = "nat
         nothing for ``offset=`` (as lme4's ``predict``). Methods not validated with
         weights or offsets (Kenward–Roger with weights, EMMs with an offset,
         ``extend``) raise :class:`crossed.model.prior.PriorWeightsError`.
+    client : distributed.Client or str, optional
+        For ``data`` larger than memory (docs/larger-than-memory.md): ``data`` may be a
+        Dask DataFrame or a Parquet path or glob (local or an fsspec URL); the fit runs
+        two passes over its partitions on this Dask cluster (a Client or a scheduler
+        address; default: a ``LocalCluster`` sized to the machine, closed afterwards) and
+        optimises the summed cross-products in this process. The result is an
+        :class:`LmerFit` whose rows stayed on the cluster: row-level methods
+        (``fitted``, ``residuals``, ...) raise, naming the in-memory alternative.
 
     Returns
     -------
@@ -101,10 +112,35 @@ def lmer(formula: str, data: pd.DataFrame, reml: bool = True, engine: str = "nat
         raise FormulaError(formula, 0, "cbind(successes, failures) is the response of a "
                                        "binomial GLMM: fit it with crossed.glmer(formula, "
                                        "data, family=\"binomial\")")
+    if is_partitioned(data):
+        _check_partitioned(engine, weights, offset, spec)
+        with dask_client(client) as c:
+            source = DaskSource(as_dask_frame(data), c)
+            result = fit_lmer_partitioned(spec, source, reml=bool(reml), control=control,
+                                          data_name=data_name or _data_name(data),
+                                          na_action=na_action)
+        return as_public(result)
+    if client is not None:
+        raise TypeError("client= is for a Dask DataFrame or a Parquet path as data; data is "
+                        f"a {type(data).__name__}")
     design = model_design(spec, data, weights=weights, offset=offset, na_action=na_action)
     check_response_varies(design.y, spec.response)
     check_binary_response(design.y, spec.response)
     return fit_with(engine, design, reml=bool(reml), control=control, data_name=data_name or "data")
+
+
+def _data_name(data: object) -> str:
+    return str(data) if isinstance(data, str) else "data"
+
+
+def _check_partitioned(engine: str, weights: object, offset: object, spec: ModelSpec) -> None:
+    """What partitioned fits do not do (yet): said, never ignored."""
+    if engine != "native":
+        raise ValueError(f"engine={engine!r}: fits on partitioned data (a Dask DataFrame or "
+                         "Parquet files) run on the native engine only")
+    if weights is not None or offset is not None or spec.offsets:
+        raise DataError("weights= and offsets are not supported on partitioned data (a Dask "
+                        "DataFrame or Parquet files) yet: fit in memory")
 
 
 def _check_arguments(formula: object, reml: object, engine: object, reference: object,
