@@ -110,6 +110,7 @@ def fit_lmer_partitioned(spec: ModelSpec, source: PartitionSource, reml: bool = 
     design = with_column_stats(design, sums)  # type: ignore[arg-type]
     with single_blas_thread():
         pls = PLS.from_products(products, design.random.blocks)
+        design.derived("pls", lambda: pls)  # (what PLS.of(design) gives: no rows needed)
         fit = fit_pls(design, pls, reml, control or LmerControl(), data_name,
                       theta0=theta_start_of(design, products))
     fit.memo("passes", lambda: tuple(log))

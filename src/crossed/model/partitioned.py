@@ -100,10 +100,23 @@ class RowlessDesign(Design):
         The number of rows used (after dropping rows with missing values).
     n_partitions : int
         The number of partitions the rows came in.
+    means : dict
+        Numeric column -> its mean over the rows used (emmeans' reference grid).
+    response_sums : tuple of float
+        (Σ y, Σ y²) of the response over the rows used: whether two fits share their
+        response (likelihood-ratio tests).
+    structure : pandas.DataFrame or None
+        Rows with every level of every factor (not the data: made up from its distinct
+        values) on which the fixed-effects columns are full rank: what row-free
+        computations that need *a* model matrix of the model's columns read (lmerTest's
+        Type III contrasts, which depend on the columns' span, not on the rows).
     """
 
     n_rows: int = 0
     n_partitions: int = 0
+    means: dict[str, float] = field(default_factory=dict)
+    response_sums: tuple[float, float] = (0.0, 0.0)
+    structure: pd.DataFrame | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         pass  # (no rows to freeze)
@@ -134,7 +147,8 @@ class RowlessDesign(Design):
         return RowlessDesign(spec=self.spec, y=np.zeros(0), fixed=self.fixed, random=random,
                              n_dropped=self.n_dropped, levels=self.levels,
                              columns=self.columns, frame=None, n_rows=self.n_rows,
-                             n_partitions=self.n_partitions)
+                             n_partitions=self.n_partitions, means=self.means,
+                             response_sums=self.response_sums, structure=self.structure)
 
 
 _y = _RowField()
@@ -164,6 +178,10 @@ class LevelsChunk:
         Grouping factor (a tuple of columns) -> its distinct cells, a DataFrame of R labels.
     y_sum : float
         Sum of the response over the rows kept.
+    y_ss : float
+        Sum of the response's squares over the rows kept.
+    sums : dict
+        Numeric column -> the sum of its values over the rows kept.
     """
 
     n_rows: int
@@ -173,6 +191,8 @@ class LevelsChunk:
     samples: dict[str, pd.Series]
     cells: dict[tuple[str, ...], pd.DataFrame]
     y_sum: float
+    y_ss: float = 0.0
+    sums: dict[str, float] = field(default_factory=dict)
 
     def __add__(self, other: LevelsChunk) -> LevelsChunk:
         if not isinstance(other, LevelsChunk):
@@ -200,7 +220,8 @@ class LevelsChunk:
             values={c: unite(self.values[c], other.values[c]) for c in self.values},
             samples={c: first(self.samples[c], other.samples[c]) for c in self.samples},
             cells={k: unite(self.cells[k], other.cells[k]) for k in self.cells},
-            y_sum=self.y_sum + other.y_sum)
+            y_sum=self.y_sum + other.y_sum, y_ss=self.y_ss + other.y_ss,
+            sums={c: self.sums[c] + other.sums[c] for c in self.sums})
 
 
 def _grouping_factors(spec: ModelSpec) -> list[tuple[str, ...]]:
@@ -250,12 +271,15 @@ def levels_of(spec: ModelSpec, frame: pd.DataFrame, na_action: str = "omit",
     for factors in _grouping_factors(spec):
         labels = pd.DataFrame({f: labels_of(kept[f]) for f in factors})
         cells[factors] = labels.drop_duplicates(ignore_index=True)
-    y_sum = 0.0
+    y_sum = y_ss = 0.0
     if len(kept):
-        y_sum = float(np.sum(build_response(spec, kept)))
+        y = build_response(spec, kept)
+        y_sum, y_ss = float(np.sum(y)), float(y @ y)
+    sums = {c: float(np.sum(np.asarray(kept[c], dtype=float))) for c in samples}
     return LevelsChunk(n_rows=len(frame), n_dropped=n_dropped,
                        missing={c: int(m.sum()) for c, m in masks.items()},
-                       values=values, samples=samples, cells=cells, y_sum=y_sum)
+                       values=values, samples=samples, cells=cells, y_sum=y_sum, y_ss=y_ss,
+                       sums=sums)
 
 
 def _synthetic_frame(levels: LevelsChunk, used: list[str]) -> pd.DataFrame:
@@ -360,7 +384,9 @@ def rowless_design(spec: ModelSpec, levels: LevelsChunk, n_partitions: int = 0,
     return RowlessDesign(spec=spec, y=np.zeros(0), fixed=fixed, random=random,
                          n_dropped=levels.n_dropped, levels=skeleton.levels,
                          columns=skeleton.columns, frame=None, n_rows=n,
-                         n_partitions=n_partitions)
+                         n_partitions=n_partitions,
+                         means={c: s / n for c, s in levels.sums.items()},
+                         response_sums=(levels.y_sum, levels.y_ss), structure=skeleton.frame)
 
 
 def response_centre(design: RowlessDesign, levels: LevelsChunk) -> np.ndarray:
