@@ -44,6 +44,7 @@ from crossed.design.frame import (
     used_columns,
     value_columns,
 )
+from crossed.design.newdata import describe_level
 from crossed.design.random import RandomDesign, TermColumns, assemble_random
 from crossed.formula.spec import ModelSpec
 from crossed.model.crossprod import CrossProducts
@@ -455,10 +456,10 @@ def encode_partition(design: RowlessDesign, frame: pd.DataFrame, index: int = 0
     for blk, codes in zip(design.random.blocks, new.codes, strict=True):
         if np.any(codes < 0):
             row = int(np.flatnonzero(codes < 0)[0])
-            cell = ", ".join(f"{f}={part[f].iloc[row]!r}" for f in blk.factors)
             raise DataError(
-                f"partition {index}: level {cell} of grouping factor {blk.group!r} was not "
-                "seen by the levels pass (did the data change between the passes?)")
+                f"partition {index}: {describe_level(blk, part, row)} of grouping factor "
+                f"{blk.group!r} was not seen by the levels pass (did the data change "
+                "between the passes?)")
     y = build_response(design.spec, part.reset_index(drop=True))
     return new.X, new.codes, new.Z, y
 
