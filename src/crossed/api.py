@@ -18,7 +18,7 @@ from crossed.design.frame import (
 from crossed.design.glm import attach, glm_inputs
 from crossed.engines import get_engine
 from crossed.engines.dask_fit import DaskSource, as_dask_frame, dask_client, is_partitioned
-from crossed.engines.partitioned import fit_lmer_partitioned
+from crossed.engines.partitioned import fit_glmer_partitioned, fit_lmer_partitioned
 from crossed.fit import GlmerFit, LmerFit, fit_glmm_with, fit_with
 from crossed.fit.public import as_public
 from crossed.formula import FormulaError, ModelSpec, parse
@@ -214,7 +214,7 @@ def glmer(formula: str, data: pd.DataFrame, family: str | Family = "binomial", n
           weights: object = None, offset: object = None, engine: str = "native",
           control: LmerControl | None = None, na_action: str = "omit",
           data_name: str | None = None, reference: dict[str, str] | None = None,
-          trusted: bool = False) -> GlmerFit:
+          trusted: bool = False, client: object = None) -> GlmerFit:
     """Fit a generalised linear mixed model as lme4's ``glmer``.
 
     Parameters
@@ -235,6 +235,13 @@ def glmer(formula: str, data: pd.DataFrame, family: str | Family = "binomial", n
     engine : str
         ``"native"`` (default) or an engine with GLMMs (``"lme4"``).
 
+    client : distributed.Client or str, optional
+        For ``data`` larger than memory (docs/larger-than-memory.md): ``data`` may be a
+        Dask DataFrame or a Parquet path or glob; each PIRLS iteration is then one pass
+        over its partitions, kept on this Dask cluster (default: a ``LocalCluster`` sized
+        to the machine, closed afterwards). Laplace (``nAGQ=1``) and ``nAGQ=0``; a 0/1 or
+        count response, no weights or offsets.
+
     Binomial responses: 0/1 numbers, booleans, a two-level factor (first level =
     failure, as R), a proportion with ``weights=`` trials, or ``cbind(s, f)``.
 
@@ -247,6 +254,21 @@ def glmer(formula: str, data: pd.DataFrame, family: str | Family = "binomial", n
     if isinstance(nAGQ, bool) or not isinstance(nAGQ, int | np.integer) or nAGQ < 0:
         raise ValueError(f"nAGQ must be a whole number >= 0, got {nAGQ!r}")
     spec = parse(formula, reference=reference, trusted=bool(trusted))
+    if is_partitioned(data):
+        _check_partitioned(engine, weights, offset, spec)
+        if spec.cbind is not None:
+            raise DataError("cbind(successes, failures) is not supported on partitioned "
+                            "data yet: use a 0/1 response, or fit in memory")
+        with dask_client(client) as c:
+            source = DaskSource(as_dask_frame(data), c)
+            result = fit_glmer_partitioned(spec, source, fam, nagq=int(nAGQ),
+                                           control=control,
+                                           data_name=data_name or _data_name(data),
+                                           na_action=na_action)
+        return as_public(result)
+    if client is not None:
+        raise TypeError("client= is for a Dask DataFrame or a Parquet path as data; data is "
+                        f"a {type(data).__name__}")
     design = model_design(spec, data, weights=weights, offset=offset, na_action=na_action,
                           family=fam)
     return fit_glmm_with(engine, design, family=fam, nagq=int(nAGQ), control=control,

@@ -12,6 +12,7 @@ the root's result (level-sized) comes back to the driver.
 from __future__ import annotations
 
 import contextlib
+import operator
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -22,9 +23,13 @@ import pandas as pd
 from crossed.design.frame import DataError
 from crossed.formula.spec import ModelSpec
 from crossed.model.partitioned import (
+    GlmmPartition,
+    GlmmSums,
     LevelsChunk,
     RowlessDesign,
     SumsChunk,
+    glmm_partition,
+    glmm_pass,
     levels_of,
     sums_of,
     tree_sum,
@@ -128,6 +133,46 @@ class DaskSource:
     def sums(self, design: RowlessDesign, centre: np.ndarray) -> SumsChunk:
         """:func:`~crossed.model.partitioned.sums_of` on every partition, added."""
         return self._reduce(_sums, design, centre)
+
+    def glmm_partitions(self, design: RowlessDesign, family: Any) -> list[Any]:
+        """The partitions encoded for a GLMM, computed and kept on the workers (futures)."""
+        import dask
+
+        held = [dask.delayed(_Held(a), pure=False) for a in (design, family)]
+        tasks = [dask.delayed(_glmm_partition, pure=True)(part, *held, index=i)
+                 for i, part in enumerate(self._parts)]
+        return list(self.client.compute(tasks))
+
+    def glmm_step(self, handle: list[Any], etas: list[Any] | None, family: Any,
+                  theta: np.ndarray, u: np.ndarray | None, beta: np.ndarray, joint: bool,
+                  lp0: list[Any] | None) -> tuple[list[Any], GlmmSums]:
+        """One PIRLS pass: :func:`~crossed.model.partitioned.glmm_pass` per partition
+        (its η before and its part of ``lp0`` read where they are kept), the new η kept
+        on the workers, the sums added in the fixed tree."""
+        submit = self.client.submit
+        outs = [submit(_glmm_pass, part, None if etas is None else etas[i], family, theta,
+                       u, beta, joint, None if lp0 is None else lp0[i], pure=False)
+                for i, part in enumerate(handle)]
+        new = [submit(operator.itemgetter(0), out, pure=False) for out in outs]
+        root = tree_sum(outs, lambda a, b: submit(_add_second, a, b, pure=False))
+        total = root.result()
+        return new, total[1] if isinstance(total, tuple) else total
+
+
+def _add_second(a: Any, b: Any) -> Any:
+    """The sums of two passes' results ((η, sums) pairs, or sums already added)."""
+    return (a[1] if isinstance(a, tuple) else a) + (b[1] if isinstance(b, tuple) else b)
+
+
+def _glmm_partition(part: pd.DataFrame, design: _Held, family: _Held, index: int = 0
+                    ) -> GlmmPartition:
+    return glmm_partition(design.value, part, family.value, index)  # type: ignore[arg-type]
+
+
+def _glmm_pass(part: GlmmPartition, eta: np.ndarray | None, family: Any, theta: np.ndarray,
+               u: np.ndarray | None, beta: np.ndarray, joint: bool,
+               lp0: np.ndarray | None) -> tuple[np.ndarray, GlmmSums]:
+    return glmm_pass(part, eta, family, theta, u, beta, joint, lp0)
 
 
 class _Held:

@@ -47,7 +47,7 @@ from crossed.design.frame import (
 from crossed.design.newdata import describe_level
 from crossed.design.random import RandomDesign, TermColumns, assemble_random
 from crossed.formula.spec import ModelSpec
-from crossed.model.crossprod import CrossProducts
+from crossed.model.crossprod import CrossProducts, RowMatrices
 
 __all__ = ["LevelsChunk", "PartitionSource", "RowlessDesign", "RowsNotHeldError",
            "SumsChunk", "levels_of", "rowless_design", "sums_of", "theta_start_of",
@@ -572,3 +572,141 @@ class PartitionSource(Protocol):
         """``sums_of`` on every partition, added."""
         ...
 
+
+
+# ---------------------------------------------------------------------------- GLMMs
+@dataclass(frozen=True)
+class GlmmPartition:
+    """One partition's rows encoded for a GLMM, kept on the worker between the PIRLS
+    passes (:func:`glmm_partition`).
+
+    Attributes
+    ----------
+    X : numpy.ndarray
+        Fixed-effects columns (n x p).
+    blocks : tuple of ReBlock
+        The design's blocks with this partition's codes and Z.
+    y, wt, offset : numpy.ndarray
+        Response (binomial: 0/1), prior weights (ones) and offset (zeros).
+    eta_start : numpy.ndarray
+        R's starting linear predictor (the link of ``mustart``).
+    """
+
+    X: np.ndarray
+    blocks: tuple[Any, ...]
+    y: np.ndarray
+    wt: np.ndarray
+    offset: np.ndarray
+    eta_start: np.ndarray
+
+    def zlu(self, theta: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """Z Λθ u on these rows."""
+        out = np.zeros(len(self.y))
+        pos = 0
+        for blk in self.blocks:
+            size = blk.nlevels * blk.q
+            b = u[pos:pos + size].reshape(blk.nlevels, blk.q) @ blk.template(theta).T
+            pos += size
+            if blk.q == 1:
+                out += blk.Z[:, 0] * b[blk.codes, 0]
+            else:
+                out += np.einsum("ij,ij->i", blk.Z, b[blk.codes])
+        return out
+
+
+@dataclass(frozen=True)
+class GlmmSums:
+    """A PIRLS pass's sums over partitions; they add.
+
+    Attributes
+    ----------
+    products : CrossProducts or None
+        The cross-products of the rows scaled by √(working weights) at the partition's η,
+        with the working response (centre b = 0, shared by every partition).
+    resdev : float
+        Σ R's ``dev.resids`` at η.
+    aic : float
+        R's ``aic`` at η (a sum of −2 log-likelihoods).
+    step : float
+        max |η − η_before| over the rows (how far the pass moved η).
+    size : float
+        max |η| over the rows.
+    n : int
+        Rows.
+    """
+
+    products: CrossProducts | None
+    resdev: float
+    aic: float
+    step: float
+    size: float
+    n: int
+
+    def __add__(self, other: GlmmSums) -> GlmmSums:
+        if not isinstance(other, GlmmSums):
+            return NotImplemented
+        if self.products is None:
+            products = other.products
+        elif other.products is None:
+            products = self.products
+        else:
+            products = self.products + other.products
+        return GlmmSums(products, self.resdev + other.resdev, self.aic + other.aic,
+                        max(self.step, other.step), max(self.size, other.size),
+                        self.n + other.n)
+
+
+def glmm_partition(design: RowlessDesign, frame: pd.DataFrame, family: Any,
+                   index: int = 0) -> GlmmPartition:
+    """One partition encoded for a GLMM: the response checked as lme4's glmer checks it
+    (binomial: 0/1 or booleans; Poisson: counts), naming the partition."""
+    X, codes, Zs, y = encode_partition(design, frame, index)
+    response = design.spec.response
+    y = np.asarray(y, dtype=float)
+    if family.binary_outcome and np.any((y != 0) & (y != 1)):
+        raise DataError(f"partition {index}: binomial response {response!r} has values other "
+                        f"than 0 and 1 (e.g. {y[(y != 0) & (y != 1)][0]:g}); on partitioned "
+                        "data the response must be 0/1 (proportions with weights= are not "
+                        "supported)")
+    if not family.binary_outcome and np.any(y < 0):
+        raise DataError(f"partition {index}: negative values not allowed for the Poisson "
+                        f"family: response {response!r}")
+    blocks = tuple(replace(blk, codes=np.ascontiguousarray(c, dtype=np.int64),
+                           Z=np.ascontiguousarray(Z, dtype=float))
+                   for blk, c, Z in zip(design.random.blocks, codes, Zs, strict=True))
+    wt = np.ones(len(y))
+    eta_start = family.link.linkfun(family.mustart(y, wt))
+    return GlmmPartition(X=np.ascontiguousarray(X, dtype=float), blocks=blocks, y=y, wt=wt,
+                         offset=np.zeros(len(y)), eta_start=np.asarray(eta_start, dtype=float))
+
+
+def glmm_pass(part: GlmmPartition, eta_before: np.ndarray | None, family: Any,
+              theta: np.ndarray, u: np.ndarray | None, beta: np.ndarray, joint: bool,
+              lp0: np.ndarray | None = None) -> tuple[np.ndarray, GlmmSums]:
+    """One PIRLS pass on a partition: its new η, and the sums at it.
+
+    η is ``offset + Xβ + ZΛu`` (``u`` None: the stage's start, ``offset + lp0``, or R's
+    ``eta_start`` without ``lp0``). The sums are the deviance at η and the weighted
+    cross-products of the next PIRLS step: rows scaled by √w (working weights at η) and
+    the working response z = η − fixed + (y − μ)/μ', with fixed = offset (``joint``: the
+    products hold X, β moves) or offset + Xβ (β fixed: no X)."""
+    if len(part.y) == 0:
+        return part.y, GlmmSums(None, 0.0, 0.0, 0.0, 0.0, 0)
+    with single_blas_thread():
+        if u is None:
+            eta = part.offset + (part.eta_start - part.offset if lp0 is None else lp0)
+        else:
+            eta = part.offset + part.X @ beta + part.zlu(theta, u)
+        mu, me = family.link.mu_and_mu_eta(eta)
+        resdev = float(np.sum(family.dev_resids(part.y, mu, part.wt)))
+        aic = family.aic(part.y, part.wt, mu, part.wt)
+        sw = np.sqrt(part.wt * me * me / family.variance(mu))
+        fixed = part.offset if joint else part.offset + part.X @ beta
+        z = eta - fixed + (part.y - mu) / me
+        X = part.X if joint else part.X[:, :0]
+        rows = RowMatrices.of(part.blocks, X, sw)
+        products = CrossProducts.from_rows(rows, part.blocks, z * sw, sw,
+                                           centre=np.zeros(X.shape[1]))
+    step = 0.0 if eta_before is None else float(np.max(np.abs(eta - eta_before)))
+    return eta, GlmmSums(products, resdev, aic, step, float(np.max(np.abs(eta))),
+                         len(part.y))
