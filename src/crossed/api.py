@@ -18,7 +18,11 @@ from crossed.design.frame import (
 from crossed.design.glm import attach, glm_inputs
 from crossed.engines import get_engine
 from crossed.engines.dask_fit import DaskSource, as_dask_frame, dask_client, is_partitioned
-from crossed.engines.partitioned import fit_glmer_partitioned, fit_lmer_partitioned
+from crossed.engines.partitioned import (
+    fit_glmer_partitioned,
+    fit_lmer_partitioned,
+    stderr_progress,
+)
 from crossed.fit import GlmerFit, LmerFit, fit_glmm_with, fit_with
 from crossed.fit.public import as_public
 from crossed.formula import FormulaError, ModelSpec, parse
@@ -33,7 +37,8 @@ def lmer(formula: str, data: pd.DataFrame, reml: bool = True, engine: str = "nat
          reference: dict[str, str] | None = None, na_action: str = "omit",
          control: LmerControl | None = None, data_name: str | None = None,
          trusted: bool = False, contrasts: Mapping[str, object] | None = None,
-         weights: object = None, offset: object = None, client: object = None) -> LmerFit:
+         weights: object = None, offset: object = None, client: object = None,
+         progress: bool = False) -> LmerFit:
     """Fit a linear mixed model written in lme4's formula language.
 
     Parameters
@@ -99,6 +104,9 @@ def lmer(formula: str, data: pd.DataFrame, reml: bool = True, engine: str = "nat
         optimises the summed cross-products in this process. The result is an
         :class:`LmerFit` whose rows stayed on the cluster: row-level methods
         (``fitted``, ``residuals``, ...) raise, naming the in-memory alternative.
+    progress : bool
+        With partitioned data: a line on stderr as each pass over the partitions starts
+        and ends.
 
     Returns
     -------
@@ -118,7 +126,8 @@ def lmer(formula: str, data: pd.DataFrame, reml: bool = True, engine: str = "nat
             source = DaskSource(as_dask_frame(data), c)
             result = fit_lmer_partitioned(spec, source, reml=bool(reml), control=control,
                                           data_name=data_name or _data_name(data),
-                                          na_action=na_action)
+                                          na_action=na_action,
+                                          progress=stderr_progress if progress else None)
         return as_public(result)
     if client is not None:
         raise TypeError("client= is for a Dask DataFrame or a Parquet path as data; data is "
@@ -214,7 +223,7 @@ def glmer(formula: str, data: pd.DataFrame, family: str | Family = "binomial", n
           weights: object = None, offset: object = None, engine: str = "native",
           control: LmerControl | None = None, na_action: str = "omit",
           data_name: str | None = None, reference: dict[str, str] | None = None,
-          trusted: bool = False, client: object = None) -> GlmerFit:
+          trusted: bool = False, client: object = None, progress: bool = False) -> GlmerFit:
     """Fit a generalised linear mixed model as lme4's ``glmer``.
 
     Parameters
@@ -241,6 +250,8 @@ def glmer(formula: str, data: pd.DataFrame, family: str | Family = "binomial", n
         over its partitions, kept on this Dask cluster (default: a ``LocalCluster`` sized
         to the machine, closed afterwards). Laplace (``nAGQ=1``) and ``nAGQ=0``; a 0/1 or
         count response, no weights or offsets.
+    progress : bool
+        With partitioned data: lines on stderr as the passes go (every 50th PIRLS pass).
 
     Binomial responses: 0/1 numbers, booleans, a two-level factor (first level =
     failure, as R), a proportion with ``weights=`` trials, or ``cbind(s, f)``.
@@ -264,7 +275,8 @@ def glmer(formula: str, data: pd.DataFrame, family: str | Family = "binomial", n
             result = fit_glmer_partitioned(spec, source, fam, nagq=int(nAGQ),
                                            control=control,
                                            data_name=data_name or _data_name(data),
-                                           na_action=na_action)
+                                           na_action=na_action,
+                                           progress=stderr_progress if progress else None)
         return as_public(result)
     if client is not None:
         raise TypeError("client= is for a Dask DataFrame or a Parquet path as data; data is "

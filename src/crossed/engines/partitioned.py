@@ -142,7 +142,9 @@ class PartitionedGlmm:
     scalar1 = False  # (no per-row shortcuts: the batched Laplace of the rows' path)
 
     def __init__(self, design: RowlessDesign, family: Family, source: GlmmSource,
-                 tol: float = 1e-7, maxit: int = 100) -> None:
+                 tol: float = 1e-7, maxit: int = 100,
+                 progress: Callable[[str, int, float | None], None] | None = None) -> None:
+        self.progress = progress
         self.design = design
         self.family = family
         self.source = source
@@ -164,6 +166,8 @@ class PartitionedGlmm:
     def _pass(self, etas: object, theta: np.ndarray, u: np.ndarray | None, beta: np.ndarray,
               joint: bool, lp0: object) -> tuple[object, GlmmSums]:
         self.passes += 1
+        if self.progress is not None and self.passes % 50 == 0:
+            self.progress(f"PIRLS (pass {self.passes})", 2, None)
         return self.source.glmm_step(self.handle, etas, self.family, theta, u, beta, joint,
                                      lp0)
 
@@ -346,7 +350,7 @@ def fit_glmer_partitioned(spec: ModelSpec, source: GlmmSource, family: Family,
                         "partitioned data, or fit in memory")
     t1 = time.perf_counter()
     # (no single_blas_thread around it: in-process workers take it for their passes)
-    problem = PartitionedGlmm(design, family, source)
+    problem = PartitionedGlmm(design, family, source, progress=progress)
     fit = _fit_glmm_stages(design, family, nagq, control or LmerControl(), data_name,
                            separation=False, problem=problem)
     if progress is not None:
