@@ -160,6 +160,7 @@ class PartitionedGlmm:
         self.last_error: PirlsError | None = None
         self.lp0: object = None
         self.lp0_joint: object = None
+        self._start: tuple[object, object, GlmmSums] | None = None
         _, start = self._pass(None, np.zeros(0), None, np.zeros(self.p), True, None)
         self._aic_const = start.aic - start.resdev
 
@@ -193,7 +194,12 @@ class PartitionedGlmm:
         theta = np.asarray(theta, dtype=float)
         beta = np.zeros(self.p) if joint or beta is None else np.asarray(beta, dtype=float)
         lp0 = self.lp0_joint if joint else self.lp0
-        etas, sums = self._pass(None, theta, None, beta, joint, lp0)
+        if joint:  # (the start's products do not depend on θ or β then: one pass a stage)
+            if self._start is None or self._start[0] is not lp0:
+                self._start = (lp0, *self._pass(None, theta, None, beta, joint, lp0))
+            etas, sums = self._start[1], self._start[2]
+        else:
+            etas, sums = self._pass(None, theta, None, beta, joint, lp0)
         u = np.zeros(self.q)
         old = np.inf
         ld = 0.0
