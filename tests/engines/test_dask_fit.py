@@ -287,3 +287,24 @@ def test_glmm_response_must_be_binary(correct, client):
     with pytest.raises(DataError, match=r"partition \d: binomial response 'correct' has "
                                         r"values other than 0 and 1"):
         cx.glmer(GLMM_FORMULA, dd.from_pandas(data, npartitions=2), client=client)
+
+
+def test_random_slopes_and_a_slope_far_from_zero(client):
+    """A correlated random slope fits as in memory; one far from zero (which the native
+    optimiser centres, from the rows) is refused on partitioned data, not fitted
+    differently."""
+    rng = np.random.default_rng(4)
+    n = 5000
+    data = pd.DataFrame({"system": rng.choice(["a", "b", "c"], n),
+                         "item": rng.integers(0, 80, n), "x": rng.normal(0, 1, n)})
+    data["y"] = (1 + rng.normal(0, 1, 80)[data.item]
+                 + (0.5 + rng.normal(0, 0.3, 80)[data.item]) * data.x + rng.normal(0, 1, n))
+    formula = "y ~ system + x + (1 + x | item)"
+    mem = cx.lmer(formula, data)
+    fit = cx.lmer(formula, dd.from_pandas(data, npartitions=3), client=client)
+    assert_same_fit(mem, fit)
+    np.testing.assert_allclose(fit.emmeans("system").table()["estimate"],
+                               mem.emmeans("system").table()["estimate"], rtol=1e-10)
+    far = data.assign(x=data.x + 100)
+    with pytest.raises(DataError, match="needs the optimiser's reparametrisation"):
+        cx.lmer(formula, dd.from_pandas(far, npartitions=3), client=client)
