@@ -3,11 +3,14 @@
 Parquet data, fitted by ``cx.lmer`` / ``cx.glmer`` on a ``LocalCluster`` of 2 worker
 processes with a stated memory limit each.
 
-The levels are fixed at every size (50 systems x 20 datasets, 20,000 items); the rows grow.
+The levels are fixed at every size (50 systems x 20 datasets, 20,000 items, each item in
+one dataset, as in evaluation logs: an item meets the 50 cells of its dataset); the rows
+grow.
 Each size is written once to ``--data-dir`` (Parquet files of ``--file-rows`` rows,
 generated file by file: the generator never holds the data set). Reported per fit: wall
 time, passes over the data, the peak resident memory of the driver (this process, sampled
-during the fit) and of each worker (sampled through ``client.run``), and, at the smallest
+during the fit; its resident size before the fit beside it) and of each worker (sampled
+through ``client.run``), and, at the smallest
 size, the in-memory fit's time and the identity of both fits (criterion relative
 difference, largest estimate difference).
 
@@ -51,7 +54,7 @@ def _effects(seed: int) -> dict[str, np.ndarray]:
 def generate(kind: str, rows: int, directory: Path, file_rows: int, seed: int = 32) -> Path:
     """Write ``rows`` generated rows as Parquet files under ``directory/kind-rows/`` (once;
     kept for later runs), file by file. Returns the directory."""
-    out = directory / f"{kind}-{rows}"
+    out = directory / f"{kind}-{rows}-nested"
     done = out / "_done"
     if done.exists():
         return out
@@ -64,8 +67,8 @@ def generate(kind: str, rows: int, directory: Path, file_rows: int, seed: int = 
         n = min(file_rows, rows - start)
         rng = np.random.default_rng([seed, k])
         s = rng.integers(0, N_SYSTEMS, n)
-        d = rng.integers(0, N_DATASETS, n)
         i = rng.integers(0, N_ITEMS, n)
+        d = i % N_DATASETS  # (each item belongs to one dataset, as in evaluation logs)
         eta = eff["system"][s] + eff["item"][i]
         frame = {"system": systems[s], "item": i.astype(np.int64)}
         if kind == "lmm":
@@ -129,13 +132,18 @@ def _passes(fit: object) -> int:
 
 
 def run(kind: str, rows: int, args: argparse.Namespace, client: object) -> dict:
+    # (generated in a child process: the driver's memory is the fit's alone)
+    from concurrent.futures import ProcessPoolExecutor
+
     import crossed as cx
 
-    path = generate(kind, rows, Path(args.data_dir), args.file_rows)
+    with ProcessPoolExecutor(1) as pool:
+        path = pool.submit(generate, kind, rows, Path(args.data_dir), args.file_rows).result()
     glob = str(path / "*.parquet")
     formula = LMM if kind == "lmm" else GLMM
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        base = _rss()
         with Peaks(client) as peaks:
             t0 = time.perf_counter()
             if kind == "lmm":
@@ -145,6 +153,7 @@ def run(kind: str, rows: int, args: argparse.Namespace, client: object) -> dict:
             seconds = time.perf_counter() - t0
     out = {"model": kind, "rows": rows, "seconds": round(seconds, 2), "passes": _passes(fit),
            "driver_peak_mb": round(peaks.driver / 2**20, 1),
+           "driver_before_mb": round(base / 2**20, 1),
            "worker_peak_mb": {w.rsplit(":", 1)[-1]: round(v / 2**20, 1)
                               for w, v in peaks.workers.items()},
            "criterion": float(fit.criterion if kind == "glmm" else fit.deviance)}
