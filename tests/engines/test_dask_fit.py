@@ -308,3 +308,17 @@ def test_random_slopes_and_a_slope_far_from_zero(client):
     far = data.assign(x=data.x + 100)
     with pytest.raises(DataError, match="needs the optimiser's reparametrisation"):
         cx.lmer(formula, dd.from_pandas(far, npartitions=3), client=client)
+
+
+def test_default_client_is_a_local_cluster_closed_afterwards():
+    from crossed.engines.dask_fit import dask_client
+
+    with dask_client(None) as c:
+        cluster = c.cluster
+        assert c.status == "running"
+        assert len(c.scheduler_info()["workers"]) >= 1
+    assert c.status == "closed"
+    assert cluster.status.name == "closed"
+    with pytest.raises(TypeError, match="client must be a distributed.Client"):
+        with dask_client(3):
+            pass
