@@ -322,3 +322,23 @@ def test_default_client_is_a_local_cluster_closed_afterwards():
     with pytest.raises(TypeError, match="client must be a distributed.Client"):
         with dask_client(3):
             pass
+
+
+def test_anova_with_an_interaction(client):
+    """Type III hypotheses of a model with an interaction are built on made-up rows
+    spanning the model's columns (they depend on the span only); Types I and II on the
+    summed XᵀX: all equal the in-memory tables."""
+    rng = np.random.default_rng(4)
+    n = 5000
+    data = pd.DataFrame({"system": rng.choice(["a", "b", "c"], n), "g": rng.choice(["u", "v"], n),
+                         "item": rng.integers(0, 80, n), "x": rng.normal(0, 1, n)})
+    data["y"] = (1 + rng.normal(0, 1, 80)[data.item] + 0.5 * data.x
+                 + (data.system == "b") * (data.g == "v") + rng.normal(0, 1, n))
+    formula = "y ~ system * g + x + (1 | item)"
+    mem = cx.lmer(formula, data)
+    fit = cx.lmer(formula, dd.from_pandas(data, npartitions=3), client=client)
+    for kind in (1, 2, 3):
+        a, b = mem.anova(type=kind), fit.anova(type=kind)
+        assert list(a["term"]) == list(b["term"])
+        np.testing.assert_allclose(b["statistic"], a["statistic"], rtol=1e-9)
+        np.testing.assert_allclose(b["den_df"], a["den_df"], rtol=1e-6)
