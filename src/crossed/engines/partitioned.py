@@ -20,7 +20,7 @@ import numpy as np
 from crossed._threads import single_blas_thread
 from crossed.design.frame import DataError
 from crossed.engines.native.engine import fit_pls
-from crossed.engines.native.glmer import _fit as _fit_glmm_stages
+from crossed.engines.native.glmer import fit_glmm_problem
 from crossed.engines.native.rescale import column_rescaling
 from crossed.formula.spec import ModelSpec
 from crossed.model.control import LmerControl
@@ -92,8 +92,8 @@ def fit_lmer_partitioned(spec: ModelSpec, source: PartitionSource, reml: bool = 
     Returns
     -------
     LmerResult
-        Its design is a :class:`~crossed.model.partitioned.RowlessDesign`; ``fit.passes``
-        is not set here (the caller records :class:`PassLog`).
+        Its design is a :class:`~crossed.model.partitioned.RowlessDesign`; the passes
+        made, (name, seconds) each, are kept as ``fit.memo("passes", ...)``.
     """
     log = PassLog()
 
@@ -357,8 +357,8 @@ def fit_glmer_partitioned(spec: ModelSpec, source: GlmmSource, family: Family,
     t1 = time.perf_counter()
     # (no single_blas_thread around it: in-process workers take it for their passes)
     problem = PartitionedGlmm(design, family, source, progress=progress)
-    fit = _fit_glmm_stages(design, family, nagq, control or LmerControl(), data_name,
-                           separation=False, problem=problem)
+    fit = fit_glmm_problem(design, family, nagq, control or LmerControl(), data_name,
+                           problem)
     if progress is not None:
         progress(f"PIRLS ({problem.passes} passes)", 2, time.perf_counter() - t1)
     fit.memo("passes", lambda: (("levels", t1 - t0), ("pirls", problem.passes)))

@@ -41,7 +41,7 @@ from crossed.model.glmm.pirls import GlmmProblem, PirlsError
 from crossed.model.glmm.result import GlmerResult
 from crossed.model.status import SINGULAR_MESSAGE
 
-__all__ = ["PirlsStartError", "SeparationWarning", "fit_glmm"]
+__all__ = ["PirlsStartError", "SeparationWarning", "fit_glmm", "fit_glmm_problem"]
 
 NOBS_MAX_DERIVS = 10_000  # lme4's check.conv.nobsmax
 NPAR_MAX_DERIVS = 100  # lme4's check.conv.nparmax
@@ -140,6 +140,16 @@ def _back(fit: GlmerResult, design: Design, rescaling: ColumnRescaling) -> Glmer
                   rescaled=note)
     return replace(fit, design=design, theta=theta, u=u, cond_var_u=cond, opt=opt,
                    messages=(*fit.messages, note))
+
+
+def fit_glmm_problem(design: Design, family: Family, nagq: int, control: LmerControl,
+                     data_name: str, problem: object) -> GlmerResult:
+    """lme4's two stages on a GLMM whose deviance ``problem`` computes (an object with
+    :class:`GlmmProblem`'s methods: e.g. :class:`crossed.engines.partitioned.PartitionedGlmm`,
+    PIRLS on partitioned rows). No rescaling of the design's columns and no separation
+    check on the rows (the caller's: they need the rows)."""
+    return _fit(design, family, nagq, control, data_name, separation=False,
+                problem=problem)  # type: ignore[arg-type]
 
 
 class PirlsStartError(DataError, PirlsError):
