@@ -154,7 +154,7 @@ class RowlessDesign(Design):
 
 _y = _RowField()
 _y.__set_name__(RowlessDesign, "y")
-RowlessDesign.y = _y  # type: ignore[assignment,misc]
+RowlessDesign.y = _y  # type: ignore[assignment]
 
 
 # ---------------------------------------------------------------------------- pass 1
