@@ -17,7 +17,14 @@ from crossed.design.frame import (
 )
 from crossed.design.glm import attach, glm_inputs
 from crossed.engines import get_engine
+from crossed.engines.dask_fit import DaskSource, as_dask_frame, dask_client, is_partitioned
+from crossed.engines.partitioned import (
+    fit_glmer_partitioned,
+    fit_lmer_partitioned,
+    stderr_progress,
+)
 from crossed.fit import GlmerFit, LmerFit, fit_glmm_with, fit_with
+from crossed.fit.public import as_public
 from crossed.formula import FormulaError, ModelSpec, parse
 from crossed.model.control import LmerControl
 from crossed.model.glmm.family import Family, family_of
@@ -30,7 +37,8 @@ def lmer(formula: str, data: pd.DataFrame, reml: bool = True, engine: str = "nat
          reference: dict[str, str] | None = None, na_action: str = "omit",
          control: LmerControl | None = None, data_name: str | None = None,
          trusted: bool = False, contrasts: Mapping[str, object] | None = None,
-         weights: object = None, offset: object = None) -> LmerFit:
+         weights: object = None, offset: object = None, client: object = None,
+         progress: bool = False) -> LmerFit:
     """Fit a linear mixed model written in lme4's formula language.
 
     Parameters
@@ -88,6 +96,17 @@ def lmer(formula: str, data: pd.DataFrame, reml: bool = True, engine: str = "nat
         nothing for ``offset=`` (as lme4's ``predict``). Methods not validated with
         weights or offsets (Kenward–Roger with weights, EMMs with an offset,
         ``extend``) raise :class:`crossed.model.prior.PriorWeightsError`.
+    client : distributed.Client or str, optional
+        For ``data`` larger than memory (docs/larger-than-memory.md): ``data`` may be a
+        Dask DataFrame or a Parquet path or glob (local or an fsspec URL); the fit runs
+        two passes over its partitions on this Dask cluster (a Client or a scheduler
+        address; default: a ``LocalCluster`` sized to the machine, closed afterwards) and
+        optimises the summed cross-products in this process. The result is an
+        :class:`LmerFit` whose rows stayed on the cluster: row-level methods
+        (``fitted``, ``residuals``, ...) raise, naming the in-memory alternative.
+    progress : bool
+        With partitioned data: a line on stderr as each pass over the partitions starts
+        and ends.
 
     Returns
     -------
@@ -101,10 +120,36 @@ def lmer(formula: str, data: pd.DataFrame, reml: bool = True, engine: str = "nat
         raise FormulaError(formula, 0, "cbind(successes, failures) is the response of a "
                                        "binomial GLMM: fit it with crossed.glmer(formula, "
                                        "data, family=\"binomial\")")
+    if is_partitioned(data):
+        _check_partitioned(engine, weights, offset, spec)
+        with dask_client(client) as c:
+            source = DaskSource(as_dask_frame(data), c)
+            result = fit_lmer_partitioned(spec, source, reml=bool(reml), control=control,
+                                          data_name=data_name or _data_name(data),
+                                          na_action=na_action,
+                                          progress=stderr_progress if progress else None)
+        return as_public(result)
+    if client is not None:
+        raise TypeError("client= is for a Dask DataFrame or a Parquet path as data; data is "
+                        f"a {type(data).__name__}")
     design = model_design(spec, data, weights=weights, offset=offset, na_action=na_action)
     check_response_varies(design.y, spec.response)
     check_binary_response(design.y, spec.response)
     return fit_with(engine, design, reml=bool(reml), control=control, data_name=data_name or "data")
+
+
+def _data_name(data: object) -> str:
+    return str(data) if isinstance(data, str) else "data"
+
+
+def _check_partitioned(engine: str, weights: object, offset: object, spec: ModelSpec) -> None:
+    """What partitioned fits do not do (yet): said, never ignored."""
+    if engine != "native":
+        raise ValueError(f"engine={engine!r}: fits on partitioned data (a Dask DataFrame or "
+                         "Parquet files) run on the native engine only")
+    if weights is not None or offset is not None or spec.offsets:
+        raise DataError("weights= and offsets are not supported on partitioned data (a Dask "
+                        "DataFrame or Parquet files) yet: fit in memory")
 
 
 def _check_arguments(formula: object, reml: object, engine: object, reference: object,
@@ -178,7 +223,7 @@ def glmer(formula: str, data: pd.DataFrame, family: str | Family = "binomial", n
           weights: object = None, offset: object = None, engine: str = "native",
           control: LmerControl | None = None, na_action: str = "omit",
           data_name: str | None = None, reference: dict[str, str] | None = None,
-          trusted: bool = False) -> GlmerFit:
+          trusted: bool = False, client: object = None, progress: bool = False) -> GlmerFit:
     """Fit a generalised linear mixed model as lme4's ``glmer``.
 
     Parameters
@@ -199,6 +244,15 @@ def glmer(formula: str, data: pd.DataFrame, family: str | Family = "binomial", n
     engine : str
         ``"native"`` (default) or an engine with GLMMs (``"lme4"``).
 
+    client : distributed.Client or str, optional
+        For ``data`` larger than memory (docs/larger-than-memory.md): ``data`` may be a
+        Dask DataFrame or a Parquet path or glob; each PIRLS iteration is then one pass
+        over its partitions, kept on this Dask cluster (default: a ``LocalCluster`` sized
+        to the machine, closed afterwards). Laplace (``nAGQ=1``) and ``nAGQ=0``; a 0/1 or
+        count response, no weights or offsets.
+    progress : bool
+        With partitioned data: lines on stderr as the passes go (every 50th PIRLS pass).
+
     Binomial responses: 0/1 numbers, booleans, a two-level factor (first level =
     failure, as R), a proportion with ``weights=`` trials, or ``cbind(s, f)``.
 
@@ -211,6 +265,22 @@ def glmer(formula: str, data: pd.DataFrame, family: str | Family = "binomial", n
     if isinstance(nAGQ, bool) or not isinstance(nAGQ, int | np.integer) or nAGQ < 0:
         raise ValueError(f"nAGQ must be a whole number >= 0, got {nAGQ!r}")
     spec = parse(formula, reference=reference, trusted=bool(trusted))
+    if is_partitioned(data):
+        _check_partitioned(engine, weights, offset, spec)
+        if spec.cbind is not None:
+            raise DataError("cbind(successes, failures) is not supported on partitioned "
+                            "data yet: use a 0/1 response, or fit in memory")
+        with dask_client(client) as c:
+            source = DaskSource(as_dask_frame(data), c)
+            result = fit_glmer_partitioned(spec, source, fam, nagq=int(nAGQ),
+                                           control=control,
+                                           data_name=data_name or _data_name(data),
+                                           na_action=na_action,
+                                           progress=stderr_progress if progress else None)
+        return as_public(result)
+    if client is not None:
+        raise TypeError("client= is for a Dask DataFrame or a Parquet path as data; data is "
+                        f"a {type(data).__name__}")
     design = model_design(spec, data, weights=weights, offset=offset, na_action=na_action,
                           family=fam)
     return fit_glmm_with(engine, design, family=fam, nagq=int(nAGQ), control=control,

@@ -149,8 +149,39 @@ def read_model_table(args: argparse.Namespace) -> tuple[pd.DataFrame, str]:
     return data, name
 
 
+def _fit_on_dask(args: argparse.Namespace):
+    """``--dask``: the data (a Parquet file, directory or glob, local or an fsspec URL)
+    fitted on a Dask cluster, its rows never read into this process."""
+    from crossed.evaluation.specs import resolve_formula
+
+    if args.factor:
+        raise ValueError("--factor is not available with --dask: store the column as "
+                         "strings in the Parquet files")
+    if not args.data.endswith((".parquet", ".parq", "/", "*")) and not any(
+            c in args.data for c in "*?[") and "://" not in args.data:
+        if not Path(args.data).is_dir():
+            raise ValueError(f"--dask reads Parquet data: {args.data!r} is not a .parquet "
+                             "file, a directory or a glob")
+    client = None if args.dask == "local" else args.dask
+    family = getattr(args, "family", None)
+    if family is not None:
+        if args.weights is not None or args.offset is not None or args.nagq > 1:
+            raise ValueError("--weights, --offset and --nagq > 1 are not available with "
+                             "--dask")
+        control = LmerControl(pirls=args.pirls) if args.pirls != "lme4" else None
+        return glmer(resolve_formula(args.formula), args.data, family=family,
+                     nAGQ=args.nagq, engine=args.engine, control=control,
+                     reference=parse_reference(args.reference), client=client,
+                     progress=True)
+    return lmer(resolve_formula(args.formula), args.data, reml=not args.ml,
+                engine=args.engine, reference=parse_reference(args.reference),
+                client=client, progress=True)
+
+
 def fit_from_args(args: argparse.Namespace):
     """Fit the model the arguments describe (a GLMM with ``--family``)."""
+    if getattr(args, "dask", None) is not None:
+        return _fit_on_dask(args)
     data, name = read_model_table(args)
     from crossed.evaluation.specs import resolve_formula
 
@@ -206,4 +237,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ddf", default="satterthwaite",
                    help="satterthwaite or none (a GLMM's tests are Wald z tests)")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
+    p.add_argument("--dask", nargs="?", const="local", default=None,
+                   metavar="SCHEDULER_ADDRESS",
+                   help="fit on a Dask cluster, for data larger than memory: DATA is a "
+                        "Parquet file, directory or glob (quote it: \"data/*.parquet\"; "
+                        "local or an fsspec URL); the scheduler's address (tcp://host:8786), "
+                        "or none for a local cluster sized to this machine. A line per pass "
+                        "over the data goes to stderr")
     p.set_defaults(func=_run)

@@ -10,6 +10,7 @@ from crossed.display.lmer import SIGNIF_CODES, r_abbreviate, scaled_residual_tab
 from crossed.display.rprint import format_coefmat, format_quantiles, format_vc_table, vc_blocks
 from crossed.inference.coefs import r_coefficients
 from crossed.inference.glmm_wald import glmm_coef_table
+from crossed.model.partitioned import RowlessDesign
 from crossed.tables import Summary, result_table
 
 if TYPE_CHECKING:
@@ -38,7 +39,13 @@ def format_glmer_summary(fit: GlmerFit) -> Summary:
     lines.append(" ".join(h.rjust(wd) for h in head) + " ")
     lines.append(" ".join(v.rjust(wd) for v in vals) + " ")
     lines += ["", "Scaled residuals: "]
-    lines += format_quantiles(np.quantile(fit.residuals("pearson"), [0, 0.25, 0.5, 0.75, 1]))
+    # (a fit on partitioned data holds no rows: its residuals stayed on the cluster)
+    scaled = None if isinstance(fit.design, RowlessDesign) else fit.residuals("pearson")
+    if scaled is None:
+        lines += [" (not computed: the rows of a fit on partitioned data stay on the "
+                  "cluster)"]
+    else:
+        lines += format_quantiles(np.quantile(scaled, [0, 0.25, 0.5, 0.75, 1]))
     lines += ["", "Random effects:"]
     vc = fit.varcorr()
     terms = [(t.group, list(t.columns)) for t in fit.design.random.terms]
@@ -75,7 +82,8 @@ def format_glmer_summary(fit: GlmerFit) -> Summary:
         lines.append(f"optimizer ({name}) convergence code: {shown} "
                      f"({'OK' if shown == 0 else fit.opt.message if fit.opt else ''})")
         lines += list(fit.messages)
-    tables = {"Scaled residuals": scaled_residual_table(fit.residuals("pearson")),
+    tables = {"Scaled residuals": scaled_residual_table(
+                  np.full(1, np.nan) if scaled is None else scaled),
               "Random effects": result_table(fit.varcorr()),
               "Fixed effects": result_table(glmm_coef_table(fit))}
     # the notebook view's heading: family, formula, data, the criteria and the counts

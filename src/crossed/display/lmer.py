@@ -25,6 +25,7 @@ from crossed.display.rprint import (
     vc_blocks,
 )
 from crossed.inference.coefs import coef_table, r_coefficients
+from crossed.model.partitioned import RowlessDesign
 from crossed.tables import Summary, result_table
 
 SIGNIF_CODES = "Signif. codes:  0 ‘***’ 0.001 ‘**’ 0.01 ‘*’ 0.05 ‘.’ 0.1 ‘ ’ 1"
@@ -157,8 +158,14 @@ def summary_of(fit: LmerFit, ddf: str = "satterthwaite") -> Summary:
         cells = [f"{v:.1f}" for v in vals[:4]] + [str(int(vals[4]))]
         lines += print_named_vector(head_cells, cells)
     lines += ["", "Scaled residuals: "]
-    q = np.quantile(fit.residuals(type="pearson", scaled=True), [0, 0.25, 0.5, 0.75, 1.0])
-    lines += format_quantiles(q)
+    # (a fit on partitioned data holds no rows: its residuals stayed on the cluster)
+    scaled = None if isinstance(fit.design, RowlessDesign) else fit.residuals(
+        type="pearson", scaled=True)
+    if scaled is None:
+        lines += [" (not computed: the rows of a fit on partitioned data stay on the "
+                  "cluster)"]
+    else:
+        lines += format_quantiles(np.quantile(scaled, [0, 0.25, 0.5, 0.75, 1.0]))
     lines += ["", "Random effects:"] + format_random_effects(fit)
     lines += ["", "Fixed effects:"] + format_fixed_effects(fit, ddf)
     corr = format_correlation(fit)
@@ -172,7 +179,7 @@ def summary_of(fit: LmerFit, ddf: str = "satterthwaite") -> Summary:
         fixed = fixed.drop(columns=[c for c in ("df", "p_value") if c in fixed.columns])
     header_end = lines.index("Scaled residuals: ") - 1
     tables = {"Scaled residuals": scaled_residual_table(
-                  fit.residuals(type="pearson", scaled=True)),
+                  np.full(1, np.nan) if scaled is None else scaled),
               "Random effects": result_table(fit.varcorr()),
               "Fixed effects": result_table(fixed)}
     # the notebook view's heading: formula, data, the criterion and the counts

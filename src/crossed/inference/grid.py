@@ -15,7 +15,7 @@ import itertools
 import re
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -23,6 +23,7 @@ import pandas as pd
 from crossed.design.frame import expression_variables
 from crossed.inference.estimability import NullBasis
 from crossed.inference.hypotheses import TermInfo
+from crossed.model.partitioned import RowlessDesign, RowsNotHeldError
 
 if TYPE_CHECKING:
     from crossed.model.result import LmerResult as LmerFit
@@ -135,6 +136,21 @@ def _at_values(v: str, wanted, levels: dict, numeric: bool) -> list:
                          f"{vals!r}") from None
 
 
+def _rowless_value(design: RowlessDesign, v: str, how: Any, made_factor: bool
+                   ) -> list[float]:
+    """A covariate's grid value for a fit on partitioned data: its mean over the rows,
+    summed by the levels pass; other reductions need the rows."""
+    if isinstance(how, dict):
+        how = how.get(v, "mean")
+    if made_factor or not (isinstance(how, str) and how == "mean") or v not in design.means:
+        what = "its distinct values" if made_factor else repr(how)
+        raise RowsNotHeldError(
+            f"the reference grid's value of {v!r} ({what}) "
+            "needs the rows, which a fit on partitioned data does not hold: use the mean "
+            "(cov_reduce='mean'), give the values with at={...}, or fit in memory")
+    return [float(design.means[v])]
+
+
 def reference_grid(fit: LmerFit, cov_reduce="mean", at: dict | None = None,
                    shift: dict | None = None) -> tuple[pd.DataFrame, np.ndarray]:
     """emmeans' reference grid and its model matrix.
@@ -163,7 +179,8 @@ def reference_grid(fit: LmerFit, cov_reduce="mean", at: dict | None = None,
         The fixed-effects model matrix of the grid (rows x p).
     """
     frame = fit.design.frame
-    if frame is None:
+    rowless = isinstance(fit.design, RowlessDesign)
+    if frame is None and not rowless:
         raise ValueError("the fit keeps no data columns; a reference grid needs them")
     levels = fit.design.levels
     if at is not None and not isinstance(at, Mapping):
@@ -181,6 +198,8 @@ def reference_grid(fit: LmerFit, cov_reduce="mean", at: dict | None = None,
             values[v] = _at_values(v, at[v], levels, v not in made_factors)
         elif v in levels:
             values[v] = list(levels[v])
+        elif rowless:  # (a fit on partitioned data: the means of the levels pass)
+            values[v] = _rowless_value(fit.design, v, cov_reduce, v in made_factors)
         elif v in made_factors:  # C(g) of a numeric g: emmeans uses factor(g)'s levels
             values[v] = sorted(pd.unique(frame[v].to_numpy()).tolist())
         else:

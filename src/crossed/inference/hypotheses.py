@@ -26,6 +26,7 @@ import pandas as pd
 from crossed.design.fixed import build_fixed, build_matrix
 from crossed.design.names import split_colons
 from crossed.design.rcodes import factors_attribute
+from crossed.model.partitioned import RowlessDesign
 
 if TYPE_CHECKING:
     from crossed.model.result import LmerResult as LmerFit
@@ -101,16 +102,33 @@ class TermInfo:
         return va <= vb and len(vb - va) > 0 and self.numerics[a] == self.numerics[b]
 
 
-def _terms_and_x(fit: LmerFit) -> tuple[TermInfo, np.ndarray, int]:
-    """The fit's terms, its fixed-effects matrix and that matrix's number of columns."""
-    X = fit.design.X
-    return TermInfo(fit), X, X.shape[1]
+def _terms_and_gram(fit: LmerFit) -> tuple[TermInfo, np.ndarray, int]:
+    """The fit's terms, XᵀX of its fixed-effects matrix and that matrix's number of
+    columns (a fit on partitioned data: the summed XᵀX, no rows needed)."""
+    if isinstance(fit.design, RowlessDesign):
+        G = np.asarray(fit.pls.xtx)
+    else:
+        X = fit.design.X
+        G = X.T @ X
+    return TermInfo(fit), G, G.shape[1]
+
+
+def _structure(fit: LmerFit) -> tuple[pd.DataFrame | None, np.ndarray]:
+    """Rows and their fixed-effects matrix spanning the model's columns: the data's; for a
+    fit on partitioned data, its design's made-up ``structure`` rows (Type III contrasts
+    depend on the columns' span only)."""
+    design = fit.design
+    if isinstance(design, RowlessDesign):
+        frame = design.structure
+        return frame, (np.zeros((0, len(fit.beta))) if frame is None
+                       else design.fixed.spec.build(frame))
+    return design.frame, design.X
 
 
 def type1(fit: LmerFit) -> dict[str, np.ndarray]:
     """lmerTest's ``get_contrasts_type1``: sequential hypotheses per term."""
-    info, X, p = _terms_and_x(fit)
-    U = np.ones((1, 1)) if p == 1 else doolittle_upper(X.T @ X)
+    info, G, p = _terms_and_gram(fit)
+    U = np.ones((1, 1)) if p == 1 else doolittle_upper(G)
     return {t: U[info.cols[t], :] for t in info.labels}
 
 
@@ -121,7 +139,7 @@ def _marginal(info: TermInfo, p: int) -> dict[str, np.ndarray]:
 
 def type2(fit: LmerFit) -> dict[str, np.ndarray]:
     """lmerTest's default Type II (``get_contrasts_type2_unfolded``)."""
-    info, X, p = _terms_and_x(fit)
+    info, G, p = _terms_and_gram(fit)
     if p <= 1 or len(info.labels) <= 1:
         return type1(fit)
     out = {}
@@ -133,8 +151,7 @@ def type2(fit: LmerFit) -> dict[str, np.ndarray]:
         moved = [j for u in [t] + info.contained[t] for j in info.cols[u]]
         rest = [j for j in range(p) if j not in moved]
         order = rest + moved
-        Xn = X[:, order]
-        U = doolittle_upper(Xn.T @ Xn)
+        U = doolittle_upper(G[np.ix_(order, order)])
         rows = [i for i, j in enumerate(order) if info.col_term[j] == t]
         back = np.argsort(order)  # columns back to X's order
         out[t] = U[rows][:, back]
@@ -156,7 +173,7 @@ def _indicator(frame: pd.DataFrame, var: str, levels: dict) -> tuple[np.ndarray,
 def full_indicator_design(fit: LmerFit) -> tuple[np.ndarray, list[str]]:
     """lmerTest's ``get_rdX``: per term ``model.matrix(~ 0 + term)``, intercept first."""
     info = TermInfo(fit)
-    frame = fit.design.frame
+    frame = _structure(fit)[0]
     if frame is None:
         raise ValueError("the fit keeps no data columns; Type III needs them (refit with "
                          "crossed.lmer)")
@@ -213,9 +230,11 @@ def type3(fit: LmerFit) -> dict[str, np.ndarray]:
     coding (``contrasts=``, ordered factors) the hypotheses of the treatment-coded X mapped
     to X's coefficients by ``zapsmall(ginv(X_treatment) X)``, as lmerTest does, so the
     tests are those of treatment coding."""
-    info, X, p = _terms_and_x(fit)
+    info = TermInfo(fit)
+    p = len(fit.beta)
     if p <= 1 or len(info.labels) <= 1:
         return type1(fit)
+    X = _structure(fit)[1]
     if fit.design.fixed.codings:
         treat = treatment_coded(fit)
         mapping = zapsmall(np.linalg.pinv(treat.design.X) @ X)

@@ -207,6 +207,9 @@ def ranova(fit: LmerFit) -> pd.DataFrame:
 def _response(fit: object) -> np.ndarray:
     """The response of a mixed fit (its design's) or of an ``LmFit``."""
     design = getattr(fit, "design", None)
+    sums = getattr(design, "response_sums", None)
+    if sums is not None:  # (a fit on partitioned data: Σ y and Σ y² of the levels pass)
+        return np.asarray(sums, dtype=float)
     return np.asarray(design.y if design is not None else fit.y)
 
 

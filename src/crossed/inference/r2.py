@@ -28,6 +28,10 @@ __all__ = ["r2_nakagawa", "variance_parts"]
 
 def variance_parts(fit: LmerFit) -> dict[str, float]:
     """σ²_f, σ²_r and σ²_ε of Nakagawa's R² (see the module docstring)."""
+    from crossed.model.partitioned import RowlessDesign
+
+    if isinstance(fit.design, RowlessDesign):
+        return _variance_parts_rowless(fit)
     X = fit.design.X
     names = list(fit.fixef_names)
     var_fixed = float(np.var(X @ fit.beta, ddof=1))
@@ -48,6 +52,38 @@ def variance_parts(fit: LmerFit) -> dict[str, float]:
         Z = X[:, [col[term.columns[i]] for i in keep]]
         Sk = S[np.ix_(keep, keep)]
         var_random += float(np.sum((Z @ Sk) * Z) / len(Z))
+    return {"fixed": var_fixed, "random": var_random, "residual": s2}
+
+
+def _variance_parts_rowless(fit: LmerFit) -> dict[str, float]:
+    """:func:`variance_parts` from XᵀX alone (a fit on partitioned data): var(Xβ) is
+    (βᵀXᵀXβ − (1ᵀXβ)²/n)/(n − 1), and the mean of zᵀSz over the rows is tr(S ZᵀZ)/n,
+    with 1ᵀX and ZᵀZ read from XᵀX (the intercept's row and the term's columns)."""
+    from crossed.model.partitioned import RowsNotHeldError
+
+    names = list(fit.fixef_names)
+    if "(Intercept)" not in names:
+        raise RowsNotHeldError("R² and the ICC of a model without an intercept need the "
+                               "rows' column sums: fit in memory")
+    G = np.asarray(fit.pls.xtx)
+    n = fit.design.n
+    i0 = names.index("(Intercept)")
+    b = np.asarray(fit.beta)
+    total = float(G[i0] @ b)
+    var_fixed = (float(b @ G @ b) - total ** 2 / n) / (n - 1)
+    col = {nm: j for j, nm in enumerate(names)}
+    s2 = fit.sigma**2
+    var_random = 0.0
+    for term in fit.design.random.terms:
+        blk = fit.design.random.blocks[term.block]
+        k = len(term.columns)
+        T = blk.template(fit.theta)[term.offset: term.offset + k, term.offset: term.offset + k]
+        S = s2 * T @ T.T
+        keep = [i for i, c in enumerate(term.columns) if c in col]
+        if not keep:
+            continue
+        idx = [col[term.columns[i]] for i in keep]
+        var_random += float(np.sum(S[np.ix_(keep, keep)] * G[np.ix_(idx, idx)]) / n)
     return {"fixed": var_fixed, "random": var_random, "residual": s2}
 
 

@@ -107,7 +107,7 @@ class SatterthwaiteModel:
     def _compute(cls, fit: LmerFit) -> SatterthwaiteModel:
         factors = _FactorCache(fit)
         pls, back = factors.pls, factors.back  # (back: R⁻¹ of orthogonalised columns)
-        n, p = fit.design.X.shape
+        n, p = fit.design.n, len(fit.beta)
         theta = factors.theta
         k = len(theta)
         sigma = float(fit.sigma)

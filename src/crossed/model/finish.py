@@ -70,7 +70,7 @@ def finish_fit(design: Design, pls: PLS, f: Factor, theta: np.ndarray, dev: floa
     -------
     LmerResult
     """
-    n, p = design.X.shape
+    n, p = pls.n, pls.p
     messages: list[str] = design.messages()
     if check is None:
         check = assess(theta, dev, design.random.theta_lower, control, None)

@@ -52,15 +52,23 @@ def fit_native(design: Design, reml: bool = True, control: LmerControl | None = 
 
 
 def fit_pls(design: Design, pls: PLS, reml: bool, control: LmerControl,
-            data_name: str = "data") -> LmerResult:
+            data_name: str = "data", theta0: np.ndarray | None = None) -> LmerResult:
     """Optimise theta for a design whose PLS problem is already built (``PLS.of(design)``,
-    or ``PLS.of(design, like=...)`` in simulation loops)."""
+    or ``PLS.of(design, like=...)`` in simulation loops, or ``PLS.from_products`` for
+    partitioned data, whose design holds no rows).
+
+    ``theta0``: the optimiser's start (default: lme4's, from the design's rows)."""
     t0 = time.perf_counter()
-    n, p = design.X.shape
+    n, p = pls.n, pls.p
     # slopes on columns far from 0, collinear fixed effects: the optimiser's problem is
     # reparametrised (rescale.py; its criterion differs by a constant ``shift``)
     rep = reparametrisation(design.random.blocks, pls.X, reml, pls.xtx if p else None)
     pls_opt, shift = pls, 0.0
+    if rep is not None and pls.rows is None:
+        raise DataError(
+            "this model needs the optimiser's reparametrisation (" + rep.describe() + "), "
+            "which is computed from the rows: centre the random-slope columns far from zero "
+            "before fitting on partitioned data, or fit in memory")
     if rep is not None:
         pls_opt = pls.reparametrised(
             pls.blocks if rep.columns is None else rep.columns.apply(pls.blocks), rep.fixed)
@@ -103,7 +111,8 @@ def fit_pls(design: Design, pls: PLS, reml: bool, control: LmerControl,
         value, grad, _ = value_and_gradient(pls_opt, theta, reml)
         return value + shift, grad
 
-    theta0 = design.random.theta_start(pls.y)
+    if theta0 is None:
+        theta0 = design.random.theta_start(pls.y)
     opt, check = optimize_theta(
         crit_keeping_best, theta0, design.random.theta_lower, control, crit_many, crit,
         crit_grad_keeping_best if has_gradient else None,

@@ -45,7 +45,7 @@ from crossed.model.glmm.pirls import GlmmProblem, PirlsError
 from crossed.model.glmm.result import GlmerResult
 from crossed.model.status import SINGULAR_MESSAGE
 
-__all__ = ["PirlsStartError", "SeparationWarning", "fit_glmm"]
+__all__ = ["PirlsStartError", "SeparationWarning", "fit_glmm", "fit_glmm_problem"]
 
 NOBS_MAX_DERIVS = 10_000  # lme4's check.conv.nobsmax
 NPAR_MAX_DERIVS = 100  # lme4's check.conv.nparmax
@@ -161,6 +161,16 @@ def _back(fit: GlmerResult, design: Design, rescaling: ColumnRescaling) -> Glmer
                    messages=(*fit.messages, note))
 
 
+def fit_glmm_problem(design: Design, family: Family, nagq: int, control: LmerControl,
+                     data_name: str, problem: object) -> GlmerResult:
+    """lme4's two stages on a GLMM whose deviance ``problem`` computes (an object with
+    :class:`GlmmProblem`'s methods: e.g. :class:`crossed.engines.partitioned.PartitionedGlmm`,
+    PIRLS on partitioned rows). No rescaling of the design's columns and no separation
+    check on the rows (the caller's: they need the rows)."""
+    return _fit(design, family, nagq, control, data_name, separation=False,
+                problem=problem)  # type: ignore[arg-type]
+
+
 class PirlsStartError(DataError, PirlsError):
     """PIRLS failed at the starting values, where lme4 stops too ("pwrssUpdate did not
     converge in (maxit) iterations"): a PirlsError, and a DataError (bad input: the
@@ -168,7 +178,11 @@ class PirlsStartError(DataError, PirlsError):
 
 
 def _fit(design: Design, family: Family, nagq: int, control: LmerControl,
-         data_name: str, separation: bool = True) -> GlmerResult:
+         data_name: str, separation: bool = True, problem: GlmmProblem | None = None
+         ) -> GlmerResult:
+    """lme4's two stages on ``design`` (``problem``: its deviance, when not the rows'
+    :class:`GlmmProblem`: a fit on partitioned data, whose caller has checked the
+    response)."""
     t0 = time.perf_counter()
     if nagq < 0 or nagq > 100:
         raise ValueError(f"nAGQ must be between 0 and 100, got {nagq}")
@@ -176,7 +190,7 @@ def _fit(design: Design, family: Family, nagq: int, control: LmerControl,
     if nagq > 1 and (len(design.random.terms) != 1 or blocks[0].q != 1):
         raise ValueError("nAGQ > 1 is only available for models with a single, scalar "
                          "random-effects term")
-    y = np.asarray(design.y, dtype=float)
+    y = np.asarray(design.y if problem is None else [], dtype=float)
     w = None if design.weights is None else np.asarray(design.weights, dtype=float)
     if len(y) and np.all(y == y[0]) and (family.degenerate_constant(float(y[0]))
                                          or w is None or np.all(w == w[0])):
@@ -185,11 +199,11 @@ def _fit(design: Design, family: Family, nagq: int, control: LmerControl,
         raise DataError(f"the response {design.spec.response!r} is constant ({y[0]:g}) on "
                         f"all {len(y)} rows used: a GLMM cannot be fitted to it (lme4: "
                         "'Response is constant')")
-    prob = GlmmProblem(design, family)
+    prob = GlmmProblem(design, family) if problem is None else problem
     prob.exact = control.pirls == "exact"
     lower = np.asarray(design.random.theta_lower, dtype=float)
     k = len(lower)
-    p = design.X.shape[1]
+    p = len(design.fixed.names)
     theta0 = np.where(np.isfinite(lower), 1.0, 0.0)
     # lme4's initial PIRLS (from mustart, at the starting θ) fixes lp0 for stage 1
     prob.deviance0(theta0)
@@ -314,7 +328,7 @@ def _fit(design: Design, family: Family, nagq: int, control: LmerControl,
     u = tuple(prob.split(state.u))
     fit = GlmerResult(
         design=design, family=family, nagq=nagq, engine="native", theta=theta, beta=beta,
-        u=u, deviance=prob.resdev(state.mu), criterion=float(crit), vcov_beta=vcov,
+        u=u, deviance=prob.deviance_of(state), criterion=float(crit), vcov_beta=vcov,
         linear_predictor=state.eta, cond_var_u=tuple(prob.cond_var(theta, state)),
         opt=opt, is_singular=singular, converged=status.converged, convergence=status,
         messages=tuple(messages), data_name=data_name,

@@ -221,8 +221,10 @@ def column_rescaling(blocks: Sequence[ReBlock]) -> ColumnRescaling | None:
     columns: list[tuple[str, str]] = []
     scaled: list[tuple[str, str]] = []
     for blk in blocks:
+        # (a block without rows, from partitioned data, has its statistics from the sums)
+        known = len(blk.Z) >= 2 or "column_stats" in vars(blk)
         ones, mean, sd = blk.column_stats
-        if len(blk.Z) < 2 or ones.all():  # (intercepts alone: nothing to rescale)
+        if not known or ones.all():  # (intercepts alone: nothing to rescale)
             transforms.append(None)
             continue
         T = np.eye(blk.q)

@@ -460,6 +460,10 @@ class GlmmProblem:
         else:
             self.lp0 = s.eta - self.offset
 
+    def deviance_of(self, s: PirlsState) -> float:
+        """Σ R's dev.resids at the state's μ (lme4's ``deviance`` of a fit)."""
+        return self.resdev(s.mu)
+
     def laplace_of(self, s: PirlsState) -> float:
         """lme4's Laplace deviance at a PIRLS state: aic + ‖u‖² + log|L|²."""
         return self.resdev(s.mu) + self._aic_const + float(s.u @ s.u) + s.ldL2

@@ -119,18 +119,26 @@ class GlmerResult(FitBase):
         return [T @ cv @ T.T for cv, T in zip(self.cond_var_u, self._templates(), strict=True)]
 
     # ------------------------------------------------------------------ fitted values
+    def _rows_eta(self) -> np.ndarray:
+        """The linear predictor of the rows (a fit on partitioned data holds none)."""
+        from crossed.model.partitioned import ROWS_MESSAGE, RowlessDesign, RowsNotHeldError
+
+        if isinstance(self.design, RowlessDesign):
+            raise RowsNotHeldError(ROWS_MESSAGE.replace("cx.lmer", "cx.glmer"))
+        return self.linear_predictor
+
     @property
     def eta(self) -> np.ndarray:
         """Fitted linear predictor (offset and random effects included)."""
-        return self.linear_predictor
+        return self._rows_eta()
 
     def _fitted_eta(self) -> np.ndarray:
-        return self.linear_predictor
+        return self._rows_eta()
 
     @property
     def mu(self) -> np.ndarray:
         """Fitted mean (binomial: probability)."""
-        return self.family.link.linkinv(self.linear_predictor)
+        return self.family.link.linkinv(self._rows_eta())
 
     def fitted(self, type: str = "response") -> np.ndarray:
         """Fitted values on the response (default, lme4's ``fitted``) or link scale."""

@@ -1,0 +1,365 @@
+"""Fits on partitioned data, for any engine that implements
+:class:`~crossed.model.partitioned.PartitionSource` (Dask: :mod:`crossed.engines.dask_fit`).
+
+The driver runs the passes over the partitions and fits the summed system: the levels pass
+gives the model's structure (:func:`~crossed.model.partitioned.rowless_design`), the sums
+pass the cross-products, from which the native engine's optimisation runs on the PLS
+problem alone (:meth:`PLS.from_products <crossed.model.pls.PLS.from_products>`). The
+result is the in-memory fit's class; its design holds no rows.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+import numpy as np
+
+from crossed._threads import single_blas_thread
+from crossed.design.frame import DataError
+from crossed.engines.native.engine import fit_pls
+from crossed.engines.native.glmer import fit_glmm_problem
+from crossed.engines.native.rescale import column_rescaling
+from crossed.formula.spec import ModelSpec
+from crossed.model.control import LmerControl
+from crossed.model.glmm.family import Family
+from crossed.model.glmm.pirls import ETA_TOL, MAX_POLISH, PirlsError, PirlsState
+from crossed.model.glmm.result import GlmerResult
+from crossed.model.partitioned import (
+    GlmmSums,
+    PartitionSource,
+    RowlessDesign,
+    response_centre,
+    rowless_design,
+    theta_start_of,
+    with_column_stats,
+)
+from crossed.model.pls import PLS
+from crossed.model.result import LmerResult
+
+__all__ = ["GlmmSource", "PartitionedGlmm", "PassLog", "fit_glmer_partitioned",
+           "fit_lmer_partitioned", "stderr_progress"]
+
+
+class PassLog(list):
+    """The passes a fit made over the partitions: (name, seconds) per pass."""
+
+
+def stderr_progress(name: str, number: int, seconds: float | None) -> None:
+    """A one-line counter of the passes on stderr (``seconds``: None when it starts)."""
+    if seconds is None:
+        print(f"pass {number}: {name} ...", file=sys.stderr, flush=True)
+    else:
+        print(f"pass {number}: {name} done in {seconds:.2f} s", file=sys.stderr, flush=True)
+
+
+def _check_rank(xtx: np.ndarray, names: tuple[str, ...]) -> None:
+    """Refuse fixed-effects columns that are linearly dependent in the rows (the in-memory
+    design drops them; here it is said, never silently done)."""
+    d = np.sqrt(np.diag(xtx))
+    if np.any(d == 0):
+        zero = [names[i] for i in np.flatnonzero(d == 0)]
+        raise DataError("fixed-effects column(s) " + ", ".join(map(repr, zero))
+                        + " are zero in every row used: drop them from the formula")
+    w = np.linalg.eigvalsh(xtx / np.outer(d, d))
+    if w[0] <= 1e-10 * w[-1]:
+        raise DataError("the fixed-effects columns are linearly dependent in the rows "
+                        f"({', '.join(names)}): partitioned fits do not drop columns; "
+                        "simplify the fixed part")
+
+
+def fit_lmer_partitioned(spec: ModelSpec, source: PartitionSource, reml: bool = True,
+                         control: LmerControl | None = None, data_name: str = "data",
+                         na_action: str = "omit",
+                         progress: Callable[[str, int, float | None], None] | None = None
+                         ) -> LmerResult:
+    """Fit an LMM on partitioned rows: two passes over the partitions, then lme4's
+    optimisation on the summed cross-products in the driver.
+
+    Parameters
+    ----------
+    spec : ModelSpec
+    source : PartitionSource
+        The partitions (e.g. :class:`crossed.engines.dask_fit.DaskSource`).
+    reml, control, data_name, na_action
+        As :func:`crossed.lmer`.
+    progress : callable, optional
+        Called as ``progress(pass_name, pass_number, seconds)`` at each pass's start
+        (``seconds`` None) and end.
+
+    Returns
+    -------
+    LmerResult
+        Its design is a :class:`~crossed.model.partitioned.RowlessDesign`; the passes
+        made, (name, seconds) each, are kept as ``fit.memo("passes", ...)``.
+    """
+    log = PassLog()
+
+    def run(name: str, work: Callable[[], object]) -> object:
+        number = len(log) + 1
+        if progress is not None:
+            progress(name, number, None)
+        t0 = time.perf_counter()
+        out = work()
+        log.append((name, time.perf_counter() - t0))
+        if progress is not None:
+            progress(name, number, log[-1][1])
+        return out
+
+    levels = run("levels", lambda: source.levels(spec, na_action))
+    design = rowless_design(spec, levels, source.n_partitions)  # type: ignore[arg-type]
+    centre = response_centre(design, levels)  # type: ignore[arg-type]
+    sums = run("sums", lambda: source.sums(design, centre))
+    products = sums.products  # type: ignore[attr-defined]
+    if products is None:
+        raise DataError("no rows in any partition")
+    _check_rank(np.asarray(products.xtx), design.fixed.names)
+    design = with_column_stats(design, sums)  # type: ignore[arg-type]
+    with single_blas_thread():
+        pls = PLS.from_products(products, design.random.blocks)
+        design.derived("pls", lambda: pls)  # (what PLS.of(design) gives: no rows needed)
+        fit = fit_pls(design, pls, reml, control or LmerControl(), data_name,
+                      theta0=theta_start_of(design, products))
+    fit.memo("passes", lambda: tuple(log))
+    return fit
+
+
+# ---------------------------------------------------------------------------- GLMMs
+class PartitionedGlmm:
+    """A GLMM's deviance on partitioned rows, for the native engine's two stages
+    (:func:`crossed.engines.native.glmer._fit`, as :class:`GlmmProblem
+    <crossed.model.glmm.pirls.GlmmProblem>` on the rows).
+
+    PIRLS runs in the driver on level-sized state (u, β, the summed weighted
+    cross-products); each iteration is one pass over the partitions
+    (:func:`~crossed.model.partitioned.glmm_pass`): the workers move η to the new
+    (u, β), keep it beside their partition, and return the deviance there and the
+    weighted products of the next step. Step halving costs a pass per halving.
+    """
+
+    scalar1 = False  # (no per-row shortcuts: the batched Laplace of the rows' path)
+
+    def __init__(self, design: RowlessDesign, family: Family, source: GlmmSource,
+                 tol: float = 1e-7, maxit: int = 100,
+                 progress: Callable[[str, int, float | None], None] | None = None) -> None:
+        self.progress = progress
+        self.design = design
+        self.family = family
+        self.source = source
+        self.tol, self.maxit, self.exact = tol, maxit, False
+        self.p = len(design.fixed.names)
+        self.blocks = design.random.blocks
+        self.sizes = [b.nlevels * b.q for b in self.blocks]
+        self.q = int(sum(self.sizes))
+        self.handle = source.glmm_partitions(design, family)
+        self.passes = 0
+        self.evaluations = 0
+        self.last: PirlsState | None = None
+        self.last_error: PirlsError | None = None
+        self.lp0: object = None
+        self.lp0_joint: object = None
+        self._start: tuple[object, object, GlmmSums] | None = None
+        _, start = self._pass(None, np.zeros(0), None, np.zeros(self.p), True, None)
+        self._aic_const = start.aic - start.resdev
+
+    def _pass(self, etas: object, theta: np.ndarray, u: np.ndarray | None, beta: np.ndarray,
+              joint: bool, lp0: object) -> tuple[object, GlmmSums]:
+        self.passes += 1
+        if self.progress is not None and self.passes % 50 == 0:
+            self.progress(f"PIRLS (pass {self.passes})", 2, None)
+        return self.source.glmm_step(self.handle, etas, self.family, theta, u, beta, joint,
+                                     lp0)
+
+    def split(self, u: np.ndarray) -> list[np.ndarray]:
+        out, pos = [], 0
+        for b, size in zip(self.blocks, self.sizes, strict=True):
+            out.append(u[pos:pos + size].reshape(b.nlevels, b.q))
+            pos += size
+        return out
+
+    def _solve(self, products: object, theta: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray, float, PLS, object]:
+        pls = PLS.from_products(products, self.blocks)  # type: ignore[arg-type]
+        f = pls.factor(theta)
+        if not f.ok:
+            raise PirlsError("the weighted PLS system is not positive definite")
+        beta, ub = pls.solve(f)
+        return np.concatenate([b.ravel() for b in ub]), beta, float(f.ldL2), pls, f
+
+    def pirls(self, theta: np.ndarray, beta: np.ndarray | None, joint: bool) -> PirlsState:
+        """Conditional modes at θ (and β; ``joint``: β too), as ``GlmmProblem.pirls``
+        from the stage's start, one pass per iteration."""
+        theta = np.asarray(theta, dtype=float)
+        beta = np.zeros(self.p) if joint or beta is None else np.asarray(beta, dtype=float)
+        lp0 = self.lp0_joint if joint else self.lp0
+        if joint:  # (the start's products do not depend on θ or β then: one pass a stage)
+            if self._start is None or self._start[0] is not lp0:
+                self._start = (lp0, *self._pass(None, theta, None, beta, joint, lp0))
+            etas, sums = self._start[1], self._start[2]
+        else:
+            etas, sums = self._pass(None, theta, None, beta, joint, lp0)
+        u = np.zeros(self.q)
+        old = np.inf
+        ld = 0.0
+        polish = 0
+        it = 0
+        for it in range(1, self.maxit + 1):  # noqa: B007
+            with single_blas_thread():
+                u_new, b_sol, ld, _, _ = self._solve(sums.products, theta)
+            b_new = b_sol if joint else beta
+            new_etas, s = self._pass(etas, theta, u_new, b_new, joint, None)
+            pdev = s.resdev + float(u_new @ u_new)
+            if np.isfinite(pdev) and abs(old - pdev) < self.tol * abs(pdev):
+                done = (not self.exact or polish >= MAX_POLISH
+                        or s.step <= ETA_TOL * (1.0 + s.size))
+                u, etas, sums, beta = u_new, new_etas, s, b_new
+                if done:
+                    break
+                polish += 1
+                old = pdev
+                continue
+            k = 0
+            while (not np.isfinite(pdev) or pdev > old) and k < 20:
+                u_new = 0.5 * (u + u_new)
+                if joint:
+                    b_new = 0.5 * (beta + b_new)
+                new_etas, s = self._pass(etas, theta, u_new, b_new, joint, None)
+                pdev = s.resdev + float(u_new @ u_new)
+                k += 1
+            if not np.isfinite(pdev):
+                raise PirlsError("PIRLS loop resulted in NaN value")
+            if pdev - old > self.tol:
+                raise PirlsError("(maxstephalfit) PIRLS step-halvings failed to reduce "
+                                 "deviance in pwrssUpdate")
+            u, etas, sums, beta = u_new, new_etas, s, b_new
+            old = pdev
+        else:
+            raise PirlsError("pwrssUpdate did not converge in (maxit) iterations")
+        state = PirlsState(u=u, beta=np.asarray(beta, dtype=float), eta=np.zeros(0),
+                           mu=np.zeros(0), ldL2=ld, sqrt_w=np.zeros(0), iterations=it)
+        state.factor = (etas, sums.resdev)  # (η stays on the workers)
+        return state
+
+    def set_lp0(self, s: PirlsState, joint: bool) -> None:
+        etas = s.factor[0]  # type: ignore[index]
+        if joint:
+            self.lp0_joint = etas
+        else:
+            self.lp0 = etas
+
+    def deviance_of(self, s: PirlsState) -> float:
+        return float(s.factor[1])  # type: ignore[index]
+
+    def laplace_of(self, s: PirlsState) -> float:
+        return self.deviance_of(s) + self._aic_const + float(s.u @ s.u) + s.ldL2
+
+    def deviance0(self, theta: np.ndarray) -> float:
+        self.evaluations += 1
+        try:
+            s = self.pirls(theta, None, joint=True)
+        except PirlsError as exc:
+            self.last_error = exc
+            return np.inf
+        self.last = s
+        return self.laplace_of(s)
+
+    def deviance(self, pars: np.ndarray, nagq: int = 1) -> float:
+        if nagq > 1:
+            raise ValueError("nAGQ > 1 is not available on partitioned data")
+        self.evaluations += 1
+        k = len(pars) - self.p
+        theta, beta = np.asarray(pars[:k], dtype=float), np.asarray(pars[k:], dtype=float)
+        try:
+            s = self.pirls(theta, beta, joint=False)
+        except PirlsError:
+            return np.inf
+        self.last = s
+        return self.laplace_of(s)
+
+    def _at_state(self, theta: np.ndarray, s: PirlsState, joint: bool) -> tuple[PLS, object]:
+        _, sums = self._pass(None, theta, None, s.beta, joint, s.factor[0])  # type: ignore[index]
+        with single_blas_thread():
+            pls = PLS.from_products(sums.products, self.blocks)  # type: ignore[arg-type]
+            return pls, pls.factor(theta)
+
+    def unscaled_vcov(self, theta: np.ndarray, s: PirlsState) -> np.ndarray:
+        """(R_X'R_X)⁻¹ at the state's working weights (one pass)."""
+        if self.p == 0:
+            return np.zeros((0, 0))
+        pls, f = self._at_state(theta, s, True)
+        Ri = pls.rx_inverse(f)  # type: ignore[arg-type]
+        return np.asarray(Ri.T @ Ri, dtype=float)
+
+    def cond_var(self, theta: np.ndarray, s: PirlsState) -> list[np.ndarray]:
+        """(Λ'Z'WZΛ + I)⁻¹'s diagonal blocks per level at the state's weights (one pass)."""
+        pls, f = self._at_state(theta, s, False)
+        return pls.conditional_inverse_blocks(f)  # type: ignore[arg-type]
+
+
+class GlmmSource(PartitionSource, Protocol):
+    """A :class:`PartitionSource` that also runs PIRLS passes over partitions kept on
+    the workers."""
+
+    def glmm_partitions(self, design: RowlessDesign, family: Family) -> object:
+        """The partitions encoded for the GLMM (``glmm_partition``), kept on the workers."""
+        ...
+
+    def glmm_step(self, handle: object, etas: object, family: Family, theta: np.ndarray,
+                  u: np.ndarray | None, beta: np.ndarray, joint: bool, lp0: object
+                  ) -> tuple[object, GlmmSums]:
+        """``glmm_pass`` on every partition (with its η before, ``etas``, and its part of
+        ``lp0``): the new η per partition, kept on the workers, and the sums, added."""
+        ...
+
+
+def fit_glmer_partitioned(spec: ModelSpec, source: GlmmSource, family: Family,
+                          nagq: int = 1, control: LmerControl | None = None,
+                          data_name: str = "data", na_action: str = "omit",
+                          progress: Callable[[str, int, float | None], None] | None = None
+                          ) -> GlmerResult:
+    """Fit a GLMM on partitioned rows (Laplace or nAGQ = 0): the levels pass, then lme4's
+    two stages with each PIRLS iteration one pass over the partitions kept on the
+    workers (:class:`PartitionedGlmm`).
+
+    Returns
+    -------
+    GlmerResult
+        Its design is a :class:`~crossed.model.partitioned.RowlessDesign`; row-level
+        quantities (η, μ, residuals) are refused.
+    """
+    if nagq > 1:
+        raise ValueError("nAGQ > 1 is not available on partitioned data: use nAGQ=1 "
+                         "(Laplace) or fit in memory")
+    t0 = time.perf_counter()
+    if progress is not None:
+        progress("levels", 1, None)
+    levels = source.levels(spec, na_action)
+    if progress is not None:
+        progress("levels", 1, time.perf_counter() - t0)
+    design = rowless_design(spec, levels, source.n_partitions, glmm=True)
+    n = design.n_rows
+    if n * levels.y_ss - levels.y_sum ** 2 == 0.0:  # (exact for 0/1 and counts)
+        raise DataError(f"the response {spec.response!r} is constant on all {n} rows used: "
+                        "a GLMM cannot be fitted to it (lme4: 'Response is constant')")
+    # one pass of the LMM's sums: XᵀX's rank and the random-effects columns' statistics
+    # (what the optimiser's rescaling reads)
+    sums = source.sums(design, np.zeros(len(design.fixed.names)))
+    if sums.products is None:
+        raise DataError("no rows in any partition")
+    _check_rank(np.asarray(sums.products.xtx), design.fixed.names)
+    design = with_column_stats(design, sums)
+    if column_rescaling(design.random.blocks) is not None:
+        raise DataError("this model needs the optimiser's rescaling of random slopes far "
+                        "from zero, computed from the rows: centre them before fitting on "
+                        "partitioned data, or fit in memory")
+    t1 = time.perf_counter()
+    # (no single_blas_thread around it: in-process workers take it for their passes)
+    problem = PartitionedGlmm(design, family, source, progress=progress)
+    fit = fit_glmm_problem(design, family, nagq, control or LmerControl(), data_name,
+                           problem)
+    if progress is not None:
+        progress(f"PIRLS ({problem.passes} passes)", 2, time.perf_counter() - t1)
+    fit.memo("passes", lambda: (("levels", t1 - t0), ("pirls", problem.passes)))
+    return fit
