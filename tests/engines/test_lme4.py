@@ -161,3 +161,17 @@ def test_lmertest_tables_match_the_reference(r_stack):
 ])
 def test_lme4_messages_map_to_a_status(message, status):
     assert lme4_engine.lme4_issue(message) == status
+
+
+def test_r_leaves_child_processes_environment_alone(r_stack):
+    """R's start-up sets LD_LIBRARY_PATH (its ldpaths, the system's library folder among
+    them) in this process's environment; crossed puts it back, so that a Python child
+    started after an lme4 fit (a Dask worker, a joblib process) loads its own libpython."""
+    import os
+    import subprocess
+
+    lme4_engine.r_session()  # (R is started)
+    assert "/R/lib" not in os.environ.get("LD_LIBRARY_PATH", "")
+    out = subprocess.run([sys.executable, "-c", "import ssl; print('ok')"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "ok", out.stderr

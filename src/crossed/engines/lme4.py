@@ -101,6 +101,18 @@ crossed_is_lmermod <- function(x) inherits(x, "lmerMod")
 """
 
 
+_CHILD_ENV = ("LD_LIBRARY_PATH",)
+"""Environment variables R's start-up changes that only child processes read."""
+
+
+def _restore_environment(saved: dict[str, str | None]) -> None:
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
 class _R:
     """The embedded R session: rpy2's ``robjects`` and crossed's R helper functions."""
 
@@ -110,6 +122,12 @@ class _R:
                 f"the lme4 engine needs R, which was not found (no R on PATH, R_HOME unset): "
                 f"install {INSTALL_R}; then {INSTALL_RPY2}"
             )
+        # R's start-up (etc/ldpaths) prepends its library folders, the system's among them,
+        # to LD_LIBRARY_PATH in this process's environment. R has loaded its libraries by
+        # then; the variable only reaches child processes, where it makes a Python built
+        # with a shared libpython load the system's libpython instead of its own (a Dask
+        # worker started after an lme4 fit then fails to import ssl). It is put back.
+        saved = {k: os.environ.get(k) for k in _CHILD_ENV}
         try:
             import rpy2.robjects as ro
         except ImportError as exc:
@@ -121,6 +139,8 @@ class _R:
                 f"rpy2 could not start R ({type(exc).__name__}: {exc}): check that R is "
                 f"installed ({INSTALL_R}) and that rpy2 matches it ({INSTALL_RPY2})"
             ) from exc
+        finally:
+            _restore_environment(saved)
         self.ro = ro
         self.require("lme4")
         ro.r(_R_CODE)
