@@ -203,23 +203,25 @@ def test_ner_case_against_r(client):
                   reml=case.reml, reference=case.reference)
     r = case.r
     assert fit.nobs == r["nobs"]
-    # (observed: deviance 5e-14, θ 1.7e-7, σ 1e-11 relative; lme4's optimiser stops
-    # within ~1e-6 of the optimum in θ)
+    # lme4's optimiser stops within ~1e-6 of the optimum in θ, and where BOBYQA stops
+    # moves with the BLAS kernel (θ 1.7e-7 apart under Haswell, σ 5e-8 under SkylakeX):
+    # the tolerances follow from θ's, under both kernels (the identity with the
+    # in-memory fit, 1e-10 / 1e-8, is the tests above)
     assert abs(fit.deviance - r["deviance"]) <= 1e-10 * abs(r["deviance"])
     np.testing.assert_allclose(fit.theta, r["theta"], rtol=1e-5)
-    np.testing.assert_allclose(fit.sigma, r["sigma"], rtol=1e-8)
+    np.testing.assert_allclose(fit.sigma, r["sigma"], rtol=1e-6)
     coefs = fit.coef_table()
     est = [row["Estimate"] for row in r["coef_satterthwaite"]]
     df = [row["df"] for row in r["coef_satterthwaite"]]
-    np.testing.assert_allclose(coefs["estimate"], est, rtol=1e-7)
-    np.testing.assert_allclose(coefs["df"], df, rtol=1e-5)
+    np.testing.assert_allclose(coefs["estimate"], est, rtol=1e-6)
+    np.testing.assert_allclose(coefs["df"], df, rtol=1e-4)
     anova = fit.anova()
     np.testing.assert_allclose(anova["statistic"], [r["anova3_satterthwaite"][0]["F value"]],
-                               rtol=1e-6)
+                               rtol=1e-5)
     emm = fit.emmeans("model").table()
     np.testing.assert_allclose(emm["estimate"],
                                [row["emmean"] for row in r["emmeans"][0]["emm_satterthwaite"]],
-                               rtol=1e-8)
+                               rtol=1e-6)
     r2 = fit.r2()
     np.testing.assert_allclose(r2[["conditional", "marginal"]].to_numpy(dtype=float).ravel(),
                                [r["r2"]["conditional"], r["r2"]["marginal"]], rtol=1e-5)
