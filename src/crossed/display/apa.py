@@ -31,7 +31,7 @@ import html
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 import pandas as pd
 
@@ -663,6 +663,18 @@ def _as_tables(item: Any) -> list[pd.DataFrame]:
                     f"tables (fit.emmeans(...).pairs()); got {type(item).__name__}")
 
 
+def eta_squared_of(fit: Any, type: int | str, ddf: str, ci: float | None,
+                   alternative: str | None) -> pd.DataFrame:
+    """``fit.eta_squared`` with ``ci`` and ``alternative`` passed only when given (else
+    its own defaults: the sentences and tables print whatever the table carries)."""
+    kw: dict[str, Any] = {}
+    if ci is not None:
+        kw["ci"] = ci
+    if alternative is not None:
+        kw["alternative"] = alternative
+    return cast(pd.DataFrame, fit.eta_squared(type=type, ddf=ddf, **kw))
+
+
 def write_up(fit: Any, emmeans: str | Sequence[str] | None = None,
              contrasts: Sequence[Any] = (), ddf: str = "satterthwaite",
              type: int | str = 3, effect_size: bool = True, ci: float | None = None,
@@ -719,12 +731,7 @@ def write_up(fit: Any, emmeans: str | Sequence[str] | None = None,
         anova = fit.anova(type=type, ddf=ddf)
         tables["anova"] = anova
         if effect_size:
-            kw: dict[str, Any] = {}
-            if ci is not None:
-                kw["ci"] = ci
-            if alternative is not None:
-                kw["alternative"] = alternative
-            effects = fit.eta_squared(type=type, ddf=ddf, **kw)
+            effects = eta_squared_of(fit, type, ddf, ci, alternative)
             tables["eta_squared"] = effects
         results += anova_sentences(anova, effects, alpha=alpha, test="F")
     link = fit.family.link.name if glmm else None

@@ -28,7 +28,14 @@ from typing import Any
 
 import pandas as pd
 
-from crossed.display.apa import apa_df, apa_number, apa_p, latex_escape, term_words
+from crossed.display.apa import (
+    apa_df,
+    apa_number,
+    apa_p,
+    eta_squared_of,
+    latex_escape,
+    term_words,
+)
 from crossed.tables import wrap_html
 
 __all__ = ["PublicationTable", "anova_table", "comparison_table", "emm_table",
@@ -462,12 +469,7 @@ def anova_table(*fits: Any, names: Sequence[str] | None = None, ddf: str = "satt
         tab = fit.anova(type=type, ddf=ddf)
         eff = None
         if effect_size:
-            kw: dict[str, Any] = {}
-            if ci is not None:
-                kw["ci"] = ci
-            if alternative is not None:
-                kw["alternative"] = alternative
-            eff = fit.eta_squared(type=type, ddf=ddf, **kw)
+            eff = eta_squared_of(fit, type, ddf, ci, alternative)
         by = {} if eff is None else {str(r.term): r for r in eff.itertuples()}
         for r in tab.itertuples():
             df2 = apa_df(r.den_df)

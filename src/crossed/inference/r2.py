@@ -15,6 +15,7 @@ Every random term is counted (insight looks terms up by grouping-factor name, wh
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -38,21 +39,27 @@ def variance_parts(fit: LmerFit) -> dict[str, float]:
     if "(Intercept)" not in names:
         X = np.column_stack([np.ones(len(X)), X])
         names = ["(Intercept)"] + names
+    var_random = 0.0
+    for idx, Sk in _term_covariances(fit, names):
+        Z = X[:, idx]
+        var_random += float(np.sum((Z @ Sk) * Z) / len(Z))
+    return {"fixed": var_fixed, "random": var_random, "residual": fit.sigma**2}
+
+
+def _term_covariances(fit: LmerFit, names: list[str]) -> Iterator[tuple[list[int], np.ndarray]]:
+    """Per random term with columns among the fixed effects' (``names``): those columns'
+    positions in ``names`` and the term's covariance σ²TTᵀ on them (the columns z of
+    E[zᵀSz] in σ²_r)."""
     col = {nm: j for j, nm in enumerate(names)}
     s2 = fit.sigma**2
-    var_random = 0.0
     for term in fit.design.random.terms:
         blk = fit.design.random.blocks[term.block]
         k = len(term.columns)
         T = blk.template(fit.theta)[term.offset: term.offset + k, term.offset: term.offset + k]
         S = s2 * T @ T.T
         keep = [i for i, c in enumerate(term.columns) if c in col]
-        if not keep:
-            continue
-        Z = X[:, [col[term.columns[i]] for i in keep]]
-        Sk = S[np.ix_(keep, keep)]
-        var_random += float(np.sum((Z @ Sk) * Z) / len(Z))
-    return {"fixed": var_fixed, "random": var_random, "residual": s2}
+        if keep:
+            yield [col[term.columns[i]] for i in keep], S[np.ix_(keep, keep)]
 
 
 def _variance_parts_rowless(fit: LmerFit) -> dict[str, float]:
@@ -71,20 +78,10 @@ def _variance_parts_rowless(fit: LmerFit) -> dict[str, float]:
     b = np.asarray(fit.beta)
     total = float(G[i0] @ b)
     var_fixed = (float(b @ G @ b) - total ** 2 / n) / (n - 1)
-    col = {nm: j for j, nm in enumerate(names)}
-    s2 = fit.sigma**2
     var_random = 0.0
-    for term in fit.design.random.terms:
-        blk = fit.design.random.blocks[term.block]
-        k = len(term.columns)
-        T = blk.template(fit.theta)[term.offset: term.offset + k, term.offset: term.offset + k]
-        S = s2 * T @ T.T
-        keep = [i for i, c in enumerate(term.columns) if c in col]
-        if not keep:
-            continue
-        idx = [col[term.columns[i]] for i in keep]
-        var_random += float(np.sum(S[np.ix_(keep, keep)] * G[np.ix_(idx, idx)]) / n)
-    return {"fixed": var_fixed, "random": var_random, "residual": s2}
+    for idx, Sk in _term_covariances(fit, names):
+        var_random += float(np.sum(Sk * G[np.ix_(idx, idx)]) / n)
+    return {"fixed": var_fixed, "random": var_random, "residual": fit.sigma**2}
 
 
 def r2_nakagawa(fit: LmerFit) -> pd.DataFrame:
