@@ -25,7 +25,7 @@ from crossed.engines.native.rescale import column_rescaling
 from crossed.formula.spec import ModelSpec
 from crossed.model.control import LmerControl
 from crossed.model.glmm.family import Family
-from crossed.model.glmm.pirls import ETA_TOL, MAX_POLISH, PirlsError, PirlsState
+from crossed.model.glmm.pirls import ETA_TOL, PirlsError, PirlsState, pirls_iterations
 from crossed.model.glmm.result import GlmerResult
 from crossed.model.partitioned import (
     GlmmSums,
@@ -200,43 +200,25 @@ class PartitionedGlmm:
             etas, sums = self._start[1], self._start[2]
         else:
             etas, sums = self._pass(None, theta, None, beta, joint, lp0)
-        u = np.zeros(self.q)
-        old = np.inf
-        ld = 0.0
-        polish = 0
-        it = 0
-        for it in range(1, self.maxit + 1):  # noqa: B007
+        ld = 0.0  # (the last solve's: the final state's)
+
+        def solve(at: tuple[object, GlmmSums]) -> tuple[np.ndarray, np.ndarray]:
+            nonlocal ld
             with single_blas_thread():
-                u_new, b_sol, ld, _, _ = self._solve(sums.products, theta)
-            b_new = b_sol if joint else beta
-            new_etas, s = self._pass(etas, theta, u_new, b_new, joint, None)
-            pdev = s.resdev + float(u_new @ u_new)
-            if np.isfinite(pdev) and abs(old - pdev) < self.tol * abs(pdev):
-                done = (not self.exact or polish >= MAX_POLISH
-                        or s.step <= ETA_TOL * (1.0 + s.size))
-                u, etas, sums, beta = u_new, new_etas, s, b_new
-                if done:
-                    break
-                polish += 1
-                old = pdev
-                continue
-            k = 0
-            while (not np.isfinite(pdev) or pdev > old) and k < 20:
-                u_new = 0.5 * (u + u_new)
-                if joint:
-                    b_new = 0.5 * (beta + b_new)
-                new_etas, s = self._pass(etas, theta, u_new, b_new, joint, None)
-                pdev = s.resdev + float(u_new @ u_new)
-                k += 1
-            if not np.isfinite(pdev):
-                raise PirlsError("PIRLS loop resulted in NaN value")
-            if pdev - old > self.tol:
-                raise PirlsError("(maxstephalfit) PIRLS step-halvings failed to reduce "
-                                 "deviance in pwrssUpdate")
-            u, etas, sums, beta = u_new, new_etas, s, b_new
-            old = pdev
-        else:
-            raise PirlsError("pwrssUpdate did not converge in (maxit) iterations")
+                u_new, b_sol, ld, _, _ = self._solve(at[1].products, theta)
+            return u_new, b_sol
+
+        def evaluate(at: tuple[object, GlmmSums], u_new: np.ndarray, b_new: np.ndarray
+                     ) -> tuple[tuple[object, GlmmSums], float]:
+            new_etas, s = self._pass(at[0], theta, u_new, b_new, joint, None)
+            return (new_etas, s), s.resdev + float(u_new @ u_new)
+
+        def settled_at(new: tuple[object, GlmmSums], old: tuple[object, GlmmSums]) -> bool:
+            return bool(new[1].step <= ETA_TOL * (1.0 + new[1].size))
+
+        (etas, sums), u, beta, it = pirls_iterations(
+            (etas, sums), np.zeros(self.q), beta, joint, solve, evaluate, settled_at,
+            self.tol, self.maxit, self.exact)
         state = PirlsState(u=u, beta=np.asarray(beta, dtype=float), eta=np.zeros(0),
                            mu=np.zeros(0), ldL2=ld, sqrt_w=np.zeros(0), iterations=it)
         state.factor = (etas, sums.resdev)  # (η stays on the workers)

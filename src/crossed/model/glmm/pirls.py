@@ -27,8 +27,9 @@ design's blocked-Cholesky PLS problem (:meth:`PLS.reweighted`). Validated agains
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
@@ -39,7 +40,8 @@ from crossed.model.pls import PLS
 if TYPE_CHECKING:
     from crossed.design import Design
 
-__all__ = ["GlmmProblem", "PirlsState", "PirlsError", "gh_rule", "ETA_TOL", "MAX_POLISH"]
+__all__ = ["GlmmProblem", "PirlsState", "PirlsError", "gh_rule", "ETA_TOL", "MAX_POLISH",
+           "pirls_iterations"]
 
 #: PIRLS's own convergence: the largest change of η in the last step, relative to 1 + max|η|
 ETA_TOL = 1e-9
@@ -56,6 +58,61 @@ def settled(eta_new: np.ndarray, eta: np.ndarray) -> bool:
 
 class PirlsError(ArithmeticError):
     """PIRLS failed (lme4: ``PIRLS step-halvings failed to reduce deviance``)."""
+
+
+T = TypeVar("T")
+
+
+def pirls_iterations(start: T, u: np.ndarray, beta: np.ndarray, joint: bool,
+                     solve: Callable[[T], tuple[np.ndarray, np.ndarray]],
+                     evaluate: Callable[[T, np.ndarray, np.ndarray], tuple[T, float]],
+                     settled_at: Callable[[T, T], bool], tol: float, maxit: int,
+                     exact: bool) -> tuple[T, np.ndarray, np.ndarray, int]:
+    """lme4's PIRLS loop (``pwrssUpdate``), whatever holds the rows: the convergence test
+    first, then step halving, with its errors.
+
+    ``start`` is the state at (``u``, ``beta``) (the linear predictor and what the
+    weights are read from); ``solve(state)`` gives the next (u, β) of the weighted PLS
+    at that state (β: anything when not ``joint``; the caller keeps what it needs of the
+    solve, e.g. log|L|²); ``evaluate(state, u, β)`` gives the state at (u, β), from the
+    current ``state``, and its penalised deviance; ``settled_at(new, old)`` says η has
+    settled (``exact``: up to :data:`MAX_POLISH` more steps until it has). Returns the
+    final state, u, β and the number of iterations. (``GlmmProblem._pirls_s1`` writes
+    the same loop out for one scalar term, where the calls would cost more than the
+    arithmetic.)
+    """
+    state, old, polish, it = start, math.inf, 0, 0
+    for it in range(1, maxit + 1):  # noqa: B007
+        u_new, b_new = solve(state)
+        if not joint:
+            b_new = beta
+        new, pdev = evaluate(state, u_new, b_new)
+        if math.isfinite(pdev) and abs(old - pdev) < tol * abs(pdev):
+            done = not exact or polish >= MAX_POLISH or settled_at(new, state)
+            state, u, beta = new, u_new, b_new
+            if done:
+                break
+            polish += 1  # lme4 would stop here: one more step, η not yet settled
+            old = pdev
+            continue
+        k = 0
+        while (not math.isfinite(pdev) or pdev > old) and k < 20:
+            u_new = 0.5 * (u + u_new)
+            if joint:
+                b_new = 0.5 * (beta + b_new)
+            new, pdev = evaluate(state, u_new, b_new)
+            k += 1
+        if not math.isfinite(pdev):
+            raise PirlsError("PIRLS loop resulted in NaN value")
+        if pdev - old > tol:
+            raise PirlsError("(maxstephalfit) PIRLS step-halvings failed to reduce "
+                             "deviance in pwrssUpdate")
+        state, u, beta = new, u_new, b_new
+        old = pdev
+    else:
+        raise PirlsError("pwrssUpdate did not converge in (maxit) iterations")
+    return state, u, beta, it
+
 
 
 @dataclass
@@ -302,57 +359,30 @@ class GlmmProblem:
             lp0 = self.lp0_joint if joint else self.lp0
             eta = self.offset + (self.eta_start - self.offset if lp0 is None else lp0)
         both = self.family.link.mu_and_mu_eta
-        mu, me = both(eta)
-        old = np.inf
-        info: object = None
-        ld = 0.0
-        sw = np.ones(self.n)
-        it = 0
-        polish = 0
-        for it in range(1, self.maxit + 1):  # noqa: B007
+        ld, info, sw = 0.0, None, np.ones(self.n)  # (the last solve's: the final state's)
+
+        def solve(at: tuple[np.ndarray, np.ndarray, np.ndarray]
+                  ) -> tuple[np.ndarray, np.ndarray]:
+            nonlocal ld, info, sw
+            eta, mu, me = at
             sw, wres = self.working(eta, mu, me)
             # working response without the offset (and without Xβ when β is fixed)
-            z = eta - fixed + wres
-            u_new, b_new, ld, info = self._solve(theta, sw, z, joint)
+            u_new, b_new, ld, info = self._solve(theta, sw, eta - fixed + wres, joint)
+            return u_new, b_new
+
+        def evaluate(_: object, u_new: np.ndarray, b_new: np.ndarray
+                     ) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], float]:
             if joint:
                 eta_new = self.offset + self.X @ b_new + self.zlu(theta, u_new)
             else:
                 eta_new = fixed + self.zlu(theta, u_new)
             mu_new, me_new = both(eta_new)
-            pdev = self.resdev(mu_new) + float(u_new @ u_new)
-            # lme4's order: the convergence test first, then step halving
-            if np.isfinite(pdev) and abs(old - pdev) < self.tol * abs(pdev):
-                done = not self.exact or polish >= MAX_POLISH or settled(eta_new, eta)
-                u, eta, mu, me = u_new, eta_new, mu_new, me_new
-                if joint:
-                    beta = b_new
-                if done:
-                    break
-                polish += 1  # lme4 would stop here: one more step, η not yet settled
-                old = pdev
-                continue
-            k = 0
-            while (not np.isfinite(pdev) or pdev > old) and k < 20:
-                u_new = 0.5 * (u + u_new)
-                if joint:
-                    b_new = 0.5 * (beta + b_new)
-                    eta_new = self.offset + self.X @ b_new + self.zlu(theta, u_new)
-                else:
-                    eta_new = fixed + self.zlu(theta, u_new)
-                mu_new, me_new = both(eta_new)
-                pdev = self.resdev(mu_new) + float(u_new @ u_new)
-                k += 1
-            if not np.isfinite(pdev):
-                raise PirlsError("PIRLS loop resulted in NaN value")
-            if pdev - old > self.tol:
-                raise PirlsError("(maxstephalfit) PIRLS step-halvings failed to reduce "
-                                 "deviance in pwrssUpdate")
-            u, eta, mu, me = u_new, eta_new, mu_new, me_new
-            if joint:
-                beta = b_new
-            old = pdev
-        else:
-            raise PirlsError("pwrssUpdate did not converge in (maxit) iterations")
+            return (eta_new, mu_new, me_new), self.resdev(mu_new) + float(u_new @ u_new)
+
+        assert beta is not None  # (zeros when joint)
+        (eta, mu, _), u, beta, it = pirls_iterations(
+            (eta, *both(eta)), u, beta, joint, solve, evaluate,
+            lambda new, old: settled(new[0], old[0]), self.tol, self.maxit, self.exact)
         state = PirlsState(u=u, beta=np.asarray(beta, dtype=float), eta=eta, mu=mu, ldL2=ld,
                            sqrt_w=sw, iterations=it)
         if self.scalar1:
