@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -122,16 +123,10 @@ def lmer(formula: str, data: pd.DataFrame, reml: bool = True, engine: str = "nat
                                        "data, family=\"binomial\")")
     if is_partitioned(data):
         _check_partitioned(engine, weights, offset, spec)
-        with dask_client(client) as c:
-            source = DaskSource(as_dask_frame(data), c)
-            result = fit_lmer_partitioned(spec, source, reml=bool(reml), control=control,
-                                          data_name=data_name or _data_name(data),
-                                          na_action=na_action,
-                                          progress=stderr_progress if progress else None)
-        return as_public(result)
-    if client is not None:
-        raise TypeError("client= is for a Dask DataFrame or a Parquet path as data; data is "
-                        f"a {type(data).__name__}")
+        return _fit_partitioned(fit_lmer_partitioned, spec, data, client, progress,
+                                data_name, na_action=na_action, reml=bool(reml),
+                                control=control)
+    _refuse_client(client, data)
     design = model_design(spec, data, weights=weights, offset=offset, na_action=na_action)
     check_response_varies(design.y, spec.response)
     check_binary_response(design.y, spec.response)
@@ -140,6 +135,24 @@ def lmer(formula: str, data: pd.DataFrame, reml: bool = True, engine: str = "nat
 
 def _data_name(data: object) -> str:
     return str(data) if isinstance(data, str) else "data"
+
+
+def _fit_partitioned(fit: Callable[..., Any], spec: ModelSpec, data: object, client: object,
+                     progress: bool, data_name: str | None, *args: Any, **options: Any) -> Any:
+    """``fit`` (the LMM's or the GLMM's partitioned driver) on the partitions of ``data``
+    on ``client``'s cluster (:func:`~crossed.engines.dask_fit.dask_client`), as a public
+    fit."""
+    with dask_client(client) as c:
+        source = DaskSource(as_dask_frame(data), c)
+        result = fit(spec, source, *args, data_name=data_name or _data_name(data),
+                     progress=stderr_progress if progress else None, **options)
+    return as_public(result)
+
+
+def _refuse_client(client: object, data: object) -> None:
+    if client is not None:
+        raise TypeError("client= is for a Dask DataFrame or a Parquet path as data; data is "
+                        f"a {type(data).__name__}")
 
 
 def _check_partitioned(engine: str, weights: object, offset: object, spec: ModelSpec) -> None:
@@ -270,17 +283,10 @@ def glmer(formula: str, data: pd.DataFrame, family: str | Family = "binomial", n
         if spec.cbind is not None:
             raise DataError("cbind(successes, failures) is not supported on partitioned "
                             "data yet: use a 0/1 response, or fit in memory")
-        with dask_client(client) as c:
-            source = DaskSource(as_dask_frame(data), c)
-            result = fit_glmer_partitioned(spec, source, fam, nagq=int(nAGQ),
-                                           control=control,
-                                           data_name=data_name or _data_name(data),
-                                           na_action=na_action,
-                                           progress=stderr_progress if progress else None)
-        return as_public(result)
-    if client is not None:
-        raise TypeError("client= is for a Dask DataFrame or a Parquet path as data; data is "
-                        f"a {type(data).__name__}")
+        return _fit_partitioned(fit_glmer_partitioned, spec, data, client, progress,
+                                data_name, fam, na_action=na_action, nagq=int(nAGQ),
+                                control=control)
+    _refuse_client(client, data)
     design = model_design(spec, data, weights=weights, offset=offset, na_action=na_action,
                           family=fam)
     return fit_glmm_with(engine, design, family=fam, nagq=int(nAGQ), control=control,
