@@ -10,6 +10,7 @@ import warnings
 
 import pandas as pd
 
+from crossed._format import format_number_column
 from crossed.cli._tables import dump_json, print_notes, text_table
 from crossed.cli.fit import JSON_HELP, add_family_options, add_model_arguments, fit_from_args
 
@@ -20,13 +21,13 @@ _TABLE = ["optimizer", "lme4_optimizer", "criterion", "converged", "singular", "
 
 
 def _precise(table: pd.DataFrame, digits: int = 7) -> pd.DataFrame:
-    """The float columns to ``digits`` significant digits (lme4 prints
-    ``summary(allFit(m))`` with 7): the differences between optimisers are in the digits
-    a 4-digit table rounds away."""
+    """The float columns as R's ``format(x, digits)`` (lme4 prints ``summary(allFit(m))``
+    with 7): the differences between optimisers are in the digits a 4-digit table rounds
+    away."""
     out = table.copy()
     for col in out.columns:
         if pd.api.types.is_float_dtype(out[col]):
-            out[col] = [f"{v:.{digits}g}" if pd.notna(v) else "" for v in out[col]]
+            out[col] = format_number_column(out[col], digits, na="")
     return out
 
 
