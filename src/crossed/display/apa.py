@@ -589,7 +589,7 @@ def methods_sentences(fit: Any, ddf: str = "satterthwaite", anova_type: int | st
     out.append((_t("The fit was singular (a variance at zero or a correlation at ±1): "
                    "the random-effects structure is more complex than the data support."
                    if fit.is_singular else "The fit was not singular."),))
-    kind_words = {"1": "I", "2": "II", "3": "III"}.get(str(anova_type), str(anova_type))
+    kind_words = roman_type(anova_type)
     if glmm:
         if glmm_test == "lrt":
             out.append((_t("Fixed terms were tested by likelihood-ratio ("), _s("chi2"),
@@ -661,6 +661,11 @@ def _as_tables(item: Any) -> list[pd.DataFrame]:
         return [item.table()]
     raise TypeError(f"contrasts= takes EMM objects (fit.emmeans(...)) and EMM or contrast "
                     f"tables (fit.emmeans(...).pairs()); got {type(item).__name__}")
+
+
+def roman_type(type: int | str) -> str:
+    """An ANOVA type as APA writes it: 3 -> ``"III"``."""
+    return {"1": "I", "2": "II", "3": "III"}.get(str(type), str(type))
 
 
 def eta_squared_of(fit: Any, type: int | str, ddf: str, ci: float | None,

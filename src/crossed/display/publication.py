@@ -34,6 +34,7 @@ from crossed.display.apa import (
     apa_p,
     eta_squared_of,
     latex_escape,
+    roman_type,
     term_words,
 )
 from crossed.tables import wrap_html
@@ -463,7 +464,7 @@ def anova_table(*fits: Any, names: Sequence[str] | None = None, ddf: str = "satt
                 rows.append(tuple([cells[0], "χ²", *cells[1:]] if len(header) == 5 and
                                   header[1] == "Test" else cells))
             what = ("likelihood-ratio tests" if test == "lrt" else
-                    f"Type {_roman(type)} Wald χ² tests")
+                    f"Type {roman_type(type)} Wald χ² tests")
             notes.append(f"{name}: {what}." if len(fits) > 1 else f"{what.capitalize()}.")
             continue
         tab = fit.anova(type=type, ddf=ddf)
@@ -488,7 +489,7 @@ def anova_table(*fits: Any, names: Sequence[str] | None = None, ddf: str = "satt
             rows.append(tuple(cells))
         ddf_words = {"satterthwaite": "Satterthwaite", "kenward-roger": "Kenward-Roger"}.get(
             ddf, ddf)
-        note = f"Type {_roman(type)} F tests, {ddf_words} denominator df"
+        note = f"Type {roman_type(type)} F tests, {ddf_words} denominator df"
         if eff is not None and eff.attrs.get("conf_level") is not None:
             alt = str(eff.attrs.get("alternative", "two-sided"))
             side = "" if alt in ("two-sided", "two.sided") else " one-sided"
@@ -496,10 +497,6 @@ def anova_table(*fits: Any, names: Sequence[str] | None = None, ddf: str = "satt
                      "confidence intervals")
         notes.append(f"{name}: {note}." if len(fits) > 1 else f"{note}.")
     return PublicationTable(header, tuple(rows), tuple(sections), title, tuple(notes))
-
-
-def _roman(type: int | str) -> str:
-    return {"1": "I", "2": "II", "3": "III"}.get(str(type), str(type))
 
 
 def emm_table(emm: Any, digits: int = 2, title: str | None = None) -> PublicationTable:
