@@ -125,6 +125,19 @@ def potrf_lower(double[::1, :] A):
     return info
 
 
+cdef void _counting_starts(const int64_t *bucket, Py_ssize_t n, int64_t *starts,
+                           Py_ssize_t nb) noexcept nogil:
+    """``starts[b]`` (``nb + 1`` entries): the number of the ``n`` entries whose bucket is
+    below b, where a stable counting sort puts bucket b's first entry."""
+    cdef Py_ssize_t b, e
+    for b in range(nb + 1):
+        starts[b] = 0
+    for e in range(n):
+        starts[bucket[e] + 1] += 1
+    for b in range(nb):
+        starts[b + 1] += starts[b]
+
+
 cdef int _grow(int64_t **j_out, int64_t **key_out, double **v_out, Py_ssize_t *cap,
                Py_ssize_t need) noexcept nogil:
     """Enlarge the three output buffers to at least ``need`` entries; 0, or -1 when out of
@@ -197,12 +210,7 @@ def upper_products(const int64_t[::1] a_ptr, const int64_t[::1] a_idx,
         with nogil:
             # Aa's entries grouped by key, levels ascending within a key (a stable
             # counting sort: the transpose of the spread matrix)
-            for kk in range(nk + 1):
-                t_ptr[kk] = 0
-            for e in range(nA):
-                t_ptr[pos[e] + 1] += 1
-            for kk in range(nk):
-                t_ptr[kk + 1] += t_ptr[kk]
+            _counting_starts(&pos[0] if nA > 0 else NULL, nA, t_ptr, nk)
             for s in range(ls):
                 for e in range(a_ptr[s], a_ptr[s + 1]):
                     t = t_ptr[pos[e]]
@@ -251,12 +259,7 @@ def upper_products(const int64_t[::1] a_ptr, const int64_t[::1] a_idx,
         target_v, klass_v, value_v = target, klass, value
         with nogil:
             # by column j, keys ascending within j (a stable counting sort)
-            for j in range(r + 1):
-                j_ptr[j] = 0
-            for e in range(n_out):
-                j_ptr[j_out[e] + 1] += 1
-            for j in range(r):
-                j_ptr[j + 1] += j_ptr[j]
+            _counting_starts(j_out, n_out, j_ptr, r)
             for e in range(n_out):
                 j = j_out[e]
                 t = j_ptr[j]
@@ -287,16 +290,17 @@ def searchsorted_in_buckets(const int64_t[::1] keys, const int64_t[::1] starts,
     bisects the whole array (the Schur complement's pattern: millions of queries into a
     pattern of millions). The same positions, absent keys included."""
     cdef Py_ssize_t n = query.shape[0], e, lo, hi, mid, j, nb = starts.shape[0] - 1
+    cdef Py_ssize_t bad = -1
     cdef int64_t key
     out = np.empty(n, dtype=np.int64)
     cdef int64_t[::1] o = out
-    for e in range(n):
-        if query[e] < 0 or query[e] // width >= nb:
-            raise ValueError(f"query {query[e]} lies outside the buckets")
     with nogil:
         for e in range(n):
             key = query[e]
             j = key // width
+            if key < 0 or j >= nb:
+                bad = e
+                break
             lo = starts[j]
             hi = starts[j + 1]
             while lo < hi:  # the first position in [lo, hi) with keys[pos] >= key
@@ -306,4 +310,6 @@ def searchsorted_in_buckets(const int64_t[::1] keys, const int64_t[::1] starts,
                 else:
                     hi = mid
             o[e] = lo
+    if bad >= 0:
+        raise ValueError(f"query {query[bad]} lies outside the buckets")
     return out
