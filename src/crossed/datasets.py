@@ -4,6 +4,7 @@ reader of data files the command line uses (:func:`read_data`)."""
 from __future__ import annotations
 
 import csv
+import functools
 import gzip
 import json
 import warnings
@@ -82,6 +83,7 @@ def load_dataset(name: str) -> pd.DataFrame:
     return data
 
 
+@functools.cache
 def _r_levels() -> dict[str, dict[str, list[str]]]:
     """R's level order of the factors of lme4's example data, by dataset and column."""
     text = (resources.files("crossed") / "data" / "levels.json").read_text(encoding="utf-8")
