@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -86,6 +86,10 @@ class Design:
         Whether part of ``offset`` came from an ``offset=`` argument (which, unlike the
         formula's terms, cannot be re-evaluated on new data).
     """
+
+    holds_rows: ClassVar[bool] = True
+    """False for a design without rows (a fit on partitioned data: row-level quantities
+    are refused, :class:`crossed.model.partitioned.RowlessDesign`)."""
 
     spec: ModelSpec
     y: np.ndarray

@@ -10,7 +10,6 @@ from crossed.display.lmer import SIGNIF_CODES, r_abbreviate, scaled_residual_tab
 from crossed.display.rprint import format_coefmat, format_quantiles, format_vc_table, vc_blocks
 from crossed.inference.coefs import r_coefficients
 from crossed.inference.glmm_wald import glmm_coef_table
-from crossed.model.partitioned import RowlessDesign
 from crossed.tables import Summary, result_table
 
 if TYPE_CHECKING:
@@ -40,7 +39,7 @@ def format_glmer_summary(fit: GlmerFit) -> Summary:
     lines.append(" ".join(v.rjust(wd) for v in vals) + " ")
     lines += ["", "Scaled residuals: "]
     # (a fit on partitioned data holds no rows: its residuals stayed on the cluster)
-    scaled = None if isinstance(fit.design, RowlessDesign) else fit.residuals("pearson")
+    scaled = fit.residuals("pearson") if fit.design.holds_rows else None
     if scaled is None:
         lines += [" (not computed: the rows of a fit on partitioned data stay on the "
                   "cluster)"]

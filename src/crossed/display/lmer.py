@@ -25,7 +25,6 @@ from crossed.display.rprint import (
     vc_blocks,
 )
 from crossed.inference.coefs import coef_table, r_coefficients
-from crossed.model.partitioned import RowlessDesign
 from crossed.tables import Summary, result_table
 
 SIGNIF_CODES = "Signif. codes:  0 ‘***’ 0.001 ‘**’ 0.01 ‘*’ 0.05 ‘.’ 0.1 ‘ ’ 1"
@@ -159,8 +158,7 @@ def summary_of(fit: LmerFit, ddf: str = "satterthwaite") -> Summary:
         lines += print_named_vector(head_cells, cells)
     lines += ["", "Scaled residuals: "]
     # (a fit on partitioned data holds no rows: its residuals stayed on the cluster)
-    scaled = None if isinstance(fit.design, RowlessDesign) else fit.residuals(
-        type="pearson", scaled=True)
+    scaled = fit.residuals(type="pearson", scaled=True) if fit.design.holds_rows else None
     if scaled is None:
         lines += [" (not computed: the rows of a fit on partitioned data stay on the "
                   "cluster)"]

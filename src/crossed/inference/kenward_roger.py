@@ -31,7 +31,7 @@ import scipy.sparse as sp
 from scipy import linalg
 
 from crossed.inference.reparam import optimiser_random
-from crossed.model.partitioned import RowlessDesign, RowsNotHeldError
+from crossed.model.partitioned import RowsNotHeldError
 from crossed.model.prior import refuse_prior
 
 if TYPE_CHECKING:
@@ -115,7 +115,7 @@ def _compute(fit: LmerFit) -> KRModel:
     refuse_prior(fit, "Kenward-Roger (ddf='kenward-roger')", offset=False,
                  why="pbkrtest ignores prior weights (its denominator df then exceed the "
                  "number of observations); use ddf='satterthwaite'")
-    if isinstance(fit.design, RowlessDesign):
+    if not fit.design.holds_rows:
         raise RowsNotHeldError(
             "Kenward-Roger (ddf='kenward-roger') is computed from the rows' Z and X, which "
             "a fit on partitioned data does not hold: use ddf='satterthwaite', or fit in "

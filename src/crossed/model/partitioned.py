@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 import pandas as pd
@@ -113,6 +113,7 @@ class RowlessDesign(Design):
         Type III contrasts, which depend on the columns' span, not on the rows).
     """
 
+    holds_rows: ClassVar[bool] = False
     n_rows: int = 0
     n_partitions: int = 0
     means: dict[str, float] = field(default_factory=dict)

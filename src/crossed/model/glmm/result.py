@@ -121,9 +121,9 @@ class GlmerResult(FitBase):
     # ------------------------------------------------------------------ fitted values
     def _rows_eta(self) -> np.ndarray:
         """The linear predictor of the rows (a fit on partitioned data holds none)."""
-        from crossed.model.partitioned import ROWS_MESSAGE, RowlessDesign, RowsNotHeldError
+        if not self.design.holds_rows:
+            from crossed.model.partitioned import ROWS_MESSAGE, RowsNotHeldError
 
-        if isinstance(self.design, RowlessDesign):
             raise RowsNotHeldError(ROWS_MESSAGE.replace("cx.lmer", "cx.glmer"))
         return self.linear_predictor
 
