@@ -195,15 +195,17 @@ def main(argv: list[str] | None = None) -> int:
                         "relative on 2M rows: the paths then stop apart; 'exact' is smooth)")
     p.add_argument("--json", help="write the results to this file")
     args = p.parse_args(argv)
-    from distributed import Client, LocalCluster
+    from distributed import Client
+
+    from crossed.engines.dask_fit import local_cluster
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from environment import describe, environment
 
     results = []
     env_start = environment()
-    with LocalCluster(n_workers=args.workers, threads_per_worker=1,
-                      memory_limit=args.memory_limit, dashboard_address=":0") as cluster, \
+    with local_cluster(n_workers=args.workers, threads_per_worker=1,
+                       memory_limit=args.memory_limit, dashboard_address=":0") as cluster, \
             Client(cluster) as client:
         for kind, sizes in (("lmm", args.sizes), ("glmm", args.glmm_sizes)):
             for rows in sizes:

@@ -346,3 +346,53 @@ def test_anova_with_an_interaction(client):
         assert list(a["term"]) == list(b["term"])
         np.testing.assert_allclose(b["statistic"], a["statistic"], rtol=1e-9)
         np.testing.assert_allclose(b["den_df"], a["den_df"], rtol=1e-6)
+
+
+def test_glmm_local_pirls_is_one_pass_per_evaluation_and_bitwise_repeatable(correct, client):
+    """With one scalar random-effects term the partitions are regrouped by item and every
+    Laplace evaluation is one pass; the shuffle's row order does not reach the fit (two
+    fits are bitwise equal)."""
+    data = dd.from_pandas(correct, npartitions=4)
+    a = cx.glmer(GLMM_FORMULA, data, client=client)
+    b = cx.glmer(GLMM_FORMULA, data, client=client)
+    assert a.criterion == b.criterion
+    np.testing.assert_array_equal(a.beta, b.beta)
+    np.testing.assert_array_equal(a.theta, b.theta)
+    passes = dict(a.memo("passes", lambda: ()))["pirls"]
+    stage2 = a.engine_info["feval"]
+    assert passes < stage2 + 20 * (a.engine_info["feval_stage1"] + 1)
+
+
+def test_a_worker_lost_mid_fit_changes_nothing(correct):
+    """A worker process killed during the PIRLS passes: Dask recomputes what it held (the
+    encoded partitions, the linear predictors kept beside them) from their lineage and
+    the fit is the one without the fault."""
+    import os
+    import signal
+
+    from crossed.engines.dask_fit import DaskSource, local_cluster
+    from crossed.engines.partitioned import fit_glmer_partitioned
+    from crossed.formula import parse
+    from crossed.model.glmm.family import binomial
+
+    spec = parse(GLMM_FORMULA)
+    with local_cluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as lc, \
+            distributed.Client(lc) as c:
+        frame = dd.from_pandas(correct, npartitions=4)
+        ref = fit_glmer_partitioned(spec, DaskSource(frame, c), binomial())
+        pids = sorted(c.run(os.getpid).values())
+        killed: list[int] = []
+
+        def kill_one(name: str, number: int, seconds: float | None) -> None:
+            if not killed and name.startswith("PIRLS (pass 100)"):
+                os.kill(pids[0], signal.SIGKILL)
+                killed.append(pids[0])
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fit = fit_glmer_partitioned(spec, DaskSource(frame, c), binomial(),
+                                        progress=kill_one)
+        assert killed and pids[0] not in c.run(os.getpid).values()  # (restarted)
+    assert fit.criterion == ref.criterion
+    np.testing.assert_array_equal(fit.beta, ref.beta)
+    np.testing.assert_array_equal(fit.theta, ref.theta)

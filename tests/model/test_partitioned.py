@@ -114,3 +114,76 @@ def test_transforms_learnt_from_the_rows_are_refused():
     spec = parse("score ~ scale(x) + (1 | item)")
     with pytest.raises(DataError, match="transform learnt from the rows"):
         rowless_design(spec, levels_of(spec, data), 1)
+
+
+# ------------------------------------------------- PIRLS on partitions holding whole levels
+def binary_table(n: int = 4000, seed: int = 5) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    system = rng.choice(["s1", "s2", "s3"], n)
+    item = rng.integers(0, 80, n)
+    eta = 0.2 + 0.5 * (system == "s2") + rng.normal(0, 1.0, 80)[item]
+    correct = (rng.random(n) < 1 / (1 + np.exp(-eta))).astype(float)
+    return pd.DataFrame({"system": system, "item": item, "correct": correct})
+
+
+def by_item(data: pd.DataFrame, k: int) -> list[pd.DataFrame]:
+    """``k`` partitions, each holding every row of its items (rows shuffled within)."""
+    return [data[data["item"] % k == j].sample(frac=1.0, random_state=j) for j in range(k)]
+
+
+def local_setup(data: pd.DataFrame, k: int):
+    from crossed.model.glmm.family import binomial
+    from crossed.model.partitioned import glmm_partition
+
+    spec = parse("correct ~ system + (1 | item)")
+    frames = by_item(data, k)
+    levels = tree_sum([levels_of(spec, f, index=i) for i, f in enumerate(frames)],
+                      lambda a, b: a + b)
+    design = rowless_design(spec, levels, k, glmm=True)
+    family = binomial()
+    parts = [glmm_partition(design, f, family, i) for i, f in enumerate(frames)]
+    return family, parts
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_local_pirls_gives_the_in_memory_pirls(k):
+    """At fixed (θ, β), PIRLS on partitions that hold whole items, summed, is the
+    in-memory PIRLS: at the iteration where that stops, the same modes, log|L|²,
+    deviance and ‖u‖² (to rounding: the rows are summed in another order)."""
+    from crossed.model.glmm.pirls import GlmmProblem
+    from crossed.model.partitioned import LocalPirlsSums, local_pirls
+
+    data = binary_table()
+    family, parts = local_setup(data, k)
+    theta, beta = np.array([0.8]), np.array([0.1, 0.4, -0.2])
+    fit = cx.glmer("correct ~ system + (1 | item)", data)
+    prob = GlmmProblem(fit.design, fit.family)
+    s = prob.pirls(theta, beta, joint=False)
+    sums = tree_sum([local_pirls(p, None, family, theta, beta, 100) for p in parts],
+                    lambda a, b: a + b)
+    assert isinstance(sums, LocalPirlsSums) and s.iterations <= len(sums) <= 12
+    assert sums.step[-1] <= 1e-13 * (1 + sums.size[-1])  # ran until η settled
+    i = s.iterations - 1
+    np.testing.assert_allclose(sums.uu[i], s.u @ s.u, rtol=1e-12)
+    np.testing.assert_allclose(sums.ld[i], s.ldL2, rtol=1e-12)
+    np.testing.assert_allclose(sums.resdev[i], prob.resdev(s.mu), rtol=1e-12)
+    u = np.zeros(prob.q)
+    for p in parts:
+        _, levels, values = local_pirls(p, None, family, theta, beta, 0, s.iterations)
+        u[levels] = values
+    np.testing.assert_allclose(u, s.u, rtol=1e-11, atol=1e-14)
+
+
+def test_local_pirls_sums_carry_a_settled_partition_on():
+    from crossed.model.partitioned import LocalPirlsSums
+
+    a = LocalPirlsSums(*(np.array(v, dtype=float) for v in
+                         ([5, 4], [1, 1], [2, 2], [1, 1e-14], [3, 3])))
+    b = LocalPirlsSums(*(np.array(v, dtype=float) for v in
+                         ([7, 6, 5.5], [1, 2, 2], [0, 1, 1], [2, 1, 1e-15], [1, 4, 4])))
+    total = a + b
+    np.testing.assert_array_equal(total.resdev, [12, 10, 9.5])
+    np.testing.assert_array_equal(total.step, [2, 1, 1e-14])
+    np.testing.assert_array_equal(total.size, [3, 4, 4])
+    empty = LocalPirlsSums(*(np.zeros(0) for _ in range(5)))
+    assert (empty + a) is a and (a + empty) is a

@@ -12,6 +12,7 @@ the root's result (level-sized) comes back to the driver.
 from __future__ import annotations
 
 import contextlib
+import logging
 import operator
 import os
 from collections.abc import Iterator
@@ -26,16 +27,18 @@ from crossed.model.partitioned import (
     GlmmPartition,
     GlmmSums,
     LevelsChunk,
+    LocalPirlsSums,
     RowlessDesign,
     SumsChunk,
     glmm_partition,
     glmm_pass,
     levels_of,
+    local_pirls,
     sums_of,
     tree_sum,
 )
 
-__all__ = ["DaskSource", "as_dask_frame", "dask_client", "is_partitioned"]
+__all__ = ["DaskSource", "as_dask_frame", "dask_client", "is_partitioned", "local_cluster"]
 
 
 def _add(a: Any, b: Any) -> Any:
@@ -76,7 +79,7 @@ def dask_client(client: object = None) -> Iterator[Any]:
     when it is a scheduler address, or a ``LocalCluster`` sized to the machine (closed on
     exit) when None."""
     try:
-        from distributed import Client, LocalCluster
+        from distributed import Client
     except ImportError as exc:  # pragma: no cover
         raise ImportError("fits on Dask DataFrames need distributed: "
                           "pip install 'crossed[dask]'") from exc
@@ -90,8 +93,33 @@ def dask_client(client: object = None) -> Iterator[Any]:
     if client is not None:
         raise TypeError(f"client must be a distributed.Client or a scheduler address, got "
                         f"{type(client).__name__}")
-    with LocalCluster() as cluster, Client(cluster) as c:
+    with local_cluster() as cluster, Client(cluster) as c:
         yield c
+
+
+def local_cluster(**kwargs: Any) -> Any:
+    """A ``distributed.LocalCluster(**kwargs)`` whose worker processes keep glibc's own
+    ``malloc`` trimming.
+
+    Dask's nannies start workers with ``MALLOC_TRIM_THRESHOLD_=65536`` (configuration
+    ``distributed.nanny.pre-spawn-environ``), which also fixes glibc's mmap threshold at
+    128 KiB: every NumPy temporary of a partition's rows is then mapped and unmapped
+    afresh, and the GLMM's PIRLS arithmetic ran 5x slower in such workers (49 against
+    9 ms per pass over 100,000 rows, `benchmarks/dask_scale.py`'s machine). Workers
+    started here inherit no such setting. (For a cluster of your own, set that
+    configuration value to None before starting it.)
+    """
+    import dask
+    from distributed import LocalCluster
+
+    key = "MALLOC_TRIM_THRESHOLD_"
+    saved = os.environ.pop(key, None)  # (a nanny started earlier exported it here)
+    try:
+        with dask.config.set({f"distributed.nanny.pre-spawn-environ.{key}": None}):
+            return LocalCluster(**kwargs)
+    finally:
+        if saved is not None:
+            os.environ[key] = saved
 
 
 class DaskSource:
@@ -134,14 +162,49 @@ class DaskSource:
         """:func:`~crossed.model.partitioned.sums_of` on every partition, added."""
         return self._reduce(_sums, design, centre)
 
-    def glmm_partitions(self, design: RowlessDesign, family: Any) -> list[Any]:
-        """The partitions encoded for a GLMM, computed and kept on the workers (futures)."""
+    def glmm_partitions(self, design: RowlessDesign, family: Any,
+                        colocate: tuple[str, ...] | None = None) -> list[Any]:
+        """The partitions encoded for a GLMM, computed and kept on the workers (futures);
+        with ``colocate``, shuffled first on those columns (Dask's ``shuffle``: the rows
+        of each of their values in one partition)."""
         import dask
 
+        parts, shuffled = self._parts, bool(colocate and len(self._parts) > 1)
+        if shuffled:
+            parts = self.frame.shuffle(on=list(colocate)).to_delayed()
+            # (an in-process scheduler logs each shuffle's start and end as warnings)
+            logging.getLogger("distributed.shuffle._scheduler_plugin").setLevel(logging.ERROR)
         held = [dask.delayed(_Held(a), pure=False) for a in (design, family)]
-        tasks = [dask.delayed(_glmm_partition, pure=True)(part, *held, index=i)
-                 for i, part in enumerate(self._parts)]
+        tasks = [dask.delayed(_glmm_partition, pure=True)(part, *held, index=i,
+                                                          sort_rows=shuffled)
+                 for i, part in enumerate(parts)]
         return list(self.client.compute(tasks))
+
+    def glmm_local(self, handle: list[Any], lp0: list[Any] | None, family: Any,
+                   theta: np.ndarray, beta: np.ndarray, maxit: int) -> LocalPirlsSums:
+        """:func:`~crossed.model.partitioned.local_pirls` on every partition, its
+        iterations' sums (a few numbers each) gathered and added in the driver, in the
+        fixed tree."""
+        submit = self.client.submit
+        outs = [submit(local_pirls, part, None if lp0 is None else lp0[i], family, theta,
+                       beta, maxit, pure=False) for i, part in enumerate(handle)]
+        return tree_sum(self.client.gather(outs), _add)
+
+    def glmm_local_modes(self, handle: list[Any], lp0: list[Any] | None, family: Any,
+                         theta: np.ndarray, beta: np.ndarray, iterations: int, q: int
+                         ) -> tuple[list[Any], np.ndarray]:
+        """``local_pirls`` run ``iterations`` times per partition: η per partition kept on
+        the workers (futures), and the modes of the ``q`` levels gathered."""
+        submit = self.client.submit
+        outs = [submit(local_pirls, part, None if lp0 is None else lp0[i], family, theta,
+                       beta, 0, iterations, pure=False) for i, part in enumerate(handle)]
+        etas = [submit(operator.itemgetter(0), out, pure=False) for out in outs]
+        modes = self.client.gather([submit(operator.itemgetter(slice(1, 3)), out, pure=False)
+                                    for out in outs])
+        u = np.zeros(q)
+        for levels, values in modes:
+            u[levels] = values
+        return etas, u
 
     def glmm_step(self, handle: list[Any], etas: list[Any] | None, family: Any,
                   theta: np.ndarray, u: np.ndarray | None, beta: np.ndarray, joint: bool,
@@ -164,9 +227,10 @@ def _add_second(a: Any, b: Any) -> Any:
     return (a[1] if isinstance(a, tuple) else a) + (b[1] if isinstance(b, tuple) else b)
 
 
-def _glmm_partition(part: pd.DataFrame, design: _Held, family: _Held, index: int = 0
-                    ) -> GlmmPartition:
-    return glmm_partition(design.value, part, family.value, index)  # type: ignore[arg-type]
+def _glmm_partition(part: pd.DataFrame, design: _Held, family: _Held, index: int = 0,
+                    sort_rows: bool = False) -> GlmmPartition:
+    return glmm_partition(design.value, part, family.value, index,  # type: ignore[arg-type]
+                          sort_rows)
 
 
 def _glmm_pass(part: GlmmPartition, eta: np.ndarray | None, family: Any, theta: np.ndarray,

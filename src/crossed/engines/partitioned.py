@@ -29,6 +29,7 @@ from crossed.model.glmm.pirls import ETA_TOL, PirlsError, PirlsState, pirls_iter
 from crossed.model.glmm.result import GlmerResult
 from crossed.model.partitioned import (
     GlmmSums,
+    LocalPirlsSums,
     PartitionSource,
     RowlessDesign,
     response_centre,
@@ -40,7 +41,7 @@ from crossed.model.pls import PLS
 from crossed.model.result import LmerResult
 
 __all__ = ["GlmmSource", "PartitionedGlmm", "PassLog", "fit_glmer_partitioned",
-           "fit_lmer_partitioned", "stderr_progress"]
+           "fit_lmer_partitioned", "stderr_progress", "stopping_iteration"]
 
 
 class PassLog(list):
@@ -137,6 +138,16 @@ class PartitionedGlmm:
     (:func:`~crossed.model.partitioned.glmm_pass`): the workers move η to the new
     (u, β), keep it beside their partition, and return the deviance there and the
     weighted products of the next step. Step halving costs a pass per halving.
+
+    With one scalar random-effects term the partitions are regrouped once so that each
+    holds every row of its levels (the source's ``colocate``); at fixed β (the Laplace
+    stage) the modes of different levels do not interact, so each evaluation is then
+    one pass: every partition runs its PIRLS iterations alone
+    (:func:`~crossed.model.partitioned.local_pirls`) and returns each iteration's sums,
+    and the driver applies the stopping rule to their totals
+    (:func:`stopping_iteration`), the same iterations as the pass-per-iteration loop.
+    Where that rule would halve a step, the evaluation runs that loop instead. The
+    modes themselves are fetched (one more pass) only for the state the fit keeps.
     """
 
     scalar1 = False  # (no per-row shortcuts: the batched Laplace of the rows' path)
@@ -153,10 +164,13 @@ class PartitionedGlmm:
         self.blocks = design.random.blocks
         self.sizes = [b.nlevels * b.q for b in self.blocks]
         self.q = int(sum(self.sizes))
-        self.handle = source.glmm_partitions(design, family)
+        self.local = len(self.blocks) == 1 and self.blocks[0].q == 1
+        self.handle = source.glmm_partitions(
+            design, family, self.blocks[0].factors if self.local else None)
         self.passes = 0
         self.evaluations = 0
-        self.last: PirlsState | None = None
+        self._last: PirlsState | None = None
+        self._pending: tuple[np.ndarray, np.ndarray, int, float, float, float] | None = None
         self.last_error: PirlsError | None = None
         self.lp0: object = None
         self.lp0_joint: object = None
@@ -164,11 +178,14 @@ class PartitionedGlmm:
         _, start = self._pass(None, np.zeros(0), None, np.zeros(self.p), True, None)
         self._aic_const = start.aic - start.resdev
 
-    def _pass(self, etas: object, theta: np.ndarray, u: np.ndarray | None, beta: np.ndarray,
-              joint: bool, lp0: object) -> tuple[object, GlmmSums]:
+    def _count_pass(self) -> None:
         self.passes += 1
         if self.progress is not None and self.passes % 50 == 0:
             self.progress(f"PIRLS (pass {self.passes})", 2, None)
+
+    def _pass(self, etas: object, theta: np.ndarray, u: np.ndarray | None, beta: np.ndarray,
+              joint: bool, lp0: object) -> tuple[object, GlmmSums]:
+        self._count_pass()
         return self.source.glmm_step(self.handle, etas, self.family, theta, u, beta, joint,
                                      lp0)
 
@@ -224,6 +241,40 @@ class PartitionedGlmm:
         state.factor = (etas, sums.resdev)  # (η stays on the workers)
         return state
 
+    @property
+    def last(self) -> PirlsState | None:
+        """The latest evaluation's state (a local evaluation's modes fetched on first
+        use: one pass)."""
+        if self._pending is not None:
+            theta, beta, it, resdev, uu, ld = self._pending
+            self._pending = None
+            self._count_pass()
+            etas, u = self.source.glmm_local_modes(self.handle, self.lp0, self.family,
+                                                   theta, beta, it, self.q)
+            self._last = PirlsState(u=u, beta=beta, eta=np.zeros(0), mu=np.zeros(0),
+                                    ldL2=ld, sqrt_w=np.zeros(0), iterations=it)
+            self._last.factor = (etas, resdev)
+        return self._last
+
+    @last.setter
+    def last(self, state: PirlsState | None) -> None:
+        self._pending, self._last = None, state
+
+    def _local_laplace(self, theta: np.ndarray, beta: np.ndarray) -> float | None:
+        """The Laplace criterion at (θ, β) from one pass of local PIRLS; None where the
+        stopping rule would halve a step (the caller runs the general loop)."""
+        self._count_pass()
+        sums = self.source.glmm_local(self.handle, self.lp0, self.family, theta, beta,
+                                      self.maxit)
+        it = stopping_iteration(sums, self.tol, self.maxit, self.exact)
+        if it is None:
+            return None
+        i = min(it, len(sums)) - 1
+        resdev, uu, ld = float(sums.resdev[i]), float(sums.uu[i]), float(sums.ld[i])
+        self._last = None
+        self._pending = (theta, beta, it, resdev, uu, ld)
+        return resdev + self._aic_const + uu + ld
+
     def set_lp0(self, s: PirlsState, joint: bool) -> None:
         etas = s.factor[0]  # type: ignore[index]
         if joint:
@@ -253,6 +304,10 @@ class PartitionedGlmm:
         self.evaluations += 1
         k = len(pars) - self.p
         theta, beta = np.asarray(pars[:k], dtype=float), np.asarray(pars[k:], dtype=float)
+        if self.local:
+            value = self._local_laplace(theta, beta)
+            if value is not None:
+                return value
         try:
             s = self.pirls(theta, beta, joint=False)
         except PirlsError:
@@ -280,12 +335,62 @@ class PartitionedGlmm:
         return pls.conditional_inverse_blocks(f)  # type: ignore[arg-type]
 
 
+class _Halving(Exception):
+    """The stopping rule would halve a step (:func:`stopping_iteration`)."""
+
+
+def stopping_iteration(sums: LocalPirlsSums, tol: float, maxit: int, exact: bool
+                       ) -> int | None:
+    """The iteration at which PIRLS stops (:func:`pirls_iterations
+    <crossed.model.glmm.pirls.pirls_iterations>`: lme4's test on the penalised deviance,
+    then, ``exact``, η settled) on the summed iterations of local PIRLS; None where the
+    rule would halve a step instead (local iterations do not halve)."""
+    pdev = sums.resdev + sums.uu
+    last = len(pdev) - 1
+
+    def at(k: int) -> int:
+        return min(k, len(pdev)) - 1
+
+    def evaluate(_: int, u_new: np.ndarray, b_new: np.ndarray) -> tuple[int, float]:
+        k = float(u_new[0])
+        if k != int(k):  # (a halved step: between two iterations)
+            raise _Halving
+        return int(k), float(pdev[at(int(k))])
+
+    if last < 0:
+        return None
+    try:
+        _, u, _, _ = pirls_iterations(
+            0, np.zeros(1), np.zeros(0), False,
+            lambda k: (np.array([k + 1.0]), np.zeros(0)), evaluate,
+            lambda new, old: bool(sums.step[at(new)] <= ETA_TOL * (1.0 + sums.size[at(new)])),
+            tol, maxit, exact)
+    except (_Halving, PirlsError):
+        return None
+    return int(u[0])
+
+
 class GlmmSource(PartitionSource, Protocol):
     """A :class:`PartitionSource` that also runs PIRLS passes over partitions kept on
     the workers."""
 
-    def glmm_partitions(self, design: RowlessDesign, family: Family) -> object:
-        """The partitions encoded for the GLMM (``glmm_partition``), kept on the workers."""
+    def glmm_partitions(self, design: RowlessDesign, family: Family,
+                        colocate: tuple[str, ...] | None) -> object:
+        """The partitions encoded for the GLMM (``glmm_partition``), kept on the workers;
+        with ``colocate`` (columns), regrouped first so that the rows sharing their values
+        are in one partition."""
+        ...
+
+    def glmm_local(self, handle: object, lp0: object, family: Family, theta: np.ndarray,
+                   beta: np.ndarray, maxit: int) -> LocalPirlsSums:
+        """``local_pirls`` on every partition (with its part of ``lp0``), added."""
+        ...
+
+    def glmm_local_modes(self, handle: object, lp0: object, family: Family,
+                         theta: np.ndarray, beta: np.ndarray, iterations: int, q: int
+                         ) -> tuple[object, np.ndarray]:
+        """``local_pirls`` run ``iterations`` times on every partition: the η per
+        partition, kept on the workers, and the modes of all ``q`` levels."""
         ...
 
     def glmm_step(self, handle: object, etas: object, family: Family, theta: np.ndarray,

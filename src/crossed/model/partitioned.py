@@ -48,6 +48,7 @@ from crossed.design.newdata import describe_level
 from crossed.design.random import RandomDesign, TermColumns, assemble_random
 from crossed.formula.spec import ModelSpec
 from crossed.model.crossprod import CrossProducts, RowMatrices
+from crossed.model.glmm.family import ResidualDeviance
 
 __all__ = ["LevelsChunk", "PartitionSource", "RowlessDesign", "RowsNotHeldError",
            "SumsChunk", "levels_of", "rowless_design", "sums_of", "theta_start_of",
@@ -591,6 +592,12 @@ class GlmmPartition:
         Response (binomial: 0/1), prior weights (ones) and offset (zeros).
     eta_start : numpy.ndarray
         R's starting linear predictor (the link of ``mustart``).
+    deviance : ResidualDeviance
+        Σ R's ``dev.resids`` on these rows, as a function of μ.
+    levels_here, local_codes : numpy.ndarray or None
+        With one scalar random-effects term: the levels with rows here (their indices in
+        the design, sorted) and each row's position among them (for
+        :func:`local_pirls`); None otherwise.
     """
 
     X: np.ndarray
@@ -599,6 +606,9 @@ class GlmmPartition:
     wt: np.ndarray
     offset: np.ndarray
     eta_start: np.ndarray
+    deviance: ResidualDeviance | None = None
+    levels_here: np.ndarray | None = None
+    local_codes: np.ndarray | None = None
 
     def zlu(self, theta: np.ndarray, u: np.ndarray) -> np.ndarray:
         """Z Λθ u on these rows."""
@@ -658,9 +668,18 @@ class GlmmSums:
 
 
 def glmm_partition(design: RowlessDesign, frame: pd.DataFrame, family: Any,
-                   index: int = 0) -> GlmmPartition:
+                   index: int = 0, sort_rows: bool = False) -> GlmmPartition:
     """One partition encoded for a GLMM: the response checked as lme4's glmer checks it
-    (binomial: 0/1 or booleans; Poisson: counts), naming the partition."""
+    (binomial: 0/1 or booleans; Poisson: counts), naming the partition.
+
+    ``sort_rows``: order the rows by the values of the columns the model uses first. A
+    partition made by a shuffle holds its rows in the order their pieces arrived, which
+    changes from run to run (and when a lost piece is recomputed); its sums, and so the
+    fit, would change in the last bits with it."""
+    if sort_rows and len(frame):
+        label = {str(c): c for c in frame.columns}
+        frame = frame.sort_values([label[c] for c in design.columns], kind="stable",
+                                  ignore_index=True)
     X, codes, Zs, y = encode_partition(design, frame, index)
     response = design.spec.response
     y = np.asarray(y, dtype=float)
@@ -676,9 +695,15 @@ def glmm_partition(design: RowlessDesign, frame: pd.DataFrame, family: Any,
                            Z=np.ascontiguousarray(Z, dtype=float))
                    for blk, c, Z in zip(design.random.blocks, codes, Zs, strict=True))
     wt = np.ones(len(y))
-    eta_start = family.link.linkfun(family.mustart(y, wt))
+    mustart = family.mustart(y, wt)
+    eta_start = family.link.linkfun(mustart)
+    levels_here = local_codes = None
+    if len(blocks) == 1 and blocks[0].q == 1:
+        levels_here, local_codes = np.unique(blocks[0].codes, return_inverse=True)
     return GlmmPartition(X=np.ascontiguousarray(X, dtype=float), blocks=blocks, y=y, wt=wt,
-                         offset=np.zeros(len(y)), eta_start=np.asarray(eta_start, dtype=float))
+                         offset=np.zeros(len(y)), eta_start=np.asarray(eta_start, dtype=float),
+                         deviance=ResidualDeviance(family, y, wt, mustart),
+                         levels_here=levels_here, local_codes=local_codes)
 
 
 def glmm_pass(part: GlmmPartition, eta_before: np.ndarray | None, family: Any,
@@ -699,7 +724,7 @@ def glmm_pass(part: GlmmPartition, eta_before: np.ndarray | None, family: Any,
         else:
             eta = part.offset + part.X @ beta + part.zlu(theta, u)
         mu, me = family.link.mu_and_mu_eta(eta)
-        resdev = float(np.sum(family.dev_resids(part.y, mu, part.wt)))
+        resdev = part.deviance(mu)  # type: ignore[misc]
         aic = family.aic(part.y, part.wt, mu, part.wt)
         sw = np.sqrt(part.wt * me * me / family.variance(mu))
         fixed = part.offset if joint else part.offset + part.X @ beta
@@ -711,3 +736,110 @@ def glmm_pass(part: GlmmPartition, eta_before: np.ndarray | None, family: Any,
     step = 0.0 if eta_before is None else float(np.max(np.abs(eta - eta_before)))
     return eta, GlmmSums(products, resdev, aic, step, float(np.max(np.abs(eta))),
                          len(part.y))
+
+
+# ------------------------------------------------- PIRLS on partitions holding whole levels
+LOCAL_SETTLE = 1e-13
+""":func:`local_pirls` stops once a step moves η by less than this (relative to 1 + max|η|):
+past it the iterates change the criterion by less than rounding."""
+
+
+@dataclass(frozen=True)
+class LocalPirlsSums:
+    """The iterations of :func:`local_pirls`, summed over partitions; they add.
+
+    Entry ``k`` belongs to PIRLS iteration ``k + 1``. A partition that settled before
+    another carries its last values on (it would repeat them).
+
+    Attributes
+    ----------
+    resdev : numpy.ndarray
+        Σ R's ``dev.resids`` at the iteration's η.
+    uu : numpy.ndarray
+        ‖u‖² of the iteration's modes.
+    ld : numpy.ndarray
+        log|L|²: Σ over levels of log(θ²·Σ w z² + 1), at the working weights the
+        iteration solved with.
+    step, size : numpy.ndarray
+        max |η − η before the iteration| and max |η| over the rows.
+    """
+
+    resdev: np.ndarray
+    uu: np.ndarray
+    ld: np.ndarray
+    step: np.ndarray
+    size: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.resdev)
+
+    def padded(self, k: int) -> LocalPirlsSums:
+        """Each series carried on to ``k`` iterations with its last value."""
+        if len(self) >= k or not len(self):
+            return self
+        return LocalPirlsSums(*(np.concatenate([a, np.full(k - len(a), a[-1])])
+                                for a in (self.resdev, self.uu, self.ld, self.step, self.size)))
+
+    def __add__(self, other: LocalPirlsSums) -> LocalPirlsSums:
+        if not isinstance(other, LocalPirlsSums):
+            return NotImplemented
+        if not len(other):
+            return self
+        if not len(self):
+            return other
+        k = max(len(self), len(other))
+        a, b = self.padded(k), other.padded(k)
+        return LocalPirlsSums(a.resdev + b.resdev, a.uu + b.uu, a.ld + b.ld,
+                              np.maximum(a.step, b.step), np.maximum(a.size, b.size))
+
+
+def local_pirls(part: GlmmPartition, lp0: np.ndarray | None, family: Any, theta: np.ndarray,
+                beta: np.ndarray, maxit: int, iterations: int | None = None
+                ) -> LocalPirlsSums | tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """PIRLS at fixed (θ, β) on a partition that holds every row of its levels, for a
+    model with one scalar random-effects term.
+
+    The modes of different levels do not interact when β is fixed: each iteration is
+    closed-form per level (u = θ Σ w z·zc / (θ² Σ w zc² + 1) on the working weights w and
+    response z, from the stage's start ``lp0`` as :func:`glmm_pass`), so the partition
+    iterates alone. Without ``iterations`` it runs until η settles (:data:`LOCAL_SETTLE`)
+    or ``maxit`` and returns every iteration's sums; the driver applies PIRLS's stopping
+    rule and step halving to their totals (lme4's rule reads global sums). With
+    ``iterations`` it runs exactly that many and returns (η, the levels here, their u).
+    """
+    if len(part.y) == 0 or part.local_codes is None or part.levels_here is None:
+        if len(part.y) and iterations is None:
+            raise ValueError("local PIRLS needs one scalar random-effects term")
+        empty = np.zeros(0)
+        return (empty, np.zeros(0, dtype=np.int64), empty) if iterations else \
+            LocalPirlsSums(empty, empty, empty, empty, empty)
+    blk = part.blocks[0]
+    t = float(theta[int(blk.theta_index[0, 0])])
+    zc = blk.Z[:, 0]
+    codes, nl = part.local_codes, len(part.levels_here)
+    both, variance = family.link.mu_and_mu_eta, family.variance
+    y, wt = part.y, part.wt
+    rows: list[tuple[float, float, float, float, float]] = []
+    with single_blas_thread():
+        fixed = part.offset + part.X @ beta
+        eta = part.offset + (part.eta_start - part.offset if lp0 is None else lp0)
+        mu, me = both(eta)
+        u = np.zeros(nl)
+        for _ in range(iterations or maxit):
+            w = wt * me * me / variance(mu)
+            z = eta - fixed + (y - mu) / me
+            wz = w * zc
+            d = t * t * np.bincount(codes, weights=wz * zc, minlength=nl) + 1.0
+            u = t * np.bincount(codes, weights=wz * z, minlength=nl) / d
+            eta_new = fixed + t * zc * u[codes]
+            mu, me = both(eta_new)
+            step = float(np.max(np.abs(eta_new - eta)))
+            size = float(np.max(np.abs(eta_new)))
+            eta = eta_new
+            rows.append((part.deviance(mu), float(u @ u),  # type: ignore[misc]
+                         float(np.sum(np.log(d))), step, size))
+            if iterations is None and step <= LOCAL_SETTLE * (1.0 + size):
+                break
+    if iterations:
+        return eta, part.levels_here, u
+    return LocalPirlsSums(*(np.array(c) for c in zip(*rows, strict=True)))

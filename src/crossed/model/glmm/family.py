@@ -20,8 +20,8 @@ import numpy as np
 from crossed._warn import warn
 from crossed.design.frame import DataError
 
-__all__ = ["Binomial", "Family", "Link", "Poisson", "binom_logpmf", "binomial", "family_of",
-           "poisson", "poisson_logpmf"]
+__all__ = ["Binomial", "Family", "Link", "Poisson", "ResidualDeviance", "binom_logpmf",
+           "binomial", "family_of", "poisson", "poisson_logpmf"]
 
 _EPS = np.finfo(float).eps
 _THRESH = 30.0
@@ -346,6 +346,42 @@ class Poisson(Family):
             raise ValueError("simulating a Poisson GLMM with prior weights is not defined "
                              "(lme4 ignores them with a warning; crossed refuses)")
         return rng.poisson(mu).astype(float)
+
+
+class ResidualDeviance:
+    """Σ R's ``dev.resids(y, μ, wt)`` for fixed rows, with one logarithm per row
+    (:meth:`Family.deviance_kernel`'s coefficients and the constant they leave, fixed at
+    a reference mean): what PIRLS evaluates at every step.
+
+    Attributes
+    ----------
+    reference : float
+        Σ dev.resids at the reference mean, from R's formula.
+    """
+
+    def __init__(self, family: Family, y: np.ndarray, wt: np.ndarray,
+                 mu_ref: np.ndarray) -> None:
+        a, b, c = family.deviance_kernel(y, wt)
+        self._ia = np.flatnonzero(a > 0)
+        self._a = a[self._ia]
+        self._ib = np.flatnonzero(b > 0) if b is not None else None
+        self._b = b[self._ib] if b is not None else None
+        self._c = c
+        self._ia_all = len(self._ia) == len(y)
+        self._ib_all = self._ib is not None and len(self._ib) == len(y)
+        self.reference = float(np.sum(family.dev_resids(y, mu_ref, wt)))
+        self._const = 0.0
+        self._const = self.reference - self(mu_ref)
+
+    def __call__(self, mu: np.ndarray) -> float:
+        mua = mu if self._ia_all else mu[self._ia]
+        total = self._a @ np.log(mua)
+        if self._b is not None:
+            mub = mu if self._ib_all else mu[self._ib]
+            total = total + self._b @ np.log1p(-mub)
+        if self._c is not None:
+            total = total - self._c @ mu
+        return float(-2.0 * total + self._const)
 
 
 def binomial(link: str = "logit") -> Family:

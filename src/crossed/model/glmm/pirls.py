@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
-from crossed.model.glmm.family import Family
+from crossed.model.glmm.family import Family, ResidualDeviance
 from crossed.model.glmm.scalar import ScalarSolver
 from crossed.model.pls import PLS
 
@@ -247,32 +247,11 @@ class GlmmProblem:
         return self.family.link.linkinv(eta)
 
     def _deviance_terms(self, mustart: np.ndarray) -> None:
-        """Σ dev.resids(y, μ, wt) = −2 Σ (a log μ + b log(1 − μ)) + c (binomial; Poisson
-        −2 Σ (a log μ − wt μ) + c), with a, b and c fixed by the data: one logarithm per
-        observation and evaluation; the AIC differs from it by a constant too."""
-        y, wt = self.y, self.wt
-        a, b, c = self.family.deviance_kernel(y, wt)
-        self._ia = np.flatnonzero(a > 0)
-        self._a = a[self._ia]
-        self._ib = np.flatnonzero(b > 0) if b is not None else None
-        self._b = b[self._ib] if b is not None else None
-        self._c = c
-        self._ia_all = len(self._ia) == self.n
-        self._ib_all = self._ib is not None and len(self._ib) == self.n
-        exact = float(np.sum(self.family.dev_resids(y, mustart, wt)))
-        self._dev_const = 0.0
-        self._dev_const = exact - self._resdev_kernel(mustart)
-        self._aic_const = self.family.aic(y, wt, mustart, wt) - exact
-
-    def _resdev_kernel(self, mu: np.ndarray) -> float:
-        mua = mu if self._ia_all else mu[self._ia]
-        total = self._a @ np.log(mua)
-        if self._b is not None:
-            mub = mu if self._ib_all else mu[self._ib]
-            total = total + self._b @ np.log1p(-mub)
-        if self._c is not None:
-            total = total - self._c @ mu
-        return float(-2.0 * total + self._dev_const)
+        """Σ dev.resids(y, μ, wt) with one logarithm per observation and evaluation
+        (:class:`ResidualDeviance`); the AIC differs from it by a constant."""
+        self._resdev_kernel = ResidualDeviance(self.family, self.y, self.wt, mustart)
+        self._aic_const = (self.family.aic(self.y, self.wt, mustart, self.wt)
+                           - self._resdev_kernel.reference)
 
     def resdev(self, mu: np.ndarray) -> float:
         """Σ R's dev.resids(y, μ, wt) (lme4's ``resDev``)."""
