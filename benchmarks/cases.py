@@ -288,6 +288,18 @@ CASES = CASES + (
         mixedlm_formula="prop ~ period + (1 | herd)",
     ),
     Case(
+        name="grouseticks",
+        title=("grouseticks `TICKS ~ YEAR + cHEIGHT + (1|BROOD) + (1|INDEX) + (1|LOCATION)`, "
+               "403 rows, formula to fit (Poisson GLMM)"),
+        data="tests/data/glmm/grouseticks.csv",
+        formula="TICKS ~ YEAR + cHEIGHT + (1 | BROOD) + (1 | INDEX) + (1 | LOCATION)",
+        factors=("INDEX", "BROOD", "YEAR", "LOCATION"),
+        statsmodels=GLMM_STATSMODELS,
+        target_s=None,
+        min_repeat=10,
+        family="poisson",
+    ),
+    Case(
         name="items",
         title=("item-level `correct ~ system + (1|item) + (1|dataset)`, 20 systems x 5,000 "
                "items x 2 datasets = 200k binary rows (GLMM)"),

@@ -584,8 +584,10 @@ class GlmmPartition:
 
     Attributes
     ----------
-    X : numpy.ndarray
-        Fixed-effects columns (n x p).
+    X_rows, X_index : numpy.ndarray
+        The fixed-effects columns (n x p, :attr:`X`): their distinct rows and each row's
+        position among them where they repeat (factor columns: 50 systems' dummies are 50
+        rows, and 4 bytes a row instead of 400), else X itself and None.
     blocks : tuple of ReBlock
         The design's blocks with this partition's codes and Z.
     y, wt, offset : numpy.ndarray
@@ -600,7 +602,7 @@ class GlmmPartition:
         :func:`local_pirls`); None otherwise.
     """
 
-    X: np.ndarray
+    X_rows: np.ndarray
     blocks: tuple[Any, ...]
     y: np.ndarray
     wt: np.ndarray
@@ -609,6 +611,18 @@ class GlmmPartition:
     deviance: ResidualDeviance | None = None
     levels_here: np.ndarray | None = None
     local_codes: np.ndarray | None = None
+    X_index: np.ndarray | None = None
+
+    @property
+    def X(self) -> np.ndarray:
+        """The fixed-effects columns (n x p), made from the distinct rows when stored so."""
+        return self.X_rows if self.X_index is None else self.X_rows[self.X_index]
+
+    def fixed(self, beta: np.ndarray) -> np.ndarray:
+        """Xβ on these rows."""
+        if self.X_index is None:
+            return self.X_rows @ beta
+        return (self.X_rows @ beta)[self.X_index]
 
     def zlu(self, theta: np.ndarray, u: np.ndarray) -> np.ndarray:
         """Z Λθ u on these rows."""
@@ -700,7 +714,13 @@ def glmm_partition(design: RowlessDesign, frame: pd.DataFrame, family: Any,
     levels_here = local_codes = None
     if len(blocks) == 1 and blocks[0].q == 1:
         levels_here, local_codes = np.unique(blocks[0].codes, return_inverse=True)
-    return GlmmPartition(X=np.ascontiguousarray(X, dtype=float), blocks=blocks, y=y, wt=wt,
+    X = np.ascontiguousarray(X, dtype=float)
+    X_index = None
+    if X.shape[1] > 1 and len(X) > 64:
+        rows, index = np.unique(X, axis=0, return_inverse=True)
+        if 4 * len(rows) <= len(X):
+            X, X_index = np.ascontiguousarray(rows), index.astype(np.int32).ravel()
+    return GlmmPartition(X_rows=X, X_index=X_index, blocks=blocks, y=y, wt=wt,
                          offset=np.zeros(len(y)), eta_start=np.asarray(eta_start, dtype=float),
                          deviance=ResidualDeviance(family, y, wt, mustart),
                          levels_here=levels_here, local_codes=local_codes)
@@ -722,14 +742,14 @@ def glmm_pass(part: GlmmPartition, eta_before: np.ndarray | None, family: Any,
         if u is None:
             eta = part.offset + (part.eta_start - part.offset if lp0 is None else lp0)
         else:
-            eta = part.offset + part.X @ beta + part.zlu(theta, u)
+            eta = part.offset + part.fixed(beta) + part.zlu(theta, u)
         mu, me = family.link.mu_and_mu_eta(eta)
         resdev = part.deviance(mu)  # type: ignore[misc]
         aic = family.aic(part.y, part.wt, mu, part.wt)
         sw = np.sqrt(part.wt * me * me / family.variance(mu))
-        fixed = part.offset if joint else part.offset + part.X @ beta
+        fixed = part.offset if joint else part.offset + part.fixed(beta)
         z = eta - fixed + (part.y - mu) / me
-        X = part.X if joint else part.X[:, :0]
+        X = part.X if joint else np.zeros((len(part.y), 0))
         rows = RowMatrices.of(part.blocks, X, sw)
         products = CrossProducts.from_rows(rows, part.blocks, z * sw, sw,
                                            centre=np.zeros(X.shape[1]))
@@ -821,7 +841,7 @@ def local_pirls(part: GlmmPartition, lp0: np.ndarray | None, family: Any, theta:
     y, wt = part.y, part.wt
     rows: list[tuple[float, float, float, float, float]] = []
     with single_blas_thread():
-        fixed = part.offset + part.X @ beta
+        fixed = part.offset + part.fixed(beta)
         eta = part.offset + (part.eta_start - part.offset if lp0 is None else lp0)
         mu, me = both(eta)
         u = np.zeros(nl)
