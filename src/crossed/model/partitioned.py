@@ -616,13 +616,13 @@ class GlmmPartition:
     @property
     def X(self) -> np.ndarray:
         """The fixed-effects columns (n x p), made from the distinct rows when stored so."""
-        return self.X_rows if self.X_index is None else self.X_rows[self.X_index]
+        return self.X_rows if self.X_index is None else np.asarray(self.X_rows[self.X_index])
 
     def fixed(self, beta: np.ndarray) -> np.ndarray:
         """Xβ on these rows."""
         if self.X_index is None:
-            return self.X_rows @ beta
-        return (self.X_rows @ beta)[self.X_index]
+            return np.asarray(self.X_rows @ beta)
+        return np.asarray((self.X_rows @ beta)[self.X_index])
 
     def zlu(self, theta: np.ndarray, u: np.ndarray) -> np.ndarray:
         """Z Λθ u on these rows."""
@@ -717,9 +717,9 @@ def glmm_partition(design: RowlessDesign, frame: pd.DataFrame, family: Any,
     X = np.ascontiguousarray(X, dtype=float)
     X_index = None
     if X.shape[1] > 1 and len(X) > 64:
-        rows, index = np.unique(X, axis=0, return_inverse=True)
+        rows, where = np.unique(X, axis=0, return_inverse=True)
         if 4 * len(rows) <= len(X):
-            X, X_index = np.ascontiguousarray(rows), index.astype(np.int32).ravel()
+            X, X_index = np.ascontiguousarray(rows), where.astype(np.int32).ravel()
     return GlmmPartition(X_rows=X, X_index=X_index, blocks=blocks, y=y, wt=wt,
                          offset=np.zeros(len(y)), eta_start=np.asarray(eta_start, dtype=float),
                          deviance=ResidualDeviance(family, y, wt, mustart),
