@@ -151,7 +151,7 @@ def test_local_pirls_gives_the_in_memory_pirls(k):
     in-memory PIRLS: at the iteration where that stops, the same modes, log|L|²,
     deviance and ‖u‖² (to rounding: the rows are summed in another order)."""
     from crossed.model.glmm.pirls import GlmmProblem
-    from crossed.model.partitioned import LocalPirlsSums, local_pirls
+    from crossed.model.partitioned import LocalPirlsSums, local_modes, local_pirls
 
     data = binary_table()
     family, parts = local_setup(data, k)
@@ -169,7 +169,7 @@ def test_local_pirls_gives_the_in_memory_pirls(k):
     np.testing.assert_allclose(sums.resdev[i], prob.resdev(s.mu), rtol=1e-12)
     u = np.zeros(prob.q)
     for p in parts:
-        _, levels, values = local_pirls(p, None, family, theta, beta, 0, s.iterations)
+        _, levels, values = local_modes(p, None, family, theta, beta, s.iterations)
         u[levels] = values
     np.testing.assert_allclose(u, s.u, rtol=1e-11, atol=1e-14)
 

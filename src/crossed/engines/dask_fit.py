@@ -33,6 +33,7 @@ from crossed.model.partitioned import (
     glmm_partition,
     glmm_pass,
     levels_of,
+    local_modes,
     local_pirls,
     sums_of,
     tree_sum,
@@ -193,11 +194,11 @@ class DaskSource:
     def glmm_local_modes(self, handle: list[Any], lp0: list[Any] | None, family: Any,
                          theta: np.ndarray, beta: np.ndarray, iterations: int, q: int
                          ) -> tuple[list[Any], np.ndarray]:
-        """``local_pirls`` run ``iterations`` times per partition: η per partition kept on
-        the workers (futures), and the modes of the ``q`` levels gathered."""
+        """:func:`~crossed.model.partitioned.local_modes` per partition: η per partition
+        kept on the workers (futures), and the modes of the ``q`` levels gathered."""
         submit = self.client.submit
-        outs = [submit(local_pirls, part, None if lp0 is None else lp0[i], family, theta,
-                       beta, 0, iterations, pure=False) for i, part in enumerate(handle)]
+        outs = [submit(local_modes, part, None if lp0 is None else lp0[i], family, theta,
+                       beta, iterations, pure=False) for i, part in enumerate(handle)]
         etas = [submit(operator.itemgetter(0), out, pure=False) for out in outs]
         modes = self.client.gather([submit(operator.itemgetter(slice(1, 3)), out, pure=False)
                                     for out in outs])

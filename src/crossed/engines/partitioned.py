@@ -32,6 +32,7 @@ from crossed.model.partitioned import (
     LocalPirlsSums,
     PartitionSource,
     RowlessDesign,
+    has_local_pirls,
     response_centre,
     rowless_design,
     theta_start_of,
@@ -164,7 +165,7 @@ class PartitionedGlmm:
         self.blocks = design.random.blocks
         self.sizes = [b.nlevels * b.q for b in self.blocks]
         self.q = int(sum(self.sizes))
-        self.local = len(self.blocks) == 1 and self.blocks[0].q == 1
+        self.local = has_local_pirls(self.blocks)
         self.handle = source.glmm_partitions(
             design, family, self.blocks[0].factors if self.local else None)
         self.passes = 0
@@ -269,7 +270,7 @@ class PartitionedGlmm:
         it = stopping_iteration(sums, self.tol, self.maxit, self.exact)
         if it is None:
             return None
-        i = min(it, len(sums)) - 1
+        i = sums.at(it)
         resdev, uu, ld = float(sums.resdev[i]), float(sums.uu[i]), float(sums.ld[i])
         self._last = None
         self._pending = (theta, beta, it, resdev, uu, ld)
@@ -346,10 +347,7 @@ def stopping_iteration(sums: LocalPirlsSums, tol: float, maxit: int, exact: bool
     then, ``exact``, η settled) on the summed iterations of local PIRLS; None where the
     rule would halve a step instead (local iterations do not halve)."""
     pdev = sums.resdev + sums.uu
-    last = len(pdev) - 1
-
-    def at(k: int) -> int:
-        return min(k, len(pdev)) - 1
+    at = sums.at
 
     def evaluate(_: int, u_new: np.ndarray, b_new: np.ndarray) -> tuple[int, float]:
         k = float(u_new[0])
@@ -357,7 +355,7 @@ def stopping_iteration(sums: LocalPirlsSums, tol: float, maxit: int, exact: bool
             raise _Halving
         return int(k), float(pdev[at(int(k))])
 
-    if last < 0:
+    if not len(sums):
         return None
     try:
         _, u, _, _ = pirls_iterations(
@@ -389,7 +387,7 @@ class GlmmSource(PartitionSource, Protocol):
     def glmm_local_modes(self, handle: object, lp0: object, family: Family,
                          theta: np.ndarray, beta: np.ndarray, iterations: int, q: int
                          ) -> tuple[object, np.ndarray]:
-        """``local_pirls`` run ``iterations`` times on every partition: the η per
+        """``local_modes`` (``iterations`` iterations) on every partition: the η per
         partition, kept on the workers, and the modes of all ``q`` levels."""
         ...
 

@@ -23,8 +23,9 @@ engine. A partition holding a level the levels pass did not see raises a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import islice
 from typing import Any, ClassVar, Protocol
 
 import numpy as np
@@ -608,7 +609,7 @@ class GlmmPartition:
     wt: np.ndarray
     offset: np.ndarray
     eta_start: np.ndarray
-    deviance: ResidualDeviance | None = None
+    deviance: ResidualDeviance
     levels_here: np.ndarray | None = None
     local_codes: np.ndarray | None = None
     X_index: np.ndarray | None = None
@@ -712,7 +713,7 @@ def glmm_partition(design: RowlessDesign, frame: pd.DataFrame, family: Any,
     mustart = family.mustart(y, wt)
     eta_start = family.link.linkfun(mustart)
     levels_here = local_codes = None
-    if len(blocks) == 1 and blocks[0].q == 1:
+    if has_local_pirls(blocks):
         levels_here, local_codes = np.unique(blocks[0].codes, return_inverse=True)
     X = np.ascontiguousarray(X, dtype=float)
     X_index = None
@@ -744,7 +745,7 @@ def glmm_pass(part: GlmmPartition, eta_before: np.ndarray | None, family: Any,
         else:
             eta = part.offset + part.fixed(beta) + part.zlu(theta, u)
         mu, me = family.link.mu_and_mu_eta(eta)
-        resdev = part.deviance(mu)  # type: ignore[misc]
+        resdev = part.deviance(mu)
         aic = family.aic(part.y, part.wt, mu, part.wt)
         sw = np.sqrt(part.wt * me * me / family.variance(mu))
         fixed = part.offset if joint else part.offset + part.fixed(beta)
@@ -793,6 +794,10 @@ class LocalPirlsSums:
     def __len__(self) -> int:
         return len(self.resdev)
 
+    def at(self, k: int) -> int:
+        """The entry of iteration ``k`` (the last one past the series' end)."""
+        return min(k, len(self)) - 1
+
     def padded(self, k: int) -> LocalPirlsSums:
         """Each series carried on to ``k`` iterations with its last value."""
         if len(self) >= k or not len(self):
@@ -813,53 +818,79 @@ class LocalPirlsSums:
                               np.maximum(a.step, b.step), np.maximum(a.size, b.size))
 
 
-def local_pirls(part: GlmmPartition, lp0: np.ndarray | None, family: Any, theta: np.ndarray,
-                beta: np.ndarray, maxit: int, iterations: int | None = None
-                ) -> LocalPirlsSums | tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """PIRLS at fixed (θ, β) on a partition that holds every row of its levels, for a
-    model with one scalar random-effects term.
+def has_local_pirls(blocks: Sequence[Any]) -> bool:
+    """Whether :func:`local_pirls` applies: one scalar random-effects term."""
+    return len(blocks) == 1 and blocks[0].q == 1
 
-    The modes of different levels do not interact when β is fixed: each iteration is
-    closed-form per level (u = θ Σ w z·zc / (θ² Σ w zc² + 1) on the working weights w and
-    response z, from the stage's start ``lp0`` as :func:`glmm_pass`), so the partition
-    iterates alone. Without ``iterations`` it runs until η settles (:data:`LOCAL_SETTLE`)
-    or ``maxit`` and returns every iteration's sums; the driver applies PIRLS's stopping
-    rule and step halving to their totals (lme4's rule reads global sums). With
-    ``iterations`` it runs exactly that many and returns (η, the levels here, their u).
-    """
-    if len(part.y) == 0 or part.local_codes is None or part.levels_here is None:
-        if len(part.y) and iterations is None:
-            raise ValueError("local PIRLS needs one scalar random-effects term")
-        empty = np.zeros(0)
-        return (empty, np.zeros(0, dtype=np.int64), empty) if iterations else \
-            LocalPirlsSums(empty, empty, empty, empty, empty)
+
+def _local_iterates(part: GlmmPartition, lp0: np.ndarray | None, family: Any,
+                    theta: np.ndarray, beta: np.ndarray
+                    ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+    """PIRLS's iterates at fixed (θ, β) on a partition holding every row of its levels
+    (one scalar term): (η, μ, u of the levels here, d = θ² Σ w zc² + 1) per iteration,
+    from the stage's start ``lp0`` as :func:`glmm_pass`. Run under one BLAS thread."""
     blk = part.blocks[0]
     t = float(theta[int(blk.theta_index[0, 0])])
     zc = blk.Z[:, 0]
+    assert part.local_codes is not None and part.levels_here is not None
     codes, nl = part.local_codes, len(part.levels_here)
     both, variance = family.link.mu_and_mu_eta, family.variance
     y, wt = part.y, part.wt
+    fixed = part.offset + part.fixed(beta)
+    eta = part.offset + (part.eta_start - part.offset if lp0 is None else lp0)
+    mu, me = both(eta)
+    while True:
+        w = wt * me * me / variance(mu)
+        z = eta - fixed + (y - mu) / me
+        wz = w * zc
+        d = t * t * np.bincount(codes, weights=wz * zc, minlength=nl) + 1.0
+        u = t * np.bincount(codes, weights=wz * z, minlength=nl) / d
+        eta = fixed + t * zc * u[codes]
+        mu, me = both(eta)
+        yield eta, mu, u, d
+
+
+def local_pirls(part: GlmmPartition, lp0: np.ndarray | None, family: Any, theta: np.ndarray,
+                beta: np.ndarray, maxit: int) -> LocalPirlsSums:
+    """PIRLS at fixed (θ, β) on a partition that holds every row of its levels, for a
+    model with one scalar random-effects term (:func:`has_local_pirls`): every
+    iteration's sums, until η settles (:data:`LOCAL_SETTLE`) or ``maxit``.
+
+    The modes of different levels do not interact when β is fixed: each iteration is
+    closed-form per level (u = θ Σ w z·zc / (θ² Σ w zc² + 1) on the working weights w and
+    response z), so the partition iterates alone; the driver applies PIRLS's stopping
+    rule and step halving to the totals (lme4's rule reads global sums).
+    """
+    if len(part.y) == 0:
+        empty = np.zeros(0)
+        return LocalPirlsSums(empty, empty, empty, empty, empty)
+    if part.local_codes is None:
+        raise ValueError("local PIRLS needs one scalar random-effects term")
     rows: list[tuple[float, float, float, float, float]] = []
     with single_blas_thread():
-        fixed = part.offset + part.fixed(beta)
-        eta = part.offset + (part.eta_start - part.offset if lp0 is None else lp0)
-        mu, me = both(eta)
-        u = np.zeros(nl)
-        for _ in range(iterations or maxit):
-            w = wt * me * me / variance(mu)
-            z = eta - fixed + (y - mu) / me
-            wz = w * zc
-            d = t * t * np.bincount(codes, weights=wz * zc, minlength=nl) + 1.0
-            u = t * np.bincount(codes, weights=wz * z, minlength=nl) / d
-            eta_new = fixed + t * zc * u[codes]
-            mu, me = both(eta_new)
-            step = float(np.max(np.abs(eta_new - eta)))
-            size = float(np.max(np.abs(eta_new)))
-            eta = eta_new
-            rows.append((part.deviance(mu), float(u @ u),  # type: ignore[misc]
-                         float(np.sum(np.log(d))), step, size))
-            if iterations is None and step <= LOCAL_SETTLE * (1.0 + size):
+        before = part.offset + (part.eta_start - part.offset if lp0 is None else lp0)
+        for eta, mu, u, d in islice(_local_iterates(part, lp0, family, theta, beta), maxit):
+            step = float(np.max(np.abs(eta - before)))
+            size = float(np.max(np.abs(eta)))
+            rows.append((part.deviance(mu), float(u @ u), float(np.sum(np.log(d))),
+                         step, size))
+            if step <= LOCAL_SETTLE * (1.0 + size):
                 break
-    if iterations:
-        return eta, part.levels_here, u
+            before = eta
     return LocalPirlsSums(*(np.array(c) for c in zip(*rows, strict=True)))
+
+
+def local_modes(part: GlmmPartition, lp0: np.ndarray | None, family: Any, theta: np.ndarray,
+                beta: np.ndarray, iterations: int
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`local_pirls`'s state after ``iterations`` iterations: (η, the levels here
+    (their indices in the design), their u)."""
+    if len(part.y) == 0:
+        return np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0)
+    if part.local_codes is None or part.levels_here is None:
+        raise ValueError("local PIRLS needs one scalar random-effects term")
+    with single_blas_thread():
+        iterates = _local_iterates(part, lp0, family, theta, beta)
+        for _ in range(iterations):
+            eta, _mu, u, _d = next(iterates)
+    return eta, part.levels_here, u
