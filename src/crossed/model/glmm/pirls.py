@@ -63,6 +63,17 @@ class PirlsError(ArithmeticError):
 T = TypeVar("T")
 
 
+def check_halved(pdev: float, old: float, tol: float) -> None:
+    """lme4's errors after the step halvings of a PIRLS iteration: a penalised deviance
+    ``pdev`` that is not finite, or still above the last one (``old``) by more than
+    ``tol``."""
+    if not math.isfinite(pdev):
+        raise PirlsError("PIRLS loop resulted in NaN value")
+    if pdev - old > tol:
+        raise PirlsError("(maxstephalfit) PIRLS step-halvings failed to reduce "
+                         "deviance in pwrssUpdate")
+
+
 def pirls_iterations(start: T, u: np.ndarray, beta: np.ndarray, joint: bool,
                      solve: Callable[[T], tuple[np.ndarray, np.ndarray]],
                      evaluate: Callable[[T, np.ndarray, np.ndarray], tuple[T, float]],
@@ -102,11 +113,7 @@ def pirls_iterations(start: T, u: np.ndarray, beta: np.ndarray, joint: bool,
                 b_new = 0.5 * (beta + b_new)
             new, pdev = evaluate(state, u_new, b_new)
             k += 1
-        if not math.isfinite(pdev):
-            raise PirlsError("PIRLS loop resulted in NaN value")
-        if pdev - old > tol:
-            raise PirlsError("(maxstephalfit) PIRLS step-halvings failed to reduce "
-                             "deviance in pwrssUpdate")
+        check_halved(pdev, old, tol)
         state, u, beta = new, u_new, b_new
         old = pdev
     else:
@@ -448,11 +455,7 @@ class GlmmProblem:
                 mu_new, me_new = both(eta_new)
                 pdev = resdev(mu_new) + float(u_new @ u_new)
                 k += 1
-            if not math.isfinite(pdev):
-                raise PirlsError("PIRLS loop resulted in NaN value")
-            if pdev - old > tol:
-                raise PirlsError("(maxstephalfit) PIRLS step-halvings failed to reduce "
-                                 "deviance in pwrssUpdate")
+            check_halved(pdev, old, tol)
             u, eta, mu, me, beta = u_new, eta_new, mu_new, me_new, b_new
             old = pdev
         else:
