@@ -19,9 +19,10 @@ need = ["crossed/py.typed", "crossed/data/exist_multi.csv",
         "crossed/formulas/repeated_measures.toml", "crossed/formulas/cross_classified.toml"]
 missing = [n for n in need if n not in names]
 assert not missing, f"not in the wheel: {missing}"
-# the compiled core (meson.build), not its Cython source
-assert any(n.startswith("crossed/model/_core.") and n.endswith(".so") for n in names), \
-    "the compiled core (crossed/model/_core.*.so) is not in the wheel"
+# the compiled core (meson.build), not its Cython sources
+for module in ("crossed/model/_core.", "crossed/model/glmm/_scalar."):
+    assert any(n.startswith(module) and n.endswith(".so") for n in names), \
+        f"the compiled core ({module}*.so) is not in the wheel"
 assert not any(n.endswith(".pyx") for n in names), "Cython sources in the wheel"
 PY
 # a clean environment; --system-site-packages lets pip reuse installed dependencies offline

@@ -1,6 +1,6 @@
 """Smoke test of an installed crossed (run by scripts/check_wheel.sh in a clean virtual
-environment, with the repository not on the path): a fit, ANOVA, EMMs, the command line,
-a bundled dataset, and the package data and typing marker the wheel must ship."""
+environment, with the repository not on the path): a fit, a GLMM, ANOVA, EMMs, the command
+line, a bundled dataset, and the package data and typing marker the wheel must ship."""
 
 from __future__ import annotations
 
@@ -9,6 +9,9 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import numpy as np
+import pandas as pd
 
 import crossed as cx
 
@@ -21,9 +24,11 @@ def main() -> None:
 
     # the compiled core is the wheel's own (built at wheel time; no compiler at install)
     from crossed.model import _core
+    from crossed.model.glmm import _scalar
 
-    core = Path(_core.__file__).resolve()
-    assert here in core.parents and core.suffix == ".so", f"compiled core not installed: {core}"
+    for module in (_core, _scalar):
+        core = Path(module.__file__).resolve()
+        assert here in core.parents and core.suffix == ".so", f"compiled core not installed: {core}"
     assert shutil.which("cc") is None and shutil.which("gcc") is None, "a compiler on PATH"
 
     files = importlib.resources.files("crossed")
@@ -49,13 +54,24 @@ def main() -> None:
                                       subjects="architecture")
     assert "repeated_measures" in spec.explain()
 
+    # a GLMM with two scalar terms: the compiled PIRLS solve (glmm/_scalar)
+    rng = np.random.default_rng(0)
+    counts = pd.DataFrame({"a": rng.integers(0, 12, 240).astype(str),
+                           "b": rng.integers(0, 8, 240).astype(str), "x": rng.normal(size=240)})
+    effect_a, effect_b = rng.normal(0, 0.5, 12), rng.normal(0, 0.5, 8)
+    counts["y"] = rng.poisson(np.exp(0.5 + 0.3 * counts["x"]
+                                     + effect_a[counts["a"].astype(int)]
+                                     + effect_b[counts["b"].astype(int)]))
+    glmm = cx.glmer("y ~ x + (1 | a) + (1 | b)", counts, family="poisson")
+    assert abs(glmm.fixef["x"] - 0.3) < 0.15, glmm.fixef
+
     cli = Path(sys.executable).with_name("crossed")
     out = subprocess.run([str(cli), "anova", "exist_multi",
                           "delta ~ language * task * mode + (1 | architecture)"],
                          capture_output=True, text=True, check=True).stdout
     assert "language:task:mode" in out, out
-    print(f"crossed {cx.__version__} wheel smoke test passed: compiled core, fit, ANOVA, EMMs, "
-          f"CLI, datasets, formulas ({len(tomls)} specs), py.typed")
+    print(f"crossed {cx.__version__} wheel smoke test passed: compiled core, fit, GLMM, ANOVA, "
+          f"EMMs, CLI, datasets, formulas ({len(tomls)} specs), py.typed")
 
 
 if __name__ == "__main__":

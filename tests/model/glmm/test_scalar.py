@@ -1,6 +1,6 @@
-"""ScalarSolver: the weighted PLS solve of PIRLS with scalar random-effects terms, against
-a dense solve of the same system; the sparse-X sums (a mostly-zero X) against the dense
-products."""
+"""ScalarSolver: the weighted PLS solve of PIRLS with scalar random-effects terms (the
+compiled kernel), against a dense solve of the same system; XᵀWX from X's nonzeros against
+BLAS's product; the diagonal leading block of a nested factor."""
 
 from __future__ import annotations
 
@@ -22,6 +22,8 @@ def _design(formula: str, seed: int, n: int = 600):
         "ds": rng.choice(["a", "b", "c"], n),
         "ann": rng.choice([f"r{i}" for i in range(9)], n),
         "x": rng.normal(size=n),
+        "unit": [f"u{i // 2}" for i in range(n)],      # two rows per unit ...
+        "cls": [f"c{(i // 2) % 40}" for i in range(n)],  # ... nested in one of 40 classes
     })
     return build_design(parse(formula), d)
 
@@ -47,6 +49,7 @@ def _dense(design, theta, w, z, joint):
     "y ~ sys + (1 | item) + (1 | ds)",              # dummy X: the sparse sums
     "y ~ sys + x + (1 | item) + (1 | ann) + (1 | ds)",
     "y ~ x + (1 | item) + (1 | ds)",                # dense X
+    "y ~ sys + x + (1 | unit) + (1 | cls) + (1 | ds)",  # cls's block diagonal
 ])
 @pytest.mark.parametrize("joint", [True, False])
 def test_solve_is_the_dense_solution(formula: str, joint: bool) -> None:
@@ -55,28 +58,43 @@ def test_solve_is_the_dense_solution(formula: str, joint: bool) -> None:
     rng = np.random.default_rng(4)
     theta = rng.uniform(0.3, 1.5, len(design.random.theta_lower))
     w, z = rng.uniform(0.05, 0.25, design.n), rng.normal(size=design.n)
-    u, beta, ld, _ = solver.solve(theta, w, z, joint)
+    u, beta, ld, _ = solver.solve(theta, np.sqrt(w), z, joint)
     u0, b0, ld0 = _dense(design, theta, w, z, joint)
     np.testing.assert_allclose(u, u0, rtol=1e-9, atol=1e-11)
     np.testing.assert_allclose(beta, b0 if joint else np.zeros(0), rtol=1e-9, atol=1e-11)
     assert ld == pytest.approx(ld0, rel=1e-11)
 
 
-def test_sparse_x_products_are_the_dense_ones() -> None:
-    design = _design("y ~ sys + (1 | item) + (1 | ann) + (1 | ds)", seed=5)
-    solver = ScalarSolver(design.random.blocks, design.X)
-    dense = ScalarSolver(design.random.blocks, design.X)
-    dense.xs = None
-    assert solver.xs is not None  # 6 dummies and the intercept: about 1/4 nonzero
+def test_csr_and_blas_cross_products_agree() -> None:
+    design = _design("y ~ sys + x + (1 | item) + (1 | ann) + (1 | ds)", seed=5)
+    blas = ScalarSolver(design.random.blocks, design.X)
+    assert blas.swX.shape == design.X.shape  # 8 columns, about 3 nonzero per row
+    pairs = ScalarSolver(design.random.blocks, design.X)
+    pairs.swX = np.zeros((0, 0))
     rng = np.random.default_rng(6)
     theta = rng.uniform(0.3, 1.5, 3)
-    w, z = rng.uniform(0.05, 0.25, design.n), rng.normal(size=design.n)
-    a, b = solver.solve(theta, w, z, True), dense.solve(theta, w, z, True)
-    np.testing.assert_allclose(a[0], b[0], rtol=1e-11, atol=1e-13)
-    np.testing.assert_allclose(a[1], b[1], rtol=1e-11, atol=1e-13)
-    assert a[2] == pytest.approx(b[2], rel=1e-13)
+    sw, z = np.sqrt(rng.uniform(0.05, 0.25, design.n)), rng.normal(size=design.n)
+    for _ in range(2):  # (the kernel rewrites √W X in place: a second call is the same)
+        a, b = blas.solve(theta, sw, z, True), pairs.solve(theta, sw, z, True)
+        np.testing.assert_allclose(a[0], b[0], rtol=1e-11, atol=1e-13)
+        np.testing.assert_allclose(a[1], b[1], rtol=1e-11, atol=1e-13)
+        assert a[2] == pytest.approx(b[2], rel=1e-13)
 
 
-def test_dense_x_stays_dense() -> None:
-    design = _design("y ~ x + (1 | item) + (1 | ds)", seed=7)
-    assert ScalarSolver(design.random.blocks, design.X).xs is None
+def test_narrow_or_sparse_x_uses_its_nonzeros() -> None:
+    assert ScalarSolver(*_blocks_x("y ~ x + (1 | item) + (1 | ds)")).swX.size == 0
+    assert ScalarSolver(*_blocks_x("y ~ sys + (1 | item) + (1 | ds)")).swX.size == 0
+
+
+def _blocks_x(formula: str):
+    design = _design(formula, seed=7)
+    return design.random.blocks, design.X
+
+
+@pytest.mark.parametrize(("formula", "diagonal"), [
+    ("y ~ x + (1 | unit) + (1 | cls) + (1 | ds)", 40),  # each unit in one class
+    ("y ~ x + (1 | item) + (1 | ds)", 0),               # an item meets every dataset
+])
+def test_diagonal_lead_only_where_each_first_level_meets_one(formula: str,
+                                                            diagonal: int) -> None:
+    assert ScalarSolver(*_blocks_x(formula)).diagonal == diagonal

@@ -302,7 +302,7 @@ class GlmmProblem:
                 u = ru / d
             return u, beta, float(np.sum(np.log(d))), np.sqrt(d)
         if self._scalar is not None:
-            u, beta, ld, sol = self._scalar.solve(theta, sw * sw, z, joint)
+            u, beta, ld, sol = self._scalar.solve(theta, sw, z, joint)
             return u, beta, ld, sol
         if joint:
             if self._pls_joint is None:
@@ -552,7 +552,7 @@ class GlmmProblem:
             S = (self.X * w[:, None]).T @ self.X - C.T @ (C / d[:, None])
             return np.linalg.inv(S)
         if self._scalar is not None:
-            _, _, _, sol = self._scalar.solve(theta, sw * sw, self.y, True)
+            _, _, _, sol = self._scalar.solve(theta, sw, self.y, True)
             return ScalarSolver.unscaled_vcov(sol)
         if self._pls_joint is None:
             self._pls_joint = PLS(self.blocks, self.X, self.y)
@@ -568,7 +568,7 @@ class GlmmProblem:
             assert s.diag is not None
             return [(1.0 / s.diag ** 2)[:, None, None]]
         if self._scalar is not None:
-            _, _, _, sol = self._scalar.solve(theta, s.sqrt_w ** 2, self.y, False)
+            _, _, _, sol = self._scalar.solve(theta, s.sqrt_w, self.y, False)
             v = ScalarSolver.cond_var(sol)
             return [b[:, :, None] for b in self.split(v)]
         if self._pls_u is None:
