@@ -22,6 +22,7 @@ def _design(formula: str, seed: int, n: int = 600):
         "ds": rng.choice(["a", "b", "c"], n),
         "ann": rng.choice([f"r{i}" for i in range(9)], n),
         "x": rng.normal(size=n),
+        "rater": rng.choice([f"t{i}" for i in range(30)], n),
         "unit": [f"u{i // 2}" for i in range(n)],      # two rows per unit ...
         "cls": [f"c{(i // 2) % 40}" for i in range(n)],  # ... nested in one of 40 classes
     })
@@ -49,7 +50,8 @@ def _dense(design, theta, w, z, joint):
     "y ~ sys + (1 | item) + (1 | ds)",              # dummy X: the sparse sums
     "y ~ sys + x + (1 | item) + (1 | ann) + (1 | ds)",
     "y ~ x + (1 | item) + (1 | ds)",                # dense X
-    "y ~ sys + x + (1 | unit) + (1 | cls) + (1 | ds)",  # cls's block diagonal
+    "y ~ sys + x + (1 | unit) + (1 | cls) + (1 | ds)",  # cls's columns sparse
+    "y ~ x + (1 | item) + (1 | rater) + (1 | ds)",  # no sparse lead
 ])
 @pytest.mark.parametrize("joint", [True, False])
 def test_solve_is_the_dense_solution(formula: str, joint: bool) -> None:
@@ -91,10 +93,28 @@ def _blocks_x(formula: str):
     return design.random.blocks, design.X
 
 
-@pytest.mark.parametrize(("formula", "diagonal"), [
-    ("y ~ x + (1 | unit) + (1 | cls) + (1 | ds)", 40),  # each unit in one class
-    ("y ~ x + (1 | item) + (1 | ds)", 0),               # an item meets every dataset
+@pytest.mark.parametrize(("formula", "lead"), [
+    ("y ~ x + (1 | unit) + (1 | cls) + (1 | ds)", 40 + 3),  # unit in cls: one below each
+    ("y ~ x + (1 | item) + (1 | ds)", 3),
+    ("y ~ x + (1 | item) + (1 | ann) + (1 | ds)", 9 + 3),  # 12 columns: all sparse
+    ("y ~ x + (1 | item) + (1 | rater)", 0),  # each rater meets most others through items
 ])
-def test_diagonal_lead_only_where_each_first_level_meets_one(formula: str,
-                                                            diagonal: int) -> None:
-    assert ScalarSolver(*_blocks_x(formula)).diagonal == diagonal
+def test_sparse_lead_stops_at_the_first_dense_column(formula: str, lead: int) -> None:
+    solver = ScalarSolver(*_blocks_x(formula))
+    assert solver.lead == lead
+    assert len(solver.lptr) == lead + 1
+
+
+def test_zlu_is_the_terms_numpy_sum_bit_for_bit() -> None:
+    design = _design("y ~ x + (1 | item) + (1 | ann) + (1 | ds)", seed=8)
+    blocks = design.random.blocks
+    solver = ScalarSolver(blocks, design.X)
+    rng = np.random.default_rng(9)
+    theta = rng.uniform(0.3, 1.5, 3)
+    u = rng.normal(size=sum(b.nlevels for b in blocks))
+    expected, pos = np.zeros(design.n), 0
+    for b in blocks:  # (the general loop of GlmmProblem.zlu)
+        ub = u[pos:pos + b.nlevels].reshape(-1, 1)
+        expected += b.Z[:, 0] * (ub @ b.template(theta).T)[b.codes, 0]
+        pos += b.nlevels
+    assert np.array_equal(solver.zlu(theta, u), expected)

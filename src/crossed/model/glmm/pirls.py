@@ -241,6 +241,8 @@ class GlmmProblem:
         if self._scalar_index is not None:  # scalar terms: θ_k z u[level]
             g: np.ndarray = (theta[self._scalar_index] * u)[self._all_codes]
             return g if self._zs_ones else self._zs * g  # (× 1.0 changes no bit)
+        if self._scalar is not None:
+            return self._scalar.zlu(theta, u)
         out = np.zeros(self.n)
         for blk, ub in zip(self.blocks, self.split(u), strict=True):
             b = ub @ blk.template(theta).T

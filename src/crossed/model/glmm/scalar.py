@@ -11,8 +11,8 @@ with D diagonal (the first factor's levels, θ₁² Σ w z² + 1), B_R = θ₁ Z
 pattern fixed by the design, B_X = θ₁ Z₁ᵀWX. Each PIRLS iteration's system is formed and
 solved by one call of the compiled kernel (``_scalar.pyx``): one pass over the rows for
 every weighted sum, D eliminated in closed form, and the Schur complement of size (levels of
-the later factors + p) factored by Cholesky, its diagonal leading block (a factor nested in
-the first, or the first an observation-level effect) by square roots. The same blocked
+the later factors + p) factored by Cholesky, its leading columns whose factor stays sparse
+(nested factors) column by column. The same blocked
 elimination as the LMM's PLS (:mod:`crossed.model.pls`), without re-deriving any structure
 per iteration; the structure is built here once.
 """
@@ -37,6 +37,49 @@ __all__ = ["ScalarSolver", "ScalarSolve"]
 DENSE_X_DENSITY = 0.3
 #: ... and X has at least this many columns
 DENSE_X_COLUMNS = 8
+#: the later factors' columns are eliminated sparsely while their factor has at most this
+#: many nonzeros below the diagonal (:func:`_sparse_lead`)
+LEAD_NNZ = 16
+
+
+def _sparse_lead(cr: np.ndarray, prow: np.ndarray, pcol: np.ndarray, pptr: np.ndarray,
+                 rr: int) -> tuple[int, np.ndarray, np.ndarray]:
+    """The later factors' leading columns of the Schur complement C to eliminate sparsely,
+    and their factor's pattern: (their number, pointers per column, its rows below the
+    diagonal among the later factors', sorted; X's rows are dense and always included).
+
+    C's pattern (lower) is the rows' pairs of later columns (Z_RᵀWZ_R) and the pairs of
+    columns a first level meets (its update B D⁻¹ Bᵀ); the factor's column j adds the fill
+    of its children in the elimination tree. Columns are taken while each has at most
+    ``LEAD_NNZ`` rows below its diagonal (a factor nested in the first, or in the previous
+    one, has one: grouseticks' BROOD, then LOCATION); the first denser column and the rest
+    are left to the dense factorisation."""
+    below: list[set[int]] = [set() for _ in range(rr)]
+    for a in range(1, len(cr)):
+        for b in range(a):
+            for i, j in set(zip(cr[a].tolist(), cr[b].tolist(), strict=True)):
+                below[j].add(i)
+    sizes = np.diff(pptr)
+    for s in np.flatnonzero(sizes > 1).tolist():
+        cols = pcol[pptr[s]:pptr[s + 1]].tolist()  # (sorted)
+        for e, j in enumerate(cols):
+            below[j].update(cols[e + 1:])
+    ptr, rows = [0], []
+    children: dict[int, list[int]] = {}
+    pattern: list[list[int]] = []
+    for j in range(rr):
+        own = below[j]
+        for c in children.pop(j, []):
+            own.update(i for i in pattern[c] if i > j)
+        if len(own) > LEAD_NNZ:
+            break
+        col = sorted(own)
+        pattern.append(col)
+        if col:
+            children.setdefault(col[0], []).append(j)
+        rows.extend(col)
+        ptr.append(len(rows))
+    return len(pattern), np.asarray(ptr, dtype=np.int64), np.asarray(rows, dtype=np.int64)
 
 
 class ScalarSolve:
@@ -78,6 +121,10 @@ class ScalarSolver:
         for a, (b, off) in enumerate(zip(rest, offsets, strict=False)):
             self.cr[a] = b.codes + off
             self.zr[a] = b.Z[:, 0]
+        # Z Λθ u: every term's levels offset into u, its covariate and its θ
+        self.zlu_codes = np.concatenate([self.c1[None, :], self.cr + self.l1])
+        self.zlu_z = np.concatenate([self.z1[None, :], self.zr])
+        self.zlu_theta = np.array([int(b.theta_index[0, 0]) for b in blocks], dtype=np.int64)
         # the (first level, later column) pairs: B_R's entries, grouped by first level
         keys = (self.c1[None, :] * self.rr + self.cr).ravel()
         uniq, inv = np.unique(keys, return_inverse=True)
@@ -85,11 +132,10 @@ class ScalarSolver:
         self.prow = (uniq // max(self.rr, 1)).astype(np.int64)
         self.pcol = (uniq % max(self.rr, 1)).astype(np.int64)
         self.pptr = np.searchsorted(self.prow, np.arange(self.l1 + 1)).astype(np.int64)
-        # the second factor's block of the Schur complement stays diagonal when each first
-        # level meets at most one of its levels (its factor: square roots)
-        n2 = rest[0].nlevels if rest else 0
-        meets = np.bincount(self.prow[self.pcol < n2], minlength=self.l1)
-        self.diagonal = n2 if n2 and not np.any(meets > 1) else 0
+        # the later factors' leading columns whose factor stays sparse are eliminated
+        # column by column on their nonzero rows, the rest densely (LAPACK)
+        self.lead, self.lptr, self.lrow = _sparse_lead(self.cr, self.prow, self.pcol,
+                                                       self.pptr, self.rr)
         Xc = sp.csr_matrix(X)
         Xc.sort_indices()
         self.xptr = Xc.indptr.astype(np.int64)
@@ -97,6 +143,18 @@ class ScalarSolver:
         self.xval = np.ascontiguousarray(Xc.data, dtype=float)
         dense = self.p >= DENSE_X_COLUMNS and Xc.nnz > DENSE_X_DENSITY * X.size
         self.swX = np.zeros((n, self.p) if dense else (0, 0))
+        # the system's matrix, one per size (with and without β), reused by every solve: a
+        # new array of this size each time costs more in page faults than the solve
+        self._work: dict[int, np.ndarray] = {}
+
+    def zlu(self, theta: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """Z Λθ u (u: the first factor's levels, then the later ones), by the compiled
+        kernel in the terms' NumPy order of operations (the same values)."""
+        out = np.empty(self.n)
+        _scalar.scalar_zlu(np.ascontiguousarray(theta, dtype=float), self.zlu_theta,
+                           self.zlu_codes, self.zlu_z, np.ascontiguousarray(u, dtype=float),
+                           out)
+        return out
 
     def solve(self, theta: np.ndarray, sw: np.ndarray, z: np.ndarray, joint: bool
               ) -> tuple[np.ndarray, np.ndarray, float, ScalarSolve]:
@@ -108,14 +166,16 @@ class ScalarSolver:
         d, r1, u1 = np.empty(l1), np.empty(l1), np.empty(l1)
         vals, vs = np.empty(len(self.pcol)), np.empty(len(self.pcol))
         BXs = np.empty(l1 * p)
-        M = np.zeros((m, m), order="F")
+        M = self._work.get(m)
+        if M is None:
+            M = self._work[m] = np.zeros((m, m), order="F")
         x = np.empty(m)
         info = _scalar.scalar_solve(
             np.ascontiguousarray(sw, dtype=float), np.ascontiguousarray(z, dtype=float),
             self.c1, self.z1, self.cr, self.zr, self.pinv, self.pcol, self.pptr,
             self.xptr, self.xind, self.xval, self.swX if p else self.swX[:0],
             float(theta[self.t1]), np.ascontiguousarray(theta[self.rest_theta], dtype=float),
-            p, self.diagonal, d, r1, vals, vs, BXs, M, x, u1)
+            p, self.lead, self.lptr, self.lrow, d, r1, vals, vs, BXs, M, x, u1)
         if info:
             raise np.linalg.LinAlgError(
                 f"{info}-th leading minor of the weighted PLS system not positive definite")
