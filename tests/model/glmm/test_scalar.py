@@ -118,3 +118,10 @@ def test_zlu_is_the_terms_numpy_sum_bit_for_bit() -> None:
         expected += b.Z[:, 0] * (ub @ b.template(theta).T)[b.codes, 0]
         pos += b.nlevels
     assert np.array_equal(solver.zlu(theta, u), expected)
+
+
+def test_no_sparse_lead_past_the_pairs_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    from crossed.model.glmm import scalar
+
+    monkeypatch.setattr(scalar, "LEAD_PAIRS", 10)
+    assert ScalarSolver(*_blocks_x("y ~ x + (1 | unit) + (1 | cls) + (1 | ds)")).lead == 0

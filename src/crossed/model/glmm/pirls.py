@@ -375,9 +375,8 @@ class GlmmProblem:
                            sqrt_w=sw, iterations=it)
         if self.scalar1:
             state.diag = info  # type: ignore[assignment]
-        elif self._scalar is not None:
-            state.factor = info
-        else:
+        elif self._scalar is None:  # (the scalar solver's pieces live in its workspace,
+            # until its next solve: not kept)
             state.pls, state.factor = info  # type: ignore[misc]
         return state
 

@@ -38,37 +38,45 @@ DENSE_X_DENSITY = 0.3
 #: ... and X has at least this many columns
 DENSE_X_COLUMNS = 8
 #: the later factors' columns are eliminated sparsely while their factor has at most this
-#: many nonzeros below the diagonal (:func:`_sparse_lead`)
+#: many nonzeros below the diagonal (:func:`_sparse_lead`) ...
 LEAD_NNZ = 16
+#: ... unless the first factor's levels meet more pairs of later columns than this
+LEAD_PAIRS = 4_000_000
 
 
-def _sparse_lead(cr: np.ndarray, prow: np.ndarray, pcol: np.ndarray, pptr: np.ndarray,
-                 rr: int) -> tuple[int, np.ndarray, np.ndarray]:
+def _sparse_lead(prow: np.ndarray, pcol: np.ndarray, pptr: np.ndarray, rr: int
+                 ) -> tuple[int, np.ndarray, np.ndarray]:
     """The later factors' leading columns of the Schur complement C to eliminate sparsely,
     and their factor's pattern: (their number, pointers per column, its rows below the
     diagonal among the later factors', sorted; X's rows are dense and always included).
 
-    C's pattern (lower) is the rows' pairs of later columns (Z_RᵀWZ_R) and the pairs of
-    columns a first level meets (its update B D⁻¹ Bᵀ); the factor's column j adds the fill
-    of its children in the elimination tree. Columns are taken while each has at most
+    C's pattern (lower) is the pairs of later columns a first level meets (its update
+    B D⁻¹ Bᵀ; a row's own pairs, Z_RᵀWZ_R, are among them); the factor's column j adds the
+    fill of its children in the elimination tree. Columns are taken while each has at most
     ``LEAD_NNZ`` rows below its diagonal (a factor nested in the first, or in the previous
     one, has one: grouseticks' BROOD, then LOCATION); the first denser column and the rest
-    are left to the dense factorisation."""
-    below: list[set[int]] = [set() for _ in range(rr)]
-    for a in range(1, len(cr)):
-        for b in range(a):
-            for i, j in set(zip(cr[a].tolist(), cr[b].tolist(), strict=True)):
-                below[j].add(i)
+    are left to the dense factorisation. Where the first factor's levels meet more than
+    ``LEAD_PAIRS`` pairs of later columns in all, the later columns are dense (crossed
+    factors) and none is taken."""
+    none = (0, np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64))
     sizes = np.diff(pptr)
-    for s in np.flatnonzero(sizes > 1).tolist():
-        cols = pcol[pptr[s]:pptr[s + 1]].tolist()  # (sorted)
-        for e, j in enumerate(cols):
-            below[j].update(cols[e + 1:])
+    total = int(np.sum(sizes * sizes))
+    if not rr or total > LEAD_PAIRS:
+        return none
+    # every ordered pair (e₁, e₂) of a level's entries, as the key col₁·rr + col₂, col₂ > col₁
+    rep = np.repeat(np.arange(len(sizes)), sizes * sizes)
+    local = np.arange(total) - np.repeat(np.cumsum(sizes * sizes) - sizes * sizes, sizes * sizes)
+    k = np.maximum(sizes[rep], 1)
+    e1, e2 = pptr[rep] + local // k, pptr[rep] + local % k
+    lower = pcol[e2] > pcol[e1]
+    keys = np.unique(pcol[e1][lower] * rr + pcol[e2][lower])
+    below_cols, below_rows = keys // rr, keys % rr  # (sorted by column, then row)
+    col_ptr = np.searchsorted(below_cols, np.arange(rr + 1))
     ptr, rows = [0], []
     children: dict[int, list[int]] = {}
     pattern: list[list[int]] = []
     for j in range(rr):
-        own = below[j]
+        own = set(below_rows[col_ptr[j]:col_ptr[j + 1]].tolist())
         for c in children.pop(j, []):
             own.update(i for i in pattern[c] if i > j)
         if len(own) > LEAD_NNZ:
@@ -85,8 +93,9 @@ def _sparse_lead(cr: np.ndarray, prow: np.ndarray, pcol: np.ndarray, pptr: np.nd
 class ScalarSolve:
     """One solve's pieces (for log-determinants, vcov and conditional variances): the first
     factor's diagonal ``d``, the Cholesky factor of the Schur complement ``chol`` (lower,
-    later factors then X), the first x later block over √d as (values, rows, columns),
-    B_X / √d (levels x p, or None) and the sizes."""
+    later factors then X; the solver's workspace, valid until its next solve), the first x
+    later block over √d as (values, rows, columns), B_X / √d (levels x p, or None) and the
+    sizes."""
 
     def __init__(self, d: np.ndarray, chol: np.ndarray | None,
                  Bs: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
@@ -134,8 +143,8 @@ class ScalarSolver:
         self.pptr = np.searchsorted(self.prow, np.arange(self.l1 + 1)).astype(np.int64)
         # the later factors' leading columns whose factor stays sparse are eliminated
         # column by column on their nonzero rows, the rest densely (LAPACK)
-        self.lead, self.lptr, self.lrow = _sparse_lead(self.cr, self.prow, self.pcol,
-                                                       self.pptr, self.rr)
+        self.lead, self.lptr, self.lrow = _sparse_lead(self.prow, self.pcol, self.pptr,
+                                                       self.rr)
         Xc = sp.csr_matrix(X)
         Xc.sort_indices()
         self.xptr = Xc.indptr.astype(np.int64)
