@@ -14,6 +14,8 @@ import pandas as pd
 import pytest
 
 import crossed
+from crossed.design import build_design
+from crossed.formula import parse
 from crossed.model import pls as pls_module
 from crossed.model import sparse_schur
 from crossed.model.pls import PLS, profiled_deviance
@@ -168,3 +170,49 @@ def test_gradient_optimiser_on_the_sparse_path(monkeypatch):
     with pytest.raises(ValueError, match="sparse Schur"):
         crossed.lmer(case.formula, case.data, reml=case.reml, reference=case.reference,
                      control=LmerControl(optimizer="lbfgsb"))
+
+
+def _pairs_by_numpy(A1R, q: int, l1: int, upper: bool):
+    """The pairs of nonzeros per level as the NumPy construction the kernel replaced."""
+    counts = np.diff(A1R.indptr)
+    row_of = np.repeat(np.arange(A1R.shape[0]), counts)
+    level = row_of // q
+    per_level = np.bincount(level, minlength=l1)
+    start = np.concatenate([[0], np.cumsum(per_level)])[:-1]
+    reps = per_level[level]
+    e1 = np.repeat(np.arange(len(level)), reps)
+    offs = np.arange(len(e1)) - np.repeat(np.cumsum(reps) - reps, reps)
+    e2 = start[level[e1]] + offs
+    cols = A1R.indices.astype(np.int64)
+    if upper:
+        keep = cols[e1] <= cols[e2]
+        e1, e2 = e1[keep], e2[keep]
+    g = level[e1].astype(np.int64) * q * q + (row_of[e1] % q) * q + row_of[e2] % q
+    return cols[e1], cols[e2], g, A1R.data[e1] * A1R.data[e2]
+
+
+@pytest.mark.parametrize("name", ["penicillin_crossed", "blurb_ccmem_slopes", "pastes_nested"])
+@pytest.mark.parametrize("upper", [True, False])
+def test_compiled_level_pairs_are_the_numpy_ones(name: str, upper: bool) -> None:
+    d = _fit(name).design
+    s = PLS(d.random.blocks, d.X, d.y, schur="sparse")._sparse
+    assert s is not None
+    got = s._pairs(s.A1R, upper=upper)
+    want = _pairs_by_numpy(s.A1R, s.q1, s.l1, upper)
+    for a, b in zip(got, want, strict=True):
+        assert np.array_equal(a, b)
+
+
+def test_compiled_level_pairs_with_two_columns_per_level() -> None:
+    rng = np.random.default_rng(5)
+    n = 400
+    frame = pd.DataFrame({"g": rng.choice([f"g{i}" for i in range(40)], n),
+                          "h": rng.choice([f"h{i}" for i in range(12)], n),
+                          "x": rng.normal(size=n), "y": rng.normal(size=n)})
+    d = build_design(parse("y ~ x + (x | g) + (1 | h)"), frame)
+    s = PLS(d.random.blocks, d.X, d.y, schur="sparse")._sparse
+    assert s is not None and s.q1 == 2
+    for upper in (True, False):
+        got = s._pairs(s.A1R, upper=upper)
+        for a, b in zip(got, _pairs_by_numpy(s.A1R, 2, s.l1, upper), strict=True):
+            assert np.array_equal(a, b)

@@ -313,3 +313,47 @@ def searchsorted_in_buckets(const int64_t[::1] keys, const int64_t[::1] starts,
     if bad >= 0:
         raise ValueError(f"query {query[bad]} lies outside the buckets")
     return out
+
+
+cdef inline int64_t _row_in(const int64_t[::1] indptr, Py_ssize_t e, Py_ssize_t r0,
+                            Py_ssize_t q) noexcept nogil:
+    """The row (0..q-1 from ``r0``) of entry ``e``."""
+    cdef Py_ssize_t a = 0
+    while a + 1 < q and indptr[r0 + a + 1] <= e:
+        a += 1
+    return a
+
+
+def level_pairs(const int64_t[::1] indptr, const int64_t[::1] indices,
+                const double[::1] data, Py_ssize_t q, Py_ssize_t nlevels, bint upper,
+                Py_ssize_t total):
+    """Every pair of nonzeros (e₁, e₂) of a CSR matrix A in the q rows of one level
+    (``sparse_schur.SparseSchur._pairs``), e₁ in entry order and e₂ in entry order within
+    it, kept where col(e₁) ≤ col(e₂) when ``upper``: (col(e₁), col(e₂), the flat entry
+    s·q² + a₁·q + a₂ of the level's q x q block, A[e₁]·A[e₂]) as four arrays; ``total``:
+    Σ over levels of their entries squared (the caller's count, an upper bound)."""
+    cdef Py_ssize_t s, e1, e2, lo, hi, k = 0
+    cdef int64_t base
+    out_i = np.empty(total, dtype=np.int64)
+    out_j = np.empty(total, dtype=np.int64)
+    out_g = np.empty(total, dtype=np.int64)
+    out_v = np.empty(total, dtype=np.float64)
+    cdef int64_t[::1] oi = out_i, oj = out_j, og = out_g
+    cdef double[::1] ov = out_v
+    with nogil:
+        for s in range(nlevels):
+            lo = indptr[s * q]
+            hi = indptr[(s + 1) * q]
+            base = s * q * q
+            for e1 in range(lo, hi):
+                for e2 in range(lo, hi):
+                    if upper and indices[e1] > indices[e2]:
+                        continue
+                    oi[k] = indices[e1]
+                    oj[k] = indices[e2]
+                    og[k] = base + (_row_in(indptr, e1, s * q, q) * q
+                                    + _row_in(indptr, e2, s * q, q))
+                    ov[k] = data[e1] * data[e2]
+                    k += 1
+    return out_i[:k], out_j[:k], out_g[:k], out_v[:k]
+

@@ -177,29 +177,17 @@ class SparseSchur:
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Every pair of nonzeros of A_1R in the rows of one level (col(e₁) ≤ col(e₂) when
         ``upper``): (row i = col(e₁), column j = col(e₂), G's flat entry (s, a₁, a₂), the
-        product of the two values)."""
+        product of the two values), by the compiled kernel (``_core.level_pairs``)."""
         q = self.q1
-        counts = np.diff(A1R.indptr)
-        row_of = np.repeat(np.arange(A1R.shape[0]), counts)
-        level = row_of // q
-        per_level = np.bincount(level, minlength=self.l1)
-        start = np.concatenate([[0], np.cumsum(per_level)])[:-1]
-        npairs = int(np.sum(per_level.astype(np.int64) ** 2))
+        per_level = np.diff(A1R.indptr[::q]).astype(np.int64)  # (a level's q rows together)
+        npairs = int(np.sum(per_level ** 2))
         if self.max_entries is not None and npairs > min(MAX_SPARSE_NNZ // 2, 20_000_000):
             raise _NotSparse  # (the automatic choice: no GBs of pairs on a guess)
         if npairs > MAX_SPARSE_NNZ // 2:
             raise _too_large("the first factor's update", npairs // 2, self.names)
-        reps = per_level[level]
-        e1 = np.repeat(np.arange(len(level)), reps)
-        offs = np.arange(len(e1)) - np.repeat(np.cumsum(reps) - reps, reps)
-        e2 = start[level[e1]] + offs
-        cols = A1R.indices.astype(np.int64)
-        if upper:
-            keep = cols[e1] <= cols[e2]
-            e1, e2 = e1[keep], e2[keep]
-        a1, a2 = row_of[e1] % q, row_of[e2] % q
-        g = level[e1].astype(np.int64) * q * q + a1 * q + a2
-        return cols[e1], cols[e2], g, A1R.data[e1] * A1R.data[e2]
+        return _core.level_pairs(A1R.indptr.astype(np.int64), A1R.indices.astype(np.int64),
+                                 np.ascontiguousarray(A1R.data, dtype=float), q, self.l1,
+                                 upper, npairs)
 
     @staticmethod
     def _full(keys: np.ndarray, vals: np.ndarray, rr: int) -> sp.csr_matrix:
