@@ -39,7 +39,6 @@ from crossed.model.control import LmerControl, OptSummary
 from crossed.model.convergence import ConvergenceStatus, classify_convergence, derivatives
 from crossed.model.factor import basis_inverse, in_basis
 from crossed.model.finish import ConvergenceWarning, SingularFitWarning
-from crossed.model.glmm.batch import laplace_many
 from crossed.model.glmm.family import Family, family_of
 from crossed.model.glmm.pirls import GlmmProblem, PirlsError
 from crossed.model.glmm.result import GlmerResult
@@ -293,11 +292,7 @@ def _fit(design: Design, family: Family, nagq: int, control: LmerControl,
         theta, beta = x[:k], x[k:]
         if (design.n < NOBS_MAX_DERIVS and len(x) < NPAR_MAX_DERIVS and control.check_conv):
             with np.errstate(all="ignore"):
-                # one scalar term, Laplace: the points' PIRLS side by side (the same values)
-                many = ((lambda pts: laplace_many(prob, pts))
-                        if prob.scalar1 and nagq == 1 else None)
-                derivs = derivatives(fun, x, np.ones(len(x), dtype=bool), opt.fmin,
-                                     fun_many=many)
+                derivs = derivatives(fun, x, np.ones(len(x), dtype=bool), opt.fmin)
         crit = prob.deviance(x, nagq)
         state = prob.last
         assert state is not None

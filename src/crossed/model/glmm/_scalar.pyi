@@ -11,3 +11,23 @@ def scalar_solve(sw: np.ndarray, z: np.ndarray, c1: np.ndarray, z1: np.ndarray,
                  BXs: np.ndarray, M: np.ndarray, rhs: np.ndarray, u1: np.ndarray) -> int: ...
 def scalar_zlu(theta: np.ndarray, tindex: np.ndarray, codes: np.ndarray, zs: np.ndarray,
                u: np.ndarray, out: np.ndarray) -> None: ...
+
+LOGIT: int
+PROBIT: int
+CLOGLOG: int
+LOG: int
+BINOMIAL: int
+POISSON: int
+
+def pirls_one_term(y: np.ndarray, wt: np.ndarray, fixed: np.ndarray, xptr: np.ndarray,
+                   xind: np.ndarray, xval: np.ndarray, swX: np.ndarray, codes: np.ndarray,
+                   zc: np.ndarray, t: float, joint: bool, link: int, thresh: float,
+                   variance: int, dev_a: np.ndarray, dev_b: np.ndarray, dev_c: np.ndarray,
+                   dev_const: float, tol: float, maxit: int, exact: bool, max_polish: int,
+                   eta_tol: float, eta: np.ndarray, mu: np.ndarray, me: np.ndarray,
+                   u: np.ndarray, beta: np.ndarray, d: np.ndarray, sw: np.ndarray,
+                   eta_new: np.ndarray, mu_new: np.ndarray, me_new: np.ndarray,
+                   u_new: np.ndarray, b_new: np.ndarray, ru: np.ndarray, Cw: np.ndarray,
+                   S: np.ndarray, rb: np.ndarray, ipiv: np.ndarray) -> tuple[int, int]: ...
+def residual_deviance(mu: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray
+                      ) -> float: ...

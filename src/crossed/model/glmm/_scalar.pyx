@@ -29,10 +29,10 @@ Only lower triangles are written. BLAS and LAPACK are SciPy's (``cython_blas``,
 ``cython_lapack``): the OpenBLAS NumPy and SciPy load.
 """
 
-from libc.math cimport sqrt
+from libc.math cimport INFINITY, erfc, exp, expm1, fabs, fmax, isfinite, log, log1p, sqrt
 from libc.stdint cimport int64_t
 from scipy.linalg.cython_blas cimport dsyrk, dtrsv
-from scipy.linalg.cython_lapack cimport dpotrf
+from scipy.linalg.cython_lapack cimport dgesv, dpotrf
 
 
 cdef void _syrk_lower(int n, int k, double alpha, double *A, int lda, double beta,
@@ -244,3 +244,316 @@ def scalar_zlu(const double[::1] theta, const int64_t[::1] tindex,
             for a in range(k):
                 acc += zs[a, i] * (u[codes[a, i]] * theta[tindex[a]])
             out[i] = acc
+
+
+# ---------------------------------------------------------------------- one scalar term
+# PIRLS for a single scalar random-effects term ``(1 | g)`` or ``(0 + x | g)``, the whole
+# loop in one call (``pirls.GlmmProblem._pirls_s1``): the family's link, variance and
+# residual deviance as R computes them, element by element with the C library's exp, log,
+# log1p, expm1 and erfc.
+
+cdef double _EPS = 2.220446049250313e-16
+cdef double _INVEPS = 1.0 / 2.220446049250313e-16
+cdef double _SQRT1_2 = 0.7071067811865476
+cdef double _INV_SQRT_2PI = 0.3989422804014327
+
+LOGIT, PROBIT, CLOGLOG, LOG = 0, 1, 2, 3
+BINOMIAL, POISSON = 0, 1
+
+cdef int _HALVINGS = 20
+
+
+cdef inline void _link(int link, double eta, double thresh, double *mu,
+                       double *me) noexcept nogil:
+    """R's linkinv and mu.eta, with R's clamps (``family.py``; NaN stays NaN)."""
+    cdef double e, ope, x
+    if link == 0:  # logit: clamped at |η| = 30
+        if eta < -30.0:
+            mu[0] = _EPS / (1.0 + _EPS)
+            me[0] = _EPS
+        elif eta > 30.0:
+            mu[0] = _INVEPS / (1.0 + _INVEPS)
+            me[0] = _EPS
+        else:
+            e = exp(eta)
+            ope = 1.0 + e
+            mu[0] = e / ope
+            me[0] = e / (ope * ope)
+    elif link == 3:  # log: μ at least eps
+        e = exp(eta)
+        if e < _EPS:
+            e = _EPS
+        mu[0] = e
+        me[0] = e
+    elif link == 1:  # probit: Φ on η clipped at ±thresh, φ at least eps
+        x = eta
+        if x < -thresh:
+            x = -thresh
+        elif x > thresh:
+            x = thresh
+        mu[0] = 0.5 * erfc(-x * _SQRT1_2)
+        e = exp(-0.5 * eta * eta) * _INV_SQRT_2PI
+        me[0] = _EPS if e < _EPS else e
+    else:  # cloglog
+        e = -expm1(-exp(eta))
+        if e < _EPS:
+            e = _EPS
+        elif e > 1.0 - _EPS:
+            e = 1.0 - _EPS
+        mu[0] = e
+        x = 700.0 if eta > 700.0 else eta
+        e = exp(x) * exp(-exp(x))
+        me[0] = _EPS if e < _EPS else e
+
+
+cdef inline void _add(double *sum, double *comp, double x) noexcept nogil:
+    """Neumaier's compensated sum: ``sum`` + ``comp`` is the running total."""
+    cdef double t = sum[0] + x
+    if fabs(sum[0]) >= fabs(x):
+        comp[0] += (sum[0] - t) + x
+    else:
+        comp[0] += (x - t) + sum[0]
+    sum[0] = t
+
+
+cdef inline double _deviance_sum(Py_ssize_t n, const double *mu, const double *a,
+                                 const double *b, const double *c) noexcept nogil:
+    """−2 (Σ a log μ + Σ b log(1 − μ) − Σ c μ), one compensated sum in row order (the
+    criterion's rounding no larger than its last digits: the finite-difference Hessian of
+    lme4's checks divides it by δ²); rows with a or b zero skip their logarithm; b, c NULL:
+    none."""
+    cdef Py_ssize_t i
+    cdef double total = 0.0, comp = 0.0
+    for i in range(n):
+        if a[i] > 0.0:
+            _add(&total, &comp, a[i] * log(mu[i]))
+        if b != NULL and b[i] > 0.0:
+            _add(&total, &comp, b[i] * log1p(-mu[i]))
+        if c != NULL:
+            _add(&total, &comp, -(c[i] * mu[i]))
+    return -2.0 * (total + comp)
+
+
+def residual_deviance(const double[::1] mu, const double[::1] a, const double[::1] b,
+                      const double[::1] c):
+    """Σ dev.resids less its constant (``family.ResidualDeviance``, which adds it):
+    −2 (Σ a log μ + Σ b log(1 − μ) − Σ c μ), ``b`` and ``c`` empty where the family has no
+    such part; the same sum, in the same order, as the compiled PIRLS's."""
+    cdef const double *bp = &b[0] if b.shape[0] else NULL
+    cdef const double *cp = &c[0] if c.shape[0] else NULL
+    cdef double out
+    if mu.shape[0] == 0:
+        return 0.0
+    with nogil:
+        out = _deviance_sum(mu.shape[0], &mu[0], &a[0], bp, cp)
+    return out
+
+
+cdef inline double _penalised(Py_ssize_t n, const double *mu, const double *a,
+                              const double *b, const double *c, double const_,
+                              const double *u, Py_ssize_t nl) noexcept nogil:
+    """Σ dev.resids (:func:`residual_deviance` plus its constant) plus ‖u‖²."""
+    cdef Py_ssize_t i
+    cdef double uu = 0.0
+    for i in range(nl):
+        uu += u[i] * u[i]
+    return (_deviance_sum(n, mu, a, b, c) + const_) + uu
+
+
+def pirls_one_term(const double[::1] y, const double[::1] wt, const double[::1] fixed,
+                   const int64_t[::1] xptr, const int64_t[::1] xind, const double[::1] xval,
+                   double[:, ::1] swX, const int64_t[::1] codes, const double[::1] zc,
+                   double t, bint joint, int link, double thresh, int variance,
+                   const double[::1] dev_a, const double[::1] dev_b,
+                   const double[::1] dev_c, double dev_const, double tol, int maxit,
+                   bint exact, int max_polish, double eta_tol,
+                   double[::1] eta, double[::1] mu, double[::1] me, double[::1] u,
+                   double[::1] beta, double[::1] d, double[::1] sw,
+                   double[::1] eta_new, double[::1] mu_new, double[::1] me_new,
+                   double[::1] u_new, double[::1] b_new, double[::1] ru,
+                   double[::1] Cw, double[::1, :] S, double[::1] rb, int[::1] ipiv):
+    """lme4's PIRLS (``pwrssUpdate``) for one scalar term, from η in ``eta`` (the stage's
+    start) with u = 0 (and β = 0 when ``joint``).
+
+    Each iteration: the working weights w = wt μ'² / V(μ) (``sw`` = √w) and response
+    z = η − fixed + (y − μ)/μ'; per level d = θ² Σ w z_c² + 1 and r = θ Σ w z_c z; with β
+    (``joint``), C = θ Z_cᵀWX per level, S = XᵀWX − Cᵀ D⁻¹ C (XᵀWX from X's nonzeros, or
+    dsyrk on √W X in ``swX`` when it is not empty; Cᵀ D⁻¹ C by dsyrk) and β from
+    S β = XᵀWz − Cᵀ D⁻¹ r (LAPACK's dgesv); u = (r − Cβ)/d. Then η = fixed + Xβ + z_c θ u,
+    μ, μ' and the penalised deviance; lme4's convergence test, the η-settled polish when
+    ``exact``, and step halving (at most 20) with lme4's errors.
+
+    ``fixed``: the offset (``joint``), or offset + Xβ (β fixed, given in ``beta``); X in
+    CSR form (``xptr``, ``xind``, ``xval``). ``link``: :data:`LOGIT`, :data:`PROBIT`
+    (clipped at ``thresh``), :data:`CLOGLOG` or :data:`LOG`; ``variance``:
+    :data:`BINOMIAL` or :data:`POISSON`; ``dev_a``, ``dev_b``, ``dev_c``, ``dev_const``:
+    ``ResidualDeviance``'s coefficients (``dev_b``, ``dev_c`` empty where the family has
+    none). The rest are outputs (the final state: η, μ, μ', u, β, and the last solve's d
+    and √w) and workspaces.
+
+    Returns
+    -------
+    (int, int)
+        The status, 0 (converged), 1 (a non-finite penalised deviance after the
+        halvings), 2 (the halvings did not reduce it), 3 (``maxit`` iterations) or 4 (S
+        singular), and the number of iterations.
+    """
+    cdef Py_ssize_t n = y.shape[0], nl = u.shape[0], p = beta.shape[0] if joint else 0
+    cdef Py_ssize_t i, j, l, s, kk, k2, it = 0
+    cdef int status = 3, halves, polish = 0, info = 0, ip = <int>p, one = 1
+    cdef int il = <int>nl
+    cdef bint use_syrk = joint and p > 0 and swX.shape[0] > 0, done
+    cdef double wi, zi, wz, tt = t * t, old = INFINITY, pdev, acc, moved, size
+    cdef const double *bp = &dev_b[0] if dev_b.shape[0] else NULL
+    cdef const double *cp = &dev_c[0] if dev_c.shape[0] else NULL
+    with nogil:
+        for i in range(n):  # the start's μ and μ'
+            _link(link, eta[i], thresh, &mu[i], &me[i])
+        for l in range(nl):
+            u[l] = 0.0
+        for j in range(p):
+            beta[j] = 0.0
+        for it in range(1, maxit + 1):
+            # the weighted least squares at the current state
+            for l in range(nl):
+                d[l] = 0.0
+                ru[l] = 0.0
+            for kk in range(nl * p):
+                Cw[kk] = 0.0
+            for j in range(p):
+                rb[j] = 0.0
+                for l in range(j, p):
+                    S[l, j] = 0.0
+            for i in range(n):
+                if variance == 0:
+                    wi = wt[i] * me[i] * me[i] / (mu[i] * (1.0 - mu[i]))
+                else:
+                    wi = wt[i] * me[i] * me[i] / mu[i]
+                sw[i] = sqrt(wi)
+                zi = eta[i] - fixed[i] + (y[i] - mu[i]) / me[i]
+                wi = sw[i] * sw[i]
+                wz = wi * zc[i]
+                s = codes[i]
+                d[s] += wz * zc[i]
+                ru[s] += wz * zi
+                if p == 0:
+                    continue
+                for kk in range(xptr[i], xptr[i + 1]):
+                    j = xind[kk]
+                    rb[j] += wi * xval[kk] * zi
+                    Cw[s * p + j] += wz * xval[kk]
+                    if use_syrk:
+                        swX[i, j] = sw[i] * xval[kk]
+                    else:
+                        for k2 in range(xptr[i], kk + 1):
+                            S[j, xind[k2]] += wi * xval[kk] * xval[k2]
+            for l in range(nl):
+                d[l] = tt * d[l] + 1.0
+                ru[l] *= t
+            if p:
+                if use_syrk:
+                    _syrk_lower(ip, <int>n, 1.0, &swX[0, 0], ip, 1.0, &S[0, 0], ip)
+                # S −= Cᵀ D⁻¹ C, rb −= Cᵀ D⁻¹ r (C = θ Z_cᵀWX, scaled here by 1/√d)
+                for l in range(nl):
+                    acc = sqrt(d[l])
+                    for j in range(p):
+                        Cw[l * p + j] *= t
+                        rb[j] -= Cw[l * p + j] * (ru[l] / d[l])
+                        Cw[l * p + j] /= acc
+                _syrk_lower(ip, il, -1.0, &Cw[0], ip, 1.0, &S[0, 0], ip)
+                for j in range(p):
+                    for l in range(j + 1, p):
+                        S[j, l] = S[l, j]
+                    b_new[j] = rb[j]
+                dgesv(&ip, &one, &S[0, 0], &ip, &ipiv[0], &b_new[0], &ip, &info)
+                if info:
+                    status = 4
+                    break
+                for l in range(nl):
+                    acc = 0.0
+                    for j in range(p):
+                        acc += Cw[l * p + j] * b_new[j]
+                    u_new[l] = (ru[l] - sqrt(d[l]) * acc) / d[l]
+            else:
+                for j in range(beta.shape[0]):
+                    b_new[j] = beta[j]
+                for l in range(nl):
+                    u_new[l] = ru[l] / d[l]
+            pdev = _evaluate(n, joint, p, fixed, xptr, xind, xval, codes, zc, t, u_new,
+                             b_new, link, thresh, dev_a, bp, cp, dev_const, eta_new, mu_new,
+                             me_new, nl)
+            if isfinite(pdev) and fabs(old - pdev) < tol * fabs(pdev):
+                done = not exact or polish >= max_polish
+                if not done:  # η settled?
+                    moved = 0.0
+                    size = 0.0
+                    for i in range(n):
+                        moved = fmax(moved, fabs(eta_new[i] - eta[i]))
+                        size = fmax(size, fabs(eta_new[i]))
+                    done = n == 0 or moved <= eta_tol * (1.0 + size)
+                _accept(n, nl, p, eta, mu, me, u, beta, eta_new, mu_new, me_new, u_new,
+                        b_new)
+                if done:
+                    status = 0
+                    break
+                polish += 1
+                old = pdev
+                continue
+            halves = 0
+            while (not isfinite(pdev) or pdev > old) and halves < _HALVINGS:
+                for l in range(nl):
+                    u_new[l] = 0.5 * (u[l] + u_new[l])
+                if joint:
+                    for j in range(p):
+                        b_new[j] = 0.5 * (beta[j] + b_new[j])
+                pdev = _evaluate(n, joint, p, fixed, xptr, xind, xval, codes, zc, t, u_new,
+                                 b_new, link, thresh, dev_a, bp, cp, dev_const, eta_new,
+                                 mu_new, me_new, nl)
+                halves += 1
+            if not isfinite(pdev):
+                status = 1
+                break
+            if pdev - old > tol:
+                status = 2
+                break
+            _accept(n, nl, p, eta, mu, me, u, beta, eta_new, mu_new, me_new, u_new, b_new)
+            old = pdev
+    return status, it
+
+
+cdef double _evaluate(Py_ssize_t n, bint joint, Py_ssize_t p, const double[::1] fixed,
+                      const int64_t[::1] xptr, const int64_t[::1] xind,
+                      const double[::1] xval, const int64_t[::1] codes,
+                      const double[::1] zc, double t, const double[::1] u_new,
+                      const double[::1] b_new, int link, double thresh,
+                      const double[::1] dev_a, const double *bp, const double *cp,
+                      double dev_const, double[::1] eta_new, double[::1] mu_new,
+                      double[::1] me_new, Py_ssize_t nl) noexcept nogil:
+    """η = fixed (+ Xβ) + z_c (θ u), μ, μ' and the penalised deviance at (u, β)."""
+    cdef Py_ssize_t i, kk
+    cdef double xb
+    for i in range(n):
+        xb = fixed[i]
+        if joint and p:
+            for kk in range(xptr[i], xptr[i + 1]):
+                xb += xval[kk] * b_new[xind[kk]]
+        eta_new[i] = xb + zc[i] * (t * u_new[codes[i]])
+        _link(link, eta_new[i], thresh, &mu_new[i], &me_new[i])
+    return _penalised(n, &mu_new[0], &dev_a[0], bp, cp, dev_const, &u_new[0], nl)
+
+
+cdef void _accept(Py_ssize_t n, Py_ssize_t nl, Py_ssize_t p, double[::1] eta,
+                  double[::1] mu, double[::1] me, double[::1] u, double[::1] beta,
+                  const double[::1] eta_new, const double[::1] mu_new,
+                  const double[::1] me_new, const double[::1] u_new,
+                  const double[::1] b_new) noexcept nogil:
+    """The step's state becomes the current one."""
+    cdef Py_ssize_t i
+    for i in range(n):
+        eta[i] = eta_new[i]
+        mu[i] = mu_new[i]
+        me[i] = me_new[i]
+    for i in range(nl):
+        u[i] = u_new[i]
+    for i in range(p):
+        beta[i] = b_new[i]

@@ -19,9 +19,10 @@ import numpy as np
 
 from crossed._warn import warn
 from crossed.design.frame import DataError
+from crossed.model.glmm import _scalar
 
 __all__ = ["Binomial", "Family", "Link", "Poisson", "ResidualDeviance", "binom_logpmf",
-           "binomial", "family_of", "poisson", "poisson_logpmf"]
+           "binomial", "family_of", "poisson", "poisson_logpmf", "probit_threshold"]
 
 _EPS = np.finfo(float).eps
 _THRESH = 30.0
@@ -75,10 +76,17 @@ def _probit(mu: np.ndarray) -> np.ndarray:
     return cast(np.ndarray, stats.norm.ppf(mu))
 
 
+def probit_threshold() -> float:
+    """R's clamp of the probit link's η: −Φ⁻¹(eps)."""
+    from scipy import stats
+
+    return float(-stats.norm.ppf(_EPS))
+
+
 def _probit_inv(eta: np.ndarray) -> np.ndarray:
     from scipy import stats
 
-    thresh = -stats.norm.ppf(_EPS)
+    thresh = probit_threshold()
     return np.asarray(stats.norm.cdf(np.clip(eta, -thresh, thresh)), dtype=float)
 
 
@@ -107,6 +115,8 @@ class Link:
     linkinv: Callable[[np.ndarray], np.ndarray]
     mu_eta: Callable[[np.ndarray], np.ndarray]
     both: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]] | None = None
+    kernel: int = -1
+    """The link's code in the compiled PIRLS (``_scalar.LOGIT``, ...)."""
 
     def mu_and_mu_eta(self, eta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(``linkinv(eta)``, ``mu_eta(eta)``), in one pass where the link allows."""
@@ -116,12 +126,12 @@ class Link:
 
 
 _LINKS: dict[str, Link] = {
-    "logit": Link("logit", _logit, _logit_inv, _logit_mu_eta, _logit_both),
-    "probit": Link("probit", _probit, _probit_inv, _probit_mu_eta),
+    "logit": Link("logit", _logit, _logit_inv, _logit_mu_eta, _logit_both, _scalar.LOGIT),
+    "probit": Link("probit", _probit, _probit_inv, _probit_mu_eta, None, _scalar.PROBIT),
     "cloglog": Link("cloglog", lambda mu: np.log(-np.log1p(-mu)), _cloglog_inv,
-                    _cloglog_mu_eta),
+                    _cloglog_mu_eta, None, _scalar.CLOGLOG),
     "log": Link("log", np.log, lambda eta: np.maximum(np.exp(eta), _EPS),
-                lambda eta: np.maximum(np.exp(eta), _EPS), _log_both),
+                lambda eta: np.maximum(np.exp(eta), _EPS), _log_both, _scalar.LOG),
 }
 
 
@@ -191,6 +201,8 @@ class Family:
     """Whether the outcome is a proportion of trials (a 0/1 response possible)."""
     mean_label: ClassVar[str] = "mean"
     """emmeans' label of the response-scale mean (``prob``, ``rate``)."""
+    kernel: ClassVar[int] = -1
+    """The variance function's code in the compiled PIRLS (``_scalar.BINOMIAL``, ...)."""
 
     def variance(self, mu: np.ndarray) -> np.ndarray:
         """R's ``variance(mu)``."""
@@ -246,6 +258,7 @@ class Binomial(Family):
 
     binary_outcome: ClassVar[bool] = True
     mean_label: ClassVar[str] = "prob"
+    kernel: ClassVar[int] = _scalar.BINOMIAL
 
     def variance(self, mu: np.ndarray) -> np.ndarray:
         """μ(1 − μ)."""
@@ -303,6 +316,7 @@ class Poisson(Family):
     """R's ``poisson()``: counts."""
 
     mean_label: ClassVar[str] = "rate"
+    kernel: ClassVar[int] = _scalar.POISSON
 
     def variance(self, mu: np.ndarray) -> np.ndarray:
         """μ."""
@@ -351,37 +365,35 @@ class Poisson(Family):
 class ResidualDeviance:
     """Σ R's ``dev.resids(y, μ, wt)`` for fixed rows, with one logarithm per row
     (:meth:`Family.deviance_kernel`'s coefficients and the constant they leave, fixed at
-    a reference mean): what PIRLS evaluates at every step.
+    a reference mean): what PIRLS evaluates at every step. The sum is the compiled one
+    (``_scalar.residual_deviance``) that the compiled PIRLS adds up too, so that both give
+    the same deviance at the same μ (at the reference mean, R's value exactly).
 
     Attributes
     ----------
     reference : float
         Σ dev.resids at the reference mean, from R's formula.
+    coefficients : tuple
+        (a, b, c) of :meth:`Family.deviance_kernel`, every row (b, c empty arrays where the
+        family has no such part).
+    constant : float
+        Σ dev.resids = −2 (Σ a log μ + Σ b log(1 − μ) − Σ c μ) + ``constant``.
     """
 
     def __init__(self, family: Family, y: np.ndarray, wt: np.ndarray,
                  mu_ref: np.ndarray) -> None:
         a, b, c = family.deviance_kernel(y, wt)
-        self._ia = np.flatnonzero(a > 0)
-        self._a = a[self._ia]
-        self._ib = np.flatnonzero(b > 0) if b is not None else None
-        self._b = b[self._ib] if b is not None else None
-        self._c = c
-        self._ia_all = len(self._ia) == len(y)
-        self._ib_all = self._ib is not None and len(self._ib) == len(y)
+        none = np.zeros(0)
+        self.coefficients = (np.ascontiguousarray(a, dtype=float),
+                             none if b is None else np.ascontiguousarray(b, dtype=float),
+                             none if c is None else np.ascontiguousarray(c, dtype=float))
         self.reference = float(np.sum(family.dev_resids(y, mu_ref, wt)))
-        self._const = 0.0
-        self._const = self.reference - self(mu_ref)
+        self.constant = 0.0
+        self.constant = self.reference - self(mu_ref)
 
     def __call__(self, mu: np.ndarray) -> float:
-        mua = mu if self._ia_all else mu[self._ia]
-        total = self._a @ np.log(mua)
-        if self._b is not None:
-            mub = mu if self._ib_all else mu[self._ib]
-            total = total + self._b @ np.log1p(-mub)
-        if self._c is not None:
-            total = total - self._c @ mu
-        return float(-2.0 * total + self._const)
+        return float(_scalar.residual_deviance(np.ascontiguousarray(mu, dtype=float),
+                                               *self.coefficients) + self.constant)
 
 
 def binomial(link: str = "logit") -> Family:

@@ -19,7 +19,8 @@ test until η moves by less than :data:`ETA_TOL` (relative) in one step (at most
 deviance at the mode, a smooth function (``LmerControl.pirls``). With ``joint=True`` PIRLS
 moves β with u (lme4's
 nAGQ = 0 stage). For a single scalar random-effects term the weighted system is diagonal
-and solved by sums per level (closed form); otherwise each iteration reweights the
+and solved by sums per level (closed form), the whole loop in compiled code
+(``_scalar.pyx``); otherwise each iteration reweights the
 design's blocked-Cholesky PLS problem (:meth:`PLS.reweighted`). Validated against lme4
 1.1-31 (``tests/model/glmm``).
 """
@@ -33,8 +34,9 @@ from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
-from crossed.model.glmm.family import Family, ResidualDeviance
-from crossed.model.glmm.scalar import ScalarSolver
+from crossed.model.glmm import _scalar
+from crossed.model.glmm.family import Family, ResidualDeviance, probit_threshold
+from crossed.model.glmm.scalar import ScalarSolver, csr_rows
 from crossed.model.pls import PLS
 
 if TYPE_CHECKING:
@@ -63,15 +65,21 @@ class PirlsError(ArithmeticError):
 T = TypeVar("T")
 
 
+#: lme4's words for the compiled PIRLS's failures (``_scalar.pirls_one_term``'s status)
+_KERNEL_ERRORS = {1: "PIRLS loop resulted in NaN value",
+                  2: "(maxstephalfit) PIRLS step-halvings failed to reduce deviance in "
+                     "pwrssUpdate",
+                  3: "pwrssUpdate did not converge in (maxit) iterations"}
+
+
 def check_halved(pdev: float, old: float, tol: float) -> None:
     """lme4's errors after the step halvings of a PIRLS iteration: a penalised deviance
     ``pdev`` that is not finite, or still above the last one (``old``) by more than
     ``tol``."""
     if not math.isfinite(pdev):
-        raise PirlsError("PIRLS loop resulted in NaN value")
+        raise PirlsError(_KERNEL_ERRORS[1])
     if pdev - old > tol:
-        raise PirlsError("(maxstephalfit) PIRLS step-halvings failed to reduce "
-                         "deviance in pwrssUpdate")
+        raise PirlsError(_KERNEL_ERRORS[2])
 
 
 def pirls_iterations(start: T, u: np.ndarray, beta: np.ndarray, joint: bool,
@@ -88,9 +96,9 @@ def pirls_iterations(start: T, u: np.ndarray, beta: np.ndarray, joint: bool,
     solve, e.g. log|L|²); ``evaluate(state, u, β)`` gives the state at (u, β), from the
     current ``state``, and its penalised deviance; ``settled_at(new, old)`` says η has
     settled (``exact``: up to :data:`MAX_POLISH` more steps until it has). Returns the
-    final state, u, β and the number of iterations. (``GlmmProblem._pirls_s1`` writes
-    the same loop out for one scalar term, where the calls would cost more than the
-    arithmetic.)
+    final state, u, β and the number of iterations. (For one scalar term the compiled
+    kernel runs the same loop, ``_scalar.pirls_one_term``, where the calls would cost more
+    than the arithmetic.)
     """
     state, old, polish, it = start, math.inf, 0, 0
     for it in range(1, maxit + 1):  # noqa: B007
@@ -117,9 +125,38 @@ def pirls_iterations(start: T, u: np.ndarray, beta: np.ndarray, joint: bool,
         state, u, beta = new, u_new, b_new
         old = pdev
     else:
-        raise PirlsError("pwrssUpdate did not converge in (maxit) iterations")
+        raise PirlsError(_KERNEL_ERRORS[3])
     return state, u, beta, it
 
+
+
+class _OneTermKernel:
+    """What the compiled one-term PIRLS reads besides the rows (built once per problem): X
+    by rows (:func:`~crossed.model.glmm.scalar.csr_rows`), the family's codes and the
+    residual deviance's coefficients, and the workspaces of a call."""
+
+    def __init__(self, X: np.ndarray, family: Family, resdev: ResidualDeviance, nl: int):
+        self.xptr, self.xind, self.xval, self.swX = csr_rows(X)
+        self.link = family.link.kernel
+        self.variance = family.kernel
+        if self.link < 0 or self.variance < 0:
+            raise ValueError(f"no compiled PIRLS for the family {family}")
+        self.thresh = probit_threshold() if self.link == _scalar.PROBIT else 0.0
+        self.dev_a, self.dev_b, self.dev_c = resdev.coefficients
+        self.dev_const = float(resdev.constant)
+        self.n, self.p, self.nl = X.shape[0], X.shape[1], nl
+        self._work: dict[bool, tuple[np.ndarray, ...]] = {}
+
+    def workspace(self, joint: bool) -> tuple[np.ndarray, ...]:
+        """(η, μ, μ' of a step; u and β of a step; r; C; S; XᵀWz; pivots), reused."""
+        if joint not in self._work:
+            n, nl = self.n, self.nl
+            p = self.p if joint else 0
+            self._work[joint] = (np.empty(n), np.empty(n), np.empty(n), np.empty(nl),
+                                 np.empty(self.p), np.empty(nl), np.empty(max(nl * p, 1)),
+                                 np.zeros((max(p, 1), max(p, 1)), order="F"),
+                                 np.empty(max(p, 1)), np.zeros(max(p, 1), dtype=np.int32))
+        return self._work[joint]
 
 
 @dataclass
@@ -208,10 +245,12 @@ class GlmmProblem:
         if self.scalar1:
             b0 = self.blocks[0]
             zc0 = np.ascontiguousarray(b0.Z[:, 0], dtype=float)
-            self._s1 = (b0.codes, b0.nlevels, zc0, int(b0.theta_index[0, 0]),
+            self._s1 = (np.ascontiguousarray(b0.codes, dtype=np.int64), b0.nlevels, zc0,
+                        int(b0.theta_index[0, 0]),
                         bool(np.all(zc0 == 1.0)))
             self._s1_keys = (b0.codes.astype(np.int64)[:, None] * self.p
                              + np.arange(self.p)[None, :]).ravel()
+        self._s1_kernel: _OneTermKernel | None = None
         self.inline_scalar = True  # (False: the general loop, for tests)
         self._pls_u: PLS | None = None
         self._pls_joint: PLS | None = None
@@ -219,6 +258,9 @@ class GlmmProblem:
         mustart = family.mustart(self.y, self.wt)
         self.eta_start = family.link.linkfun(mustart)
         self._deviance_terms(mustart)
+        if self.scalar1:
+            self._s1_kernel = _OneTermKernel(self.X, family, self._resdev_kernel,
+                                             self.blocks[0].nlevels)
         self.last: PirlsState | None = None
         self.last_error: PirlsError | None = None
         """Why the latest failed PIRLS of :meth:`deviance0` stopped (lme4's words)."""
@@ -382,86 +424,39 @@ class GlmmProblem:
 
     def _pirls_s1(self, theta: np.ndarray, beta: np.ndarray | None, joint: bool
                   ) -> PirlsState:
-        """``pirls(theta, beta, joint)`` from lp0 with one scalar term: the same
-        arithmetic, step by step, as the general loop with :meth:`working`, :meth:`_solve`
-        and :meth:`zlu` (the same values bit for bit), without their call overhead."""
-        codes, nl, zc, ti, ones = self._s1
-        t = float(theta[ti])
-        tt = t * t
-        both = self.family.link.mu_and_mu_eta
-        variance = self.family.variance
-        resdev = self._resdev_kernel
-        wt, y, tol, exact = self.wt, self.y, self.tol, self.exact
-        X, p, offset = self.X, self.p, self.offset
+        """``pirls(theta, beta, joint)`` from lp0 with one scalar term: the whole loop in
+        one call of the compiled kernel (:func:`crossed.model.glmm._scalar.pirls_one_term`:
+        the general loop's steps, its sums per level in closed form, and the family's
+        link, variance and deviance element by element)."""
+        codes, nl, zc, ti, _ = self._s1
+        k = self._s1_kernel
+        assert k is not None  # (one scalar term)
+        p = self.p
         if joint:
-            beta = np.zeros(p)
-            fixed = offset
+            fixed = self.offset
             lp0 = self.lp0_joint
+            beta_out = np.zeros(p)
         else:
             assert beta is not None
-            fixed = offset + X @ beta
+            fixed = self.offset + self.X @ beta
             lp0 = self.lp0
-        b_new = beta
+            beta_out = np.array(beta, dtype=float)
         eta = self.offset + (self.eta_start - self.offset if lp0 is None else lp0)
-        mu, me = both(eta)
-        u = np.zeros(self.q)
-        old = np.inf
-        d: np.ndarray = np.ones(1)
-        sw: np.ndarray = d
-        it = 0
-        polish = 0
-        for it in range(1, self.maxit + 1):  # noqa: B007
-            w = wt * me * me / variance(mu)
-            sw = np.sqrt(w)
-            z = eta - fixed + (y - mu) / me
-            w = sw * sw
-            wz = w if ones else w * zc  # (× 1.0 changes no bit)
-            d = tt * np.bincount(codes, weights=wz if ones else wz * zc, minlength=nl) + 1.0
-            ru = t * np.bincount(codes, weights=wz * z, minlength=nl)
-            if joint and p:
-                C = t * np.bincount(self._s1_keys, weights=(wz[:, None] * X).ravel(),
-                                    minlength=nl * p).reshape(nl, p)
-                A = (X * w[:, None]).T @ X
-                rb = X.T @ (w * z)
-                Cd = C / d[:, None]
-                S = A - C.T @ Cd
-                b_new = np.linalg.solve(S, rb - Cd.T @ ru)
-                u_new = (ru - C @ b_new) / d
-            else:
-                u_new = ru / d
-            g = (t * u_new)[codes]
-            if joint:
-                eta_new = offset + X @ b_new + (g if ones else zc * g)
-            else:
-                eta_new = fixed + (g if ones else zc * g)
-            mu_new, me_new = both(eta_new)
-            pdev = resdev(mu_new) + float(u_new @ u_new)
-            if math.isfinite(pdev) and abs(old - pdev) < tol * abs(pdev):
-                done = not exact or polish >= MAX_POLISH or settled(eta_new, eta)
-                u, eta, mu, me, beta = u_new, eta_new, mu_new, me_new, b_new
-                if done:
-                    break
-                polish += 1
-                old = pdev
-                continue
-            k = 0
-            while (not math.isfinite(pdev) or pdev > old) and k < 20:
-                u_new = 0.5 * (u + u_new)
-                g = (t * u_new)[codes]
-                if joint:
-                    b_new = 0.5 * (beta + b_new)
-                    eta_new = offset + X @ b_new + (g if ones else zc * g)
-                else:
-                    eta_new = fixed + (g if ones else zc * g)
-                mu_new, me_new = both(eta_new)
-                pdev = resdev(mu_new) + float(u_new @ u_new)
-                k += 1
-            check_halved(pdev, old, tol)
-            u, eta, mu, me, beta = u_new, eta_new, mu_new, me_new, b_new
-            old = pdev
-        else:
-            raise PirlsError("pwrssUpdate did not converge in (maxit) iterations")
-        return PirlsState(u=u, beta=np.asarray(beta, dtype=float), eta=eta, mu=mu,
+        n = self.n
+        mu, me, sw = np.empty(n), np.empty(n), np.empty(n)
+        u, d = np.empty(nl), np.empty(nl)
+        ws = k.workspace(joint)
+        status, it = _scalar.pirls_one_term(
+            self.y, self.wt, np.ascontiguousarray(fixed, dtype=float), k.xptr, k.xind,
+            k.xval, k.swX if joint else k.swX[:0], codes, zc, float(theta[ti]), joint,
+            k.link, k.thresh, k.variance, k.dev_a, k.dev_b, k.dev_c, k.dev_const, self.tol,
+            self.maxit, self.exact, MAX_POLISH, ETA_TOL, eta, mu, me, u, beta_out, d, sw,
+            *ws)
+        if status:
+            if status == 4:
+                raise np.linalg.LinAlgError("Singular matrix")
+            raise PirlsError(_KERNEL_ERRORS[status])
+        return PirlsState(u=u, beta=beta_out, eta=eta, mu=mu,
                           ldL2=float(np.sum(np.log(d))), sqrt_w=sw, iterations=it,
                           diag=np.sqrt(d))
 

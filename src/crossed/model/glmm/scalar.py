@@ -30,7 +30,7 @@ from crossed.model.glmm import _scalar
 if TYPE_CHECKING:
     from crossed.design.random import ReBlock
 
-__all__ = ["ScalarSolver", "ScalarSolve"]
+__all__ = ["ScalarSolver", "ScalarSolve", "csr_rows"]
 
 #: XᵀWX goes through BLAS (dsyrk on √W X) rather than X's pairs of nonzeros per row when
 #: more than this share of X's entries is nonzero ...
@@ -42,6 +42,18 @@ DENSE_X_COLUMNS = 8
 LEAD_NNZ = 16
 #: ... unless the first factor's levels meet more pairs of later columns than this
 LEAD_PAIRS = 4_000_000
+
+
+def csr_rows(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """X for the compiled kernels: its nonzeros by rows (pointers, columns sorted within a
+    row, values), and a zero (n, p) array for √W X where XᵀWX goes through BLAS's dsyrk
+    (X wide and dense: ``DENSE_X_COLUMNS``, ``DENSE_X_DENSITY``), else an empty one."""
+    Xc = sp.csr_matrix(np.asarray(X, dtype=float))
+    Xc.sort_indices()
+    n, p = X.shape
+    dense = p >= DENSE_X_COLUMNS and Xc.nnz > DENSE_X_DENSITY * n * p
+    return (Xc.indptr.astype(np.int64), Xc.indices.astype(np.int64),
+            np.ascontiguousarray(Xc.data, dtype=float), np.zeros((n, p) if dense else (0, 0)))
 
 
 def _sparse_lead(prow: np.ndarray, pcol: np.ndarray, pptr: np.ndarray, rr: int
@@ -145,13 +157,7 @@ class ScalarSolver:
         # column by column on their nonzero rows, the rest densely (LAPACK)
         self.lead, self.lptr, self.lrow = _sparse_lead(self.prow, self.pcol, self.pptr,
                                                        self.rr)
-        Xc = sp.csr_matrix(X)
-        Xc.sort_indices()
-        self.xptr = Xc.indptr.astype(np.int64)
-        self.xind = Xc.indices.astype(np.int64)
-        self.xval = np.ascontiguousarray(Xc.data, dtype=float)
-        dense = self.p >= DENSE_X_COLUMNS and Xc.nnz > DENSE_X_DENSITY * X.size
-        self.swX = np.zeros((n, self.p) if dense else (0, 0))
+        self.xptr, self.xind, self.xval, self.swX = csr_rows(X)
         # the system's matrix, one per size (with and without β), reused by every solve: a
         # new array of this size each time costs more in page faults than the solve
         self._work: dict[int, np.ndarray] = {}

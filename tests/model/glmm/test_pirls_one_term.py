@@ -1,0 +1,88 @@
+"""The compiled PIRLS of one scalar term (``_scalar.pirls_one_term``, what
+``GlmmProblem.pirls`` runs for one scalar term) against the general loop in NumPy
+(``inline_scalar = False``: ``pirls_iterations`` with the family's NumPy functions and the
+closed-form solve): the same iterations, states equal to rounding, and the same errors
+where PIRLS fails; for every link, with and without β, lme4's stopping rule and the
+η-settled one, near the optimum and far from it (step halvings)."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import crossed as cx
+from crossed.model.glmm.pirls import GlmmProblem, PirlsError
+
+DATA = Path(__file__).resolve().parents[2] / "data" / "glmm"
+RTOL = 1e-9
+
+
+def _cbpp(link: str) -> cx.GlmerFit:
+    d = pd.read_csv(DATA / "cbpp.csv", dtype={"herd": str, "period": str})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return cx.glmer("cbind(incidence, size - incidence) ~ period + (1 | herd)", d,
+                        family=cx.binomial(link))
+
+
+def _poisson() -> cx.GlmerFit:
+    d = pd.read_csv(DATA / "pois_offset.csv")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return cx.glmer("count ~ x + offset(log(exposure)) + (1 | site)", d,
+                        family="poisson")
+
+
+def _outcome(prob: GlmmProblem, x: np.ndarray, joint: bool):
+    try:
+        with np.errstate(all="ignore"):  # (the NumPy loop's overflows far out)
+            return prob.pirls(x[:1], None if joint else x[1:], joint=joint)
+    except PirlsError as exc:
+        return str(exc)
+
+
+@pytest.mark.parametrize("exact", [False, True])
+@pytest.mark.parametrize("joint", [False, True])
+@pytest.mark.parametrize("model", ["logit", "probit", "cloglog", "poisson"])
+def test_compiled_pirls_is_the_general_loop(model: str, joint: bool, exact: bool) -> None:
+    fit = _poisson() if model == "poisson" else _cbpp(model)
+    compiled, general = (GlmmProblem(fit.design, fit.family) for _ in range(2))
+    general.inline_scalar = False
+    rng = np.random.default_rng(3)
+    x0 = np.concatenate([fit.theta, fit.beta])
+    points = [x0] + [x0 + rng.normal(0, s, len(x0)) for s in (1e-4, 0.3, 2.0, 6.0)]
+    points += [x0 + np.r_[40.0, np.zeros(len(x0) - 1)], np.zeros(len(x0)),
+               x0 + np.r_[0.0, 800.0, np.zeros(len(x0) - 2)]]  # (Poisson: maxit)
+    for pr in (compiled, general):
+        pr.exact = exact
+        start = pr.pirls(x0[:1], None, joint=True)
+        pr.set_lp0(start, joint=True)
+        pr.set_lp0(start, joint=False)
+    for x in points:
+        a, b = _outcome(compiled, x, joint), _outcome(general, x, joint)
+        if isinstance(b, str):
+            assert a == b
+            continue
+        assert not isinstance(a, str), a
+        assert a.iterations == b.iterations
+        for name in ("u", "beta", "eta", "mu", "sqrt_w", "diag"):
+            want = getattr(b, name)
+            scale = float(np.max(np.abs(want))) if want.size else 0.0
+            np.testing.assert_allclose(getattr(a, name), want, rtol=RTOL,
+                                       atol=RTOL * scale, err_msg=name)
+        assert a.ldL2 == pytest.approx(b.ldL2, rel=RTOL)
+        assert compiled.laplace_of(a) == pytest.approx(general.laplace_of(b), rel=1e-12)
+
+
+@pytest.mark.parametrize("model", ["logit", "poisson"])
+def test_compiled_pirls_stops_at_maxit_with_lme4s_error(model: str) -> None:
+    fit = _poisson() if model == "poisson" else _cbpp(model)
+    prob = GlmmProblem(fit.design, fit.family)
+    prob.maxit = 1
+    x0 = np.concatenate([fit.theta, fit.beta])
+    with pytest.raises(PirlsError, match=r"pwrssUpdate did not converge in \(maxit\)"):
+        prob.pirls(x0[:1], x0[1:], joint=False)
