@@ -19,7 +19,8 @@ LOG: int
 BINOMIAL: int
 POISSON: int
 
-def pirls_one_term(y: np.ndarray, wt: np.ndarray, fixed: np.ndarray, xptr: np.ndarray,
+def pirls_one_term(y: np.ndarray, wt: np.ndarray, offset: np.ndarray, lp0: np.ndarray,
+                   fixed: np.ndarray, xptr: np.ndarray,
                    xind: np.ndarray, xval: np.ndarray, swX: np.ndarray, codes: np.ndarray,
                    zc: np.ndarray, t: float, joint: bool, link: int, thresh: float,
                    variance: int, dev_a: np.ndarray, dev_b: np.ndarray, dev_c: np.ndarray,
@@ -28,6 +29,6 @@ def pirls_one_term(y: np.ndarray, wt: np.ndarray, fixed: np.ndarray, xptr: np.nd
                    u: np.ndarray, beta: np.ndarray, d: np.ndarray, sw: np.ndarray,
                    eta_new: np.ndarray, mu_new: np.ndarray, me_new: np.ndarray,
                    u_new: np.ndarray, b_new: np.ndarray, ru: np.ndarray, Cw: np.ndarray,
-                   S: np.ndarray, rb: np.ndarray, ipiv: np.ndarray) -> tuple[int, int]: ...
+                   S: np.ndarray, rb: np.ndarray, ipiv: np.ndarray) -> tuple[int, int, float]: ...
 def residual_deviance(mu: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray
                       ) -> float: ...

@@ -360,8 +360,8 @@ cdef inline double _penalised(Py_ssize_t n, const double *mu, const double *a,
     return (_deviance_sum(n, mu, a, b, c) + const_) + uu
 
 
-def pirls_one_term(const double[::1] y, const double[::1] wt, const double[::1] fixed,
-                   const int64_t[::1] xptr, const int64_t[::1] xind, const double[::1] xval,
+def pirls_one_term(const double[::1] y, const double[::1] wt, const double[::1] offset,
+                   const double[::1] lp0, double[::1] fixed, const int64_t[::1] xptr, const int64_t[::1] xind, const double[::1] xval,
                    double[:, ::1] swX, const int64_t[::1] codes, const double[::1] zc,
                    double t, bint joint, int link, double thresh, int variance,
                    const double[::1] dev_a, const double[::1] dev_b,
@@ -372,8 +372,8 @@ def pirls_one_term(const double[::1] y, const double[::1] wt, const double[::1] 
                    double[::1] eta_new, double[::1] mu_new, double[::1] me_new,
                    double[::1] u_new, double[::1] b_new, double[::1] ru,
                    double[::1] Cw, double[::1, :] S, double[::1] rb, int[::1] ipiv):
-    """lme4's PIRLS (``pwrssUpdate``) for one scalar term, from η in ``eta`` (the stage's
-    start) with u = 0 (and β = 0 when ``joint``).
+    """lme4's PIRLS (``pwrssUpdate``) for one scalar term, from η = offset + ``lp0`` (the
+    stage's start) with u = 0 (and β = 0 when ``joint``, else the fixed β in ``beta``).
 
     Each iteration: the working weights w = wt μ'² / V(μ) (``sw`` = √w) and response
     z = η − fixed + (y − μ)/μ'; per level d = θ² Σ w z_c² + 1 and r = θ Σ w z_c z; with β
@@ -383,20 +383,20 @@ def pirls_one_term(const double[::1] y, const double[::1] wt, const double[::1] 
     μ, μ' and the penalised deviance; lme4's convergence test, the η-settled polish when
     ``exact``, and step halving (at most 20) with lme4's errors.
 
-    ``fixed``: the offset (``joint``), or offset + Xβ (β fixed, given in ``beta``); X in
-    CSR form (``xptr``, ``xind``, ``xval``). ``link``: :data:`LOGIT`, :data:`PROBIT`
+    ``fixed`` (a workspace) holds the offset (``joint``), or offset + Xβ; X in CSR form
+    (``xptr``, ``xind``, ``xval``). ``link``: :data:`LOGIT`, :data:`PROBIT`
     (clipped at ``thresh``), :data:`CLOGLOG` or :data:`LOG`; ``variance``:
     :data:`BINOMIAL` or :data:`POISSON`; ``dev_a``, ``dev_b``, ``dev_c``, ``dev_const``:
     ``ResidualDeviance``'s coefficients (``dev_b``, ``dev_c`` empty where the family has
-    none). The rest are outputs (the final state: η, μ, μ', u, β, and the last solve's d
-    and √w) and workspaces.
+    none). The rest are outputs (the final state: η, μ, μ', u, β, and the last solve's
+    √d in ``d`` and √w) and workspaces.
 
     Returns
     -------
-    (int, int)
+    (int, int, float)
         The status, 0 (converged), 1 (a non-finite penalised deviance after the
         halvings), 2 (the halvings did not reduce it), 3 (``maxit`` iterations) or 4 (S
-        singular), and the number of iterations.
+        singular); the number of iterations; log|L|² = Σ log d of the last solve.
     """
     cdef Py_ssize_t n = y.shape[0], nl = u.shape[0], p = beta.shape[0] if joint else 0
     cdef Py_ssize_t i, j, l, s, kk, k2, it = 0
@@ -406,9 +406,16 @@ def pirls_one_term(const double[::1] y, const double[::1] wt, const double[::1] 
     cdef double wi, zi, wz, tt = t * t, old = INFINITY, pdev, acc, moved, size
     cdef const double *bp = &dev_b[0] if dev_b.shape[0] else NULL
     cdef const double *cp = &dev_c[0] if dev_c.shape[0] else NULL
+    cdef double ld = 0.0
     with nogil:
-        for i in range(n):  # the start's μ and μ'
+        for i in range(n):  # the start, and the fixed part of η
+            eta[i] = offset[i] + lp0[i]
             _link(link, eta[i], thresh, &mu[i], &me[i])
+            acc = offset[i]
+            if not joint:
+                for kk in range(xptr[i], xptr[i + 1]):
+                    acc += xval[kk] * beta[xind[kk]]
+            fixed[i] = acc
         for l in range(nl):
             u[l] = 0.0
         for j in range(p):
@@ -518,7 +525,10 @@ def pirls_one_term(const double[::1] y, const double[::1] wt, const double[::1] 
                 break
             _accept(n, nl, p, eta, mu, me, u, beta, eta_new, mu_new, me_new, u_new, b_new)
             old = pdev
-    return status, it
+        for l in range(nl):
+            ld += log(d[l])
+            d[l] = sqrt(d[l])
+    return status, it, ld
 
 
 cdef double _evaluate(Py_ssize_t n, bint joint, Py_ssize_t p, const double[::1] fixed,

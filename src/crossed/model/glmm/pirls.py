@@ -132,11 +132,15 @@ def pirls_iterations(start: T, u: np.ndarray, beta: np.ndarray, joint: bool,
 
 class _OneTermKernel:
     """What the compiled one-term PIRLS reads besides the rows (built once per problem): X
-    by rows (:func:`~crossed.model.glmm.scalar.csr_rows`), the family's codes and the
-    residual deviance's coefficients, and the workspaces of a call."""
+    by rows (:func:`~crossed.model.glmm.scalar.csr_rows`), the family's codes, the
+    residual deviance's coefficients, the start, and the workspaces of a call."""
 
-    def __init__(self, X: np.ndarray, family: Family, resdev: ResidualDeviance, nl: int):
+    def __init__(self, X: np.ndarray, family: Family, resdev: ResidualDeviance, nl: int,
+                 lp_start: np.ndarray):
         self.xptr, self.xind, self.xval, self.swX = csr_rows(X)
+        self.lp_start = np.ascontiguousarray(lp_start, dtype=float)
+        """The linear predictor (without offset) at R's mustart: the start before lp0."""
+        self.fixed = np.empty(X.shape[0])
         self.link = family.link.kernel
         self.variance = family.kernel
         if self.link < 0 or self.variance < 0:
@@ -219,12 +223,12 @@ class GlmmProblem:
         self.tol = tol
         self.exact = False
         self.maxit = maxit
-        self.y = np.asarray(design.y, dtype=float)
+        self.y = np.ascontiguousarray(design.y, dtype=float)
         self.n = len(self.y)
         self.wt = (np.ones(self.n) if design.weights is None
-                   else np.asarray(design.weights, dtype=float))
+                   else np.ascontiguousarray(design.weights, dtype=float))
         self.offset = (np.zeros(self.n) if design.offset is None
-                       else np.asarray(design.offset, dtype=float))
+                       else np.ascontiguousarray(design.offset, dtype=float))
         self.X = np.asarray(design.X, dtype=float)
         self.p = self.X.shape[1]
         self.blocks = design.random.blocks
@@ -260,7 +264,8 @@ class GlmmProblem:
         self._deviance_terms(mustart)
         if self.scalar1:
             self._s1_kernel = _OneTermKernel(self.X, family, self._resdev_kernel,
-                                             self.blocks[0].nlevels)
+                                             self.blocks[0].nlevels,
+                                             self.eta_start - self.offset)
         self.last: PirlsState | None = None
         self.last_error: PirlsError | None = None
         """Why the latest failed PIRLS of :meth:`deviance0` stopped (lme4's words)."""
@@ -431,34 +436,28 @@ class GlmmProblem:
         codes, nl, zc, ti, _ = self._s1
         k = self._s1_kernel
         assert k is not None  # (one scalar term)
-        p = self.p
         if joint:
-            fixed = self.offset
             lp0 = self.lp0_joint
-            beta_out = np.zeros(p)
+            beta_out = np.zeros(self.p)
         else:
             assert beta is not None
-            fixed = self.offset + self.X @ beta
             lp0 = self.lp0
             beta_out = np.array(beta, dtype=float)
-        eta = self.offset + (self.eta_start - self.offset if lp0 is None else lp0)
         n = self.n
-        mu, me, sw = np.empty(n), np.empty(n), np.empty(n)
-        u, d = np.empty(nl), np.empty(nl)
-        ws = k.workspace(joint)
-        status, it = _scalar.pirls_one_term(
-            self.y, self.wt, np.ascontiguousarray(fixed, dtype=float), k.xptr, k.xind,
-            k.xval, k.swX if joint else k.swX[:0], codes, zc, float(theta[ti]), joint,
-            k.link, k.thresh, k.variance, k.dev_a, k.dev_b, k.dev_c, k.dev_const, self.tol,
-            self.maxit, self.exact, MAX_POLISH, ETA_TOL, eta, mu, me, u, beta_out, d, sw,
-            *ws)
+        eta, mu, me, sw = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+        u, root = np.empty(nl), np.empty(nl)
+        status, it, ld = _scalar.pirls_one_term(
+            self.y, self.wt, self.offset, k.lp_start if lp0 is None else lp0, k.fixed,
+            k.xptr, k.xind, k.xval, k.swX if joint else k.swX[:0], codes, zc,
+            float(theta[ti]), joint, k.link, k.thresh, k.variance, k.dev_a, k.dev_b, k.dev_c,
+            k.dev_const, self.tol, self.maxit, self.exact, MAX_POLISH, ETA_TOL, eta, mu, me,
+            u, beta_out, root, sw, *k.workspace(joint))
         if status:
             if status == 4:
                 raise np.linalg.LinAlgError("Singular matrix")
             raise PirlsError(_KERNEL_ERRORS[status])
-        return PirlsState(u=u, beta=beta_out, eta=eta, mu=mu,
-                          ldL2=float(np.sum(np.log(d))), sqrt_w=sw, iterations=it,
-                          diag=np.sqrt(d))
+        return PirlsState(u=u, beta=beta_out, eta=eta, mu=mu, ldL2=ld, sqrt_w=sw,
+                          iterations=it, diag=root)
 
     # ------------------------------------------------------------------ deviances
     def set_lp0(self, s: PirlsState, joint: bool) -> None:
