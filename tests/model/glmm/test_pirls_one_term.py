@@ -29,12 +29,20 @@ def _cbpp(link: str) -> cx.GlmerFit:
                         family=cx.binomial(link))
 
 
-def _poisson() -> cx.GlmerFit:
+def _poisson(term: str = "1") -> cx.GlmerFit:
     d = pd.read_csv(DATA / "pois_offset.csv")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return cx.glmer("count ~ x + offset(log(exposure)) + (1 | site)", d,
+        return cx.glmer(f"count ~ x + offset(log(exposure)) + ({term} | site)", d,
                         family="poisson")
+
+
+def _model(name: str) -> cx.GlmerFit:
+    if name == "poisson":
+        return _poisson()
+    if name == "poisson_slope":  # a covariate in the term: z_c ≠ 1
+        return _poisson("0 + x")
+    return _cbpp(name)
 
 
 def _outcome(prob: GlmmProblem, x: np.ndarray, joint: bool):
@@ -47,9 +55,9 @@ def _outcome(prob: GlmmProblem, x: np.ndarray, joint: bool):
 
 @pytest.mark.parametrize("exact", [False, True])
 @pytest.mark.parametrize("joint", [False, True])
-@pytest.mark.parametrize("model", ["logit", "probit", "cloglog", "poisson"])
+@pytest.mark.parametrize("model", ["logit", "probit", "cloglog", "poisson", "poisson_slope"])
 def test_compiled_pirls_is_the_general_loop(model: str, joint: bool, exact: bool) -> None:
-    fit = _poisson() if model == "poisson" else _cbpp(model)
+    fit = _model(model)
     compiled, general = (GlmmProblem(fit.design, fit.family) for _ in range(2))
     general.inline_scalar = False
     rng = np.random.default_rng(3)
@@ -80,7 +88,7 @@ def test_compiled_pirls_is_the_general_loop(model: str, joint: bool, exact: bool
 
 @pytest.mark.parametrize("model", ["logit", "poisson"])
 def test_compiled_pirls_stops_at_maxit_with_lme4s_error(model: str) -> None:
-    fit = _poisson() if model == "poisson" else _cbpp(model)
+    fit = _model(model)
     prob = GlmmProblem(fit.design, fit.family)
     prob.maxit = 1
     x0 = np.concatenate([fit.theta, fit.beta])
