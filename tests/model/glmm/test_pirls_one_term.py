@@ -94,3 +94,16 @@ def test_compiled_pirls_stops_at_maxit_with_lme4s_error(model: str) -> None:
     x0 = np.concatenate([fit.theta, fit.beta])
     with pytest.raises(PirlsError, match=r"pwrssUpdate did not converge in \(maxit\)"):
         prob.pirls(x0[:1], x0[1:], joint=False)
+
+
+def test_a_family_the_kernel_does_not_know_takes_the_general_loop() -> None:
+    import dataclasses
+
+    fit = _cbpp("logit")
+    unknown = dataclasses.replace(fit.family.link, kernel=-1)
+    family = dataclasses.replace(fit.family, link=unknown)
+    prob, known = GlmmProblem(fit.design, family), GlmmProblem(fit.design, fit.family)
+    assert prob._s1_kernel is None and known._s1_kernel is not None
+    x0 = np.concatenate([fit.theta, fit.beta])
+    a, b = prob.pirls(x0[:1], x0[1:], joint=False), known.pirls(x0[:1], x0[1:], joint=False)
+    np.testing.assert_allclose(a.u, b.u, rtol=RTOL, atol=RTOL * float(np.max(np.abs(b.u))))

@@ -143,8 +143,6 @@ class _OneTermKernel:
         self.fixed = np.empty(X.shape[0])
         self.link = family.link.kernel
         self.variance = family.kernel
-        if self.link < 0 or self.variance < 0:
-            raise ValueError(f"no compiled PIRLS for the family {family}")
         self.thresh = probit_threshold() if self.link == _scalar.PROBIT else 0.0
         self.dev_a, self.dev_b, self.dev_c = resdev.coefficients
         self.dev_const = float(resdev.constant)
@@ -262,7 +260,8 @@ class GlmmProblem:
         mustart = family.mustart(self.y, self.wt)
         self.eta_start = family.link.linkfun(mustart)
         self._deviance_terms(mustart)
-        if self.scalar1:
+        if self.scalar1 and family.kernel >= 0 and family.link.kernel >= 0:
+            # (a family or link the kernel does not know takes the general loop)
             self._s1_kernel = _OneTermKernel(self.X, family, self._resdev_kernel,
                                              self.blocks[0].nlevels,
                                              self.eta_start - self.offset)
@@ -373,7 +372,7 @@ class GlmmProblem:
               start: PirlsState | None = None) -> PirlsState:
         """Conditional modes at θ (and β; ``joint``: β too) by PIRLS with step halving."""
         theta = np.asarray(theta, dtype=float)
-        if self.scalar1 and start is None and self.inline_scalar:
+        if self._s1_kernel is not None and start is None and self.inline_scalar:
             return self._pirls_s1(theta, beta, joint)
         if joint:
             beta = np.zeros(self.p)
