@@ -333,7 +333,7 @@ def level_pairs(const int64_t[::1] indptr, const int64_t[::1] indices,
     s·q² + a₁·q + a₂ of the level's q x q block, A[e₁]·A[e₂]) as four arrays; ``total``:
     Σ over levels of their entries squared (the caller's count, an upper bound)."""
     cdef Py_ssize_t s, e1, e2, lo, hi, k = 0
-    cdef int64_t base
+    cdef int64_t base, row1
     out_i = np.empty(total, dtype=np.int64)
     out_j = np.empty(total, dtype=np.int64)
     out_g = np.empty(total, dtype=np.int64)
@@ -346,13 +346,13 @@ def level_pairs(const int64_t[::1] indptr, const int64_t[::1] indices,
             hi = indptr[(s + 1) * q]
             base = s * q * q
             for e1 in range(lo, hi):
+                row1 = base + _row_in(indptr, e1, s * q, q) * q
                 for e2 in range(lo, hi):
                     if upper and indices[e1] > indices[e2]:
                         continue
                     oi[k] = indices[e1]
                     oj[k] = indices[e2]
-                    og[k] = base + (_row_in(indptr, e1, s * q, q) * q
-                                    + _row_in(indptr, e2, s * q, q))
+                    og[k] = row1 + _row_in(indptr, e2, s * q, q)
                     ov[k] = data[e1] * data[e2]
                     k += 1
     return out_i[:k], out_j[:k], out_g[:k], out_v[:k]
