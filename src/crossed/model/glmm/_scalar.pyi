@@ -28,7 +28,8 @@ def pirls_one_term(y: np.ndarray, wt: np.ndarray, offset: np.ndarray, lp0: np.nd
                    eta_tol: float, eta: np.ndarray, mu: np.ndarray, me: np.ndarray,
                    u: np.ndarray, beta: np.ndarray, d: np.ndarray, sw: np.ndarray,
                    eta_new: np.ndarray, mu_new: np.ndarray, me_new: np.ndarray,
-                   u_new: np.ndarray, b_new: np.ndarray, ru: np.ndarray, Cw: np.ndarray,
-                   S: np.ndarray, rb: np.ndarray, ipiv: np.ndarray) -> tuple[int, int, float]: ...
+                   u_new: np.ndarray, b_new: np.ndarray, z: np.ndarray, ru: np.ndarray,
+                   Cw: np.ndarray, S: np.ndarray, rb: np.ndarray, no_pairs: np.ndarray
+                   ) -> tuple[int, int, float]: ...
 def residual_deviance(mu: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray
                       ) -> float: ...

@@ -25,14 +25,18 @@ the first factor's levels meet, B_X = θ₁ Z₁ᵀWX):
 4. the system is solved (the lead's columns sparse, the rest by dtrsv) and u₁ recovered
    from its equations.
 
-Only lower triangles are written. BLAS and LAPACK are SciPy's (``cython_blas``,
-``cython_lapack``): the OpenBLAS NumPy and SciPy load.
+Only lower triangles are written. :func:`pirls_one_term` runs the whole PIRLS loop of a
+single scalar term and solves each iteration by the same solve with no later factors;
+:func:`residual_deviance` is the deviance sum every PIRLS adds up. BLAS and LAPACK are
+SciPy's (``cython_blas``, ``cython_lapack``): the OpenBLAS NumPy and SciPy load.
 """
 
 from libc.math cimport INFINITY, erfc, exp, expm1, fabs, fmax, isfinite, log, log1p, sqrt
 from libc.stdint cimport int64_t
 from scipy.linalg.cython_blas cimport dsyrk, dtrsv
-from scipy.linalg.cython_lapack cimport dgesv, dpotrf
+from scipy.linalg.cython_lapack cimport dpotrf
+
+import numpy as np
 
 
 cdef void _syrk_lower(int n, int k, double alpha, double *A, int lda, double beta,
@@ -72,15 +76,36 @@ def scalar_solve(const double[::1] sw, const double[::1] z,
         eliminated sparsely, column j on the later factors' rows
         ``lrow[lptr[j]:lptr[j + 1]]`` (below its diagonal, sorted; with the fill of the
         columns before it) and X's rows.
-    d, r1, vals, vs, BXs, M, rhs, u1 : outputs (M in Fortran order,
-        (rr + p)²; only its lower triangle is written): D, r₁, B_R's entries and them over √d (per pair), B_X / √d (l₁ x p,
-        row-major), the factor (lower), the solution [u_R, β] and u₁.
+    d, r1, vals, vs, BXs, M, rhs, u1 : outputs (M in Fortran order, (rr + p)²; only its
+        lower triangle is written): D, r₁, B_R's entries and them over √d (per pair),
+        B_X / √d (l₁ x p, row-major), the factor (lower), the solution [u_R, β] and u₁.
 
     Returns
     -------
     int
         0, or k > 0 when the leading minor of order k of C is not positive definite.
     """
+    cdef int info
+    with nogil:
+        info = _solve(sw, z, c1, z1, cr, zr, pinv, pcol, pptr, xptr, xind, xval, swX, t1, tr,
+                      p, dl, lptr, lrow, d, r1, vals, vs, BXs, M, rhs, u1)
+    return info
+
+
+cdef int _solve(const double[::1] sw, const double[::1] z,
+                const int64_t[::1] c1, const double[::1] z1,
+                const int64_t[:, ::1] cr, const double[:, ::1] zr,
+                const int64_t[:, ::1] pinv, const int64_t[::1] pcol,
+                const int64_t[::1] pptr,
+                const int64_t[::1] xptr, const int64_t[::1] xind, const double[::1] xval,
+                double[:, ::1] swX,
+                double t1, const double[::1] tr, Py_ssize_t p, Py_ssize_t dl,
+                const int64_t[::1] lptr, const int64_t[::1] lrow,
+                double[::1] d, double[::1] r1, double[::1] vals, double[::1] vs,
+                double[::1] BXs, double[::1, :] M, double[::1] rhs,
+                double[::1] u1) noexcept nogil:
+    """:func:`scalar_solve`'s work (without the GIL; the one-term PIRLS calls it with no
+    later factors)."""
     cdef Py_ssize_t n = sw.shape[0], l1 = d.shape[0], rr = tr.shape[0]
     cdef Py_ssize_t k = cr.shape[0], m = rr + p
     cdef Py_ssize_t i, j, a, b, s, e, e1, e2, kk, k2, ja
@@ -88,145 +113,144 @@ def scalar_solve(const double[::1] sw, const double[::1] z,
     cdef double wi, wz1, zi, za, wza, wx, ds, rs, q, v1, bj, acc, tt = t1 * t1
     cdef int info = 0, mm = <int>m, nrhs = 1, rest, ip = <int>p
     cdef char uplo = b"L", notrans = b"N", trans = b"T", nonunit = b"N"
-    with nogil:
-        for s in range(l1):
-            d[s] = 0.0
-            r1[s] = 0.0
-        for e in range(vals.shape[0]):
-            vals[e] = 0.0
-        for e in range(BXs.shape[0]):
-            BXs[e] = 0.0
-        # M's lower triangle where it is written: the lead's pattern and X's rows, the
-        # rest densely (the lead's other entries stay the zeros of M's first use)
-        for j in range(m):
-            rhs[j] = 0.0
-            if j < dl:
-                M[j, j] = 0.0
-                for e in range(lptr[j], lptr[j + 1]):
-                    M[lrow[e], j] = 0.0
-                for i in range(rr, m):
-                    M[i, j] = 0.0
-            else:
-                for i in range(j, m):
-                    M[i, j] = 0.0
-        # 1. the rows' weighted sums
-        for i in range(n):
-            wi = sw[i] * sw[i]
-            s = c1[i]
-            zi = z[i]
-            wz1 = wi * z1[i]
-            d[s] += wz1 * z1[i]
-            r1[s] += wz1 * zi
-            for a in range(k):
-                ja = cr[a, i]
-                za = zr[a, i] * tr[ja]  # (the column's scale: S Z_Rᵀ W Z_R S)
-                wza = wi * za
-                vals[pinv[a, i]] += wz1 * za
-                rhs[ja] += wza * zi
-                for b in range(a + 1):  # (later factors' columns come later: lower)
-                    M[ja, cr[b, i]] += wza * zr[b, i] * tr[cr[b, i]]
-            if p == 0:
-                continue
-            for kk in range(xptr[i], xptr[i + 1]):
-                j = xind[kk]
-                wx = wi * xval[kk]
-                rhs[rr + j] += wx * zi
-                BXs[s * p + j] += wx * z1[i]
-                for a in range(k):
-                    M[rr + j, cr[a, i]] += wx * zr[a, i] * tr[cr[a, i]]
-                if use_syrk:
-                    swX[i, j] = sw[i] * xval[kk]
-                else:
-                    for k2 in range(xptr[i], kk + 1):
-                        M[rr + j, rr + xind[k2]] += wx * xval[k2]
-        if use_syrk:  # XᵀWX = (√W X)ᵀ(√W X)
-            _syrk_lower(ip, <int>n, 1.0, &swX[0, 0], ip, 1.0, &M[rr, rr], mm)
-        # 2. the first factor's scale: D = θ₁² Z₁ᵀWZ₁ + I, B = θ₁ Z₁ᵀW[Z_R X] S (S, the
-        # later columns' scales, applied in the rows' sums), and C's random part + I
-        for s in range(l1):
-            d[s] = tt * d[s] + 1.0
-            r1[s] *= t1
-        for j in range(rr):
-            M[j, j] += 1.0
-        for e in range(vals.shape[0]):
-            vals[e] *= t1
-        for e in range(BXs.shape[0]):
-            BXs[e] *= t1
-        # ... and the first factor eliminated, level by level
-        for s in range(l1):
-            ds = d[s]
-            rs = sqrt(ds)
-            q = r1[s] / ds
-            for e in range(pptr[s], pptr[s + 1]):
-                rhs[pcol[e]] -= vals[e] * q
-                vs[e] = vals[e] / rs
-            for j in range(p):
-                rhs[rr + j] -= BXs[s * p + j] * q
-                BXs[s * p + j] /= rs
-            for e1 in range(pptr[s], pptr[s + 1]):
-                v1 = vs[e1]
-                ja = pcol[e1]
-                for e2 in range(pptr[s], e1 + 1):
-                    M[ja, pcol[e2]] -= v1 * vs[e2]
-            for j in range(p):
-                bj = BXs[s * p + j]
-                for e in range(pptr[s], pptr[s + 1]):
-                    M[rr + j, pcol[e]] -= bj * vs[e]
-        if p and l1:
-            _syrk_lower(ip, <int>l1, -1.0, &BXs[0], ip, 1.0, &M[rr, rr], mm)
-        # 3. C = L Lᵀ: the sparse lead column by column on its nonzero rows (the later
-        # factors' from lrow, then X's), the rest by dpotrf
-        for j in range(dl):
-            if not M[j, j] > 0.0:
-                info = <int>j + 1
-                break
-            rs = sqrt(M[j, j])
-            M[j, j] = rs
+    for s in range(l1):
+        d[s] = 0.0
+        r1[s] = 0.0
+    for e in range(vals.shape[0]):
+        vals[e] = 0.0
+    for e in range(BXs.shape[0]):
+        BXs[e] = 0.0
+    # M's lower triangle where it is written: the lead's pattern and X's rows, the
+    # rest densely (the lead's other entries stay the zeros of M's first use)
+    for j in range(m):
+        rhs[j] = 0.0
+        if j < dl:
+            M[j, j] = 0.0
             for e in range(lptr[j], lptr[j + 1]):
-                M[lrow[e], j] /= rs
+                M[lrow[e], j] = 0.0
             for i in range(rr, m):
-                M[i, j] /= rs
-            for e1 in range(lptr[j], lptr[j + 1]):
-                v1 = M[lrow[e1], j]
-                for e2 in range(lptr[j], e1 + 1):
-                    M[lrow[e1], lrow[e2]] -= v1 * M[lrow[e2], j]
+                M[i, j] = 0.0
+        else:
+            for i in range(j, m):
+                M[i, j] = 0.0
+    # 1. the rows' weighted sums
+    for i in range(n):
+        wi = sw[i] * sw[i]
+        s = c1[i]
+        zi = z[i]
+        wz1 = wi * z1[i]
+        d[s] += wz1 * z1[i]
+        r1[s] += wz1 * zi
+        for a in range(k):
+            ja = cr[a, i]
+            za = zr[a, i] * tr[ja]  # (the column's scale: S Z_Rᵀ W Z_R S)
+            wza = wi * za
+            vals[pinv[a, i]] += wz1 * za
+            rhs[ja] += wza * zi
+            for b in range(a + 1):  # (later factors' columns come later: lower)
+                M[ja, cr[b, i]] += wza * zr[b, i] * tr[cr[b, i]]
+        if p == 0:
+            continue
+        for kk in range(xptr[i], xptr[i + 1]):
+            j = xind[kk]
+            wx = wi * xval[kk]
+            rhs[rr + j] += wx * zi
+            BXs[s * p + j] += wx * z1[i]
+            for a in range(k):
+                M[rr + j, cr[a, i]] += wx * zr[a, i] * tr[cr[a, i]]
+            if use_syrk:
+                swX[i, j] = sw[i] * xval[kk]
+            else:
+                for k2 in range(xptr[i], kk + 1):
+                    M[rr + j, rr + xind[k2]] += wx * xval[k2]
+    if use_syrk:  # XᵀWX = (√W X)ᵀ(√W X)
+        _syrk_lower(ip, <int>n, 1.0, &swX[0, 0], ip, 1.0, &M[rr, rr], mm)
+    # 2. the first factor's scale: D = θ₁² Z₁ᵀWZ₁ + I, B = θ₁ Z₁ᵀW[Z_R X] S (S, the
+    # later columns' scales, applied in the rows' sums), and C's random part + I
+    for s in range(l1):
+        d[s] = tt * d[s] + 1.0
+        r1[s] *= t1
+    for j in range(rr):
+        M[j, j] += 1.0
+    for e in range(vals.shape[0]):
+        vals[e] *= t1
+    for e in range(BXs.shape[0]):
+        BXs[e] *= t1
+    # ... and the first factor eliminated, level by level
+    for s in range(l1):
+        ds = d[s]
+        rs = sqrt(ds)
+        q = r1[s] / ds
+        for e in range(pptr[s], pptr[s + 1]):
+            rhs[pcol[e]] -= vals[e] * q
+            vs[e] = vals[e] / rs
+        for j in range(p):
+            rhs[rr + j] -= BXs[s * p + j] * q
+            BXs[s * p + j] /= rs
+        for e1 in range(pptr[s], pptr[s + 1]):
+            v1 = vs[e1]
+            ja = pcol[e1]
+            for e2 in range(pptr[s], e1 + 1):
+                M[ja, pcol[e2]] -= v1 * vs[e2]
+        for j in range(p):
+            bj = BXs[s * p + j]
+            for e in range(pptr[s], pptr[s + 1]):
+                M[rr + j, pcol[e]] -= bj * vs[e]
+    if p and l1:
+        _syrk_lower(ip, <int>l1, -1.0, &BXs[0], ip, 1.0, &M[rr, rr], mm)
+    # 3. C = L Lᵀ: the sparse lead column by column on its nonzero rows (the later
+    # factors' from lrow, then X's), the rest by dpotrf
+    for j in range(dl):
+        if not M[j, j] > 0.0:
+            info = <int>j + 1
+            break
+        rs = sqrt(M[j, j])
+        M[j, j] = rs
+        for e in range(lptr[j], lptr[j + 1]):
+            M[lrow[e], j] /= rs
+        for i in range(rr, m):
+            M[i, j] /= rs
+        for e1 in range(lptr[j], lptr[j + 1]):
+            v1 = M[lrow[e1], j]
+            for e2 in range(lptr[j], e1 + 1):
+                M[lrow[e1], lrow[e2]] -= v1 * M[lrow[e2], j]
+        for i in range(rr, m):
+            v1 = M[i, j]
+            for e in range(lptr[j], lptr[j + 1]):
+                M[i, lrow[e]] -= v1 * M[lrow[e], j]
+            for e in range(rr, i + 1):
+                M[i, e] -= v1 * M[e, j]
+    rest = <int>(m - dl)
+    if info == 0 and rest > 0:
+        dpotrf(&uplo, &rest, &M[dl, dl], &mm, &info)
+        if info:
+            info += <int>dl
+    if info == 0:
+        # 4. [u_R, β] = C⁻¹ rhs (L y = rhs, the lead's columns sparse; Lᵀx = y), and
+        # u₁ = (r₁ − √d (B_R/√d u_R + B_X/√d β)) / d
+        for j in range(dl):
+            rhs[j] /= M[j, j]
+            for e in range(lptr[j], lptr[j + 1]):
+                rhs[lrow[e]] -= M[lrow[e], j] * rhs[j]
             for i in range(rr, m):
-                v1 = M[i, j]
-                for e in range(lptr[j], lptr[j + 1]):
-                    M[i, lrow[e]] -= v1 * M[lrow[e], j]
-                for e in range(rr, i + 1):
-                    M[i, e] -= v1 * M[e, j]
-        rest = <int>(m - dl)
-        if info == 0 and rest > 0:
-            dpotrf(&uplo, &rest, &M[dl, dl], &mm, &info)
-            if info:
-                info += <int>dl
-        if info == 0:
-            # 4. [u_R, β] = C⁻¹ rhs (L y = rhs, the lead's columns sparse; Lᵀx = y), and
-            # u₁ = (r₁ − √d (B_R/√d u_R + B_X/√d β)) / d
-            for j in range(dl):
-                rhs[j] /= M[j, j]
-                for e in range(lptr[j], lptr[j + 1]):
-                    rhs[lrow[e]] -= M[lrow[e], j] * rhs[j]
-                for i in range(rr, m):
-                    rhs[i] -= M[i, j] * rhs[j]
-            if rest > 0:
-                dtrsv(&uplo, &notrans, &nonunit, &rest, &M[dl, dl], &mm, &rhs[dl], &nrhs)
-                dtrsv(&uplo, &trans, &nonunit, &rest, &M[dl, dl], &mm, &rhs[dl], &nrhs)
-            for j in range(dl - 1, -1, -1):
-                acc = rhs[j]
-                for e in range(lptr[j], lptr[j + 1]):
-                    acc -= M[lrow[e], j] * rhs[lrow[e]]
-                for i in range(rr, m):
-                    acc -= M[i, j] * rhs[i]
-                rhs[j] = acc / M[j, j]
-            for s in range(l1):
-                acc = 0.0
-                for e in range(pptr[s], pptr[s + 1]):
-                    acc += vs[e] * rhs[pcol[e]]
-                for j in range(p):
-                    acc += BXs[s * p + j] * rhs[rr + j]
-                u1[s] = (r1[s] - sqrt(d[s]) * acc) / d[s]
+                rhs[i] -= M[i, j] * rhs[j]
+        if rest > 0:
+            dtrsv(&uplo, &notrans, &nonunit, &rest, &M[dl, dl], &mm, &rhs[dl], &nrhs)
+            dtrsv(&uplo, &trans, &nonunit, &rest, &M[dl, dl], &mm, &rhs[dl], &nrhs)
+        for j in range(dl - 1, -1, -1):
+            acc = rhs[j]
+            for e in range(lptr[j], lptr[j + 1]):
+                acc -= M[lrow[e], j] * rhs[lrow[e]]
+            for i in range(rr, m):
+                acc -= M[i, j] * rhs[i]
+            rhs[j] = acc / M[j, j]
+        for s in range(l1):
+            acc = 0.0
+            for e in range(pptr[s], pptr[s + 1]):
+                acc += vs[e] * rhs[pcol[e]]
+            for j in range(p):
+                acc += BXs[s * p + j] * rhs[rr + j]
+            u1[s] = (r1[s] - sqrt(d[s]) * acc) / d[s]
     return info
 
 
@@ -261,6 +285,12 @@ LOGIT, PROBIT, CLOGLOG, LOG = 0, 1, 2, 3
 BINOMIAL, POISSON = 0, 1
 
 cdef int _HALVINGS = 20
+
+# no later factors, for _solve from the one-term PIRLS
+cdef const int64_t[:, ::1] _NO_CODES = np.zeros((0, 0), dtype=np.int64)
+cdef const double[:, ::1] _NO_VALUES = np.zeros((0, 0))
+cdef const int64_t[::1] _NO_INDEX = np.zeros(0, dtype=np.int64)
+cdef double[::1] _NO_VALUE = np.zeros(0)
 
 
 cdef inline void _link(int link, double eta, double thresh, double *mu,
@@ -361,27 +391,28 @@ cdef inline double _penalised(Py_ssize_t n, const double *mu, const double *a,
 
 
 def pirls_one_term(const double[::1] y, const double[::1] wt, const double[::1] offset,
-                   const double[::1] lp0, double[::1] fixed, const int64_t[::1] xptr, const int64_t[::1] xind, const double[::1] xval,
-                   double[:, ::1] swX, const int64_t[::1] codes, const double[::1] zc,
-                   double t, bint joint, int link, double thresh, int variance,
-                   const double[::1] dev_a, const double[::1] dev_b,
-                   const double[::1] dev_c, double dev_const, double tol, int maxit,
-                   bint exact, int max_polish, double eta_tol,
+                   const double[::1] lp0, double[::1] fixed, const int64_t[::1] xptr,
+                   const int64_t[::1] xind, const double[::1] xval, double[:, ::1] swX,
+                   const int64_t[::1] codes, const double[::1] zc, double t, bint joint,
+                   int link, double thresh, int variance, const double[::1] dev_a,
+                   const double[::1] dev_b, const double[::1] dev_c, double dev_const,
+                   double tol, int maxit, bint exact, int max_polish, double eta_tol,
                    double[::1] eta, double[::1] mu, double[::1] me, double[::1] u,
                    double[::1] beta, double[::1] d, double[::1] sw,
                    double[::1] eta_new, double[::1] mu_new, double[::1] me_new,
-                   double[::1] u_new, double[::1] b_new, double[::1] ru,
-                   double[::1] Cw, double[::1, :] S, double[::1] rb, int[::1] ipiv):
+                   double[::1] u_new, double[::1] b_new, double[::1] z, double[::1] ru,
+                   double[::1] Cw, double[::1, :] S, double[::1] rb,
+                   const int64_t[::1] no_pairs):
     """lme4's PIRLS (``pwrssUpdate``) for one scalar term, from η = offset + ``lp0`` (the
     stage's start) with u = 0 (and β = 0 when ``joint``, else the fixed β in ``beta``).
 
     Each iteration: the working weights w = wt μ'² / V(μ) (``sw`` = √w) and response
-    z = η − fixed + (y − μ)/μ'; per level d = θ² Σ w z_c² + 1 and r = θ Σ w z_c z; with β
-    (``joint``), C = θ Z_cᵀWX per level, S = XᵀWX − Cᵀ D⁻¹ C (XᵀWX from X's nonzeros, or
-    dsyrk on √W X in ``swX`` when it is not empty; Cᵀ D⁻¹ C by dsyrk) and β from
-    S β = XᵀWz − Cᵀ D⁻¹ r (LAPACK's dgesv); u = (r − Cβ)/d. Then η = fixed + Xβ + z_c θ u,
-    μ, μ' and the penalised deviance; lme4's convergence test, the η-settled polish when
-    ``exact``, and step halving (at most 20) with lme4's errors.
+    z = η − fixed + (y − μ)/μ', and the weighted least squares solved as
+    :func:`scalar_solve` solves it with no later factors (per level d = θ² Σ w z_c² + 1;
+    with β, its Schur complement XᵀWX − Cᵀ D⁻¹ C factored by dpotrf, status 4 where it is
+    not positive definite). Then η = fixed + Xβ + z_c θ u, μ, μ' and the penalised
+    deviance; lme4's convergence test, the η-settled polish when ``exact``, and step
+    halving (at most 20) with lme4's errors.
 
     ``fixed`` (a workspace) holds the offset (``joint``), or offset + Xβ; X in CSR form
     (``xptr``, ``xind``, ``xval``). ``link``: :data:`LOGIT`, :data:`PROBIT`
@@ -389,24 +420,23 @@ def pirls_one_term(const double[::1] y, const double[::1] wt, const double[::1] 
     :data:`BINOMIAL` or :data:`POISSON`; ``dev_a``, ``dev_b``, ``dev_c``, ``dev_const``:
     ``ResidualDeviance``'s coefficients (``dev_b``, ``dev_c`` empty where the family has
     none). The rest are outputs (the final state: η, μ, μ', u, β, and the last solve's
-    √d in ``d`` and √w) and workspaces.
+    √d in ``d`` and √w) and workspaces (``no_pairs``: zeros, one per level and one more).
 
     Returns
     -------
     (int, int, float)
         The status, 0 (converged), 1 (a non-finite penalised deviance after the
-        halvings), 2 (the halvings did not reduce it), 3 (``maxit`` iterations) or 4 (S
-        singular); the number of iterations; log|L|² = Σ log d of the last solve.
+        halvings), 2 (the halvings did not reduce it), 3 (``maxit`` iterations) or 4 (the
+        Schur complement not positive definite); the number of iterations; log|L|² =
+        Σ log d of the last solve.
     """
     cdef Py_ssize_t n = y.shape[0], nl = u.shape[0], p = beta.shape[0] if joint else 0
-    cdef Py_ssize_t i, j, l, s, kk, k2, it = 0
-    cdef int status = 3, halves, polish = 0, info = 0, ip = <int>p, one = 1
-    cdef int il = <int>nl
-    cdef bint use_syrk = joint and p > 0 and swX.shape[0] > 0, done
-    cdef double wi, zi, wz, tt = t * t, old = INFINITY, pdev, acc, moved, size
+    cdef Py_ssize_t i, j, l, kk, it = 0
+    cdef int status = 3, halves, polish = 0
+    cdef bint done
+    cdef double wi, old = INFINITY, pdev, acc, moved, size, ld = 0.0
     cdef const double *bp = &dev_b[0] if dev_b.shape[0] else NULL
     cdef const double *cp = &dev_c[0] if dev_c.shape[0] else NULL
-    cdef double ld = 0.0
     with nogil:
         for i in range(n):  # the start, and the fixed part of η
             eta[i] = offset[i] + lp0[i]
@@ -422,70 +452,20 @@ def pirls_one_term(const double[::1] y, const double[::1] wt, const double[::1] 
             beta[j] = 0.0
         for it in range(1, maxit + 1):
             # the weighted least squares at the current state
-            for l in range(nl):
-                d[l] = 0.0
-                ru[l] = 0.0
-            for kk in range(nl * p):
-                Cw[kk] = 0.0
-            for j in range(p):
-                rb[j] = 0.0
-                for l in range(j, p):
-                    S[l, j] = 0.0
             for i in range(n):
                 if variance == 0:
                     wi = wt[i] * me[i] * me[i] / (mu[i] * (1.0 - mu[i]))
                 else:
                     wi = wt[i] * me[i] * me[i] / mu[i]
                 sw[i] = sqrt(wi)
-                zi = eta[i] - fixed[i] + (y[i] - mu[i]) / me[i]
-                wi = sw[i] * sw[i]
-                wz = wi * zc[i]
-                s = codes[i]
-                d[s] += wz * zc[i]
-                ru[s] += wz * zi
-                if p == 0:
-                    continue
-                for kk in range(xptr[i], xptr[i + 1]):
-                    j = xind[kk]
-                    rb[j] += wi * xval[kk] * zi
-                    Cw[s * p + j] += wz * xval[kk]
-                    if use_syrk:
-                        swX[i, j] = sw[i] * xval[kk]
-                    else:
-                        for k2 in range(xptr[i], kk + 1):
-                            S[j, xind[k2]] += wi * xval[kk] * xval[k2]
-            for l in range(nl):
-                d[l] = tt * d[l] + 1.0
-                ru[l] *= t
-            if p:
-                if use_syrk:
-                    _syrk_lower(ip, <int>n, 1.0, &swX[0, 0], ip, 1.0, &S[0, 0], ip)
-                # S −= Cᵀ D⁻¹ C, rb −= Cᵀ D⁻¹ r (C = θ Z_cᵀWX, scaled here by 1/√d)
-                for l in range(nl):
-                    acc = sqrt(d[l])
-                    for j in range(p):
-                        Cw[l * p + j] *= t
-                        rb[j] -= Cw[l * p + j] * (ru[l] / d[l])
-                        Cw[l * p + j] /= acc
-                _syrk_lower(ip, il, -1.0, &Cw[0], ip, 1.0, &S[0, 0], ip)
-                for j in range(p):
-                    for l in range(j + 1, p):
-                        S[j, l] = S[l, j]
-                    b_new[j] = rb[j]
-                dgesv(&ip, &one, &S[0, 0], &ip, &ipiv[0], &b_new[0], &ip, &info)
-                if info:
-                    status = 4
-                    break
-                for l in range(nl):
-                    acc = 0.0
-                    for j in range(p):
-                        acc += Cw[l * p + j] * b_new[j]
-                    u_new[l] = (ru[l] - sqrt(d[l]) * acc) / d[l]
-            else:
-                for j in range(beta.shape[0]):
-                    b_new[j] = beta[j]
-                for l in range(nl):
-                    u_new[l] = ru[l] / d[l]
+                z[i] = eta[i] - fixed[i] + (y[i] - mu[i]) / me[i]
+            if _solve(sw, z, codes, zc, _NO_CODES, _NO_VALUES, _NO_CODES, _NO_INDEX,
+                      no_pairs, xptr, xind, xval, swX, t, _NO_VALUE, p, 0, _NO_INDEX,
+                      _NO_INDEX, d, ru, _NO_VALUE, _NO_VALUE, Cw, S, rb, u_new):
+                status = 4
+                break
+            for j in range(beta.shape[0]):
+                b_new[j] = rb[j] if joint else beta[j]
             pdev = _evaluate(n, joint, p, fixed, xptr, xind, xval, codes, zc, t, u_new,
                              b_new, link, thresh, dev_a, bp, cp, dev_const, eta_new, mu_new,
                              me_new, nl)

@@ -65,8 +65,8 @@ class PirlsError(ArithmeticError):
 T = TypeVar("T")
 
 
-#: lme4's words for the compiled PIRLS's failures (``_scalar.pirls_one_term``'s status)
-_KERNEL_ERRORS = {1: "PIRLS loop resulted in NaN value",
+#: lme4's words for PIRLS's failures, by the compiled kernel's status (``_scalar.pirls_one_term``)
+_LME4_ERRORS = {1: "PIRLS loop resulted in NaN value",
                   2: "(maxstephalfit) PIRLS step-halvings failed to reduce deviance in "
                      "pwrssUpdate",
                   3: "pwrssUpdate did not converge in (maxit) iterations"}
@@ -77,9 +77,9 @@ def check_halved(pdev: float, old: float, tol: float) -> None:
     ``pdev`` that is not finite, or still above the last one (``old``) by more than
     ``tol``."""
     if not math.isfinite(pdev):
-        raise PirlsError(_KERNEL_ERRORS[1])
+        raise PirlsError(_LME4_ERRORS[1])
     if pdev - old > tol:
-        raise PirlsError(_KERNEL_ERRORS[2])
+        raise PirlsError(_LME4_ERRORS[2])
 
 
 def pirls_iterations(start: T, u: np.ndarray, beta: np.ndarray, joint: bool,
@@ -125,7 +125,7 @@ def pirls_iterations(start: T, u: np.ndarray, beta: np.ndarray, joint: bool,
         state, u, beta = new, u_new, b_new
         old = pdev
     else:
-        raise PirlsError(_KERNEL_ERRORS[3])
+        raise PirlsError(_LME4_ERRORS[3])
     return state, u, beta, it
 
 
@@ -150,14 +150,16 @@ class _OneTermKernel:
         self._work: dict[bool, tuple[np.ndarray, ...]] = {}
 
     def workspace(self, joint: bool) -> tuple[np.ndarray, ...]:
-        """(η, μ, μ' of a step; u and β of a step; r; C; S; XᵀWz; pivots), reused."""
+        """(η, μ, μ' of a step; u and β of a step; z; r; C; S; XᵀWz; the levels' empty
+        pairs), reused."""
         if joint not in self._work:
             n, nl = self.n, self.nl
             p = self.p if joint else 0
             self._work[joint] = (np.empty(n), np.empty(n), np.empty(n), np.empty(nl),
-                                 np.empty(self.p), np.empty(nl), np.empty(max(nl * p, 1)),
+                                 np.empty(self.p), np.empty(n), np.empty(nl),
+                                 np.empty(max(nl * p, 1)),
                                  np.zeros((max(p, 1), max(p, 1)), order="F"),
-                                 np.empty(max(p, 1)), np.zeros(max(p, 1), dtype=np.int32))
+                                 np.empty(max(p, 1)), np.zeros(nl + 1, dtype=np.int64))
         return self._work[joint]
 
 
@@ -454,7 +456,7 @@ class GlmmProblem:
         if status:
             if status == 4:
                 raise np.linalg.LinAlgError("Singular matrix")
-            raise PirlsError(_KERNEL_ERRORS[status])
+            raise PirlsError(_LME4_ERRORS[status])
         return PirlsState(u=u, beta=beta_out, eta=eta, mu=mu, ldL2=ld, sqrt_w=sw,
                           iterations=it, diag=root)
 

@@ -119,7 +119,7 @@ class ScalarSolver:
     """Weighted PLS solves for scalar random-effects blocks (most levels first), each by
     one call of the compiled kernel (:func:`crossed.model.glmm._scalar.scalar_solve`); the
     structure it reads (the pairs of first-factor levels and later columns, X's nonzeros,
-    the diagonal leading block) is built here once."""
+    the sparse lead's pattern) is built here once."""
 
     def __init__(self, blocks: tuple[ReBlock, ...], X: np.ndarray):
         self.blocks = blocks
