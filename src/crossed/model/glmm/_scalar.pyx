@@ -47,18 +47,20 @@ cdef void _syrk_lower(int n, int k, double alpha, double *A, int lda, double bet
         dsyrk(&uplo, &trans, &n, &k, &alpha, A, &lda, &beta, C, &ldc)
 
 
-def scalar_solve(const double[::1] sw, const double[::1] z,
-                 const int64_t[::1] c1, const double[::1] z1,
-                 const int64_t[:, ::1] cr, const double[:, ::1] zr,
-                 const int64_t[:, ::1] pinv, const int64_t[::1] pcol,
-                 const int64_t[::1] pptr,
-                 const int64_t[::1] xptr, const int64_t[::1] xind, const double[::1] xval,
-                 double[:, ::1] swX,
-                 double t1, const double[::1] tr, Py_ssize_t p, Py_ssize_t dl,
-                 const int64_t[::1] lptr, const int64_t[::1] lrow,
-                 double[::1] d, double[::1] r1, double[::1] vals, double[::1] vs,
-                 double[::1] BXs, double[::1, :] M, double[::1] rhs, double[::1] u1):
-    """One PIRLS solve (module docstring), in the caller's arrays.
+cpdef int scalar_solve(const double[::1] sw, const double[::1] z,
+                      const int64_t[::1] c1, const double[::1] z1,
+                      const int64_t[:, ::1] cr, const double[:, ::1] zr,
+                      const int64_t[:, ::1] pinv, const int64_t[::1] pcol,
+                      const int64_t[::1] pptr,
+                      const int64_t[::1] xptr, const int64_t[::1] xind, const double[::1] xval,
+                      double[:, ::1] swX,
+                      double t1, const double[::1] tr, Py_ssize_t p, Py_ssize_t dl,
+                      const int64_t[::1] lptr, const int64_t[::1] lrow,
+                      double[::1] d, double[::1] r1, double[::1] vals, double[::1] vs,
+                      double[::1] BXs, double[::1, :] M, double[::1] rhs,
+                      double[::1] u1) noexcept nogil:
+    """One PIRLS solve (module docstring), in the caller's arrays (the one-term PIRLS
+    calls it with no later factors).
 
     Parameters
     ----------
@@ -85,27 +87,6 @@ def scalar_solve(const double[::1] sw, const double[::1] z,
     int
         0, or k > 0 when the leading minor of order k of C is not positive definite.
     """
-    cdef int info
-    with nogil:
-        info = _solve(sw, z, c1, z1, cr, zr, pinv, pcol, pptr, xptr, xind, xval, swX, t1, tr,
-                      p, dl, lptr, lrow, d, r1, vals, vs, BXs, M, rhs, u1)
-    return info
-
-
-cdef int _solve(const double[::1] sw, const double[::1] z,
-                const int64_t[::1] c1, const double[::1] z1,
-                const int64_t[:, ::1] cr, const double[:, ::1] zr,
-                const int64_t[:, ::1] pinv, const int64_t[::1] pcol,
-                const int64_t[::1] pptr,
-                const int64_t[::1] xptr, const int64_t[::1] xind, const double[::1] xval,
-                double[:, ::1] swX,
-                double t1, const double[::1] tr, Py_ssize_t p, Py_ssize_t dl,
-                const int64_t[::1] lptr, const int64_t[::1] lrow,
-                double[::1] d, double[::1] r1, double[::1] vals, double[::1] vs,
-                double[::1] BXs, double[::1, :] M, double[::1] rhs,
-                double[::1] u1) noexcept nogil:
-    """:func:`scalar_solve`'s work (without the GIL; the one-term PIRLS calls it with no
-    later factors)."""
     cdef Py_ssize_t n = sw.shape[0], l1 = d.shape[0], rr = tr.shape[0]
     cdef Py_ssize_t k = cr.shape[0], m = rr + p
     cdef Py_ssize_t i, j, a, b, s, e, e1, e2, kk, k2, ja
@@ -286,7 +267,7 @@ BINOMIAL, POISSON = 0, 1
 
 cdef int _HALVINGS = 20
 
-# no later factors, for _solve from the one-term PIRLS
+# no later factors, for scalar_solve from the one-term PIRLS
 cdef const int64_t[:, ::1] _NO_CODES = np.zeros((0, 0), dtype=np.int64)
 cdef const double[:, ::1] _NO_VALUES = np.zeros((0, 0))
 cdef const int64_t[::1] _NO_INDEX = np.zeros(0, dtype=np.int64)
@@ -459,7 +440,7 @@ def pirls_one_term(const double[::1] y, const double[::1] wt, const double[::1] 
                     wi = wt[i] * me[i] * me[i] / mu[i]
                 sw[i] = sqrt(wi)
                 z[i] = eta[i] - fixed[i] + (y[i] - mu[i]) / me[i]
-            if _solve(sw, z, codes, zc, _NO_CODES, _NO_VALUES, _NO_CODES, _NO_INDEX,
+            if scalar_solve(sw, z, codes, zc, _NO_CODES, _NO_VALUES, _NO_CODES, _NO_INDEX,
                       no_pairs, xptr, xind, xval, swX, t, _NO_VALUE, p, 0, _NO_INDEX,
                       _NO_INDEX, d, ru, _NO_VALUE, _NO_VALUE, Cw, S, rb, u_new):
                 status = 4
