@@ -313,3 +313,54 @@ def test_probes_move_each_near_bound_theta_alone():
     assert start is not None
     assert start[1] == max(EDGE_PROBES) and start[2] == 0.0 and start[0] == 0.5
     assert _probe_edges(lambda t: float(t @ t), theta, 0.25, lower, LmerControl())[1] is None
+
+
+def test_newton_probe_of_a_passing_check_in_a_flat_valley():
+    """Where lme4's check passes on a small gradient in a nearly flat direction, the
+    Newton step of its derivatives is probed (one evaluation): it is the start of a
+    continuation when it descends, projected onto the bounds; nothing is evaluated where
+    the predicted decrease is below NEWTON_GAIN or the Hessian is not positive definite."""
+    from crossed.engines.native.converge import NEWTON_GAIN, _probe_newton
+    from crossed.model.convergence import ConvergenceCheck
+
+    H = np.diag([20.0, 1e-4])  # the valley: flat along θ[1], its minimum on the bound
+
+    def crit(t: np.ndarray) -> float:
+        d = t - np.array([0.3, -0.2])
+        return float(350.0 + 0.5 * d @ H @ d)
+
+    theta, lower = np.array([0.3, 0.79]), np.array([-np.inf, 0.0])
+    g = H @ (theta - np.array([0.3, -0.2]))  # 9.9e-5: lme4's check passes
+    check = ConvergenceCheck(singular=False, converged=True, gradient=g, hessian=H,
+                             free=np.array([True, True]))
+    tried, start = _probe_newton(crit, theta, crit(theta), lower, check)
+    assert len(tried) == 1 and start is not None
+    np.testing.assert_allclose(start, [0.3, 0.0], atol=1e-12)  # (projected: θ[1] ≥ 0)
+    assert tried[0][1] < crit(theta)
+    # near the optimum: the (projected) step's predicted decrease is below the gain,
+    # nothing is evaluated
+    near = np.array([0.3, 1e-4])
+    g_near = H @ (near - np.array([0.3, -0.2]))
+    step = np.array([0.0, -1e-4])  # (to the bound)
+    assert -(g_near @ step + 0.5 * step @ H @ step) < NEWTON_GAIN * 350.0
+    close = ConvergenceCheck(singular=False, converged=True, gradient=g_near, hessian=H,
+                             free=np.array([True, True]))
+    assert _probe_newton(crit, near, crit(near), lower, close) == ([], None)
+    # not positive definite: no Newton step
+    saddle = ConvergenceCheck(singular=False, converged=True, gradient=g,
+                              hessian=np.diag([20.0, -1e-4]), free=np.array([True, True]))
+    assert _probe_newton(crit, theta, crit(theta), lower, saddle) == ([], None)
+
+
+def test_a_flat_valley_stop_is_continued_to_the_optimum():
+    """A fit whose BOBYQA stop passes lme4's check 2.4e-5 above the optimum on the bound
+    (``tests/engines/test_engine_properties.py``: a correlated slope of a column far from
+    0): the Newton probe continues it, and the continuation is recorded."""
+    from test_engine_properties import EARLY_STOPS, make_case, quiet_lmer
+
+    params = next(p.values[0] for p in EARLY_STOPS if p.id == "gradient-check-8.8e-3")
+    case = make_case(**params)
+    fit = quiet_lmer(case.formula, case.data, reml=True)
+    known = fit.pls.objective(np.array([0.16226, 35.992787, 0.0]), True)
+    assert fit.deviance <= known + 1e-9 * abs(known)
+    assert fit.opt.restarts and fit.opt.probes >= 1
