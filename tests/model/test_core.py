@@ -139,3 +139,60 @@ def test_searchsorted_in_buckets_is_numpys():
         np.searchsorted(keys, query))
     with pytest.raises(ValueError, match="outside the buckets"):
         _core.searchsorted_in_buckets(keys, starts, np.array([width * nb], np.int64), width)
+
+
+@pytest.mark.parametrize("q1", [1, 2])
+def test_one_factor_is_the_steps_it_stands_for(q1):
+    """One evaluation of a one-factor design: B_s in closed form, G of each class's
+    entry, C = A_rr - W g, its Cholesky factor, the log determinants and the pwrss, as
+    NumPy computes them (to rounding); info -1 where a B_s is not positive definite and
+    dpotrf's where C is not."""
+    rng = np.random.default_rng(q1)
+    n, r = 7, 4
+    t = (0.8, -0.3, 0.5) if q1 == 2 else (0.8, 0.0, 0.0)
+    z = rng.normal(size=(n, 5, q1))
+    A = np.einsum("sia,sib->sab", z, z)  # A_s per level
+    a = np.stack([A[:, 0, 0], A[:, 1, 0], A[:, 1, 1]]) if q1 == 2 else A[:, 0, 0][None]
+    src = np.array([0, 2, 3, 5, 6], dtype=np.int64)  # (W's classes: these levels)
+    rows = np.array([i * r + j for i in range(r) for j in range(i, r)], dtype=np.int64)
+    W = rng.uniform(0.0, 0.05, size=(len(rows), len(src) * q1 * q1))
+    M = rng.normal(size=(r, 3 * r))
+    Arr = M @ M.T + r * np.eye(r)
+    first, L = np.empty((q1 if q1 == 1 else 3, n)), np.empty((r, r), order="F")
+    info, ld1, ldrx, pwrss, ratio = _core.one_factor(np.ascontiguousarray(a), *t, W, rows,
+                                                     src, np.zeros(0), Arr, first, L)
+    T = np.array([[t[0], 0.0], [t[1], t[2]]])[:q1, :q1]
+    B = T.T @ A @ T + np.eye(q1)
+    G = T @ np.linalg.inv(B) @ T.T
+    g = G[src].transpose(1, 2, 0).reshape(-1)
+    C = Arr.copy().reshape(-1)
+    C[rows] -= W @ g
+    C = np.triu(C.reshape(r, r))
+    C = C + np.triu(C, 1).T
+    expect = np.linalg.cholesky(C)
+    assert info == 0
+    np.testing.assert_allclose(np.tril(L), expect, rtol=1e-13)
+    assert ld1 == pytest.approx(np.linalg.slogdet(B)[1].sum(), rel=1e-13)
+    assert ldrx == pytest.approx(2.0 * np.log(np.diag(expect)[:-1]).sum(), rel=1e-13)
+    assert pwrss == pytest.approx(expect[-1, -1] ** 2, rel=1e-13)
+    if q1 == 2:
+        np.testing.assert_allclose(first, np.stack([B[:, 0, 0], B[:, 1, 0], B[:, 1, 1]]),
+                                   rtol=1e-14)
+        assert ratio == pytest.approx(
+            np.max(B[:, 0, 0] * B[:, 1, 1] / np.linalg.det(B)), rel=1e-13)
+    else:
+        np.testing.assert_allclose(first[0], np.sqrt(B[:, 0, 0]), rtol=1e-15)
+        assert ratio == 1.0
+    # per class with sizes: the log determinant weighted by them
+    count = np.arange(1.0, n + 1.0)
+    _, ld_w, *_ = _core.one_factor(np.ascontiguousarray(a), *t, W[:, :0], rows[:0],
+                                   np.zeros(0, dtype=np.int64), count, Arr, first, L)
+    assert ld_w == pytest.approx(np.log(np.linalg.det(B)) @ count, rel=1e-13)
+    # failures: a B_s not positive definite (-1), C not positive definite (dpotrf's k)
+    bad = np.ascontiguousarray(a.copy())
+    bad[-1, 3] = -50.0
+    assert _core.one_factor(bad, *t, W, rows, src, np.zeros(0), Arr, first, L)[0] == -1
+    not_pd = Arr.copy()
+    not_pd[2, 2] = -1.0
+    assert _core.one_factor(np.ascontiguousarray(a), *t, W, rows, src, np.zeros(0), not_pd,
+                            first, L)[0] == 3

@@ -476,6 +476,7 @@ def test_first_block_per_class_is_the_per_level_one(formula, monkeypatch):
     assert per_class._classes is not None and len(per_class._classes.a) < 10
     per_level = PLS(design.random.blocks, design.X, design.y, update="sparse")
     per_level._classes = None
+    per_level._one = per_level._one_factor_inputs()  # (its compiled evaluation's, per level)
     thetas = _thetas(design)
     for theta in thetas:
         fc, fl = per_class.factor(theta), per_level.factor(theta)
@@ -495,3 +496,53 @@ def test_first_block_per_class_is_the_per_level_one(formula, monkeypatch):
         # matrix product where objective's is a matrix-vector one: batched.py)
         np.testing.assert_allclose(batched.objectives(per_class, thetas, True),
                                    [per_class.objective(t, True) for t in thetas], rtol=1e-12)
+
+
+@pytest.mark.parametrize(("formula", "classed", "weighted"), [
+    ("y ~ x + (1 | s)", False, False),
+    ("y ~ x + (1 | s)", True, False),  # (levels merged into classes of equal A_s)
+    ("y ~ x + (1 | d)", False, True),  # (prior weights: ldW)
+    ("y ~ x + (1 + x | s)", False, False),
+    ("y ~ x + (1 + x || d)", False, False),
+    ("y ~ 1 + (0 + x | d)", False, True),
+])
+def test_compiled_one_factor_evaluation_is_the_general_one(formula, classed, weighted,
+                                                          monkeypatch):
+    """One grouping factor of one or two columns whose update is a dense map is evaluated
+    in one compiled call (``_core.one_factor``): the factor (L, the first block's
+    matrices, log determinants, pwrss) and so the criterion, β and u are the general
+    path's to rounding, at interior and boundary θ; a θ that is not finite takes the
+    general path (the kernel's failures: ``tests/model/test_core.py``)."""
+    monkeypatch.setattr(sparse_map, "MIN_CLASSED_LEVELS", 0 if classed else 10**9)
+    df = _ratings()
+    design = build_design(parse(formula), df)
+    w = np.random.default_rng(5).uniform(0.5, 2.0, len(df)) if weighted else None
+    pls = PLS.weighted(design.random.blocks, design.X, design.y, w)
+    assert pls._one is not None and (pls.level_classes is not None) == classed
+    general = PLS.weighted(design.random.blocks, design.X, design.y, w)
+    general._one = None
+    lower = design.random.theta_lower
+    thetas = _thetas(design, 6) + [np.where(np.isfinite(lower), 0.0, 1.0)]
+    for theta in thetas:
+        f, g = pls.factor(theta), general.factor(theta)
+        assert f.ok and g.ok
+        r = pls.r
+        low = np.tril_indices(r)
+        np.testing.assert_allclose(f.L[low], g.L[low], rtol=1e-12, atol=1e-12 * np.abs(
+            g.L).max())
+        np.testing.assert_allclose(f.first, g.first, rtol=1e-14,
+                                   atol=1e-15 * np.abs(g.first).max())
+        for name in ("ldL2", "ldRX2", "pwrss"):
+            assert getattr(f, name) == pytest.approx(getattr(g, name), rel=1e-12, abs=1e-12)
+        for reml in (True, False):
+            assert pls.objective(theta, reml) == pytest.approx(
+                general.objective(theta, reml), rel=1e-13)
+        (bf, uf), (bg, ug) = pls.solve(f), general.solve(g)
+        np.testing.assert_allclose(bf, bg, rtol=1e-10)
+        np.testing.assert_allclose(uf[0], ug[0], rtol=1e-9, atol=1e-12)
+    # θ not finite: the general path's value (inf or nan), whatever it is
+    inf_theta = thetas[0].copy()
+    inf_theta[0] = np.inf
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(pls.objective(inf_theta, True),
+                                      general.objective(inf_theta, True))

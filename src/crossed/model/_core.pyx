@@ -27,9 +27,10 @@ two halves of a large W on two threads.
 
 import numpy as np
 
-from libc.math cimport sqrt
+from libc.math cimport INFINITY, log, sqrt
 from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memcpy
 from scipy.linalg.cython_blas cimport dgemv
 from scipy.linalg.cython_lapack cimport dpotrf
 
@@ -357,3 +358,105 @@ def level_pairs(const int64_t[::1] indptr, const int64_t[::1] indices,
                     k += 1
     return out_i[:k], out_j[:k], out_g[:k], out_v[:k]
 
+
+
+def one_factor(const double[:, ::1] a, double t0, double t1, double t2,
+               const double[:, ::1] W, const int64_t[::1] rows, const int64_t[::1] src,
+               const double[::1] count, const double[:, ::1] Arr, double[:, ::1] first,
+               double[::1, :] L):
+    """A whole evaluation of a model with one grouping factor of one or two columns per
+    level whose Schur update is a dense map W (``PLS.factor``'s steps in one call, for
+    the small designs where NumPy's per-call overhead was most of an evaluation).
+
+    ``a``: the levels' (or classes') A_s, one row (q₁ = 1: a_s; ``t0`` the template's
+    θ) or three (q₁ = 2: a₀₀, a₁₀, a₁₁; T = [[t0, 0], [t1, t2]]). Per entry s, B_s =
+    TᵀA_sT + I in closed form (``closed_forms.py``), written into ``first`` (q₁ = 1: √b_s;
+    q₁ = 2: b₀₀, b₁₀, b₁₁); then G_s = T B_s⁻¹ Tᵀ of the entries ``src`` (one per
+    column class of W, entry-major as ``SparseMap.g_vector``), C = A_rr − W g written
+    row-major into the memory of ``L`` (whose lower triangle is then C's upper one, as
+    ``PLS._sparse_schur`` leaves it), and L ← its Cholesky factor (dpotrf).
+
+    Returns (info, log det of the first block (Σ_s log B_s weighted by ``count`` when
+    given; inf where a determinant is not positive), 2 Σ log of L's diagonal but the
+    last, the last pivot squared (the pwrss), the largest Hadamard ratio b₀₀b₁₁ / det B_s
+    (1 for q₁ = 1)). ``info`` is dpotrf's, or -1 when the first block's log determinant
+    is not finite (L then unset).
+
+    Not bit for bit the NumPy steps it stands for (libm's log and sequential sums in
+    place of NumPy's vectorised log and pairwise sums, the 2 x 2 products written out
+    in place of a matrix product): the same criterion to rounding, as ``batched.py``'s.
+    """
+    cdef Py_ssize_t q1 = 1 if a.shape[0] == 1 else 2, n = a.shape[1]
+    cdef Py_ssize_t ncls = src.shape[0], r = L.shape[0], nent = q1 * q1
+    cdef Py_ssize_t s, c, i
+    cdef bint weighted = count.shape[0] > 0
+    cdef double t00 = t0 * t0, t01 = t0 * t1, t02 = t0 * t2, t11 = t1 * t1
+    cdef double t12 = t1 * t2, t22 = t2 * t2
+    cdef double b00, b10, b11, det, logdet = 0.0, amp = 1.0, ratio, i00, i10, i11, v
+    cdef double ldrx = 0.0, pwrss
+    cdef double *g = NULL
+    cdef double *wg = NULL
+    cdef double *C = &L[0, 0]
+    cdef int m, nrows = <int>W.shape[0], one = 1, info = 0, nr = <int>r
+    cdef double alpha = 1.0, beta = 0.0
+    cdef char trans = b"T", uplo = b"L"
+    g = <double *> malloc((ncls * nent + 1) * sizeof(double))
+    wg = <double *> malloc((nrows + 1) * sizeof(double))
+    if g == NULL or wg == NULL:
+        free(g)
+        free(wg)
+        raise MemoryError()
+    try:
+        with nogil:
+            for s in range(n):  # B_s per entry, its log determinant and the ratio
+                if q1 == 1:
+                    b00 = t00 * a[0, s] + 1.0
+                    first[0, s] = sqrt(b00)
+                    det = b00
+                else:
+                    b00 = t00 * a[0, s] + 2.0 * t01 * a[1, s] + t11 * a[2, s] + 1.0
+                    b10 = t02 * a[1, s] + t12 * a[2, s]
+                    b11 = t22 * a[2, s] + 1.0
+                    first[0, s], first[1, s], first[2, s] = b00, b10, b11
+                    det = b00 * b11 - b10 * b10
+                    ratio = b00 * b11 / det
+                    if ratio > amp:
+                        amp = ratio
+                if not det > 0.0:
+                    info = -1
+                    break
+                logdet += log(det) * count[s] if weighted else log(det)
+            if not logdet < INFINITY:
+                info = -1
+            if info == 0:
+                for c in range(ncls):  # G of each class's entry, entry-major
+                    s = src[c]
+                    if q1 == 1:
+                        g[c] = t00 / (t00 * a[0, s] + 1.0)
+                        continue
+                    b00, b10, b11 = first[0, s], first[1, s], first[2, s]
+                    det = b00 * b11 - b10 * b10
+                    i00, i10, i11 = b11 / det, -b10 / det, b00 / det
+                    g[c] = t00 * i00
+                    v = t01 * i00 + t02 * i10
+                    g[ncls + c] = v
+                    g[2 * ncls + c] = v
+                    g[3 * ncls + c] = t11 * i00 + 2.0 * t12 * i10 + t22 * i11
+                memcpy(C, &Arr[0, 0], r * r * sizeof(double))
+                if nrows > 0 and W.shape[1] > 0:  # C[rows] -= W g (dgemv, as map_update)
+                    m = <int>W.shape[1]
+                    dgemv(&trans, &m, &nrows, &alpha, <double *> &W[0, 0], &m, g, &one,
+                          &beta, wg, &one)
+                    for i in range(nrows):
+                        C[rows[i]] -= wg[i]
+                dpotrf(&uplo, &nr, C, &nr, &info)
+            if info == 0:
+                for i in range(r - 1):
+                    ldrx += log(L[i, i])
+                pwrss = L[r - 1, r - 1] * L[r - 1, r - 1]
+    finally:
+        free(g)
+        free(wg)
+    if info != 0:
+        return info, (INFINITY if info < 0 else logdet), INFINITY, INFINITY, amp
+    return 0, logdet, 2.0 * ldrx, pwrss, amp

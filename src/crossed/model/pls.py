@@ -58,7 +58,12 @@ from crossed.model.factor import (
     tri_inverse,
     tri_solve,
 )
-from crossed.model.pwrss import collinear_levels, from_residuals, pivot_cancels
+from crossed.model.pwrss import (
+    collinear_levels,
+    from_residuals,
+    in_repair_range,
+    pivot_cancels,
+)
 from crossed.model.sparse_map import (
     LevelClasses,
     Products,
@@ -181,6 +186,7 @@ class PLS:
     _group_cost: float  # the groups' cost,
     _level_groups: LevelGroups | None  # and the groups of levels
     _classes: LevelClasses | None = None  # the first block evaluated per class (_set_response)
+    _one: tuple[np.ndarray, ...] | None = None  # one compiled call per evaluation (_set_response)
 
     @classmethod
     def of(cls, design: Design, like: PLS | None = None) -> PLS:
@@ -443,6 +449,7 @@ class PLS:
         self._groups = None
         self._map: SparseMap | None = None
         self._classes = None
+        self._one = None
         cheaper = self._group_cost <= self._w_cost and self.l1 * self.q1 * self.r <= 20_000_000
         if self.update == "groups" or (self.update is None and cheaper):
             self._Arr_F = np.asfortranarray(Arr)
@@ -454,11 +461,33 @@ class PLS:
                                          support=self._rest_scalar and self.r_rand > 0,
                                          free=self._free)
             self._classes = LevelClasses.of(self._map, self.A11)
+            self._one = self._one_factor_inputs()
             if self._rest_scalar:  # each entry's scale s_i s_j as a position in θ̃ ⊗ θ̃,
                 # θ̃ = (θ, 1) (the X and y columns' index -1 is the appended 1)
                 k = 2 + max(int(b.theta_index.max()) for b in self.blocks)
                 a, b = self._scale_index[self._map.i] % k, self._scale_index[self._map.j] % k
                 self._scale_pair = a * k + b
+
+    def _one_factor_inputs(self) -> tuple[np.ndarray, ...] | None:
+        """The arrays of a whole evaluation in one compiled call (``_core.one_factor``),
+        or None: for one grouping factor with one or two columns per level whose update is
+        a dense map W (the small designs of :mod:`crossed.model.batched`), as (A_s per
+        level or class as rows of entries, W, its positions, the level standing for each
+        of W's classes, the classes' sizes (empty: per level), A_rr)."""
+        m = self._map
+        if (m is None or self.r_rand or self.q1 > 2 or not isinstance(m.W, np.ndarray)
+                or len(m.parts) > 1):
+            return None
+        classes = self._classes
+        if self.q1 == 1:
+            a = (self._a_1x1 if classes is None else classes.a).reshape(1, -1)
+        else:
+            a = self._a_2x2
+        per_entry = classes is not None or m.identity
+        src = np.arange(a.shape[1]) if per_entry else m.rep
+        count = np.zeros(0) if classes is None else classes.count
+        return tuple(np.ascontiguousarray(v) for v in (
+            a, m.W, m.rows.astype(np.int64), src.astype(np.int64), count, self.Arr))
 
     def _set_sparse_response(self) -> None:
         """The sparse path's A_1r = Z₁ᵀ[Zr X y_c] (sparse)."""
@@ -665,6 +694,10 @@ class PLS:
     def factor(self, theta: np.ndarray) -> Factor:
         """Factor the PLS system at ``theta``; ``ok`` is False if it is not positive definite."""
         theta = np.asarray(theta, dtype=float)
+        if self._one is not None:
+            one = self._factor_one(theta)
+            if one is not None:
+                return one
         chol, G, H, ld1, ok = self.first_block(theta)
         if not ok:
             return Factor(theta=theta, ok=False)
@@ -689,6 +722,35 @@ class PLS:
         f = Factor(theta=theta, ok=True, ldL2=ldL2, ldRX2=ldRX2, pwrss=float(d[-1] ** 2),
                    L=L, first=chol)
         return from_residuals(self, f) if pivot_cancels(self, f.pwrss, chol, theta) else f
+
+    def _factor_one(self, theta: np.ndarray) -> Factor | None:
+        """:meth:`factor` in one compiled call (``_core.one_factor``; designs of
+        :meth:`_one_factor_inputs`): the same steps and the same criterion to rounding.
+        None where a θ is not finite (the closed forms' general form: ``factor``)."""
+        assert self._one is not None  # (the caller's test)
+        a, W, rows, src, count, Arr = self._one
+        if self.q1 == 1:
+            t0, t1, t2 = float(theta[self._t1]), 0.0, 0.0
+            first = np.empty((a.shape[1], 1, 1))  # (√B_s, as first_block leaves them)
+        else:
+            th = theta.tolist() + [0.0]
+            t0, t1, t2 = (th[i] for i in self._t_2x2)
+            first = np.empty(a.shape)  # (B_s's entries)
+        if not (abs(t0) < np.inf and abs(t1) < np.inf and abs(t2) < np.inf):
+            return None
+        L = np.empty((self.r, self.r), order="F")
+        info, ld1, ldRX2, pwrss, amplification = _core.one_factor(
+            a, t0, t1, t2, W, rows, src, count, Arr, first.reshape(a.shape), L)
+        if info != 0:
+            return Factor(theta=theta, ok=False)
+        f = Factor(theta=theta, ok=True, ldL2=ld1 - self.ldW, ldRX2=ldRX2, pwrss=pwrss,
+                   L=L, first=first)
+        # pwrss.pivot_cancels on the ratio the kernel returned (1 for q1 = 1)
+        if self.residual_pwrss != "auto":
+            lost = self.residual_pwrss == "always"
+        else:
+            lost = pwrss > 0 and bool(in_repair_range(self.yc_ss / pwrss * amplification))
+        return from_residuals(self, f) if lost else f
 
     def objective(self, theta: np.ndarray, reml: bool) -> float:
         """Profiled deviance (ML) or REML criterion at ``theta``."""
