@@ -12,12 +12,18 @@ Each function here is one step of :meth:`crossed.model.pls.PLS.factor` on its ow
   (``sparse_map.py``): one pass over W's rows forms W g, scales it and writes it into C;
 - :func:`potrf_lower`: LAPACK's dpotrf on a Fortran-ordered matrix;
 - :func:`upper_products`: the set-up's products of the sparse map, per class of levels
-  (``sparse_map._upper_products``), in one pass without SciPy's product and conversions.
+  (``sparse_map._upper_products``), in one pass without SciPy's product and conversions;
+- :func:`one_factor`: every step of an evaluation at once for one grouping factor of one
+  or two columns per level with a dense map (sleepstudy, and every refit of such a
+  design), where the per-call overheads of the steps above were most of the time.
 
-Each computes what the NumPy/SciPy code it replaced computed, in the same order of
-operations (W g by BLAS's dgemv for a dense W, by rows in index order for a CSR one, as
-scipy's product): criteria are bitwise those of before, so optimisers take the same path.
-Logarithms and their sums stay NumPy's (its own vectorised log and pairwise sums).
+Each of the kernels of one step computes what the NumPy/SciPy code it replaced computed,
+in the same order of operations (W g by BLAS's dgemv for a dense W, by rows in index
+order for a CSR one, as scipy's product): criteria are bitwise those of before, so
+optimisers take the same path. Logarithms and their sums stay NumPy's (its own vectorised
+log and pairwise sums). :func:`one_factor` is the exception: its logarithms are libm's and
+its sums sequential, so its criterion is the general path's to rounding (as
+``batched.py``'s; ``tests/model/test_pls.py``).
 
 BLAS and LAPACK are SciPy's (``scipy.linalg.cython_lapack``): the OpenBLAS that NumPy and
 SciPy already load, so the results depend on the BLAS kernel exactly as the rest of the
