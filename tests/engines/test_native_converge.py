@@ -353,9 +353,11 @@ def test_newton_probe_of_a_passing_check_in_a_flat_valley():
 
 
 def test_a_flat_valley_stop_is_continued_to_the_optimum():
-    """A fit whose BOBYQA stop passes lme4's check 2.4e-5 above the optimum on the bound
+    """A fit whose BOBYQA stop is above the optimum on the bound
     (``tests/engines/test_engine_properties.py``: a correlated slope of a column far from
-    0): the Newton probe continues it, and the continuation is recorded."""
+    0) is continued to it, and the continuation is recorded. Which stop BOBYQA makes
+    depends on the arithmetic: under one NumPy a failed check continues it; under another
+    the check passes 2.4e-5 above the optimum and the Newton probe continues it."""
     from test_engine_properties import EARLY_STOPS, make_case, quiet_lmer
 
     params = next(p.values[0] for p in EARLY_STOPS if p.id == "gradient-check-8.8e-3")
@@ -363,4 +365,4 @@ def test_a_flat_valley_stop_is_continued_to_the_optimum():
     fit = quiet_lmer(case.formula, case.data, reml=True)
     known = fit.pls.objective(np.array([0.16226, 35.992787, 0.0]), True)
     assert fit.deviance <= known + 1e-9 * abs(known)
-    assert fit.opt.restarts and fit.opt.probes >= 1
+    assert fit.opt.restarts
