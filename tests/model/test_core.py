@@ -141,40 +141,63 @@ def test_searchsorted_in_buckets_is_numpys():
         _core.searchsorted_in_buckets(keys, starts, np.array([width * nb], np.int64), width)
 
 
+@pytest.mark.parametrize("csr", [False, True])
+@pytest.mark.parametrize("support", [False, True])
 @pytest.mark.parametrize("q1", [1, 2])
-def test_one_factor_is_the_steps_it_stands_for(q1):
-    """One evaluation of a one-factor design: B_s in closed form, G of each class's
-    entry, C = A_rr - W g, its Cholesky factor, the log determinants and the pwrss, as
-    NumPy computes them (to rounding); info -1 where a B_s is not positive definite and
-    dpotrf's where C is not."""
-    rng = np.random.default_rng(q1)
-    n, r = 7, 4
+def test_small_dense_is_the_steps_it_stands_for(q1, support, csr):
+    """One evaluation of a small design: B_s in closed form, G of each class's entry, C
+    scaled by the later block's θ (A_rr whole, or 0 but on the support), less W g on
+    ``rows``, 1 on the later random effects' diagonal, its Cholesky factor, the log
+    determinants and the pwrss, as NumPy computes them (to rounding); info -1 where a
+    B_s is not positive definite and dpotrf's where C is not."""
+    rng = np.random.default_rng(10 * q1 + 2 * support + csr)
+    n, rr, r = 7, 3, 6  # (a later scalar block of 3 levels, 2 columns of X, y)
     t = (0.8, -0.3, 0.5) if q1 == 2 else (0.8, 0.0, 0.0)
+    theta = np.array([t[0], t[1], t[2], 1.7]) if q1 == 2 else np.array([t[0], 1.7])
+    scale_index = np.array([len(theta) - 1] * rr + [-1] * (r - rr), dtype=np.int64)
     z = rng.normal(size=(n, 5, q1))
     A = np.einsum("sia,sib->sab", z, z)  # A_s per level
     a = np.stack([A[:, 0, 0], A[:, 1, 0], A[:, 1, 1]]) if q1 == 2 else A[:, 0, 0][None]
+    a = np.ascontiguousarray(a)
     src = np.array([0, 2, 3, 5, 6], dtype=np.int64)  # (W's classes: these levels)
     rows = np.array([i * r + j for i in range(r) for j in range(i, r)], dtype=np.int64)
     W = rng.uniform(0.0, 0.05, size=(len(rows), len(src) * q1 * q1))
+    W[rng.random(W.shape) < 0.5] = 0.0
     M = rng.normal(size=(r, 3 * r))
     Arr = M @ M.T + r * np.eye(r)
+    arr = Arr.reshape(-1)[rows] if support else np.zeros(0)
+    Wk = sp.csr_matrix(W) if csr else W
     first, L = np.empty((q1 if q1 == 1 else 3, n)), np.empty((r, r), order="F")
-    info, ld1, ldrx, pwrss, ratio = _core.one_factor(np.ascontiguousarray(a), *t, W, rows,
-                                                     src, np.zeros(0), Arr, first, L)
+
+    per_level = np.zeros(0)
+
+    def run(a=a, Arr=Arr, arr=arr, W=Wk, rows=rows, src=src, count=per_level):
+        return _core.small_dense(a, *t, theta, scale_index, rr, W, rows, src, count, arr,
+                                 Arr, first, L)
+
+    info, ld, ldrx, pwrss, ratio = run()
     T = np.array([[t[0], 0.0], [t[1], t[2]]])[:q1, :q1]
     B = T.T @ A @ T + np.eye(q1)
     G = T @ np.linalg.inv(B) @ T.T
     g = G[src].transpose(1, 2, 0).reshape(-1)
-    C = Arr.copy().reshape(-1)
-    C[rows] -= W @ g
+    sc = np.append(theta, 1.0)[scale_index]
+    S = np.multiply.outer(sc, sc).reshape(-1)
+    C = np.zeros(r * r) if support else Arr.reshape(-1) * S
+    if support:
+        C[rows] = (arr - W @ g) * S[rows]
+    else:
+        C[rows] -= (W @ g) * S[rows]
     C = np.triu(C.reshape(r, r))
-    C = C + np.triu(C, 1).T
+    C = C + np.triu(C, 1).T + np.diag([1.0] * rr + [0.0] * (r - rr))
     expect = np.linalg.cholesky(C)
+    d = np.diag(expect)
     assert info == 0
-    np.testing.assert_allclose(np.tril(L), expect, rtol=1e-13)
-    assert ld1 == pytest.approx(np.linalg.slogdet(B)[1].sum(), rel=1e-13)
-    assert ldrx == pytest.approx(2.0 * np.log(np.diag(expect)[:-1]).sum(), rel=1e-13)
-    assert pwrss == pytest.approx(expect[-1, -1] ** 2, rel=1e-13)
+    np.testing.assert_allclose(np.tril(L), expect, rtol=1e-13, atol=1e-14)
+    np.testing.assert_array_equal(np.triu(L, 1), 0.0)  # (C's strict lower triangle)
+    assert ld == pytest.approx(np.linalg.slogdet(B)[1].sum() + 2 * np.log(d[:rr]).sum(),
+                               rel=1e-13)
+    assert ldrx == pytest.approx(2.0 * np.log(d[rr:-1]).sum(), rel=1e-13)
+    assert pwrss == pytest.approx(d[-1] ** 2, rel=1e-13)
     if q1 == 2:
         np.testing.assert_allclose(first, np.stack([B[:, 0, 0], B[:, 1, 0], B[:, 1, 1]]),
                                    rtol=1e-14)
@@ -183,16 +206,18 @@ def test_one_factor_is_the_steps_it_stands_for(q1):
     else:
         np.testing.assert_allclose(first[0], np.sqrt(B[:, 0, 0]), rtol=1e-15)
         assert ratio == 1.0
-    # per class with sizes: the log determinant weighted by them
+    # per class with sizes: the first block's log determinant weighted by them (no W)
     count = np.arange(1.0, n + 1.0)
-    _, ld_w, *_ = _core.one_factor(np.ascontiguousarray(a), *t, W[:, :0], rows[:0],
-                                   np.zeros(0, dtype=np.int64), count, Arr, first, L)
-    assert ld_w == pytest.approx(np.log(np.linalg.det(B)) @ count, rel=1e-13)
+    _, ld_w, *_ = run(W=np.zeros((0, 0)), rows=rows[:0], src=src[:0], count=count,
+                      arr=arr[:0])
+    d_w = np.diag(L)
+    assert ld_w == pytest.approx(np.log(np.linalg.det(B)) @ count
+                                 + 2 * np.log(d_w[:rr]).sum(), rel=1e-13)
     # failures: a B_s not positive definite (-1), C not positive definite (dpotrf's k)
-    bad = np.ascontiguousarray(a.copy())
+    bad = a.copy()
     bad[-1, 3] = -50.0
-    assert _core.one_factor(bad, *t, W, rows, src, np.zeros(0), Arr, first, L)[0] == -1
-    not_pd = Arr.copy()
-    not_pd[2, 2] = -1.0
-    assert _core.one_factor(np.ascontiguousarray(a), *t, W, rows, src, np.zeros(0), not_pd,
-                            first, L)[0] == 3
+    assert run(a=bad)[0] == -1
+    if not support:
+        not_pd = Arr.copy()
+        not_pd[4, 4] = -1e3
+        assert run(Arr=not_pd)[0] == 5

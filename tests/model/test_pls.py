@@ -505,11 +505,16 @@ def test_first_block_per_class_is_the_per_level_one(formula, monkeypatch):
     ("y ~ x + (1 + x | s)", False, False),
     ("y ~ x + (1 + x || d)", False, False),
     ("y ~ 1 + (0 + x | d)", False, True),
+    ("y ~ x + (1 | s) + (1 | d)", False, False),  # (C on its support: arr)
+    ("y ~ x + (1 | s) + (1 | d)", False, True),
+    ("y ~ x + (1 | d) + (1 | dept)", False, False),  # (C from A_rr whole)
+    ("y ~ x + (1 + x | d) + (1 | dept)", False, True),
 ])
-def test_compiled_one_factor_evaluation_is_the_general_one(formula, classed, weighted,
-                                                          monkeypatch):
-    """One grouping factor of one or two columns whose update is a dense map is evaluated
-    in one compiled call (``_core.one_factor``): the factor (L, the first block's
+def test_compiled_small_evaluation_is_the_general_one(formula, classed, weighted,
+                                                     monkeypatch):
+    """A small design on the dense path (a first block of one or two columns, later
+    blocks scalar, the update by the sparse map, one dpotrf) is evaluated in one compiled
+    call (``_core.small_dense``): the factor (L's lower triangle, the first block's
     matrices, log determinants, pwrss) and so the criterion, β and u are the general
     path's to rounding, at interior and boundary θ; a θ that is not finite takes the
     general path (the kernel's failures: ``tests/model/test_core.py``)."""

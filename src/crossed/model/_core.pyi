@@ -17,6 +17,8 @@ def searchsorted_in_buckets(keys: np.ndarray, starts: np.ndarray, query: np.ndar
 def level_pairs(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, q: int,
                 nlevels: int, upper: bool, total: int
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]: ...
-def one_factor(a: np.ndarray, t0: float, t1: float, t2: float, W: np.ndarray,
-               rows: np.ndarray, src: np.ndarray, count: np.ndarray, Arr: np.ndarray,
-               first: np.ndarray, L: np.ndarray) -> tuple[int, float, float, float, float]: ...
+def small_dense(a: np.ndarray, t0: float, t1: float, t2: float, theta: np.ndarray,
+                scale_index: np.ndarray, rr: int, W: np.ndarray | sp.csr_matrix,
+                rows: np.ndarray, src: np.ndarray, count: np.ndarray, arr: np.ndarray,
+                Arr: np.ndarray, first: np.ndarray, L: np.ndarray
+                ) -> tuple[int, float, float, float, float]: ...

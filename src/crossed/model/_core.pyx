@@ -13,15 +13,17 @@ Each function here is one step of :meth:`crossed.model.pls.PLS.factor` on its ow
 - :func:`potrf_lower`: LAPACK's dpotrf on a Fortran-ordered matrix;
 - :func:`upper_products`: the set-up's products of the sparse map, per class of levels
   (``sparse_map._upper_products``), in one pass without SciPy's product and conversions;
-- :func:`one_factor`: every step of an evaluation at once for one grouping factor of one
-  or two columns per level with a dense map (sleepstudy, and every refit of such a
-  design), where the per-call overheads of the steps above were most of the time.
+- :func:`small_dense`: every step of an evaluation at once for a small design on the
+  dense path (a first factor of one or two columns per level, every later one scalar, a
+  Schur complement of order below ``cholesky.MIN_DIAGONAL``: sleepstudy, blurb's and
+  ner's crossed intercepts, and every refit of them), where the per-call overheads of
+  the steps above were most of the time.
 
 Each of the kernels of one step computes what the NumPy/SciPy code it replaced computed,
 in the same order of operations (W g by BLAS's dgemv for a dense W, by rows in index
 order for a CSR one, as scipy's product): criteria are bitwise those of before, so
 optimisers take the same path. Logarithms and their sums stay NumPy's (its own vectorised
-log and pairwise sums). :func:`one_factor` is the exception: its logarithms are libm's and
+log and pairwise sums). :func:`small_dense` is the exception: its logarithms are libm's and
 its sums sequential, so its criterion is the general path's to rounding (as
 ``batched.py``'s; ``tests/model/test_pls.py``).
 
@@ -36,7 +38,7 @@ import numpy as np
 from libc.math cimport INFINITY, log, sqrt
 from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport free, malloc, realloc
-from libc.string cimport memcpy
+from libc.string cimport memset
 from scipy.linalg.cython_blas cimport dgemv
 from scipy.linalg.cython_lapack cimport dpotrf
 
@@ -62,6 +64,16 @@ def first_block_1x1(const double[::1] a, double t, double[::1] b, double[::1] G,
 cdef inline double _row_csr(const double[::1] data, const int32_t[::1] indices,
                             const int32_t[::1] indptr, Py_ssize_t i,
                             const double[::1] g) noexcept nogil:
+    cdef double v = 0.0
+    cdef Py_ssize_t k
+    for k in range(indptr[i], indptr[i + 1]):
+        v += data[k] * g[indices[k]]
+    return v
+
+
+cdef inline double _row_csr_ptr(const double[::1] data, const int32_t[::1] indices,
+                                const int32_t[::1] indptr, Py_ssize_t i,
+                                const double *g) noexcept nogil:
     cdef double v = 0.0
     cdef Py_ssize_t k
     for k in range(indptr[i], indptr[i + 1]):
@@ -366,51 +378,74 @@ def level_pairs(const int64_t[::1] indptr, const int64_t[::1] indices,
 
 
 
-def one_factor(const double[:, ::1] a, double t0, double t1, double t2,
-               const double[:, ::1] W, const int64_t[::1] rows, const int64_t[::1] src,
-               const double[::1] count, const double[:, ::1] Arr, double[:, ::1] first,
-               double[::1, :] L):
-    """A whole evaluation of a model with one grouping factor of one or two columns per
-    level whose Schur update is a dense map W (``PLS.factor``'s steps in one call, for
-    the small designs where NumPy's per-call overhead was most of an evaluation).
+def small_dense(const double[:, ::1] a, double t0, double t1, double t2,
+                const double[::1] theta, const int64_t[::1] scale_index, Py_ssize_t rr,
+                W, const int64_t[::1] rows, const int64_t[::1] src, const double[::1] count,
+                const double[::1] arr, const double[:, ::1] Arr, double[:, ::1] first,
+                double[::1, :] L):
+    """A whole evaluation of a small design on the dense path in one call: a first
+    grouping factor of one or two columns per level, every later one scalar, the Schur
+    update by the sparse map W (a C-ordered array or a CSR matrix, one part) and a
+    Schur complement factored by one dpotrf (``PLS.factor``'s steps, for the designs
+    where NumPy's per-call overheads were most of an evaluation).
 
-    ``a``: the levels' (or classes') A_s, one row (q₁ = 1: a_s; ``t0`` the template's
+    ``a``: the first block's levels' (or classes') A_s, one row (q₁ = 1: a_s; ``t0`` its
     θ) or three (q₁ = 2: a₀₀, a₁₀, a₁₁; T = [[t0, 0], [t1, t2]]). Per entry s, B_s =
     TᵀA_sT + I in closed form (``closed_forms.py``), written into ``first`` (q₁ = 1: √b_s;
-    q₁ = 2: b₀₀, b₁₀, b₁₁); then G_s = T B_s⁻¹ Tᵀ of the entries ``src`` (one per
-    column class of W, entry-major as ``SparseMap.g_vector``), C = A_rr − W g written
-    row-major into the memory of ``L`` (whose lower triangle is then C's upper one, as
-    ``PLS._sparse_schur`` leaves it), and L ← its Cholesky factor (dpotrf).
+    q₁ = 2: b₀₀, b₁₀, b₁₁); G_s = T B_s⁻¹ Tᵀ of the entries ``src`` (one per class of W's
+    columns, entry-major as ``SparseMap.g_vector``). The scale of C's row or column i is
+    s_i = θ[``scale_index[i]``] (1 where it is -1: X and y); C is formed row-major in
+    the memory of ``L`` (its upper triangle is L's lower one, as
+    ``PLS._sparse_schur`` leaves it; its strict lower triangle is 0 here): with ``arr``
+    (A_rr on the support ``rows``) C = 0 but C[rows] = (arr − W g) s_i s_j, else C =
+    A_rr s_i s_j and C[rows] −= (W g) s_i s_j; then 1 is added on the first ``rr`` diagonal entries (the later
+    random effects) and L ← the Cholesky factor (dpotrf).
 
-    Returns (info, log det of the first block (Σ_s log B_s weighted by ``count`` when
-    given; inf where a determinant is not positive), 2 Σ log of L's diagonal but the
-    last, the last pivot squared (the pwrss), the largest Hadamard ratio b₀₀b₁₁ / det B_s
-    (1 for q₁ = 1)). ``info`` is dpotrf's, or -1 when the first block's log determinant
-    is not finite (L then unset).
+    Returns (info, the random part's log determinant (Σ_s log det B_s, weighted by
+    ``count`` when given, + 2 Σ log L_ii over the first ``rr``), 2 Σ log L_ii over the
+    rest but the last, the last pivot squared (the pwrss), the largest Hadamard ratio
+    b₀₀b₁₁ / det B_s (1 for q₁ = 1)). ``info`` is dpotrf's, or -1 where a B_s is not
+    positive definite (L then unset).
 
-    Not bit for bit the NumPy steps it stands for (libm's log and sequential sums in
-    place of NumPy's vectorised log and pairwise sums, the 2 x 2 products written out
-    in place of a matrix product): the same criterion to rounding, as ``batched.py``'s.
+    Each entry of C is the product :meth:`PLS.factor` forms, in its order (W g by BLAS's
+    dgemv for a dense W, by rows in index order for a CSR one, as ``map_update``), and so
+    is the factor; the logarithms are libm's and their sums sequential (NumPy's own
+    vectorised log and pairwise sums there), and for q₁ = 2 the closed forms' products are
+    written out (a matrix product there): the criterion is ``PLS.factor``'s to rounding,
+    as ``batched.py``'s is.
     """
     cdef Py_ssize_t q1 = 1 if a.shape[0] == 1 else 2, n = a.shape[1]
-    cdef Py_ssize_t ncls = src.shape[0], r = L.shape[0], nent = q1 * q1
-    cdef Py_ssize_t s, c, i
-    cdef bint weighted = count.shape[0] > 0
+    cdef Py_ssize_t ncls = src.shape[0], r = L.shape[0], nent = q1 * q1, nrows = rows.shape[0]
+    cdef Py_ssize_t s, c, i, j, p
+    cdef bint weighted = count.shape[0] > 0, support = arr.shape[0] > 0
+    cdef bint csr = hasattr(W, "indptr")
+    cdef const double[:, ::1] dense
+    cdef const double[::1] data
+    cdef const int32_t[::1] indices, indptr
     cdef double t00 = t0 * t0, t01 = t0 * t1, t02 = t0 * t2, t11 = t1 * t1
     cdef double t12 = t1 * t2, t22 = t2 * t2
     cdef double b00, b10, b11, det, logdet = 0.0, amp = 1.0, ratio, i00, i10, i11, v
-    cdef double ldrx = 0.0, pwrss
+    cdef double ldrand = 0.0, ldrx = 0.0, pwrss = INFINITY
     cdef double *g = NULL
     cdef double *wg = NULL
+    cdef double *sc = NULL
     cdef double *C = &L[0, 0]
-    cdef int m, nrows = <int>W.shape[0], one = 1, info = 0, nr = <int>r
+    cdef int m = 0, nw = <int>nrows, one = 1, info = 0, nr = <int>r
     cdef double alpha = 1.0, beta = 0.0
     cdef char trans = b"T", uplo = b"L"
+    if csr:  # (scipy's index arrays are int32 unless the matrix needs int64)
+        data, indices, indptr = W.data, W.indices.astype("int32", copy=False), \
+            W.indptr.astype("int32", copy=False)
+    else:
+        dense = W
+        m = <int>dense.shape[1]
     g = <double *> malloc((ncls * nent + 1) * sizeof(double))
     wg = <double *> malloc((nrows + 1) * sizeof(double))
-    if g == NULL or wg == NULL:
+    sc = <double *> malloc((r + 1) * sizeof(double))
+    if g == NULL or wg == NULL or sc == NULL:
         free(g)
         free(wg)
+        free(sc)
         raise MemoryError()
     try:
         with nogil:
@@ -448,21 +483,42 @@ def one_factor(const double[:, ::1] a, double t0, double t1, double t2,
                     g[ncls + c] = v
                     g[2 * ncls + c] = v
                     g[3 * ncls + c] = t11 * i00 + 2.0 * t12 * i10 + t22 * i11
-                memcpy(C, &Arr[0, 0], r * r * sizeof(double))
-                if nrows > 0 and W.shape[1] > 0:  # C[rows] -= W g (dgemv, as map_update)
-                    m = <int>W.shape[1]
-                    dgemv(&trans, &m, &nrows, &alpha, <double *> &W[0, 0], &m, g, &one,
+                for i in range(r):
+                    sc[i] = 1.0 if scale_index[i] < 0 else theta[scale_index[i]]
+                memset(C, 0, r * r * sizeof(double))  # (the lower triangle stays 0)
+                if not support:  # A_rr s_i s_j on the upper triangle: all that is read
+                    for i in range(r):
+                        for j in range(i, r):
+                            C[i * r + j] = Arr[i, j] * (sc[i] * sc[j])
+                if not csr and nrows > 0 and m > 0:  # W g (dgemv, as map_update)
+                    dgemv(&trans, &m, &nw, &alpha, <double *> &dense[0, 0], &m, g, &one,
                           &beta, wg, &one)
-                    for i in range(nrows):
-                        C[rows[i]] -= wg[i]
+                for i in range(nrows):
+                    if csr:
+                        v = _row_csr_ptr(data, indices, indptr, i, g)
+                    elif m > 0:
+                        v = wg[i]
+                    else:
+                        v = 0.0
+                    p = rows[i]
+                    if support:
+                        C[p] = (arr[i] - v) * (sc[p // r] * sc[p % r])
+                    else:
+                        C[p] -= v * (sc[p // r] * sc[p % r])
+                for i in range(rr):
+                    C[i * r + i] += 1.0
                 dpotrf(&uplo, &nr, C, &nr, &info)
             if info == 0:
                 for i in range(r - 1):
-                    ldrx += log(L[i, i])
+                    if i < rr:
+                        ldrand += log(L[i, i])
+                    else:
+                        ldrx += log(L[i, i])
                 pwrss = L[r - 1, r - 1] * L[r - 1, r - 1]
     finally:
         free(g)
         free(wg)
+        free(sc)
     if info != 0:
         return info, (INFINITY if info < 0 else logdet), INFINITY, INFINITY, amp
-    return 0, logdet, 2.0 * ldrx, pwrss, amp
+    return 0, logdet + 2.0 * ldrand, 2.0 * ldrx, pwrss, amp

@@ -46,7 +46,7 @@ from scipy.linalg import blas
 from crossed.design.random import ReBlock
 from crossed.model import _core
 from crossed.model.banded import BandedBlocks
-from crossed.model.cholesky import cholesky_lower
+from crossed.model.cholesky import MIN_DIAGONAL, cholesky_lower
 from crossed.model.closed_forms import first_block_2x2, matrices_2x2
 from crossed.model.condvar import conditional_inverse_blocks
 from crossed.model.crossprod import CrossProducts, RowMatrices, sparse_z
@@ -469,13 +469,15 @@ class PLS:
                 self._scale_pair = a * k + b
 
     def _one_factor_inputs(self) -> tuple[np.ndarray, ...] | None:
-        """The arrays of a whole evaluation in one compiled call (``_core.one_factor``),
-        or None: for one grouping factor with one or two columns per level whose update is
-        a dense map W (the small designs of :mod:`crossed.model.batched`), as (A_s per
-        level or class as rows of entries, W, its positions, the level standing for each
-        of W's classes, the classes' sizes (empty: per level), A_rr)."""
+        """The arrays of a whole evaluation in one compiled call (``_core.small_dense``),
+        or None: for a first block of one or two columns per level, every later block
+        scalar, the update by the sparse map W in one part and a Schur complement of order
+        below ``MIN_DIAGONAL`` (one dpotrf: ``cholesky_lower``'s choice there), as (A_s
+        per level or class as rows of entries, W, its positions, the level standing for
+        each of W's classes, the classes' sizes (empty: per level), A_rr on the support
+        (empty: C formed from A_rr whole), A_rr)."""
         m = self._map
-        if (m is None or self.r_rand or self.q1 > 2 or not isinstance(m.W, np.ndarray)
+        if (m is None or self.q1 > 2 or not self._rest_scalar or self.r >= MIN_DIAGONAL
                 or len(m.parts) > 1):
             return None
         classes = self._classes
@@ -486,8 +488,10 @@ class PLS:
         per_entry = classes is not None or m.identity
         src = np.arange(a.shape[1]) if per_entry else m.rep
         count = np.zeros(0) if classes is None else classes.count
-        return tuple(np.ascontiguousarray(v) for v in (
-            a, m.W, m.rows.astype(np.int64), src.astype(np.int64), count, self.Arr))
+        support = m.arr if self.r_rand and m.arr is not None else np.zeros(0)
+        return (np.ascontiguousarray(a), m.W if sp.issparse(m.W) else np.ascontiguousarray(
+            m.W), m.rows.astype(np.int64), src.astype(np.int64), count,
+            np.ascontiguousarray(support), np.ascontiguousarray(self.Arr))
 
     def _set_sparse_response(self) -> None:
         """The sparse path's A_1r = Z₁ᵀ[Zr X y_c] (sparse)."""
@@ -724,23 +728,25 @@ class PLS:
         return from_residuals(self, f) if pivot_cancels(self, f.pwrss, chol, theta) else f
 
     def _factor_one(self, theta: np.ndarray) -> Factor | None:
-        """:meth:`factor` in one compiled call (``_core.one_factor``; designs of
+        """:meth:`factor` in one compiled call (``_core.small_dense``; designs of
         :meth:`_one_factor_inputs`): the same steps and the same criterion to rounding.
         None where a θ is not finite (the closed forms' general form: ``factor``)."""
         assert self._one is not None  # (the caller's test)
-        a, W, rows, src, count, Arr = self._one
+        a, W, rows, src, count, support, Arr = self._one
+        th = theta.tolist()
+        if not all(abs(v) < np.inf for v in th):
+            return None
         if self.q1 == 1:
-            t0, t1, t2 = float(theta[self._t1]), 0.0, 0.0
+            t0, t1, t2 = th[self._t1], 0.0, 0.0
             first = np.empty((a.shape[1], 1, 1))  # (√B_s, as first_block leaves them)
         else:
-            th = theta.tolist() + [0.0]
+            th.append(0.0)
             t0, t1, t2 = (th[i] for i in self._t_2x2)
             first = np.empty(a.shape)  # (B_s's entries)
-        if not (abs(t0) < np.inf and abs(t1) < np.inf and abs(t2) < np.inf):
-            return None
         L = np.empty((self.r, self.r), order="F")
-        info, ld1, ldRX2, pwrss, amplification = _core.one_factor(
-            a, t0, t1, t2, W, rows, src, count, Arr, first.reshape(a.shape), L)
+        info, ld1, ldRX2, pwrss, amplification = _core.small_dense(
+            a, t0, t1, t2, theta, self._scale_index, self.r_rand, W, rows, src, count,
+            support, Arr, first.reshape(a.shape), L)
         if info != 0:
             return Factor(theta=theta, ok=False)
         f = Factor(theta=theta, ok=True, ldL2=ld1 - self.ldW, ldRX2=ldRX2, pwrss=pwrss,
