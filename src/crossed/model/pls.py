@@ -475,10 +475,15 @@ class PLS:
         below ``MIN_DIAGONAL`` (one dpotrf: ``cholesky_lower``'s choice there), as (A_s
         per level or class as rows of entries, W, its positions, the level standing for
         each of W's classes, the classes' sizes (empty: per level), A_rr on the support
-        (empty: C formed from A_rr whole), A_rr)."""
+        (empty: C formed from A_rr whole), A_rr).
+
+        Not where the pwrss is taken from the residuals at every θ (nearly collinear
+        levels, ``residual_pwrss`` "always"; as ``batched.py``): there each evaluation
+        is dominated by that solve, and it keeps the steps' own arithmetic on the designs
+        whose optimum is most sensitive to rounding."""
         m = self._map
         if (m is None or self.q1 > 2 or not self._rest_scalar or self.r >= MIN_DIAGONAL
-                or len(m.parts) > 1):
+                or len(m.parts) > 1 or self.residual_pwrss == "always"):
             return None
         classes = self._classes
         if self.q1 == 1:
@@ -751,12 +756,12 @@ class PLS:
             return Factor(theta=theta, ok=False)
         f = Factor(theta=theta, ok=True, ldL2=ld1 - self.ldW, ldRX2=ldRX2, pwrss=pwrss,
                    L=L, first=first)
-        # pwrss.pivot_cancels on the ratio the kernel returned (1 for q1 = 1)
-        if self.residual_pwrss != "auto":
-            lost = self.residual_pwrss == "always"
-        else:
-            lost = pwrss > 0 and bool(in_repair_range(self.yc_ss / pwrss * amplification))
-        return from_residuals(self, f) if lost else f
+        # pwrss.pivot_cancels on the ratio the kernel returned (1 for q1 = 1; never
+        # "always" here)
+        if self.residual_pwrss == "auto" and pwrss > 0 and in_repair_range(
+                self.yc_ss / pwrss * amplification):
+            return from_residuals(self, f)
+        return f
 
     def objective(self, theta: np.ndarray, reml: bool) -> float:
         """Profiled deviance (ML) or REML criterion at ``theta``."""
