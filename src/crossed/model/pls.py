@@ -36,6 +36,7 @@ factors it by QDLDL; its factorisations are :class:`SparseFactor`, which ``solve
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import TYPE_CHECKING, cast
 
@@ -739,14 +740,15 @@ class PLS:
         assert self._one is not None  # (the caller's test)
         a, W, rows, src, count, support, Arr = self._one
         th = theta.tolist()
-        if not all(abs(v) < np.inf for v in th):
+        if not math.isfinite(sum(th)):  # (an overflowing sum as well: the general path)
             return None
         if self.q1 == 1:
             t0, t1, t2 = th[self._t1], 0.0, 0.0
             first = np.empty((a.shape[1], 1, 1))  # (√B_s, as first_block leaves them)
         else:
             th.append(0.0)
-            t0, t1, t2 = (th[i] for i in self._t_2x2)
+            i0, i1, i2 = self._t_2x2
+            t0, t1, t2 = th[i0], th[i1], th[i2]
             first = np.empty(a.shape)  # (B_s's entries)
         L = np.empty((self.r, self.r), order="F")
         info, ld1, ldRX2, pwrss, amplification = _core.small_dense(
