@@ -476,7 +476,8 @@ def test_first_block_per_class_is_the_per_level_one(formula, monkeypatch):
     assert per_class._classes is not None and len(per_class._classes.a) < 10
     per_level = PLS(design.random.blocks, design.X, design.y, update="sparse")
     per_level._classes = None
-    per_level._one = per_level._one_factor_inputs()  # (its compiled evaluation's, per level)
+    per_level._small = per_level._small_dense_inputs()  # (the compiled evaluation's, per
+    # level)
     thetas = _thetas(design)
     for theta in thetas:
         fc, fl = per_class.factor(theta), per_level.factor(theta)
@@ -523,9 +524,9 @@ def test_compiled_small_evaluation_is_the_general_one(formula, classed, weighted
     design = build_design(parse(formula), df)
     w = np.random.default_rng(5).uniform(0.5, 2.0, len(df)) if weighted else None
     pls = PLS.weighted(design.random.blocks, design.X, design.y, w)
-    assert pls._one is not None and (pls.level_classes is not None) == classed
+    assert pls._small is not None and (pls.level_classes is not None) == classed
     general = PLS.weighted(design.random.blocks, design.X, design.y, w)
-    general._one = None
+    general._small = None
     lower = design.random.theta_lower
     thetas = _thetas(design, 6) + [np.where(np.isfinite(lower), 0.0, 1.0)]
     for theta in thetas:

@@ -187,7 +187,8 @@ class PLS:
     _group_cost: float  # the groups' cost,
     _level_groups: LevelGroups | None  # and the groups of levels
     _classes: LevelClasses | None = None  # the first block evaluated per class (_set_response)
-    _one: tuple[np.ndarray, ...] | None = None  # one compiled call per evaluation (_set_response)
+    _small: tuple[np.ndarray, ...] | None = None  # a small design's evaluation in one
+    # compiled call: its inputs (_set_response)
 
     @classmethod
     def of(cls, design: Design, like: PLS | None = None) -> PLS:
@@ -450,7 +451,7 @@ class PLS:
         self._groups = None
         self._map: SparseMap | None = None
         self._classes = None
-        self._one = None
+        self._small = None
         cheaper = self._group_cost <= self._w_cost and self.l1 * self.q1 * self.r <= 20_000_000
         if self.update == "groups" or (self.update is None and cheaper):
             self._Arr_F = np.asfortranarray(Arr)
@@ -462,14 +463,14 @@ class PLS:
                                          support=self._rest_scalar and self.r_rand > 0,
                                          free=self._free)
             self._classes = LevelClasses.of(self._map, self.A11)
-            self._one = self._one_factor_inputs()
+            self._small = self._small_dense_inputs()
             if self._rest_scalar:  # each entry's scale s_i s_j as a position in θ̃ ⊗ θ̃,
                 # θ̃ = (θ, 1) (the X and y columns' index -1 is the appended 1)
                 k = 2 + max(int(b.theta_index.max()) for b in self.blocks)
                 a, b = self._scale_index[self._map.i] % k, self._scale_index[self._map.j] % k
                 self._scale_pair = a * k + b
 
-    def _one_factor_inputs(self) -> tuple[np.ndarray, ...] | None:
+    def _small_dense_inputs(self) -> tuple[np.ndarray, ...] | None:
         """The arrays of a whole evaluation in one compiled call (``_core.small_dense``),
         or None: for a first block of one or two columns per level, every later block
         scalar, the update by the sparse map W in one part and a Schur complement of order
@@ -704,10 +705,10 @@ class PLS:
     def factor(self, theta: np.ndarray) -> Factor:
         """Factor the PLS system at ``theta``; ``ok`` is False if it is not positive definite."""
         theta = np.asarray(theta, dtype=float)
-        if self._one is not None:
-            one = self._factor_one(theta)
-            if one is not None:
-                return one
+        if self._small is not None:
+            small = self._factor_small_dense(theta)
+            if small is not None:
+                return small
         chol, G, H, ld1, ok = self.first_block(theta)
         if not ok:
             return Factor(theta=theta, ok=False)
@@ -733,12 +734,12 @@ class PLS:
                    L=L, first=chol)
         return from_residuals(self, f) if pivot_cancels(self, f.pwrss, chol, theta) else f
 
-    def _factor_one(self, theta: np.ndarray) -> Factor | None:
+    def _factor_small_dense(self, theta: np.ndarray) -> Factor | None:
         """:meth:`factor` in one compiled call (``_core.small_dense``; designs of
-        :meth:`_one_factor_inputs`): the same steps and the same criterion to rounding.
+        :meth:`_small_dense_inputs`): the same steps and the same criterion to rounding.
         None where a θ is not finite (the closed forms' general form: ``factor``)."""
-        assert self._one is not None  # (the caller's test)
-        a, W, rows, src, count, support, Arr = self._one
+        assert self._small is not None  # (the caller's test)
+        a, W, rows, src, count, support, Arr = self._small
         th = theta.tolist()
         if not math.isfinite(sum(th)):  # (an overflowing sum as well: the general path)
             return None
