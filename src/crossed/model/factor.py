@@ -4,6 +4,7 @@ and the triangular solves used on its factors. :class:`crossed.model.pls.PLS` ma
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -11,8 +12,8 @@ from scipy.linalg import lapack
 
 from crossed.model.closed_forms import criterion
 
-__all__ = ["Factor", "basis_inverse", "deviance_at", "in_basis", "profiled_deviance",
-           "tri_inverse", "tri_solve"]
+__all__ = ["Factor", "basis_inverse", "deviance_at", "in_basis", "lower_triangle",
+           "profiled_deviance", "tri_inverse", "tri_solve"]
 
 
 def tri_solve(L: np.ndarray, B: np.ndarray, trans: bool = False) -> np.ndarray:
@@ -38,14 +39,32 @@ def basis_inverse(R: np.ndarray) -> np.ndarray:
     return np.asarray(np.linalg.solve(R, np.eye(len(R))))
 
 
+@functools.lru_cache(maxsize=32)
+def _strict_upper(n: int) -> np.ndarray:
+    """The strict upper triangle of an n x n matrix as a boolean mask (read-only)."""
+    mask = np.triu(np.ones((n, n), dtype=bool), 1)
+    mask.flags.writeable = False
+    return mask
+
+
+def lower_triangle(A: np.ndarray) -> np.ndarray:
+    """A C-ordered copy of square ``A`` with its strict upper triangle zeroed (``np.tril``
+    by a cached mask: the small matrices of the inference's derivatives, thousands of
+    times)."""
+    out = np.array(A, dtype=float, order="C")
+    out[_strict_upper(out.shape[0])] = 0.0
+    return out
+
+
 def tri_inverse(L: np.ndarray) -> np.ndarray:
-    """Inverse of a lower-triangular matrix (LAPACK dtrtri)."""
+    """Inverse of a lower-triangular matrix (LAPACK dtrtri; only L's lower triangle is
+    read)."""
     if L.shape[0] == 0:
         return np.zeros((0, 0))
     inv, info = lapack.dtrtri(L, lower=1)
     if info != 0:
         raise np.linalg.LinAlgError(f"singular triangular factor (dtrtri info={info})")
-    return np.tril(inv)
+    return lower_triangle(inv)
 
 
 @dataclass

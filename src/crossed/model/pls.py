@@ -55,6 +55,7 @@ from crossed.model.factor import (
     Factor,
     deviance_at,
     in_basis,
+    lower_triangle,
     profiled_deviance,
     tri_inverse,
     tri_solve,
@@ -827,4 +828,4 @@ class PLS:
             return SparseSchur.rx(f)
         rr = self.r_rand
         assert f.L is not None  # an ok factorisation
-        return np.ascontiguousarray(np.tril(f.L[rr:-1, rr:-1]))
+        return lower_triangle(f.L[rr:-1, rr:-1])
