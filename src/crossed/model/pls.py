@@ -60,12 +60,7 @@ from crossed.model.factor import (
     tri_inverse,
     tri_solve,
 )
-from crossed.model.pwrss import (
-    collinear_levels,
-    from_residuals,
-    in_repair_range,
-    pivot_cancels,
-)
+from crossed.model.pwrss import collinear_levels, from_residuals, pivot_cancels
 from crossed.model.sparse_map import (
     LevelClasses,
     Products,
@@ -760,12 +755,8 @@ class PLS:
             return Factor(theta=theta, ok=False)
         f = Factor(theta=theta, ok=True, ldL2=ld1 - self.ldW, ldRX2=ldRX2, pwrss=pwrss,
                    L=L, first=first)
-        # pwrss.pivot_cancels on the ratio the kernel returned (1 for q1 = 1; never
-        # "always" here)
-        if self.residual_pwrss == "auto" and pwrss > 0 and in_repair_range(
-                self.yc_ss / pwrss * amplification):
-            return from_residuals(self, f)
-        return f
+        lost = pivot_cancels(self, pwrss, amplification=amplification)
+        return from_residuals(self, f) if lost else f
 
     def objective(self, theta: np.ndarray, reml: bool) -> float:
         """Profiled deviance (ML) or REML criterion at ``theta``."""

@@ -106,7 +106,8 @@ def collinear_levels(A: np.ndarray) -> bool:
 
 
 def pivot_cancels(pls: ResidualForm, pwrss: float, first: np.ndarray | None = None,
-                  theta: np.ndarray | None = None) -> bool:
+                  theta: np.ndarray | None = None, amplification: float | None = None
+                  ) -> bool:
     """Whether a factor's pwrss, its last squared pivot, has lost digits to
     cancellation and is to be recomputed from the residuals.
 
@@ -114,7 +115,8 @@ def pivot_cancels(pls: ResidualForm, pwrss: float, first: np.ndarray | None = No
     explain, so it loses the digits of their ratio ρ = yᵀy / pwrss, and where the first
     block has two columns also those its per-level solves lose: the largest Hadamard
     ratio b₀₀b₁₁ / det B_s of its matrices (``first``: their entries, ``first_block``'s
-    for q₁ = 2, at ``theta``; computed where a bound of it from θ can reach the limit).
+    for q₁ = 2, at ``theta``; computed where a bound of it from θ can reach the limit;
+    or that ratio itself, ``amplification``, where the caller has it: 1 for q₁ = 1).
     Recomputed where the product reaches ``CANCELLATION_LIMIT`` (the
     reference cases: at most 70) and is below ``BEYOND_REPAIR``, and always with
     ``pls.residual_pwrss == "always"`` (nearly collinear levels: :func:`collinear_levels`)."""
@@ -123,7 +125,9 @@ def pivot_cancels(pls: ResidualForm, pwrss: float, first: np.ndarray | None = No
     if not pwrss > 0:
         return False  # (not positive definite: the caller's business)
     rho = pls.yc_ss / pwrss
-    if first is not None and pls.q1 == 2 and pls.band is None and (
+    if amplification is not None:
+        rho *= amplification
+    elif first is not None and pls.q1 == 2 and pls.band is None and (
             theta is None or rho * _ratio_bound(pls, theta) >= CANCELLATION_LIMIT):
         rho *= float(amplification_2x2(first))
     return bool(in_repair_range(rho))
