@@ -61,24 +61,39 @@ def first_block_1x1(const double[::1] a, double t, double[::1] b, double[::1] G,
             H[s] = t / rs
 
 
-cdef inline double _row_csr(const double[::1] data, const int32_t[::1] indices,
-                            const int32_t[::1] indptr, Py_ssize_t i,
-                            const double[::1] g) noexcept nogil:
-    cdef double v = 0.0
-    cdef Py_ssize_t k
-    for k in range(indptr[i], indptr[i + 1]):
-        v += data[k] * g[indices[k]]
-    return v
+_NO_DENSE = np.zeros((0, 0))
+_NO_VALUES = np.zeros(0)
+_NO_INDEX32 = np.zeros(0, dtype=np.int32)
 
 
-cdef inline double _row_csr_ptr(const double[::1] data, const int32_t[::1] indices,
-                                const int32_t[::1] indptr, Py_ssize_t i,
-                                const double *g) noexcept nogil:
-    cdef double v = 0.0
-    cdef Py_ssize_t k
-    for k in range(indptr[i], indptr[i + 1]):
-        v += data[k] * g[indices[k]]
-    return v
+def _csr_arrays(W):
+    """A CSR W's (data, indices, indptr) as the kernels read them (scipy's index arrays
+    are int32 unless the matrix needs int64)."""
+    return (W.data, W.indices.astype("int32", copy=False),
+            W.indptr.astype("int32", copy=False))
+
+
+cdef void _map_product(bint csr, const double[:, ::1] dense, const double[::1] data,
+                       const int32_t[::1] indices, const int32_t[::1] indptr,
+                       Py_ssize_t nrows, const double *g, double *wg) noexcept nogil:
+    """wg = W g over W's ``nrows`` rows: by BLAS's dgemv for a dense W, row by row in
+    index order for a CSR one (as scipy's product)."""
+    cdef Py_ssize_t i, k
+    cdef int m = <int>dense.shape[1], n = <int>nrows, one = 1
+    cdef double alpha = 1.0, beta = 0.0, v
+    cdef char trans = b"T"
+    if csr:
+        for i in range(nrows):
+            v = 0.0
+            for k in range(indptr[i], indptr[i + 1]):
+                v += data[k] * g[indices[k]]
+            wg[i] = v
+    elif nrows > 0 and m > 0:
+        dgemv(&trans, &m, &n, &alpha, <double *> &dense[0, 0], &m, g, &one, &beta, wg,
+              &one)
+    else:
+        for i in range(nrows):
+            wg[i] = 0.0
 
 
 def map_update(W, const double[::1] g, const int64_t[::1] rows, Py_ssize_t lo, Py_ssize_t hi,
@@ -90,43 +105,31 @@ def map_update(W, const double[::1] g, const int64_t[::1] rows, Py_ssize_t lo, P
     u_i = (W g)_i times ``table[pair[i]]`` (the entry's scale s_a s_b; ``pair`` empty:
     1); then with ``arr`` (A_rr on the support, C assembled there alone)
     ``out[rows[i]] = (arr[i] - (W g)_i) * scale``, else ``out[rows[i]] -= u_i``."""
-    cdef const double[:, ::1] dense
-    cdef const double[::1] data
-    cdef const int32_t[::1] indices, indptr
+    cdef const double[:, ::1] dense = _NO_DENSE
+    cdef const double[::1] data = _NO_VALUES
+    cdef const int32_t[::1] indices = _NO_INDEX32, indptr = _NO_INDEX32
     cdef bint csr = hasattr(W, "indptr")
     cdef bint support = arr.shape[0] > 0, scaled = pair.shape[0] > 0
     cdef Py_ssize_t i
-    cdef double v, scale
+    cdef double scale
     cdef double *wg = NULL
-    cdef int m, n, one = 1
-    cdef double alpha = 1.0, beta = 0.0
-    cdef char trans = b"T"
-    if csr:  # (scipy's index arrays are int32 unless the matrix needs int64)
-        data, indices, indptr = W.data, W.indices.astype("int32", copy=False), \
-            W.indptr.astype("int32", copy=False)
+    if csr:
+        data, indices, indptr = _csr_arrays(W)
     else:
         dense = W
-        if hi > lo and dense.shape[1] > 0:  # W g by BLAS (dgemv on W's rows lo:hi)
-            wg = <double *> malloc((hi - lo) * sizeof(double))
-            if wg == NULL:
-                raise MemoryError()
-            m, n = <int>dense.shape[1], <int>(hi - lo)
-            dgemv(&trans, &m, &n, &alpha, <double *> &dense[0, 0], &m, <double *> &g[0],
-                  &one, &beta, wg, &one)
+    wg = <double *> malloc((hi - lo + 1) * sizeof(double))
+    if wg == NULL:
+        raise MemoryError()
     try:
         with nogil:
+            _map_product(csr, dense, data, indices, indptr, hi - lo,
+                         &g[0] if g.shape[0] else NULL, wg)
             for i in range(lo, hi):
-                if csr:
-                    v = _row_csr(data, indices, indptr, i - lo, g)
-                elif wg != NULL:
-                    v = wg[i - lo]
-                else:
-                    v = 0.0
                 scale = table[pair[i]] if scaled else 1.0
                 if support:
-                    out[rows[i]] = (arr[i] - v) * scale
+                    out[rows[i]] = (arr[i] - wg[i - lo]) * scale
                 else:
-                    out[rows[i]] -= v * scale
+                    out[rows[i]] -= wg[i - lo] * scale
     finally:
         free(wg)
 
@@ -377,7 +380,6 @@ def level_pairs(const int64_t[::1] indptr, const int64_t[::1] indices,
     return out_i[:k], out_j[:k], out_g[:k], out_v[:k]
 
 
-
 def small_dense(const double[:, ::1] a, double t0, double t1, double t2,
                 const double[::1] theta, const int64_t[::1] scale_index, Py_ssize_t rr,
                 W, const int64_t[::1] rows, const int64_t[::1] src, const double[::1] count,
@@ -419,9 +421,9 @@ def small_dense(const double[:, ::1] a, double t0, double t1, double t2,
     cdef Py_ssize_t s, c, i, j, p
     cdef bint weighted = count.shape[0] > 0, support = arr.shape[0] > 0
     cdef bint csr = hasattr(W, "indptr")
-    cdef const double[:, ::1] dense
-    cdef const double[::1] data
-    cdef const int32_t[::1] indices, indptr
+    cdef const double[:, ::1] dense = _NO_DENSE
+    cdef const double[::1] data = _NO_VALUES
+    cdef const int32_t[::1] indices = _NO_INDEX32, indptr = _NO_INDEX32
     cdef double t00 = t0 * t0, t01 = t0 * t1, t02 = t0 * t2, t11 = t1 * t1
     cdef double t12 = t1 * t2, t22 = t2 * t2
     cdef double b00, b10, b11, det, logdet = 0.0, amp = 1.0, ratio, i00, i10, i11, v
@@ -430,15 +432,12 @@ def small_dense(const double[:, ::1] a, double t0, double t1, double t2,
     cdef double *wg = NULL
     cdef double *sc = NULL
     cdef double *C = &L[0, 0]
-    cdef int m = 0, nw = <int>nrows, one = 1, info = 0, nr = <int>r
-    cdef double alpha = 1.0, beta = 0.0
-    cdef char trans = b"T", uplo = b"L"
-    if csr:  # (scipy's index arrays are int32 unless the matrix needs int64)
-        data, indices, indptr = W.data, W.indices.astype("int32", copy=False), \
-            W.indptr.astype("int32", copy=False)
+    cdef int info = 0, nr = <int>r
+    cdef char uplo = b"L"
+    if csr:
+        data, indices, indptr = _csr_arrays(W)
     else:
         dense = W
-        m = <int>dense.shape[1]
     g = <double *> malloc((ncls * nent + 1) * sizeof(double))
     wg = <double *> malloc((nrows + 1) * sizeof(double))
     sc = <double *> malloc((r + 1) * sizeof(double))
@@ -490,21 +489,14 @@ def small_dense(const double[:, ::1] a, double t0, double t1, double t2,
                     for i in range(r):
                         for j in range(i, r):
                             C[i * r + j] = Arr[i, j] * (sc[i] * sc[j])
-                if not csr and nrows > 0 and m > 0:  # W g (dgemv, as map_update)
-                    dgemv(&trans, &m, &nw, &alpha, <double *> &dense[0, 0], &m, g, &one,
-                          &beta, wg, &one)
+                _map_product(csr, dense, data, indices, indptr, nrows, g, wg)  # (as
+                # map_update)
                 for i in range(nrows):
-                    if csr:
-                        v = _row_csr_ptr(data, indices, indptr, i, g)
-                    elif m > 0:
-                        v = wg[i]
-                    else:
-                        v = 0.0
                     p = rows[i]
                     if support:
-                        C[p] = (arr[i] - v) * (sc[p // r] * sc[p % r])
+                        C[p] = (arr[i] - wg[i]) * (sc[p // r] * sc[p % r])
                     else:
-                        C[p] -= v * (sc[p // r] * sc[p % r])
+                        C[p] -= wg[i] * (sc[p // r] * sc[p % r])
                 for i in range(rr):
                     C[i * r + i] += 1.0
                 dpotrf(&uplo, &nr, C, &nr, &info)
