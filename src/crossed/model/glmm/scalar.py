@@ -25,6 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import solve_triangular
 
+from crossed.model import _core
 from crossed.model.glmm import _scalar
 
 if TYPE_CHECKING:
@@ -56,7 +57,7 @@ def csr_rows(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndar
             np.ascontiguousarray(Xc.data, dtype=float), np.zeros((n, p) if dense else (0, 0)))
 
 
-def _sparse_lead(prow: np.ndarray, pcol: np.ndarray, pptr: np.ndarray, rr: int
+def _sparse_lead(pcol: np.ndarray, pptr: np.ndarray, rr: int
                  ) -> tuple[int, np.ndarray, np.ndarray]:
     """The later factors' leading columns of the Schur complement C to eliminate sparsely,
     and their factor's pattern: (their number, pointers per column, its rows below the
@@ -75,13 +76,12 @@ def _sparse_lead(prow: np.ndarray, pcol: np.ndarray, pptr: np.ndarray, rr: int
     total = int(np.sum(sizes * sizes))
     if not rr or total > LEAD_PAIRS:
         return none
-    # every ordered pair (e₁, e₂) of a level's entries, as the key col₁·rr + col₂, col₂ > col₁
-    rep = np.repeat(np.arange(len(sizes)), sizes * sizes)
-    local = np.arange(total) - np.repeat(np.cumsum(sizes * sizes) - sizes * sizes, sizes * sizes)
-    k = np.maximum(sizes[rep], 1)
-    e1, e2 = pptr[rep] + local // k, pptr[rep] + local % k
-    lower = pcol[e2] > pcol[e1]
-    keys = np.unique(pcol[e1][lower] * rr + pcol[e2][lower])
+    # every pair of a level's later columns (the sparse Schur complement's pairs kernel,
+    # one row per level), as the key col₁·rr + col₂, col₂ > col₁
+    col1, col2, _, _ = _core.level_pairs(pptr, pcol, np.ones(len(pcol)), 1, len(sizes),
+                                         True, total)
+    lower = col2 > col1
+    keys = np.unique(col1[lower] * rr + col2[lower])
     below_cols, below_rows = keys // rr, keys % rr  # (sorted by column, then row)
     col_ptr = np.searchsorted(below_cols, np.arange(rr + 1))
     ptr, rows = [0], []
@@ -155,8 +155,7 @@ class ScalarSolver:
         self.pptr = np.searchsorted(self.prow, np.arange(self.l1 + 1)).astype(np.int64)
         # the later factors' leading columns whose factor stays sparse are eliminated
         # column by column on their nonzero rows, the rest densely (LAPACK)
-        self.lead, self.lptr, self.lrow = _sparse_lead(self.prow, self.pcol, self.pptr,
-                                                       self.rr)
+        self.lead, self.lptr, self.lrow = _sparse_lead(self.pcol, self.pptr, self.rr)
         self.xptr, self.xind, self.xval, self.swX = csr_rows(X)
         # the system's matrix, one per size (with and without β), reused by every solve: a
         # new array of this size each time costs more in page faults than the solve
