@@ -13,7 +13,7 @@ from scipy.linalg import lapack
 from _spd import spd as _spd
 from crossed import _threads
 from crossed.model import cholesky
-from crossed.model.cholesky import cholesky_lower, split_point
+from crossed.model.cholesky import cholesky_lower, lead_split, split_point
 
 
 @pytest.fixture(params=[True, False], ids=["helper", "no-helper"])
@@ -130,6 +130,29 @@ def test_diagonal_lead_not_positive_definite_reports_lapacks_order(bad, helper):
     _, expected = lapack.dpotrf(A.copy(order="F"), lower=1)
     assert expected == bad + 1
     assert cholesky_lower(A.copy(order="F"), diagonal=300) == expected
+
+
+def test_diagonal_lead_update_is_the_same_with_the_helper():
+    """The lead's rank-d update is split by size alone: the same bits with or without the
+    helper thread (leaderboard-like: 400 lead columns, 313 after them)."""
+    A, _ = _spd_diagonal_lead(713, 400, seed=11)
+    out = []
+    for enabled in (False, True):
+        _threads.use_helper_thread(enabled)
+        F = A.copy(order="F")
+        assert cholesky_lower(F, solve_from=700, diagonal=400) == 0
+        out.append(F)
+    _threads.use_helper_thread(None)
+    np.testing.assert_array_equal(out[0], out[1])
+
+
+def test_lead_split_balances_the_two_threads():
+    """The helper's dsyrk (b²/2 per lead column) is about the caller's (a²/2 + ab)."""
+    n, d = 713, 400
+    s = lead_split(n, d)
+    a, b = s - d, n - s
+    assert b * b / 2 == pytest.approx(a * a / 2 + a * b, rel=0.02)
+    assert lead_split(100, 20) == 100  # too little to share
 
 
 def test_diagonal_lead_out_of_range():

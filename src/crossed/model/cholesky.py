@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from _ctypes import CFuncPtr, _CArgObject
     from types import ModuleType
 
-__all__ = ["MIN_BLOCKED", "MIN_DIAGONAL", "MIN_SPLIT", "PANEL", "Pointers", "blas",
+__all__ = ["MIN_BLOCKED", "MIN_DIAGONAL", "MIN_SPLIT", "PANEL", "Pointers", "blas", "lead_split",
            "cholesky_lower", "split_point"]
 
 PANEL = 96
@@ -266,13 +266,45 @@ def _diagonal_lead(A: np.ndarray, d: int, solve_from: int) -> int:
     A[d:, :d] /= root  # L21 = A21 L11⁻ᵀ, column by column
     m = n - d
     a = Pointers(A)
-    blas.syrk("L", "N", m, d, -1.0, a.at(d, 0), a.ld, 1.0, a.at(d, d), a.ld)
+    _lead_update(a, d, n)
     if m < MIN_BLOCKED:
         info = ctypes.c_int(0)
         blas.potrf(m, a.at(d, d), a.ld, info)
         return info.value + d if info.value else 0
     info_rest = _factor(A, max(solve_from - d, 0), offset=d)
     return info_rest + d if info_rest else 0
+
+
+def lead_split(n: int, d: int) -> int:
+    """First row of the part [s, n)² of the rank-``d`` update of [d, n)² that the helper
+    thread takes (n: no split).
+
+    The calling thread updates [d, s)² (dsyrk) and the rows [s, n) of its columns (dgemm):
+    a²/2 + ab multiply-adds per lead column for a = s - d, b = n - s; the helper's dsyrk
+    b²/2. Equal shares give b = m/√2 for m = n - d."""
+    b = int(round((n - d) / np.sqrt(2.0)))
+    return n if b < MIN_SPLIT else n - b
+
+
+def _lead_update(a: Pointers, d: int, n: int) -> None:
+    """A[d:, d:] -= L21 L21ᵀ (lower) for the scaled columns L21 = A[d:, :d] of a diagonal
+    lead, the lower-right part [s, n)² on the helper thread (:func:`lead_split`; the split
+    depends on the sizes alone, so the result is the same without the helper)."""
+    s = lead_split(n, d)
+    pool = helper_thread() if s < n else None
+    job: Future[None] | None = None
+    if s < n:
+        if pool is not None:
+            job = pool.submit(blas.syrk, "L", "N", n - s, d, -1.0, a.at(s, 0), a.ld, 1.0,
+                              a.at(s, s), a.ld)
+        else:
+            blas.syrk("L", "N", n - s, d, -1.0, a.at(s, 0), a.ld, 1.0, a.at(s, s), a.ld)
+    blas.syrk("L", "N", s - d, d, -1.0, a.at(d, 0), a.ld, 1.0, a.at(d, d), a.ld)
+    if s < n:
+        blas.gemm("N", "T", n - s, s - d, d, -1.0, a.at(s, 0), a.ld, a.at(d, 0), a.ld, 1.0,
+                  a.at(s, d), a.ld)
+    if job is not None:
+        job.result()
 
 
 def _factor(A: np.ndarray, solve_from: int, offset: int = 0) -> int:
