@@ -352,6 +352,59 @@ def test_newton_probe_of_a_passing_check_in_a_flat_valley():
     assert _probe_newton(crit, theta, crit(theta), lower, saddle) == ([], None)
 
 
+def _quadratic_valley():
+    """A criterion that is exactly quadratic (so finite-difference derivatives are exact to
+    rounding), its optimum, and lower bounds."""
+    at = np.array([1.7, 0.4, 2.5])
+    A = np.array([[30.0, 4.0, 0.0], [4.0, 8.0, 1.0], [0.0, 1.0, 2.0]])
+
+    def crit(t: np.ndarray) -> float:
+        d = np.asarray(t) - at
+        return float(1000.0 + 0.5 * d @ A @ d)
+
+    return crit, at, np.array([0.0, -np.inf, 0.0])
+
+
+def test_a_failed_gradient_check_is_continued_by_its_newton_step_first():
+    """BOBYQA stopped far too early (LOOSE): lme4's gradient check fails there, and its own
+    gradient and Hessian give the Newton step, which is taken first (one evaluation);
+    on a quadratic it is the optimum, where the check passes, and no BOBYQA continuation
+    is needed."""
+    from crossed.engines.native.converge import NEWTON_STEP, optimize_theta
+
+    crit, at, lower = _quadratic_valley()
+    first, _ = optimize_theta(crit, np.ones(3), lower, LmerControl(restarts=0, **LOOSE))
+    opt, check = optimize_theta(crit, np.ones(3), lower, LmerControl(**LOOSE))
+    assert opt.restarts[0].reason.startswith("gradient check failed")
+    assert opt.restarts[0].fmin_before == first.fmin
+    assert len(opt.restarts) == 1 and opt.restarts[0].optimizer == NEWTON_STEP
+    assert opt.restarts[0].feval == 1
+    np.testing.assert_allclose(opt.theta_final, at, atol=1e-5)
+    assert check.converged and opt.fmin < first.fmin
+    assert opt.feval == len(opt.log)
+
+
+def test_a_newton_step_that_does_not_descend_leaves_it_to_bobyqa(monkeypatch):
+    """Where the failed check's Newton step is not lower, its evaluation is logged and
+    BOBYQA continues from the best point, as without the step."""
+    from crossed.engines.native import converge
+
+    crit, at, lower = _quadratic_valley()
+    calls = []
+
+    def uphill(crit_, theta, fmin, lower_, check, **kw):
+        calls.append(kw)
+        point = theta + 1.0
+        return [(point, crit_(point))], None
+
+    monkeypatch.setattr(converge, "_probe_newton", uphill)
+    opt, check = converge.optimize_theta(crit, np.ones(3), lower, LmerControl(**LOOSE))
+    assert calls and calls[0] == {"gain": 0.0, "descent": 0.0}
+    assert opt.restarts[0].optimizer == "NLOPT_LN_BOBYQA"
+    assert opt.probes >= 1 and opt.feval == len(opt.log)
+    np.testing.assert_allclose(opt.theta_final, at, atol=1e-3)
+
+
 def test_a_flat_valley_stop_is_continued_to_the_optimum():
     """A fit whose BOBYQA stop is above the optimum on the bound
     (``tests/engines/test_engine_properties.py``: a correlated slope of a column far from

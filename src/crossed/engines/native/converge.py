@@ -156,7 +156,8 @@ more than this (relative) by the Newton step, that step is probed (:func:`_probe
 
 
 def _probe_newton(crit: Callable[[np.ndarray], float], theta: np.ndarray, fmin: float,
-                  lower: np.ndarray, check: ConvergenceCheck
+                  lower: np.ndarray, check: ConvergenceCheck, gain: float = NEWTON_GAIN,
+                  descent: float = PROBE_GAIN,
                   ) -> tuple[list[tuple[np.ndarray, float]], np.ndarray | None]:
     """The Newton step of a passing check's derivatives, projected onto the bounds.
 
@@ -166,16 +167,17 @@ def _probe_newton(crit: Callable[[np.ndarray], float], theta: np.ndarray, fmin: 
     bound has a gradient of 6e-5 there, and the check passes 2.4e-5 above the optimum.
     The check's gradient g and positive definite Hessian H (over the free θ) predict the
     decrease −(gᵀs + ½ sᵀHs) of the step s to the projection of θ − H⁻¹g onto the bounds;
-    where it exceeds :data:`NEWTON_GAIN` (relative) the step is evaluated (one
-    evaluation).
+    where it exceeds ``gain`` (relative; :data:`NEWTON_GAIN`) the step is evaluated (one
+    evaluation). After a failed gradient check the step is taken whatever the gain
+    (``gain`` and ``descent`` 0): the check at the point it reaches decides.
 
     Returns
     -------
     list of (theta, criterion)
         The probe, for the optimisation log (empty where none was made).
     numpy.ndarray or None
-        The probe where it lowers the criterion by more than :data:`PROBE_GAIN`
-        (relative): the start of a continuation; else None.
+        The probe where it lowers the criterion by more than ``descent`` (relative;
+        :data:`PROBE_GAIN`): the start of a continuation; else None.
     """
     g, H, free = check.gradient, check.hessian, check.free
     if g is None or H is None or free is None or not np.any(free):
@@ -191,13 +193,27 @@ def _probe_newton(crit: Callable[[np.ndarray], float], theta: np.ndarray, fmin: 
     point = np.maximum(point, lower)
     s = point[idx] - theta[idx]
     predicted = -(g[idx] @ s + 0.5 * s @ Hf @ s)
-    if not (np.all(np.isfinite(point)) and predicted > NEWTON_GAIN * max(1.0, abs(fmin))):
+    if not (np.all(np.isfinite(point)) and predicted > gain * max(1.0, abs(fmin))):
         return [], None
     value = float(crit(point))
     tried = [(point, value)]
-    if np.isfinite(value) and value < fmin - PROBE_GAIN * max(1.0, abs(fmin)):
+    if np.isfinite(value) and value < fmin - descent * max(1.0, abs(fmin)):
         return tried, point
     return tried, None
+
+
+NEWTON_STEP = "Newton step"
+"""The optimiser name of a continuation that is the check's Newton step alone."""
+
+
+def _step_summary(opt: OptSummary, point: tuple[np.ndarray, float]) -> OptSummary:
+    """A continuation of one evaluation, at ``point`` (θ, criterion): the Newton step of
+    a failed gradient check's derivatives (:func:`_probe_newton`), which the check at it
+    then judges as any continuation's stop. NLopt's code and message stay ``opt``'s."""
+    theta, value = point
+    return replace(opt, optimizer=NEWTON_STEP, theta_start=opt.theta_final.copy(),
+                   theta_final=theta, fmin=value, feval=1, log=(point,), geval=0,
+                   restarts=())
 
 
 def _probe_edges(crit: Callable[[np.ndarray], float], theta: np.ndarray, fmin: float,
@@ -341,7 +357,18 @@ def optimize_theta(crit: Callable[[np.ndarray], float], theta0: np.ndarray,
                     more = (bobyqa(crit, probe_start, lower, control, restart=True) if last
                             else lbfgsb_from(probe_start))
             else:  # a failed check (after either optimiser), or BOBYQA's edge restart
-                more = bobyqa(crit, start, lower, control, restart=True)
+                if not edge and "step" not in spent:
+                    # first the Newton step of the check's own derivatives (once a fit)
+                    spent.add("step")
+                    tried, step_start = _probe_newton(crit, opt.theta_final, opt.fmin,
+                                                      lower, check, gain=0.0, descent=0.0)
+                    if step_start is not None:
+                        more = _step_summary(opt, tried[0])
+                    else:
+                        log.extend(tried)
+                        probes += len(tried)
+                if more is None:
+                    more = bobyqa(crit, start, lower, control, restart=True)
         if more is None and blocks and "faces" not in spent:
             # a singular correlated term: the same covariance with another factor (faces.py)
             tried, face_start = face_probes(crit, opt.theta_final, opt.fmin, blocks, control)
@@ -401,7 +428,8 @@ def optimize_theta(crit: Callable[[np.ndarray], float], theta0: np.ndarray,
     return opt, check
 
 
-_SHORT_NAMES = {"NLOPT_LN_BOBYQA": "BOBYQA", "NLOPT_LN_NELDERMEAD": "Nelder-Mead"}
+_SHORT_NAMES = {"NLOPT_LN_BOBYQA": "BOBYQA", "NLOPT_LN_NELDERMEAD": "Nelder-Mead",
+                NEWTON_STEP: "Newton"}
 
 
 def restart_message(restarts: tuple[Restart, ...]) -> str | None:
