@@ -23,10 +23,11 @@ def main() -> None:
     assert "site-packages" in str(here), f"crossed not installed: {here}"
 
     # the compiled core is the wheel's own (built at wheel time; no compiler at install)
+    from crossed.engines.native import _nlopt, optimize
     from crossed.model import _core
     from crossed.model.glmm import _scalar
 
-    for module in (_core, _scalar):
+    for module in (_core, _scalar, _nlopt):
         core = Path(module.__file__).resolve()
         assert here in core.parents and core.suffix == ".so", f"compiled core not installed: {core}"
     assert shutil.which("cc") is None and shutil.which("gcc") is None, "a compiler on PATH"
@@ -44,6 +45,8 @@ def main() -> None:
     assert len(df) == 36, len(df)
     fit = cx.lmer("delta ~ language * task * mode + (1 | architecture)", df)
     assert abs(fit.fixef["(Intercept)"] - 0.430543) < 1e-5, fit.fixef
+    # (its optimiser ran through NLopt's C interface with the compiled criterion)
+    assert optimize.nlopt_c_api(), "NLopt's C functions not found"
     aov = fit.anova()
     assert list(aov["term"])[0] == "language" and aov["p_value"].iloc[0] < 0.01, aov
     emm = fit.emmeans("language")

@@ -410,12 +410,15 @@ def test_a_flat_valley_stop_is_continued_to_the_optimum():
     (``tests/engines/test_engine_properties.py``: a correlated slope of a column far from
     0) is continued to it, and the continuation is recorded. Which stop BOBYQA makes
     depends on the arithmetic: under one NumPy a failed check continues it; under another
-    the check passes 2.4e-5 above the optimum and the Newton probe continues it."""
+    the check passes 2.4e-5 above the optimum and the Newton probe continues it; under
+    others BOBYQA stops at the optimum (then nothing is continued)."""
     from test_engine_properties import EARLY_STOPS, make_case, quiet_lmer
 
     params = next(p.values[0] for p in EARLY_STOPS if p.id == "gradient-check-8.8e-3")
     case = make_case(**params)
     fit = quiet_lmer(case.formula, case.data, reml=True)
+    first = quiet_lmer(case.formula, case.data, reml=True, control=LmerControl(restarts=0))
     known = fit.pls.objective(np.array([0.16226, 35.992787, 0.0]), True)
     assert fit.deviance <= known + 1e-9 * abs(known)
-    assert fit.opt.restarts
+    if first.deviance > known + 1e-9 * abs(known):  # (BOBYQA's stop above the optimum)
+        assert fit.opt.restarts

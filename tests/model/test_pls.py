@@ -16,9 +16,10 @@ import pandas as pd
 import pytest
 
 import crossed
+from crossed._threads import single_blas_thread
 from crossed.design import build_design
 from crossed.formula.spec import parse
-from crossed.model import cholesky, sparse_map
+from crossed.model import _core, cholesky, sparse_map
 from crossed.model.banded import BandedBlocks
 from crossed.model.pls import PLS, profiled_deviance
 
@@ -305,10 +306,16 @@ def test_blocked_cholesky_matches_dense_formula(case, monkeypatch):
             np.testing.assert_allclose(a, b, rtol=1e-8, atol=1e-10)
 
 
-def test_fit_factors_each_theta_once(monkeypatch):
+@pytest.mark.parametrize("compiled", [False, True])
+def test_fit_factors_each_theta_once(compiled, monkeypatch):
     """The optimiser's best factorisation is the fit's: PLS.factor runs once per BOBYQA
     evaluation and once per point of the derivative check (2k + 2k(k - 1) for k theta),
-    and the result is the one a fresh factorisation gives."""
+    and the result is the one a fresh factorisation gives. Through NLopt's C interface
+    (``compiled``) BOBYQA's evaluations form no factorisation: the optimum's is formed
+    once at the end."""
+    from crossed.engines.native import optimize
+
+    monkeypatch.setitem(optimize._COMPILED, "wanted", compiled)
     calls = []
     factor = PLS.factor
 
@@ -322,8 +329,11 @@ def test_fit_factors_each_theta_once(monkeypatch):
     fit = crossed.lmer(formula, _ratings())
     assert not fit.is_singular  # (singular fits skip the derivative check)
     k = len(fit.theta)
-    assert len(calls) == fit.opt.feval + 2 * k + 2 * k * (k - 1)
-    fresh = factor(PLS(design.random.blocks, design.X, design.y), fit.theta)
+    evaluations = 1 if compiled else fit.opt.feval
+    assert len(calls) == evaluations + 2 * k + 2 * k * (k - 1)
+    with single_blas_thread():  # (as the engine factors: BLAS on one thread, whose
+        # sums can differ in the last bits from several threads')
+        fresh = factor(PLS(design.random.blocks, design.X, design.y), fit.theta)
     n, p = design.X.shape
     assert fit.deviance == profiled_deviance(fresh, n, p, True)
 
@@ -499,7 +509,7 @@ def test_first_block_per_class_is_the_per_level_one(formula, monkeypatch):
                                    [per_class.objective(t, True) for t in thetas], rtol=1e-12)
 
 
-@pytest.mark.parametrize(("formula", "classed", "weighted"), [
+SMALL_DESIGNS = [
     ("y ~ x + (1 | s)", False, False),
     ("y ~ x + (1 | s)", True, False),  # (levels merged into classes of equal A_s)
     ("y ~ x + (1 | d)", False, True),  # (prior weights: ldW)
@@ -510,7 +520,11 @@ def test_first_block_per_class_is_the_per_level_one(formula, monkeypatch):
     ("y ~ x + (1 | s) + (1 | d)", False, True),
     ("y ~ x + (1 | d) + (1 | dept)", False, False),  # (C from A_rr whole)
     ("y ~ x + (1 + x | d) + (1 | dept)", False, True),
-])
+]
+"""Small designs on the dense path, evaluated in one compiled call."""
+
+
+@pytest.mark.parametrize(("formula", "classed", "weighted"), SMALL_DESIGNS)
 def test_compiled_small_evaluation_is_the_general_one(formula, classed, weighted,
                                                      monkeypatch):
     """A small design on the dense path (a first block of one or two columns, later
@@ -552,3 +566,58 @@ def test_compiled_small_evaluation_is_the_general_one(formula, classed, weighted
     with np.errstate(all="ignore"):
         np.testing.assert_array_equal(pls.objective(inf_theta, True),
                                       general.objective(inf_theta, True))
+
+
+@pytest.mark.parametrize(("formula", "classed", "weighted"), SMALL_DESIGNS)
+def test_compiled_criterion_is_the_objective(formula, classed, weighted, monkeypatch):
+    """The compiled criterion of a small design (``PLS.compiled_criterion``: what NLopt's
+    C loop evaluates) is ``objective`` + shift to rounding (its log of one value is libm's,
+    NumPy's may differ in the last bit), REML and ML, at interior and boundary θ, and logs
+    each evaluation; where θ is not finite, or the pivot is to be recomputed from the
+    residuals, the value is the fallback's; an error of the fallback gives NaN and is
+    kept."""
+    monkeypatch.setattr(sparse_map, "MIN_CLASSED_LEVELS", 0 if classed else 10**9)
+    df = _ratings()
+    design = build_design(parse(formula), df)
+    w = np.random.default_rng(5).uniform(0.5, 2.0, len(df)) if weighted else None
+    pls = PLS.weighted(design.random.blocks, design.X, design.y, w)
+    lower = design.random.theta_lower
+    thetas = _thetas(design, 6) + [np.where(np.isfinite(lower), 0.0, 1.0)]
+    called = []
+    for reml in (True, False):
+
+        def fallback(theta, reml=reml):
+            called.append(theta)
+            return pls.objective(theta, reml) + 0.25
+
+        crit = pls.compiled_criterion(reml, 0.25, fallback)
+        assert crit is not None
+        values = [crit(t) for t in thetas]
+        assert values == pytest.approx([pls.objective(t, reml) + 0.25 for t in thetas],
+                                       rel=1e-14)
+        assert not called
+        logged = crit.take_log()
+        assert [v for _, v in logged] == values
+        for (x, _), t in zip(logged, thetas, strict=True):
+            np.testing.assert_array_equal(x, t)
+        assert crit.take_log() == []
+    # θ not finite: the fallback's value (the general path's inf or nan)
+    inf_theta = thetas[0].copy()
+    inf_theta[0] = np.inf
+    called.clear()
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(crit(inf_theta), pls.objective(inf_theta, False) + 0.25)
+    assert len(called) == 1
+    # the pivot to be recomputed at every θ (limits 0 to inf): the fallback's values
+    t_index = (pls.first_theta, -1, -1) if pls.q1 == 1 else tuple(pls._t_2x2)
+    every = _core.SmallCriterion(*pls._small, pls.scale_index, pls.r_rand, t_index,
+                                 len(thetas[0]), pls.n, pls.p, True, pls.ldW, 0.0,
+                                 pls.yc_ss, True, (0.0, np.inf), lambda t: -1.0)
+    assert [every(t) for t in thetas] == [-1.0] * len(thetas)
+
+    def broken(theta):
+        raise ArithmeticError("fallback failed")
+
+    failing = pls.compiled_criterion(True, 0.0, broken)
+    assert np.isnan(failing(inf_theta))
+    assert isinstance(failing.error, ArithmeticError)

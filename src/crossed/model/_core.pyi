@@ -1,5 +1,7 @@
 """Types of the compiled kernels (``_core.pyx``; their docstrings there)."""
 
+from collections.abc import Callable
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -22,3 +24,19 @@ def small_dense(a: np.ndarray, t0: float, t1: float, t2: float, theta: np.ndarra
                 rows: np.ndarray, src: np.ndarray, count: np.ndarray, arr: np.ndarray,
                 Arr: np.ndarray, first: np.ndarray, L: np.ndarray
                 ) -> tuple[int, float, float, float, float]: ...
+
+class Scratch:
+    def __init__(self, ng: int, nrows: int, r: int) -> None: ...
+
+class SmallCriterion:
+    error: BaseException | None
+    def __init__(self, a: np.ndarray, W: np.ndarray | sp.csr_matrix, rows: np.ndarray,
+                 src: np.ndarray, count: np.ndarray, arr: np.ndarray, Arr: np.ndarray,
+                 scale_index: np.ndarray, rr: int, t_index: tuple[int, ...], ntheta: int,
+                 nobs: int, p: int, reml: bool, ldW: float, shift: float, yc_ss: float,
+                 auto: bool, limits: tuple[float, float],
+                 fallback: Callable[[np.ndarray], float]) -> None: ...
+    def __call__(self, theta: np.ndarray) -> float: ...
+    def objective_address(self) -> tuple[int, int]: ...
+    def set_stop(self, force_stop: int, opt: int) -> None: ...
+    def take_log(self) -> list[tuple[np.ndarray, float]]: ...

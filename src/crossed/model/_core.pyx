@@ -35,7 +35,7 @@ two halves of a large W on two threads.
 
 import numpy as np
 
-from libc.math cimport INFINITY, log, sqrt
+from libc.math cimport INFINITY, NAN, log, sqrt
 from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memset
@@ -416,101 +416,306 @@ def small_dense(const double[:, ::1] a, double t0, double t1, double t2,
     written out (a matrix product there): the criterion is ``PLS.factor``'s to rounding,
     as ``batched.py``'s is.
     """
-    cdef Py_ssize_t q1 = 1 if a.shape[0] == 1 else 2, n = a.shape[1]
-    cdef Py_ssize_t ncls = src.shape[0], r = L.shape[0], nent = q1 * q1, nrows = rows.shape[0]
-    cdef Py_ssize_t s, c, i, j, p
-    cdef bint weighted = count.shape[0] > 0, support = arr.shape[0] > 0
     cdef bint csr = hasattr(W, "indptr")
     cdef const double[:, ::1] dense = _NO_DENSE
     cdef const double[::1] data = _NO_VALUES
     cdef const int32_t[::1] indices = _NO_INDEX32, indptr = _NO_INDEX32
-    cdef double t00 = t0 * t0, t01 = t0 * t1, t02 = t0 * t2, t11 = t1 * t1
-    cdef double t12 = t1 * t2, t22 = t2 * t2
-    cdef double b00, b10, b11, det, logdet = 0.0, amp = 1.0, ratio, i00, i10, i11, v
-    cdef double ldrand = 0.0, ldrx = 0.0, pwrss = INFINITY
-    cdef double *g = NULL
-    cdef double *wg = NULL
-    cdef double *sc = NULL
-    cdef double *C = &L[0, 0]
-    cdef int info = 0, nr = <int>r
-    cdef char uplo = b"L"
+    cdef double out[4]
+    cdef int info
+    cdef Scratch scratch = Scratch(src.shape[0] * a.shape[0] if a.shape[0] == 1 else
+                                   src.shape[0] * 4, rows.shape[0], L.shape[0])
     if csr:
         data, indices, indptr = _csr_arrays(W)
     else:
         dense = W
-    g = <double *> malloc((ncls * nent + 1) * sizeof(double))
-    wg = <double *> malloc((nrows + 1) * sizeof(double))
-    sc = <double *> malloc((r + 1) * sizeof(double))
-    if g == NULL or wg == NULL or sc == NULL:
-        free(g)
-        free(wg)
-        free(sc)
-        raise MemoryError()
-    try:
-        with nogil:
-            for s in range(n):  # B_s per entry, its log determinant and the ratio
-                if q1 == 1:
-                    b00 = t00 * a[0, s] + 1.0
-                    first[0, s] = sqrt(b00)
-                    det = b00
-                else:
-                    b00 = t00 * a[0, s] + 2.0 * t01 * a[1, s] + t11 * a[2, s] + 1.0
-                    b10 = t02 * a[1, s] + t12 * a[2, s]
-                    b11 = t22 * a[2, s] + 1.0
-                    first[0, s], first[1, s], first[2, s] = b00, b10, b11
-                    det = b00 * b11 - b10 * b10
-                    ratio = b00 * b11 / det
-                    if ratio > amp:
-                        amp = ratio
-                if not det > 0.0:
-                    info = -1
-                    break
-                logdet += log(det) * count[s] if weighted else log(det)
-            if not logdet < INFINITY:
-                info = -1
-            if info == 0:
-                for c in range(ncls):  # G of each class's entry, entry-major
-                    s = src[c]
-                    if q1 == 1:
-                        g[c] = t00 / (t00 * a[0, s] + 1.0)
-                        continue
-                    b00, b10, b11 = first[0, s], first[1, s], first[2, s]
-                    det = b00 * b11 - b10 * b10
-                    i00, i10, i11 = b11 / det, -b10 / det, b00 / det
-                    g[c] = t00 * i00
-                    v = t01 * i00 + t02 * i10
-                    g[ncls + c] = v
-                    g[2 * ncls + c] = v
-                    g[3 * ncls + c] = t11 * i00 + 2.0 * t12 * i10 + t22 * i11
-                for i in range(r):
-                    sc[i] = 1.0 if scale_index[i] < 0 else theta[scale_index[i]]
-                memset(C, 0, r * r * sizeof(double))  # (the lower triangle stays 0)
-                if not support:  # A_rr s_i s_j on the upper triangle: all that is read
-                    for i in range(r):
-                        for j in range(i, r):
-                            C[i * r + j] = Arr[i, j] * (sc[i] * sc[j])
-                _map_product(csr, dense, data, indices, indptr, nrows, g, wg)  # (as
-                # map_update)
-                for i in range(nrows):
-                    p = rows[i]
-                    if support:
-                        C[p] = (arr[i] - wg[i]) * (sc[p // r] * sc[p % r])
-                    else:
-                        C[p] -= wg[i] * (sc[p // r] * sc[p % r])
-                for i in range(rr):
-                    C[i * r + i] += 1.0
-                dpotrf(&uplo, &nr, C, &nr, &info)
-            if info == 0:
-                for i in range(r - 1):
-                    if i < rr:
-                        ldrand += log(L[i, i])
-                    else:
-                        ldrx += log(L[i, i])
-                pwrss = L[r - 1, r - 1] * L[r - 1, r - 1]
-    finally:
-        free(g)
-        free(wg)
-        free(sc)
+    with nogil:
+        info = _small_dense(a, t0, t1, t2, theta, scale_index, rr, csr, dense, data,
+                            indices, indptr, rows, src, count, arr, Arr, first, L,
+                            scratch.g, scratch.wg, scratch.sc, out)
+    return info, out[0], out[1], out[2], out[3]
+
+
+cdef class Scratch:
+    """The work arrays of one :func:`_small_dense` evaluation (G per class, W g, the
+    scales), allocated once for many evaluations."""
+    cdef double *g
+    cdef double *wg
+    cdef double *sc
+
+    def __cinit__(self, Py_ssize_t ng, Py_ssize_t nrows, Py_ssize_t r):
+        self.g = <double *> malloc((ng + 1) * sizeof(double))
+        self.wg = <double *> malloc((nrows + 1) * sizeof(double))
+        self.sc = <double *> malloc((r + 1) * sizeof(double))
+        if self.g == NULL or self.wg == NULL or self.sc == NULL:
+            raise MemoryError()
+
+    def __dealloc__(self):
+        free(self.g)
+        free(self.wg)
+        free(self.sc)
+
+
+cdef int _small_dense(const double[:, ::1] a, double t0, double t1, double t2,
+                      const double[::1] theta, const int64_t[::1] scale_index,
+                      Py_ssize_t rr, bint csr, const double[:, ::1] dense,
+                      const double[::1] data, const int32_t[::1] indices,
+                      const int32_t[::1] indptr, const int64_t[::1] rows,
+                      const int64_t[::1] src, const double[::1] count,
+                      const double[::1] arr, const double[:, ::1] Arr, double[:, ::1] first,
+                      double[::1, :] L, double *g, double *wg, double *sc,
+                      double *out) noexcept nogil:
+    """:func:`small_dense`'s evaluation on its arrays and work arrays (g: ncls·q₁² entries,
+    wg: W's rows, sc: r); ``out``: the random part's log determinant, the fixed part's,
+    the pwrss and the Hadamard ratio (INFINITY where not computed). Returns the info."""
+    cdef Py_ssize_t q1 = 1 if a.shape[0] == 1 else 2, n = a.shape[1]
+    cdef Py_ssize_t ncls = src.shape[0], r = L.shape[0], nrows = rows.shape[0]
+    cdef Py_ssize_t s, c, i, j, p
+    cdef bint weighted = count.shape[0] > 0, support = arr.shape[0] > 0
+    cdef double t00 = t0 * t0, t01 = t0 * t1, t02 = t0 * t2, t11 = t1 * t1
+    cdef double t12 = t1 * t2, t22 = t2 * t2
+    cdef double b00, b10, b11, det, logdet = 0.0, amp = 1.0, ratio, i00, i10, i11, v
+    cdef double ldrand = 0.0, ldrx = 0.0
+    cdef double *C = &L[0, 0]
+    cdef int info = 0, nr = <int>r
+    cdef char uplo = b"L"
+    out[0], out[1], out[2], out[3] = INFINITY, INFINITY, INFINITY, 1.0
+    for s in range(n):  # B_s per entry, its log determinant and the ratio
+        if q1 == 1:
+            b00 = t00 * a[0, s] + 1.0
+            first[0, s] = sqrt(b00)
+            det = b00
+        else:
+            b00 = t00 * a[0, s] + 2.0 * t01 * a[1, s] + t11 * a[2, s] + 1.0
+            b10 = t02 * a[1, s] + t12 * a[2, s]
+            b11 = t22 * a[2, s] + 1.0
+            first[0, s], first[1, s], first[2, s] = b00, b10, b11
+            det = b00 * b11 - b10 * b10
+            ratio = b00 * b11 / det
+            if ratio > amp:
+                amp = ratio
+        if not det > 0.0:
+            info = -1
+            break
+        logdet += log(det) * count[s] if weighted else log(det)
+    out[3] = amp
+    if info != 0 or not logdet < INFINITY:
+        return -1
+    out[0] = logdet
+    for c in range(ncls):  # G of each class's entry, entry-major
+        s = src[c]
+        if q1 == 1:
+            g[c] = t00 / (t00 * a[0, s] + 1.0)
+            continue
+        b00, b10, b11 = first[0, s], first[1, s], first[2, s]
+        det = b00 * b11 - b10 * b10
+        i00, i10, i11 = b11 / det, -b10 / det, b00 / det
+        g[c] = t00 * i00
+        v = t01 * i00 + t02 * i10
+        g[ncls + c] = v
+        g[2 * ncls + c] = v
+        g[3 * ncls + c] = t11 * i00 + 2.0 * t12 * i10 + t22 * i11
+    for i in range(r):
+        sc[i] = 1.0 if scale_index[i] < 0 else theta[scale_index[i]]
+    memset(C, 0, r * r * sizeof(double))  # (the lower triangle stays 0)
+    if not support:  # A_rr s_i s_j on the upper triangle: all that is read
+        for i in range(r):
+            for j in range(i, r):
+                C[i * r + j] = Arr[i, j] * (sc[i] * sc[j])
+    _map_product(csr, dense, data, indices, indptr, nrows, g, wg)  # (as map_update)
+    for i in range(nrows):
+        p = rows[i]
+        if support:
+            C[p] = (arr[i] - wg[i]) * (sc[p // r] * sc[p % r])
+        else:
+            C[p] -= wg[i] * (sc[p // r] * sc[p % r])
+    for i in range(rr):
+        C[i * r + i] += 1.0
+    dpotrf(&uplo, &nr, C, &nr, &info)
     if info != 0:
-        return info, (INFINITY if info < 0 else logdet), INFINITY, INFINITY, amp
-    return 0, logdet + 2.0 * ldrand, 2.0 * ldrx, pwrss, amp
+        return info
+    for i in range(r - 1):
+        if i < rr:
+            ldrand += log(L[i, i])
+        else:
+            ldrx += log(L[i, i])
+    out[0] = logdet + 2.0 * ldrand
+    out[1] = 2.0 * ldrx
+    out[2] = L[r - 1, r - 1] * L[r - 1, r - 1]
+    return 0
+
+
+cdef double _TWO_PI = 6.283185307179586  # (2.0 * numpy.pi, as the Python criterion forms it)
+
+
+cdef class SmallCriterion:
+    """The profiled criterion of a small design (:func:`small_dense`'s designs) as a C
+    function of θ for a compiled optimiser loop: one :func:`_small_dense` evaluation on
+    arrays held here, lme4's criterion from it (``closed_forms.criterion``'s formula and
+    libm's log, as the Python path's), and the evaluation logged. Where the factor's pwrss
+    is to be recomputed from the residuals (``pwrss.pivot_cancels``: ρ times the ratio in
+    [``limits``)) or θ is not finite, the value is ``fallback(θ)``'s, the Python path's.
+
+    :func:`objective_address` gives the C objective in NLopt's form and this object's
+    address; the caller keeps the object alive while the optimiser runs. A non-finite
+    value is logged as it is and handed to the optimiser as 1e300 (``run_nlopt``'s rule).
+    An exception in ``fallback`` stops the optimiser (:meth:`set_stop`) and is kept in
+    :attr:`error`."""
+    cdef const double[:, ::1] a
+    cdef double[::1] theta
+    cdef const int64_t[::1] scale_index, rows, src
+    cdef const double[::1] count, arr
+    cdef const double[:, ::1] Arr
+    cdef const double[:, ::1] dense
+    cdef const double[::1] data
+    cdef const int32_t[::1] indices, indptr
+    cdef double[:, ::1] first
+    cdef double[::1, :] L
+    cdef Scratch scratch
+    cdef Py_ssize_t rr, i0, i1, i2, nlog, cap, ntheta
+    cdef bint csr, reml, auto
+    cdef double nobs, p, ldW, shift, yc_ss, lo, hi
+    cdef double *log_x
+    cdef double *log_f
+    cdef void *stop_opt
+    cdef int (*stop_fn)(void *) noexcept nogil
+    cdef object fallback
+    cdef public object error
+
+    def __cinit__(self):
+        self.log_x = NULL
+        self.log_f = NULL
+        self.stop_opt = NULL
+        self.stop_fn = NULL
+
+    def __init__(self, a, W, rows, src, count, arr, Arr, scale_index, Py_ssize_t rr,
+                 t_index, Py_ssize_t ntheta, Py_ssize_t nobs, Py_ssize_t p, bint reml,
+                 double ldW, double shift, double yc_ss, bint auto, limits, fallback):
+        self.a, self.rows, self.src, self.count, self.arr = a, rows, src, count, arr
+        self.Arr, self.scale_index, self.rr = Arr, scale_index, rr
+        self.csr = hasattr(W, "indptr")
+        self.dense, self.data, self.indices, self.indptr = (
+            _NO_DENSE, _NO_VALUES, _NO_INDEX32, _NO_INDEX32)
+        if self.csr:
+            self.data, self.indices, self.indptr = _csr_arrays(W)
+        else:
+            self.dense = W
+        self.i0, self.i1, self.i2 = t_index
+        self.ntheta = ntheta
+        self.theta = np.zeros(ntheta + 1)  # (θ, then the 0 that index -1 reads)
+        r = Arr.shape[0]
+        self.first = np.empty((a.shape[0], a.shape[1]))
+        self.L = np.empty((r, r), order="F")
+        self.scratch = Scratch(src.shape[0] * (1 if a.shape[0] == 1 else 4), rows.shape[0],
+                               r)
+        self.nobs, self.p, self.reml = <double>nobs, <double>p, reml
+        self.ldW, self.shift, self.yc_ss, self.auto = ldW, shift, yc_ss, auto
+        self.lo, self.hi = limits
+        self.fallback = fallback
+        self.error = None
+        self.nlog = self.cap = 0
+
+    def __dealloc__(self):
+        free(self.log_x)
+        free(self.log_f)
+
+    def objective_address(self):
+        """(address of the C objective, double f(unsigned n, const double *x, double
+        *grad, void *data), as NLopt calls it; address of this object, its data)."""
+        return <size_t> &_nlopt_objective, <size_t> <void *> self
+
+    def set_stop(self, size_t force_stop, size_t opt):
+        """The optimiser's ``force_stop(opt)`` to call when ``fallback`` raises (0, 0: none)."""
+        self.stop_fn = <int (*)(void *) noexcept nogil> <void *> force_stop
+        self.stop_opt = <void *> opt
+
+    def __call__(self, const double[::1] theta):
+        """The criterion at ``theta`` (logged), as the optimiser's loop evaluates it; NaN
+        after an error of ``fallback`` (kept in :attr:`error`)."""
+        if theta.shape[0] != self.ntheta:
+            raise ValueError(f"theta has {theta.shape[0]} entries, the design {self.ntheta}")
+        return self.evaluate(&theta[0])
+
+    def take_log(self):
+        """The evaluations since the last call, as a list of (θ, value), and forget them."""
+        cdef Py_ssize_t k
+        out = []
+        for k in range(self.nlog):
+            x = np.empty(self.ntheta)
+            for j in range(self.ntheta):
+                x[j] = self.log_x[k * self.ntheta + j]
+            out.append((x, self.log_f[k]))
+        self.nlog = 0
+        return out
+
+    cdef int _grow_log(self) noexcept:
+        cdef Py_ssize_t size = 2 * self.cap + 64
+        cdef void *px = realloc(self.log_x, size * (self.ntheta + 1) * sizeof(double))
+        if px == NULL:
+            return -1
+        self.log_x = <double *> px
+        cdef void *pf = realloc(self.log_f, size * sizeof(double))
+        if pf == NULL:
+            return -1
+        self.log_f = <double *> pf
+        self.cap = size
+        return 0
+
+    cdef double evaluate(self, const double *x) noexcept:
+        """The criterion at θ = x (logged), or NaN after an error (the optimiser is stopped)."""
+        cdef Py_ssize_t j
+        cdef double total = 0.0, value, rho, nmp
+        cdef double out[4]
+        cdef int info
+        cdef bint residual = False
+        for j in range(self.ntheta):
+            self.theta[j] = x[j]
+            total += x[j]
+        self.theta[self.ntheta] = 0.0
+        if total - total != 0.0:  # (θ not finite, or a sum that overflows)
+            residual = True
+        else:
+            info = _small_dense(
+                self.a, self.theta[self.i0], self.theta[self.i1], self.theta[self.i2],
+                self.theta, self.scale_index, self.rr, self.csr, self.dense, self.data,
+                self.indices, self.indptr, self.rows, self.src, self.count, self.arr,
+                self.Arr, self.first, self.L, self.scratch.g, self.scratch.wg,
+                self.scratch.sc, out)
+            if info != 0 or not out[2] > 0.0:
+                value = INFINITY
+            else:
+                rho = self.yc_ss / out[2] * out[3]
+                if self.auto and self.lo <= rho and rho < self.hi:
+                    residual = True
+                elif self.reml:
+                    nmp = self.nobs - self.p
+                    value = (out[0] - self.ldW + out[1]
+                             + nmp * (1.0 + log(_TWO_PI * out[2] / nmp)) + self.shift)
+                else:
+                    value = (out[0] - self.ldW
+                             + self.nobs * (1.0 + log(_TWO_PI * out[2] / self.nobs))
+                             + self.shift)
+        if residual:
+            try:
+                value = float(self.fallback(np.asarray(self.theta[:self.ntheta]).copy()))
+            except BaseException as exc:  # (stop the optimiser; the caller re-raises)
+                self.error = exc
+                if self.stop_fn != NULL:
+                    self.stop_fn(self.stop_opt)
+                return NAN
+        if self.nlog == self.cap and self._grow_log() != 0:
+            self.error = MemoryError()
+            if self.stop_fn != NULL:
+                self.stop_fn(self.stop_opt)
+            return NAN
+        for j in range(self.ntheta):
+            self.log_x[self.nlog * self.ntheta + j] = x[j]
+        self.log_f[self.nlog] = value
+        self.nlog += 1
+        return value
+
+
+cdef double _nlopt_objective(unsigned n, const double *x, double *grad,
+                             void *data) noexcept with gil:
+    """NLopt's objective: :meth:`SmallCriterion.evaluate`, a non-finite value as 1e300."""
+    cdef double value = (<SmallCriterion> data).evaluate(x)
+    return value if value - value == 0.0 else 1e300  # (not finite: run_nlopt's 1e300)

@@ -60,7 +60,13 @@ from crossed.model.factor import (
     tri_inverse,
     tri_solve,
 )
-from crossed.model.pwrss import collinear_levels, from_residuals, pivot_cancels
+from crossed.model.pwrss import (
+    BEYOND_REPAIR,
+    CANCELLATION_LIMIT,
+    collinear_levels,
+    from_residuals,
+    pivot_cancels,
+)
 from crossed.model.sparse_map import (
     LevelClasses,
     Products,
@@ -72,6 +78,8 @@ from crossed.model.sparse_schur import SparseFactor, SparseSchur, sparse_schur_f
 from crossed.model.update_plan import LevelGroups, diagonal_lead, level_pattern, plan_update
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from crossed.design import Design
 
 __all__ = ["CrossProducts", "Factor", "MAX_DENSE", "PLS", "deviance_at", "profiled_deviance",
@@ -757,6 +765,24 @@ class PLS:
                    L=L, first=first)
         lost = pivot_cancels(self, pwrss, amplification=amplification)
         return from_residuals(self, f) if lost else f
+
+    def compiled_criterion(self, reml: bool, shift: float,
+                           fallback: Callable[[np.ndarray], float]
+                           ) -> _core.SmallCriterion | None:
+        """The criterion (+ ``shift``) as a compiled function of θ for a compiled optimiser
+        loop (``_core.SmallCriterion``: :meth:`_factor_small_dense`'s evaluation and
+        :func:`profiled_deviance`'s formula, no Factor formed), or None where the design
+        is not evaluated in one call. ``fallback(θ)`` gives the value where the pwrss is
+        to be taken from the residuals (:func:`pivot_cancels`) or θ is not finite."""
+        if self._small is None:
+            return None
+        a, W, rows, src, count, support, Arr = self._small
+        i0, i1, i2 = (self._t1, -1, -1) if self.q1 == 1 else self._t_2x2
+        ntheta = 1 + max(int(b.theta_index.max()) for b in self.blocks)
+        return _core.SmallCriterion(
+            a, W, rows, src, count, support, Arr, self._scale_index, self.r_rand, (i0, i1, i2),
+            ntheta, self.n, self.p, reml, self.ldW, shift, self.yc_ss,
+            self.residual_pwrss == "auto", (CANCELLATION_LIMIT, BEYOND_REPAIR), fallback)
 
     def objective(self, theta: np.ndarray, reml: bool) -> float:
         """Profiled deviance (ML) or REML criterion at ``theta``."""

@@ -18,6 +18,7 @@ from crossed.engines.native.converge import (
     optimize_theta,
     restart_message,
 )
+from crossed.engines.native.optimize import Criterion
 from crossed.engines.native.rescale import reparametrisation
 from crossed.engines.registry import ALL_GLMMS, Capabilities, FunctionEngine
 from crossed.model.batched import objectives
@@ -83,12 +84,17 @@ def fit_pls(design: Design, pls: PLS, reml: bool, control: LmerControl,
 
     best: list = [np.inf, None]  # the optimiser's best value and its factorisation
 
-    def crit_keeping_best(theta: np.ndarray) -> float:
+    def keeping_best(theta: np.ndarray) -> float:
         f = pls_opt.factor(np.array(theta, dtype=float))  # (a copy: NLopt reuses its array)
         value = profiled_deviance(f, n, p, reml) + shift
         if value < best[0]:
             best[:] = [value, f]
         return value
+
+    # small designs: NLopt's runs evaluate the compiled criterion without calling Python
+    # (no factorisation is kept: the optimum's is formed at the end)
+    crit_keeping_best = Criterion(keeping_best,
+                                  pls_opt.compiled_criterion(reml, shift, keeping_best))
 
     def crit_grad_keeping_best(theta: np.ndarray) -> tuple[float, np.ndarray]:
         f = pls_opt.factor(np.array(theta, dtype=float))

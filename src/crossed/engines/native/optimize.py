@@ -4,12 +4,19 @@ gradient (scipy).
 Their settings (:class:`LmerControl`) and record (:class:`OptSummary`, :class:`Restart`)
 are the model core's (``crossed.model.control``, re-exported here), as are lme4's
 convergence checks (``crossed.model.convergence``). SciPy's optimisers are imported by
-:func:`lbfgsb`, the one function that uses them: BOBYQA fits do not load them."""
+:func:`lbfgsb`, the one function that uses them: BOBYQA fits do not load them.
+
+A :class:`Criterion` that carries a compiled objective (small designs:
+``PLS.compiled_criterion``) is run through NLopt's C interface (``_nlopt.pyx``), the same
+algorithm and settings with no Python call per evaluation; any other criterion through
+NLopt's Python interface."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import nlopt
 import numpy as np
@@ -24,9 +31,13 @@ from crossed.model.control import (
     Restart,
 )
 
-__all__ = ["AUTO_LBFGSB_DENSE", "AUTO_LBFGSB_THETA", "OPTIMIZERS", "PIRLS_MODES", "LmerControl",
-           "NLOPT_ALGORITHMS", "OptSummary", "Restart", "bobyqa", "lbfgsb", "nelder_mead",
-           "nlopt_algorithm", "run_bobyqa", "run_nlopt"]
+if TYPE_CHECKING:
+    from crossed.model._core import SmallCriterion
+
+__all__ = ["AUTO_LBFGSB_DENSE", "AUTO_LBFGSB_THETA", "OPTIMIZERS", "PIRLS_MODES", "Criterion",
+           "LmerControl", "NLOPT_ALGORITHMS", "OptSummary", "Restart", "bobyqa", "lbfgsb",
+           "nelder_mead", "nlopt_algorithm", "nlopt_c_api", "run_bobyqa", "run_nlopt",
+           "use_compiled_objective"]
 
 
 ROUNDOFF_LIMITED = -4  # NLopt's NLOPT_ROUNDOFF_LIMITED
@@ -40,6 +51,46 @@ NLOPT_ALGORITHMS = {"NLOPT_LN_BOBYQA": nlopt.LN_BOBYQA,
                     "NLOPT_LN_NELDERMEAD": nlopt.LN_NELDERMEAD}
 """The NLopt algorithms of the native engine, by NLopt's name (lme4's ``nloptwrap``
 ``algorithm``)."""
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """A criterion for the NLopt runs: ``fun`` at a θ, and the same criterion as a
+    compiled objective (``model._core.SmallCriterion``, small designs), which
+    :func:`run_nlopt` hands to NLopt's C interface so that no evaluation calls Python."""
+
+    fun: Callable[[np.ndarray], float]
+    compiled: SmallCriterion | None = None
+
+    def __call__(self, theta: np.ndarray) -> float:
+        return self.fun(theta)
+
+
+_COMPILED: dict[str, bool | None] = {"wanted": True, "bound": None}
+
+
+def use_compiled_objective(enabled: bool) -> None:
+    """Let :func:`run_nlopt` run compiled objectives through NLopt's C interface (True,
+    the default) or call them from Python as any criterion (False; the same iterates)."""
+    _COMPILED["wanted"] = enabled
+
+
+def nlopt_c_api() -> bool:
+    """Whether NLopt's C functions are bound for compiled objectives (``_nlopt.pyx``): the
+    functions NLopt's Python extension module exports, found once by their names."""
+    if _COMPILED["bound"] is None:
+        try:
+            import ctypes
+
+            from crossed.engines.native import _nlopt
+
+            lib = ctypes.CDLL(nlopt._nlopt.__file__)
+            _nlopt.bind({name: ctypes.cast(getattr(lib, "nlopt_" + name), ctypes.c_void_p).value
+                         for name in _nlopt.NAMES})
+            _COMPILED["bound"] = True
+        except (ImportError, OSError, AttributeError, TypeError, ValueError):
+            _COMPILED["bound"] = False
+    return bool(_COMPILED["bound"])
 
 
 def nlopt_algorithm(optimizer: str) -> str:
@@ -160,18 +211,25 @@ def run_nlopt(fun: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.ndar
     if algorithm not in NLOPT_ALGORITHMS:
         raise ValueError(f"unknown NLopt algorithm {algorithm!r}; available: "
                          + ", ".join(repr(a) for a in NLOPT_ALGORITHMS))
-    opt = nlopt.opt(NLOPT_ALGORITHMS[algorithm], len(x0))
-    opt.set_lower_bounds(np.where(np.isfinite(lower), lower, -np.inf))
-    opt.set_min_objective(objective)
-    if step is not None:
-        opt.set_initial_step(step)
-    opt.set_xtol_abs(xtol_abs)
-    opt.set_ftol_abs(ftol_abs)
-    opt.set_xtol_rel(xtol_rel)
-    opt.set_maxeval(control.maxeval if maxeval is None else maxeval)
+    evaluations = maxeval if maxeval is not None else control.maxeval
+    compiled = fun.compiled if isinstance(fun, Criterion) else None
     try:
-        x = opt.optimize(np.asarray(x0, dtype=float))
-        code, fmin = opt.last_optimize_result(), float(opt.last_optimum_value())
+        if compiled is not None and _COMPILED["wanted"] and nlopt_c_api():
+            x, code, fmin = _run_compiled(compiled, NLOPT_ALGORITHMS[algorithm], x0, lower,
+                                          xtol_abs, ftol_abs, xtol_rel, step, evaluations,
+                                          log)
+        else:
+            opt = nlopt.opt(NLOPT_ALGORITHMS[algorithm], len(x0))
+            opt.set_lower_bounds(np.where(np.isfinite(lower), lower, -np.inf))
+            opt.set_min_objective(objective)
+            if step is not None:
+                opt.set_initial_step(step)
+            opt.set_xtol_abs(xtol_abs)
+            opt.set_ftol_abs(ftol_abs)
+            opt.set_xtol_rel(xtol_rel)
+            opt.set_maxeval(evaluations)
+            x = opt.optimize(np.asarray(x0, dtype=float))
+            code, fmin = opt.last_optimize_result(), float(opt.last_optimum_value())
     except nlopt.RoundoffLimited:
         # NLopt's Python interface raises where its C interface returns code -4 with its
         # best point: that is the lowest criterion logged
@@ -189,6 +247,43 @@ def run_nlopt(fun: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.ndar
         feval=len(log), return_code=int(code), message=_NLOPT_CODES.get(code, str(code)),
         control=control, log=tuple(log),
     )
+
+
+_NLOPT_ERRORS: dict[int, type[Exception]] = {
+    -1: getattr(nlopt, "runtime_error", RuntimeError),
+    -2: getattr(nlopt, "invalid_argument", ValueError), -3: MemoryError,
+    -4: nlopt.RoundoffLimited, -5: nlopt.ForcedStop}
+"""The exceptions NLopt's Python interface raises for its negative codes (its own
+classes from NLopt 2.8 on, Python's before)."""
+
+
+def _run_compiled(crit: SmallCriterion, algorithm: int, x0: np.ndarray, lower: np.ndarray,
+                  xtol_abs: float | np.ndarray, ftol_abs: float, xtol_rel: float,
+                  step: float | np.ndarray | None, maxeval: int,
+                  log: list[tuple[np.ndarray, float]]) -> tuple[np.ndarray, int, float]:
+    """:func:`run_nlopt`'s run through NLopt's C interface on a compiled objective: the
+    same settings (scalars given for every coordinate, as NLopt's Python interface does),
+    every evaluation appended to ``log``; NLopt's negative codes raised as its Python
+    interface raises them, an exception of the objective's fallback as it was."""
+    from crossed.engines.native import _nlopt
+
+    n = len(x0)
+    x = np.array(x0, dtype=float)
+    bounds = np.ascontiguousarray(np.where(np.isfinite(lower), lower, -np.inf), dtype=float)
+    xtol = np.array(np.broadcast_to(np.asarray(xtol_abs, dtype=float), (n,)))
+    steps = (np.zeros(0) if step is None
+             else np.array(np.broadcast_to(np.asarray(step, dtype=float), (n,))))
+    address, data = crit.objective_address()
+    crit.error = None
+    crit.take_log()  # (a run's log is its own)
+    code, fmin = _nlopt.minimize(address, data, crit.set_stop, algorithm, x, bounds, xtol,
+                                 ftol_abs, xtol_rel, steps, maxeval)
+    log.extend(crit.take_log())
+    if crit.error is not None:
+        raise crit.error
+    if code < 0:
+        raise _NLOPT_ERRORS.get(code, RuntimeError)(f"nlopt: {_NLOPT_CODES.get(code, code)}")
+    return x, code, float(fmin)
 
 
 _LBFGSB_CODES = {0: 1, 1: 5, 2: 1}

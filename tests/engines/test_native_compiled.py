@@ -1,0 +1,164 @@
+"""NLopt's C interface with the compiled criterion (engines/native/_nlopt.pyx,
+optimize.run_nlopt's compiled path, model/_core.pyx: SmallCriterion).
+
+A small design's NLopt runs evaluate the compiled criterion without calling Python. On
+the same values NLopt's C run is its Python interface's run (the same iterates, log and
+stop); the compiled criterion is the Python one to rounding (its log is libm's where
+NumPy's may differ in the last bit: tests/model/test_pls.py), so a fit is the Python
+path's to the optimiser's tolerance.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import nlopt
+import numpy as np
+import pandas as pd
+import pytest
+
+import crossed
+from crossed.engines.native import optimize
+from crossed.engines.native.optimize import Criterion, LmerControl, run_bobyqa, run_nlopt
+from crossed.model import _core
+from crossed.model.pls import PLS
+
+
+def _sleep_far() -> pd.DataFrame:
+    df = crossed.load_dataset("sleepstudy").copy()
+    df["far"] = df["Days"] + 300.0  # (a slope far from 0: the optimiser's reparametrisation)
+    df["w"] = np.random.default_rng(1).uniform(0.5, 2.0, len(df))
+    return df
+
+
+FITS = [
+    ("Reaction ~ Days + (Days | Subject)", {}),
+    ("Reaction ~ Days + (1 | Subject)", {"reml": False}),
+    ("Reaction ~ Days + (Days || Subject)", {}),
+    ("Reaction ~ Days + (1 | Subject)", {"weights": "w"}),
+    ("Reaction ~ far + (far | Subject)", {}),  # (rescaled: the criterion's shift)
+]
+
+
+def _fit(formula: str, options: dict) -> crossed.LmerFit:
+    df = _sleep_far()
+    options = dict(options)
+    if "weights" in options:
+        options["weights"] = df[options["weights"]].to_numpy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return crossed.lmer(formula, df, **options)
+
+
+@pytest.mark.parametrize(("formula", "options"), FITS)
+def test_a_fit_through_the_c_interface_is_the_python_paths(formula, options, monkeypatch):
+    """A fit whose NLopt runs go through the C interface (they do: counted) reaches the
+    Python path's optimum: the criterion to 1e-10 relative, θ to the optimiser's
+    tolerance; every evaluation is logged."""
+    monkeypatch.setitem(optimize._COMPILED, "wanted", False)
+    reference = _fit(formula, options)
+    monkeypatch.setitem(optimize._COMPILED, "wanted", True)
+    assert optimize.nlopt_c_api()
+    runs = []
+    run = optimize._run_compiled
+
+    def counted(*args, **kwargs):
+        runs.append(args)
+        return run(*args, **kwargs)
+
+    monkeypatch.setattr(optimize, "_run_compiled", counted)
+    compiled = _fit(formula, options)
+    assert runs  # (NLopt's C loop ran)
+    assert compiled.deviance == pytest.approx(reference.deviance, rel=1e-10)
+    np.testing.assert_allclose(compiled.theta, reference.theta, rtol=1e-4, atol=1e-5)
+    assert compiled.opt.feval == len(compiled.opt.log)
+    assert compiled.converged == reference.converged
+    if "far" in formula:
+        assert compiled.opt.rescaled
+
+
+@pytest.mark.parametrize(("formula", "reml"), [
+    ("Reaction ~ Days + (Days | Subject)", True),
+    ("Reaction ~ Days + (1 | Subject)", False),
+    ("Reaction ~ Days + (Days || Subject)", True),
+])
+@pytest.mark.parametrize("algorithm", ["NLOPT_LN_BOBYQA", "NLOPT_LN_NELDERMEAD"])
+def test_the_c_run_is_nlopts_python_run_on_the_same_values(formula, reml, algorithm):
+    """NLopt's C run on the compiled criterion and its Python interface's run on the same
+    criterion called from Python: every iterate, value, the stop and its code are the
+    same, bit for bit (lme4's settings, an initial step, bounds)."""
+    fit = _fit(formula, {})
+    pls, lower = fit.pls, fit.design.random.theta_lower
+    crit = pls.compiled_criterion(reml, 0.0, lambda t: pls.objective(t, reml))
+    assert crit is not None
+    x0 = np.full(len(lower), 0.5)
+    settings = dict(algorithm=algorithm, xtol_abs=1e-8, ftol_abs=1e-8, xtol_rel=1e-4,
+                    step=0.3)
+    c_run = run_nlopt(Criterion(crit, crit), x0, lower, LmerControl(), **settings)
+    crit.take_log()
+    python_run = run_nlopt(lambda t: crit(np.ascontiguousarray(t)), x0, lower,
+                           LmerControl(), **settings)
+    assert c_run.feval == python_run.feval == len(c_run.log) > 0
+    assert c_run.return_code == python_run.return_code and c_run.fmin == python_run.fmin
+    np.testing.assert_array_equal(c_run.theta_final, python_run.theta_final)
+    for (xc, fc), (xp, fp) in zip(c_run.log, python_run.log, strict=True):
+        np.testing.assert_array_equal(xc, xp)
+        assert fc == fp
+
+
+def _criterion(fallback) -> tuple[Criterion, np.ndarray, np.ndarray]:
+    """sleepstudy's (Days | Subject) criterion with every evaluation given to ``fallback``
+    (the residual-form limits 0 to inf), its start and bounds."""
+    fit = _fit("Reaction ~ Days + (Days | Subject)", {})
+    pls: PLS = fit.pls
+    compiled = _core.SmallCriterion(
+        *pls._small, pls.scale_index, pls.r_rand, tuple(pls._t_2x2), 3, pls.n, pls.p, True,
+        pls.ldW, 0.0, pls.yc_ss, True, (0.0, np.inf), fallback)
+    return (Criterion(fallback, compiled), np.array([1.0, 0.0, 1.0]),
+            fit.design.random.theta_lower)
+
+
+def test_an_error_in_the_fallback_stops_nlopt_and_is_raised():
+    """The third evaluation's fallback raises: NLopt is stopped, the error is raised as
+    it was, and the run makes no further evaluation."""
+    calls = []
+
+    def fallback(theta):
+        calls.append(theta)
+        if len(calls) == 3:
+            raise ArithmeticError("the residual form failed")
+        return float(theta @ theta)
+
+    crit, x0, lower = _criterion(fallback)
+    with pytest.raises(ArithmeticError, match="residual form failed"):
+        run_bobyqa(crit, x0, lower, LmerControl(), xtol_abs=1e-8, ftol_abs=1e-8,
+                   xtol_rel=1e-4)
+    assert len(calls) == 3
+
+
+def test_fallback_values_reach_nlopt_and_the_log():
+    """Where every evaluation is the fallback's (a quadratic here), the run is NLopt's
+    Python run on that function: the same log and stop."""
+    def quadratic(theta):
+        return float((theta - [0.8, 0.1, 0.3]) @ (theta - [0.8, 0.1, 0.3]))
+
+    crit, x0, lower = _criterion(quadratic)
+    settings = dict(xtol_abs=1e-8, ftol_abs=1e-10, xtol_rel=0.0)
+    compiled = run_bobyqa(crit, x0, lower, LmerControl(), **settings)
+    plain = run_bobyqa(quadratic, x0, lower, LmerControl(), **settings)
+    assert compiled.feval == plain.feval and compiled.return_code == plain.return_code
+    np.testing.assert_array_equal(compiled.theta_final, plain.theta_final)
+    assert [f for _, f in compiled.log] == [f for _, f in plain.log]
+
+
+def test_nlopts_refusals_are_its_python_interfaces_errors():
+    """A setting NLopt refuses (an initial step of 0) raises what its Python interface
+    raises for it."""
+    crit, x0, lower = _criterion(lambda t: float(t @ t))
+    settings = dict(algorithm="NLOPT_LN_BOBYQA", xtol_abs=1e-8, ftol_abs=1e-8, xtol_rel=0.0,
+                    step=0.0)
+    with pytest.raises(Exception) as python_error:  # noqa: PT011 (NLopt's own class)
+        run_nlopt(crit.fun, x0, lower, LmerControl(), **settings)
+    with pytest.raises(python_error.type):
+        run_nlopt(crit, x0, lower, LmerControl(), **settings)
+    assert optimize._NLOPT_ERRORS[-4] is nlopt.RoundoffLimited
