@@ -17,7 +17,10 @@ Each function here is one step of :meth:`crossed.model.pls.PLS.factor` on its ow
   dense path (a first factor of one or two columns per level, every later one scalar, a
   Schur complement of order below ``cholesky.MIN_DIAGONAL``: sleepstudy, blurb's and
   ner's crossed intercepts, and every refit of them), where the per-call overheads of
-  the steps above were most of the time.
+  the steps above were most of the time;
+- :class:`SmallCriterion`: that evaluation and lme4's criterion as a C function of θ,
+  which ``engines/native/_nlopt.pyx`` hands to NLopt's C interface (no Python call per
+  evaluation of the optimiser's loop).
 
 Each of the kernels of one step computes what the NumPy/SciPy code it replaced computed,
 in the same order of operations (W g by BLAS's dgemv for a dense W, by rows in index
@@ -550,8 +553,9 @@ cdef double _TWO_PI = 6.283185307179586  # (2.0 * numpy.pi, as the Python criter
 cdef class SmallCriterion:
     """The profiled criterion of a small design (:func:`small_dense`'s designs) as a C
     function of θ for a compiled optimiser loop: one :func:`_small_dense` evaluation on
-    arrays held here, lme4's criterion from it (``closed_forms.criterion``'s formula and
-    libm's log, as the Python path's), and the evaluation logged. Where the factor's pwrss
+    arrays held here, lme4's criterion from it (``closed_forms.criterion``'s formula with
+    libm's log, where the Python path takes NumPy's: the two may differ in the last bit),
+    and the evaluation logged. Where the factor's pwrss
     is to be recomputed from the residuals (``pwrss.pivot_cancels``: ρ times the ratio in
     [``limits``)) or θ is not finite, the value is ``fallback(θ)``'s, the Python path's.
 
