@@ -621,3 +621,22 @@ def test_compiled_criterion_is_the_objective(formula, classed, weighted, monkeyp
     failing = pls.compiled_criterion(True, 0.0, broken)
     assert np.isnan(failing(inf_theta))
     assert isinstance(failing.error, ArithmeticError)
+
+
+def test_compiled_criterion_reads_a_fixed_entry_of_t_as_zero():
+    """A 2 x 2 template entry fixed at 0 (θ position -1) is read as 0 by the compiled
+    criterion, as by ``factor`` (the list θ + [0] there): the off-diagonal θ of a
+    correlated term at 0 gives the same value through a template without it."""
+    df = _ratings()
+    design = build_design(parse("y ~ x + (1 + x | s)"), df)
+    pls = PLS(design.random.blocks, design.X, design.y)
+    assert pls.q1 == 2 and pls._small is not None
+    i0, i1, i2 = pls._t_2x2
+    fixed = _core.SmallCriterion(*pls._small, pls.scale_index, pls.r_rand, (i0, -1, i2), 3,
+                                 pls.n, pls.p, True, pls.ldW, 0.0, pls.yc_ss, True,
+                                 (1e4, 1e12), lambda t: np.nan)
+    for theta in ([0.7, 0.4, 0.3], [1.2, -0.5, 0.05]):
+        at_zero = np.array(theta)
+        at_zero[i1] = 0.0
+        assert fixed(np.array(theta)) == pytest.approx(pls.objective(at_zero, True),
+                                                       rel=1e-14)

@@ -603,8 +603,9 @@ cdef class SmallCriterion:
             self.data, self.indices, self.indptr = _csr_arrays(W)
         else:
             self.dense = W
-        self.i0, self.i1, self.i2 = t_index
         self.ntheta = ntheta
+        # T's θ positions, -1 (an entry fixed at 0) reading the 0 after θ
+        self.i0, self.i1, self.i2 = (i if i >= 0 else ntheta for i in t_index)
         self.theta = np.zeros(ntheta + 1)  # (θ, then the 0 that index -1 reads)
         r = Arr.shape[0]
         self.first = np.empty((a.shape[0], a.shape[1]))

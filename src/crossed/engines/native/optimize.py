@@ -71,7 +71,8 @@ _COMPILED: dict[str, bool | None] = {"wanted": True, "bound": None}
 
 def use_compiled_objective(enabled: bool) -> None:
     """Let :func:`run_nlopt` run compiled objectives through NLopt's C interface (True,
-    the default) or call them from Python as any criterion (False; the same iterates)."""
+    the default) or run NLopt's Python interface on the Python criterion (False; the same
+    iterates to rounding: the compiled criterion's log is libm's)."""
     _COMPILED["wanted"] = enabled
 
 
