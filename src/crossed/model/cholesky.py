@@ -213,6 +213,24 @@ class _Blocked(Pointers):
         blas.gemm("N", "T", self.n - s, s - e, w, -1.0, self.at(s, k), self.ld, self.at(e, k),
                   self.ld, 1.0, self.at(s, e), self.ld)
 
+    def update(self, k: int, w: int, e: int, s: int) -> Future[None] | None:
+        """A[e:, e:] -= P Pᵀ (lower) for the columns P = A[e:, k:k+w]: the lower-right part
+        [s, n)² by the helper thread (its job returned, for the caller to wait on; done
+        here without the helper), the rest here (dsyrk on [e, s)², dgemm below it). ``s``
+        is set by the sizes alone, so the sums are the same with or without the helper."""
+        n = self.n
+        job: Future[None] | None = None
+        if s < n:
+            pool = helper_thread()
+            if pool is not None:
+                job = pool.submit(self.syrk, k, w, s, n)
+            else:
+                self.syrk(k, w, s, n)
+        self.syrk(k, w, e, s)
+        if s < n:
+            self.gemm(k, w, e, s)
+        return job
+
 
 def cholesky_lower(A: np.ndarray, solve_from: int | None = None, diagonal: int = 0) -> int:
     """Factor a symmetric positive definite matrix in place: A = L Lᵀ in its lower triangle.
@@ -265,11 +283,13 @@ def _diagonal_lead(A: np.ndarray, d: int, solve_from: int) -> int:
         return 0
     A[d:, :d] /= root  # L21 = A21 L11⁻ᵀ, column by column
     m = n - d
-    a = Pointers(A)
-    _lead_update(a, d, n)
+    state = _Blocked(A, solve_from)
+    job = state.update(0, d, d, lead_split(n, d))  # (the rest by L21: one rank-d update)
+    if job is not None:
+        job.result()
     if m < MIN_BLOCKED:
         info = ctypes.c_int(0)
-        blas.potrf(m, a.at(d, d), a.ld, info)
+        blas.potrf(m, state.at(d, d), state.ld, info)
         return info.value + d if info.value else 0
     info_rest = _factor(A, max(solve_from - d, 0), offset=d)
     return info_rest + d if info_rest else 0
@@ -286,48 +306,17 @@ def lead_split(n: int, d: int) -> int:
     return n if b < MIN_SPLIT else n - b
 
 
-def _lead_update(a: Pointers, d: int, n: int) -> None:
-    """A[d:, d:] -= L21 L21ᵀ (lower) for the scaled columns L21 = A[d:, :d] of a diagonal
-    lead, the lower-right part [s, n)² on the helper thread (:func:`lead_split`; the split
-    depends on the sizes alone, so the result is the same without the helper)."""
-    s = lead_split(n, d)
-    pool = helper_thread() if s < n else None
-    job: Future[None] | None = None
-    if s < n:
-        if pool is not None:
-            job = pool.submit(blas.syrk, "L", "N", n - s, d, -1.0, a.at(s, 0), a.ld, 1.0,
-                              a.at(s, s), a.ld)
-        else:
-            blas.syrk("L", "N", n - s, d, -1.0, a.at(s, 0), a.ld, 1.0, a.at(s, s), a.ld)
-    blas.syrk("L", "N", s - d, d, -1.0, a.at(d, 0), a.ld, 1.0, a.at(d, d), a.ld)
-    if s < n:
-        blas.gemm("N", "T", n - s, s - d, d, -1.0, a.at(s, 0), a.ld, a.at(d, 0), a.ld, 1.0,
-                  a.at(s, d), a.ld)
-    if job is not None:
-        job.result()
-
-
 def _factor(A: np.ndarray, solve_from: int, offset: int = 0) -> int:
     """The blocked factorisation of ``A[offset:, offset:]`` (module docstring)."""
     state = _Blocked(A, solve_from, offset)
     n = state.n
-    pool = helper_thread()
     info = state.panel(0, PANEL)
     if info:
         return info
     for k in range(0, n - PANEL, PANEL):
         e = k + PANEL
         w = PANEL
-        s = split_point(n, e, PANEL)
-        job: Future[None] | None = None
-        if s < n:
-            if pool is not None:
-                job = pool.submit(state.syrk, k, w, s, n)
-            else:
-                state.syrk(k, w, s, n)
-        state.syrk(k, w, e, s)
-        if s < n:
-            state.gemm(k, w, e, s)
+        job = state.update(k, w, e, split_point(n, e, PANEL))
         info = state.panel(e, min(n, e + PANEL))
         if job is not None:
             job.result()
