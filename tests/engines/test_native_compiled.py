@@ -111,9 +111,8 @@ def _criterion(fallback) -> tuple[Criterion, np.ndarray, np.ndarray]:
     (the residual-form limits 0 to inf), its start and bounds."""
     fit = _fit("Reaction ~ Days + (Days | Subject)", {})
     pls: PLS = fit.pls
-    compiled = _core.SmallCriterion(
-        *pls._small, pls.scale_index, pls.r_rand, tuple(pls._t_2x2), 3, pls.n, pls.p, True,
-        pls.ldW, 0.0, pls.yc_ss, True, (0.0, np.inf), fallback)
+    compiled = _core.SmallCriterion(pls._small, pls.n, pls.p, True, pls.ldW, 0.0, pls.yc_ss,
+                                    True, (0.0, np.inf), fallback)
     return (Criterion(fallback, compiled), np.array([1.0, 0.0, 1.0]),
             fit.design.random.theta_lower)
 

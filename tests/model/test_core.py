@@ -171,9 +171,12 @@ def test_small_dense_is_the_steps_it_stands_for(q1, support, csr):
 
     per_level = np.zeros(0)
 
+    t_index = (0, 1, 2) if q1 == 2 else (0, -1, -1)  # (t's positions in θ)
+
     def run(a=a, Arr=Arr, arr=arr, W=Wk, rows=rows, src=src, count=per_level):
-        return _core.small_dense(a, *t, theta, scale_index, rr, W, rows, src, count, arr,
-                                 Arr, first, L)
+        small = _core.SmallDense(a, W, rows, src, count, arr, Arr, scale_index, rr, t_index,
+                                 len(theta))
+        return small.factor(theta, first, L)
 
     info, ld, ldrx, pwrss, ratio = run()
     T = np.array([[t[0], 0.0], [t[1], t[2]]])[:q1, :q1]
@@ -221,3 +224,27 @@ def test_small_dense_is_the_steps_it_stands_for(q1, support, csr):
         not_pd = Arr.copy()
         not_pd[4, 4] = -1e3
         assert run(Arr=not_pd)[0] == 5
+
+
+def test_small_dense_pickles_as_its_arrays():
+    """A fit's PLS problem travels to simulation workers (joblib, Dask): its SmallDense is
+    pickled as its arrays and gives the same evaluation."""
+    import pickle
+
+    import crossed as cx
+    from crossed.model.pls import PLS
+
+    design = cx.lmer("Reaction ~ Days + (Days | Subject)",
+                     cx.load_dataset("sleepstudy")).design
+    pls = PLS(design.random.blocks, design.X, design.y)
+    small = pls._small
+    assert small is not None
+    copy = pickle.loads(pickle.dumps(small))
+    theta = np.array([0.9, 0.1, 0.2])
+    outs = []
+    for s in (small, copy):
+        first, L = np.empty((3, s.nentries)), np.empty((pls.r, pls.r), order="F")
+        outs.append((s.factor(theta, first, L), first, np.tril(L)))
+    assert outs[0][0] == outs[1][0]
+    np.testing.assert_array_equal(outs[0][1], outs[1][1])
+    np.testing.assert_array_equal(outs[0][2], outs[1][2])

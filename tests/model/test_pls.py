@@ -486,7 +486,7 @@ def test_first_block_per_class_is_the_per_level_one(formula, monkeypatch):
     assert per_class._classes is not None and len(per_class._classes.a) < 10
     per_level = PLS(design.random.blocks, design.X, design.y, update="sparse")
     per_level._classes = None
-    per_level._small = per_level._small_dense_inputs()  # (the compiled evaluation's, per
+    per_level._small = per_level._small_dense()  # (the compiled evaluation's, per
     # level)
     thetas = _thetas(design)
     for theta in thetas:
@@ -529,7 +529,7 @@ def test_compiled_small_evaluation_is_the_general_one(formula, classed, weighted
                                                      monkeypatch):
     """A small design on the dense path (a first block of one or two columns, later
     blocks scalar, the update by the sparse map, one dpotrf) is evaluated in one compiled
-    call (``_core.small_dense``): the factor (L's lower triangle, the first block's
+    call (``_core.SmallDense``): the factor (L's lower triangle, the first block's
     matrices, log determinants, pwrss) and so the criterion, β and u are the general
     path's to rounding, at interior and boundary θ; a θ that is not finite takes the
     general path (the kernel's failures: ``tests/model/test_core.py``)."""
@@ -609,10 +609,8 @@ def test_compiled_criterion_is_the_objective(formula, classed, weighted, monkeyp
         np.testing.assert_array_equal(crit(inf_theta), pls.objective(inf_theta, False) + 0.25)
     assert len(called) == 1
     # the pivot to be recomputed at every θ (limits 0 to inf): the fallback's values
-    t_index = (pls.first_theta, -1, -1) if pls.q1 == 1 else tuple(pls._t_2x2)
-    every = _core.SmallCriterion(*pls._small, pls.scale_index, pls.r_rand, t_index,
-                                 len(thetas[0]), pls.n, pls.p, True, pls.ldW, 0.0,
-                                 pls.yc_ss, True, (0.0, np.inf), lambda t: -1.0)
+    every = _core.SmallCriterion(pls._small, pls.n, pls.p, True, pls.ldW, 0.0, pls.yc_ss,
+                                 True, (0.0, np.inf), lambda t: -1.0)
     assert [every(t) for t in thetas] == [-1.0] * len(thetas)
 
     def broken(theta):
@@ -632,8 +630,9 @@ def test_compiled_criterion_reads_a_fixed_entry_of_t_as_zero():
     pls = PLS(design.random.blocks, design.X, design.y)
     assert pls.q1 == 2 and pls._small is not None
     i0, i1, i2 = pls._t_2x2
-    fixed = _core.SmallCriterion(*pls._small, pls.scale_index, pls.r_rand, (i0, -1, i2), 3,
-                                 pls.n, pls.p, True, pls.ldW, 0.0, pls.yc_ss, True,
+    small = _core.SmallDense(*pls._small_dense_inputs(), pls.scale_index, pls.r_rand,
+                             (i0, -1, i2), 3)
+    fixed = _core.SmallCriterion(small, pls.n, pls.p, True, pls.ldW, 0.0, pls.yc_ss, True,
                                  (1e4, 1e12), lambda t: np.nan)
     for theta in ([0.7, 0.4, 0.3], [1.2, -0.5, 0.05]):
         at_zero = np.array(theta)

@@ -19,22 +19,21 @@ def searchsorted_in_buckets(keys: np.ndarray, starts: np.ndarray, query: np.ndar
 def level_pairs(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, q: int,
                 nlevels: int, upper: bool, total: int
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]: ...
-def small_dense(a: np.ndarray, t0: float, t1: float, t2: float, theta: np.ndarray,
-                scale_index: np.ndarray, rr: int, W: np.ndarray | sp.csr_matrix,
-                rows: np.ndarray, src: np.ndarray, count: np.ndarray, arr: np.ndarray,
-                Arr: np.ndarray, first: np.ndarray, L: np.ndarray
-                ) -> tuple[int, float, float, float, float]: ...
 
-class Scratch:
-    def __init__(self, ng: int, nrows: int, r: int) -> None: ...
+class SmallDense:
+    ntheta: int
+    nentries: int
+    def __init__(self, a: np.ndarray, W: np.ndarray | sp.csr_matrix, rows: np.ndarray,
+                 src: np.ndarray, count: np.ndarray, arr: np.ndarray, Arr: np.ndarray,
+                 scale_index: np.ndarray, rr: int, t_index: tuple[int, ...],
+                 ntheta: int) -> None: ...
+    def factor(self, theta: np.ndarray, first: np.ndarray, L: np.ndarray
+               ) -> tuple[int, float, float, float, float]: ...
 
 class SmallCriterion:
     error: BaseException | None
-    def __init__(self, a: np.ndarray, W: np.ndarray | sp.csr_matrix, rows: np.ndarray,
-                 src: np.ndarray, count: np.ndarray, arr: np.ndarray, Arr: np.ndarray,
-                 scale_index: np.ndarray, rr: int, t_index: tuple[int, ...], ntheta: int,
-                 nobs: int, p: int, reml: bool, ldW: float, shift: float, yc_ss: float,
-                 auto: bool, limits: tuple[float, float],
+    def __init__(self, small: SmallDense, nobs: int, p: int, reml: bool, ldW: float,
+                 shift: float, yc_ss: float, auto: bool, limits: tuple[float, float],
                  fallback: Callable[[np.ndarray], float]) -> None: ...
     def __call__(self, theta: np.ndarray) -> float: ...
     def objective_address(self) -> tuple[int, int]: ...

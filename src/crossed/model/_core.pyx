@@ -13,7 +13,7 @@ Each function here is one step of :meth:`crossed.model.pls.PLS.factor` on its ow
 - :func:`potrf_lower`: LAPACK's dpotrf on a Fortran-ordered matrix;
 - :func:`upper_products`: the set-up's products of the sparse map, per class of levels
   (``sparse_map._upper_products``), in one pass without SciPy's product and conversions;
-- :func:`small_dense`: every step of an evaluation at once for a small design on the
+- :class:`SmallDense`: every step of an evaluation at once for a small design on the
   dense path (a first factor of one or two columns per level, every later one scalar, a
   Schur complement of order below ``cholesky.MIN_DIAGONAL``: sleepstudy, blurb's and
   ner's crossed intercepts, and every refit of them), where the per-call overheads of
@@ -26,7 +26,7 @@ Each of the kernels of one step computes what the NumPy/SciPy code it replaced c
 in the same order of operations (W g by BLAS's dgemv for a dense W, by rows in index
 order for a CSR one, as scipy's product): criteria are bitwise those of before, so
 optimisers take the same path. Logarithms and their sums stay NumPy's (its own vectorised
-log and pairwise sums). :func:`small_dense` is the exception: its logarithms are libm's and
+log and pairwise sums). :class:`SmallDense` is the exception: its logarithms are libm's and
 its sums sequential, so its criterion is the general path's to rounding (as
 ``batched.py``'s; ``tests/model/test_pls.py``).
 
@@ -383,19 +383,18 @@ def level_pairs(const int64_t[::1] indptr, const int64_t[::1] indices,
     return out_i[:k], out_j[:k], out_g[:k], out_v[:k]
 
 
-def small_dense(const double[:, ::1] a, double t0, double t1, double t2,
-                const double[::1] theta, const int64_t[::1] scale_index, Py_ssize_t rr,
-                W, const int64_t[::1] rows, const int64_t[::1] src, const double[::1] count,
-                const double[::1] arr, const double[:, ::1] Arr, double[:, ::1] first,
-                double[::1, :] L):
-    """A whole evaluation of a small design on the dense path in one call: a first
+cdef class SmallDense:
+    """A whole evaluation of a small design on the dense path in one call (:meth:`factor`;
+    the arrays held here, W unpacked once, the work arrays allocated once): a first
     grouping factor of one or two columns per level, every later one scalar, the Schur
     update by the sparse map W (a C-ordered array or a CSR matrix, one part) and a
     Schur complement factored by one dpotrf (``PLS.factor``'s steps, for the designs
     where NumPy's per-call overheads were most of an evaluation).
 
-    ``a``: the first block's levels' (or classes') A_s, one row (q₁ = 1: a_s; ``t0`` its
-    θ) or three (q₁ = 2: a₀₀, a₁₀, a₁₁; T = [[t0, 0], [t1, t2]]). Per entry s, B_s =
+    ``a``: the first block's levels' (or classes') A_s, one row (q₁ = 1: a_s; T = [[t0]])
+    or three (q₁ = 2: a₀₀, a₁₀, a₁₁; T = [[t0, 0], [t1, t2]]), with t0, t1, t2 θ at the
+    positions ``t_index`` (-1: an entry fixed at 0; θ has ``ntheta`` entries). Per entry
+    s, B_s =
     TᵀA_sT + I in closed form (``closed_forms.py``), written into ``first`` (q₁ = 1: √b_s;
     q₁ = 2: b₀₀, b₁₀, b₁₁); G_s = T B_s⁻¹ Tᵀ of the entries ``src`` (one per class of W's
     columns, entry-major as ``SparseMap.g_vector``). The scale of C's row or column i is
@@ -406,11 +405,12 @@ def small_dense(const double[:, ::1] a, double t0, double t1, double t2,
     A_rr s_i s_j and C[rows] −= (W g) s_i s_j; then 1 is added on the first ``rr`` diagonal entries (the later
     random effects) and L ← the Cholesky factor (dpotrf).
 
-    Returns (info, the random part's log determinant (Σ_s log det B_s, weighted by
+    :meth:`factor` returns (info, the random part's log determinant (Σ_s log det B_s, weighted by
     ``count`` when given, + 2 Σ log L_ii over the first ``rr``), 2 Σ log L_ii over the
     rest but the last, the last pivot squared (the pwrss), the largest Hadamard ratio
-    b₀₀b₁₁ / det B_s (1 for q₁ = 1)). ``info`` is dpotrf's, or -1 where a B_s is not
-    positive definite (L then unset).
+    b₀₀b₁₁ / det B_s (1 for q₁ = 1)). ``info`` is dpotrf's, -1 where a B_s is not
+    positive definite (L then unset), or -2 where θ is not finite (nothing computed:
+    the closed forms' general form is ``PLS.factor``'s).
 
     Each entry of C is the product :meth:`PLS.factor` forms, in its order (W g by BLAS's
     dgemv for a dense W, by rows in index order for a CSR one, as ``map_update``), and so
@@ -419,36 +419,46 @@ def small_dense(const double[:, ::1] a, double t0, double t1, double t2,
     written out (a matrix product there): the criterion is ``PLS.factor``'s to rounding,
     as ``batched.py``'s is.
     """
-    cdef bint csr = hasattr(W, "indptr")
-    cdef const double[:, ::1] dense = _NO_DENSE
-    cdef const double[::1] data = _NO_VALUES
-    cdef const int32_t[::1] indices = _NO_INDEX32, indptr = _NO_INDEX32
-    cdef double out[4]
-    cdef int info
-    cdef Scratch scratch = Scratch(src.shape[0] * a.shape[0] if a.shape[0] == 1 else
-                                   src.shape[0] * 4, rows.shape[0], L.shape[0])
-    if csr:
-        data, indices, indptr = _csr_arrays(W)
-    else:
-        dense = W
-    with nogil:
-        info = _small_dense(a, t0, t1, t2, theta, scale_index, rr, csr, dense, data,
-                            indices, indptr, rows, src, count, arr, Arr, first, L,
-                            scratch.g, scratch.wg, scratch.sc, out)
-    return info, out[0], out[1], out[2], out[3]
-
-
-cdef class Scratch:
-    """The work arrays of one :func:`_small_dense` evaluation (G per class, W g, the
-    scales), allocated once for many evaluations."""
+    cdef const double[:, ::1] a
+    cdef const int64_t[::1] scale_index, rows, src
+    cdef const double[::1] count, arr
+    cdef const double[:, ::1] Arr
+    cdef const double[:, ::1] dense
+    cdef const double[::1] data
+    cdef const int32_t[::1] indices, indptr
+    cdef double[::1] theta
+    cdef Py_ssize_t rr, i0, i1, i2
+    cdef readonly Py_ssize_t ntheta, nentries
+    cdef bint csr
     cdef double *g
     cdef double *wg
     cdef double *sc
+    cdef tuple args
 
-    def __cinit__(self, Py_ssize_t ng, Py_ssize_t nrows, Py_ssize_t r):
+    def __cinit__(self):
+        self.g = self.wg = self.sc = NULL
+
+    def __init__(self, a, W, rows, src, count, arr, Arr, scale_index, Py_ssize_t rr,
+                 t_index, Py_ssize_t ntheta):
+        self.args = (a, W, rows, src, count, arr, Arr, scale_index, rr, tuple(t_index),
+                     ntheta)
+        self.a, self.rows, self.src, self.count, self.arr = a, rows, src, count, arr
+        self.Arr, self.scale_index, self.rr = Arr, scale_index, rr
+        self.csr = hasattr(W, "indptr")
+        self.dense, self.data, self.indices, self.indptr = (
+            _NO_DENSE, _NO_VALUES, _NO_INDEX32, _NO_INDEX32)
+        if self.csr:
+            self.data, self.indices, self.indptr = _csr_arrays(W)
+        else:
+            self.dense = W
+        self.ntheta, self.nentries = ntheta, self.a.shape[1]
+        # T's θ positions, -1 (an entry fixed at 0) reading the 0 after θ
+        self.i0, self.i1, self.i2 = (i if i >= 0 else ntheta for i in t_index)
+        self.theta = np.zeros(ntheta + 1)
+        ng = self.src.shape[0] * (1 if self.a.shape[0] == 1 else 4)
         self.g = <double *> malloc((ng + 1) * sizeof(double))
-        self.wg = <double *> malloc((nrows + 1) * sizeof(double))
-        self.sc = <double *> malloc((r + 1) * sizeof(double))
+        self.wg = <double *> malloc((self.rows.shape[0] + 1) * sizeof(double))
+        self.sc = <double *> malloc((self.Arr.shape[0] + 1) * sizeof(double))
         if self.g == NULL or self.wg == NULL or self.sc == NULL:
             raise MemoryError()
 
@@ -456,6 +466,40 @@ cdef class Scratch:
         free(self.g)
         free(self.wg)
         free(self.sc)
+
+    def __reduce__(self):
+        # (pickled as its arrays: a fit's PLS problem travels to Dask's and joblib's workers)
+        return SmallDense, self.args
+
+    def factor(self, const double[::1] theta, double[:, ::1] first, double[::1, :] L):
+        """The evaluation at ``theta`` into ``first`` and ``L`` (class docstring)."""
+        cdef double out[4]
+        if theta.shape[0] != self.ntheta:
+            raise ValueError(f"theta has {theta.shape[0]} entries, the design {self.ntheta}")
+        if first.shape[0] != self.a.shape[0] or first.shape[1] != self.nentries or (
+                L.shape[0] != self.Arr.shape[0] or L.shape[1] != self.Arr.shape[0]):
+            raise ValueError("first is (q₁ or 3, entries) and L is r x r")
+        info = self.evaluate(&theta[0], first, L, out)
+        return info, out[0], out[1], out[2], out[3]
+
+    cdef int evaluate(self, const double *x, double[:, ::1] first, double[::1, :] L,
+                      double *out) noexcept:
+        """:meth:`factor` at θ = x (``ntheta`` entries), ``out`` as there."""
+        cdef Py_ssize_t j
+        cdef double total = 0.0
+        for j in range(self.ntheta):
+            self.theta[j] = x[j]
+            total += x[j]
+        self.theta[self.ntheta] = 0.0
+        if total - total != 0.0:  # (θ not finite, or a sum that overflows)
+            out[0], out[1], out[2], out[3] = INFINITY, INFINITY, INFINITY, 1.0
+            return -2
+        with nogil:
+            return _small_dense(
+                self.a, self.theta[self.i0], self.theta[self.i1], self.theta[self.i2],
+                self.theta, self.scale_index, self.rr, self.csr, self.dense, self.data,
+                self.indices, self.indptr, self.rows, self.src, self.count, self.arr,
+                self.Arr, first, L, self.g, self.wg, self.sc, out)
 
 
 cdef int _small_dense(const double[:, ::1] a, double t0, double t1, double t2,
@@ -467,7 +511,7 @@ cdef int _small_dense(const double[:, ::1] a, double t0, double t1, double t2,
                       const double[::1] arr, const double[:, ::1] Arr, double[:, ::1] first,
                       double[::1, :] L, double *g, double *wg, double *sc,
                       double *out) noexcept nogil:
-    """:func:`small_dense`'s evaluation on its arrays and work arrays (g: ncls·q₁² entries,
+    """:class:`SmallDense`'s evaluation on its arrays and work arrays (g: ncls·q₁² entries,
     wg: W's rows, sc: r); ``out``: the random part's log determinant, the fixed part's,
     the pwrss and the Hadamard ratio (INFINITY where not computed). Returns the info."""
     cdef Py_ssize_t q1 = 1 if a.shape[0] == 1 else 2, n = a.shape[1]
@@ -551,32 +595,24 @@ cdef double _TWO_PI = 6.283185307179586  # (2.0 * numpy.pi, as the Python criter
 
 
 cdef class SmallCriterion:
-    """The profiled criterion of a small design (:func:`small_dense`'s designs) as a C
-    function of θ for a compiled optimiser loop: one :func:`_small_dense` evaluation on
-    arrays held here, lme4's criterion from it (``closed_forms.criterion``'s formula with
-    libm's log, where the Python path takes NumPy's: the two may differ in the last bit),
-    and the evaluation logged. Where the factor's pwrss
-    is to be recomputed from the residuals (``pwrss.pivot_cancels``: ρ times the ratio in
-    [``limits``)) or θ is not finite, the value is ``fallback(θ)``'s, the Python path's.
+    """The profiled criterion of a small design as a C function of θ for a compiled
+    optimiser loop: one :class:`SmallDense` evaluation into work arrays held here, lme4's
+    criterion from it (``closed_forms.criterion``'s formula with libm's log, where the
+    Python path takes NumPy's: the two may differ in the last bit), and the evaluation
+    logged. Where the factor's pwrss is to be recomputed from the residuals
+    (``pwrss.pivot_cancels``: ρ times the ratio in [``limits``)) or θ is not finite, the
+    value is ``fallback(θ)``'s, the Python path's.
 
     :func:`objective_address` gives the C objective in NLopt's form and this object's
     address; the caller keeps the object alive while the optimiser runs. A non-finite
     value is logged as it is and handed to the optimiser as 1e300 (``run_nlopt``'s rule).
     An exception in ``fallback`` stops the optimiser (:meth:`set_stop`) and is kept in
     :attr:`error`."""
-    cdef const double[:, ::1] a
-    cdef double[::1] theta
-    cdef const int64_t[::1] scale_index, rows, src
-    cdef const double[::1] count, arr
-    cdef const double[:, ::1] Arr
-    cdef const double[:, ::1] dense
-    cdef const double[::1] data
-    cdef const int32_t[::1] indices, indptr
+    cdef SmallDense small
     cdef double[:, ::1] first
     cdef double[::1, :] L
-    cdef Scratch scratch
-    cdef Py_ssize_t rr, i0, i1, i2, nlog, cap, ntheta
-    cdef bint csr, reml, auto
+    cdef Py_ssize_t nlog, cap, ntheta
+    cdef bint reml, auto
     cdef double nobs, p, ldW, shift, yc_ss, lo, hi
     cdef double *log_x
     cdef double *log_f
@@ -591,27 +627,12 @@ cdef class SmallCriterion:
         self.stop_opt = NULL
         self.stop_fn = NULL
 
-    def __init__(self, a, W, rows, src, count, arr, Arr, scale_index, Py_ssize_t rr,
-                 t_index, Py_ssize_t ntheta, Py_ssize_t nobs, Py_ssize_t p, bint reml,
+    def __init__(self, SmallDense small, Py_ssize_t nobs, Py_ssize_t p, bint reml,
                  double ldW, double shift, double yc_ss, bint auto, limits, fallback):
-        self.a, self.rows, self.src, self.count, self.arr = a, rows, src, count, arr
-        self.Arr, self.scale_index, self.rr = Arr, scale_index, rr
-        self.csr = hasattr(W, "indptr")
-        self.dense, self.data, self.indices, self.indptr = (
-            _NO_DENSE, _NO_VALUES, _NO_INDEX32, _NO_INDEX32)
-        if self.csr:
-            self.data, self.indices, self.indptr = _csr_arrays(W)
-        else:
-            self.dense = W
-        self.ntheta = ntheta
-        # T's θ positions, -1 (an entry fixed at 0) reading the 0 after θ
-        self.i0, self.i1, self.i2 = (i if i >= 0 else ntheta for i in t_index)
-        self.theta = np.zeros(ntheta + 1)  # (θ, then the 0 that index -1 reads)
-        r = Arr.shape[0]
-        self.first = np.empty((a.shape[0], a.shape[1]))
+        self.small, self.ntheta = small, small.ntheta
+        r = small.Arr.shape[0]
+        self.first = np.empty((small.a.shape[0], small.nentries))
         self.L = np.empty((r, r), order="F")
-        self.scratch = Scratch(src.shape[0] * (1 if a.shape[0] == 1 else 4), rows.shape[0],
-                               r)
         self.nobs, self.p, self.reml = <double>nobs, <double>p, reml
         self.ldW, self.shift, self.yc_ss, self.auto = ldW, shift, yc_ss, auto
         self.lo, self.hi = limits
@@ -668,23 +689,11 @@ cdef class SmallCriterion:
     cdef double evaluate(self, const double *x) noexcept:
         """The criterion at θ = x (logged), or NaN after an error (the optimiser is stopped)."""
         cdef Py_ssize_t j
-        cdef double total = 0.0, value, rho, nmp
+        cdef double value, rho, nmp
         cdef double out[4]
-        cdef int info
-        cdef bint residual = False
-        for j in range(self.ntheta):
-            self.theta[j] = x[j]
-            total += x[j]
-        self.theta[self.ntheta] = 0.0
-        if total - total != 0.0:  # (θ not finite, or a sum that overflows)
-            residual = True
-        else:
-            info = _small_dense(
-                self.a, self.theta[self.i0], self.theta[self.i1], self.theta[self.i2],
-                self.theta, self.scale_index, self.rr, self.csr, self.dense, self.data,
-                self.indices, self.indptr, self.rows, self.src, self.count, self.arr,
-                self.Arr, self.first, self.L, self.scratch.g, self.scratch.wg,
-                self.scratch.sc, out)
+        cdef int info = self.small.evaluate(x, self.first, self.L, out)
+        cdef bint residual = info == -2  # (θ not finite: the fallback's value)
+        if not residual:
             if info != 0 or not out[2] > 0.0:
                 value = INFINITY
             else:
@@ -701,7 +710,7 @@ cdef class SmallCriterion:
                              + self.shift)
         if residual:
             try:
-                value = float(self.fallback(np.asarray(self.theta[:self.ntheta]).copy()))
+                value = float(self.fallback(np.array(<double[:self.ntheta]> x)))
             except BaseException as exc:  # (stop the optimiser; the caller re-raises)
                 self.error = exc
                 if self.stop_fn != NULL:

@@ -36,7 +36,6 @@ factors it by QDLDL; its factorisations are :class:`SparseFactor`, which ``solve
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 from typing import TYPE_CHECKING, cast
 
@@ -84,6 +83,10 @@ if TYPE_CHECKING:
 
 __all__ = ["CrossProducts", "Factor", "MAX_DENSE", "PLS", "deviance_at", "profiled_deviance",
            "sparse_z", "tri_inverse", "tri_solve"]
+
+_SmallInputs = tuple[np.ndarray, "np.ndarray | sp.csr_matrix", np.ndarray, np.ndarray, np.ndarray,
+                     np.ndarray, np.ndarray]
+"""``_core.SmallDense``'s arrays: a, W, rows, src, count, arr, Arr."""
 
 MAX_DENSE = 20000
 _SMALL_SCHUR = 256
@@ -191,8 +194,8 @@ class PLS:
     _group_cost: float  # the groups' cost,
     _level_groups: LevelGroups | None  # and the groups of levels
     _classes: LevelClasses | None = None  # the first block evaluated per class (_set_response)
-    _small: tuple[np.ndarray, ...] | None = None  # a small design's evaluation in one
-    # compiled call: its inputs (_set_response)
+    _small: _core.SmallDense | None = None  # a small design's evaluation in one compiled
+    # call (_set_response)
 
     @classmethod
     def of(cls, design: Design, like: PLS | None = None) -> PLS:
@@ -467,15 +470,25 @@ class PLS:
                                          support=self._rest_scalar and self.r_rand > 0,
                                          free=self._free)
             self._classes = LevelClasses.of(self._map, self.A11)
-            self._small = self._small_dense_inputs()
+            self._small = self._small_dense()
             if self._rest_scalar:  # each entry's scale s_i s_j as a position in θ̃ ⊗ θ̃,
                 # θ̃ = (θ, 1) (the X and y columns' index -1 is the appended 1)
                 k = 2 + max(int(b.theta_index.max()) for b in self.blocks)
                 a, b = self._scale_index[self._map.i] % k, self._scale_index[self._map.j] % k
                 self._scale_pair = a * k + b
 
-    def _small_dense_inputs(self) -> tuple[np.ndarray, ...] | None:
-        """The arrays of a whole evaluation in one compiled call (``_core.small_dense``),
+    def _small_dense(self) -> _core.SmallDense | None:
+        """A whole evaluation in one compiled call (``_core.SmallDense``, on
+        :meth:`_small_dense_inputs`), or None where those are None."""
+        inputs = self._small_dense_inputs()
+        if inputs is None:
+            return None
+        t_index = (self._t1, -1, -1) if self.q1 == 1 else tuple(self._t_2x2)
+        ntheta = 1 + max(int(b.theta_index.max()) for b in self.blocks)
+        return _core.SmallDense(*inputs, self._scale_index, self.r_rand, t_index, ntheta)
+
+    def _small_dense_inputs(self) -> _SmallInputs | None:
+        """The arrays of a whole evaluation in one compiled call (``_core.SmallDense``),
         or None: for a first block of one or two columns per level, every later block
         scalar, the update by the sparse map W in one part and a Schur complement of order
         below ``MIN_DIAGONAL`` (one dpotrf: ``cholesky_lower``'s choice there), as (A_s
@@ -739,26 +752,18 @@ class PLS:
         return from_residuals(self, f) if pivot_cancels(self, f.pwrss, chol, theta) else f
 
     def _factor_small_dense(self, theta: np.ndarray) -> Factor | None:
-        """:meth:`factor` in one compiled call (``_core.small_dense``; designs of
+        """:meth:`factor` in one compiled call (``_core.SmallDense``; designs of
         :meth:`_small_dense_inputs`): the same steps and the same criterion to rounding.
         None where a θ is not finite (the closed forms' general form: ``factor``)."""
-        assert self._small is not None  # (the caller's test)
-        a, W, rows, src, count, support, Arr = self._small
-        th = theta.tolist()
-        if not math.isfinite(sum(th)):  # (an overflowing sum as well: the general path)
-            return None
-        if self.q1 == 1:
-            t0, t1, t2 = th[self._t1], 0.0, 0.0
-            first = np.empty((a.shape[1], 1, 1))  # (√B_s, as first_block leaves them)
-        else:
-            th.append(0.0)
-            i0, i1, i2 = self._t_2x2
-            t0, t1, t2 = th[i0], th[i1], th[i2]
-            first = np.empty(a.shape)  # (B_s's entries)
+        small = self._small
+        assert small is not None  # (the caller's test)
+        # (√B_s per entry as first_block leaves them for q₁ = 1, B_s's entries for q₁ = 2)
+        first = np.empty((small.nentries, 1, 1) if self.q1 == 1 else (3, small.nentries))
         L = np.empty((self.r, self.r), order="F")
-        info, ld1, ldRX2, pwrss, amplification = _core.small_dense(
-            a, t0, t1, t2, theta, self._scale_index, self.r_rand, W, rows, src, count,
-            support, Arr, first.reshape(a.shape), L)
+        info, ld1, ldRX2, pwrss, amplification = small.factor(
+            np.ascontiguousarray(theta), first.reshape(-1, small.nentries), L)
+        if info == -2:
+            return None
         if info != 0:
             return Factor(theta=theta, ok=False)
         f = Factor(theta=theta, ok=True, ldL2=ld1 - self.ldW, ldRX2=ldRX2, pwrss=pwrss,
@@ -776,12 +781,8 @@ class PLS:
         to be taken from the residuals (:func:`pivot_cancels`) or θ is not finite."""
         if self._small is None:
             return None
-        a, W, rows, src, count, support, Arr = self._small
-        i0, i1, i2 = (self._t1, -1, -1) if self.q1 == 1 else self._t_2x2
-        ntheta = 1 + max(int(b.theta_index.max()) for b in self.blocks)
         return _core.SmallCriterion(
-            a, W, rows, src, count, support, Arr, self._scale_index, self.r_rand, (i0, i1, i2),
-            ntheta, self.n, self.p, reml, self.ldW, shift, self.yc_ss,
+            self._small, self.n, self.p, reml, self.ldW, shift, self.yc_ss,
             self.residual_pwrss == "auto", (CANCELLATION_LIMIT, BEYOND_REPAIR), fallback)
 
     def objective(self, theta: np.ndarray, reml: bool) -> float:
