@@ -55,9 +55,9 @@ def test_a_fit_through_the_c_interface_is_the_python_paths(formula, options, mon
     """A fit whose NLopt runs go through the C interface (they do: counted) reaches the
     Python path's optimum: the criterion to 1e-10 relative, θ to the optimiser's
     tolerance; every evaluation is logged."""
-    monkeypatch.setitem(optimize._COMPILED, "wanted", False)
+    monkeypatch.setattr(optimize, "_USE_COMPILED", False)
     reference = _fit(formula, options)
-    monkeypatch.setitem(optimize._COMPILED, "wanted", True)
+    monkeypatch.setattr(optimize, "_USE_COMPILED", True)
     assert optimize.nlopt_c_api()
     runs = []
     run = optimize._run_compiled

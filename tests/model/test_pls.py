@@ -315,7 +315,7 @@ def test_fit_factors_each_theta_once(compiled, monkeypatch):
     once at the end."""
     from crossed.engines.native import optimize
 
-    monkeypatch.setitem(optimize._COMPILED, "wanted", compiled)
+    monkeypatch.setattr(optimize, "_USE_COMPILED", compiled)
     calls = []
     factor = PLS.factor
 

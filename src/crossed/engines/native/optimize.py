@@ -13,6 +13,7 @@ NLopt's Python interface."""
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -66,32 +67,33 @@ class Criterion:
         return self.fun(theta)
 
 
-_COMPILED: dict[str, bool | None] = {"wanted": True, "bound": None}
+_USE_COMPILED = True
+"""Whether :func:`run_nlopt` runs compiled objectives through NLopt's C interface."""
 
 
 def use_compiled_objective(enabled: bool) -> None:
     """Let :func:`run_nlopt` run compiled objectives through NLopt's C interface (True,
     the default) or run NLopt's Python interface on the Python criterion (False; the same
     iterates to rounding: the compiled criterion's log is libm's)."""
-    _COMPILED["wanted"] = enabled
+    global _USE_COMPILED
+    _USE_COMPILED = enabled
 
 
+@functools.cache
 def nlopt_c_api() -> bool:
     """Whether NLopt's C functions are bound for compiled objectives (``_nlopt.pyx``): the
     functions NLopt's Python extension module exports, found once by their names."""
-    if _COMPILED["bound"] is None:
-        try:
-            import ctypes
+    try:
+        import ctypes
 
-            from crossed.engines.native import _nlopt
+        from crossed.engines.native import _nlopt
 
-            lib = ctypes.CDLL(nlopt._nlopt.__file__)
-            _nlopt.bind({name: ctypes.cast(getattr(lib, "nlopt_" + name), ctypes.c_void_p).value
-                         for name in _nlopt.NAMES})
-            _COMPILED["bound"] = True
-        except (ImportError, OSError, AttributeError, TypeError, ValueError):
-            _COMPILED["bound"] = False
-    return bool(_COMPILED["bound"])
+        lib = ctypes.CDLL(nlopt._nlopt.__file__)
+        _nlopt.bind({name: ctypes.cast(getattr(lib, "nlopt_" + name), ctypes.c_void_p).value
+                     for name in _nlopt.NAMES})
+    except (ImportError, OSError, AttributeError, TypeError, ValueError):
+        return False
+    return True
 
 
 def nlopt_algorithm(optimizer: str) -> str:
@@ -215,7 +217,7 @@ def run_nlopt(fun: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.ndar
     evaluations = maxeval if maxeval is not None else control.maxeval
     compiled = fun.compiled if isinstance(fun, Criterion) else None
     try:
-        if compiled is not None and _COMPILED["wanted"] and nlopt_c_api():
+        if compiled is not None and _USE_COMPILED and nlopt_c_api():
             x, code, fmin = _run_compiled(compiled, NLOPT_ALGORITHMS[algorithm], x0, lower,
                                           xtol_abs, ftol_abs, xtol_rel, step, evaluations,
                                           log)
