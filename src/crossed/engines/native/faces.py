@@ -35,6 +35,7 @@ when one lowers the criterion. Validated by ``tests/engines/test_native_faces.py
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -42,7 +43,7 @@ import numpy as np
 from crossed.design.random import ReBlock
 from crossed.model.control import LmerControl
 
-__all__ = ["FACE_PROBES", "correlated_ranges", "face_probes"]
+__all__ = ["FACE_PROBES", "correlated_ranges", "face_probes", "lower_indices"]
 
 FACE_PROBES = (1e-2, 1e-1)
 """Where :func:`face_probes` moves Λ_jj, as fractions of the term's largest SD."""
@@ -52,18 +53,36 @@ FACE_GAIN = 1e-10
 
 def correlated_ranges(theta_index: np.ndarray) -> list[tuple[int, int]]:
     """The diagonal sub-blocks [a, b) of a block's template, of size ≥ 2, whose whole lower
-    triangle is free (correlated terms; terms on one factor are merged block-diagonally)."""
-    q = theta_index.shape[0]
+    triangle is free (correlated terms; terms on one factor are merged block-diagonally).
+
+    Found once per template (every fit and refit of a design asks again)."""
+    index = np.asarray(theta_index, dtype=np.int64)
+    return list(_correlated_ranges(index.shape[0], index.tobytes()))
+
+
+@functools.lru_cache(maxsize=256)
+def _correlated_ranges(q: int, template: bytes) -> tuple[tuple[int, int], ...]:
+    """:func:`correlated_ranges` of the q x q template stored in ``template`` (int64)."""
+    theta_index = np.frombuffer(template, dtype=np.int64).reshape(q, q)
     ranges: list[tuple[int, int]] = []
     a = 0
     for b in range(1, q + 1):
         if b < q and np.any(theta_index[b:, a:b] >= 0):
             continue  # rows from b on still reach the columns a..b-1
         sub = theta_index[a:b, a:b]
-        if b - a >= 2 and np.all(sub[np.tril_indices(b - a)] >= 0):
+        if b - a >= 2 and np.all(sub[lower_indices(b - a)] >= 0):
             ranges.append((a, b))
         a = b
-    return ranges
+    return tuple(ranges)
+
+
+@functools.lru_cache(maxsize=64)
+def lower_indices(m: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.tril_indices(m)``, formed once per m (read-only arrays)."""
+    rows, cols = np.tril_indices(m)
+    rows.flags.writeable = False
+    cols.flags.writeable = False
+    return rows, cols
 
 
 def _pivot(v: np.ndarray) -> int:
@@ -136,7 +155,7 @@ def face_probes(fun: Callable[[np.ndarray], float], x: np.ndarray, fmin: float,
     for blk in blocks:
         for a, b in correlated_ranges(blk.theta_index):
             idx = blk.theta_index[a:b, a:b]
-            lower = np.tril_indices(b - a)
+            lower = lower_indices(b - a)
             L = np.zeros(idx.shape)
             L[lower] = x[idx[lower]]
             scale = float(np.sqrt(np.max(np.sum(L * L, axis=1))))

@@ -53,7 +53,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from crossed.design.random import FAR_FROM_ZERO, ReBlock
-from crossed.engines.native.faces import correlated_ranges
+from crossed.engines.native.faces import correlated_ranges, lower_indices
 from crossed.model.factor import basis_inverse
 
 __all__ = ["CENTRE_RATIO", "FIXED_CONDITION", "FIXED_NOTE", "SCALE_RATIO", "ColumnRescaling",
@@ -183,7 +183,7 @@ class ColumnRescaling:
                 continue
             for a, b in _changed_ranges(idx, T):
                 sub, Ts = idx[a:b, a:b], T[a:b, a:b]
-                lower = np.tril_indices(b - a)
+                lower = lower_indices(b - a)
                 Lam = np.zeros(sub.shape)
                 Lam[lower] = theta[sub[lower]]
                 L, U = _lq(np.linalg.solve(Ts, Lam) if inverse else Ts @ Lam)
