@@ -68,6 +68,15 @@ def _as_series(value: Any) -> pd.Series:
     return pd.Series(arr, index=[f"t{i + 1}" for i in range(len(arr))])
 
 
+def _in_order(value: Any, names: tuple) -> np.ndarray:
+    """A replicate's statistic (as :func:`_as_series` reads it) over ``names``, the
+    original fit's: NaN for a name it lacks (a refit whose rank-deficient column was
+    dropped), and its other names left out."""
+    if isinstance(value, pd.Series) and tuple(value.index) == names:  # (the usual case,
+        return value.to_numpy(dtype=float)  # without a new Series and a reindex)
+    return _as_series(value).reindex(list(names)).to_numpy(dtype=float)
+
+
 def _stat_function(stat: Any, fit: LmerFit) -> Callable[[LmerFit], pd.Series]:
     if isinstance(stat, str):
         if stat not in STATS:
@@ -109,8 +118,7 @@ def _one_replicate(job: _BootJob, item: tuple) -> tuple[int, np.ndarray | None, 
         warnings.simplefilter("ignore")
         try:
             y = simulate_responses(job.fit, 1, rng, use_ranef=job.use_ranef)[:, 0]
-            value = _as_series(job.stat(job.refitter.refit(y=y)))
-            return i, value.reindex(list(job.names)).to_numpy(dtype=float), ""
+            return i, _in_order(job.stat(job.refitter.refit(y=y)), job.names), ""
         except FIT_ERRORS as exc:  # any Exception: a failed replicate, the run goes on
             return i, None, f"{type(exc).__name__}: {exc}"
 
