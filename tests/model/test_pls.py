@@ -276,6 +276,54 @@ def test_new_response_reuses_the_y_free_products(name, monkeypatch):
     assert pls._free is not None
 
 
+@pytest.mark.parametrize("classed", [False, True])
+@pytest.mark.parametrize("name", list(FORMULAS))
+def test_new_response_of_a_small_design_forms_only_y_columns(name, classed, monkeypatch):
+    """A small design's new response (W from dense products): the products with [X y_c],
+    A_1r, W, its entries and C are bitwise those of a PLS built for the new y, with the
+    kept map's positions and X's products shared, W's rows at y's entries formed again."""
+    if classed:
+        monkeypatch.setattr(sparse_map, "MIN_CLASSED_LEVELS", 0)
+    design = _design(FORMULAS[name])
+    pls = PLS(design.random.blocks, design.X, design.y)
+    y2 = np.random.default_rng(5).normal(size=len(design.y)) * 40.0 + 7.0
+    for y in (y2, y2 * 1e-3 - 2.0):  # (two responses: the kept problem is not changed)
+        reused = pls.with_response(y)
+        fresh = PLS(design.random.blocks, design.X, y)
+        for name_ in ("Z1tD", "ZrtD", "DtD", "centre", "xtx"):
+            a, b = getattr(reused.products, name_), getattr(fresh.products, name_)
+            assert (a is None and b is None) or np.array_equal(a, b), name_
+        assert reused.products.yc_ss == fresh.products.yc_ss
+        for A in (reused.A1r, fresh.A1r):
+            assert A.has_canonical_format
+        np.testing.assert_array_equal(reused.A1r.indptr, fresh.A1r.indptr)
+        np.testing.assert_array_equal(reused.A1r.indices, fresh.A1r.indices)
+        assert np.array_equal(reused.A1r.data, fresh.A1r.data)
+        assert np.array_equal(reused.Arr, fresh.Arr)
+        a, b = reused._map, fresh._map
+        assert (a is None) == (b is None)
+        if a is not None:
+            assert a.rows is pls._map.rows  # (the kept map's positions)
+            np.testing.assert_array_equal(a.rows, b.rows)
+            assert not hasattr(a.W, "toarray") and np.array_equal(a.W, b.W)
+            assert (a.arr is None) == (b.arr is None)
+            assert a.arr is None or np.array_equal(a.arr, b.arr)
+        theta = design.random.theta_start() * 0.7
+        for reml in (True, False):
+            assert reused.objective(theta, reml) == fresh.objective(theta, reml)
+
+
+def test_a_new_response_with_other_zeros_builds_its_own_a1r():
+    """Where Z₁ᵀy_c of the new response is zero at another level than the kept one's, A_1r
+    has another pattern: it is formed from the products (None from ``_a1r_with``)."""
+    design = _design(FORMULAS["correlated slope"])
+    pls = PLS(design.random.blocks, design.X, design.y)
+    column = pls.products.Z1tD[:, -1].copy()
+    assert pls._a1r_with(column) is not None
+    column[1] = 0.0
+    assert pls._a1r_with(column) is None
+
+
 @pytest.mark.parametrize("case", ["ratings", "slope on the rest"])
 def test_blocked_cholesky_matches_dense_formula(case, monkeypatch):
     """The dense part factored by the blocked Cholesky (small panels, the helper thread

@@ -248,18 +248,19 @@ class CrossProducts:
                 levels.append(level_products(
                     b, None if sqrt_w is None else b.Z * sqrt_w[:, None]))
             start += size
-        return cls._with_y(rows, tuple(levels), free, y, ldW, centre, None)
+        return cls._with_y(rows, tuple(levels), free, y, ldW, centre)
 
     @classmethod
     def _with_y(cls, rows: RowMatrices, levels: tuple[np.ndarray, ...],
                 free: tuple[sp.csr_matrix | None, sp.csc_matrix | None], y: np.ndarray,
-                ldW: float, centre: np.ndarray | None, xtx: np.ndarray | None
+                ldW: float, centre: np.ndarray | None, known: CrossProducts | None = None
                 ) -> CrossProducts:
-        """The products of ``rows`` with the response ``y``; ``free``: (Z₁ᵀZ_r, Z_rᵀZ_r)."""
+        """The products of ``rows`` with the response ``y``; ``free``: (Z₁ᵀZ_r, Z_rᵀZ_r);
+        ``known``: products of the same rows with another response, whose X columns are
+        shared (only y_c's column of Zᵀ[X y_c] is formed)."""
         X = rows.X
         n, p = X.shape
-        if xtx is None:
-            xtx = X.T @ X
+        xtx = X.T @ X if known is None else known.xtx
         y = np.asarray(y, dtype=float)
         if centre is None:  # (computed here: ours to freeze)
             centre = centre_of(xtx, X.T @ y, X, y) if p and n else np.zeros(p)
@@ -267,12 +268,20 @@ class CrossProducts:
             centre = np.array(centre, dtype=float)
         yc = y - X @ centre if np.any(centre) else y
         dense = np.column_stack([X, yc])
-        # the sparse products read it row by row: C order (scipy copies an F-order operand
-        # per product; the sums are the same either way)
-        rows_c = np.ascontiguousarray(dense)
-        ZrtD = None if rows.Zr is None else np.asarray(rows.Zr.T @ rows_c)
+        if known is None:
+            # the sparse products read it row by row: C order (scipy copies an F-order
+            # operand per product; the sums are the same either way)
+            rows_c = np.ascontiguousarray(dense)
+            ZrtD = None if rows.Zr is None else np.asarray(rows.Zr.T @ rows_c)
+            Z1tD = np.asarray(rows.Z1t @ rows_c)
+        else:  # y_c as a one-column block: each entry the same sum as beside X's columns
+            # (SciPy's products with a block form each column alone, in the same order)
+            column = yc.reshape(n, 1)
+            Z1tD = np.column_stack([known.Z1tD[:, :p], rows.Z1t @ column])
+            ZrtD = None if rows.Zr is None or known.ZrtD is None else np.column_stack(
+                [known.ZrtD[:, :p], rows.Zr.T @ column])
         return cls(n=n, p=p, levels=levels, Z1tZr=free[0], ZrtZr=free[1],
-                   Z1tD=np.asarray(rows.Z1t @ rows_c), ZrtD=ZrtD, DtD=dense.T @ dense,
+                   Z1tD=Z1tD, ZrtD=ZrtD, DtD=dense.T @ dense,
                    xtx=xtx, centre=centre, yc_ss=float(yc @ yc),
                    ldW=ldW)
 
@@ -280,7 +289,7 @@ class CrossProducts:
         """The same rows (``rows``, as these products were computed from) with another
         response: the products not involving y are shared."""
         return self._with_y(rows, self.levels, (self.Z1tZr, self.ZrtZr), y, self.ldW,
-                            None, self.xtx)
+                            None, known=self)
 
     @classmethod
     def reweighted(cls, blocks: Sequence[ReBlock], X: np.ndarray, sqrt_w: np.ndarray,

@@ -349,7 +349,7 @@ class PLS:
             self._diagonal = diagonal_lead(pattern, rest)
             self._w_cost, self._group_cost, self._level_groups = plan_update(
                 pattern, self.q1, self.r_rand, self.r, groups=self.update == "groups")
-        self._set_response()
+        self._set_response(plan if same_rows else None)
 
     def _layout(self, first: ReBlock, rest: tuple[ReBlock, ...]) -> None:
         """The sizes of the part after the first block, and which θ scales which of its
@@ -432,9 +432,11 @@ class PLS:
         first block (-1 on X and y), (r,)."""
         return self._scale_index
 
-    def _set_response(self) -> None:
+    def _set_response(self, plan: PLS | None = None) -> None:
         """The dense path's products with the centred response (from :attr:`products`) and
-        the first-to-rest product they complete."""
+        the first-to-rest product they complete; ``plan``: the same rows with another
+        response (:meth:`with_response`), whose A_1r and sparse map are reused where y's
+        column has the same nonzeros."""
         products = self.products
         rr = self.r_rand
         Arr = np.empty((self.r, self.r))
@@ -445,14 +447,19 @@ class PLS:
             Arr[rr:, :rr] = ZtD.T
         Arr[rr:, rr:] = products.DtD
         self.Arr = Arr
-        A1r_parts = [] if self._Z1tZr is None else [self._Z1tZr]
-        A1r_parts.append(sp.csr_matrix(products.Z1tD))
-        if len(A1r_parts) == 1:  # (from a dense array: canonical already)
-            A1r = A1r_parts[0]
-        else:
-            A1r = sp.hstack(A1r_parts, format="csr")
-            A1r.sum_duplicates()
-            A1r.sort_indices()
+        A1r = None if plan is None else plan._a1r_with(products.Z1tD[:, -1])
+        plan_map = None
+        if A1r is None:
+            A1r_parts = [] if self._Z1tZr is None else [self._Z1tZr]
+            A1r_parts.append(sp.csr_matrix(products.Z1tD))
+            if len(A1r_parts) == 1:  # (from a dense array: canonical already)
+                A1r = A1r_parts[0]
+            else:
+                A1r = sp.hstack(A1r_parts, format="csr")
+                A1r.sum_duplicates()
+                A1r.sort_indices()
+        else:  # (the pattern of the plan's: its map's positions hold)
+            plan_map = plan._map
         self.A1r = A1r
         # A_r1 G A_1r: dense rank-k updates over groups of levels, else the sparse map W
         self._groups = None
@@ -466,9 +473,10 @@ class PLS:
             self._groups = [self._group_block(A1r, levels, cols)
                             for levels, cols in self._level_groups]
         else:
-            self._map = build_sparse_map(A1r, self.A11, self.Arr,
-                                         support=self._rest_scalar and self.r_rand > 0,
-                                         free=self._free)
+            kept = None if plan_map is None else plan_map.with_response(A1r, self.A11, Arr)
+            self._map = kept if kept is not None else build_sparse_map(
+                A1r, self.A11, self.Arr, support=self._rest_scalar and self.r_rand > 0,
+                free=self._free)
             self._classes = LevelClasses.of(self._map, self.A11)
             self._small = self._small_dense()
             if self._rest_scalar:  # each entry's scale s_i s_j as a position in θ̃ ⊗ θ̃,
@@ -476,6 +484,20 @@ class PLS:
                 k = 2 + max(int(b.theta_index.max()) for b in self.blocks)
                 a, b = self._scale_index[self._map.i] % k, self._scale_index[self._map.j] % k
                 self._scale_pair = a * k + b
+
+    def _a1r_with(self, y_column: np.ndarray) -> sp.csr_matrix | None:
+        """This problem's A_1r with ``y_column`` (Z₁ᵀy_c of another response) as its last
+        column, where its nonzeros are this one's (else None): the same matrix as formed
+        from that response's products, without SciPy's constructors (each row's last
+        stored entry is y's)."""
+        A = self.A1r
+        if A is None or not np.array_equal(y_column != 0, self.products.Z1tD[:, -1] != 0):
+            return None
+        data = A.data.copy()
+        data[A.indptr[1:][y_column != 0] - 1] = y_column[y_column != 0]
+        new = A.copy()
+        new.data = data
+        return new
 
     def _small_dense(self) -> _core.SmallDense | None:
         """A whole evaluation in one compiled call (``_core.SmallDense``, on

@@ -75,6 +75,23 @@ class SparseMap:
     identity: bool = False
     """Every level is its own class, in order (``rep`` is 0, 1, ...)."""
 
+    def with_response(self, A1r: sp.csr_matrix, A11: np.ndarray, Arr: np.ndarray
+                      ) -> SparseMap | None:
+        """This map for A_1r and A_rr with another last column (y's) of the same pattern:
+        W's rows at y's entries formed again from dense products (as
+        :func:`build_sparse_map` forms them: the same W), the others shared; None where W
+        was not formed densely (a sparse W; large designs: ``response_free_products``)."""
+        if sp.issparse(self.W) or not _dense(A11, Arr.shape[0]):
+            return None
+        positions, W_y = _dense_products(A1r, A11.shape[1], self.class_of, len(self.rep),
+                                         last=True)
+        W = self.W.copy()
+        W[np.searchsorted(self.rows, positions)] = W_y
+        arr = None if self.arr is None else Arr.reshape(-1)[self.rows]
+        return SparseMap(W=W, rows=self.rows, i=self.i, j=self.j, arr=arr, rep=self.rep,
+                         class_of=self.class_of, parts=((0, len(self.rows), W),),
+                         identity=self.identity)
+
     def g_vector(self, G: np.ndarray, per_class: bool = False) -> np.ndarray:
         """W's argument: G's entries per class, entry-major, from the per-level G (or from
         G given per class, ``per_class``: in the order of ``rep``)."""
@@ -246,24 +263,27 @@ def _merge(a: Products, b: Products) -> Products:
     return cast(Products, tuple(np.concatenate([x, y])[order] for x, y in zip(a, b, strict=True)))
 
 
-def _dense_products(A1r: sp.csr_matrix, q: int, class_of: np.ndarray, ncls: int
-                    ) -> tuple[np.ndarray, np.ndarray]:
+def _dense_products(A1r: sp.csr_matrix, q: int, class_of: np.ndarray, ncls: int,
+                    last: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """The updated positions j·r + i (j <= i, sorted) and W's rows at them, from dense
-    products (small designs); per class, the levels' products are added in level order."""
+    products (small designs); per class, the levels' products are added in level order.
+    ``last``: the positions in A_1r's last column alone (i = r − 1, y's: the same values
+    as among all)."""
     l1, r = len(class_of), A1r.shape[1]
+    i0 = r - 1 if last else 0  # (the columns i formed: i0, ..., r - 1)
     A = A1r.toarray().reshape(l1, q, r)
-    products = A[:, :, None, :, None] * A[:, None, :, None, :]  # (s, a, b, i, j)
+    products = A[:, :, None, i0:, None] * A[:, None, :, None, :]  # (s, a, b, i - i0, j)
     if not np.array_equal(class_of, np.arange(l1)):
-        per_class = np.zeros((ncls, q, q, r, r))
+        per_class = np.zeros((ncls,) + products.shape[1:])
         np.add.at(per_class, class_of, products)
         products = per_class
     stored = np.zeros(A1r.shape, dtype=bool)
     stored[np.repeat(np.arange(l1 * q), np.diff(A1r.indptr)), A1r.indices] = True
     stored = cast(np.ndarray, stored.reshape(l1, q, r).any(axis=1))
-    touched = np.tril((stored[:, :, None] & stored[:, None, :]).any(axis=0))  # (i, j), j <= i
-    j, i = np.nonzero(touched.T)  # (row-major in (j, i): sorted positions)
+    touched = np.tril((stored[:, i0:, None] & stored[:, None, :]).any(axis=0), k=i0)
+    j, i = np.nonzero(touched.T)  # (i - i0, j), j <= i; row-major in (j, i): sorted
     W = products[:, :, :, i, j].transpose(3, 1, 2, 0).reshape(len(i), -1)
-    return j * r + i, W
+    return j * r + i + i0, W
 
 
 def _upper_products(Aa: sp.csr_matrix, Ab: sp.csr_matrix, class_of: np.ndarray, ncls: int
