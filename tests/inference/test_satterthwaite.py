@@ -117,3 +117,31 @@ def test_a_singular_fit_with_a_flat_direction_gives_the_same_df_under_every_kern
     with pytest.warns(UserWarning, match="close to zero"):
         df = fit.coef_table()["df"]
     assert df.iloc[0] == pytest.approx(5.703, rel=1e-3)
+
+
+@pytest.mark.parametrize(("formula", "reml"), [
+    ("Reaction ~ Days + (Days | Subject)", True),
+    ("Reaction ~ Days + (Days | Subject)", False),
+    ("Reaction ~ Days + (Days || Subject)", True),
+    ("Reaction ~ Year + Days2 + (Days | Subject)", True),  # (X orthogonalised: back)
+])
+def test_the_compiled_batch_of_derivative_points_gives_the_same_model(formula, reml,
+                                                                       monkeypatch):
+    """A small design's ~50 derivative points are factored in one compiled loop
+    (``PLS.factor_batch``): the Hessian, A and the Jacobian are bitwise those of factoring
+    each point alone."""
+    from crossed.inference.satterthwaite import SatterthwaiteModel
+    from crossed.model.pls import PLS
+
+    data = crossed.load_dataset("sleepstudy")
+    data = data.assign(Year=data["Days"] + 2000.0, Days2=data["Days"] * 1e4 + 0.5 * (
+        np.arange(len(data)) % 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = crossed.lmer(formula, data, reml=reml)
+    assert fit.pls.factor_batch(np.array([fit.theta, fit.theta])) is not None
+    batched = SatterthwaiteModel._compute(fit)
+    monkeypatch.setattr(PLS, "factor_batch", lambda self, thetas: None)
+    alone = SatterthwaiteModel._compute(fit)
+    for name in ("hessian", "A", "jac", "vcov", "varpar"):
+        np.testing.assert_array_equal(getattr(batched, name), getattr(alone, name))

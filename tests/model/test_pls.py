@@ -687,3 +687,44 @@ def test_compiled_criterion_reads_a_fixed_entry_of_t_as_zero():
         at_zero[i1] = 0.0
         assert fixed(np.array(theta)) == pytest.approx(pls.objective(at_zero, True),
                                                        rel=1e-14)
+
+
+@pytest.mark.parametrize(("formula", "classed", "weighted"), SMALL_DESIGNS)
+def test_factor_batch_is_factor_and_rx_inverse(formula, classed, weighted, monkeypatch):
+    """``PLS.factor_batch`` (Satterthwaite's ~50 θ in one compiled loop) gives at each θ
+    bitwise what ``factor`` and ``rx_inverse`` give, REML's ldRX2 included; a θ that is
+    not finite, or one whose pwrss is to be taken from the residuals, is left to the
+    caller (not ``own``); a design not evaluated in one call has no batch."""
+    monkeypatch.setattr(sparse_map, "MIN_CLASSED_LEVELS", 0 if classed else 10**9)
+    df = _ratings()
+    design = build_design(parse(formula), df)
+    w = np.random.default_rng(5).uniform(0.5, 2.0, len(df)) if weighted else None
+    pls = PLS.weighted(design.random.blocks, design.X, design.y, w)
+    lower = design.random.theta_lower
+    thetas = _thetas(design, 6) + [np.where(np.isfinite(lower), 0.0, 1.0)]
+    not_finite = thetas[0].copy()
+    not_finite[0] = np.nan
+    batch = pls.factor_batch(np.array(thetas + [not_finite]))
+    assert batch is not None
+    assert batch.own.tolist() == [True] * len(thetas) + [False]
+    for k, theta in enumerate(thetas):
+        f = pls.factor(theta)
+        assert batch.ok[k] == f.ok
+        assert (batch.ldL2[k], batch.ldRX2[k], batch.pwrss[k]) == (f.ldL2, f.ldRX2, f.pwrss)
+        np.testing.assert_array_equal(batch.rx_inverse[k], pls.rx_inverse(f))
+    general = PLS.weighted(design.random.blocks, design.X, design.y, w)
+    general._small = None
+    assert general.factor_batch(np.array(thetas)) is None
+
+
+def test_factor_batch_leaves_a_cancelling_pivot_to_the_caller(monkeypatch):
+    """Where ρ times the ratio reaches the repair range (``pivot_cancels``), the row is not
+    the batch's: ``factor`` recomputes that pwrss from the residuals."""
+    from crossed.model import pwrss
+
+    design = build_design(parse("y ~ x + (1 + x | s)"), _ratings())
+    pls = PLS(design.random.blocks, design.X, design.y)
+    thetas = np.array(_thetas(design, 3))
+    assert pls.factor_batch(thetas).own.all()
+    monkeypatch.setattr(pwrss, "CANCELLATION_LIMIT", 0.0)
+    assert not pls.factor_batch(thetas).own.any()

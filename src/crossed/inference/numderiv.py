@@ -32,57 +32,67 @@ def _richardson(approx: np.ndarray, v: float = 2.0) -> np.ndarray:
 def central_derivatives(fun: Callable[[np.ndarray], np.ndarray], x: np.ndarray,
                         d: float = 0.1, eps: float = 1e-4, r: int = 4,
                         v: float = 2.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """First and pure second derivatives of a vector-valued ``fun`` along each coordinate.
+    """First and pure second derivatives of a vector-valued function along each coordinate.
 
     Uses the points x ± h e_i of numDeriv's ``genD`` diagonal (Richardson-extrapolated).
+    ``fun`` is evaluated once, on all of them: it maps points (m, len(x)) to values
+    (m, n_out), x itself the first.
 
     Returns
     -------
     f0 : numpy.ndarray
-        ``fun(x)``.
+        The value at x.
     first, second : numpy.ndarray
-        Shape (len(f0), len(x)): ∂f/∂x_i and ∂²f/∂x_i².
+        Shape (n_out, len(x)): ∂f/∂x_i and ∂²f/∂x_i².
     """
     x = np.asarray(x, dtype=float)
-    f0 = np.asarray(fun(x), dtype=float)
+    n = len(x)
     h0 = _steps(x, d, eps)
-    first = np.zeros((f0.size, len(x)))
-    second = np.zeros((f0.size, len(x)))
-    for i in range(len(x)):
-        d1, d2 = [], []
-        h = h0[i]
-        for _ in range(r):
-            xp, xm = x.copy(), x.copy()
-            xp[i] += h
-            xm[i] -= h
-            fp, fm = np.asarray(fun(xp), dtype=float), np.asarray(fun(xm), dtype=float)
-            d1.append((fp - fm) / (2 * h))
-            d2.append((fp - 2 * f0 + fm) / (h * h))
-            h /= v
-        first[:, i] = _richardson(np.stack(d1, axis=-1), v)
-        second[:, i] = _richardson(np.stack(d2, axis=-1), v)
-    return f0, first, second
+    steps = np.empty((n, r))  # (h, h/v, h/v², ... per coordinate)
+    steps[:, 0] = h0
+    for k in range(1, r):
+        steps[:, k] = steps[:, k - 1] / v
+    # the points x, then per coordinate i and step k: x + h e_i, x − h e_i
+    points = np.tile(x, (1 + 2 * n * r, 1))
+    coord = np.repeat(np.arange(n), 2 * r)
+    signed = np.stack([steps, -steps], axis=-1).reshape(-1)
+    points[1 + np.arange(2 * n * r), coord] += signed
+    values = np.asarray(fun(points), dtype=float)
+    f0 = values[0]
+    rest = values[1:].reshape(n, r, 2, -1)  # (i, k, ±, n_out)
+    fp, fm, h = rest[:, :, 0], rest[:, :, 1], steps[:, :, None]
+    d1 = (fp - fm) / (2 * h)
+    d2 = (fp - 2 * f0 + fm) / (h * h)
+    # (extrapolated along k: each (i, n_out) as on its own)
+    first = _richardson(np.moveaxis(d1, 1, -1), v).T
+    second = _richardson(np.moveaxis(d2, 1, -1), v).T
+    return f0, np.ascontiguousarray(first), np.ascontiguousarray(second)
 
 
-def mixed_second(fun: Callable[[np.ndarray], float], x: np.ndarray, diag: np.ndarray,
+def mixed_second(fun: Callable[[np.ndarray], np.ndarray], x: np.ndarray, diag: np.ndarray,
                  f0: float, d: float = 0.1, eps: float = 1e-4, r: int = 4,
                  v: float = 2.0) -> np.ndarray:
-    """Full Hessian of scalar ``fun`` given its diagonal (numDeriv's ``genD`` off-diagonals)."""
+    """Full Hessian of a scalar function given its diagonal (numDeriv's ``genD``
+    off-diagonals); ``fun`` maps points (m, len(x)) to values (m,), evaluated once on all
+    of them."""
     x = np.asarray(x, dtype=float)
     n = len(x)
     H = np.diag(np.asarray(diag, dtype=float))
     hs = np.array([_steps(x, d, eps) / v**k for k in range(r)])
-    for i in range(n):
-        for j in range(i):
-            approx = np.zeros(r)
-            for k in range(r):
-                hi, hj = hs[k, i], hs[k, j]
-                xp, xm = x.copy(), x.copy()
-                xp[i] += hi
-                xp[j] += hj
-                xm[i] -= hi
-                xm[j] -= hj
-                approx[k] = (fun(xp) - 2 * f0 + fun(xm) - H[i, i] * hi * hi
-                             - H[j, j] * hj * hj) / (2 * hi * hj)
-            H[i, j] = H[j, i] = _richardson(approx, v)
+    pi, pj = np.tril_indices(n, -1)  # the pairs j < i, row by row
+    if len(pi) == 0:
+        return H
+    hi, hj = hs[:, pi].T, hs[:, pj].T  # (pair, k)
+    # per pair and step: x + (h_i e_i + h_j e_j), then x − (…)
+    points = np.tile(x, (2 * hi.size, 1))
+    rows = np.arange(hi.size)
+    points[2 * rows, np.repeat(pi, r)] += hi.reshape(-1)
+    points[2 * rows, np.repeat(pj, r)] += hj.reshape(-1)
+    points[2 * rows + 1, np.repeat(pi, r)] -= hi.reshape(-1)
+    points[2 * rows + 1, np.repeat(pj, r)] -= hj.reshape(-1)
+    values = np.asarray(fun(points), dtype=float).reshape(len(pi), r, 2)
+    fp, fm = values[:, :, 0], values[:, :, 1]
+    approx = (fp - 2 * f0 + fm - H[pi, pi][:, None] * hi * hi
+              - H[pj, pj][:, None] * hj * hj) / (2 * hi * hj)
+    H[pi, pj] = H[pj, pi] = _richardson(approx, v)
     return H

@@ -125,8 +125,34 @@ class SatterthwaiteModel:
             dev = deviance_at(f, sigma, n, p, fit.reml)  # (a constant apart: derivatives)
             return np.concatenate([[dev, f.pwrss], (Ri.T @ Ri).ravel()])
 
-        f0, first, second = central_derivatives(at_theta, theta)
-        H_tt = mixed_second(lambda th: at_theta(th)[0], theta, second[0], f0[0])
+        def at_thetas(thetas: np.ndarray) -> np.ndarray:
+            """``at_theta`` at each row: small designs in one compiled loop
+            (``PLS.factor_batch``, the same numbers), the fit's θ̂ and the batch's other
+            rows one by one."""
+            out = np.empty((len(thetas), 2 + p * p))
+            batch = pls.factor_batch(thetas) if len(thetas) > 1 else None
+            own = np.zeros(len(thetas), dtype=bool) if batch is None else batch.own.copy()
+            own &= np.any(thetas != theta, axis=1)  # (θ̂: the fit's own factor, kept)
+            for i in np.flatnonzero(~own):
+                out[i] = at_theta(thetas[i])
+            if batch is None or not own.any():
+                return out
+            good = own & batch.ok
+            out[own & ~batch.ok] = np.nan
+            Ri = batch.rx_inverse[good]
+            if back is not None:
+                Ri = Ri @ back.T
+            s2 = sigma * sigma  # (deviance_at's formula, elementwise)
+            dev = batch.ldL2[good] + batch.pwrss[good] / s2 + n * np.log(2.0 * np.pi * s2)
+            if fit.reml:
+                dev += batch.ldRX2[good] - p * np.log(2.0 * np.pi * s2)
+            out[good, 0] = dev
+            out[good, 1] = batch.pwrss[good]
+            out[good, 2:] = (np.swapaxes(Ri, 1, 2) @ Ri).reshape(len(Ri), p * p)
+            return out
+
+        f0, first, second = central_derivatives(at_thetas, theta)
+        H_tt = mixed_second(lambda ths: at_thetas(ths)[:, 0], theta, second[0], f0[0])
         pwrss = f0[1]
         H = np.zeros((k + 1, k + 1))
         H[:k, :k] = H_tt

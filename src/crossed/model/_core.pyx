@@ -43,7 +43,7 @@ from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memset
 from scipy.linalg.cython_blas cimport dgemv
-from scipy.linalg.cython_lapack cimport dpotrf
+from scipy.linalg.cython_lapack cimport dpotrf, dtrtri
 
 
 def first_block_1x1(const double[::1] a, double t, double[::1] b, double[::1] G,
@@ -481,6 +481,50 @@ cdef class SmallDense:
             raise ValueError("first is (q₁ or 3, entries) and L is r x r")
         info = self.evaluate(&theta[0], first, L, out)
         return info, out[0], out[1], out[2], out[3]
+
+    def rx_inverses(self, const double[:, ::1] thetas, double[:, ::1] values,
+                    double[:, :, ::1] ri):
+        """:meth:`factor` at each row of ``thetas`` (its work arrays allocated once): its
+        four numbers into the row of ``values``, and R_X⁻¹ into ``ri`` (p x p, p =
+        ``ri``'s; R_X the block of L after the first ``rr`` rows, lower; the inverse by
+        LAPACK's dtrtri, its strict upper triangle 0: ``factor.tri_inverse`` of
+        ``PLS.rx_factor``). Returns the infos: :meth:`factor`'s, or -3 where dtrtri
+        finds R_X singular (``ri`` unset there)."""
+        cdef Py_ssize_t m = thetas.shape[0], p = ri.shape[1], r = self.Arr.shape[0]
+        cdef Py_ssize_t k, a, b
+        cdef double out[4]
+        cdef int n = <int>p, info
+        cdef char uplo = b"L", diag = b"N"
+        if thetas.shape[1] != self.ntheta:
+            raise ValueError(f"theta has {thetas.shape[1]} entries, the design {self.ntheta}")
+        if values.shape[0] != m or values.shape[1] != 4 or ri.shape[0] != m or (
+                ri.shape[2] != p or self.rr + p + 1 != r):
+            raise ValueError("values is (m, 4) and ri (m, p, p), p = r - rr - 1")
+        first = np.empty((self.a.shape[0], self.nentries))
+        L = np.empty((r, r), order="F")
+        work = np.empty((p, p), order="F")
+        cdef double[:, ::1] first_v = first
+        cdef double[::1, :] L_v = L
+        cdef double[::1, :] w = work
+        infos = np.empty(m, dtype=np.int32)
+        cdef int32_t[::1] infos_v = infos
+        for k in range(m):
+            info = self.evaluate(&thetas[k, 0], first_v, L_v, out)
+            values[k, 0], values[k, 1], values[k, 2], values[k, 3] = (
+                out[0], out[1], out[2], out[3])
+            if info == 0 and p > 0:
+                for b in range(p):
+                    for a in range(p):
+                        w[a, b] = L_v[self.rr + a, self.rr + b] if a >= b else 0.0
+                dtrtri(&uplo, &diag, &n, &w[0, 0], &n, &info)
+                if info != 0:
+                    info = -3
+                else:
+                    for a in range(p):
+                        for b in range(p):
+                            ri[k, a, b] = w[a, b] if a >= b else 0.0
+            infos_v[k] = info
+        return infos
 
     cdef int evaluate(self, const double *x, double[:, ::1] first, double[::1, :] L,
                       double *out) noexcept:

@@ -12,7 +12,7 @@ from scipy.linalg import lapack
 
 from crossed.model.closed_forms import criterion
 
-__all__ = ["Factor", "basis_inverse", "deviance_at", "in_basis", "lower_triangle",
+__all__ = ["Factor", "FactorBatch", "basis_inverse", "deviance_at", "in_basis", "lower_triangle",
            "profiled_deviance", "tri_inverse", "tri_solve"]
 
 
@@ -65,6 +65,32 @@ def tri_inverse(L: np.ndarray) -> np.ndarray:
     if info != 0:
         raise np.linalg.LinAlgError(f"singular triangular factor (dtrtri info={info})")
     return lower_triangle(inv)
+
+
+@dataclass(frozen=True)
+class FactorBatch:
+    """A factorisation's numbers and R_X⁻¹ at several θ (``PLS.factor_batch``): as
+    ``PLS.factor`` and ``PLS.rx_inverse`` give them, bitwise.
+
+    Attributes
+    ----------
+    own : numpy.ndarray
+        (m,) bool: the θ computed here. At the others (θ not finite, a pwrss to be taken
+        from the residuals, R_X singular) the caller calls ``PLS.factor`` itself.
+    ok : numpy.ndarray
+        (m,) bool: the system is positive definite (``Factor.ok``).
+    ldL2, ldRX2, pwrss : numpy.ndarray
+        (m,): ``Factor``'s (meaningful where ``own`` and ``ok``).
+    rx_inverse : numpy.ndarray
+        (m, p, p): R_X⁻¹, lower (meaningful where ``own`` and ``ok``).
+    """
+
+    own: np.ndarray
+    ok: np.ndarray
+    ldL2: np.ndarray
+    ldRX2: np.ndarray
+    pwrss: np.ndarray
+    rx_inverse: np.ndarray
 
 
 @dataclass

@@ -52,6 +52,7 @@ from crossed.model.condvar import conditional_inverse_blocks
 from crossed.model.crossprod import CrossProducts, RowMatrices, sparse_z
 from crossed.model.factor import (
     Factor,
+    FactorBatch,
     deviance_at,
     in_basis,
     lower_triangle,
@@ -64,6 +65,7 @@ from crossed.model.pwrss import (
     CANCELLATION_LIMIT,
     collinear_levels,
     from_residuals,
+    in_repair_range,
     pivot_cancels,
 )
 from crossed.model.sparse_map import (
@@ -448,8 +450,8 @@ class PLS:
         Arr[rr:, rr:] = products.DtD
         self.Arr = Arr
         A1r = None if plan is None else plan._a1r_with(products.Z1tD[:, -1])
-        plan_map = None
-        if A1r is None:
+        plan_map = None if plan is None or A1r is None else plan._map  # (the same pattern:
+        if A1r is None:  # the plan's map's positions hold)
             A1r_parts = [] if self._Z1tZr is None else [self._Z1tZr]
             A1r_parts.append(sp.csr_matrix(products.Z1tD))
             if len(A1r_parts) == 1:  # (from a dense array: canonical already)
@@ -458,8 +460,6 @@ class PLS:
                 A1r = sp.hstack(A1r_parts, format="csr")
                 A1r.sum_duplicates()
                 A1r.sort_indices()
-        else:  # (the pattern of the plan's: its map's positions hold)
-            plan_map = plan._map
         self.A1r = A1r
         # A_r1 G A_1r: dense rank-k updates over groups of levels, else the sparse map W
         self._groups = None
@@ -792,6 +792,31 @@ class PLS:
                    L=L, first=first)
         lost = pivot_cancels(self, pwrss, amplification=amplification)
         return from_residuals(self, f) if lost else f
+
+    def factor_batch(self, thetas: np.ndarray) -> FactorBatch | None:
+        """:meth:`factor` and :meth:`rx_inverse` at each row of ``thetas`` (m x len θ) in one
+        compiled loop (``_core.SmallDense.rx_inverses``; the same calls as
+        :meth:`_factor_small_dense` and ``tri_inverse``, so the same numbers), for the
+        designs evaluated in one call; None elsewhere. Rows where :meth:`factor` takes
+        another path (θ not finite, the pwrss from the residuals) or R_X is singular are
+        not ``own``: the caller's (Satterthwaite's numerical derivatives, ~50 θ)."""
+        small = self._small
+        if small is None:
+            return None
+        thetas = np.ascontiguousarray(thetas, dtype=float)
+        m = thetas.shape[0]
+        values = np.empty((m, 4))
+        ri = np.zeros((m, self.p, self.p))
+        info = small.rx_inverses(thetas, values, ri)
+        own = (info != -2) & (info != -3)
+        ok = info == 0
+        pwrss = values[:, 2]
+        if self.residual_pwrss == "auto":  # (pivot_cancels's test, per row)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                rho = self.yc_ss / pwrss * values[:, 3]
+            own &= ~(ok & (pwrss > 0) & in_repair_range(rho))
+        return FactorBatch(own=own, ok=ok, ldL2=values[:, 0] - self.ldW, ldRX2=values[:, 1],
+                           pwrss=pwrss, rx_inverse=ri)
 
     def compiled_criterion(self, reml: bool, shift: float,
                            fallback: Callable[[np.ndarray], float]
