@@ -74,3 +74,40 @@ def test_convergence_check_uses_the_batch(sleep, monkeypatch):
                        np.ones(3, dtype=bool), fit.deviance)
     np.testing.assert_allclose(fit.opt.gradient, g, rtol=0, atol=1e-6)
     np.testing.assert_allclose(fit.opt.hessian, H, rtol=1e-4, atol=1e-2)
+
+
+@pytest.mark.parametrize("reml", [True, False])
+@pytest.mark.parametrize("formula", [*FORMULAS.values(),
+                                     "Reaction ~ Days + (1 | Subject) + (1 | half)"])
+def test_small_designs_are_factored_in_one_compiled_loop(formula, reml, sleep):
+    """A design evaluated in one compiled call (``PLS.factor_batch``) gives
+    ``PLS.objective``'s values bitwise, two grouping factors included; a point whose
+    factorisation is not positive definite gives inf, one with θ not finite the one-by-one
+    value."""
+    df = sleep.assign(half=np.where(sleep["Days"] < 5, "early", "late"))
+    design = build_design(parse(formula), df)
+    pls = PLS(design.random.blocks, design.X, design.y)
+    assert pls.factor_batch(np.array([design.random.theta_start()])) is not None
+    points = _points(design, np.random.default_rng(3))
+    not_finite = points[0].copy()
+    not_finite[-1] = np.nan
+    points.append(not_finite)
+    values = batched.objectives(pls, points, reml)
+    expected = [pls.objective(th, reml) for th in points]
+    np.testing.assert_array_equal(values, expected)
+
+
+@pytest.mark.parametrize("name", list(FORMULAS))
+def test_numpy_batch_matches_one_by_one(name, sleep):
+    """Single-factor designs not evaluated in one compiled call (a Schur complement past
+    ``MIN_DIAGONAL``: many fixed effects) take the NumPy batch: ``PLS.objective`` to
+    rounding."""
+    design = build_design(parse(FORMULAS[name]), sleep)
+    pls = PLS(design.random.blocks, design.X, design.y)
+    pls._small = None  # (as for a design past the compiled call's size)
+    assert batched.batchable(pls) and pls.factor_batch(np.zeros((1, 1))) is None
+    points = _points(design, np.random.default_rng(1))
+    for reml in (True, False):
+        expected = [pls.objective(th, reml) for th in points]
+        np.testing.assert_allclose(batched.objectives(pls, points, reml), expected,
+                                   rtol=1e-12)

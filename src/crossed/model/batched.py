@@ -9,6 +9,9 @@ The closed forms are those of ``closed_forms.py``; the values agree with
 :meth:`PLS.objective` to rounding (a matrix product replaces a matrix-vector product in
 the Schur update; tested to 1e-12 relative), so the check's finite differences agree
 with one-by-one ones to their own noise (sleepstudy: gradient 1e-7, Hessian 2e-5 relative).
+Designs evaluated in one compiled call (``PLS.factor_batch``) are factored point by point
+in one compiled loop instead, with ``PLS.objective``'s values exactly; the steps here
+serve the single-factor designs past that call's size.
 """
 
 from __future__ import annotations
@@ -41,9 +44,20 @@ def batchable(pls: PLS) -> bool:
 
 
 def objectives(pls: PLS, thetas: list[np.ndarray], reml: bool) -> np.ndarray:
-    """The profiled REML or ML criterion at each θ (``pls.objective`` one by one when the
-    design is not :func:`batchable` or a point is not positive definite)."""
+    """The profiled REML or ML criterion at each θ: a small design's factorisations in
+    one compiled loop (``PLS.factor_batch``: ``pls.objective``'s values), else the
+    steps below for a :func:`batchable` design, else ``pls.objective`` one by one (and
+    where a point is not positive definite)."""
     T = np.asarray(thetas, dtype=float)
+    batch = pls.factor_batch(T) if T.ndim == 2 and len(T) else None
+    if batch is not None:
+        good = batch.own & batch.ok & (batch.pwrss > 0)
+        values = np.full(len(T), np.inf)
+        values[good] = criterion(batch.ldL2[good], batch.ldRX2[good], batch.pwrss[good],
+                                 pls.n, pls.p, reml)
+        for i in np.flatnonzero(~batch.own):
+            values[i] = pls.objective(T[i], reml)
+        return values
     if batchable(pls) and T.ndim == 2 and len(T):
         with np.errstate(all="ignore"):
             values = _batch(pls, T, reml)
