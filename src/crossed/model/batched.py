@@ -60,9 +60,9 @@ def objectives(pls: PLS, thetas: list[np.ndarray], reml: bool) -> np.ndarray:
         return values
     if batchable(pls) and T.ndim == 2 and len(T):
         with np.errstate(all="ignore"):
-            values = _batch(pls, T, reml)
-        if values is not None:
-            return values
+            together = _batch(pls, T, reml)
+        if together is not None:
+            return together
     return np.array([pls.objective(t, reml) for t in T])
 
 
