@@ -357,7 +357,8 @@ def test_blocked_cholesky_matches_dense_formula(case, monkeypatch):
 @pytest.mark.parametrize("compiled", [False, True])
 def test_fit_factors_each_theta_once(compiled, monkeypatch):
     """The optimiser's best factorisation is the fit's: PLS.factor runs once per BOBYQA
-    evaluation and once per point of the derivative check (2k + 2k(k - 1) for k theta),
+    evaluation and each point of the derivative check (2k + 2k(k - 1) for k theta) is
+    factored once (in one compiled loop, ``PLS.factor_batch``, for this small design),
     and the result is the one a fresh factorisation gives. Through NLopt's C interface
     (``compiled``) BOBYQA's evaluations form no factorisation: the optimum's is formed
     once at the end."""
@@ -365,13 +366,18 @@ def test_fit_factors_each_theta_once(compiled, monkeypatch):
 
     monkeypatch.setattr(optimize, "_USE_COMPILED", compiled)
     calls = []
-    factor = PLS.factor
+    factor, factor_batch = PLS.factor, PLS.factor_batch
 
     def counting(self, theta):
         calls.append(np.array(theta))
         return factor(self, theta)
 
+    def counting_batch(self, thetas):
+        calls.extend(np.array(thetas))
+        return factor_batch(self, thetas)
+
     monkeypatch.setattr(PLS, "factor", counting)
+    monkeypatch.setattr(PLS, "factor_batch", counting_batch)
     formula = "y ~ x + (1 | d) + (1 | s)"
     design = build_design(parse(formula), _ratings())
     fit = crossed.lmer(formula, _ratings())
