@@ -153,3 +153,34 @@ def test_from_design_has_the_weights_and_offset() -> None:
     assert p.ldW == pls.ldW != 0.0
     for a, b in [(p.Z1tD, pls.products.Z1tD), (p.DtD, pls.products.DtD), (p.A11, pls.A11)]:
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("formula", [*FORMULAS, "y ~ x1 + (1 + x1 | g:h) + (1 | g) + (0 + x2 | h)"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_rows_are_the_blocks_z(formula: str, weighted: bool) -> None:
+    """``RowMatrices.of`` builds Z₁ᵀ and the later blocks' Z side by side directly: the
+    matrices of each block's Z (``sparse_z``) transposed and stacked, array for array
+    (explicit zeros of a slope kept), with and without √w scaling."""
+    import scipy.sparse as sp
+
+    from crossed.model.crossprod import RowMatrices, sparse_z
+
+    df = _data().assign(x1=lambda d: d["x1"].where(d.index % 5 != 0, 0.0))
+    design = build_design(parse(formula), df)
+    blocks = design.random.blocks
+    sw = (np.sqrt(np.random.default_rng(2).uniform(0.5, 2.0, len(df))) if weighted
+          else None)
+    values = [b.Z if sw is None else b.Z * sw[:, None] for b in blocks]
+    rows = RowMatrices.of(blocks, design.X, sw)
+    expected = [sparse_z(blocks[0], values[0]).T.tocsr()]
+    got = [rows.Z1t]
+    if len(blocks) > 1:
+        expected.append(sp.hstack([sparse_z(b, v) for b, v in zip(blocks[1:], values[1:],
+                                                                strict=True)], format="csr"))
+        got.append(rows.Zr)
+    else:
+        assert rows.Zr is None
+    for a, b in zip(got, expected, strict=True):
+        assert a.shape == b.shape and a.has_sorted_indices
+        for name in ("indptr", "indices", "data"):
+            np.testing.assert_array_equal(getattr(a, name), getattr(b, name))

@@ -39,6 +39,42 @@ def sparse_z(block: ReBlock, values: np.ndarray | None = None) -> sp.csr_matrix:
                          shape=(n, block.nlevels * q))
 
 
+def _transposed_z(block: ReBlock, values: np.ndarray) -> sp.csr_matrix:
+    """Zᵀ of one block (ℓq x n) with ``values`` in Z's place, built directly: row (s, a)
+    holds column a of ``values`` at the rows of level s, in row order (the matrix
+    ``sparse_z(block, values).T.tocsr()`` gives, without the transpose's conversion)."""
+    n, q = values.shape
+    codes = block.codes
+    order = np.argsort(codes, kind="stable")
+    counts = np.bincount(codes, minlength=block.nlevels)
+    start = np.concatenate(([0], np.cumsum(counts)))  # each level's first place in order
+    level = codes[order]
+    place = start[level] * q + (np.arange(n) - start[level])  # (column a = 0)
+    indptr = np.append((start[:-1, None] * q + np.arange(q)[None, :] * counts[:, None])
+                       .reshape(-1), n * q)
+    indices = np.empty(n * q, dtype=np.int64)
+    data = np.empty(n * q)
+    for a in range(q):  # row (s, a) starts a·count_s after row (s, 0)
+        at = place + a * counts[level]
+        indices[at] = order
+        data[at] = values[order, a]
+    return sp.csr_matrix((data, indices, indptr), shape=(block.nlevels * q, n))
+
+
+def _side_by_side(blocks: Sequence[ReBlock], values: Sequence[np.ndarray]) -> sp.csr_matrix:
+    """The blocks' Z side by side (n x Σ ℓq) with ``values`` in their place, built directly:
+    each row holds its level's q columns of each block, in column order (the matrix
+    ``sp.hstack`` of their :func:`sparse_z` gives, without its conversions)."""
+    n = len(blocks[0].codes)
+    offsets = np.cumsum([0] + [b.nlevels * b.q for b in blocks])
+    cols = np.concatenate([off + b.codes[:, None] * b.q + np.arange(b.q)[None, :]
+                           for off, b in zip(offsets[:-1], blocks, strict=True)], axis=1)
+    data = np.concatenate(values, axis=1)
+    k = cols.shape[1]
+    return sp.csr_matrix((data.reshape(-1), cols.reshape(-1), np.arange(0, n * k + 1, k)),
+                         shape=(n, int(offsets[-1])))
+
+
 def centre_of(xtx: np.ndarray, xty: np.ndarray, X: np.ndarray | None = None,
               y: np.ndarray | None = None) -> np.ndarray:
     """The b that centres the response, y_c = y − X b: the least-squares coefficients of y
@@ -87,15 +123,11 @@ class RowMatrices:
            sqrt_w: np.ndarray | None = None) -> RowMatrices:
         """The rows of ``blocks`` and ``X``, scaled by ``sqrt_w`` when given."""
         first, rest = blocks[0], blocks[1:]
-        if sqrt_w is None:
-            Z1 = sparse_z(first)
-            Zr = sp.hstack([sparse_z(b) for b in rest], format="csr") if rest else None
-        else:
-            Z1 = sparse_z(first, first.Z * sqrt_w[:, None])
-            Zr = sp.hstack([sparse_z(b, b.Z * sqrt_w[:, None]) for b in rest],
-                           format="csr") if rest else None
+        values = [b.Z if sqrt_w is None else b.Z * sqrt_w[:, None] for b in blocks]
+        if sqrt_w is not None:
             X = X * sqrt_w[:, None]
-        return cls(Z1.T.tocsr(), Zr, X)
+        Zr = _side_by_side(rest, values[1:]) if rest else None
+        return cls(_transposed_z(first, values[0]), Zr, X)
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
