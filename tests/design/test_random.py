@@ -234,3 +234,17 @@ def test_a_random_slope_of_a_one_level_factor_is_refused_not_dropped():
     with pytest.raises(crossed.DataError, match="factor 'h' has a single level \\('only'\\) "
                                                 "in the rows used"):
         crossed.lmer("y ~ x + (h | g)", d)
+
+
+@pytest.mark.parametrize("formula", ["y ~ 1 + (1 | g)", "y ~ x + (x | g)", "y ~ x + (0 + x | g)"])
+def test_column_stats_are_each_columns_mean_and_sd(formula):
+    """``ReBlock.column_stats``: per column of Z whether it is all ones, its mean and its
+    population SD (intercepts alone: 1 and 0 without passes over Z, the same values)."""
+    rng = np.random.default_rng(4)
+    df = pd.DataFrame({"g": rng.integers(0, 6, 50).astype(str), "x": rng.normal(3, 2, 50),
+                       "y": rng.normal(size=50)})
+    blk = build_design(parse(formula), df).random.blocks[0]
+    ones, mean, sd = blk.column_stats
+    np.testing.assert_array_equal(ones, np.all(blk.Z == 1.0, axis=0))
+    np.testing.assert_array_equal(mean, blk.Z.mean(axis=0))
+    np.testing.assert_array_equal(sd, blk.Z.std(axis=0))

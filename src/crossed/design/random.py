@@ -121,7 +121,10 @@ class ReBlock:
         (population), computed once per block (the design's warning and the native
         optimiser's rescaling read them)."""
         Z = self.Z
-        return np.all(Z == 1.0, axis=0), Z.mean(axis=0), Z.std(axis=0)
+        ones = np.all(Z == 1.0, axis=0)
+        if len(Z) and ones.all():  # (intercepts alone: mean 1 and SD 0, exactly, without
+            return ones, np.ones(Z.shape[1]), np.zeros(Z.shape[1])  # two passes over Z)
+        return ones, Z.mean(axis=0), Z.std(axis=0)
 
     @cached_property
     def far_from_zero(self) -> np.ndarray:
