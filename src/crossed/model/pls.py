@@ -491,12 +491,11 @@ class PLS:
         from that response's products, without SciPy's constructors (each row's last
         stored entry is y's)."""
         A = self.A1r
-        if A is None or not np.array_equal(y_column != 0, self.products.Z1tD[:, -1] != 0):
+        stored = y_column != 0
+        if A is None or not np.array_equal(stored, self.products.Z1tD[:, -1] != 0):
             return None
-        data = A.data.copy()
-        data[A.indptr[1:][y_column != 0] - 1] = y_column[y_column != 0]
         new = A.copy()
-        new.data = data
+        new.data[A.indptr[1:][stored] - 1] = y_column[stored]
         return new
 
     def _small_dense(self) -> _core.SmallDense | None:

@@ -281,7 +281,8 @@ def _dense_products(A1r: sp.csr_matrix, q: int, class_of: np.ndarray, ncls: int,
     stored[np.repeat(np.arange(l1 * q), np.diff(A1r.indptr)), A1r.indices] = True
     stored = cast(np.ndarray, stored.reshape(l1, q, r).any(axis=1))
     touched = np.tril((stored[:, i0:, None] & stored[:, None, :]).any(axis=0), k=i0)
-    j, i = np.nonzero(touched.T)  # (i - i0, j), j <= i; row-major in (j, i): sorted
+    j, i = np.nonzero(touched.T)  # (j and i − i0 of each entry, j <= i; row-major in
+    # (j, i): the positions sorted)
     W = products[:, :, :, i, j].transpose(3, 1, 2, 0).reshape(len(i), -1)
     return j * r + i + i0, W
 
