@@ -734,3 +734,22 @@ def test_factor_batch_leaves_a_cancelling_pivot_to_the_caller(monkeypatch):
     assert pls.factor_batch(thetas).own.all()
     monkeypatch.setattr(pwrss, "CANCELLATION_LIMIT", 0.0)
     assert not pls.factor_batch(thetas).own.any()
+
+
+def test_stored_is_scipys_csr_of_a_dense_array():
+    """``pls._stored``: the arrays ``sp.csr_matrix`` gives a dense array (its nonzeros row
+    by row; a NaN is stored, an exact zero is not), with an empty row and no rows."""
+    import scipy.sparse as sp
+
+    from crossed.model.pls import _stored
+
+    rng = np.random.default_rng(8)
+    A = np.round(rng.normal(size=(7, 5)))
+    A[2] = 0.0
+    A[4, 1] = np.nan
+    for M in (A, np.zeros((0, 3)), np.zeros((3, 0))):
+        a, b = _stored(M), sp.csr_matrix(M)
+        assert a.shape == b.shape
+        for name in ("indptr", "indices"):
+            np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+        np.testing.assert_array_equal(a.data, b.data)

@@ -98,6 +98,14 @@ _ONE = np.ones(1)
 _NO_PAIRS = np.zeros(0, dtype=np.int64)
 
 
+def _stored(A: np.ndarray) -> sp.csr_matrix:
+    """The nonzeros of dense ``A`` as a CSR matrix, row by row (``sp.csr_matrix(A)``'s
+    arrays, without its COO route)."""
+    stored = A != 0
+    indptr = np.concatenate(([0], np.cumsum(stored.sum(axis=1))))
+    return sp.csr_matrix((A[stored], np.nonzero(stored)[1], indptr), shape=A.shape)
+
+
 class PLS:
     """The PLS problem of a design: its cross-products (:class:`CrossProducts`) and their
     factorisation at any θ (dense blocked or sparse Schur complement).
@@ -453,7 +461,7 @@ class PLS:
         plan_map = None if plan is None or A1r is None else plan._map  # (the same pattern:
         if A1r is None:  # the plan's map's positions hold)
             A1r_parts = [] if self._Z1tZr is None else [self._Z1tZr]
-            A1r_parts.append(sp.csr_matrix(products.Z1tD))
+            A1r_parts.append(_stored(products.Z1tD))
             if len(A1r_parts) == 1:  # (from a dense array: canonical already)
                 A1r = A1r_parts[0]
             else:
@@ -542,7 +550,7 @@ class PLS:
         """The sparse path's A_1r = Z₁ᵀ[Zr X y_c] (sparse)."""
         assert self._sparse is not None  # the sparse path
         self._map, self._groups, self._free = None, None, None
-        self.A1r = sp.hstack([self._sparse.A1R, sp.csr_matrix(self._sparse.A1D)], format="csr")
+        self.A1r = sp.hstack([self._sparse.A1R, _stored(self._sparse.A1D)], format="csr")
     def _group_block(self, A1r: sp.csr_matrix, levels: np.ndarray, cols: np.ndarray
                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """One group's rows of A_1r on its columns: (levels, columns, block), the block as
