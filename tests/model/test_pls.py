@@ -578,6 +578,22 @@ SMALL_DESIGNS = [
 """Small designs on the dense path, evaluated in one compiled call."""
 
 
+def _small_problem(formula: str, classed: bool, weighted: bool, monkeypatch):
+    """A design of :data:`SMALL_DESIGNS` on the ratings (levels merged into classes when
+    ``classed``, prior weights when ``weighted``): (design, its PLS problem, the same
+    problem on the general path, θ at interior points and on the boundary)."""
+    monkeypatch.setattr(sparse_map, "MIN_CLASSED_LEVELS", 0 if classed else 10**9)
+    df = _ratings()
+    design = build_design(parse(formula), df)
+    w = np.random.default_rng(5).uniform(0.5, 2.0, len(df)) if weighted else None
+    pls = PLS.weighted(design.random.blocks, design.X, design.y, w)
+    general = PLS.weighted(design.random.blocks, design.X, design.y, w)
+    general._small = None
+    lower = design.random.theta_lower
+    thetas = _thetas(design, 6) + [np.where(np.isfinite(lower), 0.0, 1.0)]
+    return design, pls, general, thetas
+
+
 @pytest.mark.parametrize(("formula", "classed", "weighted"), SMALL_DESIGNS)
 def test_compiled_small_evaluation_is_the_general_one(formula, classed, weighted,
                                                      monkeypatch):
@@ -587,16 +603,8 @@ def test_compiled_small_evaluation_is_the_general_one(formula, classed, weighted
     matrices, log determinants, pwrss) and so the criterion, β and u are the general
     path's to rounding, at interior and boundary θ; a θ that is not finite takes the
     general path (the kernel's failures: ``tests/model/test_core.py``)."""
-    monkeypatch.setattr(sparse_map, "MIN_CLASSED_LEVELS", 0 if classed else 10**9)
-    df = _ratings()
-    design = build_design(parse(formula), df)
-    w = np.random.default_rng(5).uniform(0.5, 2.0, len(df)) if weighted else None
-    pls = PLS.weighted(design.random.blocks, design.X, design.y, w)
+    design, pls, general, thetas = _small_problem(formula, classed, weighted, monkeypatch)
     assert pls._small is not None and (pls.level_classes is not None) == classed
-    general = PLS.weighted(design.random.blocks, design.X, design.y, w)
-    general._small = None
-    lower = design.random.theta_lower
-    thetas = _thetas(design, 6) + [np.where(np.isfinite(lower), 0.0, 1.0)]
     for theta in thetas:
         f, g = pls.factor(theta), general.factor(theta)
         assert f.ok and g.ok
@@ -630,13 +638,7 @@ def test_compiled_criterion_is_the_objective(formula, classed, weighted, monkeyp
     each evaluation; where θ is not finite, or the pivot is to be recomputed from the
     residuals, the value is the fallback's; an error of the fallback gives NaN and is
     kept."""
-    monkeypatch.setattr(sparse_map, "MIN_CLASSED_LEVELS", 0 if classed else 10**9)
-    df = _ratings()
-    design = build_design(parse(formula), df)
-    w = np.random.default_rng(5).uniform(0.5, 2.0, len(df)) if weighted else None
-    pls = PLS.weighted(design.random.blocks, design.X, design.y, w)
-    lower = design.random.theta_lower
-    thetas = _thetas(design, 6) + [np.where(np.isfinite(lower), 0.0, 1.0)]
+    _, pls, _, thetas = _small_problem(formula, classed, weighted, monkeypatch)
     called = []
     for reml in (True, False):
 
@@ -701,13 +703,7 @@ def test_factor_batch_is_factor_and_rx_inverse(formula, classed, weighted, monke
     bitwise what ``factor`` and ``rx_inverse`` give, REML's ldRX2 included; a θ that is
     not finite, or one whose pwrss is to be taken from the residuals, is left to the
     caller (not ``own``); a design not evaluated in one call has no batch."""
-    monkeypatch.setattr(sparse_map, "MIN_CLASSED_LEVELS", 0 if classed else 10**9)
-    df = _ratings()
-    design = build_design(parse(formula), df)
-    w = np.random.default_rng(5).uniform(0.5, 2.0, len(df)) if weighted else None
-    pls = PLS.weighted(design.random.blocks, design.X, design.y, w)
-    lower = design.random.theta_lower
-    thetas = _thetas(design, 6) + [np.where(np.isfinite(lower), 0.0, 1.0)]
+    _, pls, general, thetas = _small_problem(formula, classed, weighted, monkeypatch)
     not_finite = thetas[0].copy()
     not_finite[0] = np.nan
     batch = pls.factor_batch(np.array(thetas + [not_finite]))
@@ -718,8 +714,6 @@ def test_factor_batch_is_factor_and_rx_inverse(formula, classed, weighted, monke
         assert batch.ok[k] == f.ok
         assert (batch.ldL2[k], batch.ldRX2[k], batch.pwrss[k]) == (f.ldL2, f.ldRX2, f.pwrss)
         np.testing.assert_array_equal(batch.rx_inverse[k], pls.rx_inverse(f))
-    general = PLS.weighted(design.random.blocks, design.X, design.y, w)
-    general._small = None
     assert general.factor_batch(np.array(thetas)) is None
 
 
