@@ -158,9 +158,9 @@ def test_from_design_has_the_weights_and_offset() -> None:
 @pytest.mark.parametrize("formula", [*FORMULAS, "y ~ x1 + (1 + x1 | g:h) + (1 | g) + (0 + x2 | h)"])
 @pytest.mark.parametrize("weighted", [False, True])
 def test_rows_are_the_blocks_z(formula: str, weighted: bool) -> None:
-    """``RowMatrices.of`` builds Z₁ᵀ and the later blocks' Z side by side directly: the
-    matrices of each block's Z (``sparse_z``) transposed and stacked, array for array
-    (explicit zeros of a slope kept), with and without √w scaling."""
+    """``RowMatrices.of`` builds the later blocks' Z side by side directly: the matrix of
+    each block's Z (``sparse_z``) stacked, array for array (explicit zeros of a slope
+    kept), and Z₁ᵀ, with and without √w scaling."""
     import scipy.sparse as sp
 
     from crossed.model.crossprod import RowMatrices, sparse_z

@@ -39,28 +39,6 @@ def sparse_z(block: ReBlock, values: np.ndarray | None = None) -> sp.csr_matrix:
                          shape=(n, block.nlevels * q))
 
 
-def _transposed_z(block: ReBlock, values: np.ndarray) -> sp.csr_matrix:
-    """Zᵀ of one block (ℓq x n) with ``values`` in Z's place, built directly: row (s, a)
-    holds column a of ``values`` at the rows of level s, in row order (the matrix
-    ``sparse_z(block, values).T.tocsr()`` gives, without the transpose's conversion)."""
-    n, q = values.shape
-    codes = block.codes
-    order = np.argsort(codes, kind="stable")
-    counts = np.bincount(codes, minlength=block.nlevels)
-    start = np.concatenate(([0], np.cumsum(counts)))  # each level's first place in order
-    level = codes[order]
-    place = start[level] * q + (np.arange(n) - start[level])  # (column a = 0)
-    indptr = np.append((start[:-1, None] * q + np.arange(q)[None, :] * counts[:, None])
-                       .reshape(-1), n * q)
-    indices = np.empty(n * q, dtype=np.int64)
-    data = np.empty(n * q)
-    for a in range(q):  # row (s, a) starts a·count_s after row (s, 0)
-        at = place + a * counts[level]
-        indices[at] = order
-        data[at] = values[order, a]
-    return sp.csr_matrix((data, indices, indptr), shape=(block.nlevels * q, n))
-
-
 def _side_by_side(blocks: Sequence[ReBlock], values: Sequence[np.ndarray]) -> sp.csr_matrix:
     """The blocks' Z side by side (n x Σ ℓq) with ``values`` in their place, built directly:
     each row holds its level's q columns of each block, in column order (the matrix
@@ -127,7 +105,7 @@ class RowMatrices:
         if sqrt_w is not None:
             X = X * sqrt_w[:, None]
         Zr = _side_by_side(rest, values[1:]) if rest else None
-        return cls(_transposed_z(first, values[0]), Zr, X)
+        return cls(sparse_z(first, values[0]).T.tocsr(), Zr, X)
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
