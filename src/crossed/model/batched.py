@@ -26,7 +26,7 @@ from crossed.model.closed_forms import (
     first_block_1x1,
     g_2x2,
 )
-from crossed.model.pwrss import amplification_2x2, in_repair_range
+from crossed.model.pwrss import amplification_2x2, pivots_cancel
 
 if TYPE_CHECKING:
     from crossed.model.pls import PLS
@@ -86,8 +86,7 @@ def _batch(pls: PLS, T: np.ndarray, reml: bool) -> np.ndarray | None:
     pwrss = d[:, -1] ** 2
     # where pls.factor takes the pwrss from the residuals (pwrss.pivot_cancels), it
     # evaluates each point
-    if pls.residual_pwrss == "auto" and np.any(
-            in_repair_range(pls.yc_ss * amplification / pwrss)):
+    if np.any(pivots_cancel(pls, pwrss, amplification)):
         return None
     values = criterion(ld1 - pls.ldW, 2.0 * np.log(d[:, :-1]).sum(axis=1), pwrss, pls.n,
                        pls.p, reml)

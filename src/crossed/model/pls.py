@@ -65,8 +65,8 @@ from crossed.model.pwrss import (
     CANCELLATION_LIMIT,
     collinear_levels,
     from_residuals,
-    in_repair_range,
     pivot_cancels,
+    pivots_cancel,
 )
 from crossed.model.sparse_map import (
     LevelClasses,
@@ -815,13 +815,9 @@ class PLS:
         values = np.empty((m, 4))
         ri = np.zeros((m, self.p, self.p))
         info = small.rx_inverses(thetas, values, ri)
-        own = (info != -2) & (info != -3)
         ok = info == 0
         pwrss = values[:, 2]
-        if self.residual_pwrss == "auto":  # (pivot_cancels's test, per row)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                rho = self.yc_ss / pwrss * values[:, 3]
-            own &= ~(ok & (pwrss > 0) & in_repair_range(rho))
+        own = (info != -2) & (info != -3) & ~(ok & pivots_cancel(self, pwrss, values[:, 3]))
         return FactorBatch(own=own, ok=ok, ldL2=values[:, 0] - self.ldW, ldRX2=values[:, 1],
                            pwrss=pwrss, rx_inverse=ri)
 

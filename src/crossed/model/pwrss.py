@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = ["BEYOND_REPAIR", "CANCELLATION_LIMIT", "RANK_DEFICIENT", "ResidualForm",
            "amplification_2x2", "collinear_levels", "from_residuals", "in_repair_range",
-           "level_products", "pivot_cancels"]
+           "level_products", "pivot_cancels", "pivots_cancel"]
 
 
 class ResidualForm(Protocol):
@@ -131,6 +131,18 @@ def pivot_cancels(pls: ResidualForm, pwrss: float, first: np.ndarray | None = No
             theta is None or rho * _ratio_bound(pls, theta) >= CANCELLATION_LIMIT):
         rho *= float(amplification_2x2(first))
     return bool(in_repair_range(rho))
+
+
+def pivots_cancel(pls: ResidualForm, pwrss: np.ndarray, amplification: np.ndarray
+                  ) -> np.ndarray:
+    """:func:`pivot_cancels` given the ratio (``amplification``), element by element for
+    arrays of pwrss and ratios (evaluations at many θ together): the same test in the
+    same order of operations."""
+    if pls.residual_pwrss != "auto":
+        return np.full(np.shape(pwrss), pls.residual_pwrss == "always")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rho = pls.yc_ss / pwrss * amplification
+    return np.asarray((pwrss > 0) & in_repair_range(rho))
 
 
 def in_repair_range(product: float | np.ndarray) -> bool | np.ndarray:
