@@ -21,6 +21,7 @@ from crossed._threads import single_blas_thread
 from crossed._warn import warn
 from crossed.inference.numderiv import central_derivatives, mixed_second
 from crossed.inference.reparam import optimiser_problem
+from crossed.model.factor import unprofiled_deviance
 from crossed.model.pls import deviance_at
 
 if TYPE_CHECKING:
@@ -130,7 +131,7 @@ class SatterthwaiteModel:
             (``PLS.factor_batch``, the same numbers), the fit's θ̂ and the batch's other
             rows one by one."""
             out = np.empty((len(thetas), 2 + p * p))
-            batch = pls.factor_batch(thetas) if len(thetas) > 1 else None
+            batch = pls.factor_batch(thetas)
             own = np.zeros(len(thetas), dtype=bool) if batch is None else batch.own.copy()
             own &= np.any(thetas != theta, axis=1)  # (θ̂: the fit's own factor, kept)
             for i in np.flatnonzero(~own):
@@ -142,11 +143,8 @@ class SatterthwaiteModel:
             Ri = batch.rx_inverse[good]
             if back is not None:
                 Ri = Ri @ back.T
-            s2 = sigma * sigma  # (deviance_at's formula, elementwise)
-            dev = batch.ldL2[good] + batch.pwrss[good] / s2 + n * np.log(2.0 * np.pi * s2)
-            if fit.reml:
-                dev += batch.ldRX2[good] - p * np.log(2.0 * np.pi * s2)
-            out[good, 0] = dev
+            out[good, 0] = unprofiled_deviance(batch.ldL2[good], batch.ldRX2[good],
+                                               batch.pwrss[good], sigma, n, p, fit.reml)
             out[good, 1] = batch.pwrss[good]
             out[good, 2:] = (np.swapaxes(Ri, 1, 2) @ Ri).reshape(len(Ri), p * p)
             return out

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import cast, overload
 
 import numpy as np
 from scipy.linalg import lapack
@@ -13,7 +14,7 @@ from scipy.linalg import lapack
 from crossed.model.closed_forms import criterion
 
 __all__ = ["Factor", "FactorBatch", "basis_inverse", "deviance_at", "in_basis", "lower_triangle",
-           "profiled_deviance", "tri_inverse", "tri_solve"]
+           "profiled_deviance", "tri_inverse", "tri_solve", "unprofiled_deviance"]
 
 
 def tri_solve(L: np.ndarray, B: np.ndarray, trans: bool = False) -> np.ndarray:
@@ -125,8 +126,22 @@ def deviance_at(f: Factor, sigma: float, n: int, p: int, reml: bool) -> float:
     """Unprofiled deviance at (θ, σ) as lmerTest's ``devfun_vp`` computes it."""
     if not f.ok:
         return np.inf
+    return unprofiled_deviance(f.ldL2, f.ldRX2, f.pwrss, sigma, n, p, reml)
+
+
+@overload
+def unprofiled_deviance(ldL2: float, ldRX2: float, pwrss: float, sigma: float, n: int,
+                        p: int, reml: bool) -> float: ...
+@overload
+def unprofiled_deviance(ldL2: np.ndarray, ldRX2: np.ndarray, pwrss: np.ndarray,
+                        sigma: float, n: int, p: int, reml: bool) -> np.ndarray: ...
+def unprofiled_deviance(ldL2: float | np.ndarray, ldRX2: float | np.ndarray,
+                        pwrss: float | np.ndarray, sigma: float, n: int, p: int,
+                        reml: bool) -> float | np.ndarray:
+    """:func:`deviance_at`'s formula from a factorisation's numbers (floats, or arrays of
+    them: many θ at once)."""
     s2 = sigma * sigma
-    dev: float = f.ldL2 + f.pwrss / s2 + n * np.log(2.0 * np.pi * s2)
+    dev = ldL2 + pwrss / s2 + n * np.log(2.0 * np.pi * s2)
     if reml:
-        dev += f.ldRX2 - p * np.log(2.0 * np.pi * s2)
-    return dev
+        dev = dev + (ldRX2 - p * np.log(2.0 * np.pi * s2))
+    return cast("float | np.ndarray", dev)
