@@ -32,17 +32,14 @@ __all__ = ["CrossProducts", "RowMatrices", "centre_of", "sparse_z"]
 def sparse_z(block: ReBlock, values: np.ndarray | None = None) -> sp.csr_matrix:
     """Z of one block: row i holds the q values of observation i in its level's columns
     (``values``: other values in Z's place, e.g. √w-scaled)."""
-    n, q = block.Z.shape
-    cols = (block.codes[:, None] * q + np.arange(q)[None, :]).ravel()
-    Zv = block.Z if values is None else values
-    return sp.csr_matrix((Zv.ravel(), cols, np.arange(0, n * q + 1, q)),
-                         shape=(n, block.nlevels * q))
+    return _side_by_side((block,), (block.Z if values is None else values,))
 
 
 def _side_by_side(blocks: Sequence[ReBlock], values: Sequence[np.ndarray]) -> sp.csr_matrix:
-    """The blocks' Z side by side (n x Σ ℓq) with ``values`` in their place, built directly:
-    each row holds its level's q columns of each block, in column order (the matrix
-    ``sp.hstack`` of their :func:`sparse_z` gives, without its conversions)."""
+    """The blocks' Z side by side (n x Σ ℓq) with ``values`` in their place: each row holds
+    its level's q columns of each block, in column order (one CSR construction: the
+    matrix ``sp.hstack`` of each block's :func:`sparse_z` gives, without its
+    conversions)."""
     n = len(blocks[0].codes)
     offsets = np.cumsum([0] + [b.nlevels * b.q for b in blocks])
     cols = np.concatenate([off + b.codes[:, None] * b.q + np.arange(b.q)[None, :]
