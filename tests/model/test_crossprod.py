@@ -184,3 +184,82 @@ def test_rows_are_the_blocks_z(formula: str, weighted: bool) -> None:
         assert a.shape == b.shape and a.has_sorted_indices
         for name in ("indptr", "indices", "data"):
             np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+
+
+def test_stored_is_scipys_csr_of_a_dense_array():
+    """``crossprod.stored``: the arrays ``sp.csr_matrix`` gives a dense array (its nonzeros
+    row by row; a NaN is stored, an exact zero is not), with an empty row and no rows; as
+    CSC, the matrix ``sp.csc_matrix`` gives a symmetric one."""
+    import scipy.sparse as sp
+
+    from crossed.model.crossprod import stored
+
+    rng = np.random.default_rng(8)
+    A = np.round(rng.normal(size=(7, 5)))
+    A[2] = 0.0
+    A[4, 1] = np.nan
+    for M in (A, np.zeros((0, 3)), np.zeros((3, 0))):
+        a, b = stored(M), sp.csr_matrix(M)
+        assert a.shape == b.shape
+        for name in ("indptr", "indices"):
+            np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+        np.testing.assert_array_equal(a.data, b.data)
+    S = A[:5] + A[:5].T
+    a, b = stored(S, sp.csc_matrix), sp.csc_matrix(S)
+    assert a.format == "csc" and a.shape == b.shape
+    for name in ("indptr", "indices", "data"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+
+
+@pytest.mark.parametrize("formula", [
+    *FORMULAS, "y ~ x1 + (1 + x1 | g:h) + (1 | g) + (0 + x2 | h)",
+    "y ~ x2 + (1 | g:h) + (1 | g) + (1 | h)"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_dense_row_products_are_scipys_products(formula: str, weighted: bool,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """``RowMatrices.dense_products`` (one compiled pass over the rows) gives the values of
+    SciPy's products of Z₁ᵀ and Z_rᵀ with Z_r and with [X y] bitwise, and the cross-products
+    it gives a small design are those of the sparse products, array for array (explicit
+    zeros of a slope, √w-scaled rows)."""
+    import scipy.sparse as sp
+
+    from crossed.model import crossprod
+    from crossed.model.crossprod import RowMatrices
+
+    df = _data().assign(x1=lambda d: d["x1"].where(d.index % 5 != 0, 0.0))
+    design = build_design(parse(formula), df)
+    blocks = design.random.blocks
+    sw = (np.sqrt(np.random.default_rng(2).uniform(0.5, 2.0, len(df))) if weighted
+          else None)
+    rows = RowMatrices.of(blocks, design.X, sw)
+    D = np.column_stack([rows.X, design.y])
+    z1r, zrr, z1d, zrd = rows.dense_products(D)
+    np.testing.assert_array_equal(z1d, rows.Z1t @ D)
+    if rows.Zr is None:
+        assert z1r.shape[1] == zrr.size == zrd.size == 0
+    else:
+        np.testing.assert_array_equal(z1r, (rows.Z1t @ rows.Zr).toarray())
+        np.testing.assert_array_equal(zrr, (rows.Zr.T @ rows.Zr).toarray())
+        np.testing.assert_array_equal(zrd, rows.Zr.T @ D)
+    y = design.y if sw is None else design.y * sw
+    dense = CrossProducts.from_rows(rows, y)
+    monkeypatch.setattr(crossprod, "MAX_DENSE_ROW_PRODUCTS", -1)
+    sparse = CrossProducts.from_rows(RowMatrices.of(blocks, design.X, sw), y)
+    for name in ("Z1tD", "ZrtD", "DtD", "xtx", "centre"):
+        a, b = getattr(dense, name), getattr(sparse, name)
+        assert (a is None) == (b is None)
+        if a is not None:
+            np.testing.assert_array_equal(a, b)
+    assert dense.yc_ss == sparse.yc_ss
+    for a, b in zip(dense.levels, sparse.levels, strict=True):
+        np.testing.assert_array_equal(a, b)
+    for name in ("Z1tZr", "ZrtZr"):
+        a, b = getattr(dense, name), getattr(sparse, name)
+        assert (a is None) == (b is None)
+        if a is not None:
+            assert a.format == b.format and a.has_canonical_format
+            b = b.copy()
+            b.sort_indices()
+            for field in ("indptr", "indices", "data"):
+                np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
+            assert sp.issparse(a)

@@ -631,6 +631,37 @@ def test_compiled_small_evaluation_is_the_general_one(formula, classed, weighted
 
 
 @pytest.mark.parametrize(("formula", "classed", "weighted"), SMALL_DESIGNS)
+def test_small_design_products_formed_densely_are_the_sparse_ones(formula, classed, weighted,
+                                                                  monkeypatch):
+    """A small design's cross-products formed in one pass over the rows and A_1r formed from
+    the dense rows (``crossprod.MAX_DENSE_ROW_PRODUCTS``) give the problem of SciPy's sparse
+    products and hstack array for array: A_1r, A_rr, W and its positions, and so the
+    factor, bitwise."""
+    from crossed.model import crossprod
+    from crossed.model import pls as pls_module
+
+    design, pls, _, thetas = _small_problem(formula, classed, weighted, monkeypatch)
+    monkeypatch.setattr(crossprod, "MAX_DENSE_ROW_PRODUCTS", -1)
+    monkeypatch.setattr(pls_module, "MAX_DENSE_ROW_PRODUCTS", -1)
+    w = None if pls.ldW == 0.0 else np.random.default_rng(5).uniform(0.5, 2.0, len(design.y))
+    sparse = PLS.weighted(design.random.blocks, design.X, design.y, w)
+    for name in ("indptr", "indices", "data"):
+        np.testing.assert_array_equal(getattr(pls.A1r, name), getattr(sparse.A1r, name))
+    np.testing.assert_array_equal(pls.Arr, sparse.Arr)
+    m, ms = pls.sparse_map, sparse.sparse_map
+    assert m is not None and ms is not None
+    np.testing.assert_array_equal(m.rows, ms.rows)
+    assert type(m.W) is type(ms.W)
+    for a, b in [(m.W, ms.W)] if isinstance(m.W, np.ndarray) else [
+            (getattr(m.W, name), getattr(ms.W, name)) for name in ("indptr", "indices", "data")]:
+        np.testing.assert_array_equal(a, b)
+    for theta in thetas:
+        f, g = pls.factor(theta), sparse.factor(theta)
+        np.testing.assert_array_equal(f.L, g.L)
+        assert (f.ldL2, f.ldRX2, f.pwrss) == (g.ldL2, g.ldRX2, g.pwrss)
+
+
+@pytest.mark.parametrize(("formula", "classed", "weighted"), SMALL_DESIGNS)
 def test_compiled_criterion_is_the_objective(formula, classed, weighted, monkeypatch):
     """The compiled criterion of a small design (``PLS.compiled_criterion``: what NLopt's
     C loop evaluates) is ``objective`` + shift to rounding (its log of one value is libm's,
@@ -728,22 +759,3 @@ def test_factor_batch_leaves_a_cancelling_pivot_to_the_caller(monkeypatch):
     assert pls.factor_batch(thetas).own.all()
     monkeypatch.setattr(pwrss, "CANCELLATION_LIMIT", 0.0)
     assert not pls.factor_batch(thetas).own.any()
-
-
-def test_stored_is_scipys_csr_of_a_dense_array():
-    """``pls._stored``: the arrays ``sp.csr_matrix`` gives a dense array (its nonzeros row
-    by row; a NaN is stored, an exact zero is not), with an empty row and no rows."""
-    import scipy.sparse as sp
-
-    from crossed.model.pls import _stored
-
-    rng = np.random.default_rng(8)
-    A = np.round(rng.normal(size=(7, 5)))
-    A[2] = 0.0
-    A[4, 1] = np.nan
-    for M in (A, np.zeros((0, 3)), np.zeros((3, 0))):
-        a, b = _stored(M), sp.csr_matrix(M)
-        assert a.shape == b.shape
-        for name in ("indptr", "indices"):
-            np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
-        np.testing.assert_array_equal(a.data, b.data)

@@ -13,6 +13,8 @@ Each function here is one step of :meth:`crossed.model.pls.PLS.factor` on its ow
 - :func:`potrf_lower`: LAPACK's dpotrf on a Fortran-ordered matrix;
 - :func:`upper_products`: the set-up's products of the sparse map, per class of levels
   (``sparse_map._upper_products``), in one pass without SciPy's product and conversions;
+- :func:`row_products`: a small design's cross-products of Z with Z_r and with [X y] in
+  one pass over the rows (``crossprod.CrossProducts.from_rows``);
 - :class:`SmallDense`: every step of an evaluation at once for a small design on the
   dense path (a first factor of one or two columns per level, every later one scalar, a
   Schur complement of order below ``cholesky.MIN_DIAGONAL``: sleepstudy, blurb's and
@@ -304,6 +306,40 @@ def upper_products(const int64_t[::1] a_ptr, const int64_t[::1] a_idx,
         free(key_out)
         free(v_out)
     return target, klass, value
+
+
+def row_products(const int64_t[:, ::1] cols, const double[:, ::1] vals, Py_ssize_t k1,
+                 Py_ssize_t c1, const double[:, ::1] D, double[:, ::1] z1r,
+                 double[:, ::1] zrr, double[:, ::1] z1d, double[:, ::1] zrd):
+    """The cross-products of the rows of Z = [Z₁ Z_r] with Z_r and with the dense D, added
+    row by row into the zeroed dense ``z1r`` (Z₁ᵀZ_r), ``zrr`` (Z_rᵀZ_r, both triangles),
+    ``z1d`` (Z₁ᵀD) and ``zrd`` (Z_rᵀD).
+
+    Row i of Z holds ``vals[i, e]`` at column ``cols[i, e]``: its first ``k1`` entries in
+    Z₁'s columns [0, c1), the others in Z_r's (at c1 + Z_r's column); no column twice in a
+    row. Each sum runs over the rows in ascending order, products a·b added to a sum that
+    starts at 0, as SciPy's sparse products of Z₁ᵀ (CSR) and Z_rᵀ (CSC) with Z_r and with
+    D run (``crossprod.CrossProducts.from_rows`` before this kernel): the values are
+    bitwise those (``tests/model/test_crossprod.py``)."""
+    cdef Py_ssize_t n = cols.shape[0], k = cols.shape[1], m = D.shape[1]
+    cdef Py_ssize_t i, a, b, t, ca
+    cdef double va
+    with nogil:
+        for i in range(n):
+            for a in range(k):
+                ca = cols[i, a]
+                va = vals[i, a]
+                if a < k1:
+                    for t in range(m):
+                        z1d[ca, t] += va * D[i, t]
+                    for b in range(k1, k):
+                        z1r[ca, cols[i, b] - c1] += va * vals[i, b]
+                else:
+                    ca = ca - c1
+                    for t in range(m):
+                        zrd[ca, t] += va * D[i, t]
+                    for b in range(k1, k):
+                        zrr[ca, cols[i, b] - c1] += va * vals[i, b]
 
 
 def searchsorted_in_buckets(const int64_t[::1] keys, const int64_t[::1] starts,

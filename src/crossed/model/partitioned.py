@@ -752,7 +752,7 @@ def glmm_pass(part: GlmmPartition, eta_before: np.ndarray | None, family: Any,
         z = eta - fixed + (part.y - mu) / me
         X = part.X if joint else np.zeros((len(part.y), 0))
         rows = RowMatrices.of(part.blocks, X, sw)
-        products = CrossProducts.from_rows(rows, part.blocks, z * sw, sw,
+        products = CrossProducts.from_rows(rows, z * sw,
                                            centre=np.zeros(X.shape[1]))
     step = 0.0 if eta_before is None else float(np.max(np.abs(eta - eta_before)))
     return eta, GlmmSums(products, resdev, aic, step, float(np.max(np.abs(eta))),

@@ -49,7 +49,13 @@ from crossed.model.banded import BandedBlocks
 from crossed.model.cholesky import MIN_DIAGONAL, cholesky_lower
 from crossed.model.closed_forms import first_block_2x2, matrices_2x2
 from crossed.model.condvar import conditional_inverse_blocks
-from crossed.model.crossprod import CrossProducts, RowMatrices, sparse_z
+from crossed.model.crossprod import (
+    MAX_DENSE_ROW_PRODUCTS,
+    CrossProducts,
+    RowMatrices,
+    sparse_z,
+    stored,
+)
 from crossed.model.factor import (
     Factor,
     FactorBatch,
@@ -96,14 +102,6 @@ _SMALL_SCHUR = 256
 (fewer calls), above it block by block on the upper triangle (half the work)."""
 _ONE = np.ones(1)
 _NO_PAIRS = np.zeros(0, dtype=np.int64)
-
-
-def _stored(A: np.ndarray) -> sp.csr_matrix:
-    """The nonzeros of dense ``A`` as a CSR matrix, row by row (``sp.csr_matrix(A)``'s
-    arrays, without its COO route)."""
-    stored = A != 0
-    indptr = np.concatenate(([0], np.cumsum(stored.sum(axis=1))))
-    return sp.csr_matrix((A[stored], np.nonzero(stored)[1], indptr), shape=A.shape)
 
 
 class PLS:
@@ -233,7 +231,7 @@ class PLS:
         blocks = tuple(blocks)
         rows = RowMatrices.of(blocks, X)
         y = np.asarray(y, dtype=float)
-        products = CrossProducts.from_rows(rows, blocks, y, ldW=ldW)
+        products = CrossProducts.from_rows(rows, y, ldW=ldW)
         self._build(products, blocks, update, schur, rows, y)
 
     @classmethod
@@ -460,12 +458,13 @@ class PLS:
         A1r = None if plan is None else plan._a1r_with(products.Z1tD[:, -1])
         plan_map = None if plan is None or A1r is None else plan._map  # (the same pattern:
         if A1r is None:  # the plan's map's positions hold)
-            A1r_parts = [] if self._Z1tZr is None else [self._Z1tZr]
-            A1r_parts.append(_stored(products.Z1tD))
-            if len(A1r_parts) == 1:  # (from a dense array: canonical already)
-                A1r = A1r_parts[0]
+            if self._Z1tZr is None:
+                A1r = stored(products.Z1tD)
+            elif self._Z1tZr.shape[0] * self.r <= MAX_DENSE_ROW_PRODUCTS:  # (small: the
+                # nonzeros of the dense rows, the matrix hstack's canonical form holds)
+                A1r = stored(np.hstack([self._Z1tZr.toarray(), products.Z1tD]))
             else:
-                A1r = sp.hstack(A1r_parts, format="csr")
+                A1r = sp.hstack([self._Z1tZr, stored(products.Z1tD)], format="csr")
                 A1r.sum_duplicates()
                 A1r.sort_indices()
         self.A1r = A1r
@@ -550,7 +549,7 @@ class PLS:
         """The sparse path's A_1r = Z₁ᵀ[Zr X y_c] (sparse)."""
         assert self._sparse is not None  # the sparse path
         self._map, self._groups, self._free = None, None, None
-        self.A1r = sp.hstack([self._sparse.A1R, _stored(self._sparse.A1D)], format="csr")
+        self.A1r = sp.hstack([self._sparse.A1R, stored(self._sparse.A1D)], format="csr")
     def _group_block(self, A1r: sp.csr_matrix, levels: np.ndarray, cols: np.ndarray
                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """One group's rows of A_1r on its columns: (levels, columns, block), the block as
