@@ -271,19 +271,20 @@ def _dense_products(A1r: sp.csr_matrix, q: int, class_of: np.ndarray, ncls: int,
     as among all)."""
     l1, r = len(class_of), A1r.shape[1]
     i0 = r - 1 if last else 0  # (the columns i formed: i0, ..., r - 1)
-    A = A1r.toarray().reshape(l1, q, r)
-    products = A[:, :, None, i0:, None] * A[:, None, :, None, :]  # (s, a, b, i - i0, j)
-    if not np.array_equal(class_of, np.arange(l1)):
-        per_class = np.zeros((ncls,) + products.shape[1:])
-        np.add.at(per_class, class_of, products)
-        products = per_class
     stored = np.zeros(A1r.shape, dtype=bool)
     stored[np.repeat(np.arange(l1 * q), np.diff(A1r.indptr)), A1r.indices] = True
     stored = cast(np.ndarray, stored.reshape(l1, q, r).any(axis=1))
     touched = np.tril((stored[:, i0:, None] & stored[:, None, :]).any(axis=0), k=i0)
     j, i = np.nonzero(touched.T)  # (j and i − i0 of each entry, j <= i; row-major in
     # (j, i): the positions sorted)
-    W = products[:, :, :, i, j].transpose(3, 1, 2, 0).reshape(len(i), -1)
+    A = A1r.toarray().reshape(l1, q, r)
+    # the products at the touched entries alone: (s, a, b, entry)
+    products = A[:, :, None, i + i0] * A[:, None, :, j]
+    if not np.array_equal(class_of, np.arange(l1)):
+        per_class = np.zeros((ncls,) + products.shape[1:])
+        np.add.at(per_class, class_of, products)
+        products = per_class
+    W = products.transpose(3, 1, 2, 0).reshape(len(i), -1)
     return j * r + i + i0, W
 
 
