@@ -61,11 +61,9 @@ def central_derivatives(fun: Callable[[np.ndarray], np.ndarray], x: np.ndarray,
     f0 = values[0]
     rest = values[1:].reshape(n, r, 2, -1)  # (i, k, ±, n_out)
     fp, fm, h = rest[:, :, 0], rest[:, :, 1], steps[:, :, None]
-    d1 = (fp - fm) / (2 * h)
-    d2 = (fp - 2 * f0 + fm) / (h * h)
-    # (extrapolated along k: each (i, n_out) as on its own)
-    first = _richardson(np.moveaxis(d1, 1, -1), v).T
-    second = _richardson(np.moveaxis(d2, 1, -1), v).T
+    d12 = np.stack([(fp - fm) / (2 * h), (fp - 2 * f0 + fm) / (h * h)])  # (1st/2nd, i, k, n_out)
+    # (extrapolated along k, both at once: each (i, n_out) as on its own)
+    first, second = _richardson(np.moveaxis(d12, 2, -1), v).transpose(0, 2, 1)
     return f0, np.ascontiguousarray(first), np.ascontiguousarray(second)
 
 
@@ -78,10 +76,10 @@ def mixed_second(fun: Callable[[np.ndarray], np.ndarray], x: np.ndarray, diag: n
     x = np.asarray(x, dtype=float)
     n = len(x)
     H = np.diag(np.asarray(diag, dtype=float))
+    if n < 2:  # (no pairs)
+        return H
     hs = np.array([_steps(x, d, eps) / v**k for k in range(r)])
     pi, pj = np.tril_indices(n, -1)  # the pairs j < i, row by row
-    if len(pi) == 0:
-        return H
     hi, hj = hs[:, pi].T, hs[:, pj].T  # (pair, k)
     # per pair and step: x + (h_i e_i + h_j e_j), then x − (…)
     points = np.tile(x, (2 * hi.size, 1))
