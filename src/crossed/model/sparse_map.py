@@ -103,11 +103,7 @@ class SparseMap:
     def each_part(self, fn: Callable[[int, int, np.ndarray | sp.csr_matrix], T]) -> list[T]:
         """``fn(lo, hi, W[lo:hi])`` for each part of W's rows, the last on the helper thread
         when there are two and it is available (the rows' results do not depend on it)."""
-        pool = helper_thread() if len(self.parts) > 1 else None
-        if pool is None:
-            return [fn(*part) for part in self.parts]
-        job = pool.submit(fn, *self.parts[-1])
-        return [fn(*part) for part in self.parts[:-1]] + [job.result()]
+        return on_parts(self.parts, fn)
 
     def apply(self, G: np.ndarray, out: np.ndarray, per_class: bool, arr: np.ndarray | None,
               table: np.ndarray, pair: np.ndarray) -> None:
@@ -202,13 +198,34 @@ def build_sparse_map(A1r: sp.csr_matrix, A11: np.ndarray, Arr: np.ndarray,
         W = W[0] if len(W) == 1 else sp.hstack(W, format="csr")
     if sp.issparse(W) == (W.shape[0] * W.shape[1] <= 50_000):  # small: dense (no sparse-
         W = W.toarray() if sp.issparse(W) else sp.csr_matrix(W)  # product call overhead)
-    parts: tuple[tuple[int, int, np.ndarray | sp.csr_matrix], ...] = ((0, len(rows), W),)
-    if sp.issparse(W) and W.nnz >= SPLIT_NNZ:
-        mid = int(np.searchsorted(W.indptr, W.nnz // 2))
-        parts = ((0, mid, _row_slice(W, 0, mid)), (mid, len(rows), _row_slice(W, mid, len(rows))))
+    parts = row_parts(W)
     identity = bool(len(rep) == A11.shape[0] and np.array_equal(rep, np.arange(len(rep))))
     return SparseMap(W=W, rows=rows, i=rows // r, j=rows % r, arr=arr, rep=rep,
                      class_of=class_of, parts=parts, identity=identity)
+
+
+Parts = tuple[tuple[int, int, Any], ...]
+"""A matrix's rows in parts (lo, hi, its rows lo:hi)."""
+
+
+def row_parts(W: np.ndarray | sp.csr_matrix) -> Parts:
+    """W's rows in one part, or, for a CSR W of ``SPLIT_NNZ`` nonzeros or more, in two of
+    about equal nonzeros (sharing W's arrays), for :func:`on_parts`."""
+    n = W.shape[0]
+    if not sp.issparse(W) or W.nnz < SPLIT_NNZ:
+        return ((0, n, W),)
+    mid = int(np.searchsorted(W.indptr, W.nnz // 2))
+    return ((0, mid, _row_slice(W, 0, mid)), (mid, n, _row_slice(W, mid, n)))
+
+
+def on_parts(parts: Parts, fn: Callable[[int, int, Any], T]) -> list[T]:
+    """``fn(lo, hi, rows)`` for each of ``parts``, the last on the helper thread when there
+    are two and it is available (each part's results do not depend on it)."""
+    pool = helper_thread() if len(parts) > 1 else None
+    if pool is None:
+        return [fn(*part) for part in parts]
+    job = pool.submit(fn, *parts[-1])
+    return [fn(*part) for part in parts[:-1]] + [job.result()]
 
 
 def response_free_products(A1r: sp.csr_matrix, A11: np.ndarray) -> list[Products] | None:

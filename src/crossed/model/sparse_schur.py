@@ -37,6 +37,7 @@ import scipy.sparse as sp
 from crossed.design.random import ReBlock
 from crossed.model import _core
 from crossed.model.factor import Factor, tri_solve
+from crossed.model.sparse_map import on_parts, row_parts
 
 if TYPE_CHECKING:
     from crossed.model.crossprod import CrossProducts
@@ -100,6 +101,9 @@ def _too_large(what: str, count: int, names: str) -> MemoryError:
         f"{count * 12 / 1e9:.1f} GB): the model is too large to fit in memory here")
 
 
+_NO_TABLE = np.zeros(0)
+_NO_PAIR = np.zeros(0, dtype=np.int64)
+
 class SparseSchur:
     """The sparse Schur complement of one PLS problem.
 
@@ -151,6 +155,8 @@ class SparseSchur:
         upos = _core.searchsorted_in_buckets(ukeys, starts, cols_u * rr + rows_u, rr)
         self.W = sp.csr_matrix((w_vals, (upos, cols_g)),
                                shape=(len(ukeys), self.l1 * self.q1 * self.q1))
+        self._w_parts = row_parts(self.W)  # (W g on two threads when large)
+        self._all_rows = np.arange(len(ukeys), dtype=np.int64)
         del prs, rows_u, cols_u, cols_g, w_vals, upos
         if self.scalar:
             self.keys = ukeys
@@ -226,7 +232,10 @@ class SparseSchur:
                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """C_RR's values on the pattern, C_RD and C_DD at θ (G: (ℓ₁, q₁, q₁))."""
         g = np.ascontiguousarray(G).reshape(-1)
-        U = self.arr - self.W @ g
+        U = np.empty(len(self.arr))  # A_RR − W g (W g's rows summed in index order, as
+        # SciPy's product: the same values)
+        on_parts(self._w_parts, lambda lo, hi, W: _core.map_update(
+            W, g, self._all_rows, lo, hi, self.arr, _NO_TABLE, _NO_PAIR, U))
         q, pd = self.q1, self.p + 1
         GA = (G @ self.A1D.reshape(self.l1, q, pd)).reshape(-1, pd)
         CRD = self.ARD - np.asarray(self.A1R.T @ GA)
