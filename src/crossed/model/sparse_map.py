@@ -212,7 +212,7 @@ def row_parts(W: np.ndarray | sp.csr_matrix) -> Parts:
     """W's rows in one part, or, for a CSR W of ``SPLIT_NNZ`` nonzeros or more, in two of
     about equal nonzeros (sharing W's arrays), for :func:`on_parts`."""
     n = W.shape[0]
-    if not sp.issparse(W) or W.nnz < SPLIT_NNZ:
+    if isinstance(W, np.ndarray) or W.nnz < SPLIT_NNZ:
         return ((0, n, W),)
     mid = int(np.searchsorted(W.indptr, W.nnz // 2))
     return ((0, mid, _row_slice(W, 0, mid)), (mid, n, _row_slice(W, mid, n)))
