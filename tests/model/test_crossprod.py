@@ -263,3 +263,15 @@ def test_dense_row_products_are_scipys_products(formula: str, weighted: bool,
             for field in ("indptr", "indices", "data"):
                 np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
             assert sp.issparse(a)
+
+
+def test_a_small_design_forms_no_sparse_rows_until_asked():
+    """A small design's problem is built from the rows' entries alone: Z₁ᵀ and Z_r (SciPy
+    matrices) are formed when a new response first reads them, once."""
+    design = build_design(parse("y ~ x1 + (1 | g) + (1 | h)"), _data())
+    pls = PLS(design.random.blocks, design.X, design.y)
+    assert "Z1t" not in pls.rows.__dict__ and "Zr" not in pls.rows.__dict__
+    pls.with_response(design.y + 1.0)
+    Z1t = pls.rows.__dict__["Z1t"]
+    pls.with_response(design.y - 1.0)
+    assert pls.rows.Z1t is Z1t

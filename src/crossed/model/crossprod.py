@@ -9,6 +9,10 @@ The response enters centred on X: y_c = y − X b for a fixed b (:attr:`CrossPro
 which removes the cancellation of a response far from zero from the factor's last pivot
 (:func:`centre_of`). Any b gives the same problem (β is shifted back by b); cross-products
 are added only when they share b.
+
+The products are SciPy's sparse products of Z₁ᵀ and Z_r with the rows, or, for a small
+design (:data:`MAX_DENSE_ROW_PRODUCTS`), the same sums formed densely in one compiled pass
+over the rows' entries (``_core.row_products``), without forming Z₁ᵀ and Z_r at all.
 """
 
 from __future__ import annotations
