@@ -43,7 +43,7 @@ def batchable(pls: PLS) -> bool:
             and pls.residual_pwrss != "always")  # (pls.factor's pwrss from the residuals)
 
 
-def objectives(pls: PLS, thetas: list[np.ndarray], reml: bool) -> np.ndarray:
+def objectives(pls: PLS, thetas: np.ndarray | list[np.ndarray], reml: bool) -> np.ndarray:
     """The profiled REML or ML criterion at each θ: a small design's factorisations in
     one compiled loop (``PLS.factor_batch``: ``pls.objective``'s values), else the
     steps below for a :func:`batchable` design, else ``pls.objective`` one by one (and

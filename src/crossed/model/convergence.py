@@ -57,7 +57,7 @@ class ConvergenceCheck:
 
 def assess(theta: np.ndarray, fmin: float, lower: np.ndarray, control: LmerControl,
            crit: Callable[[np.ndarray], float] | None,
-           crit_many: Callable[[list[np.ndarray]], np.ndarray] | None = None,
+           crit_many: Callable[[np.ndarray], np.ndarray] | None = None,
            return_code: int = 1,
            crit_grad: Callable[[np.ndarray], tuple[float, np.ndarray]] | None = None,
            ) -> ConvergenceCheck:
@@ -89,30 +89,30 @@ def assess(theta: np.ndarray, fmin: float, lower: np.ndarray, control: LmerContr
 
 def derivatives(fun: Callable[[np.ndarray], float], x: np.ndarray, free: np.ndarray,
                 fx: float, delta: float = 1e-4,
-                fun_many: Callable[[list[np.ndarray]], np.ndarray] | None = None
+                fun_many: Callable[[np.ndarray], np.ndarray] | None = None
                 ) -> tuple[np.ndarray, np.ndarray]:
     """Central-difference gradient and Hessian over the ``free`` coordinates (lme4's deriv12).
 
     The 2m + 2m(m - 1) points are those of lme4's deriv12; ``fun_many``, when given,
-    evaluates them all in one call (a batched criterion), else ``fun`` one by one.
+    evaluates them all in one call (a batched criterion, the points as the rows of an
+    array), else ``fun`` one by one.
     """
-    idx = np.flatnonzero(free)
+    idx = np.flatnonzero(free).tolist()
     m = len(idx)
-    points: list[np.ndarray] = []
+    points = np.tile(np.asarray(x, dtype=float), (2 * m * m, 1))  # (rows in deriv12's order)
+    row = 0
     for a, i in enumerate(idx):
-        for s in (1, -1):
-            xx = x.copy()
-            xx[i] += s * delta
-            points.append(xx)
+        points[row, i] += delta
+        points[row + 1, i] -= delta
+        row += 2
         for b in range(a):
             j = idx[b]
             for si, sj in ((1, 1), (1, -1), (-1, 1), (-1, -1)):
-                xx = x.copy()
-                xx[i] += si * delta
-                xx[j] += sj * delta
-                points.append(xx)
-    values = iter(fun_many(points) if fun_many is not None and points
-                  else [fun(p) for p in points])
+                points[row, i] += si * delta
+                points[row, j] += sj * delta
+                row += 1
+    values = iter(fun_many(points) if fun_many is not None and m
+                  else [fun(p.copy()) for p in points])
     g = np.zeros(m)
     H = np.zeros((m, m))
     for a in range(m):

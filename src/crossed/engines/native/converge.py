@@ -264,7 +264,7 @@ def _probe_edges(crit: Callable[[np.ndarray], float], theta: np.ndarray, fmin: f
 
 def optimize_theta(crit: Callable[[np.ndarray], float], theta0: np.ndarray,
                    lower: np.ndarray, control: LmerControl,
-                   crit_many: Callable[[list[np.ndarray]], np.ndarray] | None = None,
+                   crit_many: Callable[[np.ndarray], np.ndarray] | None = None,
                    check_crit: Callable[[np.ndarray], float] | None = None,
                    crit_grad: Callable[[np.ndarray], tuple[float, np.ndarray]] | None = None,
                    check_grad: Callable[[np.ndarray], tuple[float, np.ndarray]] | None = None,

@@ -79,7 +79,7 @@ def fit_pls(design: Design, pls: PLS, reml: bool, control: LmerControl,
     def crit(theta: np.ndarray) -> float:
         return pls_opt.objective(theta, reml) + shift
 
-    def crit_many(thetas: list[np.ndarray]) -> np.ndarray:
+    def crit_many(thetas: np.ndarray) -> np.ndarray:
         return objectives(pls_opt, thetas, reml) + shift
 
     best: list = [np.inf, None]  # the optimiser's best value and its factorisation
