@@ -104,6 +104,7 @@ def _too_large(what: str, count: int, names: str) -> MemoryError:
 _NO_TABLE = np.zeros(0)
 _NO_PAIR = np.zeros(0, dtype=np.int64)
 
+
 class SparseSchur:
     """The sparse Schur complement of one PLS problem.
 
