@@ -145,10 +145,15 @@ class RowMatrices:
             return None
         return _side_by_side(self.blocks[1:], self.values[1:])
 
+    @property
+    def widths(self) -> tuple[int, int]:
+        """(ℓ₁q₁, r_rand): the numbers of columns of Z₁ and of Z_r."""
+        rest = sum(b.nlevels * b.q for b in self.blocks[1:])
+        return self.blocks[0].nlevels * self.blocks[0].q, rest
+
     def dense_size(self, m: int) -> int:
         """The number of entries of Z₁ᵀ[Z_r D] and Z_rᵀ[Z_r D] for a D of ``m`` columns."""
-        first = self.blocks[0].nlevels * self.blocks[0].q
-        rest = sum(b.nlevels * b.q for b in self.blocks[1:])
+        first, rest = self.widths
         return (first + rest) * (rest + m)
 
     def dense_products(self, D: np.ndarray
@@ -157,14 +162,12 @@ class RowMatrices:
         (``_core.row_products``): the values of ``Z1t @ Zr``, ``Zr.T @ Zr``, ``Z1t @ D``
         and ``Zr.T @ D`` bitwise, with zeros where those store nothing."""
         cols, vals, _ = _entries(self.blocks, self.values)
-        first = self.blocks[0]
-        k1, c1 = first.q, first.nlevels * first.q
-        rest = sum(b.nlevels * b.q for b in self.blocks[1:])
+        c1, rest = self.widths
         m = D.shape[1]
         z1r, zrr = np.zeros((c1, rest)), np.zeros((rest, rest))
         z1d, zrd = np.zeros((c1, m)), np.zeros((rest, m))
-        _core.row_products(np.ascontiguousarray(cols), np.ascontiguousarray(vals), k1, c1,
-                           np.ascontiguousarray(D), z1r, zrr, z1d, zrd)
+        _core.row_products(np.ascontiguousarray(cols), np.ascontiguousarray(vals),
+                           self.blocks[0].q, c1, np.ascontiguousarray(D), z1r, zrr, z1d, zrd)
         return z1r, zrr, z1d, zrd
 
 
@@ -301,72 +304,45 @@ class CrossProducts:
     def from_rows(cls, rows: RowMatrices, y: np.ndarray, ldW: float = 0.0,
                   centre: np.ndarray | None = None) -> CrossProducts:
         """The cross-products of ``rows`` and the response ``y`` (scaled as the rows)."""
-        return cls._with_y(rows, None, (None, None), y, ldW, centre)
-
-    @classmethod
-    def _with_y(cls, rows: RowMatrices, levels: tuple[np.ndarray, ...] | None,
-                free: tuple[sp.csr_matrix | None, sp.csc_matrix | None], y: np.ndarray,
-                ldW: float, centre: np.ndarray | None, known: CrossProducts | None = None
-                ) -> CrossProducts:
-        """The products of ``rows`` with the response ``y``; ``levels`` and ``free``: the
-        blocks' per-level products and (Z₁ᵀZ_r, Z_rᵀZ_r), formed here when None;
-        ``known``: products of the same rows with another response, whose X columns are
-        shared (only y_c's column of Zᵀ[X y_c] is formed)."""
         X = rows.X
         n, p = X.shape
-        xtx = X.T @ X if known is None else known.xtx
-        y = np.asarray(y, dtype=float)
-        if centre is None:  # (computed here: ours to freeze)
-            centre = centre_of(xtx, X.T @ y, X, y) if p and n else np.zeros(p)
-        else:
-            centre = np.array(centre, dtype=float)
-        yc = y - X @ centre if np.any(centre) else y
-        dense = np.column_stack([X, yc])
+        xtx = X.T @ X
+        centre, yc, dense = _centred(X, np.asarray(y, dtype=float), xtx, centre)
         later = len(rows.blocks) > 1
-        ZrtD: np.ndarray | None
-        rr_dense = None  # Z_rᵀZ_r where formed dense
-        if known is not None:  # y_c as a one-column block: each entry the same sum as
-            # beside X's columns (SciPy's products with a block form each column alone, in
-            # the same order)
-            column = yc.reshape(n, 1)
-            Z1tD = np.column_stack([known.Z1tD[:, :p], rows.Z1t @ column])
-            ZrtD = None if rows.Zr is None or known.ZrtD is None else np.column_stack(
-                [known.ZrtD[:, :p], rows.Zr.T @ column])
-        elif free[0] is None and rows.dense_size(p + 1) <= MAX_DENSE_ROW_PRODUCTS:
-            z1r, rr_dense, Z1tD, ZrtD = rows.dense_products(dense)
+        free: tuple[sp.csr_matrix | None, sp.csc_matrix | None] = (None, None)
+        ZrtD: np.ndarray | None = None
+        if rows.dense_size(p + 1) <= MAX_DENSE_ROW_PRODUCTS:
+            z1r, zrr, Z1tD, ZrtD = rows.dense_products(dense)
+            diagonal = np.diagonal(zrr)
             if later:
                 free = (cast(sp.csr_matrix, stored(z1r)),
-                        cast(sp.csc_matrix, stored(rr_dense, sp.csc_matrix)))
+                        cast(sp.csc_matrix, stored(zrr, sp.csc_matrix)))
             else:
                 ZrtD = None
         else:
-            if free[0] is None and later:
-                Zr = rows.Zr
-                assert Zr is not None  # (later blocks)
+            Zr = rows.Zr
+            if Zr is not None:
                 free = ((rows.Z1t @ Zr).tocsr(), Zr.T @ Zr)
             # the sparse products read it row by row: C order (scipy copies an F-order
             # operand per product; the sums are the same either way)
             rows_c = np.ascontiguousarray(dense)
-            ZrtD = None if rows.Zr is None else np.asarray(rows.Zr.T @ rows_c)
+            ZrtD = None if Zr is None else np.asarray(Zr.T @ rows_c)
             Z1tD = np.asarray(rows.Z1t @ rows_c)
-        if levels is None:
-            levels = cls._levels(rows, free[1] if rr_dense is None else rr_dense)
-        return cls(n=n, p=p, levels=levels, Z1tZr=free[0], ZrtZr=free[1],
-                   Z1tD=Z1tD, ZrtD=ZrtD, DtD=dense.T @ dense,
-                   xtx=xtx, centre=centre, yc_ss=float(yc @ yc),
-                   ldW=ldW)
+            diagonal = free[1].diagonal() if free[1] is not None else np.zeros(0)
+        return cls(n=n, p=p, levels=cls._levels(rows, diagonal), Z1tZr=free[0],
+                   ZrtZr=free[1], Z1tD=Z1tD, ZrtD=ZrtD, DtD=dense.T @ dense, xtx=xtx,
+                   centre=centre, yc_ss=float(yc @ yc), ldW=ldW)
 
     @staticmethod
-    def _levels(rows: RowMatrices, ZrtZr: sp.csc_matrix | np.ndarray | None
-                ) -> tuple[np.ndarray, ...]:
-        """Each block's per-level Z_sᵀZ_s; a scalar later block's from Z_rᵀZ_r's diagonal."""
+    def _levels(rows: RowMatrices, diagonal: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Each block's per-level Z_sᵀZ_s; a scalar later block's from ``diagonal``, Z_rᵀZ_r's
+        diagonal."""
         blocks, values = rows.blocks, rows.values
         levels = [level_products(blocks[0], values[0])]
-        diagonal = None if ZrtZr is None else ZrtZr.diagonal()
         start = 0
         for b, z in zip(blocks[1:], values[1:], strict=True):
             size = b.nlevels * b.q
-            if b.q == 1 and diagonal is not None:
+            if b.q == 1:
                 levels.append(np.ascontiguousarray(diagonal[start:start + size]).reshape(-1, 1, 1))
             else:
                 levels.append(level_products(b, z))
@@ -375,9 +351,20 @@ class CrossProducts:
 
     def with_response(self, rows: RowMatrices, y: np.ndarray) -> CrossProducts:
         """The same rows (``rows``, as these products were computed from) with another
-        response: the products not involving y are shared."""
-        return self._with_y(rows, self.levels, (self.Z1tZr, self.ZrtZr), y, self.ldW,
-                            None, known=self)
+        response: the products not involving y are shared, and y_c's column of Zᵀ[X y_c]
+        is formed as a one-column block (each entry the same sum as beside X's columns:
+        SciPy's products with a block form each column alone, in the same order)."""
+        X = rows.X
+        n, p = X.shape
+        centre, yc, dense = _centred(X, np.asarray(y, dtype=float), self.xtx, None)
+        column = yc.reshape(n, 1)
+        Z1tD = np.column_stack([self.Z1tD[:, :p], rows.Z1t @ column])
+        ZrtD = None if rows.Zr is None or self.ZrtD is None else np.column_stack(
+            [self.ZrtD[:, :p], rows.Zr.T @ column])
+        return type(self)(n=n, p=p, levels=self.levels, Z1tZr=self.Z1tZr,
+                             ZrtZr=self.ZrtZr, Z1tD=Z1tD, ZrtD=ZrtD, DtD=dense.T @ dense,
+                             xtx=self.xtx, centre=centre, yc_ss=float(yc @ yc),
+                             ldW=self.ldW)
 
     @classmethod
     def reweighted(cls, blocks: Sequence[ReBlock], X: np.ndarray, sqrt_w: np.ndarray,
@@ -453,3 +440,16 @@ def _scaled(a: np.ndarray, w: np.ndarray | None) -> np.ndarray:
         return a
     sw = np.sqrt(np.asarray(w, dtype=float))
     return np.asarray(a * sw[:, None] if a.ndim == 2 else a * sw)
+
+
+def _centred(X: np.ndarray, y: np.ndarray, xtx: np.ndarray, centre: np.ndarray | None
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(b, y_c = y − X b, [X y_c]): b given (``centre``) or, when None, :func:`centre_of` the
+    rows (a new array: ours to freeze)."""
+    n, p = X.shape
+    if centre is None:
+        centre = centre_of(xtx, X.T @ y, X, y) if p and n else np.zeros(p)
+    else:
+        centre = np.array(centre, dtype=float)
+    yc = y - X @ centre if np.any(centre) else y
+    return centre, yc, np.column_stack([X, yc])
