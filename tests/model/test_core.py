@@ -63,6 +63,22 @@ def test_map_update(dense, support, scaled):
     np.testing.assert_allclose(out, expected, rtol=1e-13, atol=1e-14)
 
 
+def test_map_update_without_rows_writes_in_order():
+    """An empty ``rows`` writes W's row i at out[i] (the sparse Schur path's A_RR − W g, in
+    two row parts): the values of SciPy's ``arr - W @ g``, bitwise."""
+    rng = np.random.default_rng(4)
+    W = sp.random(40, 15, density=0.3, random_state=5, format="csr")
+    g, arr = rng.normal(size=15), rng.normal(size=40)
+    none = np.zeros(0, dtype=np.int64)
+    out = np.full(40, np.nan)
+    for lo, hi in ((0, 17), (17, 40)):
+        part = sp.csr_matrix((W.data[W.indptr[lo]:W.indptr[hi]],
+                              W.indices[W.indptr[lo]:W.indptr[hi]],
+                              W.indptr[lo:hi + 1] - W.indptr[lo]), shape=(hi - lo, 15))
+        _core.map_update(part, g, none, lo, hi, arr, np.zeros(0), none, out)
+    np.testing.assert_array_equal(out, arr - W @ g)
+
+
 def test_potrf_lower_is_lapacks_and_reports_the_failing_minor():
     rng = np.random.default_rng(3)
     M = rng.normal(size=(9, 9))

@@ -109,13 +109,15 @@ def map_update(W, const double[::1] g, const int64_t[::1] rows, Py_ssize_t lo, P
     whose rows are W[lo:hi], summed in index order),
     u_i = (W g)_i times ``table[pair[i]]`` (the entry's scale s_a s_b; ``pair`` empty:
     1); then with ``arr`` (A_rr on the support, C assembled there alone)
-    ``out[rows[i]] = (arr[i] - (W g)_i) * scale``, else ``out[rows[i]] -= u_i``."""
+    ``out[rows[i]] = (arr[i] - (W g)_i) * scale``, else ``out[rows[i]] -= u_i``
+    (``rows`` empty: ``out[i]``, W's rows in ``out``'s order)."""
     cdef const double[:, ::1] dense = _NO_DENSE
     cdef const double[::1] data = _NO_VALUES
     cdef const int32_t[::1] indices = _NO_INDEX32, indptr = _NO_INDEX32
     cdef bint csr = hasattr(W, "indptr")
     cdef bint support = arr.shape[0] > 0, scaled = pair.shape[0] > 0
-    cdef Py_ssize_t i
+    cdef bint direct = rows.shape[0] == 0
+    cdef Py_ssize_t i, at
     cdef double scale
     cdef double *wg = NULL
     if csr:
@@ -131,10 +133,11 @@ def map_update(W, const double[::1] g, const int64_t[::1] rows, Py_ssize_t lo, P
                          &g[0] if g.shape[0] else NULL, wg)
             for i in range(lo, hi):
                 scale = table[pair[i]] if scaled else 1.0
+                at = i if direct else rows[i]
                 if support:
-                    out[rows[i]] = (arr[i] - wg[i - lo]) * scale
+                    out[at] = (arr[i] - wg[i - lo]) * scale
                 else:
-                    out[rows[i]] -= wg[i - lo] * scale
+                    out[at] -= wg[i - lo] * scale
     finally:
         free(wg)
 

@@ -101,8 +101,8 @@ def _too_large(what: str, count: int, names: str) -> MemoryError:
         f"{count * 12 / 1e9:.1f} GB): the model is too large to fit in memory here")
 
 
-_NO_TABLE = np.zeros(0)
-_NO_PAIR = np.zeros(0, dtype=np.int64)
+_NO_TABLE = np.zeros(0)  # (map_update's arguments: no scale,
+_NO_INDEX = np.zeros(0, dtype=np.int64)  # and no row index: U's own order)
 
 
 class SparseSchur:
@@ -157,7 +157,6 @@ class SparseSchur:
         self.W = sp.csr_matrix((w_vals, (upos, cols_g)),
                                shape=(len(ukeys), self.l1 * self.q1 * self.q1))
         self._w_parts = row_parts(self.W)  # (W g on two threads when large)
-        self._all_rows = np.arange(len(ukeys), dtype=np.int64)
         del prs, rows_u, cols_u, cols_g, w_vals, upos
         if self.scalar:
             self.keys = ukeys
@@ -236,7 +235,7 @@ class SparseSchur:
         U = np.empty(len(self.arr))  # A_RR − W g (W g's rows summed in index order, as
         # SciPy's product: the same values)
         on_parts(self._w_parts, lambda lo, hi, W: _core.map_update(
-            W, g, self._all_rows, lo, hi, self.arr, _NO_TABLE, _NO_PAIR, U))
+            W, g, _NO_INDEX, lo, hi, self.arr, _NO_TABLE, _NO_INDEX, U))
         q, pd = self.q1, self.p + 1
         GA = (G @ self.A1D.reshape(self.l1, q, pd)).reshape(-1, pd)
         CRD = self.ARD - np.asarray(self.A1R.T @ GA)
