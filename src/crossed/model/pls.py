@@ -498,11 +498,11 @@ class PLS:
         from that response's products, without SciPy's constructors (each row's last
         stored entry is y's)."""
         A = self.A1r
-        stored = y_column != 0
-        if A is None or not np.array_equal(stored, self.products.Z1tD[:, -1] != 0):
+        nonzero = y_column != 0
+        if A is None or not np.array_equal(nonzero, self.products.Z1tD[:, -1] != 0):
             return None
         new = A.copy()
-        new.data[A.indptr[1:][stored] - 1] = y_column[stored]
+        new.data[A.indptr[1:][nonzero] - 1] = y_column[nonzero]
         return new
 
     def _small_dense(self) -> _core.SmallDense | None:

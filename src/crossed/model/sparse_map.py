@@ -89,7 +89,7 @@ class SparseMap:
         W[np.searchsorted(self.rows, positions)] = W_y
         arr = None if self.arr is None else Arr.reshape(-1)[self.rows]
         return SparseMap(W=W, rows=self.rows, i=self.i, j=self.j, arr=arr, rep=self.rep,
-                         class_of=self.class_of, parts=((0, len(self.rows), W),),
+                         class_of=self.class_of, parts=row_parts(W),
                          identity=self.identity)
 
     def g_vector(self, G: np.ndarray, per_class: bool = False) -> np.ndarray:
