@@ -1,5 +1,7 @@
 """Parametric bootstrap: replicates, intervals, coverage near nominal."""
 
+import importlib
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -7,6 +9,9 @@ from _simdata import fit_to
 
 import crossed as cx
 from crossed import simulate as cs
+
+bootstrap_module = importlib.import_module("crossed.simulate.bootstrap")  # (the package
+# exports the function under the module's name)
 
 
 def test_replicates_recover_the_generating_parameters(truth):
@@ -63,3 +68,24 @@ def test_bad_arguments(exist_fit):
         cx.bootstrap(exist_fit, nsim=2, ci="bca")
     with pytest.raises(ValueError, match="stat"):
         cx.bootstrap(exist_fit, "nonsense", nsim=2)
+
+
+@pytest.mark.parametrize("name", ["fixef", "theta", "sigma"])
+def test_builtin_statistics_read_from_arrays_are_the_series_values(exist_fit, name):
+    # a built-in statistic's replicates are read from the refit's arrays; the same
+    # statistic given as a plain function goes through its Series: the same numbers
+    series = bootstrap_module.STATS[name].series
+    fast = cx.bootstrap(exist_fit, name, nsim=20, seed=5)
+    plain = cx.bootstrap(exist_fit, lambda f: series(f), nsim=20, seed=5)
+    pd.testing.assert_frame_equal(fast.replicates, plain.replicates, check_exact=True)
+    pd.testing.assert_series_equal(fast.t0, plain.t0, check_exact=True)
+
+
+def test_builtin_statistic_with_other_names_is_reindexed(exist_fit):
+    # a refit whose names differ from the original's (a dropped rank-deficient column):
+    # NaN where a name is missing, the others in the original's order
+    names = (*reversed(exist_fit.fixef_names), "absent")
+    got = bootstrap_module._replicate_values(bootstrap_module.STATS["fixef"], exist_fit,
+                                             names)
+    np.testing.assert_array_equal(got[:-1], exist_fit.beta[::-1])
+    assert np.isnan(got[-1])

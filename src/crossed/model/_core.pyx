@@ -43,7 +43,7 @@ import numpy as np
 from libc.math cimport INFINITY, NAN, log, sqrt
 from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport free, malloc, realloc
-from libc.string cimport memset
+from libc.string cimport memcpy, memset
 from scipy.linalg.cython_blas cimport dgemv
 from scipy.linalg.cython_lapack cimport dpotrf, dtrtri
 
@@ -745,16 +745,19 @@ cdef class SmallCriterion:
         return self.evaluate(&theta[0])
 
     def take_log(self):
-        """The evaluations since the last call, as a list of (θ, value), and forget them."""
-        cdef Py_ssize_t k
-        out = []
-        for k in range(self.nlog):
-            x = np.empty(self.ntheta)
-            for j in range(self.ntheta):
-                x[j] = self.log_x[k * self.ntheta + j]
-            out.append((x, self.log_f[k]))
+        """The evaluations since the last call, as a list of (θ, value), and forget them
+        (the θ are the rows of one array)."""
+        cdef Py_ssize_t n = self.nlog, m = self.ntheta
+        points = np.empty((n, m))
+        values = np.empty(n)
+        cdef double[:, ::1] pv = points
+        cdef double[::1] fv = values
+        if n and m:
+            memcpy(&pv[0, 0], self.log_x, n * m * sizeof(double))
+        if n:
+            memcpy(&fv[0], self.log_f, n * sizeof(double))
         self.nlog = 0
-        return out
+        return list(zip(points, values.tolist()))
 
     cdef int _grow_log(self) noexcept:
         cdef Py_ssize_t size = 2 * self.cap + 64

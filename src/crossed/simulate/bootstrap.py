@@ -54,8 +54,25 @@ def _sigma(fit: LmerFit) -> pd.Series:
     return pd.Series([fit.sigma], index=["sigma"])
 
 
+@dataclass(frozen=True)
+class _Arrays:
+    """A built-in statistic read from a fit's arrays: called, the Series users see (the
+    estimate ``t0``); per replicate, its ``names`` and ``values`` without building a
+    Series (``_replicate_values``)."""
+
+    series: Callable[[Any], pd.Series]
+    names: Callable[[Any], tuple[str, ...]]
+    values: Callable[[Any], Any]
+
+    def __call__(self, fit: Any) -> pd.Series:
+        return self.series(fit)
+
+
 STATS: dict[str, Callable[[Any], pd.Series]] = {
-    "fixef": _fixef, "theta": _theta, "sdcor": _sdcor, "sigma": _sigma,
+    "fixef": _Arrays(_fixef, lambda fit: fit.fixef_names, lambda fit: fit.beta),
+    "theta": _Arrays(_theta, lambda fit: fit.theta_names, lambda fit: fit.theta),
+    "sdcor": _sdcor,
+    "sigma": _Arrays(_sigma, lambda fit: ("sigma",), lambda fit: [fit.sigma]),
 }
 
 
@@ -75,6 +92,14 @@ def _in_order(value: Any, names: tuple) -> np.ndarray:
     if isinstance(value, pd.Series) and tuple(value.index) == names:  # (the usual case,
         return value.to_numpy(dtype=float)  # without a new Series and a reindex)
     return _as_series(value).reindex(list(names)).to_numpy(dtype=float)
+
+
+def _replicate_values(stat: Callable[[Any], Any], fit: Any, names: tuple) -> np.ndarray:
+    """:func:`_in_order` of ``stat(fit)``; a built-in statistic (:class:`_Arrays`) with the
+    names ``names`` read from the fit's arrays (the same numbers, no Series)."""
+    if isinstance(stat, _Arrays) and tuple(stat.names(fit)) == names:
+        return np.array(stat.values(fit), dtype=float)
+    return _in_order(stat(fit), names)
 
 
 def _stat_function(stat: Any, fit: LmerFit) -> Callable[[LmerFit], pd.Series]:
@@ -118,7 +143,7 @@ def _one_replicate(job: _BootJob, item: tuple) -> tuple[int, np.ndarray | None, 
         warnings.simplefilter("ignore")
         try:
             y = simulate_responses(job.fit, 1, rng, use_ranef=job.use_ranef)[:, 0]
-            return i, _in_order(job.stat(job.refitter.refit(y=y)), job.names), ""
+            return i, _replicate_values(job.stat, job.refitter.refit(y=y), job.names), ""
         except FIT_ERRORS as exc:  # any Exception: a failed replicate, the run goes on
             return i, None, f"{type(exc).__name__}: {exc}"
 
