@@ -87,3 +87,26 @@ def test_refitter_skips_only_the_check(fits):
         assert checked.deviance <= plain.deviance
     else:
         _same(plain, checked)
+
+
+def test_new_responses_share_the_reparametrisation(monkeypatch):
+    """A slope far from zero: the optimiser's problem is reparametrised (rescale.py). The
+    refits with new responses read it from the fit's rows (``PLS.rows_memo``) instead of
+    computing it again, with the numbers of a refit that computes it."""
+    from crossed.engines.native import engine
+
+    data = _sleepstudy().assign(Days=lambda d: d["Days"] + 50.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = cx.lmer("Reaction ~ Days + (Days | Subject)", data)
+    assert fit.opt.rescaled is not None
+    calls = []
+    real = engine.reparametrisation
+    monkeypatch.setattr(engine, "reparametrisation",
+                        lambda *args: calls.append(1) or real(*args))
+    fast = Refitter(fit)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for y in fit.simulate(3, seed=2).to_numpy().T:
+            _same(fast.refit(y=y), fit.refit(y))
+    assert len(calls) == 3  # fit.refit's fresh problems alone

@@ -37,7 +37,7 @@ factors it by QDLDL; its factorisations are :class:`SparseFactor`, which ``solve
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import scipy.sparse as sp
@@ -85,7 +85,7 @@ from crossed.model.sparse_schur import SparseFactor, SparseSchur, sparse_schur_f
 from crossed.model.update_plan import LevelGroups, diagonal_lead, level_pattern, plan_update
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Hashable
 
     from crossed.design import Design
 
@@ -333,6 +333,10 @@ class PLS:
         self.y = y
         # W's y-free products, once a new response comes
         self._free: list[Products] | None = plan._free if same_rows and plan else None
+        # what the engines derive from the rows alone (rows_memo): shared with every
+        # problem of these rows with another response
+        self._rows_memo: dict[Hashable, Any] = (
+            plan._rows_memo if same_rows and plan is not None else {})
         # the sparse Schur complement (sparse_schur.py): no r x r array is formed
         if same_rows and plan is not None:  # (pattern, W and symbolic analysis shared)
             self._sparse = None if plan._sparse is None else plan._sparse.with_response(
@@ -374,6 +378,15 @@ class PLS:
         # scalar later blocks: the index ranges of each block, then of X and y (scale 1)
         bounds = np.cumsum([0] + self.rest_sizes + [self.p + 1])
         self._scalar_ranges = list(zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True))
+
+    def rows_memo(self, key: Hashable, compute: Callable[[], Any]) -> Any:
+        """A quantity derived from this problem's rows and blocks, not its response,
+        computed once by ``compute()`` and shared with every problem of the same rows with
+        another response (:meth:`with_response`; the native engine's reparametrisation in
+        simulation refits)."""
+        if key not in self._rows_memo:
+            self._rows_memo[key] = compute()
+        return self._rows_memo[key]
 
     @property
     def schur_choice(self) -> str:

@@ -63,7 +63,9 @@ def fit_pls(design: Design, pls: PLS, reml: bool, control: LmerControl,
     n, p = pls.n, pls.p
     # slopes on columns far from 0, collinear fixed effects: the optimiser's problem is
     # reparametrised (rescale.py; its criterion differs by a constant ``shift``)
-    rep = reparametrisation(design.random.blocks, pls.X, reml, pls.xtx if p else None)
+    rep = pls.rows_memo(
+        ("reparametrisation", reml),
+        lambda: reparametrisation(design.random.blocks, pls.X, reml, pls.xtx if p else None))
     pls_opt, shift = pls, 0.0
     if rep is not None and pls.rows is None:
         raise DataError(

@@ -155,11 +155,13 @@ def face_probes(fun: Callable[[np.ndarray], float], x: np.ndarray, fmin: float,
     for blk in blocks:
         for a, b in correlated_ranges(blk.theta_index):
             idx = blk.theta_index[a:b, a:b]
-            lower = lower_indices(b - a)
+            m = b - a
+            if m > 1 and all(x[idx[j, j]] >= control.edge_tol for j in range(m - 1)):
+                continue  # (every diagonal θ but the last off its bound: no probe below)
+            lower = lower_indices(m)
             L = np.zeros(idx.shape)
             L[lower] = x[idx[lower]]
             scale = float(np.sqrt(np.max(np.sum(L * L, axis=1))))
-            m = b - a
             if scale < control.edge_tol:
                 # Σ ≈ 0: the curvature G of f in Σ from rank-one probes; a negative
                 # eigenvalue is a descent direction that no single variance may show
