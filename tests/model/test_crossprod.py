@@ -265,13 +265,36 @@ def test_dense_row_products_are_scipys_products(formula: str, weighted: bool,
             assert sp.issparse(a)
 
 
-def test_a_small_design_forms_no_sparse_rows_until_asked():
-    """A small design's problem is built from the rows' entries alone: Z₁ᵀ and Z_r (SciPy
-    matrices) are formed when a new response first reads them, once."""
+def test_a_small_design_forms_no_sparse_rows():
+    """A small design's problem, and its problems with new responses, are built from the
+    rows' entries alone (formed once): Z₁ᵀ and Z_r (SciPy matrices) are never formed."""
     design = build_design(parse("y ~ x1 + (1 | g) + (1 | h)"), _data())
     pls = PLS(design.random.blocks, design.X, design.y)
-    assert "Z1t" not in pls.rows.__dict__ and "Zr" not in pls.rows.__dict__
+    entries = pls.rows.kernel_entries
     pls.with_response(design.y + 1.0)
-    Z1t = pls.rows.__dict__["Z1t"]
     pls.with_response(design.y - 1.0)
-    assert pls.rows.Z1t is Z1t
+    assert "Z1t" not in pls.rows.__dict__ and "Zr" not in pls.rows.__dict__
+    assert pls.rows.kernel_entries is entries
+
+
+@pytest.mark.parametrize("formula", [
+    *FORMULAS, "y ~ x1 + (1 + x1 | g:h) + (1 | g) + (0 + x2 | h)"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_column_products_are_scipys_products(formula: str, weighted: bool) -> None:
+    """``RowMatrices.column_products`` (a new response's column, one compiled pass over the
+    rows) gives SciPy's ``Z1t @ v`` and ``Zr.T @ v`` bitwise (explicit zeros of a slope,
+    √w-scaled rows)."""
+    from crossed.model.crossprod import RowMatrices
+
+    df = _data().assign(x1=lambda d: d["x1"].where(d.index % 5 != 0, 0.0))
+    design = build_design(parse(formula), df)
+    sw = (np.sqrt(np.random.default_rng(3).uniform(0.5, 2.0, len(df))) if weighted
+          else None)
+    rows = RowMatrices.of(design.random.blocks, design.X, sw)
+    v = np.random.default_rng(4).normal(size=len(df)) * 1e3
+    z1v, zrv = rows.column_products(v)
+    np.testing.assert_array_equal(z1v, rows.Z1t @ v)
+    if rows.Zr is None:
+        assert zrv.size == 0
+    else:
+        np.testing.assert_array_equal(zrv, rows.Zr.T @ v)

@@ -345,6 +345,23 @@ def row_products(const int64_t[:, ::1] cols, const double[:, ::1] vals, Py_ssize
                         zrr[ca, cols[i, b] - c1] += va * vals[i, b]
 
 
+def column_products(const int64_t[:, ::1] cols, const double[:, ::1] vals, Py_ssize_t k1,
+                    Py_ssize_t c1, const double[::1] v, double[::1] z1v, double[::1] zrv):
+    """Z₁ᵀv and Z_rᵀv for one column ``v``, added row by row into the zeroed ``z1v`` and
+    ``zrv``: :func:`row_products`' Z₁ᵀD and Z_rᵀD for D = v alone (the rows as there), each
+    sum over the rows in ascending order from 0, so SciPy's ``Z1t @ v`` and ``Zr.T @ v``
+    bitwise (a new response's column: ``crossprod.CrossProducts.with_response``)."""
+    cdef Py_ssize_t n = cols.shape[0], k = cols.shape[1], i, a
+    cdef double vi
+    with nogil:
+        for i in range(n):
+            vi = v[i]
+            for a in range(k1):
+                z1v[cols[i, a]] += vals[i, a] * vi
+            for a in range(k1, k):
+                zrv[cols[i, a] - c1] += vals[i, a] * vi
+
+
 def searchsorted_in_buckets(const int64_t[::1] keys, const int64_t[::1] starts,
                             const int64_t[::1] query, Py_ssize_t width):
     """``np.searchsorted(keys, query)`` (side "left") for keys and queries of the form

@@ -161,14 +161,32 @@ class RowMatrices:
         """(Z₁ᵀZ_r, Z_rᵀZ_r, Z₁ᵀD, Z_rᵀD) as dense arrays, in one pass over the rows
         (``_core.row_products``): the values of ``Z1t @ Zr``, ``Zr.T @ Zr``, ``Z1t @ D``
         and ``Zr.T @ D`` bitwise, with zeros where those store nothing."""
-        cols, vals, _ = _entries(self.blocks, self.values)
+        cols, vals = self.kernel_entries
         c1, rest = self.widths
         m = D.shape[1]
         z1r, zrr = np.zeros((c1, rest)), np.zeros((rest, rest))
         z1d, zrd = np.zeros((c1, m)), np.zeros((rest, m))
-        _core.row_products(np.ascontiguousarray(cols), np.ascontiguousarray(vals),
-                           self.blocks[0].q, c1, np.ascontiguousarray(D), z1r, zrr, z1d, zrd)
+        _core.row_products(cols, vals, self.blocks[0].q, c1, np.ascontiguousarray(D), z1r,
+                           zrr, z1d, zrd)
         return z1r, zrr, z1d, zrd
+
+    def column_products(self, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(Z₁ᵀv, Z_rᵀv) for one column ``v``, in one pass over the rows
+        (``_core.column_products``): the values of ``Z1t @ v`` and ``Zr.T @ v`` bitwise,
+        without forming Z₁ᵀ and Z_r."""
+        cols, vals = self.kernel_entries
+        c1, rest = self.widths
+        z1v, zrv = np.zeros(c1), np.zeros(rest)
+        _core.column_products(cols, vals, self.blocks[0].q, c1,
+                              np.ascontiguousarray(v, dtype=float), z1v, zrv)
+        return z1v, zrv
+
+    @cached_property
+    def kernel_entries(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each row's columns and values of Z (:func:`_entries`), C-contiguous: what the
+        compiled kernels read, formed when first read."""
+        cols, vals, _ = _entries(self.blocks, self.values)
+        return np.ascontiguousarray(cols), np.ascontiguousarray(vals)
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
@@ -352,15 +370,14 @@ class CrossProducts:
     def with_response(self, rows: RowMatrices, y: np.ndarray) -> CrossProducts:
         """The same rows (``rows``, as these products were computed from) with another
         response: the products not involving y are shared, and y_c's column of Zᵀ[X y_c]
-        is formed as a one-column block (each entry the same sum as beside X's columns:
-        SciPy's products with a block form each column alone, in the same order)."""
+        is formed in one pass over the rows (:meth:`RowMatrices.column_products`: each
+        entry the sum SciPy's products form beside X's columns, in the same order)."""
         X = rows.X
         n, p = X.shape
         centre, yc, dense = _centred(X, np.asarray(y, dtype=float), self.xtx, None)
-        column = yc.reshape(n, 1)
-        Z1tD = np.column_stack([self.Z1tD[:, :p], rows.Z1t @ column])
-        ZrtD = None if rows.Zr is None or self.ZrtD is None else np.column_stack(
-            [self.ZrtD[:, :p], rows.Zr.T @ column])
+        z1y, zry = rows.column_products(yc)
+        Z1tD = np.column_stack([self.Z1tD[:, :p], z1y])
+        ZrtD = None if self.ZrtD is None else np.column_stack([self.ZrtD[:, :p], zry])
         return type(self)(n=n, p=p, levels=self.levels, Z1tZr=self.Z1tZr,
                              ZrtZr=self.ZrtZr, Z1tD=Z1tD, ZrtD=ZrtD, DtD=dense.T @ dense,
                              xtx=self.xtx, centre=centre, yc_ss=float(yc @ yc),

@@ -11,7 +11,7 @@ column per entry of G.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
 import numpy as np
@@ -75,6 +75,11 @@ class SparseMap:
     identity: bool = False
     """Every level is its own class, in order (``rep`` is 0, 1, ...)."""
 
+    response_entries: dict[str, tuple[np.ndarray, ...]] = field(
+        default_factory=dict, compare=False, repr=False)
+    """y's entries of the update (W's rows there, and their columns in A_1r), found at the
+    first new response (:meth:`with_response`) and shared with the maps of later ones."""
+
     def with_response(self, A1r: sp.csr_matrix, A11: np.ndarray, Arr: np.ndarray
                       ) -> SparseMap | None:
         """This map for A_1r and A_rr with another last column (y's) of the same pattern:
@@ -83,14 +88,19 @@ class SparseMap:
         was not formed densely (a sparse W; large designs: ``response_free_products``)."""
         if sp.issparse(self.W) or not _dense(A11, Arr.shape[0]):
             return None
-        positions, W_y = _dense_products(A1r, A11.shape[1], self.class_of, len(self.rep),
-                                         last=True)
+        q, r = A11.shape[1], A1r.shape[1]
+        got = self.response_entries.get("y")
+        if got is None:  # (the pattern is the kept one's: y's entries are found once)
+            j, i = _touched(A1r, q, last=True)
+            got = self.response_entries["y"] = (
+                np.searchsorted(self.rows, j * r + i), j, i)
+        where, j, i = got
         W = self.W.copy()
-        W[np.searchsorted(self.rows, positions)] = W_y
+        W[where] = _products_at(A1r, q, self.class_of, len(self.rep), j, i)
         arr = None if self.arr is None else Arr.reshape(-1)[self.rows]
         return SparseMap(W=W, rows=self.rows, i=self.i, j=self.j, arr=arr, rep=self.rep,
                          class_of=self.class_of, parts=row_parts(W),
-                         identity=self.identity)
+                         identity=self.identity, response_entries=self.response_entries)
 
     def g_vector(self, G: np.ndarray, per_class: bool = False) -> np.ndarray:
         """W's argument: G's entries per class, entry-major, from the per-level G (or from
@@ -280,29 +290,42 @@ def _merge(a: Products, b: Products) -> Products:
     return cast(Products, tuple(np.concatenate([x, y])[order] for x, y in zip(a, b, strict=True)))
 
 
-def _dense_products(A1r: sp.csr_matrix, q: int, class_of: np.ndarray, ncls: int,
-                    last: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def _dense_products(A1r: sp.csr_matrix, q: int, class_of: np.ndarray, ncls: int
+                    ) -> tuple[np.ndarray, np.ndarray]:
     """The updated positions j·r + i (j <= i, sorted) and W's rows at them, from dense
-    products (small designs); per class, the levels' products are added in level order.
-    ``last``: the positions in A_1r's last column alone (i = r − 1, y's: the same values
-    as among all)."""
-    l1, r = len(class_of), A1r.shape[1]
-    i0 = r - 1 if last else 0  # (the columns i formed: i0, ..., r - 1)
+    products (small designs): :func:`_products_at` the entries :func:`_touched` finds."""
+    j, i = _touched(A1r, q)
+    return j * A1r.shape[1] + i, _products_at(A1r, q, class_of, ncls, j, i)
+
+
+def _touched(A1r: sp.csr_matrix, q: int, last: bool = False
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """The entries (j, i), j <= i, of the update that some level's stored entries of A_1r
+    in columns i and j reach, in row-major order of (j, i) (sorted positions j·r + i);
+    ``last``: those in A_1r's last column alone (i = r − 1, y's)."""
+    l1, r = A1r.shape[0] // q, A1r.shape[1]
+    i0 = r - 1 if last else 0  # (the columns i looked at: i0, ..., r - 1)
     stored = np.zeros(A1r.shape, dtype=bool)
     stored[np.repeat(np.arange(l1 * q), np.diff(A1r.indptr)), A1r.indices] = True
     stored = cast(np.ndarray, stored.reshape(l1, q, r).any(axis=1))
     touched = np.tril((stored[:, i0:, None] & stored[:, None, :]).any(axis=0), k=i0)
-    j, i = np.nonzero(touched.T)  # (j and i − i0 of each entry, j <= i; row-major in
-    # (j, i): the positions sorted)
+    j, i = np.nonzero(touched.T)  # (j and i − i0 of each entry, j <= i)
+    return j, i + i0
+
+
+def _products_at(A1r: sp.csr_matrix, q: int, class_of: np.ndarray, ncls: int,
+                 j: np.ndarray, i: np.ndarray) -> np.ndarray:
+    """W's rows at the entries (j, i): Σ_{s in k} A_1r[(s, a), i] A_1r[(s, b), j] for each
+    G entry (a, b) and class k, from dense products; per class, the levels' products are
+    added in level order."""
+    l1, r = len(class_of), A1r.shape[1]
     A = A1r.toarray().reshape(l1, q, r)
-    # the products at the touched entries alone: (s, a, b, entry)
-    products = A[:, :, None, i + i0] * A[:, None, :, j]
+    products = A[:, :, None, i] * A[:, None, :, j]  # (s, a, b, entry)
     if not np.array_equal(class_of, np.arange(l1)):
         per_class = np.zeros((ncls,) + products.shape[1:])
         np.add.at(per_class, class_of, products)
         products = per_class
-    W = products.transpose(3, 1, 2, 0).reshape(len(i), -1)
-    return j * r + i + i0, W
+    return cast(np.ndarray, products.transpose(3, 1, 2, 0).reshape(len(i), -1))
 
 
 def _upper_products(Aa: sp.csr_matrix, Ab: sp.csr_matrix, class_of: np.ndarray, ncls: int
