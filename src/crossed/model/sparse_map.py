@@ -89,14 +89,15 @@ class SparseMap:
         if sp.issparse(self.W) or not _dense(A11, Arr.shape[0]):
             return None
         q, r = A11.shape[1], A1r.shape[1]
+        A = A1r.toarray()
         got = self.response_entries.get("y")
         if got is None:  # (the pattern is the kept one's: y's entries are found once)
-            j, i = _touched(A1r, q, last=True)
+            j, i = _touched(A, q, last=True)
             got = self.response_entries["y"] = (
                 np.searchsorted(self.rows, j * r + i), j, i)
         where, j, i = got
         W = self.W.copy()
-        W[where] = _products_at(A1r, q, self.class_of, len(self.rep), j, i)
+        W[where] = _products_at(A, q, self.class_of, len(self.rep), j, i)
         arr = None if self.arr is None else Arr.reshape(-1)[self.rows]
         return SparseMap(W=W, rows=self.rows, i=self.i, j=self.j, arr=arr, rep=self.rep,
                          class_of=self.class_of, parts=row_parts(W),
@@ -294,32 +295,31 @@ def _dense_products(A1r: sp.csr_matrix, q: int, class_of: np.ndarray, ncls: int
                     ) -> tuple[np.ndarray, np.ndarray]:
     """The updated positions j·r + i (j <= i, sorted) and W's rows at them, from dense
     products (small designs): :func:`_products_at` the entries :func:`_touched` finds."""
-    j, i = _touched(A1r, q)
-    return j * A1r.shape[1] + i, _products_at(A1r, q, class_of, ncls, j, i)
+    A = A1r.toarray()
+    j, i = _touched(A, q)
+    return j * A.shape[1] + i, _products_at(A, q, class_of, ncls, j, i)
 
 
-def _touched(A1r: sp.csr_matrix, q: int, last: bool = False
-             ) -> tuple[np.ndarray, np.ndarray]:
-    """The entries (j, i), j <= i, of the update that some level's stored entries of A_1r
-    in columns i and j reach, in row-major order of (j, i) (sorted positions j·r + i);
-    ``last``: those in A_1r's last column alone (i = r − 1, y's)."""
-    l1, r = A1r.shape[0] // q, A1r.shape[1]
+def _touched(A: np.ndarray, q: int, last: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """The entries (j, i), j <= i, of the update that some level's nonzeros of A_1r (dense
+    ``A``; its CSR form stores no zeros) in columns i and j reach, in row-major order of
+    (j, i) (sorted positions j·r + i); ``last``: those in A_1r's last column alone
+    (i = r − 1, y's)."""
+    r = A.shape[1]
     i0 = r - 1 if last else 0  # (the columns i looked at: i0, ..., r - 1)
-    stored = np.zeros(A1r.shape, dtype=bool)
-    stored[np.repeat(np.arange(l1 * q), np.diff(A1r.indptr)), A1r.indices] = True
-    stored = cast(np.ndarray, stored.reshape(l1, q, r).any(axis=1))
+    stored = (A != 0).reshape(-1, q, r).any(axis=1)
     touched = np.tril((stored[:, i0:, None] & stored[:, None, :]).any(axis=0), k=i0)
     j, i = np.nonzero(touched.T)  # (j and i − i0 of each entry, j <= i)
     return j, i + i0
 
 
-def _products_at(A1r: sp.csr_matrix, q: int, class_of: np.ndarray, ncls: int,
-                 j: np.ndarray, i: np.ndarray) -> np.ndarray:
+def _products_at(A: np.ndarray, q: int, class_of: np.ndarray, ncls: int, j: np.ndarray,
+                 i: np.ndarray) -> np.ndarray:
     """W's rows at the entries (j, i): Σ_{s in k} A_1r[(s, a), i] A_1r[(s, b), j] for each
-    G entry (a, b) and class k, from dense products; per class, the levels' products are
-    added in level order."""
-    l1, r = len(class_of), A1r.shape[1]
-    A = A1r.toarray().reshape(l1, q, r)
+    G entry (a, b) and class k, from the dense ``A`` (A_1r); per class, the levels'
+    products are added in level order."""
+    l1, r = len(class_of), A.shape[1]
+    A = A.reshape(l1, q, r)
     products = A[:, :, None, i] * A[:, None, :, j]  # (s, a, b, entry)
     if not np.array_equal(class_of, np.arange(l1)):
         per_class = np.zeros((ncls,) + products.shape[1:])

@@ -5,7 +5,7 @@ of the Schur complement is diagonal (``cholesky_lower(..., diagonal=)``)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -13,7 +13,7 @@ import scipy.sparse as sp
 if TYPE_CHECKING:
     from crossed.design.random import ReBlock
 
-__all__ = ["MAX_GROUPED_LEVELS", "LevelGroups", "diagonal_lead", "level_pattern",
+__all__ = ["MAX_GROUPED_LEVELS", "LevelGroups", "LevelPattern", "diagonal_lead", "level_pattern",
            "plan_update"]
 
 MAX_GROUPED_LEVELS = 50_000
@@ -24,24 +24,32 @@ LevelGroups = list[tuple[np.ndarray, np.ndarray]]
 """Groups of levels of the first factor: (sorted levels, sorted columns they meet)."""
 
 
-def level_pattern(Z1tZr: sp.csr_matrix | None, q: int, l1: int) -> sp.csr_matrix:
-    """The columns of A_rr's random part each level of the first factor meets: one row
-    per level (its q₁ rows of Z₁ᵀZ_r together), sorted, no duplicates."""
+class LevelPattern(NamedTuple):
+    """The columns of A_rr's random part each level of the first factor meets, as the
+    arrays of a CSR matrix with one row per level (sorted, no duplicates)."""
+
+    indptr: np.ndarray
+    indices: np.ndarray
+
+
+def level_pattern(Z1tZr: sp.csr_matrix | None, q: int, l1: int) -> LevelPattern:
+    """The :class:`LevelPattern` of Z₁ᵀZ_r: each level's q₁ rows together (none without
+    later blocks)."""
     P = Z1tZr
     if P is None:
-        return sp.csr_matrix((l1, 0))
+        return LevelPattern(np.zeros(l1 + 1, dtype=np.int64), np.zeros(0, dtype=np.int64))
     if q == 1:  # one row per level already
         P.sum_duplicates()  # (also sorts the indices; the matrix is unchanged)
-        return P
+        return LevelPattern(P.indptr, P.indices)
     rows = np.arange(l1 * q)
     agg = sp.csr_matrix((np.ones(l1 * q), (rows // q, rows)), shape=(l1, l1 * q))
     pattern = (agg @ abs(P)).tocsr()
     pattern.sum_duplicates()
     pattern.sort_indices()
-    return pattern
+    return LevelPattern(pattern.indptr, pattern.indices)
 
 
-def diagonal_lead(pattern: sp.csr_matrix, rest: tuple[ReBlock, ...]) -> int:
+def diagonal_lead(pattern: LevelPattern, rest: tuple[ReBlock, ...]) -> int:
     """The number of leading columns of the Schur complement C whose block is diagonal:
     the second block's (one column per level) when each level of the first factor meets
     at most one of its levels (the first factor an interaction such as model:dataset and
@@ -61,7 +69,7 @@ def diagonal_lead(pattern: sp.csr_matrix, rest: tuple[ReBlock, ...]) -> int:
     return n2
 
 
-def plan_update(pattern: sp.csr_matrix, q: int, r_rand: int, r: int, groups: bool = False,
+def plan_update(pattern: LevelPattern, q: int, r_rand: int, r: int, groups: bool = False,
                 ) -> tuple[float, float, LevelGroups | None]:
     """Choose how A_r1 G A_1r is computed, from the per-level ``pattern``
     (:func:`level_pattern`); ``groups``: the caller asked for groups.
@@ -82,7 +90,7 @@ def plan_update(pattern: sp.csr_matrix, q: int, r_rand: int, r: int, groups: boo
     level_groups : list or None
         The groups, or None when none was completed.
     """
-    l1 = pattern.shape[0]
+    l1 = len(pattern.indptr) - 1
     dense_cols = np.arange(r_rand, r)
     u = (np.diff(pattern.indptr) + len(dense_cols)).astype(np.float64)
     w_cost = float(np.sum((q * u) ** 2)) / 2.0
