@@ -93,13 +93,15 @@ def derivatives(fun: Callable[[np.ndarray], float], x: np.ndarray, free: np.ndar
                 ) -> tuple[np.ndarray, np.ndarray]:
     """Central-difference gradient and Hessian over the ``free`` coordinates (lme4's deriv12).
 
-    The 2m + 2m(m - 1) points are those of lme4's deriv12; ``fun_many``, when given,
-    evaluates them all in one call (a batched criterion, the points as the rows of an
-    array), else ``fun`` one by one.
+    The 2m + 2m(m - 1) points are those of lme4's deriv12, combined as central differences
+    (lme4 divides each term by δ² before adding them: the same gradient, Hessians about
+    1e-6 apart; ``tests/model/test_convergence.py``); ``fun_many``, when given, evaluates
+    them all in one call (a batched criterion, the points as the rows of an array), else
+    ``fun`` one by one.
     """
     idx = np.flatnonzero(free).tolist()
     m = len(idx)
-    points = np.tile(np.asarray(x, dtype=float), (2 * m * m, 1))  # (rows in deriv12's order)
+    points = np.tile(np.asarray(x, dtype=float), (2 * m * m, 1))  # (rows: the points)
     row = 0
     for a, i in enumerate(idx):
         points[row, i] += delta
