@@ -79,20 +79,25 @@ def column_array(data: pd.DataFrame, label: Hashable) -> Any:
 
 
 def string_codes(values: Any) -> tuple[np.ndarray, list[str]] | None:
-    """First-appearance codes and distinct values of a pyarrow-backed string array without
-    missing values (pyarrow's dictionary encoding, without pandas' factorize around it);
-    None for any other array."""
+    """First-appearance codes and distinct values (distinct strings) of a pyarrow-backed
+    string array without missing values (pyarrow's dictionary encoding, without pandas'
+    factorize around it); None for any other array."""
     if not isinstance(values.dtype, pd.StringDtype) or values.dtype.storage != "pyarrow":
         return None
     chunked = getattr(values, "_pa_array", None)
     if chunked is None or chunked.null_count or not hasattr(chunked, "combine_chunks"):
         return None  # pragma: no cover
     try:
+        import pyarrow as pa
+
         encoded = chunked.combine_chunks().dictionary_encode()
+        if not (pa.types.is_string(encoded.dictionary.type)
+                or pa.types.is_large_string(encoded.dictionary.type)):
+            return None  # pragma: no cover
         codes = np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
-        uniques = encoded.dictionary.to_pylist()
-    except (AttributeError, TypeError):  # pragma: no cover
+        uniques = encoded.dictionary.to_pylist()  # (strings: an Arrow string array)
+    except (AttributeError, TypeError, ImportError):  # pragma: no cover
         return None
-    if len(codes) != len(values) or not all(isinstance(u, str) for u in uniques):
+    if len(codes) != len(values):
         return None  # pragma: no cover
     return codes, uniques

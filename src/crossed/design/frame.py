@@ -94,9 +94,14 @@ def _r_sorted(uniq: list[Any], numeric: bool) -> list[Any]:
     them in an English locale (case-insensitive first, lower case before upper on ties)."""
     if numeric:
         return sorted(uniq)
-    if all(isinstance(s, str) for s in uniq):  # the same order, by two stable sorts
-        return sorted(sorted(uniq, key=str.swapcase), key=str.lower)
+    if all(isinstance(s, str) for s in uniq):
+        return _r_sorted_strings(uniq)
     return sorted(uniq, key=lambda s: (str(s).lower(), str(s).swapcase()))
+
+
+def _r_sorted_strings(uniq: list[str]) -> list[str]:
+    """:func:`_r_sorted` of strings: the same order, by two stable sorts."""
+    return sorted(sorted(uniq, key=str.swapcase), key=str.lower)
 
 
 def is_categorical(values: pd.Series | pd.api.extensions.ExtensionArray) -> bool:
@@ -385,6 +390,7 @@ def _encode_factor(values: pd.api.extensions.ExtensionArray) -> tuple[np.ndarray
     strings = string_codes(values)  # (pyarrow strings: their labels as they are)
     if strings is not None:
         codes, labels = strings
+        lv = _r_sorted_strings(labels)  # (distinct already)
     else:
         if pd.api.types.is_bool_dtype(values.dtype):
             values = np.asarray(values, dtype=bool)
@@ -392,7 +398,7 @@ def _encode_factor(values: pd.api.extensions.ExtensionArray) -> tuple[np.ndarray
             values = _bools_as_labels(np.asarray(values, dtype=object))
         codes, uniques = pd.factorize(values)
         labels = [level_label(u) for u in uniques.tolist()]
-    lv = _r_sorted(list(dict.fromkeys(labels)), False)
+        lv = _r_sorted(list(dict.fromkeys(labels)), False)
     position = {v: i for i, v in enumerate(lv)}
     perm = np.array([position[v] for v in labels], dtype=np.int64)
     return perm[codes], lv

@@ -237,7 +237,8 @@ class SparseSchur:
         on_parts(self._w_parts, lambda lo, hi, W: _core.map_update(
             W, g, _NO_INDEX, lo, hi, self.arr, _NO_TABLE, _NO_INDEX, U))
         q, pd = self.q1, self.p + 1
-        GA = (G @ self.A1D.reshape(self.l1, q, pd)).reshape(-1, pd)
+        GA = (G[:, 0, :1] * self.A1D if q == 1  # (one product per entry either way)
+              else (G @ self.A1D.reshape(self.l1, q, pd)).reshape(-1, pd))
         CRD = self.ARD - np.asarray(self.A1R.T @ GA)
         CDD = self.ADD - self.A1D.T @ GA
         if self.scalar:
