@@ -88,15 +88,11 @@ def string_codes(values: Any) -> tuple[np.ndarray, list[str]] | None:
     if chunked is None or chunked.null_count or not hasattr(chunked, "combine_chunks"):
         return None  # pragma: no cover
     try:
-        import pyarrow as pa
-
         encoded = chunked.combine_chunks().dictionary_encode()
-        if not (pa.types.is_string(encoded.dictionary.type)
-                or pa.types.is_large_string(encoded.dictionary.type)):
-            return None  # pragma: no cover
         codes = np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
-        uniques = encoded.dictionary.to_pylist()  # (strings: an Arrow string array)
-    except (AttributeError, TypeError, ImportError):  # pragma: no cover
+        # (the dictionary of a string array without nulls: Python strings, distinct)
+        uniques = encoded.dictionary.to_pylist()
+    except (AttributeError, TypeError):  # pragma: no cover
         return None
     if len(codes) != len(values):
         return None  # pragma: no cover

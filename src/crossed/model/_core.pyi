@@ -10,6 +10,10 @@ def first_block_1x1(a: np.ndarray, t: float, b: np.ndarray, G: np.ndarray, root:
 def map_update(W: np.ndarray | sp.csr_matrix, g: np.ndarray, rows: np.ndarray, lo: int,
                hi: int, arr: np.ndarray, table: np.ndarray, pair: np.ndarray,
                out: np.ndarray) -> None: ...
+def block_cholesky(vals: np.ndarray, entries: np.ndarray, entry_start: np.ndarray,
+                   dest: np.ndarray, block_start: np.ndarray, start: np.ndarray,
+                   order: np.ndarray, c0: int, c1: int, rhs: np.ndarray, blocks: np.ndarray,
+                   work: np.ndarray, out: np.ndarray, logdet: np.ndarray) -> int: ...
 def potrf_lower(A: np.ndarray) -> int: ...
 def upper_products(a_ptr: np.ndarray, a_idx: np.ndarray, a_val: np.ndarray, pos: np.ndarray,
                    b_ptr: np.ndarray, b_idx: np.ndarray, b_val: np.ndarray, keys: np.ndarray,

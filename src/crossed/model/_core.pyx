@@ -11,6 +11,8 @@ Each function here is one step of :meth:`crossed.model.pls.PLS.factor` on its ow
 - :func:`map_update`: the Schur complement's entries through the sparse map W
   (``sparse_map.py``): one pass over W's rows forms W g, scales it and writes it into C;
 - :func:`potrf_lower`: LAPACK's dpotrf on a Fortran-ordered matrix;
+- :func:`block_cholesky`: dpotrf and dpotrs on the independent diagonal blocks of the
+  sparse Schur complement (``schur_blocks.py``);
 - :func:`upper_products`: the set-up's products of the sparse map, per class of levels
   (``sparse_map._upper_products``), in one pass without SciPy's product and conversions;
 - :func:`row_products`: a small design's cross-products of Z with Z_r and with [X y] in
@@ -45,7 +47,7 @@ from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy, memset
 from scipy.linalg.cython_blas cimport dgemv
-from scipy.linalg.cython_lapack cimport dpotrf, dtrtri
+from scipy.linalg.cython_lapack cimport dpotrf, dpotrs, dtrtri
 
 
 def first_block_1x1(const double[::1] a, double t, double[::1] b, double[::1] G,
@@ -152,6 +154,60 @@ def potrf_lower(double[::1, :] A):
         return 0
     with nogil:
         dpotrf(&uplo, &n, &A[0, 0], &lda, &info)
+    return info
+
+
+def block_cholesky(const double[::1] vals, const int32_t[::1] entries,
+                   const int64_t[::1] entry_start, const int32_t[::1] dest,
+                   const int64_t[::1] block_start, const int64_t[::1] start,
+                   const int64_t[::1] order, Py_ssize_t c0, Py_ssize_t c1,
+                   const double[:, ::1] rhs, double[::1] blocks, double[::1] work,
+                   double[:, ::1] out, double[::1] logdet):
+    """Blocks ``c0 .. c1 - 1`` of a block-diagonal symmetric matrix given by its pattern's
+    values: each block's lower Cholesky factor (LAPACK's dpotrf) and the solution of its
+    rows of ``M x = rhs`` (dpotrs), for ``schur_blocks.DiagonalBlocks``.
+
+    Block c holds the rows ``order[start[c]:start[c + 1]]`` of the matrix (n_c of them), in
+    ``blocks[block_start[c]:]`` as an n_c x n_c Fortran-order array whose lower triangle is
+    filled from the pattern's values: ``blocks[dest[e]] = vals[e]`` for the entries
+    ``e = entries[entry_start[c]:entry_start[c + 1]]``. The right-hand sides' rows go
+    through ``work`` (the block's rows, Fortran order) into the same rows of ``out``.
+    ``logdet[c]`` receives block c's log determinant (2 Σ log of its factor's diagonal).
+    Returns LAPACK's info: 0, or dpotrf's k > 0 for the first block not positive definite
+    (then the rest is not computed)."""
+    cdef Py_ssize_t c, e, r, k, n, base, w0, m = rhs.shape[1]
+    cdef int nn, nrhs = <int>m, info = 0
+    cdef char uplo = b"L"
+    cdef double acc
+    with nogil:
+        for c in range(c0, c1):
+            n = start[c + 1] - start[c]
+            if n == 0:
+                continue
+            base = block_start[c]
+            memset(&blocks[base], 0, n * n * sizeof(double))
+            for e in range(entry_start[c], entry_start[c + 1]):
+                blocks[dest[entries[e]]] = vals[entries[e]]
+            nn = <int>n
+            dpotrf(&uplo, &nn, &blocks[base], &nn, &info)
+            if info != 0:
+                break
+            acc = 0.0
+            for r in range(n):
+                acc += log(blocks[base + r + r * n])
+            logdet[c] = 2.0 * acc
+            if m == 0:
+                continue
+            w0 = start[c] * m
+            for k in range(m):
+                for r in range(n):
+                    work[w0 + k * n + r] = rhs[order[start[c] + r], k]
+            dpotrs(&uplo, &nn, &nrhs, &blocks[base], &nn, &work[w0], &nn, &info)
+            if info != 0:
+                break
+            for k in range(m):
+                for r in range(n):
+                    out[order[start[c] + r], k] = work[w0 + k * n + r]
     return info
 
 

@@ -37,6 +37,7 @@ import scipy.sparse as sp
 from crossed.design.random import ReBlock
 from crossed.model import _core
 from crossed.model.factor import Factor, tri_solve
+from crossed.model.schur_blocks import DiagonalBlocks
 from crossed.model.sparse_map import on_parts, row_parts
 
 if TYPE_CHECKING:
@@ -170,6 +171,8 @@ class SparseSchur:
         self.diag = np.flatnonzero(self.ii == self.jj)
         self.ii32 = self.ii.astype(np.int32)
         self.indptr = np.concatenate([[0], np.cumsum(np.bincount(self.jj, minlength=rr))])
+        # C_RR as independent dense blocks where its pattern splits into small ones
+        self.blocks = DiagonalBlocks.of(self.ii, self.jj, rr)
         self.scale_index = np.concatenate(
             [np.full(b.nlevels, b.theta_index[0, 0]) for b in rest]).astype(np.int64) \
             if self.scalar else np.zeros(0, dtype=np.int64)
@@ -266,28 +269,35 @@ class SparseSchur:
         bad = SparseFactor(theta=theta, ok=False)
         if not np.all(np.isfinite(vals)):
             return bad
-        upper = self.matrix(vals)
-        try:
-            if self.solver is None:
-                self.solver = _import_qdldl().Solver(upper, upper=True)
-            else:
-                self.solver.update(upper, upper=True)
-            L, d, _ = self.solver.factors()
-        except (ValueError, RuntimeError):
-            self.solver = None
-            return bad
-        self.nnz_factor = int(L.nnz)
-        if not np.all(d > 0):
-            return bad
-        K = np.column_stack([self.solver.solve(np.ascontiguousarray(CRD[:, k]))
-                             for k in range(CRD.shape[1])])
+        if self.blocks is not None:
+            got = self.blocks.factor(vals, CRD)
+            if got is None:
+                return bad
+            logdet, K = got
+        else:
+            upper = self.matrix(vals)
+            try:
+                if self.solver is None:
+                    self.solver = _import_qdldl().Solver(upper, upper=True)
+                else:
+                    self.solver.update(upper, upper=True)
+                L, d, _ = self.solver.factors()
+            except (ValueError, RuntimeError):
+                self.solver = None
+                return bad
+            self.nnz_factor = int(L.nnz)
+            if not np.all(d > 0):
+                return bad
+            logdet = float(np.log(d).sum())
+            K = np.column_stack([self.solver.solve(np.ascontiguousarray(CRD[:, k]))
+                                 for k in range(CRD.shape[1])])
         SD = CDD - CRD.T @ K
         try:
             LD = np.linalg.cholesky(0.5 * (SD + SD.T))
         except np.linalg.LinAlgError:
             return bad
         dD = np.diagonal(LD)
-        return SparseFactor(theta=theta, ok=True, ldL2=ld1 + float(np.log(d).sum()),
+        return SparseFactor(theta=theta, ok=True, ldL2=ld1 + logdet,
                             ldRX2=2.0 * float(np.log(dD[:-1]).sum()),
                             pwrss=float(dD[-1] ** 2), first=first, K=K, LD=LD,
                             values=vals)
@@ -344,12 +354,16 @@ class SparseSchur:
         return [V1.reshape(self.l1, q, q)] + out
 
     def fill_is_low(self) -> bool:
-        """Factor once on the pattern (symbolic analysis, AMD ordering) and say whether the
-        factor holds at most ``FILL_FRACTION`` of a dense triangle's entries."""
-        vals = np.zeros(len(self.keys))
-        vals[self.diag] = 1.0
-        self.solver = _import_qdldl().Solver(self.matrix(vals), upper=True)
-        self.nnz_factor = int(self.solver.factors()[0].nnz) + self.rr
+        """Factor once on the pattern (symbolic analysis, AMD ordering; with diagonal blocks
+        their lower triangles) and say whether the factor holds at most ``FILL_FRACTION`` of
+        a dense triangle's entries."""
+        if self.blocks is not None:  # (the blocks' lower triangles)
+            self.nnz_factor = self.blocks.factor_entries
+        else:
+            vals = np.zeros(len(self.keys))
+            vals[self.diag] = 1.0
+            self.solver = _import_qdldl().Solver(self.matrix(vals), upper=True)
+            self.nnz_factor = int(self.solver.factors()[0].nnz) + self.rr
         return self.nnz_factor <= FILL_FRACTION * self.rr * (self.rr + 1) / 2
 
 
