@@ -244,7 +244,13 @@ class SparseSchur:
               else (G @ self.A1D.reshape(self.l1, q, pd)).reshape(-1, pd))
         CRD = self.ARD - np.asarray(self.A1R.T @ GA)
         CDD = self.ADD - self.A1D.T @ GA
-        if self.scalar:
+        if self.scalar and len(self.rest) == 1:  # (one scale t: (U t) t, as below)
+            t = float(theta[self.rest[0].theta_index[0, 0]])
+            vals = U
+            vals *= t
+            vals *= t
+            CRD *= t
+        elif self.scalar:
             s = np.asarray(theta, dtype=float)[self.scale_index]
             vals = U * s[self.ii] * s[self.jj]
             CRD *= s[:, None]
