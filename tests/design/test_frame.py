@@ -349,3 +349,21 @@ def test_missing_values_spread_over_columns_are_counted():
     with pytest.raises(crossed.DataError,
                        match=r"one of: 'Reaction' \(90 missing\), 'Days' \(90 missing\)"):
         crossed.lmer(FORMULA, data)
+
+
+def test_string_levels_are_in_rs_order_on_every_path():
+    """A factor of strings gets the same levels (R's order: case-insensitive first, lower
+    case before upper on ties) and codes whether it is held as pyarrow strings (the
+    dictionary path), as Python objects or as a categorical."""
+    pytest.importorskip("pyarrow")
+    from crossed.design.frame import _encode_factor
+
+    rng = np.random.default_rng(0)
+    words = ["b", "B", "a", "A", "ab", "Ab", "aB", "_x", "1", "10", "9", "é", "E", "z", ""]
+    values = [words[i] for i in rng.integers(0, len(words), 300)]
+    arrow = _encode_factor(pd.array(values, dtype="string[pyarrow]"))
+    plain = _encode_factor(pd.array(np.array(values, dtype=object), dtype=object))
+    assert arrow[1] == plain[1] == sorted(set(values), key=lambda s: (s.lower(),
+                                                                     s.swapcase()))
+    np.testing.assert_array_equal(arrow[0], plain[0])
+    assert [arrow[1][c] for c in arrow[0]] == values

@@ -95,13 +95,15 @@ def _r_sorted(uniq: list[Any], numeric: bool) -> list[Any]:
     if numeric:
         return sorted(uniq)
     if all(isinstance(s, str) for s in uniq):
-        return _r_sorted_strings(uniq)
+        return [uniq[k] for k in _r_string_order(uniq)]
     return sorted(uniq, key=lambda s: (str(s).lower(), str(s).swapcase()))
 
 
-def _r_sorted_strings(uniq: list[str]) -> list[str]:
-    """:func:`_r_sorted` of strings: the same order, by two stable sorts."""
-    return sorted(sorted(uniq, key=str.swapcase), key=str.lower)
+def _r_string_order(strings: list[str]) -> list[int]:
+    """The positions of ``strings`` in :func:`_r_sorted`'s order: the same order as the key
+    (lower case, swapped case), by two stable sorts of the positions."""
+    order = sorted(range(len(strings)), key=[s.swapcase() for s in strings].__getitem__)
+    return sorted(order, key=[s.lower() for s in strings].__getitem__)
 
 
 def is_categorical(values: pd.Series | pd.api.extensions.ExtensionArray) -> bool:
@@ -390,15 +392,17 @@ def _encode_factor(values: pd.api.extensions.ExtensionArray) -> tuple[np.ndarray
     strings = string_codes(values)  # (pyarrow strings: their labels as they are)
     if strings is not None:
         codes, labels = strings
-        lv = _r_sorted_strings(labels)  # (distinct already)
-    else:
-        if pd.api.types.is_bool_dtype(values.dtype):
-            values = np.asarray(values, dtype=bool)
-        elif pd.api.types.is_object_dtype(values.dtype):
-            values = _bools_as_labels(np.asarray(values, dtype=object))
-        codes, uniques = pd.factorize(values)
-        labels = [level_label(u) for u in uniques.tolist()]
-        lv = _r_sorted(list(dict.fromkeys(labels)), False)
+        order = _r_string_order(labels)  # (distinct already)
+        perm = np.empty(len(labels), dtype=np.int64)
+        perm[np.array(order, dtype=np.int64)] = np.arange(len(labels), dtype=np.int64)
+        return perm[codes], [labels[k] for k in order]
+    if pd.api.types.is_bool_dtype(values.dtype):
+        values = np.asarray(values, dtype=bool)
+    elif pd.api.types.is_object_dtype(values.dtype):
+        values = _bools_as_labels(np.asarray(values, dtype=object))
+    codes, uniques = pd.factorize(values)
+    labels = [level_label(u) for u in uniques.tolist()]
+    lv = _r_sorted(list(dict.fromkeys(labels)), False)
     position = {v: i for i, v in enumerate(lv)}
     perm = np.array([position[v] for v in labels], dtype=np.int64)
     return perm[codes], lv
