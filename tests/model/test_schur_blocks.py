@@ -6,9 +6,9 @@ from __future__ import annotations
 import copy
 
 import numpy as np
-import pandas as pd
 import pytest
 
+from _crowd import crowd
 from crossed._threads import use_helper_thread
 from crossed.design import build_design
 from crossed.formula import parse
@@ -118,25 +118,11 @@ def test_large_or_sparse_components_are_not_blocks(monkeypatch):
     assert DiagonalBlocks.of(ii, jj, n) is None
 
 
-def _crowd(items: int = 500, pools: int = 5, pool_size: int = 20, raters: int = 4,
-           seed: int = 3) -> pd.DataFrame:
-    """Items rated by annotators of one pool each (the benchmark's crowd design, small)."""
-    rng = np.random.default_rng(seed)
-    pool = rng.integers(0, pools, items)
-    local = np.argsort(rng.random((items, pool_size)), axis=1)[:, :raters]
-    ann = (pool[:, None] * pool_size + local).ravel()
-    item = np.repeat(np.arange(items), raters)
-    x = rng.normal(size=len(item))
-    y = (3 + 0.4 * x + rng.normal(0, 0.8, items)[item]
-         + rng.normal(0, 0.5, pools * pool_size)[ann] + rng.normal(size=len(item)))
-    return pd.DataFrame({"item": [f"i{i}" for i in item], "annotator": [f"a{a}" for a in ann],
-                         "x": x, "y": y})
-
-
 def test_pooled_design_blocks_equal_the_sparse_ldlt():
     """The crowd design's C_RR is block diagonal by pool: the blocks' factor gives QDLDL's
     criterion, K and R_X to rounding at several θ."""
-    d = build_design(parse("y ~ 1 + x + (1 | item) + (1 | annotator)"), _crowd())
+    data = crowd(items=500, pools=5, pool_size=20, raters=4)
+    d = build_design(parse("y ~ 1 + x + (1 | item) + (1 | annotator)"), data)
     pls = PLS(d.random.blocks, d.X, d.y, schur="sparse")
     s = pls.sparse
     assert s is not None and s.blocks is not None and len(s.blocks.start) - 1 == 5

@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 import crossed
+from _crowd import crowd
 from crossed.design import build_design
 from crossed.formula import parse
 from crossed.model import pls as pls_module
@@ -30,20 +31,6 @@ FIXEF_RTOL, SE_RTOL, THETA_RTOL, THETA_ATOL = 1e-6, 1e-4, 1e-3, 1e-4
 def _fit(name: str) -> crossed.LmerFit:
     case = load_case(name)
     return crossed.lmer(case.formula, case.data, reml=case.reml, reference=case.reference)
-
-
-def _crowd(items: int, pools: int, pool_size: int, raters: int, seed: int = 3) -> pd.DataFrame:
-    """The benchmark's pooled crowdsourcing design (benchmarks/crowd.py), small."""
-    rng = np.random.default_rng(seed)
-    pool = rng.integers(0, pools, items)
-    local = np.argsort(rng.random((items, pool_size)), axis=1)[:, :raters]
-    ann = (pool[:, None] * pool_size + local).ravel()
-    item = np.repeat(np.arange(items), raters)
-    x = rng.normal(size=len(item))
-    y = (3 + 0.4 * x + rng.normal(0, 0.8, items)[item] + rng.normal(0, 0.5, pools * pool_size)[ann]
-         + rng.normal(size=len(item)))
-    return pd.DataFrame({"item": [f"i{i}" for i in item], "annotator": [f"a{a}" for a in ann],
-                         "x": x, "y": y})
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -101,7 +88,7 @@ def test_sparse_fit_equals_dense_fit(name, monkeypatch):
 
 
 def test_pooled_crowd_design_past_a_lowered_limit(monkeypatch):
-    data = _crowd(items=600, pools=6, pool_size=30, raters=4)
+    data = crowd(items=600, pools=6, pool_size=30, raters=4)
     formula = "y ~ 1 + x + (1 | item) + (1 | annotator)"
     dense = crossed.lmer(formula, data)
     assert dense.pls._sparse is None and dense.pls.r_rand == 180
@@ -125,7 +112,7 @@ def test_pooled_crowd_design_past_a_lowered_limit(monkeypatch):
 
 
 def test_too_large_sparse_factor_is_refused_naming_the_factors(monkeypatch):
-    data = _crowd(items=200, pools=4, pool_size=10, raters=3)
+    data = crowd(items=200, pools=4, pool_size=10, raters=3)
     monkeypatch.setattr(sparse_schur, "MAX_SPARSE_NNZ", 50)
     d = crossed.lmer("y ~ x + (1 | item) + (1 | annotator)", data).design
     with pytest.raises(MemoryError, match=r"'item', 'annotator'.*too large"):
@@ -133,7 +120,7 @@ def test_too_large_sparse_factor_is_refused_naming_the_factors(monkeypatch):
 
 
 def test_schur_argument_is_checked():
-    data = _crowd(items=50, pools=2, pool_size=5, raters=2)
+    data = crowd(items=50, pools=2, pool_size=5, raters=2)
     d = crossed.lmer("y ~ x + (1 | item) + (1 | annotator)", data).design
     with pytest.raises(ValueError, match="schur must be"):
         PLS(d.random.blocks, d.X, d.y, schur="cholmod")
@@ -150,7 +137,7 @@ def test_automatic_choice_keeps_dense_designs_dense(monkeypatch):
     crossed_data["y"] = rng.normal(size=len(crossed_data))
     d = crossed.lmer("y ~ 1 + (1 | a) + (1 | b)", crossed_data).design
     assert PLS(d.random.blocks, d.X, d.y)._sparse is None  # every a meets every b
-    pooled = _crowd(items=600, pools=12, pool_size=10, raters=3)
+    pooled = crowd(items=600, pools=12, pool_size=10, raters=3)
     d = crossed.lmer("y ~ x + (1 | item) + (1 | annotator)", pooled).design
     # 120 annotators in 12 pools: 12 blocks of 10 x 10, 660 of the 7260 entries
     assert PLS(d.random.blocks, d.X, d.y)._sparse is not None
