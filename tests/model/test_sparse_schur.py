@@ -203,3 +203,51 @@ def test_compiled_level_pairs_with_two_columns_per_level() -> None:
         got = s._pairs(s.A1R, upper=upper)
         for a, b in zip(got, _pairs_by_numpy(s.A1R, 2, s.l1, upper), strict=True):
             assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("q", [1, 2])
+def test_class_map_sums_each_class_in_level_order(q):
+    """W's columns per class of levels: at each position, the products of the class's
+    levels added in level order (bit for bit), by counting over the keys' range or, when
+    that range is larger than the pairs, by sorting them; every level its own class: the
+    pairs as they are."""
+    rng = np.random.default_rng(7)
+    nlev, npos, qq = 40, 30, q * q
+    level = np.sort(rng.integers(0, nlev, 600))  # (the pairs come level by level)
+    entry = rng.integers(0, qq, len(level))
+    upos = rng.integers(0, npos, len(level))
+    vals = rng.normal(size=len(level)) * 10.0 ** rng.integers(-8, 8, len(level))
+    class_of = rng.integers(0, 3, nlev)
+    expected = np.zeros((npos, 3 * qq))
+    seen = np.zeros((npos, 3 * qq), dtype=bool)
+    for p, s, e, v in zip(upos, level, entry, vals, strict=True):
+        expected[p, class_of[s] * qq + e] += v
+        seen[p, class_of[s] * qq + e] = True
+    for npos_ in (npos, 10 * len(level)):  # (the second: the keys' range past the pairs)
+        extra = npos_ - npos
+        W = sparse_schur._class_map(upos, level * qq + entry, vals, class_of, 3, q, npos_)
+        want = np.vstack([expected, np.zeros((extra, 3 * qq))])
+        np.testing.assert_array_equal(W.toarray(), want)
+        assert W.nnz == seen.sum() and W.has_canonical_format
+    per_level = sparse_schur._class_map(upos, level * qq + entry, vals, np.arange(nlev), nlev,
+                                        q, npos)
+    dense = np.zeros((npos, nlev * qq))
+    np.add.at(dense, (upos, level * qq + entry), vals)
+    np.testing.assert_array_equal(per_level.toarray(), dense)
+
+
+def test_pooled_design_merges_its_levels_into_classes(monkeypatch):
+    """Items with the same number of ratings have equal A_s: one column of W per class
+    (here one), and the criterion of W per level to rounding."""
+    data = crowd(items=600, pools=6, pool_size=30, raters=4)
+    d = crossed.lmer("y ~ 1 + x + (1 | item) + (1 | annotator)", data).design
+    pls = PLS(d.random.blocks, d.X, d.y, schur="sparse")
+    assert pls.sparse is not None and len(pls.sparse.rep) == 1 and pls.sparse.W.shape[1] == 1
+    monkeypatch.setattr(sparse_schur, "level_classes",
+                        lambda A11: (np.arange(len(A11)), np.arange(len(A11))))
+    per_level = PLS(d.random.blocks, d.X, d.y, schur="sparse")
+    assert per_level.sparse is not None and per_level.sparse.W.shape[1] == 600
+    for theta in ([0.8, 0.5], [2.0, 0.05]):
+        a, b = (profiled_deviance(p.factor(np.array(theta)), p.n, p.p, True)
+                for p in (pls, per_level))
+        assert a == pytest.approx(b, rel=1e-12)

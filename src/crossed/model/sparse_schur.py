@@ -13,11 +13,13 @@ about 5k and 20k it costs r³/3 per evaluation. Here C_RR is kept sparse:
 * its pattern (A_RR's, the first block's update A_R1 G A_1R's, the diagonal; for later
   blocks with several columns, closed under S_R) is fixed across θ and built once;
 * the update's values come from a fixed sparse linear map of G's entries, ``W g`` (each row
-  of W: one entry of the pattern, each column: one entry (s, a, b) of a level's G_s), so no
-  r × r array is ever allocated;
+  of W: one entry of the pattern, each column: one entry (a, b) of a level's G_s, or of a
+  class of levels with equal A_s and so equal G_s, whose products W sums: crowd's 200k
+  items with five ratings each are one class), so no r × r array is ever allocated;
 * C_RR is factored by QDLDL (LDLᵀ, AMD fill-reducing ordering) once for its symbolic
   analysis, then numerically refactored at each θ (``Solver.update``, same pattern);
-  log det C_RR = Σ log dᵢ;
+  log det C_RR = Σ log dᵢ; or, where its pattern splits into small connected components
+  (annotators in pools), block by block (``schur_blocks.py``);
 * the few dense columns D are eliminated by solves: K = C_RR⁻¹ C_RD, then the (p+1)² Schur
   complement C_DD − C_DRK is factored densely; its Cholesky factor holds R_X (lower) and
   the penalised residual sum of squares as its last squared pivot, as in the dense path.
@@ -38,7 +40,7 @@ from crossed.design.random import ReBlock
 from crossed.model import _core
 from crossed.model.factor import Factor, tri_solve
 from crossed.model.schur_blocks import DiagonalBlocks
-from crossed.model.sparse_map import on_parts, row_parts
+from crossed.model.sparse_map import level_classes, on_parts, row_parts
 
 if TYPE_CHECKING:
     from crossed.model.crossprod import CrossProducts
@@ -155,10 +157,14 @@ class SparseSchur:
         self.arr[_core.searchsorted_in_buckets(
             ukeys, starts, ARR.col.astype(np.int64) * rr + ARR.row, rr)] = ARR.data
         upos = _core.searchsorted_in_buckets(ukeys, starts, cols_u * rr + rows_u, rr)
-        self.W = sp.csr_matrix((w_vals, (upos, cols_g)),
-                               shape=(len(ukeys), self.l1 * self.q1 * self.q1))
+        del prs, rows_u, cols_u
+        # W's columns: G's entries per class of levels with equal A_s (each class's
+        # products summed in level order, as the dense path's sparse map), or per level
+        self.rep, class_of = level_classes(products.levels[0])
+        self.W = _class_map(upos, cols_g, w_vals, class_of, len(self.rep), self.q1,
+                            len(ukeys))
         self._w_parts = row_parts(self.W)  # (W g on two threads when large)
-        del prs, rows_u, cols_u, cols_g, w_vals, upos
+        del cols_g, w_vals, upos
         if self.scalar:
             self.keys = ukeys
         else:  # C = S U Sᵀ: the pattern closed under the blocks' templates (all entries)
@@ -234,7 +240,7 @@ class SparseSchur:
     def schur_values(self, theta: np.ndarray, G: np.ndarray
                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """C_RR's values on the pattern, C_RD and C_DD at θ (G: (ℓ₁, q₁, q₁))."""
-        g = np.ascontiguousarray(G).reshape(-1)
+        g = np.ascontiguousarray(G[self.rep] if len(self.rep) < self.l1 else G).reshape(-1)
         U = np.empty(len(self.arr))  # A_RR − W g (W g's rows summed in index order, as
         # SciPy's product: the same values)
         on_parts(self._w_parts, lambda lo, hi, W: _core.map_update(
@@ -371,6 +377,32 @@ class SparseSchur:
             self.solver = _import_qdldl().Solver(self.matrix(vals), upper=True)
             self.nnz_factor = int(self.solver.factors()[0].nnz) + self.rr
         return self.nnz_factor <= FILL_FRACTION * self.rr * (self.rr + 1) / 2
+
+
+def _class_map(upos: np.ndarray, cols_g: np.ndarray, w_vals: np.ndarray,
+               class_of: np.ndarray, ncls: int, q: int, npos: int) -> sp.csr_matrix:
+    """W as a CSR matrix (one row per position of the pattern) from the update's pairs
+    (position ``upos``, G's flat entry ``cols_g`` = s·q² + a·q + b, product ``w_vals``, in
+    level order): one column per entry (a, b) of each class of levels (``class_of``), the
+    products of a class's levels at a position summed in level order; with every level
+    its own class, the pairs as they are (SciPy's COO to CSR)."""
+    qq = q * q
+    if ncls == len(class_of):
+        return sp.csr_matrix((w_vals, (upos, cols_g)), shape=(npos, len(class_of) * qq))
+    level, entry = np.divmod(cols_g, qq)
+    width = ncls * qq
+    key = upos * width + class_of[level] * qq + entry
+    del level, entry
+    if npos * width <= len(key):  # (the keys' range: no larger than the pairs)
+        sums = np.bincount(key, weights=w_vals, minlength=npos * width)
+        present = np.flatnonzero(np.bincount(key, minlength=npos * width))
+        values = sums[present]
+    else:
+        present, inverse = np.unique(key, return_inverse=True)
+        values = np.bincount(inverse.reshape(-1), weights=w_vals, minlength=len(present))
+    rows, cols = np.divmod(present, width)
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=npos))])
+    return sp.csr_matrix((values, cols, indptr), shape=(npos, width))
 
 
 def sparse_schur_for(schur: str | None, first: ReBlock, rest: tuple[ReBlock, ...],
