@@ -238,7 +238,8 @@ def test_class_map_sums_each_class_in_level_order(q):
 
 def test_pooled_design_merges_its_levels_into_classes(monkeypatch):
     """Items with the same number of ratings have equal A_s: one column of W per class
-    (here one), and the criterion of W per level to rounding."""
+    (here one), C_RD's and C_DD's updates from the class's sums, and the criterion and the
+    solution of W per level to rounding."""
     data = crowd(items=600, pools=6, pool_size=30, raters=4)
     d = crossed.lmer("y ~ 1 + x + (1 | item) + (1 | annotator)", data).design
     pls = PLS(d.random.blocks, d.X, d.y, schur="sparse")
@@ -248,6 +249,10 @@ def test_pooled_design_merges_its_levels_into_classes(monkeypatch):
     per_level = PLS(d.random.blocks, d.X, d.y, schur="sparse")
     assert per_level.sparse is not None and per_level.sparse.W.shape[1] == 600
     for theta in ([0.8, 0.5], [2.0, 0.05]):
-        a, b = (profiled_deviance(p.factor(np.array(theta)), p.n, p.p, True)
-                for p in (pls, per_level))
-        assert a == pytest.approx(b, rel=1e-12)
+        fa, fb = (p.factor(np.array(theta)) for p in (pls, per_level))
+        assert profiled_deviance(fa, pls.n, pls.p, True) == pytest.approx(
+            profiled_deviance(fb, pls.n, pls.p, True), rel=1e-12)
+        (beta_a, u_a), (beta_b, u_b) = pls.solve(fa), per_level.solve(fb)
+        np.testing.assert_allclose(beta_a, beta_b, rtol=1e-10)
+        for x, y in zip(u_a, u_b, strict=True):
+            np.testing.assert_allclose(x, y, rtol=1e-9, atol=1e-12)

@@ -20,6 +20,9 @@ about 5k and 20k it costs r³/3 per evaluation. Here C_RR is kept sparse:
   analysis, then numerically refactored at each θ (``Solver.update``, same pattern);
   log det C_RR = Σ log dᵢ; or, where its pattern splits into small connected components
   (annotators in pools), block by block (``schur_blocks.py``);
+* C_RD's and C_DD's updates A_R1 G A_1D and A_D1 G A_1D are formed per level, or with
+  one column per level in few classes from each class's sums A_1Rᵀ A_1D and A_1Dᵀ A_1D
+  (formed once per response) times its g;
 * the few dense columns D are eliminated by solves: K = C_RR⁻¹ C_RD, then the (p+1)² Schur
   complement C_DD − C_DRK is factored densely; its Cholesky factor holds R_X (lower) and
   the penalised residual sum of squares as its last squared pivot, as in the dense path.
@@ -165,6 +168,12 @@ class SparseSchur:
                             len(ukeys))
         self._w_parts = row_parts(self.W)  # (W g on two threads when large)
         del cols_g, w_vals, upos
+        # one column per level in few classes: C_RD's and C_DD's updates from each class's
+        # sums A_1Rᵀ A_1D and A_1Dᵀ A_1D (set_response) times its g, as C_RR's from W
+        ncls = len(self.rep)
+        self._class_rows = ([np.flatnonzero(class_of == k) for k in range(ncls)]
+                            if self.q1 == 1 and ncls < self.l1 and ncls * rr <= A1R.nnz
+                            else None)
         if self.scalar:
             self.keys = ukeys
         else:  # C = S U Sᵀ: the pattern closed under the blocks' templates (all entries)
@@ -220,11 +229,17 @@ class SparseSchur:
         return sp.block_diag(mats, format="csr")
 
     def set_response(self, products: CrossProducts) -> None:
-        """The cross-products with the dense columns D = [X y_c] (``products``')."""
+        """The cross-products with the dense columns D = [X y_c] (``products``'), and with
+        classes of levels their sums per class."""
         assert products.ZrtD is not None  # later blocks
         self.ARD = products.ZrtD
         self.A1D = products.Z1tD
         self.ADD = products.DtD
+        if self._class_rows is not None:
+            parts = [(self.A1R, self.A1D) if len(rows) == self.l1 else
+                     (self.A1R[rows], self.A1D[rows]) for rows in self._class_rows]
+            self._class_RD = [np.asarray(A.T @ D) for A, D in parts]
+            self._class_DD = [D.T @ D for _, D in parts]
 
     def with_response(self, products: CrossProducts) -> SparseSchur:
         """A copy for the response of ``products``, cross-products of the same rows (pattern,
@@ -246,10 +261,15 @@ class SparseSchur:
         on_parts(self._w_parts, lambda lo, hi, W: _core.map_update(
             W, g, _NO_INDEX, lo, hi, self.arr, _NO_TABLE, _NO_INDEX, U))
         q, pd = self.q1, self.p + 1
-        GA = (G[:, 0, :1] * self.A1D if q == 1  # (one product per entry either way)
-              else (G @ self.A1D.reshape(self.l1, q, pd)).reshape(-1, pd))
-        CRD = self.ARD - np.asarray(self.A1R.T @ GA)
-        CDD = self.ADD - self.A1D.T @ GA
+        if self._class_rows is not None:  # (Σ_k g_k times the class's sums, in class order)
+            gk = G[self.rep, 0, 0].tolist()
+            CRD = self.ARD - sum(g * M for g, M in zip(gk, self._class_RD, strict=True))
+            CDD = self.ADD - sum(g * M for g, M in zip(gk, self._class_DD, strict=True))
+        else:
+            GA = (G[:, 0, :1] * self.A1D if q == 1  # (one product per entry either way)
+                  else (G @ self.A1D.reshape(self.l1, q, pd)).reshape(-1, pd))
+            CRD = self.ARD - np.asarray(self.A1R.T @ GA)
+            CDD = self.ADD - self.A1D.T @ GA
         if self.scalar and len(self.rest) == 1:  # (one scale t: (U t) t, as below)
             t = float(theta[self.rest[0].theta_index[0, 0]])
             vals = U
