@@ -78,11 +78,17 @@ class DiagonalBlocks:
 
     @classmethod
     def of(cls, ii: np.ndarray, jj: np.ndarray, rr: int) -> DiagonalBlocks | None:
-        """The blocks of the pattern with entries (``ii[e]``, ``jj[e]``), ii <= jj, the
-        diagonal included, of an rr x rr matrix; None where a component has more than
-        ``MAX_BLOCK_ORDER`` rows or the pattern fills less than ``MIN_BLOCK_DENSITY`` of
-        the blocks."""
-        graph = sp.csr_matrix((np.ones(len(ii), dtype=np.int8), (ii, jj)), shape=(rr, rr))
+        """The blocks of the pattern with entries (``ii[e]``, ``jj[e]``), ii <= jj, sorted by
+        ``jj`` (the sparse Schur path's keys), the diagonal included, of an rr x rr matrix;
+        None where a component has more than ``MAX_BLOCK_ORDER`` rows or the pattern fills
+        less than ``MIN_BLOCK_DENSITY`` of the blocks."""
+        if len(ii) > np.iinfo(np.int32).max:
+            return None
+        # (the pattern's columns as the rows of a graph: the transposed graph, whose
+        # components are the same; no conversion of the entries)
+        indptr = np.concatenate([[0], np.cumsum(np.bincount(jj, minlength=rr))])
+        graph = sp.csr_matrix((np.ones(len(ii), dtype=np.int8), ii.astype(np.int32),
+                               indptr.astype(np.int32)), shape=(rr, rr))
         ncomp, label = connected_components(graph, directed=False)
         sizes = np.bincount(label, minlength=ncomp).astype(np.int64)
         full_pattern = 2 * len(ii) - int(np.count_nonzero(ii == jj))
@@ -94,7 +100,7 @@ class DiagonalBlocks:
         local = np.empty(rr, dtype=np.int64)
         local[order] = np.arange(rr, dtype=np.int64) - np.repeat(start[:-1], sizes)
         block_start = np.concatenate([[0], np.cumsum(sizes * sizes)]).astype(np.int64)
-        if block_start[-1] > np.iinfo(np.int32).max or len(ii) > np.iinfo(np.int32).max:
+        if block_start[-1] > np.iinfo(np.int32).max:
             return None  # (the blocks' storage: 16 GB and more)
         block = label[ii]
         dest = (block_start[block] + local[jj] + local[ii] * sizes[block]).astype(np.int32)
