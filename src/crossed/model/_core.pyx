@@ -369,10 +369,12 @@ def upper_products(const int64_t[::1] a_ptr, const int64_t[::1] a_idx,
 
 def row_products(const int64_t[:, ::1] cols, const double[:, ::1] vals, Py_ssize_t k1,
                  Py_ssize_t c1, const double[:, ::1] D, double[:, ::1] z1r,
-                 double[:, ::1] zrr, double[:, ::1] z1d, double[:, ::1] zrd):
+                 double[:, ::1] zrr, double[:, ::1] z1d, double[:, ::1] zrd,
+                 bint with_z=True):
     """The cross-products of the rows of Z = [Z₁ Z_r] with Z_r and with the dense D, added
     row by row into the zeroed dense ``z1r`` (Z₁ᵀZ_r), ``zrr`` (Z_rᵀZ_r, both triangles),
-    ``z1d`` (Z₁ᵀD) and ``zrd`` (Z_rᵀD).
+    ``z1d`` (Z₁ᵀD) and ``zrd`` (Z_rᵀD); without ``with_z`` only Z₁ᵀD and Z_rᵀD (a new
+    response's column: ``z1r`` and ``zrr`` are not read).
 
     Row i of Z holds ``vals[i, e]`` at column ``cols[i, e]``: its first ``k1`` entries in
     Z₁'s columns [0, c1), the others in Z_r's (at c1 + Z_r's column); no column twice in a
@@ -391,31 +393,16 @@ def row_products(const int64_t[:, ::1] cols, const double[:, ::1] vals, Py_ssize
                 if a < k1:
                     for t in range(m):
                         z1d[ca, t] += va * D[i, t]
-                    for b in range(k1, k):
-                        z1r[ca, cols[i, b] - c1] += va * vals[i, b]
+                    if with_z:
+                        for b in range(k1, k):
+                            z1r[ca, cols[i, b] - c1] += va * vals[i, b]
                 else:
                     ca = ca - c1
                     for t in range(m):
                         zrd[ca, t] += va * D[i, t]
-                    for b in range(k1, k):
-                        zrr[ca, cols[i, b] - c1] += va * vals[i, b]
-
-
-def column_products(const int64_t[:, ::1] cols, const double[:, ::1] vals, Py_ssize_t k1,
-                    Py_ssize_t c1, const double[::1] v, double[::1] z1v, double[::1] zrv):
-    """Z₁ᵀv and Z_rᵀv for one column ``v``, added row by row into the zeroed ``z1v`` and
-    ``zrv``: :func:`row_products`' Z₁ᵀD and Z_rᵀD for D = v alone (the rows as there), each
-    sum over the rows in ascending order from 0, so SciPy's ``Z1t @ v`` and ``Zr.T @ v``
-    bitwise (a new response's column: ``crossprod.CrossProducts.with_response``)."""
-    cdef Py_ssize_t n = cols.shape[0], k = cols.shape[1], i, a
-    cdef double vi
-    with nogil:
-        for i in range(n):
-            vi = v[i]
-            for a in range(k1):
-                z1v[cols[i, a]] += vals[i, a] * vi
-            for a in range(k1, k):
-                zrv[cols[i, a] - c1] += vals[i, a] * vi
+                    if with_z:
+                        for b in range(k1, k):
+                            zrr[ca, cols[i, b] - c1] += va * vals[i, b]
 
 
 def searchsorted_in_buckets(const int64_t[::1] keys, const int64_t[::1] starts,

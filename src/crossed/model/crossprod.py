@@ -98,6 +98,8 @@ def centre_of(xtx: np.ndarray, xty: np.ndarray, X: np.ndarray | None = None,
     return np.asarray(b, dtype=float)
 
 
+_NO_Z = np.zeros((0, 0))  # (row_products' Z products, when not formed)
+
 MAX_DENSE_ROW_PRODUCTS = 100_000
 """Designs whose products Z₁ᵀ[Z_r D] and Z_rᵀ[Z_r D] have at most this many entries together
 (dense, D = [X y]) form them in one pass over the rows (:meth:`RowMatrices.dense_products`)
@@ -171,15 +173,16 @@ class RowMatrices:
         return z1r, zrr, z1d, zrd
 
     def column_products(self, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(Z₁ᵀv, Z_rᵀv) for one column ``v``, in one pass over the rows
-        (``_core.column_products``): the values of ``Z1t @ v`` and ``Zr.T @ v`` bitwise,
-        without forming Z₁ᵀ and Z_r."""
+        """(Z₁ᵀv, Z_rᵀv) for one column ``v``: :meth:`dense_products`' Z₁ᵀD and Z_rᵀD for
+        D = v alone (``_core.row_products`` without the products of Z), the values of
+        ``Z1t @ v`` and ``Zr.T @ v`` bitwise, without forming Z₁ᵀ and Z_r."""
         cols, vals = self.kernel_entries
         c1, rest = self.widths
-        z1v, zrv = np.zeros(c1), np.zeros(rest)
-        _core.column_products(cols, vals, self.blocks[0].q, c1,
-                              np.ascontiguousarray(v, dtype=float), z1v, zrv)
-        return z1v, zrv
+        z1v, zrv = np.zeros((c1, 1)), np.zeros((rest, 1))
+        _core.row_products(cols, vals, self.blocks[0].q, c1,
+                           np.ascontiguousarray(v, dtype=float).reshape(-1, 1), _NO_Z, _NO_Z,
+                           z1v, zrv, with_z=False)
+        return z1v[:, 0], zrv[:, 0]
 
     @cached_property
     def kernel_entries(self) -> tuple[np.ndarray, np.ndarray]:
