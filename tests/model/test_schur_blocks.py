@@ -49,13 +49,18 @@ def _pattern(M: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return ii, jj, M[ii, jj]
 
 
+def _pointers(jj: np.ndarray, n: int) -> np.ndarray:
+    """The pattern's column pointers (its entries sorted by column)."""
+    return np.concatenate([[0], np.cumsum(np.bincount(jj, minlength=n))])
+
+
 @pytest.mark.parametrize("sizes", [[1, 3, 7, 12, 5], [40] * 6 + [1] * 4, [2]])
 def test_blocks_factor_a_permuted_block_diagonal_matrix(sizes):
     """log det and the solution of a block-diagonal matrix (its rows permuted) are those of
     dense linear algebra, to rounding."""
     M, _ = _block_diagonal(sizes)
     ii, jj, vals = _pattern(M)
-    blocks = DiagonalBlocks.of(ii, jj, len(M))
+    blocks = DiagonalBlocks.of(ii, jj, _pointers(jj, len(M)))
     assert blocks is not None and len(blocks.start) - 1 == len(sizes)
     rhs = np.random.default_rng(1).normal(size=(len(M), 3))
     got = blocks.factor(vals, rhs)
@@ -74,9 +79,9 @@ def test_blocks_split_over_two_threads_give_the_same_numbers(monkeypatch):
     ii, jj, vals = _pattern(M)
     rhs = np.random.default_rng(2).normal(size=(len(M), 2))
     monkeypatch.setattr(schur_blocks, "SPLIT_FLOPS", 0)
-    two = DiagonalBlocks.of(ii, jj, len(M))
+    two = DiagonalBlocks.of(ii, jj, _pointers(jj, len(M)))
     monkeypatch.setattr(schur_blocks, "SPLIT_FLOPS", float("inf"))
-    one = DiagonalBlocks.of(ii, jj, len(M))
+    one = DiagonalBlocks.of(ii, jj, _pointers(jj, len(M)))
     assert two is not None and one is not None
     assert len(two.parts) == 2 and len(one.parts) == 1
     results = [one.factor(vals, rhs), two.factor(vals, rhs)]
@@ -97,7 +102,7 @@ def test_a_block_not_positive_definite_gives_none():
     rows = inverse[4:10]  # (the second block's rows, permuted)
     M[np.ix_(rows, rows)] *= -1.0
     ii, jj, vals = _pattern(M)
-    blocks = DiagonalBlocks.of(ii, jj, len(M))
+    blocks = DiagonalBlocks.of(ii, jj, _pointers(jj, len(M)))
     assert blocks is not None
     assert blocks.factor(vals, np.ones((len(M), 1))) is None
 
@@ -109,13 +114,13 @@ def test_large_or_sparse_components_are_not_blocks(monkeypatch):
     M, _ = _block_diagonal([10, 20], seed=6)
     ii, jj, _ = _pattern(M)
     monkeypatch.setattr(schur_blocks, "MAX_BLOCK_ORDER", 19)
-    assert DiagonalBlocks.of(ii, jj, len(M)) is None
+    assert DiagonalBlocks.of(ii, jj, _pointers(jj, len(M))) is None
     monkeypatch.setattr(schur_blocks, "MAX_BLOCK_ORDER", 20)
-    assert DiagonalBlocks.of(ii, jj, len(M)) is not None
+    assert DiagonalBlocks.of(ii, jj, _pointers(jj, len(M))) is not None
     n = 200
     chain = np.diag(np.full(n, 3.0)) + np.diag(np.ones(n - 1), 1) + np.diag(np.ones(n - 1), -1)
     ii, jj, _ = _pattern(chain)
-    assert DiagonalBlocks.of(ii, jj, n) is None
+    assert DiagonalBlocks.of(ii, jj, _pointers(jj, n)) is None
 
 
 def test_pooled_design_blocks_equal_the_sparse_ldlt():

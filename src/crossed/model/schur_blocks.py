@@ -77,17 +77,18 @@ class DiagonalBlocks:
         return int(np.sum(n * (n + 1) // 2))
 
     @classmethod
-    def of(cls, ii: np.ndarray, jj: np.ndarray, rr: int) -> DiagonalBlocks | None:
+    def of(cls, ii: np.ndarray, jj: np.ndarray, indptr: np.ndarray) -> DiagonalBlocks | None:
         """The blocks of the pattern with entries (``ii[e]``, ``jj[e]``), ii <= jj, sorted by
-        ``jj`` (the sparse Schur path's keys), the diagonal included, of an rr x rr matrix;
+        ``jj`` (the sparse Schur path's keys), the diagonal included, of an rr x rr matrix
+        whose column j holds the entries ``indptr[j]:indptr[j + 1]`` (its CSC pointers);
         None where a component has more than ``MAX_BLOCK_ORDER`` rows or the pattern fills
         less than ``MIN_BLOCK_DENSITY`` of the blocks."""
+        rr = len(indptr) - 1
         if len(ii) > np.iinfo(np.int32).max:
             return None
         # (the pattern's columns as the rows of a graph: the transposed graph, whose
         # components are the same; no conversion of the entries)
-        indptr = np.concatenate([[0], np.cumsum(np.bincount(jj, minlength=rr))])
-        graph = sp.csr_matrix((np.ones(len(ii), dtype=np.int8), ii.astype(np.int32),
+        graph = sp.csr_matrix((np.ones(len(ii), dtype=np.int8), ii.astype(np.int32, copy=False),
                                indptr.astype(np.int32)), shape=(rr, rr))
         ncomp, label = connected_components(graph, directed=False)
         sizes = np.bincount(label, minlength=ncomp).astype(np.int64)

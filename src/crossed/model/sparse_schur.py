@@ -187,7 +187,7 @@ class SparseSchur:
         self.ii32 = self.ii.astype(np.int32)
         self.indptr = np.concatenate([[0], np.cumsum(np.bincount(self.jj, minlength=rr))])
         # C_RR as independent dense blocks where its pattern splits into small ones
-        self.blocks = DiagonalBlocks.of(self.ii, self.jj, rr)
+        self.blocks = DiagonalBlocks.of(self.ii32, self.jj, self.indptr)
         self.scale_index = np.concatenate(
             [np.full(b.nlevels, b.theta_index[0, 0]) for b in rest]).astype(np.int64) \
             if self.scalar else np.zeros(0, dtype=np.int64)
