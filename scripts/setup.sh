@@ -40,9 +40,11 @@ if [ ! -f "$stamp" ]; then
   .venv/bin/python -m pip install -q --upgrade pip
   # the compiled core (meson.build) is built by meson-python; an editable install rebuilds
   # it on import when a .pyx changes, with the build tools of this environment, so they are
-  # installed here and the install does not isolate the build
+  # installed here and the install does not isolate the build; so is every package built from
+  # its source distribution in the same install (rpy2 3.5: setuptools with bdist_wheel, and
+  # wheel for an older setuptools)
   .venv/bin/python -m pip install -q "meson-python>=0.15" "meson>=1.1" "cython>=3.0.8" ninja \
-    "scipy>=1.11.1"
+    "scipy>=1.11.1" "setuptools>=70.1" wheel
   # (CYTHON: the rebuild on import finds this Cython without the environment on PATH;
   # build/venv: this environment's build directory, apart from .venv-oldest's)
   PATH="$PWD/.venv/bin:$PATH" CYTHON="$PWD/.venv/bin/cython" .venv/bin/python -m pip install \
