@@ -3,9 +3,10 @@ classes import the inference, display and simulate layers inside their methods).
 
 A fit (lmer or glmer) must not load SciPy's statistics, statsmodels, matplotlib or
 crossed's layers above the model (they are what made the first ``crossed.lmer`` cost 3×
-``import pandas``; ``benchmarks/import_time.py`` has the timings). Each check runs in a
-fresh interpreter: the test session has long imported all of them. Module presence only,
-never timings.
+``import pandas``; ``benchmarks/import_time.py`` has the timings), nor formulaic where the
+formula holds only columns, factors and ``+``, nor the partitioned path (data in memory).
+Each check runs in a fresh interpreter: the test session has long imported all of them.
+Module presence only, never timings.
 """
 
 from __future__ import annotations
@@ -22,10 +23,13 @@ import crossed
 
 SLEEPSTUDY = Path(__file__).parent / "data" / "sleepstudy.csv"
 
-#: Loaded only by what needs them (a summary, a test, a plot, the statsmodels engine).
+#: Loaded only by what needs them (a summary, a test, a plot, the statsmodels engine;
+#: formulaic: a formula with more than columns, factors and ``+``; the partitioned path:
+#: a Dask DataFrame or a Parquet path as data).
 NOT_AT_FIT = ("scipy.stats", "statsmodels", "matplotlib", "crossed.inference",
               "crossed.display", "crossed.simulate", "crossed.evaluation", "crossed.plots",
-              "crossed.cli")
+              "crossed.cli", "formulaic", "crossed.engines.dask_fit",
+              "crossed.engines.partitioned", "crossed.model.partitioned")
 
 
 def _loaded_after(code: str) -> dict[str, bool]:
@@ -82,3 +86,26 @@ def test_summary_loads_the_layers_it_needs():
     loaded = _loaded_after(code)
     assert loaded["crossed.inference"] and loaded["crossed.display"]
     assert loaded["scipy.stats"]
+
+
+def test_a_formula_with_expressions_loads_formulaic():
+    code = ("import pandas as pd\nimport crossed\n"
+            f"fit = crossed.lmer('Reaction ~ poly(Days, 2) + (1 | Subject)', "
+            f"pd.read_csv({str(SLEEPSTUDY)!r}))\nassert fit.converged\n")
+    assert _loaded_after(code)["formulaic"]
+
+
+def test_an_unpickled_fit_rebuilds_formulaics_matrices_in_a_fresh_process(tmp_path):
+    """formulaic's spec names crossed's materializer: a fresh process that unpickles a fit
+    (a Dask worker, a saved fit) registers it before rebuilding the matrices."""
+    path = tmp_path / "fit.pkl"
+    make = ("import pickle\nimport pandas as pd\nimport crossed\n"
+            f"d = pd.read_csv({str(SLEEPSTUDY)!r})\n"
+            "fit = crossed.lmer('Reaction ~ poly(Days, 2) + scale(Days) + (1 | Subject)', d)\n"
+            f"pickle.dump((fit, fit.predict(d.iloc[[3, 17, 40]])), open({str(path)!r}, 'wb'))\n")
+    _loaded_after(make)
+    use = ("import pickle\nimport numpy as np\nimport pandas as pd\n"
+           f"fit, before = pickle.load(open({str(path)!r}, 'rb'))\n"
+           f"d = pd.read_csv({str(SLEEPSTUDY)!r})\n"
+           "np.testing.assert_array_equal(fit.predict(d.iloc[[3, 17, 40]]), before)\n")
+    assert _loaded_after(use)["formulaic"]

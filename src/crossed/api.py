@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -18,12 +18,7 @@ from crossed.design.frame import (
 )
 from crossed.design.glm import attach, glm_inputs
 from crossed.engines import get_engine
-from crossed.engines.dask_fit import DaskSource, as_dask_frame, dask_client, is_partitioned
-from crossed.engines.partitioned import (
-    fit_glmer_partitioned,
-    fit_lmer_partitioned,
-    stderr_progress,
-)
+from crossed.engines.sources import is_partitioned
 from crossed.fit import GlmerFit, LmerFit, fit_glmm_with, fit_with
 from crossed.fit.public import as_public
 from crossed.formula import FormulaError, ModelSpec, parse
@@ -123,7 +118,7 @@ def lmer(formula: str, data: pd.DataFrame, reml: bool = True, engine: str = "nat
                                        "data, family=\"binomial\")")
     if is_partitioned(data):
         _check_partitioned(engine, weights, offset, spec)
-        return _fit_partitioned(fit_lmer_partitioned, spec, data, client, progress,
+        return _fit_partitioned("lmer", spec, data, client, progress,
                                 data_name, na_action=na_action, reml=bool(reml),
                                 control=control)
     _refuse_client(client, data)
@@ -137,11 +132,19 @@ def _data_name(data: object) -> str:
     return str(data) if isinstance(data, str) else "data"
 
 
-def _fit_partitioned(fit: Callable[..., Any], spec: ModelSpec, data: object, client: object,
+def _fit_partitioned(model: str, spec: ModelSpec, data: object, client: object,
                      progress: bool, data_name: str | None, *args: Any, **options: Any) -> Any:
-    """``fit`` (the LMM's or the GLMM's partitioned driver) on the partitions of ``data``
-    on ``client``'s cluster (:func:`~crossed.engines.dask_fit.dask_client`), as a public
-    fit."""
+    """The partitioned driver of ``model`` (``"lmer"`` or ``"glmer"``) on the partitions of
+    ``data`` on ``client``'s cluster (:func:`~crossed.engines.dask_fit.dask_client`), as a
+    public fit. (The partitioned path is imported here, by the fits that take it.)"""
+    from crossed.engines.dask_fit import DaskSource, as_dask_frame, dask_client
+    from crossed.engines.partitioned import (
+        fit_glmer_partitioned,
+        fit_lmer_partitioned,
+        stderr_progress,
+    )
+
+    fit = fit_lmer_partitioned if model == "lmer" else fit_glmer_partitioned
     with dask_client(client) as c:
         source = DaskSource(as_dask_frame(data), c)
         result = fit(spec, source, *args, data_name=data_name or _data_name(data),
@@ -283,7 +286,7 @@ def glmer(formula: str, data: pd.DataFrame, family: str | Family = "binomial", n
         if spec.cbind is not None:
             raise DataError("cbind(successes, failures) is not supported on partitioned "
                             "data yet: use a 0/1 response, or fit in memory")
-        return _fit_partitioned(fit_glmer_partitioned, spec, data, client, progress,
+        return _fit_partitioned("glmer", spec, data, client, progress,
                                 data_name, fam, na_action=na_action, nagq=int(nAGQ),
                                 control=control)
     _refuse_client(client, data)

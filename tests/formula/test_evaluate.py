@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 import crossed as cx
 from crossed.design import DataError
 from crossed.formula import FormulaError, parse
-from crossed.formula.evaluate import MATERIALIZER, evaluate, names_in, r_to_python
+from crossed.formula.evaluate import evaluate, names_in, r_to_python, registered_materializer
 from crossed.formula.grammar import MAX_FORMULA_LENGTH, term_bound
 from crossed.model.glmm.pirls import PirlsError
 
@@ -87,7 +87,7 @@ def test_r_syntax_and_names() -> None:
 def test_the_safe_materializer_equals_formulaics_eval(term: str) -> None:
     """formulaic with its own eval and with crossed's evaluator: the same matrix, on the
     data and on new rows (the stateful transforms keep formulaic's state)."""
-    mine = model_matrix(term, DATA, materializer=MATERIALIZER)
+    mine = model_matrix(term, DATA, materializer=registered_materializer())
     theirs = model_matrix(term, DATA)
     assert list(mine.columns) == list(theirs.columns)
     np.testing.assert_array_equal(mine.to_numpy(), theirs.to_numpy())

@@ -11,10 +11,17 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import crossed as cx
 from crossed.formula import FormulaError, parse
-from crossed.formula.safety import check_expression, expression_names
+from crossed.formula.safety import (
+    _parsed_factors,
+    _plain_lookups,
+    check_expression,
+    expression_names,
+)
 
 
 def _data() -> pd.DataFrame:
@@ -165,3 +172,38 @@ def test_expression_names_include_stateful_transform_arguments():
     assert expression_names("np.log(`my col` + 1) + Q('other col')") == {"my col",
                                                                          "other col"}
     assert expression_names("C(f, contr.sum)") == {"f"}
+
+
+def _lookups_of_formulaic(text: str) -> set[str]:
+    return {expr for kind, expr in _parsed_factors(text) if kind == "lookup"}
+
+
+_NAMES = st.sampled_from(["x", "Days", "f", "g2", "_z", "ä", "größe", "日本", "model_name",
+                          "I", "C", "np", "poly", "match", "x1"])
+_TERMS = st.one_of(st.sampled_from(["0", "1"]),
+                   st.lists(st.tuples(st.sampled_from([":", "*", " : ", " * "]), _NAMES),
+                            max_size=3).flatmap(
+                       lambda rest: _NAMES.map(lambda first: first + "".join(
+                           op + n for op, n in rest))))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_TERMS, st.sampled_from(["+", " + ", "  +\t"])), min_size=1,
+                max_size=5))
+def test_a_text_of_columns_has_formulaics_lookups_without_formulaic(parts):
+    """The check's shortcut for a text of columns (no formulaic): formulaic parses it without
+    error and finds the same columns, each a lookup (which the check lets through)."""
+    text = parts[0][0] + "".join(sep + term for term, sep in parts[1:])
+    found = _plain_lookups(text)
+    assert found is not None
+    assert {kind for kind, _ in found} <= {"lookup"}
+    assert {expr for _, expr in found} == _lookups_of_formulaic(text)
+
+
+@pytest.mark.parametrize("text", [
+    "x - 1", "-1 + x", "a:1", "a * 1", "x + 2", "01 + x", "I(x)", "np.log(x)", "a.b",
+    "`a b`", "lambda + x", "x + None", "+x", "x +", "", "(a + b):c", "a^2", "a / b",
+    "a %in% b", "x²", "Q('x')",
+])
+def test_anything_but_columns_goes_to_formulaics_parser(text):
+    assert _plain_lookups(text) is None

@@ -3,27 +3,26 @@ and ``contr.poly`` build them, with R's column names.
 
 ``lmer(..., contrasts={"lr": "sum"})`` and ordered pandas Categoricals (R's default
 ``contr.poly``) reach formulaic by rewriting each bare use of the column in the formula as
-``C(column, cx_contr_<i>)``, where ``cx_contr_<i>`` is a :class:`RCoding` placed in the
-evaluation context. formulaic keeps that text in its model spec, so new data (predictions,
-reference grids) is coded the same way. Term labels and column names are translated back to
-R's: ``recipe1``, ``recipe2`` (sum, Helmert, a matrix without column names),
-``temperature.L``, ``.Q``, ``.C``, ``^4`` (poly), the level labels (treatment; the full
-indicator coding R uses where a term needs it, such as ``0 + f``).
+``C(column, cx_contr_<i>)``, where ``cx_contr_<i>`` is a
+:class:`~crossed.design.formulaic_contrasts.RCoding` placed in the evaluation context.
+formulaic keeps that text in its model spec, so new data (predictions, reference grids) is
+coded the same way. Term labels and column names are translated back to R's: ``recipe1``,
+``recipe2`` (sum, Helmert, a matrix without column names), ``temperature.L``, ``.Q``,
+``.C``, ``^4`` (poly), the level labels (treatment; the full indicator coding R uses where a
+term needs it, such as ``0 + f``).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from formulaic.transforms.contrasts import Contrasts
 
 from crossed.formula.spec import CODINGS, normalise_coding
 
-__all__ = ["CODINGS", "CONTEXT_PREFIX", "RCoding", "alias_column", "contrast_matrix",
+__all__ = ["CODINGS", "CONTEXT_PREFIX", "alias_column", "contrast_matrix",
            "normalise_coding", "poly_matrix", "rewrite_formula", "wrapped_column"]
 
 CONTEXT_PREFIX = "cx_contr_"
@@ -78,34 +77,6 @@ def contrast_matrix(coding: str | tuple[tuple[float, ...], ...], levels: Sequenc
     return poly_matrix(n), _poly_names(n - 1)
 
 
-@dataclass(frozen=True)
-class RCoding(Contrasts):  # type: ignore[misc]
-    """An R contrast coding for formulaic: the coding matrix when formulaic reduces the
-    rank, the full indicator coding otherwise (as R's ``model.matrix``)."""
-
-    coding: str | tuple[tuple[float, ...], ...] = "treatment"
-    column: str = ""
-
-    @Contrasts.override  # type: ignore[untyped-decorator]
-    def _get_coding_matrix(self, levels: Sequence[Hashable], reduced_rank: bool = True,
-                           sparse: bool = False) -> Any:
-        if not reduced_rank:
-            return np.eye(len(levels))
-        return contrast_matrix(self.coding, [str(v) for v in levels], self.column)[0]
-
-    @Contrasts.override  # type: ignore[untyped-decorator]
-    def get_coding_column_names(self, levels: Sequence[Hashable],
-                                reduced_rank: bool = True) -> Sequence[Hashable]:
-        if not reduced_rank:
-            return list(levels)
-        return contrast_matrix(self.coding, [str(v) for v in levels], self.column)[1]
-
-    @Contrasts.override  # type: ignore[untyped-decorator]
-    def get_coefficient_row_names(self, levels: Sequence[Hashable],
-                                  reduced_rank: bool = True) -> Sequence[Hashable]:
-        return list(levels)
-
-
 def alias_column(expr: str) -> str | None:
     """The column of a factor expression written by :func:`rewrite_formula`, else None."""
     return wrapped_column(_ALIAS, expr)
@@ -122,7 +93,7 @@ def wrapped_column(pattern: re.Pattern[str], expr: str) -> str | None:
 
 
 def rewrite_formula(text: str, codings: Mapping[str, Any]
-                    ) -> tuple[str, dict[str, RCoding], set[str]]:
+                    ) -> tuple[str, dict[str, Any], set[str]]:
     """``text`` (a formulaic right-hand side) with each top-level use of a coded column
     wrapped as ``C(column, cx_contr_<i>)``.
 
@@ -130,11 +101,14 @@ def rewrite_formula(text: str, codings: Mapping[str, Any]
     -------
     text : str
     context : dict
-        ``cx_contr_<i>`` -> :class:`RCoding`, for formulaic's evaluation context.
+        ``cx_contr_<i>`` -> :class:`~crossed.design.formulaic_contrasts.RCoding`, for
+        formulaic's evaluation context.
     found : set of str
         The coded columns used bare at the top level of ``text`` (columns only used inside
         an expression, e.g. ``C(lr)``, are not recoded).
     """
+    from crossed.design.formulaic_contrasts import RCoding
+
     names = {c: f"{CONTEXT_PREFIX}{i}" for i, c in enumerate(codings)}
     context = {names[c]: RCoding(coding=codings[c], column=c) for c in codings}
     out: list[str] = []

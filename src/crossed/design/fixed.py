@@ -1,4 +1,8 @@
-"""Fixed-effects model matrices through formulaic, with lme4's column names and checks."""
+"""Fixed-effects model matrices through formulaic, with lme4's column names and checks.
+
+A part of an intercept, numeric columns and treatment-coded factors is coded here directly;
+formulaic is imported only for the rest (:func:`_model_matrix`, :meth:`MatrixSpec.build`).
+"""
 
 from __future__ import annotations
 
@@ -6,13 +10,10 @@ import re
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 import numpy as np
 import pandas as pd
-from formulaic import model_matrix
-from formulaic.errors import DataMismatchWarning
-from formulaic.model_spec import ModelSpec as FormulaicSpec
 from scipy.linalg import blas, lapack
 
 from crossed._warn import warn
@@ -29,10 +30,13 @@ from crossed.design.frame import (
 )
 from crossed.design.names import r_column_names
 from crossed.design.rcodes import r_coded_text, variable_order
-from crossed.formula.evaluate import MATERIALIZER, evaluate, r_to_python
+from crossed.formula.evaluate import evaluate, r_to_python, registered_materializer
 from crossed.formula.grammar import FormulaError, plain_message, power_in_calls
 from crossed.formula.safety import SAFE_CONTEXT
 from crossed.formula.spec import ModelSpec
+
+if TYPE_CHECKING:
+    from formulaic.model_spec import ModelSpec as FormulaicSpec
 
 __all__ = ["FixedDesign", "MatrixSpec", "RANK_TOL", "Table", "build_fixed", "build_matrix",
            "build_response", "check_reserved_levels", "evaluate_numeric",
@@ -56,12 +60,16 @@ def _model_matrix(text: str, frame: pd.DataFrame, failure: str,
     (:mod:`crossed.formula.evaluate`; formulaic's own ``eval`` only when ``trusted``); its
     errors, and values outside the levels given to ``C()`` (which it would silently code as
     the reference level), become a DataError starting with ``failure``."""
+    from formulaic import model_matrix
+    from formulaic.errors import DataMismatchWarning
+
     with warnings.catch_warnings():
         warnings.filterwarnings("error", category=DataMismatchWarning)
         try:
             return model_matrix(text, frame, na_action="raise",
                                 context=context or SAFE_CONTEXT,
-                                materializer=None if trusted else MATERIALIZER, **kw)
+                                materializer=None if trusted else registered_materializer(),
+                                **kw)
         except (DataError, FormulaError):
             raise
         except Exception as exc:  # formulaic's errors carry the expression at fault
@@ -84,6 +92,8 @@ def _refusal(error: BaseException) -> FormulaError | None:
 
 def _unlisted_message(error: BaseException) -> str | None:
     """Plain words for a DataMismatchWarning raised (as an error) inside formulaic."""
+    from formulaic.errors import DataMismatchWarning
+
     exc: BaseException | None = error
     while exc is not None:
         if isinstance(exc, DataMismatchWarning):
@@ -118,6 +128,7 @@ class MatrixSpec:
             if self.factors:
                 return _coded_matrix(self.plain, dict(self.factors), frame)[:, list(self.keep)]
             return _plain_matrix(self.plain, frame)[:, list(self.keep)]
+        registered_materializer()  # (a spec made in another process names it)
         mm = self.formulaic.get_model_matrix(frame, output="numpy",
                                              context=self.context or SAFE_CONTEXT)
         return np.asarray(mm, dtype=float)[:, list(self.keep)]

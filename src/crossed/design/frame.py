@@ -17,7 +17,7 @@ import pandas as pd
 from crossed._warn import warn
 from crossed.design.fastpd import categorical, column_array, frame_of, string_codes
 from crossed.formula.evaluate import r_to_python
-from crossed.formula.safety import expression_names
+from crossed.formula.safety import expression_names, python_names
 from crossed.formula.spec import ModelSpec
 
 __all__ = ["BinaryResponseWarning", "DataError", "PreparedFrame", "check_binary_response",
@@ -167,7 +167,7 @@ def _variables(spec: ModelSpec, colset: set[str]) -> tuple[set[str], set[str]]:
     for text in spec.value_expressions:  # the response (cbind's sides) and the offsets
         source = r_to_python(text).strip()
         values |= ({source} if source in colset else
-                   expression_variables(f"0 + I({source})", colset))
+                   python_names(quote_dotted(source, colset)))
     values |= expression_variables(spec.fixed, colset)
     groups: set[str] = set()
     for term in spec.random:

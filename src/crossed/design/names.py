@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 import re
-from typing import Any
-
-from formulaic.model_spec import ModelSpec as FormulaicSpec
+from typing import TYPE_CHECKING, Any
 
 from crossed.design.contrasts import alias_column
 from crossed.design.frame import level_label
 from crossed.design.rcodes import full_coded_column
+
+if TYPE_CHECKING:
+    from formulaic.model_spec import ModelSpec as FormulaicSpec
 
 __all__ = ["r_column_names", "split_colons"]
 

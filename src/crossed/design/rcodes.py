@@ -19,12 +19,12 @@ the dependent ones as lme4 does. Validated against lme4 in ``tests/design/test_r
 from __future__ import annotations
 
 import re
-from typing import Any
-
-from formulaic import Formula
-from formulaic.model_spec import ModelSpec as FormulaicSpec
+from typing import TYPE_CHECKING, Any
 
 from crossed.design.contrasts import alias_column, wrapped_column
+
+if TYPE_CHECKING:
+    from formulaic.model_spec import ModelSpec as FormulaicSpec
 
 __all__ = ["FULL_CODED", "factors_attribute", "full_coded_column", "r_coded_text", "r_codes",
            "variable_order"]
@@ -84,6 +84,8 @@ def variable_order(text: str) -> dict[str, int]:
     its columns ``x:fb``); empty where formulaic does not parse ``text``."""
     order: dict[str, int] = {}
     try:
+        from formulaic import Formula
+
         terms = list(Formula(text, _ordering="none"))
     except Exception:  # (model_matrix reports the formula's errors)
         return order

@@ -39,19 +39,11 @@ from crossed.model.partitioned import (
     tree_sum,
 )
 
-__all__ = ["DaskSource", "as_dask_frame", "dask_client", "is_partitioned", "local_cluster"]
+__all__ = ["DaskSource", "as_dask_frame", "dask_client", "local_cluster"]
 
 
 def _add(a: Any, b: Any) -> Any:
     return a + b
-
-
-def is_partitioned(data: object) -> bool:
-    """Whether ``data`` is what the partitioned path reads: a Dask DataFrame or a path
-    (a Parquet file, directory or glob, local or an fsspec URL)."""
-    if isinstance(data, str | os.PathLike):
-        return True
-    return type(data).__module__.split(".")[0] in ("dask", "dask_expr")
 
 
 def as_dask_frame(data: object) -> Any:

@@ -12,7 +12,10 @@ integer that never finishes. Only ``trusted=True`` (:func:`crossed.lmer`) leaves
 to ``eval`` an expression as Python.
 
 formulaic still parses the formula and encodes factors and interactions; its evaluation of
-each factor goes through :class:`SafeMaterializer`, which calls :func:`evaluate`.
+each factor goes through :class:`~crossed.formula.materializer.SafeMaterializer`, which
+calls :func:`evaluate`. formulaic is imported only where it is used (a call of ``C()``,
+``contr.*`` or a stateful transform, a backticked name), so that a formula of columns alone
+never loads it.
 """
 
 from __future__ import annotations
@@ -23,20 +26,45 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
-from formulaic.materializers import PandasMaterializer
-from formulaic.model_spec import ModelSpec as FormulaicSpec
-from formulaic.transforms import TRANSFORMS
-from formulaic.utils.code import sanitize_variable_names
-from formulaic.utils.variables import Variable
-from interface_meta import override
 
 from crossed.formula.grammar import FormulaError
 
-__all__ = ["MATERIALIZER", "SafeMaterializer", "dotted", "evaluate", "expression_tree", "names_in",
-           "r_to_python"]
+__all__ = ["MATERIALIZER", "dotted", "evaluate", "expression_tree", "names_in", "r_to_python",
+           "registered_materializer", "sanitize_names", "transforms"]
 
 MATERIALIZER = "crossed"
-"""formulaic's name of :class:`SafeMaterializer` (stored in its model specs)."""
+"""formulaic's name of :class:`~crossed.formula.materializer.SafeMaterializer` (stored in
+its model specs); :func:`registered_materializer` registers it."""
+
+
+def registered_materializer() -> str:
+    """:data:`MATERIALIZER`, registered with formulaic (by importing
+    :mod:`crossed.formula.materializer`): called before formulaic builds or rebuilds a
+    model matrix, so that a model spec made in another process (an unpickled fit, a Dask
+    worker) finds it."""
+    import crossed.formula.materializer  # noqa: F401  (registers on import)
+
+    return MATERIALIZER
+
+
+def transforms() -> Any:
+    """formulaic's table of transforms (``C``, ``contr``, ``scale``, ``center``, ``poly``,
+    patsy's ``Sum``...), imported on first use."""
+    from formulaic.transforms import TRANSFORMS
+
+    return TRANSFORMS
+
+
+def sanitize_names(source: str, aliases: dict[str, str]) -> str:
+    """``source`` with each backticked name replaced by a Python identifier, the aliases
+    (identifier -> name) added to ``aliases``: formulaic's ``sanitize_variable_names``,
+    which formulaic's parser applies to the same text. Without a backtick that function
+    returns the text stripped, as this does without importing formulaic."""
+    if "`" not in source:
+        return source.strip()
+    from formulaic.utils import code
+
+    return str(code.sanitize_variable_names(source, {}, aliases))
 
 _NUMPY_1: dict[str, Callable[[Any], Any]] = {
     "log": np.log, "log2": np.log2, "log10": np.log10, "log1p": np.log1p, "exp": np.exp,
@@ -94,7 +122,7 @@ def expression_tree(source: str) -> tuple[ast.Expression, tuple[tuple[str, str],
     (``(alias, name)``), parsed once per text (nothing is evaluated)."""
     aliases: dict[str, str] = {}
     try:
-        code = ast.parse(sanitize_variable_names(source, {}, aliases), mode="eval")
+        code = ast.parse(sanitize_names(source, aliases), mode="eval")
     except (SyntaxError, ValueError) as exc:
         why = exc.msg if isinstance(exc, SyntaxError) else str(exc)
         raise FormulaError(source, 0, f"cannot parse the expression {source!r}: {why}"
@@ -309,23 +337,21 @@ class _Walker:
             kw["levels"] = [_literal(e, (str, int, float, bool)) for e in lv.elts]
         if "spans_intercept" in kwargs:
             kw["spans_intercept"] = _literal(kwargs["spans_intercept"], (bool,))
-        return TRANSFORMS["C"](data, **kw)
+        return transforms()["C"](data, **kw)
 
 
 def _contrast_from(context: Mapping[str, Any]) -> Callable[[ast.AST], Any]:
     """C()'s contrasts argument: a name (``"sum"``), ``contr.<name>`` (called with literal
     arguments or not), patsy's ``Sum``..., or a coding crossed placed in the context."""
-    registry = TRANSFORMS["contr"]
-
     def resolve(node: ast.AST) -> Any:
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             return node.value
         target = node.func if isinstance(node, ast.Call) else node
         parts = dotted(target)
         if parts and len(parts) == 2 and parts[0] == "contr" and parts[1] in _CONTRAST_NAMES:
-            obj = getattr(registry, parts[1])
+            obj = getattr(transforms()["contr"], parts[1])
         elif parts and len(parts) == 1 and parts[0] in _PATSY_CONTRASTS:
-            obj = TRANSFORMS[parts[0]]
+            obj = transforms()[parts[0]]
         elif (parts and len(parts) == 1 and not isinstance(node, ast.Call)
               and parts[0].startswith("cx_contr_") and parts[0] in context):
             return context[parts[0]]  # (crossed's own codings, design/contrasts.py)
@@ -355,7 +381,7 @@ def _fresh_state(fname: str, node: ast.Call, data: Any, args: list[Any],
                  kwargs: dict[str, Any]) -> Any:
     """A stateful transform computed on the data it is given (a response: never
     re-evaluated on new data)."""
-    return TRANSFORMS[fname](data, *args, _state={}, **kwargs)
+    return transforms()[fname](data, *args, _state={}, **kwargs)
 
 
 def evaluate(source: str, lookup: Callable[[str], Any], *,
@@ -372,7 +398,8 @@ def evaluate(source: str, lookup: Callable[[str], Any], *,
         none.
     stateful : callable, optional
         How ``scale``/``center``/``poly`` are evaluated (formulaic's state is kept by
-        :class:`SafeMaterializer`); by default they learn from the values given.
+        :class:`~crossed.formula.materializer.SafeMaterializer`); by default they learn
+        from the values given.
     context : mapping, optional
         crossed's own contrast codings (``cx_contr_<i>``) for ``C()``.
     formula : str, optional
@@ -403,42 +430,3 @@ def evaluate(source: str, lookup: Callable[[str], Any], *,
                                       "comparisons and a short list of functions; pass "
                                       "trusted=True to evaluate arbitrary Python"
                            ) from None
-
-
-class SafeMaterializer(PandasMaterializer):  # type: ignore[misc]
-    """formulaic's pandas materializer whose factors are evaluated by :func:`evaluate`
-    (names are data columns; the stateful transforms keep formulaic's state, so new data
-    are transformed as the fitted data were)."""
-
-    REGISTER_NAME = MATERIALIZER
-    REGISTER_INPUTS = ()
-    REGISTER_PRECEDENCE = -1
-
-    @override
-    def _evaluate(self, expr: str, metadata: Any, spec: FormulaicSpec
-                  ) -> tuple[Any, set[Variable]]:
-        data = self.data_context
-        variables: set[Variable] = set()
-
-        def lookup(name: str) -> Any:
-            if name not in data:
-                raise FormulaError(expr, 0, f"{name!r} is not a column of the data")
-            variables.add(Variable(name, roles=("value",), source="data"))
-            values = data[name]
-            kind = getattr(values, "dtype", None)
-            if kind is not None and getattr(kind, "kind", "") in "iu":
-                return values.astype(float)  # R computes in doubles
-            return values
-
-        state = spec.transform_state
-
-        def stateful(fname: str, node: ast.Call, value: Any, args: list[Any],
-                     kwargs: dict[str, Any]) -> Any:
-            key = ast.unparse(node).replace('"', r'\\"')
-            own = state.setdefault(key, {})
-            return TRANSFORMS[fname](value, *args, _state=own, _metadata=metadata,
-                                     _spec=spec, **kwargs)
-
-        value = evaluate(expr, lookup, stateful=stateful, context=self.context)
-        return value, variables
-

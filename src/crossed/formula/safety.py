@@ -21,18 +21,17 @@ from __future__ import annotations
 
 import ast
 import functools
+import keyword
 import re
 from collections.abc import Collection
 
 import numpy as np
-from formulaic import Formula
-from formulaic.utils.code import sanitize_variable_names
 
-from crossed.formula.evaluate import dotted
+from crossed.formula.evaluate import dotted, sanitize_names
 from crossed.formula.grammar import FormulaError, plain_message
 
 __all__ = ["ALLOWED_TEXT", "MAX_EXPONENT", "MAX_POLY_DEGREE", "SAFE_CONTEXT", "check_expression",
-           "check_python", "expression_names"]
+           "check_python", "expression_names", "python_names"]
 
 # name -> (max positional arguments, allowed keywords); the first argument is the data
 _MATH = ("log", "log2", "log10", "log1p", "exp", "exp2", "expm1", "sqrt", "abs")
@@ -263,8 +262,33 @@ def _kind(node: ast.AST) -> str:
     return names.get(type(node), f"a {type(node).__name__} expression")
 
 
+_NAME = re.compile(r"[^\W\d]\w*")
+_PLAIN_TERM = re.compile(r"\s*(?:[01]|[^\W\d]\w*(?:\s*[:*]\s*[^\W\d]\w*)*)\s*")
+
+
+def _plain_lookups(text: str) -> tuple[tuple[str, str], ...] | None:
+    """The factors of a text of columns alone, found without formulaic: terms ``0``, ``1``
+    or Python names joined by ``:`` or ``*``, the terms joined by ``+`` (``"1 + Days"``,
+    ``"a * b + c:d"``). formulaic parses each name of such a text as a lookup of that
+    column and raises no error (``tests/formula/test_safety.py`` compares the two on
+    generated texts); anything else (``-``, a call, a dotted or backticked name, another
+    number) returns None, for formulaic's parser."""
+    names: list[str] = []
+    for term in text.split("+"):
+        if not _PLAIN_TERM.fullmatch(term):
+            return None
+        names.extend(_NAME.findall(term))
+    if any(not n.isidentifier() or keyword.iskeyword(n) for n in names):
+        return None
+    return tuple(("lookup", n) for n in dict.fromkeys(names))
+
+
 def _factor_exprs(text: str, formula: str) -> tuple[tuple[str, str], ...]:
-    """(kind, expression) of every factor formulaic would build from ``text``."""
+    """(kind, expression) of every factor formulaic would build from ``text`` (of a text of
+    columns alone: each column once, and no literal, as checking needs no more)."""
+    plain = _plain_lookups(text)
+    if plain is not None:
+        return plain
     try:
         return _parsed_factors(text)
     except _NotTerms:
@@ -299,6 +323,8 @@ class _NotTerms(Exception):
 @functools.lru_cache(maxsize=1024)
 def _parsed_factors(text: str) -> tuple[tuple[str, str], ...]:
     """formulaic's parse of ``text`` (parsing evaluates nothing), cached."""
+    from formulaic import Formula
+
     parsed = Formula(text)
     terms = list(parsed) if hasattr(parsed, "__iter__") else None
     if terms is None or not all(hasattr(t, "factors") for t in terms):
@@ -357,7 +383,7 @@ def check_python(expr: str, formula: str, columns: Collection[str] | None = None
     """Check one Python expression formulaic would ``eval`` (see :func:`check_expression`)."""
     aliases: dict[str, str] = {}
     try:
-        code = ast.parse(sanitize_variable_names(expr, {}, aliases), mode="eval")
+        code = ast.parse(sanitize_names(expr, aliases), mode="eval")
     except (SyntaxError, ValueError) as exc:
         why = exc.msg if isinstance(exc, SyntaxError) else str(exc)
         raise FormulaError(formula, _locate(formula, expr),
@@ -393,14 +419,21 @@ def expression_names(text: str) -> set[str]:
         if kind == "lookup":
             out.add(expr)
             continue
-        if kind != "python":
-            continue
-        aliases: dict[str, str] = {}
-        try:
-            code = ast.parse(sanitize_variable_names(expr, {}, aliases), mode="eval")
-        except (SyntaxError, ValueError):
-            continue
-        _collect(code.body, aliases, out)
+        if kind == "python":
+            out |= python_names(expr)
+    return out
+
+
+def python_names(expr: str) -> set[str]:
+    """Column names one Python expression refers to (as :func:`expression_names` reads
+    each of formulaic's Python factors); empty if it does not parse."""
+    out: set[str] = set()
+    aliases: dict[str, str] = {}
+    try:
+        code = ast.parse(sanitize_names(expr, aliases), mode="eval")
+    except (SyntaxError, ValueError):
+        return out
+    _collect(code.body, aliases, out)
     return out
 
 
