@@ -248,3 +248,23 @@ def test_column_stats_are_each_columns_mean_and_sd(formula):
     np.testing.assert_array_equal(ones, np.all(blk.Z == 1.0, axis=0))
     np.testing.assert_array_equal(mean, blk.Z.mean(axis=0))
     np.testing.assert_array_equal(sd, blk.Z.std(axis=0))
+
+
+@pytest.mark.parametrize("values", [
+    np.array([309, 308, 310, 308, 331, 309], dtype=np.int64),
+    np.array([-3, 7, 0, -3, 2**62, 7], dtype=np.int64),
+    np.array([5, 1, 5, 2], dtype=np.uint8),
+    np.array([2**63 + 5, 3, 2**63 + 5], dtype=np.uint64),
+    np.array([4], dtype=np.int32),
+])
+def test_whole_number_groups_are_coded_as_their_categorical(values):
+    """An ID column of whole numbers is coded without a pd.Categorical: the codes and R
+    labels of the Categorical route, bitwise."""
+    from crossed.design.frame import level_label
+    from crossed.design.random import _factor_labels
+
+    codes, labels = _factor_labels(values, "id")
+    cat = pd.Categorical(values)
+    np.testing.assert_array_equal(codes, cat.codes.astype(np.int64))
+    assert codes.dtype == np.int64
+    assert labels == [level_label(v) for v in cat.categories.tolist()]

@@ -127,6 +127,12 @@ class ReBlock:
         return ones, Z.mean(axis=0), Z.std(axis=0)
 
     @cached_property
+    def row_counts(self) -> np.ndarray:
+        """Rows per level, ``np.bincount(codes)`` (up to the last level with rows), computed
+        once per block (:meth:`RandomDesign.theta_start` reads them for every response)."""
+        return np.bincount(self.codes)
+
+    @cached_property
     def far_from_zero(self) -> np.ndarray:
         """Per column of Z: non-constant with |mean| over ``FAR_FROM_ZERO`` SDs."""
         _, mean, sd = self.column_stats
@@ -218,9 +224,9 @@ class RandomDesign:
         mean = y.mean()
         v = np.empty(len(self.terms))
         for i, term in enumerate(self.terms):  # var(ave(y, f)), R's n - 1 denominator
-            codes = self.blocks[term.block].codes
-            counts = np.bincount(codes)
-            means = np.bincount(codes, weights=y) / np.maximum(counts, 1)
+            block = self.blocks[term.block]
+            counts = block.row_counts
+            means = np.bincount(block.codes, weights=y) / np.maximum(counts, 1)
             v[i] = float(np.sum(counts * (means - mean) ** 2)) / (len(y) - 1)
         v_e = float(np.var(y, ddof=1)) - float(v.sum())
         if not v_e > 0:
@@ -246,6 +252,12 @@ def _warn_merged_numbers(column: str, values: list[object], labels: list[str]) -
 def _factor_labels(values: Any, column: str) -> tuple[np.ndarray, list[str]]:
     """Codes and R labels of one grouping column's values; values with one R label are
     one level."""
+    if isinstance(values, np.ndarray) and values.dtype.kind in "iu":
+        # whole numbers (an ID column): sorted as pd.Categorical sorts them, each its own
+        # label (level_label's digits), without the Categorical
+        uniq, inverse = np.unique(values, return_inverse=True)
+        return inverse.reshape(-1).astype(np.int64, copy=False), [str(v) for v in
+                                                                   uniq.tolist()]
     cat = values if isinstance(values, pd.Categorical) else pd.Categorical(values)
     codes = np.asarray(cat.codes, dtype=np.int64)
     labels = [level_label(c) for c in cat.categories.tolist()]
