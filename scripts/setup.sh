@@ -40,13 +40,18 @@ if [ ! -f "$stamp" ]; then
   .venv/bin/python -m pip install -q --upgrade pip
   # the compiled core (meson.build) is built by meson-python; an editable install rebuilds
   # it on import when a .pyx changes, with the build tools of this environment, so they are
-  # installed here and the install does not isolate the build; so is every package built from
-  # its source distribution in the same install (rpy2 3.5: setuptools with bdist_wheel, and
-  # wheel for an older setuptools)
+  # installed here and the install does not isolate the build; so are the build requirements
+  # of every package built from its source distribution in the same install (rpy2 3.5, the
+  # `r` extra: setuptools with bdist_wheel, wheel, and cffi, without which its build skips
+  # the interface to R and the package installs broken)
   .venv/bin/python -m pip install -q "meson-python>=0.15" "meson>=1.1" "cython>=3.0.8" ninja \
-    "scipy>=1.11.1" "setuptools>=70.1" wheel
+    "scipy>=1.11.1" "setuptools>=70.1" wheel "cffi>=1.15"
   # (CYTHON: the rebuild on import finds this Cython without the environment on PATH;
-  # build/venv: this environment's build directory, apart from .venv-oldest's)
+  # build/venv: this environment's build directory, apart from .venv-oldest's;
+  # RPY2_CFFI_MODE=ABI: rpy2's interface to R by cffi's ABI mode, which needs R and, for the
+  # link test rpy2's build runs in any mode, libpcre2-dev (.ci/run); its API mode also links
+  # R's BLAS and fails without libblas-dev)
+  RPY2_CFFI_MODE="${RPY2_CFFI_MODE:-ABI}" \
   PATH="$PWD/.venv/bin:$PATH" CYTHON="$PWD/.venv/bin/cython" .venv/bin/python -m pip install \
     -q --no-build-isolation -Cbuild-dir=build/venv -e "$spec"
   touch "$stamp"
