@@ -18,7 +18,8 @@ import pandas as pd
 import pytest
 
 import crossed
-from crossed.design.contrasts import contrast_matrix, poly_matrix, rewrite_formula
+from crossed.design.contrasts import contrast_matrix, poly_matrix
+from crossed.design.formulaic_contrasts import rewrite_formula
 from crossed.inference.effect_sizes import eta_squared
 from crossed.inference.emmeans import emmeans
 

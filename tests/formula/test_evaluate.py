@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 import crossed as cx
 from crossed.design import DataError
 from crossed.formula import FormulaError, parse
-from crossed.formula.evaluate import evaluate, names_in, r_to_python, registered_materializer
+from crossed.formula.evaluate import evaluate, names_in, r_to_python
 from crossed.formula.grammar import MAX_FORMULA_LENGTH, term_bound
+from crossed.formula.materializer import registered_materializer
 from crossed.model.glmm.pirls import PirlsError
 
 HANG = 30.0

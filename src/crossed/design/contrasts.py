@@ -4,7 +4,8 @@ and ``contr.poly`` build them, with R's column names.
 ``lmer(..., contrasts={"lr": "sum"})`` and ordered pandas Categoricals (R's default
 ``contr.poly``) reach formulaic by rewriting each bare use of the column in the formula as
 ``C(column, cx_contr_<i>)``, where ``cx_contr_<i>`` is a
-:class:`~crossed.design.formulaic_contrasts.RCoding` placed in the evaluation context.
+:class:`~crossed.design.formulaic_contrasts.RCoding` placed in the evaluation context
+(:func:`~crossed.design.formulaic_contrasts.rewrite_formula`).
 formulaic keeps that text in its model spec, so new data (predictions, reference grids) is
 coded the same way. Term labels and column names are translated back to R's: ``recipe1``,
 ``recipe2`` (sum, Helmert, a matrix without column names), ``temperature.L``, ``.Q``,
@@ -15,19 +16,17 @@ term needs it, such as ``0 + f``).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 
 from crossed.formula.spec import CODINGS, normalise_coding
 
 __all__ = ["CODINGS", "CONTEXT_PREFIX", "alias_column", "contrast_matrix",
-           "normalise_coding", "poly_matrix", "rewrite_formula", "wrapped_column"]
+           "normalise_coding", "poly_matrix", "wrapped_column"]
 
 CONTEXT_PREFIX = "cx_contr_"
 _ALIAS = re.compile(r"^C\((.*), " + CONTEXT_PREFIX + r"\d+\)$", re.S)
-_TOKEN = re.compile(r"`[^`]+`|(?:[^\W\d]|\.)[\w.]*")
 
 
 def poly_matrix(n: int) -> np.ndarray:
@@ -78,7 +77,8 @@ def contrast_matrix(coding: str | tuple[tuple[float, ...], ...], levels: Sequenc
 
 
 def alias_column(expr: str) -> str | None:
-    """The column of a factor expression written by :func:`rewrite_formula`, else None."""
+    """The column of a factor expression written by
+    :func:`~crossed.design.formulaic_contrasts.rewrite_formula`, else None."""
     return wrapped_column(_ALIAS, expr)
 
 
@@ -90,49 +90,3 @@ def wrapped_column(pattern: re.Pattern[str], expr: str) -> str | None:
         return None
     name = m.group(1).strip()
     return name[1:-1] if name.startswith("`") and name.endswith("`") else name
-
-
-def rewrite_formula(text: str, codings: Mapping[str, Any]
-                    ) -> tuple[str, dict[str, Any], set[str]]:
-    """``text`` (a formulaic right-hand side) with each top-level use of a coded column
-    wrapped as ``C(column, cx_contr_<i>)``.
-
-    Returns
-    -------
-    text : str
-    context : dict
-        ``cx_contr_<i>`` -> :class:`~crossed.design.formulaic_contrasts.RCoding`, for
-        formulaic's evaluation context.
-    found : set of str
-        The coded columns used bare at the top level of ``text`` (columns only used inside
-        an expression, e.g. ``C(lr)``, are not recoded).
-    """
-    from crossed.design.formulaic_contrasts import RCoding
-
-    names = {c: f"{CONTEXT_PREFIX}{i}" for i, c in enumerate(codings)}
-    context = {names[c]: RCoding(coding=codings[c], column=c) for c in codings}
-    out: list[str] = []
-    found: set[str] = set()
-    depth, pos = 0, 0
-    while pos < len(text):
-        ch = text[pos]
-        m = _TOKEN.match(text, pos) if (ch == "`" or ch == "." or ch.isalpha()
-                                        or ch == "_") else None
-        if m is None:
-            depth += ch in "([{"
-            depth -= ch in ")]}"
-            out.append(ch)
-            pos += 1
-            continue
-        tok = m.group(0)
-        bare = tok[1:-1] if tok.startswith("`") else tok
-        prev = text[:pos].rstrip()
-        nxt = text[m.end():].lstrip()
-        if (depth == 0 and bare in codings and not nxt.startswith("(")
-                and not (prev.endswith(".") or prev[-1:].isalnum())):
-            out.append(f"C({tok}, {names[bare]})")
-            found.add(bare)
-        else:
-            out.append(tok)
-        pos = m.end()
-    return "".join(out), context, found

@@ -17,7 +17,6 @@ import pandas as pd
 from scipy.linalg import blas, lapack
 
 from crossed._warn import warn
-from crossed.design.contrasts import rewrite_formula
 from crossed.design.frame import (
     BARE_NAME,
     DataError,
@@ -30,7 +29,7 @@ from crossed.design.frame import (
 )
 from crossed.design.names import r_column_names
 from crossed.design.rcodes import r_coded_text, variable_order
-from crossed.formula.evaluate import evaluate, r_to_python, registered_materializer
+from crossed.formula.evaluate import evaluate, r_to_python
 from crossed.formula.grammar import FormulaError, plain_message, power_in_calls
 from crossed.formula.safety import SAFE_CONTEXT
 from crossed.formula.spec import ModelSpec
@@ -62,6 +61,8 @@ def _model_matrix(text: str, frame: pd.DataFrame, failure: str,
     the reference level), become a DataError starting with ``failure``."""
     from formulaic import model_matrix
     from formulaic.errors import DataMismatchWarning
+
+    from crossed.formula.materializer import registered_materializer
 
     with warnings.catch_warnings():
         warnings.filterwarnings("error", category=DataMismatchWarning)
@@ -128,6 +129,8 @@ class MatrixSpec:
             if self.factors:
                 return _coded_matrix(self.plain, dict(self.factors), frame)[:, list(self.keep)]
             return _plain_matrix(self.plain, frame)[:, list(self.keep)]
+        from crossed.formula.materializer import registered_materializer
+
         registered_materializer()  # (a spec made in another process names it)
         mm = self.formulaic.get_model_matrix(frame, output="numpy",
                                              context=self.context or SAFE_CONTEXT)
@@ -399,10 +402,12 @@ def check_reserved_levels(expr: str, frame: pd.DataFrame) -> None:
 def _coded(text: str, codings: Mapping[str, Any] | None
            ) -> tuple[str, dict[str, Any] | None, tuple[tuple[str, Any], ...]]:
     """``text`` with its coded factors wrapped for formulaic, the evaluation context and
-    the codings used (:func:`crossed.design.contrasts.rewrite_formula`)."""
+    the codings used (:func:`crossed.design.formulaic_contrasts.rewrite_formula`)."""
     wanted = {c: k for c, k in (codings or {}).items() if k != "treatment"}
     if not wanted:
         return text, None, ()
+    from crossed.design.formulaic_contrasts import rewrite_formula
+
     new, ctx, found = rewrite_formula(text, wanted)
     if not found:
         return text, None, ()

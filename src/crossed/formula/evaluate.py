@@ -30,21 +30,12 @@ import numpy as np
 from crossed.formula.grammar import FormulaError
 
 __all__ = ["MATERIALIZER", "dotted", "evaluate", "expression_tree", "names_in", "r_to_python",
-           "registered_materializer", "sanitize_names", "transforms"]
+           "sanitize_names", "transforms"]
 
 MATERIALIZER = "crossed"
 """formulaic's name of :class:`~crossed.formula.materializer.SafeMaterializer` (stored in
-its model specs); :func:`registered_materializer` registers it."""
-
-
-def registered_materializer() -> str:
-    """:data:`MATERIALIZER`, registered with formulaic (by importing
-    :mod:`crossed.formula.materializer`): called before formulaic builds or rebuilds a
-    model matrix, so that a model spec made in another process (an unpickled fit, a Dask
-    worker) finds it."""
-    import crossed.formula.materializer  # noqa: F401  (registers on import)
-
-    return MATERIALIZER
+its model specs); :func:`crossed.formula.materializer.registered_materializer` registers
+it."""
 
 
 def transforms() -> Any:

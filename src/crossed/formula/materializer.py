@@ -2,8 +2,8 @@
 
 Importing this module registers :class:`SafeMaterializer` with formulaic under
 :data:`~crossed.formula.evaluate.MATERIALIZER`; code that asks formulaic for a model matrix
-calls :func:`~crossed.formula.evaluate.registered_materializer` first. It is the only
-module of :mod:`crossed.formula` that needs formulaic at import.
+imports it and calls :func:`registered_materializer` first. It is the only module of
+:mod:`crossed.formula` that needs formulaic at import.
 """
 
 from __future__ import annotations
@@ -19,7 +19,15 @@ from interface_meta import override
 from crossed.formula.evaluate import MATERIALIZER, evaluate, transforms
 from crossed.formula.grammar import FormulaError
 
-__all__ = ["SafeMaterializer"]
+__all__ = ["SafeMaterializer", "registered_materializer"]
+
+
+def registered_materializer() -> str:
+    """:data:`~crossed.formula.evaluate.MATERIALIZER`, registered with formulaic (this
+    module's import registers :class:`SafeMaterializer`): called before formulaic builds
+    or rebuilds a model matrix, so that a model spec made in another process (an unpickled
+    fit, a Dask worker) finds it."""
+    return MATERIALIZER
 
 
 class SafeMaterializer(PandasMaterializer):  # type: ignore[misc]
