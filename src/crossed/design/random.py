@@ -254,10 +254,10 @@ def _factor_labels(values: Any, column: str) -> tuple[np.ndarray, list[str]]:
     one level."""
     if isinstance(values, np.ndarray) and values.dtype.kind in "iu":
         # whole numbers (an ID column): sorted as pd.Categorical sorts them, each its own
-        # label (level_label's digits), without the Categorical
+        # label, without the Categorical
         uniq, inverse = np.unique(values, return_inverse=True)
-        return inverse.reshape(-1).astype(np.int64, copy=False), [str(v) for v in
-                                                                   uniq.tolist()]
+        return (inverse.reshape(-1).astype(np.int64, copy=False),
+                [level_label(v) for v in uniq.tolist()])
     cat = values if isinstance(values, pd.Categorical) else pd.Categorical(values)
     codes = np.asarray(cat.codes, dtype=np.int64)
     labels = [level_label(c) for c in cat.categories.tolist()]

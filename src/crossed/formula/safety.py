@@ -27,7 +27,7 @@ from collections.abc import Collection
 
 import numpy as np
 
-from crossed.formula.evaluate import dotted, sanitize_names
+from crossed.formula.evaluate import dotted, expression_tree, sanitize_names
 from crossed.formula.grammar import FormulaError, plain_message
 
 __all__ = ["ALLOWED_TEXT", "MAX_EXPONENT", "MAX_POLY_DEGREE", "SAFE_CONTEXT", "check_expression",
@@ -262,8 +262,9 @@ def _kind(node: ast.AST) -> str:
     return names.get(type(node), f"a {type(node).__name__} expression")
 
 
-_NAME = re.compile(r"[^\W\d]\w*")
-_PLAIN_TERM = re.compile(r"\s*(?:[01]|[^\W\d]\w*(?:\s*[:*]\s*[^\W\d]\w*)*)\s*")
+_NAME_TEXT = r"[^\W\d]\w*"
+_NAME = re.compile(_NAME_TEXT)
+_PLAIN_TERM = re.compile(rf"\s*(?:[01]|{_NAME_TEXT}(?:\s*[:*]\s*{_NAME_TEXT})*)\s*")
 
 
 def _plain_lookups(text: str) -> tuple[tuple[str, str], ...] | None:
@@ -428,12 +429,11 @@ def python_names(expr: str) -> set[str]:
     """Column names one Python expression refers to (as :func:`expression_names` reads
     each of formulaic's Python factors); empty if it does not parse."""
     out: set[str] = set()
-    aliases: dict[str, str] = {}
     try:
-        code = ast.parse(sanitize_names(expr, aliases), mode="eval")
-    except (SyntaxError, ValueError):
+        code, aliases = expression_tree(expr)
+    except FormulaError:
         return out
-    _collect(code.body, aliases, out)
+    _collect(code.body, dict(aliases), out)
     return out
 
 
