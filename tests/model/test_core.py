@@ -264,3 +264,51 @@ def test_small_dense_pickles_as_its_arrays():
     assert outs[0][0] == outs[1][0]
     np.testing.assert_array_equal(outs[0][1], outs[1][1])
     np.testing.assert_array_equal(outs[0][2], outs[1][2])
+
+
+def _random_hessians(seed):
+    """Symmetric matrices of 1 to 8 parameters: positive definite, indefinite, singular."""
+    rng = np.random.default_rng(seed)
+    for m in (1, 2, 3, 5, 8):
+        for shift in (1.0, 0.0, -0.5):
+            A = rng.normal(size=(m, m))
+            H = A @ A.T + shift * np.eye(m)
+            if shift == 0.0 and m > 1:
+                H[:, -1] = H[:, 0]  # (a singular one)
+                H[-1, :] = H[0, :]
+            yield H, rng.normal(size=m)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_derivative_check_is_lme4s_numbers(seed):
+    """The scaled gradient solve(chol(H), g), max min(|s|, |g|) and its first index, and
+    the eigenvalues of (H + Hᵀ)/2 in decreasing order, as NumPy computes them; a matrix
+    that is not positive definite reports no scaled gradient."""
+    for H, g in _random_hessians(seed):
+        ev = np.empty(len(g))
+        scaled, maxmin, comp = _core.derivative_check(g, H, ev)
+        np.testing.assert_allclose(ev, np.linalg.eigvalsh(0.5 * (H + H.T))[::-1],
+                                   rtol=1e-10, atol=1e-12)
+        try:
+            s = np.linalg.solve(np.linalg.cholesky(H).T, g)
+        except np.linalg.LinAlgError:
+            assert not scaled
+            continue
+        v = np.minimum(np.abs(s), np.abs(g))
+        assert scaled
+        assert maxmin == pytest.approx(v.max(), rel=1e-10)
+        assert comp == int(np.argmax(v))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_newton_step_solves_by_the_cholesky_factor(seed):
+    for H, g in _random_hessians(seed):
+        step = np.full(len(g), np.nan)
+        try:
+            np.linalg.cholesky(H)
+        except np.linalg.LinAlgError:
+            assert not _core.newton_step(g, H, step)
+            continue
+        assert _core.newton_step(g, H, step)
+        if np.linalg.cond(H) < 1e8:  # (a numerically singular one factors, to rounding)
+            np.testing.assert_allclose(step, np.linalg.solve(H, g), rtol=1e-7)

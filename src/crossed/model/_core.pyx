@@ -42,12 +42,12 @@ two halves of a large W on two threads.
 
 import numpy as np
 
-from libc.math cimport INFINITY, NAN, log, sqrt
+from libc.math cimport INFINITY, NAN, fabs, log, sqrt
 from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy, memset
-from scipy.linalg.cython_blas cimport dgemv
-from scipy.linalg.cython_lapack cimport dpotrf, dpotrs, dtrtri
+from scipy.linalg.cython_blas cimport dgemv, dtrsv
+from scipy.linalg.cython_lapack cimport dpotrf, dpotrs, dsyev, dtrtri
 
 
 def first_block_1x1(const double[::1] a, double t, double[::1] b, double[::1] G,
@@ -155,6 +155,91 @@ def potrf_lower(double[::1, :] A):
     with nogil:
         dpotrf(&uplo, &n, &A[0, 0], &lda, &info)
     return info
+
+
+cdef int _lower_factor(Py_ssize_t m, const double[:, ::1] H, double *A) noexcept nogil:
+    """A (m x m, Fortran order) <- H's lower Cholesky factor by dpotrf, read from H's lower
+    triangle as NumPy's ``cholesky`` reads it; returns LAPACK's info."""
+    cdef Py_ssize_t i, j
+    cdef int n = <int>m, info = 0
+    cdef char uplo = b"L"
+    for j in range(m):
+        for i in range(m):
+            A[i + j * m] = H[i, j]
+    dpotrf(&uplo, &n, A, &n, &info)
+    return info
+
+
+def derivative_check(const double[::1] g, const double[:, ::1] H, double[::1] ev):
+    """The numbers of lme4's derivative check (``convergence.classify_convergence``) for a
+    gradient ``g`` and Hessian ``H`` of a few parameters, without NumPy's per-call costs
+    (which were most of a small fit's check).
+
+    Returns ``(scaled, maxmin, comp)``: ``scaled`` False where H is not positive definite
+    (dpotrf fails: lme4's "unable to evaluate scaled gradient"); else ``maxmin`` =
+    max_i min(|s_i|, |g_i|) for the scaled gradient s = L⁻ᵀg (H = LLᵀ, lme4's
+    ``solve(chol(H), g)``) and ``comp`` the first index where it is reached. ``ev``
+    receives the eigenvalues of (H + Hᵀ)/2 in decreasing order (dsyev), NaN where LAPACK
+    fails."""
+    cdef Py_ssize_t i, j, m = g.shape[0]
+    cdef int n = <int>m, info = 0, lwork = 3 * <int>m
+    cdef char uplo = b"L", trans = b"T", diag = b"N", jobz = b"N"
+    cdef int one = 1
+    cdef double maxmin = 0.0, v
+    cdef Py_ssize_t comp = 0
+    cdef bint scaled = False
+    if m == 0:
+        return True, 0.0, 0
+    cdef double *A = <double *> malloc((2 * m * m + 5 * m) * sizeof(double))
+    if A == NULL:
+        raise MemoryError()
+    cdef double *x = A + m * m
+    cdef double *w = x + m
+    cdef double *work = w + m
+    try:
+        with nogil:
+            if _lower_factor(m, H, A) == 0:
+                scaled = True
+                for i in range(m):
+                    x[i] = g[i]
+                dtrsv(&uplo, &trans, &diag, &n, A, &n, x, &one)
+                for i in range(m):
+                    v = fabs(x[i]) if fabs(x[i]) < fabs(g[i]) else fabs(g[i])
+                    if i == 0 or v > maxmin:
+                        maxmin, comp = v, i
+            for j in range(m):
+                for i in range(m):
+                    A[i + j * m] = 0.5 * (H[i, j] + H[j, i])
+            dsyev(&jobz, &uplo, &n, A, &n, w, work, &lwork, &info)
+            for i in range(m):
+                ev[i] = NAN if info != 0 else w[m - 1 - i]
+    finally:
+        free(A)
+    return scaled, maxmin, comp
+
+
+def newton_step(const double[::1] g, const double[:, ::1] H, double[::1] step):
+    """``step`` <- H⁻¹g by H's Cholesky factor (dpotrf, dpotrs; the lower triangle of H
+    read, as NumPy's ``cholesky`` reads it); returns False, with ``step`` unset, where H
+    is not positive definite."""
+    cdef Py_ssize_t i, m = g.shape[0]
+    cdef int n = <int>m, info = 0, nrhs = 1
+    cdef char uplo = b"L"
+    if m == 0:
+        return True
+    cdef double *A = <double *> malloc(m * m * sizeof(double))
+    if A == NULL:
+        raise MemoryError()
+    try:
+        with nogil:
+            info = _lower_factor(m, H, A)
+            if info == 0:
+                for i in range(m):
+                    step[i] = g[i]
+                dpotrs(&uplo, &n, &nrhs, A, &n, &step[0], &n, &info)
+    finally:
+        free(A)
+    return info == 0
 
 
 def block_cholesky(const double[::1] vals, const int32_t[::1] entries,

@@ -9,12 +9,14 @@ Part of the model core: every engine reports its fit's status with it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from crossed.model import _core
 from crossed.model.status import ConvergenceStatus
 
 if TYPE_CHECKING:
@@ -173,28 +175,30 @@ def classify_convergence(g: np.ndarray, H: np.ndarray, tol: float, hess_tol: flo
     out: list[tuple[str, ConvergenceStatus | None]] = []
     if len(g) == 0:
         return out
+    g = np.ascontiguousarray(g, dtype=float)
+    H = np.ascontiguousarray(H, dtype=float)
     if not (np.all(np.isfinite(g)) and np.all(np.isfinite(H))):
         out.append(("Model failed to converge: the criterion is not finite near the optimum, "
                     "so its gradient and Hessian cannot be evaluated",
                     ConvergenceStatus.GRADIENT))
         return out
-    try:
-        Lh = np.linalg.cholesky(H)
-        scgrad = np.linalg.solve(Lh.T, g)  # lme4: solve(chol(Hessian), gradient)
-    except np.linalg.LinAlgError:
+    # lme4: solve(chol(Hessian), gradient), and the eigenvalues of the symmetrised Hessian
+    # (LAPACK's dpotrf, dtrsv and dsyev in one compiled call)
+    values = np.empty(len(g))
+    scaled, maxmin, comp = _core.derivative_check(g, H, values)
+    ev = values.tolist()
+    if not scaled:
         out.append(("unable to evaluate scaled gradient", ConvergenceStatus.GRADIENT))
-    else:
-        maxmin = float(np.max(np.minimum(np.abs(scgrad), np.abs(g))))
-        if maxmin > tol:
-            comp = int(np.argmax(np.minimum(np.abs(scgrad), np.abs(g)))) + 1
-            out.append((f"Model failed to converge with max|grad| = {maxmin:.6g} "
-                        f"(tol = {tol:g}, component {comp})", ConvergenceStatus.GRADIENT))
-    ev = np.linalg.eigvalsh(0.5 * (H + H.T))[::-1]
-    negative = int(np.sum(ev < -hess_tol))
+    elif maxmin > tol:
+        out.append((f"Model failed to converge with max|grad| = {maxmin:.6g} "
+                    f"(tol = {tol:g}, component {comp + 1})", ConvergenceStatus.GRADIENT))
+    if math.isnan(ev[0]):
+        raise np.linalg.LinAlgError("Eigenvalues did not converge")
+    negative = sum(v < -hess_tol for v in ev)
     if negative:
         out.append((f"Model failed to converge: degenerate Hessian with {negative} negative "
                     "eigenvalues", ConvergenceStatus.HESSIAN))
-    elif np.any(np.abs(ev) < hess_tol) or ev[-1] <= 0:
+    elif any(abs(v) < hess_tol for v in ev) or ev[-1] <= 0:
         out.append(("Hessian is numerically singular: parameters are not uniquely determined",
                     None))
     else:

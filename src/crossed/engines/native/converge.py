@@ -77,6 +77,7 @@ import numpy as np
 from crossed.design.random import ReBlock
 from crossed.engines.native.faces import face_probes
 from crossed.engines.native.optimize import ROUNDOFF_LIMITED, bobyqa, lbfgsb, nelder_mead
+from crossed.model import _core
 from crossed.model.control import AUTO_LBFGSB_THETA, LmerControl, OptSummary, Restart
 from crossed.model.convergence import ConvergenceCheck, ConvergenceStatus, assess
 
@@ -188,13 +189,12 @@ def _probe_newton(crit: Callable[[np.ndarray], float], theta: np.ndarray, fmin: 
     if g is None or H is None or free is None or not np.any(free):
         return [], None
     idx = np.flatnonzero(free)
-    Hf = H[np.ix_(idx, idx)]
-    try:
-        root = np.linalg.cholesky(Hf)
-    except np.linalg.LinAlgError:  # (not positive definite: no Newton step)
-        return [], None
+    Hf = np.ascontiguousarray(H[np.ix_(idx, idx)], dtype=float)
+    step = np.empty(len(idx))
+    if not _core.newton_step(np.ascontiguousarray(g[idx], dtype=float), Hf, step):
+        return [], None  # (not positive definite: no Newton step)
     point = theta.copy()
-    point[idx] -= np.linalg.solve(root.T, np.linalg.solve(root, g[idx]))
+    point[idx] -= step
     point = np.maximum(point, lower)
     s = point[idx] - theta[idx]
     predicted = -(g[idx] @ s + 0.5 * s @ Hf @ s)
