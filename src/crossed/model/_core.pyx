@@ -819,41 +819,28 @@ cdef int _small_dense(const double[:, ::1] a, double t0, double t1, double t2,
     return 0
 
 
+include "_objective.pxi"
+
+
 cdef double _TWO_PI = 6.283185307179586  # (2.0 * numpy.pi, as the Python criterion forms it)
 
 
-cdef class SmallCriterion:
+cdef class SmallCriterion(LoggedObjective):
     """The profiled criterion of a small design as a C function of θ for a compiled
-    optimiser loop: one :class:`SmallDense` evaluation into work arrays held here, lme4's
+    optimiser loop (:class:`LoggedObjective`: logged, the optimiser stopped after an
+    error): one :class:`SmallDense` evaluation into work arrays held here, lme4's
     criterion from it (``closed_forms.criterion``'s formula with libm's log, where the
-    Python path takes NumPy's: the two may differ in the last bit), and the evaluation
-    logged. Where the factor's pwrss is to be recomputed from the residuals
-    (``pwrss.pivot_cancels``: ρ times the ratio in [``limits``)) or θ is not finite, the
-    value is ``fallback(θ)``'s, the Python path's.
-
-    :func:`objective_address` gives the C objective in NLopt's form and this object's
-    address; the caller keeps the object alive while the optimiser runs. A non-finite
-    value is logged as it is and handed to the optimiser as 1e300 (``run_nlopt``'s rule).
-    An exception in ``fallback`` stops the optimiser (:meth:`set_stop`) and is kept in
+    Python path takes NumPy's: the two may differ in the last bit). Where the factor's
+    pwrss is to be recomputed from the residuals (``pwrss.pivot_cancels``: ρ times the
+    ratio in [``limits``)) or θ is not finite, the value is ``fallback(θ)``'s, the Python
+    path's; an exception in ``fallback`` stops the optimiser and is kept in
     :attr:`error`."""
     cdef SmallDense small
     cdef double[:, ::1] first
     cdef double[::1, :] L
-    cdef Py_ssize_t nlog, cap, ntheta
     cdef bint reml, auto
     cdef double nobs, p, ldW, shift, yc_ss, lo, hi
-    cdef double *log_x
-    cdef double *log_f
-    cdef void *stop_opt
-    cdef int (*stop_fn)(void *) noexcept nogil
     cdef object fallback
-    cdef public object error
-
-    def __cinit__(self):
-        self.log_x = NULL
-        self.log_f = NULL
-        self.stop_opt = NULL
-        self.stop_fn = NULL
 
     def __init__(self, SmallDense small, Py_ssize_t nobs, Py_ssize_t p, bint reml,
                  double ldW, double shift, double yc_ss, bint auto, limits, fallback):
@@ -865,102 +852,32 @@ cdef class SmallCriterion:
         self.ldW, self.shift, self.yc_ss, self.auto = ldW, shift, yc_ss, auto
         self.lo, self.hi = limits
         self.fallback = fallback
-        self.error = None
-        self.nlog = self.cap = 0
 
-    def __dealloc__(self):
-        free(self.log_x)
-        free(self.log_f)
-
-    def objective_address(self):
-        """(address of the C objective, double f(unsigned n, const double *x, double
-        *grad, void *data), as NLopt calls it; address of this object, its data)."""
-        return <size_t> &_nlopt_objective, <size_t> <void *> self
-
-    def set_stop(self, size_t force_stop, size_t opt):
-        """The optimiser's ``force_stop(opt)`` to call when ``fallback`` raises (0, 0: none)."""
-        self.stop_fn = <int (*)(void *) noexcept nogil> <void *> force_stop
-        self.stop_opt = <void *> opt
-
-    def __call__(self, const double[::1] theta):
-        """The criterion at ``theta`` (logged), as the optimiser's loop evaluates it; NaN
-        after an error of ``fallback`` (kept in :attr:`error`)."""
-        if theta.shape[0] != self.ntheta:
-            raise ValueError(f"theta has {theta.shape[0]} entries, the design {self.ntheta}")
-        return self.evaluate(&theta[0])
-
-    def take_log(self):
-        """The evaluations since the last call, as a list of (θ, value), and forget them
-        (the θ are the rows of one array)."""
-        cdef Py_ssize_t n = self.nlog, m = self.ntheta
-        points = np.empty((n, m))
-        values = np.empty(n)
-        cdef double[:, ::1] pv = points
-        cdef double[::1] fv = values
-        if n and m:
-            memcpy(&pv[0, 0], self.log_x, n * m * sizeof(double))
-        if n:
-            memcpy(&fv[0], self.log_f, n * sizeof(double))
-        self.nlog = 0
-        return list(zip(points, values.tolist()))
-
-    cdef int _grow_log(self) noexcept:
-        cdef Py_ssize_t size = 2 * self.cap + 64
-        cdef void *px = realloc(self.log_x, size * (self.ntheta + 1) * sizeof(double))
-        if px == NULL:
-            return -1
-        self.log_x = <double *> px
-        cdef void *pf = realloc(self.log_f, size * sizeof(double))
-        if pf == NULL:
-            return -1
-        self.log_f = <double *> pf
-        self.cap = size
-        return 0
-
-    cdef double evaluate(self, const double *x) noexcept:
-        """The criterion at θ = x (logged), or NaN after an error (the optimiser is stopped)."""
-        cdef Py_ssize_t j
-        cdef double value, rho, nmp
+    cdef bint compute(self, const double *x, double *value) noexcept:
+        """The criterion at θ = x; False after an error of the fallback."""
+        cdef double rho, nmp
         cdef double out[4]
         cdef int info = self.small.evaluate(x, self.first, self.L, out)
         cdef bint residual = info == -2  # (θ not finite: the fallback's value)
         if not residual:
             if info != 0 or not out[2] > 0.0:
-                value = INFINITY
+                value[0] = INFINITY
             else:
                 rho = self.yc_ss / out[2] * out[3]
                 if self.auto and self.lo <= rho and rho < self.hi:
                     residual = True
                 elif self.reml:
                     nmp = self.nobs - self.p
-                    value = (out[0] - self.ldW + out[1]
-                             + nmp * (1.0 + log(_TWO_PI * out[2] / nmp)) + self.shift)
+                    value[0] = (out[0] - self.ldW + out[1]
+                                + nmp * (1.0 + log(_TWO_PI * out[2] / nmp)) + self.shift)
                 else:
-                    value = (out[0] - self.ldW
-                             + self.nobs * (1.0 + log(_TWO_PI * out[2] / self.nobs))
-                             + self.shift)
+                    value[0] = (out[0] - self.ldW
+                                + self.nobs * (1.0 + log(_TWO_PI * out[2] / self.nobs))
+                                + self.shift)
         if residual:
             try:
-                value = float(self.fallback(np.array(<double[:self.ntheta]> x)))
+                value[0] = float(self.fallback(np.array(<double[:self.ntheta]> x)))
             except BaseException as exc:  # (stop the optimiser; the caller re-raises)
                 self.error = exc
-                if self.stop_fn != NULL:
-                    self.stop_fn(self.stop_opt)
-                return NAN
-        if self.nlog == self.cap and self._grow_log() != 0:
-            self.error = MemoryError()
-            if self.stop_fn != NULL:
-                self.stop_fn(self.stop_opt)
-            return NAN
-        for j in range(self.ntheta):
-            self.log_x[self.nlog * self.ntheta + j] = x[j]
-        self.log_f[self.nlog] = value
-        self.nlog += 1
-        return value
-
-
-cdef double _nlopt_objective(unsigned n, const double *x, double *grad,
-                             void *data) noexcept with gil:
-    """NLopt's objective: :meth:`SmallCriterion.evaluate`, a non-finite value as 1e300."""
-    cdef double value = (<SmallCriterion> data).evaluate(x)
-    return value if value - value == 0.0 else 1e300  # (not finite: run_nlopt's 1e300)
+                return False
+        return True

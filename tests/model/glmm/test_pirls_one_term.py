@@ -107,3 +107,81 @@ def test_a_family_the_kernel_does_not_know_takes_the_general_loop() -> None:
     x0 = np.concatenate([fit.theta, fit.beta])
     a, b = prob.pirls(x0[:1], x0[1:], joint=False), known.pirls(x0[:1], x0[1:], joint=False)
     np.testing.assert_allclose(a.u, b.u, rtol=RTOL, atol=RTOL * float(np.max(np.abs(b.u))))
+
+
+# ------------------------------------------------------------------ the compiled criterion
+# A GLMM stage's compiled criterion (``GlmmProblem.compiled_deviance``: what NLopt's C loop
+# evaluates for one scalar term) against the Python criterion it stands for
+# (``deviance0``, ``deviance`` and the second stage's ``to_x``): the same numbers, bit for
+# bit, for every link, near the optimum and far from it (failed PIRLS: +inf), each
+# evaluation logged; the derivative check's batch and the mapped log points too.
+
+
+def _problem(model: str) -> tuple[GlmmProblem, np.ndarray, np.ndarray]:
+    fit = _model(model)
+    prob = GlmmProblem(fit.design, fit.family)
+    start = prob.pirls(fit.theta, None, joint=True)
+    prob.set_lp0(start, joint=True)
+    prob.set_lp0(start, joint=False)
+    return prob, fit.theta.copy(), fit.beta.copy()
+
+
+def _points(x0: np.ndarray, seed: int = 5) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    points = [x0] + [x0 + rng.normal(0, s, len(x0)) for s in (1e-4, 0.3, 2.0, 6.0)]
+    return points + [x0 + np.r_[40.0, np.zeros(len(x0) - 1)],
+                     x0 + np.r_[0.0, 800.0, np.zeros(len(x0) - 2)]]  # (Poisson: maxit)
+
+
+def _same(a: float, b: float) -> bool:
+    return a == b or (np.isnan(a) and np.isnan(b))
+
+
+@pytest.mark.parametrize("exact", [False, True])
+@pytest.mark.parametrize("model", ["logit", "probit", "cloglog", "poisson", "poisson_slope"])
+def test_compiled_deviance_is_the_python_criterion(model: str, exact: bool) -> None:
+    prob, theta, beta = _problem(model)
+    prob.exact = exact
+    k, p = len(theta), len(beta)
+    first, second = prob.compiled_deviance(joint=True), prob.compiled_deviance(joint=False)
+    assert first is not None and second is not None
+    rng = np.random.default_rng(2)
+    B, scale = rng.normal(size=(p, k)), rng.random(k) + 0.5
+    R = np.ascontiguousarray(np.linalg.cholesky(np.eye(p) + 0.2))
+    mapped = prob.compiled_deviance(joint=False, mapping=(theta, beta, scale, B, R))
+    assert mapped is not None
+
+    def to_x(g: np.ndarray) -> np.ndarray:  # (glmer's second-stage coordinates)
+        t = scale * g[:k]
+        return np.concatenate([theta + t, beta + B @ t + R @ g[k:]])
+
+    before = prob.evaluations
+    points = _points(np.concatenate([theta, beta]))
+    seen = []
+    with np.errstate(all="ignore"):
+        for x in points:
+            assert _same(first(np.ascontiguousarray(x[:k])), prob.deviance0(x[:k]))
+            seen.append(second(x))
+            assert _same(seen[-1], prob.deviance(x))
+            g = x - points[0]
+            assert _same(mapped(g), prob.deviance(to_x(g)))
+        values = second.values(np.array(points))
+        mapped_points = mapped.mapped(np.array(points))
+        assert all(_same(v, prob.deviance(x)) for v, x in zip(values, points, strict=True))
+    if model.startswith("poisson"):  # (PIRLS fails at maxit: the Python criterion's inf)
+        assert np.isinf(values[-1])
+    for row, g in zip(mapped_points, points, strict=True):
+        np.testing.assert_array_equal(row, to_x(g))
+    # each evaluation logged, the batch not; every PIRLS counted
+    logged = second.take_log()
+    assert len(logged) == len(points)
+    for (x, v), point, value in zip(logged, points, seen, strict=True):
+        np.testing.assert_array_equal(x, point)
+        assert _same(v, value)
+    assert prob.evaluations - before == 3 * len(points) + 3 * len(points) + 2 * len(points)
+
+
+def test_no_compiled_deviance_off_the_one_term_kernel() -> None:
+    prob, _, _ = _problem("logit")
+    prob.inline_scalar = False
+    assert prob.compiled_deviance(joint=True) is None

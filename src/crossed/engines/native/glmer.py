@@ -28,7 +28,12 @@ from crossed.design import Design
 from crossed.design.frame import DataError
 from crossed.design.random import ReBlock
 from crossed.engines.native.faces import face_probes
-from crossed.engines.native.optimize import ROUNDOFF_LIMITED, nlopt_algorithm, run_nlopt
+from crossed.engines.native.optimize import (
+    ROUNDOFF_LIMITED,
+    Criterion,
+    nlopt_algorithm,
+    run_nlopt,
+)
 from crossed.engines.native.rescale import (
     FIXED_NOTE,
     ColumnRescaling,
@@ -217,8 +222,10 @@ def _fit(design: Design, family: Family, nagq: int, control: LmerControl,
     # stage 1: nAGQ = 0 over θ
     messages: list[str] = design.messages()
     settings0 = (np.full(k, 0.2), 1e-6 if nagq else 1e-10, 1e-4 if nagq else 1e-8)
-    opt0 = _bobyqa(prob.deviance0, theta0, lower, *settings0, control.maxeval, control)
-    opt0 = _off_faces(prob.deviance0, opt0, lower, settings0, control, blocks, messages)
+    # (one scalar term: NLopt's C loop on the compiled criterion, the same values)
+    stage1 = Criterion(prob.deviance0, prob.compiled_deviance(joint=True))
+    opt0 = _bobyqa(stage1, theta0, lower, *settings0, control.maxeval, control)
+    opt0 = _off_faces(stage1, opt0, lower, settings0, control, blocks, messages)
     theta = opt0.theta_final.copy()
     crit0 = prob.deviance0(theta)
     s0 = prob.last
@@ -252,6 +259,7 @@ def _fit(design: Design, family: Family, nagq: int, control: LmerControl,
             R = np.linalg.cholesky(2.0 * V) if p else np.zeros((0, 0))
         except np.linalg.LinAlgError:
             R = np.diag(np.sqrt(np.maximum(2.0 * np.diag(V), 1e-12)))
+        R = np.ascontiguousarray(R)  # (C order: the compiled criterion's products are these)
         x0 = np.concatenate([theta, beta])
         # and in θ: β follows the first stage's profile β̂(θ), each θ_j scaled by that
         # stage's curvature (2 more first-stage evaluations per θ_j): θ = θ̂ + s∘t,
@@ -279,20 +287,27 @@ def _fit(design: Design, family: Family, nagq: int, control: LmerControl,
         # criterion tolerance relative to its size (1e-10 at cbpp's 184), never below
         # what double precision can resolve in a sum of n terms
         ftol = 1e-10 * max(1.0, abs(crit0) / 200.0)
-        optg = _bobyqa(lambda g: fun(to_x(g)), g0, lower2, step, ftol, 1e-8,
-                       control.maxeval, control)
-        optg = _off_faces(lambda g: fun(to_x(g)), optg, lower2, (step, ftol, 1e-8), control,
-                          blocks, messages, (to_x, from_x))
+        stage2 = Criterion(lambda g: fun(to_x(g)), None if nagq > 1 else prob.compiled_deviance(
+            joint=False, mapping=(theta_start, beta_start, scale, B, R)))
+        optg = _bobyqa(stage2, g0, lower2, step, ftol, 1e-8, control.maxeval, control)
+        optg = _off_faces(stage2, optg, lower2, (step, ftol, 1e-8), control, blocks, messages,
+                          (to_x, from_x))
         if control.pirls != "exact":
             err, optg = _pirls_check(prob, lambda g: fun(to_x(g)), optg, lower2, 0.25 * step,
                                      ftol, control, messages)
-        opt = replace(optg, theta_start=x0, theta_final=to_x(optg.theta_final),
-                      log=tuple((to_x(g), v) for g, v in optg.log))
+        if stage2.compiled is not None and optg.log:  # (every to_x in one compiled call)
+            points = stage2.compiled.mapped(np.array([g for g, _ in optg.log]))
+            log = tuple(zip(points, (v for _, v in optg.log), strict=True))
+        else:
+            log = tuple((to_x(g), v) for g, v in optg.log)
+        opt = replace(optg, theta_start=x0, theta_final=to_x(optg.theta_final), log=log)
         x = opt.theta_final.copy()
         theta, beta = x[:k], x[k:]
         if (design.n < NOBS_MAX_DERIVS and len(x) < NPAR_MAX_DERIVS and control.check_conv):
+            at_x = None if nagq > 1 else prob.compiled_deviance(joint=False)
             with np.errstate(all="ignore"):
-                derivs = derivatives(fun, x, np.ones(len(x), dtype=bool), opt.fmin)
+                derivs = derivatives(fun, x, np.ones(len(x), dtype=bool), opt.fmin,
+                                     fun_many=None if at_x is None else at_x.values)
         crit = prob.deviance(x, nagq)
         state = prob.last
         assert state is not None

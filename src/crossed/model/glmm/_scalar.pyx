@@ -33,7 +33,7 @@ SciPy's (``cython_blas``, ``cython_lapack``): the OpenBLAS NumPy and SciPy load.
 
 from libc.math cimport INFINITY, erfc, exp, expm1, fabs, fmax, isfinite, log, log1p, sqrt
 from libc.stdint cimport int64_t
-from scipy.linalg.cython_blas cimport dsyrk, dtrsv
+from scipy.linalg.cython_blas cimport ddot, dgemv, dsyrk, dtrsv
 from scipy.linalg.cython_lapack cimport dpotrf
 
 import numpy as np
@@ -371,6 +371,104 @@ cdef inline double _penalised(Py_ssize_t n, const double *mu, const double *a,
     return (_deviance_sum(n, mu, a, b, c) + const_) + uu
 
 
+cdef int _pirls_one_term(const double[::1] y, const double[::1] wt, const double[::1] offset,
+                         const double[::1] lp0, double[::1] fixed, const int64_t[::1] xptr,
+                         const int64_t[::1] xind, const double[::1] xval, double[:, ::1] swX,
+                         const int64_t[::1] codes, const double[::1] zc, double t, bint joint,
+                         int link, double thresh, int variance, const double[::1] dev_a,
+                         const double[::1] dev_b, const double[::1] dev_c, double dev_const,
+                         double tol, int maxit, bint exact, int max_polish, double eta_tol,
+                         double[::1] eta, double[::1] mu, double[::1] me, double[::1] u,
+                         double[::1] beta, double[::1] d, double[::1] sw,
+                         double[::1] eta_new, double[::1] mu_new, double[::1] me_new,
+                         double[::1] u_new, double[::1] b_new, double[::1] z, double[::1] ru,
+                         double[::1] Cw, double[::1, :] S, double[::1] rb,
+                         const int64_t[::1] no_pairs,
+                         Py_ssize_t *iterations, double *logdet) noexcept nogil:
+    """:func:`pirls_one_term` as a C function: the status, the iterations and log|L|² in
+    ``iterations`` and ``logdet``."""
+    cdef Py_ssize_t n = y.shape[0], nl = u.shape[0], p = beta.shape[0] if joint else 0
+    cdef Py_ssize_t i, j, l, kk, it = 0
+    cdef int status = 3, halves, polish = 0
+    cdef bint done
+    cdef double wi, old = INFINITY, pdev, acc, moved, size, ld = 0.0
+    cdef const double *bp = &dev_b[0] if dev_b.shape[0] else NULL
+    cdef const double *cp = &dev_c[0] if dev_c.shape[0] else NULL
+    for i in range(n):  # the start, and the fixed part of η
+        eta[i] = offset[i] + lp0[i]
+        _link(link, eta[i], thresh, &mu[i], &me[i])
+        acc = offset[i]
+        if not joint:
+            for kk in range(xptr[i], xptr[i + 1]):
+                acc += xval[kk] * beta[xind[kk]]
+        fixed[i] = acc
+    for l in range(nl):
+        u[l] = 0.0
+    for j in range(p):
+        beta[j] = 0.0
+    for it in range(1, maxit + 1):
+        # the weighted least squares at the current state
+        for i in range(n):
+            if variance == 0:
+                wi = wt[i] * me[i] * me[i] / (mu[i] * (1.0 - mu[i]))
+            else:
+                wi = wt[i] * me[i] * me[i] / mu[i]
+            sw[i] = sqrt(wi)
+            z[i] = eta[i] - fixed[i] + (y[i] - mu[i]) / me[i]
+        if scalar_solve(sw, z, codes, zc, _NO_CODES, _NO_VALUES, _NO_CODES, _NO_INDEX,
+                  no_pairs, xptr, xind, xval, swX, t, _NO_VALUE, p, 0, _NO_INDEX,
+                  _NO_INDEX, d, ru, _NO_VALUE, _NO_VALUE, Cw, S, rb, u_new):
+            status = 4
+            break
+        for j in range(beta.shape[0]):
+            b_new[j] = rb[j] if joint else beta[j]
+        pdev = _evaluate(n, joint, p, fixed, xptr, xind, xval, codes, zc, t, u_new,
+                         b_new, link, thresh, dev_a, bp, cp, dev_const, eta_new, mu_new,
+                         me_new, nl)
+        if isfinite(pdev) and fabs(old - pdev) < tol * fabs(pdev):
+            done = not exact or polish >= max_polish
+            if not done:  # η settled?
+                moved = 0.0
+                size = 0.0
+                for i in range(n):
+                    moved = fmax(moved, fabs(eta_new[i] - eta[i]))
+                    size = fmax(size, fabs(eta_new[i]))
+                done = n == 0 or moved <= eta_tol * (1.0 + size)
+            _accept(n, nl, p, eta, mu, me, u, beta, eta_new, mu_new, me_new, u_new,
+                    b_new)
+            if done:
+                status = 0
+                break
+            polish += 1
+            old = pdev
+            continue
+        halves = 0
+        while (not isfinite(pdev) or pdev > old) and halves < _HALVINGS:
+            for l in range(nl):
+                u_new[l] = 0.5 * (u[l] + u_new[l])
+            if joint:
+                for j in range(p):
+                    b_new[j] = 0.5 * (beta[j] + b_new[j])
+            pdev = _evaluate(n, joint, p, fixed, xptr, xind, xval, codes, zc, t, u_new,
+                             b_new, link, thresh, dev_a, bp, cp, dev_const, eta_new,
+                             mu_new, me_new, nl)
+            halves += 1
+        if not isfinite(pdev):
+            status = 1
+            break
+        if pdev - old > tol:
+            status = 2
+            break
+        _accept(n, nl, p, eta, mu, me, u, beta, eta_new, mu_new, me_new, u_new, b_new)
+        old = pdev
+    for l in range(nl):
+        ld += log(d[l])
+        d[l] = sqrt(d[l])
+    iterations[0] = it
+    logdet[0] = ld
+    return status
+
+
 def pirls_one_term(const double[::1] y, const double[::1] wt, const double[::1] offset,
                    const double[::1] lp0, double[::1] fixed, const int64_t[::1] xptr,
                    const int64_t[::1] xind, const double[::1] xval, double[:, ::1] swX,
@@ -411,85 +509,166 @@ def pirls_one_term(const double[::1] y, const double[::1] wt, const double[::1] 
         Schur complement not positive definite); the number of iterations; log|L|² =
         Σ log d of the last solve.
     """
-    cdef Py_ssize_t n = y.shape[0], nl = u.shape[0], p = beta.shape[0] if joint else 0
-    cdef Py_ssize_t i, j, l, kk, it = 0
-    cdef int status = 3, halves, polish = 0
-    cdef bint done
-    cdef double wi, old = INFINITY, pdev, acc, moved, size, ld = 0.0
-    cdef const double *bp = &dev_b[0] if dev_b.shape[0] else NULL
-    cdef const double *cp = &dev_c[0] if dev_c.shape[0] else NULL
-    with nogil:
-        for i in range(n):  # the start, and the fixed part of η
-            eta[i] = offset[i] + lp0[i]
-            _link(link, eta[i], thresh, &mu[i], &me[i])
-            acc = offset[i]
-            if not joint:
-                for kk in range(xptr[i], xptr[i + 1]):
-                    acc += xval[kk] * beta[xind[kk]]
-            fixed[i] = acc
-        for l in range(nl):
-            u[l] = 0.0
-        for j in range(p):
-            beta[j] = 0.0
-        for it in range(1, maxit + 1):
-            # the weighted least squares at the current state
-            for i in range(n):
-                if variance == 0:
-                    wi = wt[i] * me[i] * me[i] / (mu[i] * (1.0 - mu[i]))
-                else:
-                    wi = wt[i] * me[i] * me[i] / mu[i]
-                sw[i] = sqrt(wi)
-                z[i] = eta[i] - fixed[i] + (y[i] - mu[i]) / me[i]
-            if scalar_solve(sw, z, codes, zc, _NO_CODES, _NO_VALUES, _NO_CODES, _NO_INDEX,
-                      no_pairs, xptr, xind, xval, swX, t, _NO_VALUE, p, 0, _NO_INDEX,
-                      _NO_INDEX, d, ru, _NO_VALUE, _NO_VALUE, Cw, S, rb, u_new):
-                status = 4
-                break
-            for j in range(beta.shape[0]):
-                b_new[j] = rb[j] if joint else beta[j]
-            pdev = _evaluate(n, joint, p, fixed, xptr, xind, xval, codes, zc, t, u_new,
-                             b_new, link, thresh, dev_a, bp, cp, dev_const, eta_new, mu_new,
-                             me_new, nl)
-            if isfinite(pdev) and fabs(old - pdev) < tol * fabs(pdev):
-                done = not exact or polish >= max_polish
-                if not done:  # η settled?
-                    moved = 0.0
-                    size = 0.0
-                    for i in range(n):
-                        moved = fmax(moved, fabs(eta_new[i] - eta[i]))
-                        size = fmax(size, fabs(eta_new[i]))
-                    done = n == 0 or moved <= eta_tol * (1.0 + size)
-                _accept(n, nl, p, eta, mu, me, u, beta, eta_new, mu_new, me_new, u_new,
-                        b_new)
-                if done:
-                    status = 0
-                    break
-                polish += 1
-                old = pdev
-                continue
-            halves = 0
-            while (not isfinite(pdev) or pdev > old) and halves < _HALVINGS:
-                for l in range(nl):
-                    u_new[l] = 0.5 * (u[l] + u_new[l])
-                if joint:
-                    for j in range(p):
-                        b_new[j] = 0.5 * (beta[j] + b_new[j])
-                pdev = _evaluate(n, joint, p, fixed, xptr, xind, xval, codes, zc, t, u_new,
-                                 b_new, link, thresh, dev_a, bp, cp, dev_const, eta_new,
-                                 mu_new, me_new, nl)
-                halves += 1
-            if not isfinite(pdev):
-                status = 1
-                break
-            if pdev - old > tol:
-                status = 2
-                break
-            _accept(n, nl, p, eta, mu, me, u, beta, eta_new, mu_new, me_new, u_new, b_new)
-            old = pdev
-        for l in range(nl):
-            ld += log(d[l])
-            d[l] = sqrt(d[l])
+    cdef Py_ssize_t it = 0
+    cdef double ld = 0.0
+    cdef int status = _pirls_one_term(
+        y, wt, offset, lp0, fixed, xptr, xind, xval, swX, codes, zc, t, joint, link,
+        thresh, variance, dev_a, dev_b, dev_c, dev_const, tol, maxit, exact, max_polish,
+        eta_tol, eta, mu, me, u, beta, d, sw, eta_new, mu_new, me_new, u_new, b_new, z,
+        ru, Cw, S, rb, no_pairs, &it, &ld)
     return status, it, ld
+
+
+include "../_objective.pxi"
+
+
+cdef class OneTermDeviance(LoggedObjective):
+    """The Laplace deviance of a GLMM with one scalar random-effects term as a C function
+    of a stage's point for a compiled optimiser loop (:class:`LoggedObjective`: logged,
+    the optimiser stopped after an error), with its own workspaces.
+
+    Each evaluation is ``GlmmProblem.deviance0`` (``joint``: the point is θ, β solved
+    with u) or ``GlmmProblem.deviance`` (the point is (θ, β)) on the same numbers:
+    :func:`pirls_one_term` from the stage's start ``lp0``, then ``laplace_of``'s
+    ((Σ dev.resids + ``aic_const``) + ‖u‖²) + log|L|² in that order (‖u‖² by BLAS's ddot,
+    as NumPy's ``u @ u``). With ``mapping`` = (θ₀, β₀, s, B, R) the point is the second
+    stage's coordinates g (``glmer``'s ``to_x``): t = s∘g[:k], θ = θ₀ + t,
+    β = (β₀ + Bt) + Rg[k:], each product by BLAS's dgemv as NumPy's ``@`` forms it (B and
+    R C-ordered). A PIRLS that fails gives +inf, as the Python criterion returns; a
+    Schur complement that is not positive definite (first stage) is an error,
+    ``numpy.linalg.LinAlgError``, as the Python path raises. :attr:`evaluations` counts
+    the PIRLS runs."""
+    cdef const double[::1] y, wt, offset, lp0, xval, zc, dev_a, dev_b, dev_c
+    cdef const int64_t[::1] xptr, xind, codes, no_pairs
+    cdef double[:, ::1] swX
+    cdef double[::1] fixed, eta, mu, me, u, beta, d, sw, eta_new, mu_new, me_new, u_new
+    cdef double[::1] b_new, z, ru, Cw, rb, theta, theta0, beta0, scale, tvec, bt, rg
+    cdef double[::1, :] S
+    cdef double[:, ::1] B, R
+    cdef int link, variance, maxit, max_polish
+    cdef double thresh, dev_const, aic_const, tol, eta_tol
+    cdef bint joint, exact, has_mapping
+    cdef Py_ssize_t k, p, ti
+    cdef public Py_ssize_t evaluations
+
+    def __init__(self, y, wt, offset, lp0, xptr, xind, xval, swX, codes, Py_ssize_t nl,
+                 zc, Py_ssize_t ti, Py_ssize_t k, Py_ssize_t p, bint joint, int link,
+                 double thresh, int variance, dev_a, dev_b, dev_c, double dev_const,
+                 double aic_const, double tol, int maxit, bint exact, int max_polish,
+                 double eta_tol, mapping=None):
+        n = len(y)
+        self.y, self.wt, self.offset, self.lp0 = y, wt, offset, lp0
+        self.xptr, self.xind, self.xval = xptr, xind, xval
+        self.swX = swX if joint else swX[:0]
+        self.codes, self.zc, self.ti, self.k, self.p, self.joint = codes, zc, ti, k, p, joint
+        self.link, self.thresh, self.variance = link, thresh, variance
+        self.dev_a, self.dev_b, self.dev_c, self.dev_const = dev_a, dev_b, dev_c, dev_const
+        self.aic_const, self.tol, self.maxit, self.exact = aic_const, tol, maxit, exact
+        self.max_polish, self.eta_tol = max_polish, eta_tol
+        self.ntheta = k + (0 if joint else p)
+        self.fixed, self.eta, self.mu, self.me, self.sw = (np.empty(n) for _ in range(5))
+        self.eta_new, self.mu_new, self.me_new, self.z = (np.empty(n) for _ in range(4))
+        self.u, self.d, self.u_new, self.ru = (np.empty(nl) for _ in range(4))
+        self.beta, self.b_new = np.zeros(p), np.empty(p)
+        q = p if joint else 0
+        self.Cw, self.rb = np.empty(max(nl * q, 1)), np.empty(max(q, 1))
+        self.S = np.zeros((max(q, 1), max(q, 1)), order="F")
+        self.no_pairs = np.zeros(nl + 1, dtype=np.int64)
+        self.theta, self.tvec = np.empty(k), np.empty(k)
+        self.bt, self.rg = np.empty(p), np.empty(p)
+        self.has_mapping = mapping is not None
+        if self.has_mapping:
+            theta0, beta0, scale, B, R = mapping
+            self.theta0 = np.array(theta0, dtype=float)
+            self.beta0 = np.array(beta0, dtype=float)
+            self.scale = np.array(scale, dtype=float)
+            self.B = np.ascontiguousarray(B, dtype=float).reshape(p, k)
+            self.R = np.ascontiguousarray(R, dtype=float).reshape(p, p)
+        self.evaluations = 0
+
+    def values(self, const double[:, ::1] points):
+        """The deviance at each row of ``points`` (not logged; the derivative check's
+        points); an error is raised."""
+        if points.shape[1] != self.ntheta:
+            raise ValueError(f"the points have {points.shape[1]} entries, the criterion "
+                             f"{self.ntheta}")
+        out = np.empty(points.shape[0])
+        cdef double[::1] ov = out
+        cdef Py_ssize_t i
+        for i in range(points.shape[0]):
+            if not self.compute(&points[i, 0], &ov[i]):
+                error, self.error = self.error, None
+                raise error
+        return out
+
+    def mapped(self, const double[:, ::1] points):
+        """(θ, β) of each row of ``points`` (a second stage's: ``mapping``'s ``to_x`` of
+        each, the same numbers; the rows themselves without a mapping), as rows."""
+        if self.joint or points.shape[1] != self.ntheta:
+            raise ValueError("mapped: the points of a second stage's criterion")
+        out = np.empty((points.shape[0], self.k + self.p))
+        cdef double[:, ::1] ov = out
+        cdef Py_ssize_t i, j
+        for i in range(points.shape[0]):
+            self._point(&points[i, 0])
+            for j in range(self.k):
+                ov[i, j] = self.theta[j]
+            for j in range(self.p):
+                ov[i, self.k + j] = self.beta[j]
+        return out
+
+    cdef void _point(self, const double *x) noexcept:
+        """θ (and β where the stage fixes it) of the point ``x``."""
+        cdef Py_ssize_t j
+        cdef int kk = <int>self.k, pp = <int>self.p, inc = 1
+        cdef double one = 1.0, zero = 0.0
+        cdef char trans = b"T"
+        if self.has_mapping:
+            for j in range(self.k):
+                self.tvec[j] = self.scale[j] * x[j]
+                self.theta[j] = self.theta0[j] + self.tvec[j]
+            if self.p:
+                dgemv(&trans, &kk, &pp, &one, &self.B[0, 0], &kk, &self.tvec[0], &inc,
+                      &zero, &self.bt[0], &inc)
+                dgemv(&trans, &pp, &pp, &one, &self.R[0, 0], &pp, <double *> x + self.k,
+                      &inc, &zero, &self.rg[0], &inc)
+                for j in range(self.p):
+                    self.beta[j] = (self.beta0[j] + self.bt[j]) + self.rg[j]
+            return
+        for j in range(self.k):
+            self.theta[j] = x[j]
+        if not self.joint:
+            for j in range(self.p):
+                self.beta[j] = x[self.k + j]
+
+    cdef bint compute(self, const double *x, double *value) noexcept:
+        """The deviance at the point ``x``; False (the error kept) where the first
+        stage's Schur complement is not positive definite."""
+        cdef Py_ssize_t it = 0
+        cdef double ld = 0.0
+        cdef int status, nl = <int>self.u.shape[0], inc = 1
+        cdef const double *bp = &self.dev_b[0] if self.dev_b.shape[0] else NULL
+        cdef const double *cp = &self.dev_c[0] if self.dev_c.shape[0] else NULL
+        self._point(x)
+        status = _pirls_one_term(
+            self.y, self.wt, self.offset, self.lp0, self.fixed, self.xptr, self.xind,
+            self.xval, self.swX, self.codes, self.zc, self.theta[self.ti], self.joint,
+            self.link, self.thresh, self.variance, self.dev_a, self.dev_b, self.dev_c,
+            self.dev_const, self.tol, self.maxit, self.exact, self.max_polish,
+            self.eta_tol, self.eta, self.mu, self.me, self.u, self.beta, self.d, self.sw,
+            self.eta_new, self.mu_new, self.me_new, self.u_new, self.b_new, self.z,
+            self.ru, self.Cw, self.S, self.rb, self.no_pairs, &it, &ld)
+        self.evaluations += 1
+        if status == 4:
+            self.error = np.linalg.LinAlgError("Singular matrix")
+            return False
+        if status != 0:
+            value[0] = INFINITY
+            return True
+        value[0] = ((((_deviance_sum(self.y.shape[0], &self.mu[0], &self.dev_a[0], bp, cp)
+                       + self.dev_const) + self.aic_const)
+                     + ddot(&nl, &self.u[0], &inc, &self.u[0], &inc)) + ld)
+        return True
 
 
 cdef double _evaluate(Py_ssize_t n, bint joint, Py_ssize_t p, const double[::1] fixed,

@@ -270,7 +270,8 @@ class GlmmProblem:
         self.last: PirlsState | None = None
         self.last_error: PirlsError | None = None
         """Why the latest failed PIRLS of :meth:`deviance0` stopped (lme4's words)."""
-        self.evaluations = 0
+        self._evaluations = 0
+        self._compiled: list[_scalar.OneTermDeviance] = []
         # lme4's lp0 (Xβ + ZΛu, no offset) where every PIRLS of a stage starts: None
         # until set (then R's mustart)
         self.lp0: np.ndarray | None = None
@@ -460,6 +461,34 @@ class GlmmProblem:
         return PirlsState(u=u, beta=beta_out, eta=eta, mu=mu, ldL2=ld, sqrt_w=sw,
                           iterations=it, diag=root)
 
+    def compiled_deviance(self, joint: bool, mapping: tuple[np.ndarray, ...] | None = None
+                          ) -> _scalar.OneTermDeviance | None:
+        """A stage's criterion as a compiled function for NLopt's C loop, or None where
+        PIRLS is not the compiled one-term kernel's: :meth:`deviance0` (``joint``) or the
+        Laplace :meth:`deviance` from the stage's start as set now (:meth:`set_lp0`) and
+        with the current ``exact``, on the same numbers
+        (:class:`~crossed.model.glmm._scalar.OneTermDeviance`); ``mapping``: (θ₀, β₀, s,
+        B, R) of the second stage's coordinates. Its PIRLS runs are counted in
+        :attr:`evaluations`."""
+        k = self._s1_kernel
+        if k is None or not self.inline_scalar:
+            return None
+        codes, nl, zc, ti, _ = self._s1
+        lp0 = self.lp0_joint if joint else self.lp0
+        dev = _scalar.OneTermDeviance(
+            self.y, self.wt, self.offset, k.lp_start if lp0 is None else lp0, k.xptr, k.xind,
+            k.xval, k.swX, codes, nl, zc, ti, len(self.design.random.theta_lower),
+            self.p, joint, k.link, k.thresh, k.variance, k.dev_a, k.dev_b, k.dev_c, k.dev_const,
+            self._aic_const, self.tol, self.maxit, self.exact, MAX_POLISH, ETA_TOL,
+            mapping)
+        self._compiled.append(dev)
+        return dev
+
+    @property
+    def evaluations(self) -> int:
+        """The PIRLS runs of the criteria so far, the compiled ones' included."""
+        return self._evaluations + sum(d.evaluations for d in self._compiled)
+
     # ------------------------------------------------------------------ deviances
     def set_lp0(self, s: PirlsState, joint: bool) -> None:
         """Start every later PIRLS (of that stage) from the state's linear predictor."""
@@ -478,7 +507,7 @@ class GlmmProblem:
 
     def deviance0(self, theta: np.ndarray) -> float:
         """nAGQ = 0 criterion: PIRLS over u and β at θ, then the Laplace deviance."""
-        self.evaluations += 1
+        self._evaluations += 1
         try:
             s = self.pirls(theta, None, joint=True)
         except PirlsError as exc:
@@ -489,7 +518,7 @@ class GlmmProblem:
 
     def deviance(self, pars: np.ndarray, nagq: int = 1) -> float:
         """Laplace (nAGQ = 1) or AGQ deviance at ``pars = (θ, β)`` (lme4's stage 2)."""
-        self.evaluations += 1
+        self._evaluations += 1
         k = len(pars) - self.p
         theta, beta = np.asarray(pars[:k], dtype=float), np.asarray(pars[k:], dtype=float)
         try:
