@@ -276,6 +276,12 @@ class PartitionedGlmm:
         self._pending = (theta, beta, it, resdev, uu, ld)
         return resdev + self._aic_const + uu + ld
 
+    def compiled_deviance(self, joint: bool, mapping: tuple[np.ndarray, ...] | None = None
+                          ) -> None:
+        """None: the partitions' criterion is evaluated by their passes (``GlmmProblem``'s
+        compiled criterion of rows in memory has no counterpart here)."""
+        return None
+
     def set_lp0(self, s: PirlsState, joint: bool) -> None:
         etas = s.factor[0]  # type: ignore[index]
         if joint:
