@@ -24,7 +24,13 @@ Each function here is one step of :meth:`crossed.model.pls.PLS.factor` on its ow
   the steps above were most of the time;
 - :class:`SmallCriterion`: that evaluation and lme4's criterion as a C function of θ,
   which ``engines/native/_nlopt.pyx`` hands to NLopt's C interface (no Python call per
-  evaluation of the optimiser's loop).
+  evaluation of the optimiser's loop); its log and the optimiser's stop are
+  :class:`LoggedObjective`'s (``_objective.pxi``, shared with the GLMM's compiled
+  criterion);
+- :func:`derivative_check` and :func:`newton_step`: lme4's derivative check on a few
+  parameters (the scaled gradient by dpotrf and dtrsv, the Hessian's eigenvalues by
+  dsyev) and the Newton step of its derivatives (dpotrf, dpotrs), where NumPy's per-call
+  costs were most of a small fit's check.
 
 Each of the kernels of one step computes what the NumPy/SciPy code it replaced computed,
 in the same order of operations (W g by BLAS's dgemv for a dense W, by rows in index

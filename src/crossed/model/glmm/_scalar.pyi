@@ -2,6 +2,9 @@
 
 import numpy as np
 
+# (each module holds its own copy of this class, compiled from model/_objective.pxi)
+from crossed.model._core import LoggedObjective as LoggedObjective
+
 def scalar_solve(sw: np.ndarray, z: np.ndarray, c1: np.ndarray, z1: np.ndarray,
                  cr: np.ndarray, zr: np.ndarray, pinv: np.ndarray, pcol: np.ndarray,
                  pptr: np.ndarray, xptr: np.ndarray, xind: np.ndarray, xval: np.ndarray,
@@ -19,27 +22,8 @@ LOG: int
 BINOMIAL: int
 POISSON: int
 
-def pirls_one_term(y: np.ndarray, wt: np.ndarray, offset: np.ndarray, lp0: np.ndarray,
-                   fixed: np.ndarray, xptr: np.ndarray,
-                   xind: np.ndarray, xval: np.ndarray, swX: np.ndarray, codes: np.ndarray,
-                   zc: np.ndarray, t: float, joint: bool, link: int, thresh: float,
-                   variance: int, dev_a: np.ndarray, dev_b: np.ndarray, dev_c: np.ndarray,
-                   dev_const: float, tol: float, maxit: int, exact: bool, max_polish: int,
-                   eta_tol: float, eta: np.ndarray, mu: np.ndarray, me: np.ndarray,
-                   u: np.ndarray, beta: np.ndarray, d: np.ndarray, sw: np.ndarray,
-                   eta_new: np.ndarray, mu_new: np.ndarray, me_new: np.ndarray,
-                   u_new: np.ndarray, b_new: np.ndarray, z: np.ndarray, ru: np.ndarray,
-                   Cw: np.ndarray, S: np.ndarray, rb: np.ndarray, no_pairs: np.ndarray
-                   ) -> tuple[int, int, float]: ...
 def residual_deviance(mu: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray
                       ) -> float: ...
-
-class LoggedObjective:
-    error: BaseException | None
-    def __call__(self, x: np.ndarray) -> float: ...
-    def objective_address(self) -> tuple[int, int]: ...
-    def set_stop(self, force_stop: int, opt: int) -> None: ...
-    def take_log(self) -> list[tuple[np.ndarray, float]]: ...
 
 class OneTermDeviance(LoggedObjective):
     evaluations: int
@@ -50,5 +34,10 @@ class OneTermDeviance(LoggedObjective):
                  dev_b: np.ndarray, dev_c: np.ndarray, dev_const: float, aic_const: float,
                  tol: float, maxit: int, exact: bool, max_polish: int, eta_tol: float,
                  mapping: tuple[np.ndarray, ...] | None = ...) -> None: ...
+    exact: bool
     def values(self, points: np.ndarray) -> np.ndarray: ...
+    def start_from(self, lp0: np.ndarray) -> None: ...
+    def state(self, x: np.ndarray, eta: np.ndarray, mu: np.ndarray, me: np.ndarray,
+              u: np.ndarray, beta: np.ndarray, root: np.ndarray, sw: np.ndarray
+              ) -> tuple[int, int, float]: ...
     def mapped(self, points: np.ndarray) -> np.ndarray: ...

@@ -25,8 +25,10 @@ the first factor's levels meet, B_X = θ₁ Z₁ᵀWX):
 4. the system is solved (the lead's columns sparse, the rest by dtrsv) and u₁ recovered
    from its equations.
 
-Only lower triangles are written. :func:`pirls_one_term` runs the whole PIRLS loop of a
-single scalar term and solves each iteration by the same solve with no later factors;
+Only lower triangles are written. :func:`_pirls_one_term` runs the whole PIRLS loop of a
+single scalar term and solves each iteration by the same solve with no later factors
+(:class:`OneTermDeviance` holds its inputs and workspaces: the PIRLS states of
+``GlmmProblem`` and the Laplace deviance as a compiled criterion for NLopt's C loop);
 :func:`residual_deviance` is the deviance sum every PIRLS adds up. BLAS and LAPACK are
 SciPy's (``cython_blas``, ``cython_lapack``): the OpenBLAS NumPy and SciPy load.
 """
@@ -385,8 +387,30 @@ cdef int _pirls_one_term(const double[::1] y, const double[::1] wt, const double
                          double[::1] Cw, double[::1, :] S, double[::1] rb,
                          const int64_t[::1] no_pairs,
                          Py_ssize_t *iterations, double *logdet) noexcept nogil:
-    """:func:`pirls_one_term` as a C function: the status, the iterations and log|L|² in
-    ``iterations`` and ``logdet``."""
+    """lme4's PIRLS (``pwrssUpdate``) for one scalar term, from η = offset + ``lp0`` (the
+    stage's start) with u = 0 (and β = 0 when ``joint``, else the fixed β in ``beta``).
+
+    Each iteration: the working weights w = wt μ'² / V(μ) (``sw`` = √w) and response
+    z = η − fixed + (y − μ)/μ', and the weighted least squares solved as
+    :func:`scalar_solve` solves it with no later factors (per level d = θ² Σ w z_c² + 1;
+    with β, its Schur complement XᵀWX − Cᵀ D⁻¹ C factored by dpotrf, status 4 where it is
+    not positive definite). Then η = fixed + Xβ + z_c θ u, μ, μ' and the penalised
+    deviance; lme4's convergence test, the η-settled polish when ``exact``, and step
+    halving (at most 20) with lme4's errors.
+
+    ``fixed`` (a workspace) holds the offset (``joint``), or offset + Xβ; X in CSR form
+    (``xptr``, ``xind``, ``xval``). ``link``: :data:`LOGIT`, :data:`PROBIT`
+    (clipped at ``thresh``), :data:`CLOGLOG` or :data:`LOG`; ``variance``:
+    :data:`BINOMIAL` or :data:`POISSON`; ``dev_a``, ``dev_b``, ``dev_c``, ``dev_const``:
+    ``ResidualDeviance``'s coefficients (``dev_b``, ``dev_c`` empty where the family has
+    none). The rest are outputs (the final state: η, μ, μ', u, β, and the last solve's
+    √d in ``d`` and √w) and workspaces (``no_pairs``: zeros, one per level and one more).
+
+    Returns the status: 0 (converged), 1 (a non-finite penalised deviance after the
+    halvings), 2 (the halvings did not reduce it), 3 (``maxit`` iterations) or 4 (the Schur
+    complement not positive definite); the number of iterations and log|L|² = Σ log d of
+    the last solve go to ``iterations`` and ``logdet``. :class:`OneTermDeviance` calls it.
+    """
     cdef Py_ssize_t n = y.shape[0], nl = u.shape[0], p = beta.shape[0] if joint else 0
     cdef Py_ssize_t i, j, l, kk, it = 0
     cdef int status = 3, halves, polish = 0
@@ -469,54 +493,6 @@ cdef int _pirls_one_term(const double[::1] y, const double[::1] wt, const double
     return status
 
 
-def pirls_one_term(const double[::1] y, const double[::1] wt, const double[::1] offset,
-                   const double[::1] lp0, double[::1] fixed, const int64_t[::1] xptr,
-                   const int64_t[::1] xind, const double[::1] xval, double[:, ::1] swX,
-                   const int64_t[::1] codes, const double[::1] zc, double t, bint joint,
-                   int link, double thresh, int variance, const double[::1] dev_a,
-                   const double[::1] dev_b, const double[::1] dev_c, double dev_const,
-                   double tol, int maxit, bint exact, int max_polish, double eta_tol,
-                   double[::1] eta, double[::1] mu, double[::1] me, double[::1] u,
-                   double[::1] beta, double[::1] d, double[::1] sw,
-                   double[::1] eta_new, double[::1] mu_new, double[::1] me_new,
-                   double[::1] u_new, double[::1] b_new, double[::1] z, double[::1] ru,
-                   double[::1] Cw, double[::1, :] S, double[::1] rb,
-                   const int64_t[::1] no_pairs):
-    """lme4's PIRLS (``pwrssUpdate``) for one scalar term, from η = offset + ``lp0`` (the
-    stage's start) with u = 0 (and β = 0 when ``joint``, else the fixed β in ``beta``).
-
-    Each iteration: the working weights w = wt μ'² / V(μ) (``sw`` = √w) and response
-    z = η − fixed + (y − μ)/μ', and the weighted least squares solved as
-    :func:`scalar_solve` solves it with no later factors (per level d = θ² Σ w z_c² + 1;
-    with β, its Schur complement XᵀWX − Cᵀ D⁻¹ C factored by dpotrf, status 4 where it is
-    not positive definite). Then η = fixed + Xβ + z_c θ u, μ, μ' and the penalised
-    deviance; lme4's convergence test, the η-settled polish when ``exact``, and step
-    halving (at most 20) with lme4's errors.
-
-    ``fixed`` (a workspace) holds the offset (``joint``), or offset + Xβ; X in CSR form
-    (``xptr``, ``xind``, ``xval``). ``link``: :data:`LOGIT`, :data:`PROBIT`
-    (clipped at ``thresh``), :data:`CLOGLOG` or :data:`LOG`; ``variance``:
-    :data:`BINOMIAL` or :data:`POISSON`; ``dev_a``, ``dev_b``, ``dev_c``, ``dev_const``:
-    ``ResidualDeviance``'s coefficients (``dev_b``, ``dev_c`` empty where the family has
-    none). The rest are outputs (the final state: η, μ, μ', u, β, and the last solve's
-    √d in ``d`` and √w) and workspaces (``no_pairs``: zeros, one per level and one more).
-
-    Returns
-    -------
-    (int, int, float)
-        The status, 0 (converged), 1 (a non-finite penalised deviance after the
-        halvings), 2 (the halvings did not reduce it), 3 (``maxit`` iterations) or 4 (the
-        Schur complement not positive definite); the number of iterations; log|L|² =
-        Σ log d of the last solve.
-    """
-    cdef Py_ssize_t it = 0
-    cdef double ld = 0.0
-    cdef int status = _pirls_one_term(
-        y, wt, offset, lp0, fixed, xptr, xind, xval, swX, codes, zc, t, joint, link,
-        thresh, variance, dev_a, dev_b, dev_c, dev_const, tol, maxit, exact, max_polish,
-        eta_tol, eta, mu, me, u, beta, d, sw, eta_new, mu_new, me_new, u_new, b_new, z,
-        ru, Cw, S, rb, no_pairs, &it, &ld)
-    return status, it, ld
 
 
 include "../_objective.pxi"
@@ -529,7 +505,7 @@ cdef class OneTermDeviance(LoggedObjective):
 
     Each evaluation is ``GlmmProblem.deviance0`` (``joint``: the point is θ, β solved
     with u) or ``GlmmProblem.deviance`` (the point is (θ, β)) on the same numbers:
-    :func:`pirls_one_term` from the stage's start ``lp0``, then ``laplace_of``'s
+    :func:`_pirls_one_term` from the stage's start ``lp0``, then ``laplace_of``'s
     ((Σ dev.resids + ``aic_const``) + ‖u‖²) + log|L|² in that order (‖u‖² by BLAS's ddot,
     as NumPy's ``u @ u``). With ``mapping`` = (θ₀, β₀, s, B, R) the point is the second
     stage's coordinates g (``glmer``'s ``to_x``): t = s∘g[:k], θ = θ₀ + t,
@@ -537,7 +513,8 @@ cdef class OneTermDeviance(LoggedObjective):
     R C-ordered). A PIRLS that fails gives +inf, as the Python criterion returns; a
     Schur complement that is not positive definite (first stage) is an error,
     ``numpy.linalg.LinAlgError``, as the Python path raises. :attr:`evaluations` counts
-    the PIRLS runs."""
+    the criterion's PIRLS runs; :meth:`state` runs PIRLS for ``GlmmProblem``'s states,
+    from the start :meth:`start_from` sets and with :attr:`exact` as set."""
     cdef const double[::1] y, wt, offset, lp0, xval, zc, dev_a, dev_b, dev_c
     cdef const int64_t[::1] xptr, xind, codes, no_pairs
     cdef double[:, ::1] swX
@@ -547,7 +524,8 @@ cdef class OneTermDeviance(LoggedObjective):
     cdef double[:, ::1] B, R
     cdef int link, variance, maxit, max_polish
     cdef double thresh, dev_const, aic_const, tol, eta_tol
-    cdef bint joint, exact, has_mapping
+    cdef bint joint, has_mapping
+    cdef public bint exact
     cdef Py_ssize_t k, p, ti
     cdef public Py_ssize_t evaluations
 
@@ -641,6 +619,43 @@ cdef class OneTermDeviance(LoggedObjective):
             for j in range(self.p):
                 self.beta[j] = x[self.k + j]
 
+    def start_from(self, lp0):
+        """Start every later PIRLS from η = offset + ``lp0`` (``GlmmProblem.set_lp0``)."""
+        if len(lp0) != self.y.shape[0]:
+            raise ValueError(f"the start has {len(lp0)} rows, the problem {self.y.shape[0]}")
+        self.lp0 = lp0
+
+    def state(self, const double[::1] x, double[::1] eta, double[::1] mu, double[::1] me,
+              double[::1] u, double[::1] beta, double[::1] root, double[::1] sw):
+        """PIRLS at the point ``x`` (θ; (θ, β) without ``joint``; no mapping) into a
+        state's arrays: η, μ, μ', u, β, the last solve's √d (``root``) and √w
+        (``GlmmProblem.pirls``'s one-term path). Returns (status, iterations, log|L|²),
+        the status as :func:`_pirls_one_term`'s."""
+        cdef Py_ssize_t it = 0, j
+        cdef double ld = 0.0
+        cdef int status
+        if self.has_mapping or x.shape[0] != self.ntheta:
+            raise ValueError("state: a point of the stage's own coordinates")
+        status = self._run(&x[0], eta, mu, me, u, root, sw, &it, &ld)
+        for j in range(self.p):
+            beta[j] = self.beta[j]
+        return status, it, ld
+
+    cdef int _run(self, const double *x, double[::1] eta, double[::1] mu, double[::1] me,
+                  double[::1] u, double[::1] d, double[::1] sw, Py_ssize_t *it,
+                  double *ld) noexcept:
+        """:func:`_pirls_one_term` at the point ``x`` from the stage's start, into the
+        given state arrays (β into this object's); the status."""
+        self._point(x)
+        return _pirls_one_term(
+            self.y, self.wt, self.offset, self.lp0, self.fixed, self.xptr, self.xind,
+            self.xval, self.swX, self.codes, self.zc, self.theta[self.ti], self.joint,
+            self.link, self.thresh, self.variance, self.dev_a, self.dev_b, self.dev_c,
+            self.dev_const, self.tol, self.maxit, self.exact, self.max_polish,
+            self.eta_tol, eta, mu, me, u, self.beta, d, sw, self.eta_new, self.mu_new,
+            self.me_new, self.u_new, self.b_new, self.z, self.ru, self.Cw, self.S, self.rb,
+            self.no_pairs, it, ld)
+
     cdef bint compute(self, const double *x, double *value) noexcept:
         """The deviance at the point ``x``; False (the error kept) where the first
         stage's Schur complement is not positive definite."""
@@ -649,15 +664,7 @@ cdef class OneTermDeviance(LoggedObjective):
         cdef int status, nl = <int>self.u.shape[0], inc = 1
         cdef const double *bp = &self.dev_b[0] if self.dev_b.shape[0] else NULL
         cdef const double *cp = &self.dev_c[0] if self.dev_c.shape[0] else NULL
-        self._point(x)
-        status = _pirls_one_term(
-            self.y, self.wt, self.offset, self.lp0, self.fixed, self.xptr, self.xind,
-            self.xval, self.swX, self.codes, self.zc, self.theta[self.ti], self.joint,
-            self.link, self.thresh, self.variance, self.dev_a, self.dev_b, self.dev_c,
-            self.dev_const, self.tol, self.maxit, self.exact, self.max_polish,
-            self.eta_tol, self.eta, self.mu, self.me, self.u, self.beta, self.d, self.sw,
-            self.eta_new, self.mu_new, self.me_new, self.u_new, self.b_new, self.z,
-            self.ru, self.Cw, self.S, self.rb, self.no_pairs, &it, &ld)
+        status = self._run(x, self.eta, self.mu, self.me, self.u, self.d, self.sw, &it, &ld)
         self.evaluations += 1
         if status == 4:
             self.error = np.linalg.LinAlgError("Singular matrix")

@@ -65,7 +65,7 @@ class PirlsError(ArithmeticError):
 T = TypeVar("T")
 
 
-#: lme4's words for PIRLS's failures, by the compiled kernel's status (``_scalar.pirls_one_term``)
+#: lme4's words for PIRLS's failures, by the compiled kernel's status (``_scalar._pirls_one_term``)
 _LME4_ERRORS = {1: "PIRLS loop resulted in NaN value",
                   2: "(maxstephalfit) PIRLS step-halvings failed to reduce deviance in "
                      "pwrssUpdate",
@@ -97,7 +97,7 @@ def pirls_iterations(start: T, u: np.ndarray, beta: np.ndarray, joint: bool,
     current ``state``, and its penalised deviance; ``settled_at(new, old)`` says η has
     settled (``exact``: up to :data:`MAX_POLISH` more steps until it has). Returns the
     final state, u, β and the number of iterations. (For one scalar term the compiled
-    kernel runs the same loop, ``_scalar.pirls_one_term``, where the calls would cost more
+    kernel runs the same loop, ``_scalar._pirls_one_term``, where the calls would cost more
     than the arithmetic.)
     """
     state, old, polish, it = start, math.inf, 0, 0
@@ -133,34 +133,18 @@ def pirls_iterations(start: T, u: np.ndarray, beta: np.ndarray, joint: bool,
 class _OneTermKernel:
     """What the compiled one-term PIRLS reads besides the rows (built once per problem): X
     by rows (:func:`~crossed.model.glmm.scalar.csr_rows`), the family's codes, the
-    residual deviance's coefficients, the start, and the workspaces of a call."""
+    residual deviance's coefficients and the start."""
 
-    def __init__(self, X: np.ndarray, family: Family, resdev: ResidualDeviance, nl: int,
+    def __init__(self, X: np.ndarray, family: Family, resdev: ResidualDeviance,
                  lp_start: np.ndarray):
         self.xptr, self.xind, self.xval, self.swX = csr_rows(X)
         self.lp_start = np.ascontiguousarray(lp_start, dtype=float)
         """The linear predictor (without offset) at R's mustart: the start before lp0."""
-        self.fixed = np.empty(X.shape[0])
         self.link = family.link.kernel
         self.variance = family.kernel
         self.thresh = probit_threshold() if self.link == _scalar.PROBIT else 0.0
         self.dev_a, self.dev_b, self.dev_c = resdev.coefficients
         self.dev_const = float(resdev.constant)
-        self.n, self.p, self.nl = X.shape[0], X.shape[1], nl
-        self._work: dict[bool, tuple[np.ndarray, ...]] = {}
-
-    def workspace(self, joint: bool) -> tuple[np.ndarray, ...]:
-        """(η, μ, μ' of a step; u and β of a step; z; r; C; S; XᵀWz; the levels' empty
-        pairs), reused."""
-        if joint not in self._work:
-            n, nl = self.n, self.nl
-            p = self.p if joint else 0
-            self._work[joint] = (np.empty(n), np.empty(n), np.empty(n), np.empty(nl),
-                                 np.empty(self.p), np.empty(n), np.empty(nl),
-                                 np.empty(max(nl * p, 1)),
-                                 np.zeros((max(p, 1), max(p, 1)), order="F"),
-                                 np.empty(max(p, 1)), np.zeros(nl + 1, dtype=np.int64))
-        return self._work[joint]
 
 
 @dataclass
@@ -255,6 +239,7 @@ class GlmmProblem:
             self._s1_keys = (b0.codes.astype(np.int64)[:, None] * self.p
                              + np.arange(self.p)[None, :]).ravel()
         self._s1_kernel: _OneTermKernel | None = None
+        self._s1_states: dict[bool, _scalar.OneTermDeviance] = {}  # (_pirls_s1's)
         self.inline_scalar = True  # (False: the general loop, for tests)
         self._pls_u: PLS | None = None
         self._pls_joint: PLS | None = None
@@ -265,7 +250,6 @@ class GlmmProblem:
         if self.scalar1 and family.kernel >= 0 and family.link.kernel >= 0:
             # (a family or link the kernel does not know takes the general loop)
             self._s1_kernel = _OneTermKernel(self.X, family, self._resdev_kernel,
-                                             self.blocks[0].nlevels,
                                              self.eta_start - self.offset)
         self.last: PirlsState | None = None
         self.last_error: PirlsError | None = None
@@ -432,34 +416,47 @@ class GlmmProblem:
     def _pirls_s1(self, theta: np.ndarray, beta: np.ndarray | None, joint: bool
                   ) -> PirlsState:
         """``pirls(theta, beta, joint)`` from lp0 with one scalar term: the whole loop in
-        one call of the compiled kernel (:func:`crossed.model.glmm._scalar.pirls_one_term`:
-        the general loop's steps, its sums per level in closed form, and the family's
-        link, variance and deviance element by element)."""
-        codes, nl, zc, ti, _ = self._s1
-        k = self._s1_kernel
-        assert k is not None  # (one scalar term)
-        if joint:
-            lp0 = self.lp0_joint
-            beta_out = np.zeros(self.p)
-        else:
+        one call of the compiled kernel (``_scalar._pirls_one_term`` through
+        :meth:`~crossed.model.glmm._scalar.OneTermDeviance.state`: the general loop's
+        steps, its sums per level in closed form, and the family's link, variance and
+        deviance element by element)."""
+        _, nl, _, _, _ = self._s1
+        kernel = self._s1_states.get(joint)
+        if kernel is None:
+            kernel = self._s1_states[joint] = self._one_term(joint, None)
+        assert self._s1_kernel is not None  # (one scalar term)
+        lp0 = self.lp0_joint if joint else self.lp0
+        kernel.start_from(self._s1_kernel.lp_start if lp0 is None else lp0)
+        kernel.exact = self.exact
+        point = np.asarray(theta, dtype=float)
+        if not joint:
             assert beta is not None
-            lp0 = self.lp0
-            beta_out = np.array(beta, dtype=float)
+            point = np.concatenate([point, np.asarray(beta, dtype=float)])
         n = self.n
         eta, mu, me, sw = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
-        u, root = np.empty(nl), np.empty(nl)
-        status, it, ld = _scalar.pirls_one_term(
-            self.y, self.wt, self.offset, k.lp_start if lp0 is None else lp0, k.fixed,
-            k.xptr, k.xind, k.xval, k.swX if joint else k.swX[:0], codes, zc,
-            float(theta[ti]), joint, k.link, k.thresh, k.variance, k.dev_a, k.dev_b, k.dev_c,
-            k.dev_const, self.tol, self.maxit, self.exact, MAX_POLISH, ETA_TOL, eta, mu, me,
-            u, beta_out, root, sw, *k.workspace(joint))
+        u, root, beta_out = np.empty(nl), np.empty(nl), np.empty(self.p)
+        status, it, ld = kernel.state(point, eta, mu, me, u, beta_out, root, sw)
         if status:
             if status == 4:
                 raise np.linalg.LinAlgError("Singular matrix")
             raise PirlsError(_LME4_ERRORS[status])
         return PirlsState(u=u, beta=beta_out, eta=eta, mu=mu, ldL2=ld, sqrt_w=sw,
                           iterations=it, diag=root)
+
+    def _one_term(self, joint: bool, mapping: tuple[np.ndarray, ...] | None
+                  ) -> _scalar.OneTermDeviance:
+        """The compiled one-term PIRLS and Laplace deviance of a stage, from its start as
+        set now and with the current ``exact``."""
+        k = self._s1_kernel
+        assert k is not None  # (one scalar term)
+        codes, nl, zc, ti, _ = self._s1
+        lp0 = self.lp0_joint if joint else self.lp0
+        return _scalar.OneTermDeviance(
+            self.y, self.wt, self.offset, k.lp_start if lp0 is None else lp0, k.xptr, k.xind,
+            k.xval, k.swX, codes, nl, zc, ti, len(self.design.random.theta_lower),
+            self.p, joint, k.link, k.thresh, k.variance, k.dev_a, k.dev_b, k.dev_c,
+            k.dev_const, self._aic_const, self.tol, self.maxit, self.exact, MAX_POLISH,
+            ETA_TOL, mapping)
 
     def compiled_deviance(self, joint: bool, mapping: tuple[np.ndarray, ...] | None = None
                           ) -> _scalar.OneTermDeviance | None:
@@ -470,17 +467,9 @@ class GlmmProblem:
         (:class:`~crossed.model.glmm._scalar.OneTermDeviance`); ``mapping``: (θ₀, β₀, s,
         B, R) of the second stage's coordinates. Its PIRLS runs are counted in
         :attr:`evaluations`."""
-        k = self._s1_kernel
-        if k is None or not self.inline_scalar:
+        if self._s1_kernel is None or not self.inline_scalar:
             return None
-        codes, nl, zc, ti, _ = self._s1
-        lp0 = self.lp0_joint if joint else self.lp0
-        dev = _scalar.OneTermDeviance(
-            self.y, self.wt, self.offset, k.lp_start if lp0 is None else lp0, k.xptr, k.xind,
-            k.xval, k.swX, codes, nl, zc, ti, len(self.design.random.theta_lower),
-            self.p, joint, k.link, k.thresh, k.variance, k.dev_a, k.dev_b, k.dev_c, k.dev_const,
-            self._aic_const, self.tol, self.maxit, self.exact, MAX_POLISH, ETA_TOL,
-            mapping)
+        dev = self._one_term(joint, mapping)
         self._compiled.append(dev)
         return dev
 
