@@ -161,3 +161,51 @@ def test_nlopts_refusals_are_its_python_interfaces_errors():
     with pytest.raises(python_error.type):
         run_nlopt(crit, x0, lower, LmerControl(), **settings)
     assert optimize._NLOPT_ERRORS[-4] is nlopt.RoundoffLimited
+
+
+GLMMS = [
+    ("cbind(incidence, size - incidence) ~ period + (1 | herd)", "cbpp", "binomial", 1),
+    ("cbind(incidence, size - incidence) ~ period + (1 | herd)", "cbpp", "binomial", 0),
+    ("cbind(incidence, size - incidence) ~ 0 + period + (1 | herd)", "cbpp",
+     crossed.binomial("probit"), 1),
+    ("TICKS ~ YEAR + cHEIGHT + (1 | LOCATION)", "grouseticks", "poisson", 1),
+]
+
+
+def _glmer(formula: str, data: str, family, nagq: int) -> crossed.GlmerFit:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return crossed.glmer(formula, crossed.load_dataset(data), family=family, nAGQ=nagq)
+
+
+@pytest.mark.parametrize(("formula", "data", "family", "nagq"), GLMMS)
+def test_a_glmm_through_the_c_interface_is_the_python_paths_bit_for_bit(
+        formula, data, family, nagq, monkeypatch):
+    """A GLMM with one scalar term runs its stages' NLopt runs through the C interface on
+    the compiled criterion (model/glmm/_scalar.pyx: OneTermDeviance), whose values are
+    the Python criterion's bit for bit: the fit is the Python path's exactly (estimates,
+    criterion, every logged evaluation, the derivative check and the PIRLS count)."""
+    monkeypatch.setattr(optimize, "_USE_COMPILED", False)
+    reference = _glmer(formula, data, family, nagq)
+    monkeypatch.setattr(optimize, "_USE_COMPILED", True)
+    runs = []
+    run = optimize._run_compiled
+
+    def counted(*args, **kwargs):
+        runs.append(args)
+        return run(*args, **kwargs)
+
+    monkeypatch.setattr(optimize, "_run_compiled", counted)
+    compiled = _glmer(formula, data, family, nagq)
+    assert len(runs) >= (1 if nagq == 0 else 2)  # (both stages in NLopt's C loop)
+    np.testing.assert_array_equal(compiled.theta, reference.theta)
+    np.testing.assert_array_equal(compiled.beta, reference.beta)
+    np.testing.assert_array_equal(compiled.vcov_beta, reference.vcov_beta)
+    assert compiled.criterion == reference.criterion
+    assert compiled.opt.feval == reference.opt.feval == len(compiled.opt.log)
+    for (xc, fc), (xp, fp) in zip(compiled.opt.log, reference.opt.log, strict=True):
+        np.testing.assert_array_equal(xc, xp)
+        assert fc == fp or (np.isnan(fc) and np.isnan(fp))
+    for key in ("feval_stage1", "pirls_evaluations", "gradient", "hessian"):
+        np.testing.assert_array_equal(compiled.engine_info[key], reference.engine_info[key])
+    assert compiled.messages == reference.messages

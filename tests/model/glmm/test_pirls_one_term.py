@@ -185,3 +185,28 @@ def test_no_compiled_deviance_off_the_one_term_kernel() -> None:
     prob, _, _ = _problem("logit")
     prob.inline_scalar = False
     assert prob.compiled_deviance(joint=True) is None
+
+
+def test_a_singular_first_stage_is_linalgs_error_and_stops_nlopt() -> None:
+    """Where the first stage's Schur complement is not positive definite (here X with a
+    repeated column), the compiled criterion keeps numpy.linalg.LinAlgError, as the
+    Python path raises it: a call gives NaN and the error, NLopt's C run raises it."""
+    from crossed.engines.native.optimize import Criterion, LmerControl, run_bobyqa
+    from crossed.model.glmm import _scalar
+    from crossed.model.glmm.scalar import csr_rows
+
+    prob, theta, _ = _problem("logit")
+    X = np.column_stack([prob.X, prob.X[:, 0]])
+    k = prob._s1_kernel
+    codes, nl, zc, ti, _ = prob._s1
+    xptr, xind, xval, swX = csr_rows(X)
+    crit = _scalar.OneTermDeviance(
+        prob.y, prob.wt, prob.offset, prob.lp0_joint, xptr, xind, xval, swX, codes, nl, zc,
+        ti, 1, X.shape[1], True, k.link, k.thresh, k.variance, k.dev_a, k.dev_b, k.dev_c,
+        k.dev_const, prob._aic_const, prob.tol, prob.maxit, False, 6, 1e-9)
+    assert np.isnan(crit(np.ascontiguousarray(theta)))
+    assert isinstance(crit.error, np.linalg.LinAlgError)
+    crit.error = None
+    with pytest.raises(np.linalg.LinAlgError):
+        run_bobyqa(Criterion(lambda t: 0.0, crit), theta, np.zeros(1), LmerControl(),
+                   xtol_abs=1e-8, ftol_abs=1e-8, xtol_rel=1e-4)
