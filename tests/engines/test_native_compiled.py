@@ -50,6 +50,20 @@ def _fit(formula: str, options: dict) -> crossed.LmerFit:
         return crossed.lmer(formula, df, **options)
 
 
+def _count_compiled_runs(monkeypatch) -> list:
+    """The arguments of every run through NLopt's C loop from now on (appended as they
+    happen)."""
+    runs = []
+    run = optimize._run_compiled
+
+    def counted(*args, **kwargs):
+        runs.append(args)
+        return run(*args, **kwargs)
+
+    monkeypatch.setattr(optimize, "_run_compiled", counted)
+    return runs
+
+
 @pytest.mark.parametrize(("formula", "options"), FITS)
 def test_a_fit_through_the_c_interface_is_the_python_paths(formula, options, monkeypatch):
     """A fit whose NLopt runs go through the C interface (they do: counted) reaches the
@@ -59,14 +73,7 @@ def test_a_fit_through_the_c_interface_is_the_python_paths(formula, options, mon
     reference = _fit(formula, options)
     monkeypatch.setattr(optimize, "_USE_COMPILED", True)
     assert optimize.nlopt_c_api()
-    runs = []
-    run = optimize._run_compiled
-
-    def counted(*args, **kwargs):
-        runs.append(args)
-        return run(*args, **kwargs)
-
-    monkeypatch.setattr(optimize, "_run_compiled", counted)
+    runs = _count_compiled_runs(monkeypatch)
     compiled = _fit(formula, options)
     assert runs  # (NLopt's C loop ran)
     assert compiled.deviance == pytest.approx(reference.deviance, rel=1e-10)
@@ -188,14 +195,7 @@ def test_a_glmm_through_the_c_interface_is_the_python_paths_bit_for_bit(
     monkeypatch.setattr(optimize, "_USE_COMPILED", False)
     reference = _glmer(formula, data, family, nagq)
     monkeypatch.setattr(optimize, "_USE_COMPILED", True)
-    runs = []
-    run = optimize._run_compiled
-
-    def counted(*args, **kwargs):
-        runs.append(args)
-        return run(*args, **kwargs)
-
-    monkeypatch.setattr(optimize, "_run_compiled", counted)
+    runs = _count_compiled_runs(monkeypatch)
     compiled = _glmer(formula, data, family, nagq)
     assert len(runs) >= (1 if nagq == 0 else 2)  # (both stages in NLopt's C loop)
     np.testing.assert_array_equal(compiled.theta, reference.theta)

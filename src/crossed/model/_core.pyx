@@ -196,7 +196,7 @@ def derivative_check(const double[::1] g, const double[:, ::1] H, double[::1] ev
     cdef bint scaled = False
     if m == 0:
         return True, 0.0, 0
-    cdef double *A = <double *> malloc((2 * m * m + 5 * m) * sizeof(double))
+    cdef double *A = <double *> malloc((m * m + 5 * m) * sizeof(double))  # (A, x, w, work)
     if A == NULL:
         raise MemoryError()
     cdef double *x = A + m * m
