@@ -116,3 +116,26 @@ def test_single_blas_thread_takes_turns_across_threads():
     t2.join()
     assert second_in.is_set()
     assert blas() == original
+
+
+def test_nested_use_sets_the_limit_once(monkeypatch):
+    """Only the outermost use in a thread sets (and restores) the BLAS limit: a refit's
+    fit inside the refit's own use costs nothing."""
+    import contextlib
+
+    controller = _threads._controller()
+    calls = []
+
+    @contextlib.contextmanager
+    def counting_limit(**kwargs):
+        calls.append(kwargs)
+        yield
+
+    monkeypatch.setattr(controller, "limit", counting_limit)
+    with _threads.single_blas_thread():
+        with _threads.single_blas_thread(), _threads.single_blas_thread():
+            pass
+    assert calls == [{"limits": 1, "user_api": "blas"}]
+    with _threads.single_blas_thread():  # the next outermost use sets it again
+        pass
+    assert len(calls) == 2

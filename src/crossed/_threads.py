@@ -50,6 +50,7 @@ def blas_threads(n: int | None) -> AbstractContextManager:
 
 
 _SINGLE_LOCK = threading.RLock()
+_HOLDING = threading.local()  # .depth: this thread's nesting of single_blas_thread
 
 
 @contextmanager
@@ -60,14 +61,22 @@ def single_blas_thread() -> Iterator[None]:
     fit in another was running made the second run multi-threaded BLAS, whose sums differ
     in the last bits (2e-11 on theta), and OpenBLAS ignores a raise of the count made from
     another thread than the one that lowered it. So callers in different threads take turns
-    (a re-entrant lock; nested use in one thread is free): each sets one thread and restores
-    the count itself, and concurrent fits give the serial results bit for bit
-    (``tests/test_threads.py``). The native engine is mostly interpreted code, which the
-    GIL serialises anyway; parallel fits belong in processes (``crossed.simulate``'s
-    backends), which this does not limit.
+    (a re-entrant lock): each sets one thread and restores the count itself, and concurrent
+    fits give the serial results bit for bit (``tests/test_threads.py``). Nested use in one
+    thread costs nothing: the outermost use holds the limit (a refit's fit runs inside the
+    refit's, once per refit instead of twice). The native engine is mostly interpreted code, which the GIL
+    serialises anyway; parallel fits belong in processes (``crossed.simulate``'s backends),
+    which this does not limit.
     """
-    with _SINGLE_LOCK, _controller().limit(limits=1, user_api="blas"):
+    if getattr(_HOLDING, "depth", 0):  # (this thread already holds the limit)
         yield
+        return
+    with _SINGLE_LOCK, _controller().limit(limits=1, user_api="blas"):
+        _HOLDING.depth = 1
+        try:
+            yield
+        finally:
+            _HOLDING.depth = 0
 
 
 def available_cpus() -> int:
