@@ -36,6 +36,7 @@ factors it by QDLDL; its factorisations are :class:`SparseFactor`, which ``solve
 
 from __future__ import annotations
 
+import copy
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
@@ -499,7 +500,9 @@ class PLS:
                 free=self._free)
             self._classes = LevelClasses.of(self._map, self.A11)
             self._small = self._small_dense()
-            if self._rest_scalar:  # each entry's scale s_i s_j as a position in θ̃ ⊗ θ̃,
+            if self._rest_scalar and kept is not None and plan is not None:
+                self._scale_pair = plan._scale_pair  # (the kept map's entries: the plan's)
+            elif self._rest_scalar:  # each entry's scale s_i s_j as a position in θ̃ ⊗ θ̃,
                 # θ̃ = (θ, 1) (the X and y columns' index -1 is the appended 1)
                 k = 2 + max(int(b.theta_index.max()) for b in self.blocks)
                 a, b = self._scale_index[self._map.i] % k, self._scale_index[self._map.j] % k
@@ -514,7 +517,8 @@ class PLS:
         nonzero = y_column != 0
         if A is None or not np.array_equal(nonzero, self.products.Z1tD[:, -1] != 0):
             return None
-        new = A.copy()
+        new = copy.copy(A)  # (the same pattern, shared: canonical, nothing re-sorts it;
+        new.data = A.data.copy()  # a shallow copy skips SciPy's checks of it)
         new.data[A.indptr[1:][nonzero] - 1] = y_column[nonzero]
         return new
 
