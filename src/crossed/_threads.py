@@ -64,9 +64,9 @@ def single_blas_thread() -> Iterator[None]:
     (a re-entrant lock): each sets one thread and restores the count itself, and concurrent
     fits give the serial results bit for bit (``tests/test_threads.py``). Nested use in one
     thread costs nothing: the outermost use holds the limit (a refit's fit runs inside the
-    refit's, once per refit instead of twice). The native engine is mostly interpreted code, which the GIL
-    serialises anyway; parallel fits belong in processes (``crossed.simulate``'s backends),
-    which this does not limit.
+    refit's: the limit is set once per refit instead of twice). The native engine is mostly
+    interpreted code, which the GIL serialises anyway; parallel fits belong in processes
+    (``crossed.simulate``'s backends), which this does not limit.
     """
     if getattr(_HOLDING, "depth", 0):  # (this thread already holds the limit)
         yield

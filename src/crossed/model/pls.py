@@ -205,6 +205,8 @@ class PLS:
     _classes: LevelClasses | None = None  # the first block evaluated per class (_set_response)
     _small: _core.SmallDense | None = None  # a small design's evaluation in one compiled
     # call (_set_response)
+    _scale_pair: np.ndarray  # scalar later blocks: each map entry's scale s_i s_j as a
+    # position in θ̃ ⊗ θ̃ (_set_response)
 
     @classmethod
     def of(cls, design: Design, like: PLS | None = None) -> PLS:
