@@ -176,6 +176,10 @@ GLMMS = [
     ("cbind(incidence, size - incidence) ~ 0 + period + (1 | herd)", "cbpp",
      crossed.binomial("probit"), 1),
     ("TICKS ~ YEAR + cHEIGHT + (1 | LOCATION)", "grouseticks", "poisson", 1),
+    ("TICKS ~ YEAR + cHEIGHT + (1 | BROOD) + (1 | INDEX) + (1 | LOCATION)", "grouseticks",
+     "poisson", 1),
+    ("cbind(incidence, size - incidence) ~ 1 + (1 | herd) + (1 | period)", "cbpp",
+     "binomial", 0),
 ]
 
 
@@ -188,10 +192,11 @@ def _glmer(formula: str, data: str, family, nagq: int) -> crossed.GlmerFit:
 @pytest.mark.parametrize(("formula", "data", "family", "nagq"), GLMMS)
 def test_a_glmm_through_the_c_interface_is_the_python_paths_bit_for_bit(
         formula, data, family, nagq, monkeypatch):
-    """A GLMM with one scalar term runs its stages' NLopt runs through the C interface on
-    the compiled criterion (model/glmm/_scalar.pyx: OneTermDeviance), whose values are
-    the Python criterion's bit for bit: the fit is the Python path's exactly (estimates,
-    criterion, every logged evaluation, the derivative check and the PIRLS count)."""
+    """A GLMM whose terms are scalar (one, or several nested or crossed) runs its stages'
+    NLopt runs through the C interface on the compiled criterion (model/glmm/_scalar.pyx:
+    ScalarDeviance), whose values are the Python criterion's bit for bit: the fit is the
+    Python path's exactly (estimates, criterion, every logged evaluation, the derivative
+    check and the PIRLS count)."""
     monkeypatch.setattr(optimize, "_USE_COMPILED", False)
     reference = _glmer(formula, data, family, nagq)
     monkeypatch.setattr(optimize, "_USE_COMPILED", True)

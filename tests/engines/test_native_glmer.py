@@ -80,18 +80,26 @@ def test_a_hessian_that_is_not_positive_definite_falls_back_to_rx():
 def test_fitted_probabilities_at_one_reveal_separation():
     """The reference system right on every item: no column is its indicator, so where the
     SEs are not huge only the fitted probabilities (numerically 1, R's glm.fit rule) show
-    it (``_check_separation``; the fit itself now takes R_X's huge SEs)."""
+    it (``_check_separation``; the fit itself now takes R_X's huge SEs). The criterion is
+    flat along the separation (the intercept up, every other system's coefficient down by
+    as much): where a fit stops along it is the optimiser's (lme4 stops at an intercept of
+    19.4), so the probabilities are taken further out along it, where the reference
+    system's are numerically 1."""
     d = pd.read_csv(DATA / "glmm" / "separated_reference.csv",
                     dtype={"item": str, "system": str, "cat": str})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fit = crossed.glmer("correct ~ system + (1 | item) + (1 | cat)", d, family="binomial")
-    mu = fit.fitted()
     p = len(fit.fixef)
+    further = np.zeros(p)
+    further[0] = 1500.0  # (the intercept up, each system's indicator down: the
+    further[1:] = -1500.0  # reference system's η alone moves)
+    eta = np.asarray(fit.eta) + np.asarray(fit.design.X) @ further
+    mu = family_of("binomial").link.linkinv(eta)
     messages: list[str] = []
     with pytest.warns(SeparationWarning, match="numerically 0 or 1 occurred in 20 of 200"):
-        _check_separation(fit.design, family_of("binomial"), fit.fixef.to_numpy(),
-                          np.eye(p) * 100.0, np.asarray(mu), messages)
+        _check_separation(fit.design, family_of("binomial"), fit.fixef.to_numpy() + further,
+                          np.eye(p) * 100.0, mu, messages)
     assert "(Intercept)" in messages[0]
 
 

@@ -34,7 +34,7 @@ from crossed.model.control import (
 
 if TYPE_CHECKING:
     from crossed.model._core import SmallCriterion
-    from crossed.model.glmm._scalar import OneTermDeviance
+    from crossed.model.glmm._scalar import ScalarDeviance
 
 __all__ = ["AUTO_LBFGSB_DENSE", "AUTO_LBFGSB_THETA", "OPTIMIZERS", "PIRLS_MODES", "Criterion",
            "LmerControl", "NLOPT_ALGORITHMS", "OptSummary", "Restart", "bobyqa", "lbfgsb",
@@ -59,11 +59,11 @@ NLOPT_ALGORITHMS = {"NLOPT_LN_BOBYQA": nlopt.LN_BOBYQA,
 class Criterion:
     """A criterion for the NLopt runs: ``fun`` at a point, and the same criterion as a
     compiled objective (``model._core.SmallCriterion``: small designs;
-    ``model.glmm._scalar.OneTermDeviance``: a GLMM's stages with one scalar term), which
+    ``model.glmm._scalar.ScalarDeviance``: a GLMM's stages with scalar terms), which
     :func:`run_nlopt` hands to NLopt's C interface so that no evaluation calls Python."""
 
     fun: Callable[[np.ndarray], float]
-    compiled: SmallCriterion | OneTermDeviance | None = None
+    compiled: SmallCriterion | ScalarDeviance | None = None
 
     def __call__(self, theta: np.ndarray) -> float:
         """The criterion at ``theta``: the compiled one's value where there is one (the
@@ -271,7 +271,7 @@ _NLOPT_ERRORS: dict[int, type[Exception]] = {
 classes from NLopt 2.8 on, Python's before)."""
 
 
-def _run_compiled(crit: SmallCriterion | OneTermDeviance, algorithm: int, x0: np.ndarray,
+def _run_compiled(crit: SmallCriterion | ScalarDeviance, algorithm: int, x0: np.ndarray,
                   lower: np.ndarray, xtol_abs: float | np.ndarray, ftol_abs: float,
                   xtol_rel: float, step: float | np.ndarray | None, maxeval: int,
                   log: list[tuple[np.ndarray, float]]) -> tuple[np.ndarray, int, float]:

@@ -25,16 +25,15 @@ POISSON: int
 def residual_deviance(mu: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray
                       ) -> float: ...
 
-class OneTermDeviance(LoggedObjective):
+class ScalarDeviance(LoggedObjective):
     evaluations: int
-    def __init__(self, y: np.ndarray, wt: np.ndarray, offset: np.ndarray, lp0: np.ndarray,
-                 xptr: np.ndarray, xind: np.ndarray, xval: np.ndarray, swX: np.ndarray,
-                 codes: np.ndarray, nl: int, zc: np.ndarray, ti: int, k: int, p: int,
-                 joint: bool, link: int, thresh: float, variance: int, dev_a: np.ndarray,
-                 dev_b: np.ndarray, dev_c: np.ndarray, dev_const: float, aic_const: float,
-                 tol: float, maxit: int, exact: bool, max_polish: int, eta_tol: float,
-                 mapping: tuple[np.ndarray, ...] | None = ...) -> None: ...
     exact: bool
+    def __init__(self, structure: object, y: np.ndarray, wt: np.ndarray,
+                 offset: np.ndarray, lp0: np.ndarray, k: int, joint: bool, link: int,
+                 thresh: float, variance: int, dev_a: np.ndarray, dev_b: np.ndarray,
+                 dev_c: np.ndarray, dev_const: float, aic_const: float, tol: float,
+                 maxit: int, exact: bool, max_polish: int, eta_tol: float,
+                 mapping: tuple[np.ndarray, ...] | None = ...) -> None: ...
     def values(self, points: np.ndarray) -> np.ndarray: ...
     def start_from(self, lp0: np.ndarray) -> None: ...
     def state(self, x: np.ndarray, eta: np.ndarray, mu: np.ndarray, me: np.ndarray,

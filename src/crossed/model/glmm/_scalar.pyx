@@ -25,10 +25,11 @@ the first factor's levels meet, B_X = θ₁ Z₁ᵀWX):
 4. the system is solved (the lead's columns sparse, the rest by dtrsv) and u₁ recovered
    from its equations.
 
-Only lower triangles are written. :func:`_pirls_one_term` runs the whole PIRLS loop of a
-single scalar term and solves each iteration by the same solve with no later factors
-(:class:`OneTermDeviance` holds its inputs and workspaces: the PIRLS states of
-``GlmmProblem`` and the Laplace deviance as a compiled criterion for NLopt's C loop);
+Only lower triangles are written. :class:`ScalarDeviance` runs the whole PIRLS loop
+(``ScalarDeviance._pirls``) and solves each iteration by this solve (with no later
+factors for a single term); it holds the loop's inputs and workspaces, and gives the
+PIRLS states of ``GlmmProblem`` and the Laplace deviance as a compiled criterion for
+NLopt's C loop;
 :func:`residual_deviance` is the deviance sum every PIRLS adds up. BLAS and LAPACK are
 SciPy's (``cython_blas``, ``cython_lapack``): the OpenBLAS NumPy and SciPy load.
 """
@@ -61,8 +62,8 @@ cpdef int scalar_solve(const double[::1] sw, const double[::1] z,
                       double[::1] d, double[::1] r1, double[::1] vals, double[::1] vs,
                       double[::1] BXs, double[::1, :] M, double[::1] rhs,
                       double[::1] u1) noexcept nogil:
-    """One PIRLS solve (module docstring), in the caller's arrays (the one-term PIRLS
-    calls it with no later factors).
+    """One PIRLS solve (module docstring), in the caller's arrays (:class:`ScalarDeviance`'s
+    PIRLS loop calls it, with no later factors for a single term).
 
     Parameters
     ----------
@@ -253,11 +254,11 @@ def scalar_zlu(const double[::1] theta, const int64_t[::1] tindex,
             out[i] = acc
 
 
-# ---------------------------------------------------------------------- one scalar term
-# PIRLS for a single scalar random-effects term ``(1 | g)`` or ``(0 + x | g)``, the whole
-# loop in one call (``pirls.GlmmProblem._pirls_s1``): the family's link, variance and
-# residual deviance as R computes them, element by element with the C library's exp, log,
-# log1p, expm1 and erfc.
+# ---------------------------------------------------------------------- the PIRLS loop
+# PIRLS for scalar random-effects terms (``(1 | g)`` or ``(0 + x | g)``, one or several),
+# the whole loop in one call (``pirls.GlmmProblem._pirls_compiled``): the family's link,
+# variance and residual deviance as R computes them, element by element with the C
+# library's exp, log, log1p, expm1 and erfc.
 
 cdef double _EPS = 2.220446049250313e-16
 cdef double _INVEPS = 1.0 / 2.220446049250313e-16
@@ -268,13 +269,6 @@ LOGIT, PROBIT, CLOGLOG, LOG = 0, 1, 2, 3
 BINOMIAL, POISSON = 0, 1
 
 cdef int _HALVINGS = 20
-
-# no later factors, for scalar_solve from the one-term PIRLS
-cdef const int64_t[:, ::1] _NO_CODES = np.zeros((0, 0), dtype=np.int64)
-cdef const double[:, ::1] _NO_VALUES = np.zeros((0, 0))
-cdef const int64_t[::1] _NO_INDEX = np.zeros(0, dtype=np.int64)
-cdef double[::1] _NO_VALUE = np.zeros(0)
-
 
 cdef inline void _link(int link, double eta, double thresh, double *mu,
                        double *me) noexcept nogil:
@@ -373,195 +367,90 @@ cdef inline double _penalised(Py_ssize_t n, const double *mu, const double *a,
     return (_deviance_sum(n, mu, a, b, c) + const_) + uu
 
 
-cdef int _pirls_one_term(const double[::1] y, const double[::1] wt, const double[::1] offset,
-                         const double[::1] lp0, double[::1] fixed, const int64_t[::1] xptr,
-                         const int64_t[::1] xind, const double[::1] xval, double[:, ::1] swX,
-                         const int64_t[::1] codes, const double[::1] zc, double t, bint joint,
-                         int link, double thresh, int variance, const double[::1] dev_a,
-                         const double[::1] dev_b, const double[::1] dev_c, double dev_const,
-                         double tol, int maxit, bint exact, int max_polish, double eta_tol,
-                         double[::1] eta, double[::1] mu, double[::1] me, double[::1] u,
-                         double[::1] beta, double[::1] d, double[::1] sw,
-                         double[::1] eta_new, double[::1] mu_new, double[::1] me_new,
-                         double[::1] u_new, double[::1] b_new, double[::1] z, double[::1] ru,
-                         double[::1] Cw, double[::1, :] S, double[::1] rb,
-                         const int64_t[::1] no_pairs,
-                         Py_ssize_t *iterations, double *logdet) noexcept nogil:
-    """lme4's PIRLS (``pwrssUpdate``) for one scalar term, from η = offset + ``lp0`` (the
-    stage's start) with u = 0 (and β = 0 when ``joint``, else the fixed β in ``beta``).
-
-    Each iteration: the working weights w = wt μ'² / V(μ) (``sw`` = √w) and response
-    z = η − fixed + (y − μ)/μ', and the weighted least squares solved as
-    :func:`scalar_solve` solves it with no later factors (per level d = θ² Σ w z_c² + 1;
-    with β, its Schur complement XᵀWX − Cᵀ D⁻¹ C factored by dpotrf, status 4 where it is
-    not positive definite). Then η = fixed + Xβ + z_c θ u, μ, μ' and the penalised
-    deviance; lme4's convergence test, the η-settled polish when ``exact``, and step
-    halving (at most 20) with lme4's errors.
-
-    ``fixed`` (a workspace) holds the offset (``joint``), or offset + Xβ; X in CSR form
-    (``xptr``, ``xind``, ``xval``). ``link``: :data:`LOGIT`, :data:`PROBIT`
-    (clipped at ``thresh``), :data:`CLOGLOG` or :data:`LOG`; ``variance``:
-    :data:`BINOMIAL` or :data:`POISSON`; ``dev_a``, ``dev_b``, ``dev_c``, ``dev_const``:
-    ``ResidualDeviance``'s coefficients (``dev_b``, ``dev_c`` empty where the family has
-    none). The rest are outputs (the final state: η, μ, μ', u, β, and the last solve's
-    √d in ``d`` and √w) and workspaces (``no_pairs``: zeros, one per level and one more).
-
-    Returns the status: 0 (converged), 1 (a non-finite penalised deviance after the
-    halvings), 2 (the halvings did not reduce it), 3 (``maxit`` iterations) or 4 (the Schur
-    complement not positive definite); the number of iterations and log|L|² = Σ log d of
-    the last solve go to ``iterations`` and ``logdet``. :class:`OneTermDeviance` calls it.
-    """
-    cdef Py_ssize_t n = y.shape[0], nl = u.shape[0], p = beta.shape[0] if joint else 0
-    cdef Py_ssize_t i, j, l, kk, it = 0
-    cdef int status = 3, halves, polish = 0
-    cdef bint done
-    cdef double wi, old = INFINITY, pdev, acc, moved, size, ld = 0.0
-    cdef const double *bp = &dev_b[0] if dev_b.shape[0] else NULL
-    cdef const double *cp = &dev_c[0] if dev_c.shape[0] else NULL
-    for i in range(n):  # the start, and the fixed part of η
-        eta[i] = offset[i] + lp0[i]
-        _link(link, eta[i], thresh, &mu[i], &me[i])
-        acc = offset[i]
-        if not joint:
-            for kk in range(xptr[i], xptr[i + 1]):
-                acc += xval[kk] * beta[xind[kk]]
-        fixed[i] = acc
-    for l in range(nl):
-        u[l] = 0.0
-    for j in range(p):
-        beta[j] = 0.0
-    for it in range(1, maxit + 1):
-        # the weighted least squares at the current state
-        for i in range(n):
-            if variance == 0:
-                wi = wt[i] * me[i] * me[i] / (mu[i] * (1.0 - mu[i]))
-            else:
-                wi = wt[i] * me[i] * me[i] / mu[i]
-            sw[i] = sqrt(wi)
-            z[i] = eta[i] - fixed[i] + (y[i] - mu[i]) / me[i]
-        if scalar_solve(sw, z, codes, zc, _NO_CODES, _NO_VALUES, _NO_CODES, _NO_INDEX,
-                  no_pairs, xptr, xind, xval, swX, t, _NO_VALUE, p, 0, _NO_INDEX,
-                  _NO_INDEX, d, ru, _NO_VALUE, _NO_VALUE, Cw, S, rb, u_new):
-            status = 4
-            break
-        for j in range(beta.shape[0]):
-            b_new[j] = rb[j] if joint else beta[j]
-        pdev = _evaluate(n, joint, p, fixed, xptr, xind, xval, codes, zc, t, u_new,
-                         b_new, link, thresh, dev_a, bp, cp, dev_const, eta_new, mu_new,
-                         me_new, nl)
-        if isfinite(pdev) and fabs(old - pdev) < tol * fabs(pdev):
-            done = not exact or polish >= max_polish
-            if not done:  # η settled?
-                moved = 0.0
-                size = 0.0
-                for i in range(n):
-                    moved = fmax(moved, fabs(eta_new[i] - eta[i]))
-                    size = fmax(size, fabs(eta_new[i]))
-                done = n == 0 or moved <= eta_tol * (1.0 + size)
-            _accept(n, nl, p, eta, mu, me, u, beta, eta_new, mu_new, me_new, u_new,
-                    b_new)
-            if done:
-                status = 0
-                break
-            polish += 1
-            old = pdev
-            continue
-        halves = 0
-        while (not isfinite(pdev) or pdev > old) and halves < _HALVINGS:
-            for l in range(nl):
-                u_new[l] = 0.5 * (u[l] + u_new[l])
-            if joint:
-                for j in range(p):
-                    b_new[j] = 0.5 * (beta[j] + b_new[j])
-            pdev = _evaluate(n, joint, p, fixed, xptr, xind, xval, codes, zc, t, u_new,
-                             b_new, link, thresh, dev_a, bp, cp, dev_const, eta_new,
-                             mu_new, me_new, nl)
-            halves += 1
-        if not isfinite(pdev):
-            status = 1
-            break
-        if pdev - old > tol:
-            status = 2
-            break
-        _accept(n, nl, p, eta, mu, me, u, beta, eta_new, mu_new, me_new, u_new, b_new)
-        old = pdev
-    for l in range(nl):
-        ld += log(d[l])
-        d[l] = sqrt(d[l])
-    iterations[0] = it
-    logdet[0] = ld
-    return status
-
-
-
-
 include "../_objective.pxi"
 
 
-cdef class OneTermDeviance(LoggedObjective):
-    """The Laplace deviance of a GLMM with one scalar random-effects term as a C function
-    of a stage's point for a compiled optimiser loop (:class:`LoggedObjective`: logged,
-    the optimiser stopped after an error), with its own workspaces.
+cdef class ScalarDeviance(LoggedObjective):
+    """PIRLS and the Laplace deviance of a GLMM whose random-effects terms are all scalar
+    (one or several), as a C function of a stage's point for a compiled optimiser loop
+    (:class:`LoggedObjective`: logged, the optimiser stopped after an error), with its own
+    workspaces.
 
-    Each evaluation is ``GlmmProblem.deviance0`` (``joint``: the point is θ, β solved
-    with u) or ``GlmmProblem.deviance`` (the point is (θ, β)) on the same numbers:
-    :func:`_pirls_one_term` from the stage's start ``lp0``, then ``laplace_of``'s
-    ((Σ dev.resids + ``aic_const``) + ‖u‖²) + log|L|² in that order (‖u‖² by BLAS's ddot,
-    as NumPy's ``u @ u``). With ``mapping`` = (θ₀, β₀, s, B, R) the point is the second
-    stage's coordinates g (``glmer``'s ``to_x``): t = s∘g[:k], θ = θ₀ + t,
-    β = (β₀ + Bt) + Rg[k:], each product by BLAS's dgemv as NumPy's ``@`` forms it (B and
-    R C-ordered). A PIRLS that fails gives +inf, as the Python criterion returns; a
-    Schur complement that is not positive definite (first stage) is an error,
-    ``numpy.linalg.LinAlgError``, as the Python path raises. :attr:`evaluations` counts
-    the criterion's PIRLS runs; :meth:`state` runs PIRLS for ``GlmmProblem``'s states,
-    from the start :meth:`start_from` sets and with :attr:`exact` as set."""
-    cdef const double[::1] y, wt, offset, lp0, xval, zc, dev_a, dev_b, dev_c
-    cdef const int64_t[::1] xptr, xind, codes, no_pairs
+    ``structure`` is the problem's ``scalar.ScalarSolver`` (the terms' codes, covariates
+    and θ positions, the pairs of first levels and later columns, X by rows, the sparse
+    lead's pattern: what :func:`scalar_solve` and :func:`scalar_zlu` read). Each
+    evaluation is ``GlmmProblem.deviance0`` (``joint``: the point is θ, β solved with u)
+    or ``GlmmProblem.deviance`` (the point is (θ, β)): :meth:`_pirls` from the stage's
+    start ``lp0``, then ``laplace_of``'s ((Σ dev.resids + ``aic_const``) + ‖u‖²) +
+    log|L|² in that order (‖u‖² by BLAS's ddot, as NumPy's ``u @ u``). With ``mapping`` =
+    (θ₀, β₀, s, B, R) the point is the second stage's coordinates g (``glmer``'s
+    ``to_x``): t = s∘g[:k], θ = θ₀ + t, β = (β₀ + Bt) + Rg[k:], each product by BLAS's
+    dgemv as NumPy's ``@`` forms it (B and R C-ordered). A PIRLS that fails gives +inf,
+    as the Python criterion returns; a system that is not positive definite is an
+    error, ``numpy.linalg.LinAlgError``, as the Python path raises. :attr:`evaluations`
+    counts the criterion's PIRLS runs; :meth:`state` runs PIRLS for ``GlmmProblem``'s
+    states, from the start :meth:`start_from` sets and with :attr:`exact` as set."""
+    cdef const double[::1] y, wt, offset, lp0, xval, z1, dev_a, dev_b, dev_c
+    cdef const int64_t[::1] xptr, xind, c1, pcol, pptr, rest_theta, lptr, lrow, zlu_theta
+    cdef const int64_t[:, ::1] cr, pinv, zlu_codes
+    cdef const double[:, ::1] zr, zlu_z
     cdef double[:, ::1] swX
     cdef double[::1] fixed, eta, mu, me, u, beta, d, sw, eta_new, mu_new, me_new, u_new
-    cdef double[::1] b_new, z, ru, Cw, rb, theta, theta0, beta0, scale, tvec, bt, rg
-    cdef double[::1, :] S
+    cdef double[::1] u_new1, b_new, z, r1, vals, vs, BXs, rhs, tr
+    cdef double[::1] theta, theta0, beta0, scale, tvec, bt, rg
+    cdef double[::1, :] M
     cdef double[:, ::1] B, R
     cdef int link, variance, maxit, max_polish
     cdef double thresh, dev_const, aic_const, tol, eta_tol
     cdef bint joint, has_mapping
     cdef public bint exact
-    cdef Py_ssize_t k, p, ti
+    cdef Py_ssize_t k, p, t1, l1, rr, q, dl
     cdef public Py_ssize_t evaluations
 
-    def __init__(self, y, wt, offset, lp0, xptr, xind, xval, swX, codes, Py_ssize_t nl,
-                 zc, Py_ssize_t ti, Py_ssize_t k, Py_ssize_t p, bint joint, int link,
+    def __init__(self, structure, y, wt, offset, lp0, Py_ssize_t k, bint joint, int link,
                  double thresh, int variance, dev_a, dev_b, dev_c, double dev_const,
                  double aic_const, double tol, int maxit, bint exact, int max_polish,
                  double eta_tol, mapping=None):
         n = len(y)
         self.y, self.wt, self.offset, self.lp0 = y, wt, offset, lp0
-        self.xptr, self.xind, self.xval = xptr, xind, xval
-        self.swX = swX if joint else swX[:0]
-        self.codes, self.zc, self.ti, self.k, self.p, self.joint = codes, zc, ti, k, p, joint
+        self.xptr, self.xind, self.xval = structure.xptr, structure.xind, structure.xval
+        self.c1, self.z1, self.t1 = structure.c1, structure.z1, structure.t1
+        self.cr, self.zr, self.pinv = structure.cr, structure.zr, structure.pinv
+        self.pcol, self.pptr, self.rest_theta = structure.pcol, structure.pptr, structure.rest_theta
+        self.dl, self.lptr, self.lrow = structure.lead, structure.lptr, structure.lrow
+        self.zlu_codes, self.zlu_z = structure.zlu_codes, structure.zlu_z
+        self.zlu_theta = structure.zlu_theta
+        self.l1, self.rr, self.p = structure.l1, structure.rr, structure.p
+        self.q = self.l1 + self.rr
+        self.k, self.joint = k, joint
+        self.swX = structure.swX if joint else structure.swX[:0]
         self.link, self.thresh, self.variance = link, thresh, variance
         self.dev_a, self.dev_b, self.dev_c, self.dev_const = dev_a, dev_b, dev_c, dev_const
         self.aic_const, self.tol, self.maxit, self.exact = aic_const, tol, maxit, exact
         self.max_polish, self.eta_tol = max_polish, eta_tol
-        self.ntheta = k + (0 if joint else p)
+        self.ntheta = k + (0 if joint else self.p)
         self.fixed, self.eta, self.mu, self.me, self.sw = (np.empty(n) for _ in range(5))
         self.eta_new, self.mu_new, self.me_new, self.z = (np.empty(n) for _ in range(4))
-        self.u, self.d, self.u_new, self.ru = (np.empty(nl) for _ in range(4))
-        self.beta, self.b_new = np.zeros(p), np.empty(p)
-        q = p if joint else 0
-        self.Cw, self.rb = np.empty(max(nl * q, 1)), np.empty(max(q, 1))
-        self.S = np.zeros((max(q, 1), max(q, 1)), order="F")
-        self.no_pairs = np.zeros(nl + 1, dtype=np.int64)
+        self.u, self.u_new = np.empty(self.q), np.empty(self.q)
+        self.u_new1 = self.u_new[:self.l1]  # (u₁ of the solve, written in place)
+        self.d, self.r1 = np.empty(self.l1), np.empty(self.l1)
+        self.vals, self.vs = np.empty(len(self.pcol)), np.empty(len(self.pcol))
+        self.tr = np.empty(self.rr)
+        self.beta, self.b_new = np.zeros(self.p), np.empty(self.p)
+        m = self.rr + (self.p if joint else 0)
+        self.BXs = np.empty(max(self.l1 * (self.p if joint else 0), 1))
+        self.rhs = np.empty(max(m, 1))
+        self.M = np.zeros((max(m, 1), max(m, 1)), order="F")
         self.theta, self.tvec = np.empty(k), np.empty(k)
-        self.bt, self.rg = np.empty(p), np.empty(p)
+        self.bt, self.rg = np.empty(self.p), np.empty(self.p)
         self.has_mapping = mapping is not None
         if self.has_mapping:
             theta0, beta0, scale, B, R = mapping
             self.theta0 = np.array(theta0, dtype=float)
             self.beta0 = np.array(beta0, dtype=float)
             self.scale = np.array(scale, dtype=float)
-            self.B = np.ascontiguousarray(B, dtype=float).reshape(p, k)
-            self.R = np.ascontiguousarray(R, dtype=float).reshape(p, p)
+            self.B = np.ascontiguousarray(B, dtype=float).reshape(self.p, k)
+            self.R = np.ascontiguousarray(R, dtype=float).reshape(self.p, self.p)
         self.evaluations = 0
 
     def values(self, const double[:, ::1] points):
@@ -628,43 +517,179 @@ cdef class OneTermDeviance(LoggedObjective):
     def state(self, const double[::1] x, double[::1] eta, double[::1] mu, double[::1] me,
               double[::1] u, double[::1] beta, double[::1] root, double[::1] sw):
         """PIRLS at the point ``x`` (θ; (θ, β) without ``joint``; no mapping) into a
-        state's arrays: η, μ, μ', u, β, the last solve's √d (``root``) and √w
-        (``GlmmProblem.pirls``'s one-term path). Returns (status, iterations, log|L|²),
-        the status as :func:`_pirls_one_term`'s."""
+        state's arrays: η, μ, μ', u (every term's, first factor first), β, the last
+        solve's √d (the first factor's levels, ``root``) and √w (``GlmmProblem.pirls``'s
+        compiled path). Returns (status, iterations, log|L|²), the status as
+        :meth:`_pirls`'s."""
         cdef Py_ssize_t it = 0, j
         cdef double ld = 0.0
         cdef int status
         if self.has_mapping or x.shape[0] != self.ntheta:
             raise ValueError("state: a point of the stage's own coordinates")
-        status = self._run(&x[0], eta, mu, me, u, root, sw, &it, &ld)
+        if (eta.shape[0] != self.y.shape[0] or u.shape[0] != self.q
+                or root.shape[0] != self.l1 or beta.shape[0] != self.p):
+            raise ValueError("state: arrays of the problem's sizes")
+        self._point(&x[0])
+        with nogil:
+            status = self._pirls(eta, mu, me, u, root, sw, &it, &ld)
         for j in range(self.p):
             beta[j] = self.beta[j]
         return status, it, ld
 
-    cdef int _run(self, const double *x, double[::1] eta, double[::1] mu, double[::1] me,
-                  double[::1] u, double[::1] d, double[::1] sw, Py_ssize_t *it,
-                  double *ld) noexcept:
-        """:func:`_pirls_one_term` at the point ``x`` from the stage's start, into the
-        given state arrays (β into this object's); the status."""
-        self._point(x)
-        return _pirls_one_term(
-            self.y, self.wt, self.offset, self.lp0, self.fixed, self.xptr, self.xind,
-            self.xval, self.swX, self.codes, self.zc, self.theta[self.ti], self.joint,
-            self.link, self.thresh, self.variance, self.dev_a, self.dev_b, self.dev_c,
-            self.dev_const, self.tol, self.maxit, self.exact, self.max_polish,
-            self.eta_tol, eta, mu, me, u, self.beta, d, sw, self.eta_new, self.mu_new,
-            self.me_new, self.u_new, self.b_new, self.z, self.ru, self.Cw, self.S, self.rb,
-            self.no_pairs, it, ld)
+    cdef int _pirls(self, double[::1] eta, double[::1] mu, double[::1] me, double[::1] u,
+                    double[::1] d, double[::1] sw, Py_ssize_t *iterations,
+                    double *logdet) noexcept nogil:
+        """lme4's PIRLS (``pwrssUpdate``) at this object's θ (and β without ``joint``),
+        from η = offset + ``lp0`` (the stage's start) with u = 0 (and β = 0 when
+        ``joint``), into the given state arrays (β into this object's).
+
+        Each iteration: the working weights w = wt μ'² / V(μ) (``sw`` = √w) and response
+        z = η − fixed + (y − μ)/μ', and the weighted least squares by :func:`scalar_solve`
+        (status 4 where its system is not positive definite). Then η = fixed (+ Xβ) +
+        Z Λθ u (:func:`scalar_zlu`'s order), μ, μ' and the penalised deviance; lme4's
+        convergence test, the η-settled polish when ``exact``, and step halving (at most
+        20) with lme4's errors. ``fixed`` holds the offset (``joint``), or offset + Xβ;
+        ``link``: :data:`LOGIT`, :data:`PROBIT` (clipped at ``thresh``), :data:`CLOGLOG`
+        or :data:`LOG`; ``variance``: :data:`BINOMIAL` or :data:`POISSON`; ``dev_a``,
+        ``dev_b``, ``dev_c``, ``dev_const``: ``ResidualDeviance``'s coefficients.
+
+        Returns the status: 0 (converged), 1 (a non-finite penalised deviance after the
+        halvings), 2 (the halvings did not reduce it), 3 (``maxit`` iterations) or 4 (the
+        system not positive definite); the number of iterations and log|L|² = Σ log d +
+        2 Σ log L_jj (the later factors' pivots) of the last solve go to ``iterations``
+        and ``logdet``, and that solve's √d to ``d``."""
+        cdef Py_ssize_t n = self.y.shape[0], l1 = self.l1, rr = self.rr, q = self.q
+        cdef Py_ssize_t p = self.p if self.joint else 0, nb = self.p
+        cdef Py_ssize_t i, j, kk, it = 0
+        cdef int status = 3, halves, polish = 0
+        cdef bint done, joint = self.joint
+        cdef double wi, old = INFINITY, pdev, acc, moved, size, ld = 0.0, ldr = 0.0
+        cdef double t1 = self.theta[self.t1]
+        for j in range(rr):  # (each later column's θ: fixed while PIRLS runs)
+            self.tr[j] = self.theta[self.rest_theta[j]]
+        for i in range(n):  # the start, and the fixed part of η
+            eta[i] = self.offset[i] + self.lp0[i]
+            _link(self.link, eta[i], self.thresh, &mu[i], &me[i])
+            acc = self.offset[i]
+            if not joint:
+                for kk in range(self.xptr[i], self.xptr[i + 1]):
+                    acc += self.xval[kk] * self.beta[self.xind[kk]]
+            self.fixed[i] = acc
+        for j in range(q):
+            u[j] = 0.0
+        if joint:
+            for j in range(nb):
+                self.beta[j] = 0.0
+        for it in range(1, self.maxit + 1):
+            # the weighted least squares at the current state
+            for i in range(n):
+                if self.variance == 0:
+                    wi = self.wt[i] * me[i] * me[i] / (mu[i] * (1.0 - mu[i]))
+                else:
+                    wi = self.wt[i] * me[i] * me[i] / mu[i]
+                sw[i] = sqrt(wi)
+                self.z[i] = eta[i] - self.fixed[i] + (self.y[i] - mu[i]) / me[i]
+            if scalar_solve(sw, self.z, self.c1, self.z1, self.cr, self.zr, self.pinv,
+                            self.pcol, self.pptr, self.xptr, self.xind, self.xval,
+                            self.swX, t1, self.tr, p, self.dl, self.lptr, self.lrow,
+                            self.d, self.r1, self.vals, self.vs, self.BXs, self.M,
+                            self.rhs, self.u_new1):
+                status = 4
+                break
+            for j in range(rr):
+                self.u_new[l1 + j] = self.rhs[j]
+            for j in range(nb):
+                self.b_new[j] = self.rhs[rr + j] if joint else self.beta[j]
+            pdev = self._evaluate()
+            if isfinite(pdev) and fabs(old - pdev) < self.tol * fabs(pdev):
+                done = not self.exact or polish >= self.max_polish
+                if not done:  # η settled?
+                    moved = 0.0
+                    size = 0.0
+                    for i in range(n):
+                        moved = fmax(moved, fabs(self.eta_new[i] - eta[i]))
+                        size = fmax(size, fabs(self.eta_new[i]))
+                    done = n == 0 or moved <= self.eta_tol * (1.0 + size)
+                self._accept(eta, mu, me, u)
+                if done:
+                    status = 0
+                    break
+                polish += 1
+                old = pdev
+                continue
+            halves = 0
+            while (not isfinite(pdev) or pdev > old) and halves < _HALVINGS:
+                for j in range(q):
+                    self.u_new[j] = 0.5 * (u[j] + self.u_new[j])
+                if joint:
+                    for j in range(nb):
+                        self.b_new[j] = 0.5 * (self.beta[j] + self.b_new[j])
+                pdev = self._evaluate()
+                halves += 1
+            if not isfinite(pdev):
+                status = 1
+                break
+            if pdev - old > self.tol:
+                status = 2
+                break
+            self._accept(eta, mu, me, u)
+            old = pdev
+        for j in range(l1):
+            ld += log(self.d[j])
+            d[j] = sqrt(self.d[j])
+        if rr and status != 4:
+            for j in range(rr):
+                ldr += log(self.M[j, j])
+            ld = ld + 2.0 * ldr
+        iterations[0] = it
+        logdet[0] = ld
+        return status
+
+    cdef double _evaluate(self) noexcept nogil:
+        """η = fixed (+ Xβ) + Z Λθ u, μ, μ' and the penalised deviance at the step's (u,
+        β) (``u_new``, ``b_new``), into the step's arrays."""
+        cdef Py_ssize_t i, kk, a, n = self.y.shape[0], terms = self.zlu_codes.shape[0]
+        cdef bint xb_too = self.joint and self.p > 0
+        cdef double xb, acc
+        cdef const double *bp = &self.dev_b[0] if self.dev_b.shape[0] else NULL
+        cdef const double *cp = &self.dev_c[0] if self.dev_c.shape[0] else NULL
+        for i in range(n):
+            xb = self.fixed[i]
+            if xb_too:
+                for kk in range(self.xptr[i], self.xptr[i + 1]):
+                    xb += self.xval[kk] * self.b_new[self.xind[kk]]
+            acc = 0.0
+            for a in range(terms):
+                acc += self.zlu_z[a, i] * (self.u_new[self.zlu_codes[a, i]]
+                                           * self.theta[self.zlu_theta[a]])
+            self.eta_new[i] = xb + acc
+            _link(self.link, self.eta_new[i], self.thresh, &self.mu_new[i], &self.me_new[i])
+        return _penalised(n, &self.mu_new[0], &self.dev_a[0], bp, cp, self.dev_const,
+                          &self.u_new[0], self.q)
+
+    cdef void _accept(self, double[::1] eta, double[::1] mu, double[::1] me,
+                      double[::1] u) noexcept nogil:
+        """The step's state becomes the current one."""
+        cdef Py_ssize_t i
+        for i in range(eta.shape[0]):
+            eta[i] = self.eta_new[i]
+            mu[i] = self.mu_new[i]
+            me[i] = self.me_new[i]
+        for i in range(self.q):
+            u[i] = self.u_new[i]
+        for i in range(self.p):
+            self.beta[i] = self.b_new[i]
 
     cdef bint compute(self, const double *x, double *value) noexcept:
         """The deviance at the point ``x``; False (the error kept) where the first
-        stage's Schur complement is not positive definite."""
+        stage's system is not positive definite."""
         cdef Py_ssize_t it = 0
         cdef double ld = 0.0
-        cdef int status, nl = <int>self.u.shape[0], inc = 1
+        cdef int status, nq = <int>self.q, inc = 1
         cdef const double *bp = &self.dev_b[0] if self.dev_b.shape[0] else NULL
         cdef const double *cp = &self.dev_c[0] if self.dev_c.shape[0] else NULL
-        status = self._run(x, self.eta, self.mu, self.me, self.u, self.d, self.sw, &it, &ld)
+        self._point(x)
+        status = self._pirls(self.eta, self.mu, self.me, self.u, self.d, self.sw, &it, &ld)
         self.evaluations += 1
         if status == 4:
             self.error = np.linalg.LinAlgError("Singular matrix")
@@ -674,43 +699,5 @@ cdef class OneTermDeviance(LoggedObjective):
             return True
         value[0] = ((((_deviance_sum(self.y.shape[0], &self.mu[0], &self.dev_a[0], bp, cp)
                        + self.dev_const) + self.aic_const)
-                     + ddot(&nl, &self.u[0], &inc, &self.u[0], &inc)) + ld)
+                     + ddot(&nq, &self.u[0], &inc, &self.u[0], &inc)) + ld)
         return True
-
-
-cdef double _evaluate(Py_ssize_t n, bint joint, Py_ssize_t p, const double[::1] fixed,
-                      const int64_t[::1] xptr, const int64_t[::1] xind,
-                      const double[::1] xval, const int64_t[::1] codes,
-                      const double[::1] zc, double t, const double[::1] u_new,
-                      const double[::1] b_new, int link, double thresh,
-                      const double[::1] dev_a, const double *bp, const double *cp,
-                      double dev_const, double[::1] eta_new, double[::1] mu_new,
-                      double[::1] me_new, Py_ssize_t nl) noexcept nogil:
-    """η = fixed (+ Xβ) + z_c (θ u), μ, μ' and the penalised deviance at (u, β)."""
-    cdef Py_ssize_t i, kk
-    cdef double xb
-    for i in range(n):
-        xb = fixed[i]
-        if joint and p:
-            for kk in range(xptr[i], xptr[i + 1]):
-                xb += xval[kk] * b_new[xind[kk]]
-        eta_new[i] = xb + zc[i] * (t * u_new[codes[i]])
-        _link(link, eta_new[i], thresh, &mu_new[i], &me_new[i])
-    return _penalised(n, &mu_new[0], &dev_a[0], bp, cp, dev_const, &u_new[0], nl)
-
-
-cdef void _accept(Py_ssize_t n, Py_ssize_t nl, Py_ssize_t p, double[::1] eta,
-                  double[::1] mu, double[::1] me, double[::1] u, double[::1] beta,
-                  const double[::1] eta_new, const double[::1] mu_new,
-                  const double[::1] me_new, const double[::1] u_new,
-                  const double[::1] b_new) noexcept nogil:
-    """The step's state becomes the current one."""
-    cdef Py_ssize_t i
-    for i in range(n):
-        eta[i] = eta_new[i]
-        mu[i] = mu_new[i]
-        me[i] = me_new[i]
-    for i in range(nl):
-        u[i] = u_new[i]
-    for i in range(p):
-        beta[i] = b_new[i]

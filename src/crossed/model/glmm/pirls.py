@@ -18,11 +18,11 @@ test until η moves by less than :data:`ETA_TOL` (relative) in one step (at most
 :data:`MAX_POLISH` more iterations, usually one or two), so the criterion is the Laplace
 deviance at the mode, a smooth function (``LmerControl.pirls``). With ``joint=True`` PIRLS
 moves β with u (lme4's
-nAGQ = 0 stage). For a single scalar random-effects term the weighted system is diagonal
-and solved by sums per level (closed form), the whole loop in compiled code
-(``_scalar.pyx``); otherwise each iteration reweights the
-design's blocked-Cholesky PLS problem (:meth:`PLS.reweighted`). Validated against lme4
-1.1-31 (``tests/model/glmm``).
+nAGQ = 0 stage). Where every random-effects term is scalar (``(1 | g)`` or ``(0 + x |
+g)``) the whole loop runs in compiled code (``_scalar.pyx``), each iteration's system solved
+by ``scalar.ScalarSolver``'s kernel (one term: diagonal, sums per level in closed form);
+otherwise each iteration reweights the design's blocked-Cholesky PLS problem
+(:meth:`PLS.reweighted`). Validated against lme4 1.1-31 (``tests/model/glmm``).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ import numpy as np
 
 from crossed.model.glmm import _scalar
 from crossed.model.glmm.family import Family, ResidualDeviance, probit_threshold
-from crossed.model.glmm.scalar import ScalarSolver, csr_rows
+from crossed.model.glmm.scalar import ScalarSolver
 from crossed.model.pls import PLS
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ class PirlsError(ArithmeticError):
 T = TypeVar("T")
 
 
-#: lme4's words for PIRLS's failures, by the compiled kernel's status (``_scalar._pirls_one_term``)
+#: lme4's words for PIRLS's failures, by the compiled loop's status (``ScalarDeviance._pirls``)
 _LME4_ERRORS = {1: "PIRLS loop resulted in NaN value",
                   2: "(maxstephalfit) PIRLS step-halvings failed to reduce deviance in "
                      "pwrssUpdate",
@@ -96,9 +96,9 @@ def pirls_iterations(start: T, u: np.ndarray, beta: np.ndarray, joint: bool,
     solve, e.g. log|L|²); ``evaluate(state, u, β)`` gives the state at (u, β), from the
     current ``state``, and its penalised deviance; ``settled_at(new, old)`` says η has
     settled (``exact``: up to :data:`MAX_POLISH` more steps until it has). Returns the
-    final state, u, β and the number of iterations. (For one scalar term the compiled
-    kernel runs the same loop, ``_scalar._pirls_one_term``, where the calls would cost more
-    than the arithmetic.)
+    final state, u, β and the number of iterations. (For scalar terms the compiled kernel
+    runs the same loop, ``_scalar.ScalarDeviance``, where the calls would cost more than
+    the arithmetic.)
     """
     state, old, polish, it = start, math.inf, 0, 0
     for it in range(1, maxit + 1):  # noqa: B007
@@ -130,14 +130,12 @@ def pirls_iterations(start: T, u: np.ndarray, beta: np.ndarray, joint: bool,
 
 
 
-class _OneTermKernel:
-    """What the compiled one-term PIRLS reads besides the rows (built once per problem): X
-    by rows (:func:`~crossed.model.glmm.scalar.csr_rows`), the family's codes, the
-    residual deviance's coefficients and the start."""
+class _ScalarKernel:
+    """What the compiled PIRLS loop reads besides the rows and the terms' structure
+    (``ScalarSolver``; built once per problem): the family's codes, the residual
+    deviance's coefficients and the start."""
 
-    def __init__(self, X: np.ndarray, family: Family, resdev: ResidualDeviance,
-                 lp_start: np.ndarray):
-        self.xptr, self.xind, self.xval, self.swX = csr_rows(X)
+    def __init__(self, family: Family, resdev: ResidualDeviance, lp_start: np.ndarray):
         self.lp_start = np.ascontiguousarray(lp_start, dtype=float)
         """The linear predictor (without offset) at R's mustart: the start before lp0."""
         self.link = family.link.kernel
@@ -222,6 +220,9 @@ class GlmmProblem:
         self.scalar = (all(b.q == 1 for b in self.blocks) and not self.scalar1
                        and sum(b.nlevels for b in self.blocks[1:]) <= 4000)
         self._scalar = ScalarSolver(self.blocks, self.X) if self.scalar else None
+        # the compiled PIRLS loop's structure (every term scalar: the solver's, one term's)
+        self._structure = self._scalar if not self.scalar1 else ScalarSolver(self.blocks,
+                                                                             self.X)
         # all scalar terms: Z Λ u as one gather (theta index per u entry, codes per block)
         self._scalar_index: np.ndarray | None = None
         if all(b.q == 1 for b in self.blocks) and len(self.blocks) == 1:
@@ -238,8 +239,8 @@ class GlmmProblem:
                         bool(np.all(zc0 == 1.0)))
             self._s1_keys = (b0.codes.astype(np.int64)[:, None] * self.p
                              + np.arange(self.p)[None, :]).ravel()
-        self._s1_kernel: _OneTermKernel | None = None
-        self._s1_states: dict[bool, _scalar.OneTermDeviance] = {}  # (_pirls_s1's)
+        self._kernel: _ScalarKernel | None = None
+        self._states: dict[bool, _scalar.ScalarDeviance] = {}  # (_pirls_compiled's)
         self.inline_scalar = True  # (False: the general loop, for tests)
         self._pls_u: PLS | None = None
         self._pls_joint: PLS | None = None
@@ -247,15 +248,15 @@ class GlmmProblem:
         mustart = family.mustart(self.y, self.wt)
         self.eta_start = family.link.linkfun(mustart)
         self._deviance_terms(mustart)
-        if self.scalar1 and family.kernel >= 0 and family.link.kernel >= 0:
+        if self._structure is not None and family.kernel >= 0 and family.link.kernel >= 0:
             # (a family or link the kernel does not know takes the general loop)
-            self._s1_kernel = _OneTermKernel(self.X, family, self._resdev_kernel,
-                                             self.eta_start - self.offset)
+            self._kernel = _ScalarKernel(family, self._resdev_kernel,
+                                         self.eta_start - self.offset)
         self.last: PirlsState | None = None
         self.last_error: PirlsError | None = None
         """Why the latest failed PIRLS of :meth:`deviance0` stopped (lme4's words)."""
         self._evaluations = 0
-        self._compiled: list[_scalar.OneTermDeviance] = []
+        self._compiled: list[_scalar.ScalarDeviance] = []
         # lme4's lp0 (Xβ + ZΛu, no offset) where every PIRLS of a stage starts: None
         # until set (then R's mustart)
         self.lp0: np.ndarray | None = None
@@ -359,8 +360,8 @@ class GlmmProblem:
               start: PirlsState | None = None) -> PirlsState:
         """Conditional modes at θ (and β; ``joint``: β too) by PIRLS with step halving."""
         theta = np.asarray(theta, dtype=float)
-        if self._s1_kernel is not None and start is None and self.inline_scalar:
-            return self._pirls_s1(theta, beta, joint)
+        if self._kernel is not None and start is None and self.inline_scalar:
+            return self._pirls_compiled(theta, beta, joint)
         if joint:
             beta = np.zeros(self.p)
             u = np.zeros(self.q)
@@ -413,20 +414,19 @@ class GlmmProblem:
             state.pls, state.factor = info  # type: ignore[misc]
         return state
 
-    def _pirls_s1(self, theta: np.ndarray, beta: np.ndarray | None, joint: bool
-                  ) -> PirlsState:
-        """``pirls(theta, beta, joint)`` from lp0 with one scalar term: the whole loop in
-        one call of the compiled kernel (``_scalar._pirls_one_term`` through
-        :meth:`~crossed.model.glmm._scalar.OneTermDeviance.state`: the general loop's
-        steps, its sums per level in closed form, and the family's link, variance and
-        deviance element by element)."""
-        _, nl, _, _, _ = self._s1
-        kernel = self._s1_states.get(joint)
+    def _pirls_compiled(self, theta: np.ndarray, beta: np.ndarray | None, joint: bool
+                        ) -> PirlsState:
+        """``pirls(theta, beta, joint)`` from lp0 with scalar terms: the whole loop in one
+        call of the compiled kernel (:meth:`~crossed.model.glmm._scalar.ScalarDeviance.state`:
+        the general loop's steps, the solve of ``ScalarSolver`` (for one term, its sums
+        per level in closed form), and the family's link, variance and deviance element
+        by element)."""
+        kernel = self._states.get(joint)
         if kernel is None:
-            kernel = self._s1_states[joint] = self._one_term(joint, None)
-        assert self._s1_kernel is not None  # (one scalar term)
+            kernel = self._states[joint] = self._scalar_deviance(joint, None)
+        assert self._kernel is not None and self._structure is not None  # (scalar terms)
         lp0 = self.lp0_joint if joint else self.lp0
-        kernel.start_from(self._s1_kernel.lp_start if lp0 is None else lp0)
+        kernel.start_from(self._kernel.lp_start if lp0 is None else lp0)
         kernel.exact = self.exact
         point = np.asarray(theta, dtype=float)
         if not joint:
@@ -434,42 +434,41 @@ class GlmmProblem:
             point = np.concatenate([point, np.asarray(beta, dtype=float)])
         n = self.n
         eta, mu, me, sw = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
-        u, root, beta_out = np.empty(nl), np.empty(nl), np.empty(self.p)
+        u, beta_out = np.empty(self.q), np.empty(self.p)
+        root = np.empty(self._structure.l1)
         status, it, ld = kernel.state(point, eta, mu, me, u, beta_out, root, sw)
         if status:
             if status == 4:
                 raise np.linalg.LinAlgError("Singular matrix")
             raise PirlsError(_LME4_ERRORS[status])
         return PirlsState(u=u, beta=beta_out, eta=eta, mu=mu, ldL2=ld, sqrt_w=sw,
-                          iterations=it, diag=root)
+                          iterations=it, diag=root if self.scalar1 else None)
 
-    def _one_term(self, joint: bool, mapping: tuple[np.ndarray, ...] | None
-                  ) -> _scalar.OneTermDeviance:
-        """The compiled one-term PIRLS and Laplace deviance of a stage, from its start as
-        set now and with the current ``exact``."""
-        k = self._s1_kernel
-        assert k is not None  # (one scalar term)
-        codes, nl, zc, ti, _ = self._s1
+    def _scalar_deviance(self, joint: bool, mapping: tuple[np.ndarray, ...] | None
+                         ) -> _scalar.ScalarDeviance:
+        """The compiled PIRLS and Laplace deviance of a stage, from its start as set now
+        and with the current ``exact``."""
+        k = self._kernel
+        assert k is not None and self._structure is not None  # (scalar terms)
         lp0 = self.lp0_joint if joint else self.lp0
-        return _scalar.OneTermDeviance(
-            self.y, self.wt, self.offset, k.lp_start if lp0 is None else lp0, k.xptr, k.xind,
-            k.xval, k.swX, codes, nl, zc, ti, len(self.design.random.theta_lower),
-            self.p, joint, k.link, k.thresh, k.variance, k.dev_a, k.dev_b, k.dev_c,
-            k.dev_const, self._aic_const, self.tol, self.maxit, self.exact, MAX_POLISH,
-            ETA_TOL, mapping)
+        return _scalar.ScalarDeviance(
+            self._structure, self.y, self.wt, self.offset,
+            k.lp_start if lp0 is None else lp0, len(self.design.random.theta_lower), joint,
+            k.link, k.thresh, k.variance, k.dev_a, k.dev_b, k.dev_c, k.dev_const,
+            self._aic_const, self.tol, self.maxit, self.exact, MAX_POLISH, ETA_TOL, mapping)
 
     def compiled_deviance(self, joint: bool, mapping: tuple[np.ndarray, ...] | None = None
-                          ) -> _scalar.OneTermDeviance | None:
+                          ) -> _scalar.ScalarDeviance | None:
         """A stage's criterion as a compiled function for NLopt's C loop, or None where
-        PIRLS is not the compiled one-term kernel's: :meth:`deviance0` (``joint``) or the
-        Laplace :meth:`deviance` from the stage's start as set now (:meth:`set_lp0`) and
-        with the current ``exact``, on the same numbers
-        (:class:`~crossed.model.glmm._scalar.OneTermDeviance`); ``mapping``: (θ₀, β₀, s,
-        B, R) of the second stage's coordinates. Its PIRLS runs are counted in
-        :attr:`evaluations`."""
-        if self._s1_kernel is None or not self.inline_scalar:
+        PIRLS is not the compiled kernel's (a term that is not scalar, a family or link
+        it does not know): :meth:`deviance0` (``joint``) or the Laplace :meth:`deviance`
+        from the stage's start as set now (:meth:`set_lp0`) and with the current
+        ``exact``, on the same numbers (:class:`~crossed.model.glmm._scalar.ScalarDeviance`);
+        ``mapping``: (θ₀, β₀, s, B, R) of the second stage's coordinates. Its PIRLS runs
+        are counted in :attr:`evaluations`."""
+        if self._kernel is None or not self.inline_scalar:
             return None
-        dev = self._one_term(joint, mapping)
+        dev = self._scalar_deviance(joint, mapping)
         self._compiled.append(dev)
         return dev
 

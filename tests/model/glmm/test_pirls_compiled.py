@@ -1,5 +1,6 @@
-"""The compiled PIRLS of one scalar term (``_scalar.pirls_one_term``, what
-``GlmmProblem.pirls`` runs for one scalar term) against the general loop in NumPy
+"""The compiled PIRLS of scalar terms (``_scalar.ScalarDeviance``, what
+``GlmmProblem.pirls`` runs when every term is scalar: one, or several crossed or nested)
+against the general loop in NumPy
 (``inline_scalar = False``: ``pirls_iterations`` with the family's NumPy functions and the
 closed-form solve): the same iterations, states equal to rounding, and the same errors
 where PIRLS fails; for every link, with and without β, lme4's stopping rule and the
@@ -37,27 +38,47 @@ def _poisson(term: str = "1") -> cx.GlmerFit:
                         family="poisson")
 
 
+def _several(name: str) -> cx.GlmerFit:
+    """Several scalar terms: grouseticks' three (INDEX one level per row, BROOD and
+    LOCATION nested in it: the sparse lead) or a binary design's crossed two."""
+    if name == "grouse3":
+        d = pd.read_csv(DATA / "grouseticks.csv",
+                        dtype={"INDEX": str, "BROOD": str, "LOCATION": str, "YEAR": str})
+        formula, family = ("TICKS ~ YEAR + cHEIGHT + (1 | BROOD) + (1 | INDEX) + "
+                           "(1 | LOCATION)"), "poisson"
+    else:
+        d = pd.read_csv(DATA / "binary.csv")
+        formula, family = "correct ~ sys + (1 | item) + (1 | grp)", "binomial"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return cx.glmer(formula, d, family=family)
+
+
 def _model(name: str) -> cx.GlmerFit:
     if name == "poisson":
         return _poisson()
     if name == "poisson_slope":  # a covariate in the term: z_c ≠ 1
         return _poisson("0 + x")
+    if name in ("grouse3", "crossed2"):
+        return _several(name)
     return _cbpp(name)
 
 
-def _outcome(prob: GlmmProblem, x: np.ndarray, joint: bool):
+def _outcome(prob: GlmmProblem, x: np.ndarray, joint: bool, k: int = 1):
     try:
         with np.errstate(all="ignore"):  # (the NumPy loop's overflows far out)
-            return prob.pirls(x[:1], None if joint else x[1:], joint=joint)
+            return prob.pirls(x[:k], None if joint else x[k:], joint=joint)
     except PirlsError as exc:
         return str(exc)
 
 
 @pytest.mark.parametrize("exact", [False, True])
 @pytest.mark.parametrize("joint", [False, True])
-@pytest.mark.parametrize("model", ["logit", "probit", "cloglog", "poisson", "poisson_slope"])
+@pytest.mark.parametrize("model", ["logit", "probit", "cloglog", "poisson", "poisson_slope",
+                                   "grouse3", "crossed2"])
 def test_compiled_pirls_is_the_general_loop(model: str, joint: bool, exact: bool) -> None:
     fit = _model(model)
+    k = len(fit.theta)
     compiled, general = (GlmmProblem(fit.design, fit.family) for _ in range(2))
     general.inline_scalar = False
     rng = np.random.default_rng(3)
@@ -67,23 +88,38 @@ def test_compiled_pirls_is_the_general_loop(model: str, joint: bool, exact: bool
                x0 + np.r_[0.0, 800.0, np.zeros(len(x0) - 2)]]  # (Poisson: maxit)
     for pr in (compiled, general):
         pr.exact = exact
-        start = pr.pirls(x0[:1], None, joint=True)
+        start = pr.pirls(x0[:k], None, joint=True)
         pr.set_lp0(start, joint=True)
         pr.set_lp0(start, joint=False)
     for x in points:
-        a, b = _outcome(compiled, x, joint), _outcome(general, x, joint)
+        a, b = _outcome(compiled, x, joint, k), _outcome(general, x, joint, k)
         if isinstance(b, str):
             assert a == b
             continue
         assert not isinstance(a, str), a
-        assert a.iterations == b.iterations
+        # one term: the same iterations and states to 1e-9. Several: the loops' sums
+        # differ in rounding (Xβ by rows there, by BLAS here; exp and log libm's there,
+        # NumPy's here) and lme4's stopping test (a relative change of the penalised
+        # deviance below 1e-7) leaves the state short of the mode, where such differences
+        # carry further: states to 1e-7, and one iteration apart where the change is at
+        # the threshold (then that iteration's difference, 1e-6)
+        rtol = RTOL if k == 1 else 1e-7
+        if k > 1 and a.iterations != b.iterations:
+            assert abs(a.iterations - b.iterations) == 1
+            rtol = 1e-6
+        else:
+            assert a.iterations == b.iterations
         for name in ("u", "beta", "eta", "mu", "sqrt_w", "diag"):
             want = getattr(b, name)
+            if want is None:  # (diag: one term's alone)
+                assert getattr(a, name) is None
+                continue
             scale = float(np.max(np.abs(want))) if want.size else 0.0
-            np.testing.assert_allclose(getattr(a, name), want, rtol=RTOL,
-                                       atol=RTOL * scale, err_msg=name)
-        assert a.ldL2 == pytest.approx(b.ldL2, rel=RTOL)
-        assert compiled.laplace_of(a) == pytest.approx(general.laplace_of(b), rel=1e-12)
+            np.testing.assert_allclose(getattr(a, name), want, rtol=rtol,
+                                       atol=rtol * scale, err_msg=name)
+        assert a.ldL2 == pytest.approx(b.ldL2, rel=rtol)
+        assert compiled.laplace_of(a) == pytest.approx(general.laplace_of(b),
+                                                       rel=1e-12 if rtol == RTOL else 1e-9)
 
 
 @pytest.mark.parametrize("model", ["logit", "poisson"])
@@ -103,7 +139,7 @@ def test_a_family_the_kernel_does_not_know_takes_the_general_loop() -> None:
     unknown = dataclasses.replace(fit.family.link, kernel=-1)
     family = dataclasses.replace(fit.family, link=unknown)
     prob, known = GlmmProblem(fit.design, family), GlmmProblem(fit.design, fit.family)
-    assert prob._s1_kernel is None and known._s1_kernel is not None
+    assert prob._kernel is None and known._kernel is not None
     x0 = np.concatenate([fit.theta, fit.beta])
     a, b = prob.pirls(x0[:1], x0[1:], joint=False), known.pirls(x0[:1], x0[1:], joint=False)
     np.testing.assert_allclose(a.u, b.u, rtol=RTOL, atol=RTOL * float(np.max(np.abs(b.u))))
@@ -111,7 +147,7 @@ def test_a_family_the_kernel_does_not_know_takes_the_general_loop() -> None:
 
 # ------------------------------------------------------------------ the compiled criterion
 # A GLMM stage's compiled criterion (``GlmmProblem.compiled_deviance``: what NLopt's C loop
-# evaluates for one scalar term) against the Python criterion it stands for
+# evaluates for scalar terms) against the Python criterion it stands for
 # (``deviance0``, ``deviance`` and the second stage's ``to_x``): the same numbers, bit for
 # bit, for every link, near the optimum and far from it (failed PIRLS: +inf), each
 # evaluation logged; the derivative check's batch and the mapped log points too.
@@ -138,7 +174,8 @@ def _same(a: float, b: float) -> bool:
 
 
 @pytest.mark.parametrize("exact", [False, True])
-@pytest.mark.parametrize("model", ["logit", "probit", "cloglog", "poisson", "poisson_slope"])
+@pytest.mark.parametrize("model", ["logit", "probit", "cloglog", "poisson", "poisson_slope",
+                                   "grouse3", "crossed2"])
 def test_compiled_deviance_is_the_python_criterion(model: str, exact: bool) -> None:
     prob, theta, beta = _problem(model)
     prob.exact = exact
@@ -181,7 +218,7 @@ def test_compiled_deviance_is_the_python_criterion(model: str, exact: bool) -> N
     assert prob.evaluations - before == 3 * len(points) + 3 * len(points) + 2 * len(points)
 
 
-def test_no_compiled_deviance_off_the_one_term_kernel() -> None:
+def test_no_compiled_deviance_off_the_compiled_kernel() -> None:
     prob, _, _ = _problem("logit")
     prob.inline_scalar = False
     assert prob.compiled_deviance(joint=True) is None
@@ -193,17 +230,15 @@ def test_a_singular_first_stage_is_linalgs_error_and_stops_nlopt() -> None:
     Python path raises it: a call gives NaN and the error, NLopt's C run raises it."""
     from crossed.engines.native.optimize import Criterion, LmerControl, run_bobyqa
     from crossed.model.glmm import _scalar
-    from crossed.model.glmm.scalar import csr_rows
+    from crossed.model.glmm.scalar import ScalarSolver
 
     prob, theta, _ = _problem("logit")
     X = np.column_stack([prob.X, prob.X[:, 0]])
-    k = prob._s1_kernel
-    codes, nl, zc, ti, _ = prob._s1
-    xptr, xind, xval, swX = csr_rows(X)
-    crit = _scalar.OneTermDeviance(
-        prob.y, prob.wt, prob.offset, prob.lp0_joint, xptr, xind, xval, swX, codes, nl, zc,
-        ti, 1, X.shape[1], True, k.link, k.thresh, k.variance, k.dev_a, k.dev_b, k.dev_c,
-        k.dev_const, prob._aic_const, prob.tol, prob.maxit, False, 6, 1e-9)
+    k = prob._kernel
+    crit = _scalar.ScalarDeviance(
+        ScalarSolver(prob.blocks, X), prob.y, prob.wt, prob.offset, prob.lp0_joint, 1, True,
+        k.link, k.thresh, k.variance, k.dev_a, k.dev_b, k.dev_c, k.dev_const,
+        prob._aic_const, prob.tol, prob.maxit, False, 6, 1e-9)
     assert np.isnan(crit(np.ascontiguousarray(theta)))
     assert isinstance(crit.error, np.linalg.LinAlgError)
     crit.error = None
