@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from crossed.model.sparse_map import _self_products, _upper_products
+from crossed.model import sparse_map
+from crossed.model.sparse_map import _self_products, _upper_products, key_positions
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -22,3 +23,17 @@ def test_self_products_are_the_sparse_products(seed):
     theirs = _upper_products(A, A, np.arange(levels), levels)
     for a, b in zip(ours, theirs, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("space", [50, 70_000, 3_000_000])
+def test_key_positions_by_table_are_those_by_sorting(space: int, monkeypatch) -> None:
+    """The distinct keys and each entry's position: the table and the sort give the same
+    arrays, NumPy's unique and searchsorted."""
+    key = np.random.default_rng(space).integers(0, space, size=20_000)
+    uniq = np.unique(key)
+    expected = uniq, np.searchsorted(uniq, key)
+    for factor in (10**9, 0):  # (the table whatever the space; the sort from 2^16 on)
+        monkeypatch.setattr(sparse_map, "KEY_TABLE_FACTOR", factor)
+        for a, b in zip(key_positions(key, space), expected, strict=True):
+            np.testing.assert_array_equal(a, b)
+            assert a.dtype == np.int64

@@ -349,7 +349,8 @@ def upper_products(const int64_t[::1] a_ptr, const int64_t[::1] a_idx,
     """Σ_{s in k} Aa[s, i] Ab[s, j] for j <= i, per class k, as (target, k, value) sorted by
     target = j·r + i, then k, with exact zeros left out.
 
-    Aa, Ab: CSR (one row per level, r columns; int64 indices); ``keys``: the sorted
+    Aa, Ab: CSR (one row per level, r columns; int64 indices, Ab's sorted within each
+    row: a row's entries past column i are not visited); ``keys``: the sorted
     distinct i·ncls + k of Aa's entries and ``pos`` each entry's position in it. This is
     SciPy's product of Aa's entries spread over one row per key, transposed, with Ab, its
     upper part and the conversion to columns (``sparse_map._upper_products`` before this
@@ -409,8 +410,8 @@ def upper_products(const int64_t[::1] a_ptr, const int64_t[::1] a_idx,
                     v = t_val[t]
                     for jj in range(b_ptr[s], b_ptr[s + 1]):
                         j = b_idx[jj]
-                        if j > i:
-                            continue
+                        if j > i:  # (Ab's columns ascend within a row: none after)
+                            break
                         sums[j] += v * b_val[jj]
                         if chain[j] == -1:
                             chain[j] = head

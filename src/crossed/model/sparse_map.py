@@ -20,9 +20,9 @@ import scipy.sparse as sp
 from crossed._threads import helper_thread
 from crossed.model import _core
 
-__all__ = ["MAX_DENSE_PRODUCTS", "MIN_CLASSED_LEVELS", "LevelClasses", "Products", "SPLIT_NNZ",
-           "SUPPORT_FRACTION", "SparseMap", "T", "build_sparse_map", "level_classes",
-           "response_free_products"]
+__all__ = ["KEY_TABLE_FACTOR", "MAX_DENSE_PRODUCTS", "MIN_CLASSED_LEVELS", "LevelClasses",
+           "Products", "SPLIT_NNZ", "SUPPORT_FRACTION", "SparseMap", "T", "build_sparse_map",
+           "key_positions", "level_classes", "response_free_products"]
 
 T = TypeVar("T")
 _NONE = np.zeros(0)
@@ -38,6 +38,9 @@ MAX_DENSE_PRODUCTS = 100_000
 sparse-product overheads), else by sparse products."""
 SPLIT_NNZ = 200_000
 """From this many nonzeros on, W's product is shared with the helper thread."""
+KEY_TABLE_FACTOR = 4
+""":func:`key_positions` marks the keys in a table when their space is at most this many
+times their number (else sorts them)."""
 
 
 @dataclass(frozen=True)
@@ -328,23 +331,36 @@ def _products_at(A: np.ndarray, q: int, class_of: np.ndarray, ncls: int, j: np.n
     return cast(np.ndarray, products.transpose(3, 1, 2, 0).reshape(len(i), -1))
 
 
+def key_positions(key: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct values of ``key`` (integers in [0, ``space``)), sorted, and each
+    entry's position among them: by a table of the space where it is small beside the keys
+    (``KEY_TABLE_FACTOR``), else by sorting; the same arrays either way."""
+    if space <= max(KEY_TABLE_FACTOR * len(key), 1 << 16):
+        present = np.zeros(space, dtype=bool)
+        present[key] = True
+        return np.flatnonzero(present), (np.cumsum(present) - 1)[key]
+    keys = _sorted_union([np.sort(key)])
+    return keys, np.searchsorted(keys, key)
+
+
 def _upper_products(Aa: sp.csr_matrix, Ab: sp.csr_matrix, class_of: np.ndarray, ncls: int
                     ) -> Products:
     """Σ_{s in k} Aa[s, i] Ab[s, j] for j <= i, per class k, as (target, k, value) sorted by
     target = j·r + i, then k (Aa, Ab: one row per level, r columns)."""
     r = Aa.shape[1]
+    Ab.sort_indices()  # (the kernel reads each row of Ab up to column i: in order; A_1r's
+    # rows are sorted, so this only checks)
     # each stored Aa[s, i] belongs to the product's row (i, k), k the class of s; the rows
     # that occur are numbered in (i, k) order (at most one per stored entry, where r x
     # classes could be far more)
     key = Aa.indices.astype(np.int64) * ncls + np.repeat(class_of, np.diff(Aa.indptr))
-    keys = _sorted_union([np.sort(key)])
+    keys, pos = key_positions(key, r * ncls)
     # the products of Aa's rows spread over one column per (i, k), summed over the levels
     # in ascending order, kept where j <= i and sorted by (j, i, k): compiled, the same
     # sums as SciPy's sparse product (tests/model/test_core.py)
     return _core.upper_products(
-        Aa.indptr.astype(np.int64), Aa.indices.astype(np.int64), Aa.data,
-        np.searchsorted(keys, key), Ab.indptr.astype(np.int64), Ab.indices.astype(np.int64),
-        Ab.data, keys, ncls, r)
+        Aa.indptr.astype(np.int64), Aa.indices.astype(np.int64), Aa.data, pos,
+        Ab.indptr.astype(np.int64), Ab.indices.astype(np.int64), Ab.data, keys, ncls, r)
 
 
 def _self_products(A: sp.csr_matrix) -> Products:
