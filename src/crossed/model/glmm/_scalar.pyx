@@ -374,7 +374,8 @@ cdef class ScalarDeviance(LoggedObjective):
     """PIRLS and the Laplace deviance of a GLMM whose random-effects terms are all scalar
     (one or several), as a C function of a stage's point for a compiled optimiser loop
     (:class:`LoggedObjective`: logged, the optimiser stopped after an error), with its own
-    workspaces.
+    workspaces but the system's matrix (the structure's, shared by its solves of that
+    order: ``ScalarSolver.workspace``).
 
     ``structure`` is the problem's ``scalar.ScalarSolver`` (the terms' codes, covariates
     and θ positions, the pairs of first levels and later columns, X by rows, the sparse
@@ -440,7 +441,8 @@ cdef class ScalarDeviance(LoggedObjective):
         m = self.rr + (self.p if joint else 0)
         self.BXs = np.empty(max(self.l1 * (self.p if joint else 0), 1))
         self.rhs = np.empty(max(m, 1))
-        self.M = np.zeros((max(m, 1), max(m, 1)), order="F")
+        # (the structure's matrix of this order, shared: one of order 4,000 is 128 MB)
+        self.M = structure.workspace(m) if m else np.zeros((1, 1), order="F")
         self.theta, self.tvec = np.empty(k), np.empty(k)
         self.bt, self.rg = np.empty(self.p), np.empty(self.p)
         self.has_mapping = mapping is not None

@@ -161,6 +161,16 @@ class ScalarSolver:
         # new array of this size each time costs more in page faults than the solve
         self._work: dict[int, np.ndarray] = {}
 
+    def workspace(self, m: int) -> np.ndarray:
+        """The system's matrix of order ``m`` (Fortran order), one per order, shared by
+        every solve of this structure (this solver's and the compiled PIRLS loops',
+        ``_scalar.ScalarDeviance``): the entries a solve does not write are the zeros of
+        its first use, the same for every solve of that order."""
+        M = self._work.get(m)
+        if M is None:
+            M = self._work[m] = np.zeros((m, m), order="F")
+        return M
+
     def zlu(self, theta: np.ndarray, u: np.ndarray) -> np.ndarray:
         """Z Λθ u (u: the first factor's levels, then the later ones), by the compiled
         kernel in the terms' NumPy order of operations (the same values)."""
@@ -180,9 +190,7 @@ class ScalarSolver:
         d, r1, u1 = np.empty(l1), np.empty(l1), np.empty(l1)
         vals, vs = np.empty(len(self.pcol)), np.empty(len(self.pcol))
         BXs = np.empty(l1 * p)
-        M = self._work.get(m)
-        if M is None:
-            M = self._work[m] = np.zeros((m, m), order="F")
+        M = self.workspace(m)
         x = np.empty(m)
         info = _scalar.scalar_solve(
             np.ascontiguousarray(sw, dtype=float), np.ascontiguousarray(z, dtype=float),
