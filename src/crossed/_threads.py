@@ -50,7 +50,7 @@ def blas_threads(n: int | None) -> AbstractContextManager:
 
 
 _SINGLE_LOCK = threading.RLock()
-_HOLDING = threading.local()  # .depth: this thread's nesting of single_blas_thread
+_HOLDING = threading.local()  # .held: this thread is inside single_blas_thread
 
 
 @contextmanager
@@ -68,15 +68,15 @@ def single_blas_thread() -> Iterator[None]:
     interpreted code, which the GIL serialises anyway; parallel fits belong in processes
     (``crossed.simulate``'s backends), which this does not limit.
     """
-    if getattr(_HOLDING, "depth", 0):  # (this thread already holds the limit)
+    if getattr(_HOLDING, "held", False):  # (this thread already holds the limit)
         yield
         return
     with _SINGLE_LOCK, _controller().limit(limits=1, user_api="blas"):
-        _HOLDING.depth = 1
+        _HOLDING.held = True
         try:
             yield
         finally:
-            _HOLDING.depth = 0
+            _HOLDING.held = False
 
 
 def available_cpus() -> int:

@@ -339,8 +339,8 @@ def key_positions(key: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray]:
         present = np.zeros(space, dtype=bool)
         present[key] = True
         return np.flatnonzero(present), (np.cumsum(present) - 1)[key]
-    keys = _sorted_union([np.sort(key)])
-    return keys, np.searchsorted(keys, key)
+    keys, pos = np.unique(key, return_inverse=True)
+    return keys, pos.reshape(-1)
 
 
 def _upper_products(Aa: sp.csr_matrix, Ab: sp.csr_matrix, class_of: np.ndarray, ncls: int

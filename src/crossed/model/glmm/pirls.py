@@ -217,26 +217,21 @@ class GlmmProblem:
         self.sizes = [b.nlevels * b.q for b in self.blocks]
         self.q = int(sum(self.sizes))
         self.scalar1 = len(self.blocks) == 1 and self.blocks[0].q == 1
-        self.scalar = (all(b.q == 1 for b in self.blocks) and not self.scalar1
+        # every term scalar (one or several): the compiled PIRLS loop's structure, and the
+        # NumPy loop's solve for several terms (one term's is in closed form, below)
+        self.scalar = (all(b.q == 1 for b in self.blocks)
                        and sum(b.nlevels for b in self.blocks[1:]) <= 4000)
         self._scalar = ScalarSolver(self.blocks, self.X) if self.scalar else None
-        # the compiled PIRLS loop's structure (every term scalar: the solver's, one term's)
-        self._structure = self._scalar if not self.scalar1 else ScalarSolver(self.blocks,
-                                                                             self.X)
-        # all scalar terms: Z Λ u as one gather (theta index per u entry, codes per block)
+        # one scalar term: Z Λ u as one gather (theta index per u entry), and its sums
         self._scalar_index: np.ndarray | None = None
-        if all(b.q == 1 for b in self.blocks) and len(self.blocks) == 1:
+        if self.scalar1:
             b0 = self.blocks[0]
             self._scalar_index = np.full(b0.nlevels, int(b0.theta_index[0, 0]))
             self._all_codes = b0.codes
-            self._zs = b0.Z[:, 0]
+            self._zs = np.ascontiguousarray(b0.Z[:, 0], dtype=float)
             self._zs_ones = bool(np.all(self._zs == 1.0))
-        if self.scalar1:
-            b0 = self.blocks[0]
-            zc0 = np.ascontiguousarray(b0.Z[:, 0], dtype=float)
-            self._s1 = (np.ascontiguousarray(b0.codes, dtype=np.int64), b0.nlevels, zc0,
-                        int(b0.theta_index[0, 0]),
-                        bool(np.all(zc0 == 1.0)))
+            self._s1 = (np.ascontiguousarray(b0.codes, dtype=np.int64), b0.nlevels, self._zs,
+                        int(b0.theta_index[0, 0]), self._zs_ones)
             self._s1_keys = (b0.codes.astype(np.int64)[:, None] * self.p
                              + np.arange(self.p)[None, :]).ravel()
         self._kernel: _ScalarKernel | None = None
@@ -248,7 +243,7 @@ class GlmmProblem:
         mustart = family.mustart(self.y, self.wt)
         self.eta_start = family.link.linkfun(mustart)
         self._deviance_terms(mustart)
-        if self._structure is not None and family.kernel >= 0 and family.link.kernel >= 0:
+        if self._scalar is not None and family.kernel >= 0 and family.link.kernel >= 0:
             # (a family or link the kernel does not know takes the general loop)
             self._kernel = _ScalarKernel(family, self._resdev_kernel,
                                          self.eta_start - self.offset)
@@ -272,7 +267,7 @@ class GlmmProblem:
 
     def zlu(self, theta: np.ndarray, u: np.ndarray) -> np.ndarray:
         """Z Λθ u (the random part of the linear predictor)."""
-        if self._scalar_index is not None:  # scalar terms: θ_k z u[level]
+        if self._scalar_index is not None:  # one scalar term: θ z u[level]
             g: np.ndarray = (theta[self._scalar_index] * u)[self._all_codes]
             return g if self._zs_ones else self._zs * g  # (× 1.0 changes no bit)
         if self._scalar is not None:
@@ -424,7 +419,7 @@ class GlmmProblem:
         kernel = self._states.get(joint)
         if kernel is None:
             kernel = self._states[joint] = self._scalar_deviance(joint, None)
-        assert self._kernel is not None and self._structure is not None  # (scalar terms)
+        assert self._kernel is not None and self._scalar is not None  # (scalar terms)
         lp0 = self.lp0_joint if joint else self.lp0
         kernel.start_from(self._kernel.lp_start if lp0 is None else lp0)
         kernel.exact = self.exact
@@ -435,7 +430,7 @@ class GlmmProblem:
         n = self.n
         eta, mu, me, sw = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
         u, beta_out = np.empty(self.q), np.empty(self.p)
-        root = np.empty(self._structure.l1)
+        root = np.empty(self._scalar.l1)
         status, it, ld = kernel.state(point, eta, mu, me, u, beta_out, root, sw)
         if status:
             if status == 4:
@@ -449,10 +444,10 @@ class GlmmProblem:
         """The compiled PIRLS and Laplace deviance of a stage, from its start as set now
         and with the current ``exact``."""
         k = self._kernel
-        assert k is not None and self._structure is not None  # (scalar terms)
+        assert k is not None and self._scalar is not None  # (scalar terms)
         lp0 = self.lp0_joint if joint else self.lp0
         return _scalar.ScalarDeviance(
-            self._structure, self.y, self.wt, self.offset,
+            self._scalar, self.y, self.wt, self.offset,
             k.lp_start if lp0 is None else lp0, len(self.design.random.theta_lower), joint,
             k.link, k.thresh, k.variance, k.dev_a, k.dev_b, k.dev_c, k.dev_const,
             self._aic_const, self.tol, self.maxit, self.exact, MAX_POLISH, ETA_TOL, mapping)
