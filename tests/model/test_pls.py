@@ -759,3 +759,24 @@ def test_factor_batch_leaves_a_cancelling_pivot_to_the_caller(monkeypatch):
     assert pls.factor_batch(thetas).own.all()
     monkeypatch.setattr(pwrss, "CANCELLATION_LIMIT", 0.0)
     assert not pls.factor_batch(thetas).own.any()
+
+
+@pytest.mark.parametrize("formula", [
+    "y ~ x1 + (1 | model) + (1 + x1 | dataset)",
+    "y ~ x1 + (1 | model) + (1 | family:dataset) + (1 + x1 + x2 | dataset)",
+])
+def test_scaling_of_later_blocks_is_the_sparse_product_bit_for_bit(formula):
+    """S M formed block by block (``_scaled_rows``, at every θ of a non-scalar later block)
+    is SciPy's product with the sparse S (``scale_matrix``), bit for bit, with zeros in
+    T_k (a singular θ) and without."""
+    design = _design(formula)
+    pls = PLS.of(design)
+    assert not pls.scalar_later_blocks
+    rng = np.random.default_rng(3)
+    M = rng.normal(size=(pls.r, pls.r))
+    for theta in _thetas(design) + [np.where(np.isfinite(design.random.theta_lower), 0.0,
+                                             0.5)]:
+        np.testing.assert_array_equal(pls._scaled_rows(theta, M),
+                                      np.asarray(pls.scale_matrix(theta) @ M))
+        np.testing.assert_array_equal(pls._scaled_rows(theta, M.T),
+                                      np.asarray(pls.scale_matrix(theta) @ M.T))

@@ -642,6 +642,25 @@ class PLS:
         mats.append(sp.identity(self.p + 1))
         return sp.block_diag(mats, format="csr")
 
+    def _scaled_rows(self, theta: np.ndarray, M: np.ndarray) -> np.ndarray:
+        """S M for S = :meth:`scale_matrix` (a new array), formed densely block by block:
+        each level's rows of a later block combined by T_kᵀ, and each entry summed over
+        T_kᵀ's nonzeros in column order from zero, as SciPy's sparse product sums them (the
+        same numbers without building S at every θ)."""
+        out = np.array(M, dtype=float, order="C")
+        for b, (a0, a1) in zip(self.blocks[1:], self._scalar_ranges, strict=False):
+            q = b.q
+            Tt = b.template(theta).T
+            rows = out[a0:a1].reshape(b.nlevels, q, -1).copy()
+            res = out[a0:a1].reshape(b.nlevels, q, -1)
+            for i in range(q):
+                acc = np.zeros(rows.shape[::2])
+                for j in range(q):
+                    if Tt[i, j] != 0:
+                        acc += Tt[i, j] * rows[:, j, :]
+                res[:, i, :] = acc
+        return out
+
     def first_block(self, theta: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None,
                                                       np.ndarray | None, float, bool]:
         """Block 1 per level: Cholesky factors of B_s, G_s = T B_s⁻¹ Tᵀ, a half H_s of G_s
@@ -760,8 +779,7 @@ class PLS:
             C *= s[None, :]
         else:
             C = np.tril(C) + np.tril(C, -1).T
-            S = self.scale_matrix(theta)
-            C = np.asfortranarray(S @ np.asarray(S @ C).T)
+            C = np.asfortranarray(self._scaled_rows(theta, self._scaled_rows(theta, C).T))
         idx = self._diag_rand
         C[idx, idx] += 1.0
         return C
