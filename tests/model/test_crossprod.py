@@ -298,3 +298,28 @@ def test_column_products_are_scipys_products(formula: str, weighted: bool) -> No
         assert zrv.size == 0
     else:
         np.testing.assert_array_equal(zrv, rows.Zr.T @ v)
+
+
+def test_stored_like_shares_the_pattern_or_builds_its_own():
+    """stored_like gives stored's arrays; with the same nonzeros it shares the index
+    arrays of ``like`` (PIRLS's weighted A_1r), else it is stored's own matrix."""
+    from crossed.model.crossprod import stored, stored_like
+
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(6, 9)) * (rng.random((6, 9)) < 0.4)
+    like = stored(A)
+    B = np.where(A != 0, rng.normal(size=A.shape), 0.0)
+    got, want = stored_like(B, like), stored(B)
+    for attr in ("data", "indices", "indptr"):
+        np.testing.assert_array_equal(getattr(got, attr), getattr(want, attr))
+    assert got.indices is like.indices and got.indptr is like.indptr
+    assert got.data is not like.data and got.has_canonical_format
+    C = B.copy()
+    C[np.argwhere(B != 0)[0][0], np.argwhere(B != 0)[0][1]] = 0.0  # (one entry cancels)
+    got = stored_like(C, like)
+    assert got.indices is not like.indices and got.nnz == like.nnz - 1
+    np.testing.assert_array_equal(got.toarray(), C)
+    D = B.copy()
+    D[np.argwhere(B == 0)[0][0], np.argwhere(B == 0)[0][1]] = 1.0  # (a new nonzero)
+    np.testing.assert_array_equal(stored_like(D, like).toarray(), D)
+    np.testing.assert_array_equal(stored_like(B, None).toarray(), B)

@@ -17,6 +17,7 @@ over the rows' entries (``_core.row_products``), without forming Z₁ᵀ and Z_r
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -71,6 +72,22 @@ def stored(A: np.ndarray, fmt: type[sp.csr_matrix] | type[sp.csc_matrix] = sp.cs
     nonzero = A != 0
     indptr = np.concatenate(([0], np.cumsum(nonzero.sum(axis=1))))
     return fmt((A[nonzero], np.nonzero(nonzero)[1], indptr), shape=A.shape)
+
+
+def stored_like(A: np.ndarray, like: sp.csr_matrix | None) -> sp.csr_matrix:
+    """:func:`stored` of dense ``A``, sharing the index arrays of ``like`` (a matrix in
+    :func:`stored`'s form) where A's nonzeros are exactly like's: PIRLS's weighted products
+    at every iteration, whose pattern is the unweighted one's (the same arrays, without
+    SciPy's constructor and its checks)."""
+    if like is None or like.shape != A.shape:
+        return stored(A)
+    rows = np.repeat(np.arange(A.shape[0]), np.diff(like.indptr))
+    nonzero = A != 0
+    if np.count_nonzero(nonzero) != like.nnz or not nonzero[rows, like.indices].all():
+        return stored(A)  # (a weight of zero, or a product that cancels)
+    new = copy.copy(like)  # (a shallow copy: like's pattern, canonical, shared)
+    new.data = A[rows, like.indices]
+    return new
 
 
 def centre_of(xtx: np.ndarray, xty: np.ndarray, X: np.ndarray | None = None,

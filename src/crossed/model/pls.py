@@ -56,6 +56,7 @@ from crossed.model.crossprod import (
     RowMatrices,
     sparse_z,
     stored,
+    stored_like,
 )
 from crossed.model.factor import (
     Factor,
@@ -364,7 +365,7 @@ class PLS:
             self._diagonal = diagonal_lead(pattern, rest)
             self._w_cost, self._group_cost, self._level_groups = plan_update(
                 pattern, self.q1, self.r_rand, self.r, groups=self.update == "groups")
-        self._set_response(plan if same_rows else None)
+        self._set_response(plan if same_rows else None, pattern=plan)
 
     def _layout(self, first: ReBlock, rest: tuple[ReBlock, ...]) -> None:
         """The sizes of the part after the first block, and which θ scales which of its
@@ -456,11 +457,13 @@ class PLS:
         first block (-1 on X and y), (r,)."""
         return self._scale_index
 
-    def _set_response(self, plan: PLS | None = None) -> None:
+    def _set_response(self, plan: PLS | None = None, pattern: PLS | None = None) -> None:
         """The dense path's products with the centred response (from :attr:`products`) and
         the first-to-rest product they complete; ``plan``: the same rows with another
         response (:meth:`with_response`), whose A_1r and sparse map are reused where y's
-        column has the same nonzeros."""
+        column has the same nonzeros; ``pattern``: a problem of the same layout (PIRLS's
+        unweighted one, :meth:`reweighted`) whose A_1r's index arrays are shared where the
+        nonzeros are the same (:func:`stored_like`)."""
         products = self.products
         rr = self.r_rand
         Arr = np.empty((self.r, self.r))
@@ -474,11 +477,12 @@ class PLS:
         A1r = None if plan is None else plan._a1r_with(products.Z1tD[:, -1])
         plan_map = None if plan is None or A1r is None else plan._map  # (the same pattern:
         if A1r is None:  # the plan's map's positions hold)
+            like = None if pattern is None else pattern.A1r
             if self._Z1tZr is None:
-                A1r = stored(products.Z1tD)
+                A1r = stored_like(products.Z1tD, like)
             elif self._Z1tZr.shape[0] * self.r <= MAX_DENSE_ROW_PRODUCTS:  # (small: the
                 # nonzeros of the dense rows, the matrix hstack's canonical form holds)
-                A1r = stored(np.hstack([self._Z1tZr.toarray(), products.Z1tD]))
+                A1r = stored_like(np.hstack([self._Z1tZr.toarray(), products.Z1tD]), like)
             else:
                 A1r = sp.hstack([self._Z1tZr, stored(products.Z1tD)], format="csr")
                 A1r.sum_duplicates()
