@@ -300,6 +300,18 @@ CASES = CASES + (
         family="poisson",
     ),
     Case(
+        name="grouseticks_slope",
+        title=("grouseticks `TICKS ~ YEAR + cHEIGHT + (1 + cHEIGHT|LOCATION) + (1|BROOD)`, "
+               "403 rows, a correlated random slope (Poisson GLMM)"),
+        data="tests/data/glmm/grouseticks.csv",
+        formula="TICKS ~ YEAR + cHEIGHT + (1 + cHEIGHT | LOCATION) + (1 | BROOD)",
+        factors=("BROOD", "YEAR", "LOCATION"),
+        statsmodels=GLMM_STATSMODELS,
+        target_s=None,
+        min_repeat=3,
+        family="poisson",
+    ),
+    Case(
         name="items",
         title=("item-level `correct ~ system + (1|item) + (1|dataset)`, 20 systems x 5,000 "
                "items x 2 datasets = 200k binary rows (GLMM)"),
