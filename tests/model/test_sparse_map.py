@@ -23,6 +23,13 @@ def test_self_products_are_the_sparse_products(seed):
     theirs = _upper_products(A, A, np.arange(levels), levels)
     for a, b in zip(ours, theirs, strict=True):
         np.testing.assert_array_equal(a, b)
+    # each level its own class in another order (levels sorted by their A_s): the
+    # columns are the classes, as the sparse products' (the order W's argument reads)
+    class_of = rng.permutation(levels)
+    ours = _self_products(A, class_of)
+    theirs = _upper_products(A, A, class_of, levels)
+    for a, b in zip(ours, theirs, strict=True):
+        np.testing.assert_array_equal(a, b)
 
 
 @pytest.mark.parametrize("space", [50, 70_000, 3_000_000])

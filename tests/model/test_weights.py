@@ -69,3 +69,25 @@ def test_bad_weights() -> None:
     with pytest.warns(UserWarning, match="2 of 180 rows dropped"):
         f = cx.lmer("Reaction ~ Days + (1 | Subject)", d, weights="w")
     assert f.nobs == 178 and f.n_dropped == 2
+
+
+def test_weights_on_a_first_factor_of_many_levels_against_lme4() -> None:
+    """Prior weights make every level's A_s distinct: from 500 levels on, the sparse map
+    classes them in the order of their A_s, and W's columns must follow those classes.
+    Before the fix its columns were the levels' own order, G was gathered by class, and
+    this fit went to a criterion 392 below lme4's (β 4.65 instead of 0.023): a plausible
+    wrong number. ``tests/data/weighted_levels.csv.gz``: 3,000 rows, 520 levels of ``a``
+    crossed with 100 of ``b``, weights uniform on [0.5, 2]. lme4 1.1-31::
+
+        d <- read.csv(gzfile("tests/data/weighted_levels.csv.gz"))
+        m <- lmer(y ~ 1 + (1 | a) + (1 | b), d, weights = w)
+        -2 * logLik(m); getME(m, "theta"); fixef(m); sigma(m)
+        # 9319.2204880446  0.37010665 0.46093904  0.0232254987  1.1242092598
+    """
+    d = pd.read_csv(DATA / "weighted_levels.csv.gz")
+    fit = cx.lmer("y ~ 1 + (1 | a) + (1 | b)", d, weights="w")
+    assert fit.pls.sparse_map is not None  # (the path of the fault)
+    assert fit.deviance == pytest.approx(9319.2204880446, rel=1e-9)
+    np.testing.assert_allclose(fit.theta, [0.37010665, 0.46093904], rtol=1e-4)
+    np.testing.assert_allclose(fit.beta, [0.0232254987], rtol=1e-4)
+    assert fit.sigma == pytest.approx(1.1242092598, rel=1e-6)

@@ -185,7 +185,7 @@ def build_sparse_map(A1r: sp.csr_matrix, A11: np.ndarray, Arr: np.ndarray,
         updated, W_updated = _dense_products(A1r, q, class_of, ncls)
     else:
         if free is None and q == 1 and ncls == A11.shape[0]:  # (every level its class)
-            blocks = [_self_products(A1r)]
+            blocks = [_self_products(A1r, class_of)]
         elif free is None:
             by_row = _rows_by_position(A1r, q)
             blocks = [_upper_products(by_row[a], by_row[b], class_of, ncls)
@@ -363,11 +363,12 @@ def _upper_products(Aa: sp.csr_matrix, Ab: sp.csr_matrix, class_of: np.ndarray, 
         Ab.indptr.astype(np.int64), Ab.indices.astype(np.int64), Ab.data, keys, ncls, r)
 
 
-def _self_products(A: sp.csr_matrix) -> Products:
-    """:func:`_upper_products` of A with itself, each level its own class (q₁ = 1): the
-    products A[s, i] A[s, j], j <= i, of each row's stored entries, formed pair by pair
-    in NumPy (a level's row holds a column once, so there is nothing to sum), without the
-    sparse products' call overheads; the same (target, k, value), sorted by target then k.
+def _self_products(A: sp.csr_matrix, class_of: np.ndarray | None = None) -> Products:
+    """:func:`_upper_products` of A with itself, each level its own class (q₁ = 1; level
+    s in class ``class_of[s]``, default s): the products A[s, i] A[s, j], j <= i, of each
+    row's stored entries, formed pair by pair in NumPy (a level's row holds a column once,
+    so there is nothing to sum), without the sparse products' call overheads; the same
+    (target, k, value), sorted by target then k.
     """
     ls, r = A.shape
     counts = np.diff(A.indptr)
@@ -378,7 +379,7 @@ def _self_products(A: sp.csr_matrix) -> Products:
     second = first + (np.arange(len(first)) - start)
     j, i = A.indices[first].astype(np.int64), A.indices[second].astype(np.int64)
     target = j * r + i
-    k = row[first]
+    k = row[first] if class_of is None else class_of[row[first]]  # (a level's class)
     order = np.argsort(target * ls + k, kind="stable")
     return target[order], k[order], (A.data[first] * A.data[second])[order]
 
