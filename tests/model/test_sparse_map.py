@@ -44,3 +44,82 @@ def test_key_positions_by_table_are_those_by_sorting(space: int, monkeypatch) ->
         for a, b in zip(key_positions(key, space), expected, strict=True):
             np.testing.assert_array_equal(a, b)
             assert a.dtype == np.int64
+
+
+def _weighted_problems(case: str = "grouseticks"):
+    """A PIRLS problem without X, a scalar first block and a correlated slope after it,
+    unweighted, a working response and two weights: grouseticks' (W dense) or 400 items
+    crossed with 8 systems (W sparse)."""
+    import pandas as pd
+
+    from crossed.design import build_design
+    from crossed.formula.spec import parse
+    from crossed.model.pls import PLS
+
+    if case == "grouseticks":
+        data = pd.read_csv("tests/data/glmm/grouseticks.csv")
+        for c in ("BROOD", "YEAR", "LOCATION"):
+            data[c] = data[c].astype(str)
+        formula = "TICKS ~ YEAR + cHEIGHT + (1 + cHEIGHT | LOCATION) + (1 | BROOD)"
+    else:
+        gen = np.random.default_rng(1)
+        item, system = np.repeat(np.arange(400), 8), np.tile(np.arange(8), 400)
+        data = pd.DataFrame({"item": item.astype(str), "system": system.astype(str),
+                             "x": gen.normal(size=400)[item],
+                             "TICKS": gen.integers(0, 2, item.size)})
+        formula = "TICKS ~ x + (1 | item) + (1 + x | system)"
+    design = build_design(parse(formula), data)
+    update = None if case == "grouseticks" else "sparse"  # (items: the map, not groups)
+    base = PLS(design.random.blocks, design.X[:, :0], design.y, update=update)
+    assert base.sparse_map is not None and not base.scalar_later_blocks
+    rng = np.random.default_rng(0)
+    y = np.log1p(design.y) + 0.1  # (a working response: no zero sums per level)
+    w1, w2 = (rng.uniform(0.2, 3.0, design.n) for _ in range(2))
+    return design, base, y, np.sqrt(w1), np.sqrt(w2)
+
+
+@pytest.mark.parametrize("case", ["grouseticks", "items"])
+def test_a_reweighted_map_is_a_fresh_build(case):
+    """PIRLS's second weighted problem shares the first one's patterns (A_1r's index
+    arrays, W's pairs) and its W, factor and solution are those built afresh, bit for
+    bit; the unweighted y's zeros (levels without ticks) do not stop the sharing."""
+    from crossed.model.pls import PLS
+
+    design, base, y, s1, s2 = _weighted_problems(case)
+    first = base.reweighted(s1, y)
+    second = base.reweighted(s2, y)
+    assert sp.issparse(second.sparse_map.W) == (case == "items")
+    assert second.A1r.indices is first.A1r.indices  # (the shared pattern)
+    assert second.sparse_map.pairs is first.sparse_map.pairs  # (W from the kept pairs)
+    fresh = PLS(design.random.blocks, design.X[:, :0], design.y,
+                update=base.update).reweighted(s2, y)
+    assert fresh.A1r.indices is not first.A1r.indices
+    W1, W2 = second.sparse_map.W, fresh.sparse_map.W
+    if sp.issparse(W1):
+        for attr in ("data", "indices", "indptr"):
+            np.testing.assert_array_equal(getattr(W1, attr), getattr(W2, attr))
+    else:
+        np.testing.assert_array_equal(W1, W2)
+    np.testing.assert_array_equal(second.sparse_map.rows, fresh.sparse_map.rows)
+    theta = np.array([0.8, 0.4, -0.1, 0.05])
+    f, g = second.factor(theta), fresh.factor(theta)
+    assert (f.ldL2, f.pwrss) == (g.ldL2, g.pwrss)
+    (b1, u1), (b2, u2) = second.solve(f), fresh.solve(g)
+    np.testing.assert_array_equal(b1, b2)
+    for a, b in zip(u1, u2, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_a_reweighted_map_is_built_again_where_the_pattern_differs():
+    """Weights of zero on a level's rows remove its entries of A_1r: no pattern to share,
+    W built afresh."""
+    design, base, y, s1, s2 = _weighted_problems()
+    first = base.reweighted(s1, y)
+    codes = design.random.blocks[0].codes
+    s2 = np.where(codes == codes[0], 0.0, s2)
+    m = first.sparse_map
+    second = base.reweighted(s2, y)
+    assert second.A1r.indices is not first.A1r.indices
+    assert m.reweighted(second.A1r, second.A11) is None
+    fresh = sparse_map.build_sparse_map(second.A1r, second.A11, second.Arr, support=False)
+    np.testing.assert_array_equal(second.sparse_map.W, fresh.W)

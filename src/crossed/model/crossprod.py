@@ -74,17 +74,19 @@ def stored(A: np.ndarray, fmt: type[sp.csr_matrix] | type[sp.csc_matrix] = sp.cs
     return fmt((A[nonzero], np.nonzero(nonzero)[1], indptr), shape=A.shape)
 
 
-def stored_like(A: np.ndarray, like: sp.csr_matrix | None) -> sp.csr_matrix:
-    """:func:`stored` of dense ``A``, sharing the index arrays of ``like`` (a matrix in
-    :func:`stored`'s form) where A's nonzeros are exactly like's: PIRLS's weighted products
-    at every iteration, whose pattern is the unweighted one's (the same arrays, without
-    SciPy's constructor and its checks)."""
-    if like is None or like.shape != A.shape:
-        return stored(A)
+def stored_like(A: np.ndarray, like: sp.csr_matrix | sp.csc_matrix | None,
+                fmt: type[sp.csr_matrix] | type[sp.csc_matrix] = sp.csr_matrix
+                ) -> sp.csr_matrix | sp.csc_matrix:
+    """:func:`stored` of dense ``A`` (``fmt`` as there), sharing the index arrays of
+    ``like`` (a matrix in :func:`stored`'s form, of the same ``fmt``) where A's nonzeros
+    are exactly like's: PIRLS's weighted products at every iteration, whose pattern is the
+    unweighted one's (the same arrays, without SciPy's constructor and its checks)."""
+    if like is None or like.shape != A.shape or type(like) is not fmt:
+        return stored(A, fmt)
     rows = np.repeat(np.arange(A.shape[0]), np.diff(like.indptr))
     nonzero = A != 0
     if np.count_nonzero(nonzero) != like.nnz or not nonzero[rows, like.indices].all():
-        return stored(A)  # (a weight of zero, or a product that cancels)
+        return stored(A, fmt)  # (a weight of zero, or a product that cancels)
     new = copy.copy(like)  # (a shallow copy: like's pattern, canonical, shared)
     new.data = A[rows, like.indices]
     return new
@@ -340,8 +342,11 @@ class CrossProducts:
 
     @classmethod
     def from_rows(cls, rows: RowMatrices, y: np.ndarray, ldW: float = 0.0,
-                  centre: np.ndarray | None = None) -> CrossProducts:
-        """The cross-products of ``rows`` and the response ``y`` (scaled as the rows)."""
+                  centre: np.ndarray | None = None, like: CrossProducts | None = None
+                  ) -> CrossProducts:
+        """The cross-products of ``rows`` and the response ``y`` (scaled as the rows);
+        ``like``: products of rows with the same blocks and levels (other weights), whose
+        sparse Z₁ᵀZ_r and Z_rᵀZ_r patterns are shared where they hold."""
         X = rows.X
         n, p = X.shape
         xtx = X.T @ X
@@ -353,8 +358,12 @@ class CrossProducts:
             z1r, zrr, Z1tD, ZrtD = rows.dense_products(dense)
             diagonal = np.diagonal(zrr)
             if later:
-                free = (cast(sp.csr_matrix, stored(z1r)),
-                        cast(sp.csc_matrix, stored(zrr, sp.csc_matrix)))
+                if like is not None and like.Z1tZr is not None and like.ZrtZr is not None:
+                    free = (stored_like(z1r, like.Z1tZr),
+                            cast(sp.csc_matrix, stored_like(zrr, like.ZrtZr, sp.csc_matrix)))
+                else:
+                    free = (cast(sp.csr_matrix, stored(z1r)),
+                            cast(sp.csc_matrix, stored(zrr, sp.csc_matrix)))
             else:
                 ZrtD = None
         else:
@@ -405,12 +414,15 @@ class CrossProducts:
 
     @classmethod
     def reweighted(cls, blocks: Sequence[ReBlock], X: np.ndarray, sqrt_w: np.ndarray,
-                   y: np.ndarray) -> tuple[CrossProducts, RowMatrices]:
+                   y: np.ndarray, like: CrossProducts | None = None
+                   ) -> tuple[CrossProducts, RowMatrices]:
         """The cross-products of the rows of ``[Z X]`` scaled by ``sqrt_w`` and the response
-        ``y`` scaled by it (PIRLS's working weights and response), and those rows."""
+        ``y`` scaled by it (PIRLS's working weights and response), and those rows;
+        ``like``: the unweighted rows' products, whose sparse patterns are shared where
+        they hold (:func:`stored_like`)."""
         rows = RowMatrices.of(blocks, X, sqrt_w)
         y = np.asarray(y, dtype=float) * sqrt_w
-        return cls.from_rows(rows, y), rows
+        return cls.from_rows(rows, y, like=like), rows
 
     # ------------------------------------------------------------------ sums of chunks
     def __add__(self, other: CrossProducts) -> CrossProducts:

@@ -263,22 +263,27 @@ class PLS:
         products does not change with the weights. The pwrss is the factor's own
         (``residual_pwrss`` "never"); the blocks keep the unweighted Z."""
         blocks, X = self.source
-        products, rows = CrossProducts.reweighted(blocks, X, sqrt_w, y)
+        # the sparse patterns of the last weighted problem (the working response's, which
+        # the unweighted y's zeros do not have) are shared where they hold: the same arrays
+        last = self.__dict__.get("_last_weighted", self)
+        products, rows = CrossProducts.reweighted(blocks, X, sqrt_w, y, like=last.products)
         new = PLS.__new__(PLS)
         new._build(products, blocks, self.update, None, rows,
-                   np.asarray(y, dtype=float) * sqrt_w, plan=self)
+                   np.asarray(y, dtype=float) * sqrt_w, plan=self, template=last)
         new.source = self.source
+        self._last_weighted = new
         return new
 
     def _build(self, products: CrossProducts, blocks: tuple[ReBlock, ...],
                update: str | None, schur: str | None, rows: RowMatrices | None,
-               y: np.ndarray, plan: PLS | None = None) -> None:
+               y: np.ndarray, plan: PLS | None = None, template: PLS | None = None) -> None:
         """Everything that depends on the cross-products but not on θ.
 
         ``plan``: a problem of the same pattern whose update plan is reused: PIRLS's
         working weights (:meth:`reweighted`), or the same rows with another response
         (:meth:`with_response`: ``products`` share its y-free products, and so does
-        everything formed from them alone)."""
+        everything formed from them alone). ``template``: a problem of the same layout whose
+        sparse patterns are shared where they hold (default ``plan``)."""
         same_rows = plan is not None and products.A11 is plan.A11
         if update not in (None, "groups", "sparse"):
             raise ValueError(f"update must be None, 'groups' or 'sparse', got {update!r}")
@@ -366,7 +371,8 @@ class PLS:
             self._diagonal = diagonal_lead(pattern, rest)
             self._w_cost, self._group_cost, self._level_groups = plan_update(
                 pattern, self.q1, self.r_rand, self.r, groups=self.update == "groups")
-        self._set_response(plan if same_rows else None, pattern=plan)
+        self._set_response(plan if same_rows else None,
+                           pattern=plan if template is None else template)
 
     def _layout(self, first: ReBlock, rest: tuple[ReBlock, ...]) -> None:
         """The sizes of the part after the first block, and which θ scales which of its
@@ -502,13 +508,17 @@ class PLS:
                             for levels, cols in self._level_groups]
         else:
             kept = None if plan_map is None else plan_map.with_response(A1r, self.A11, Arr)
+            source = plan
+            if kept is None and plan is None and pattern is not None and (
+                    pattern._map is not None):  # (PIRLS's weights: the same pairs)
+                kept, source = pattern._map.reweighted(A1r, self.A11), pattern
             self._map = kept if kept is not None else build_sparse_map(
                 A1r, self.A11, self.Arr, support=self._rest_scalar and self.r_rand > 0,
                 free=self._free)
             self._classes = LevelClasses.of(self._map, self.A11)
             self._small = self._small_dense()
-            if self._rest_scalar and kept is not None and plan is not None:
-                self._scale_pair = plan._scale_pair  # (the kept map's entries: the plan's)
+            if self._rest_scalar and kept is not None and source is not None:
+                self._scale_pair = source._scale_pair  # (the kept map's entries: its)
             elif self._rest_scalar:  # each entry's scale s_i s_j as a position in θ̃ ⊗ θ̃,
                 # θ̃ = (θ, 1) (the X and y columns' index -1 is the appended 1)
                 k = 2 + max(int(b.theta_index.max()) for b in self.blocks)

@@ -10,8 +10,9 @@ column per entry of G.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar, cast
 
 import numpy as np
@@ -82,6 +83,32 @@ class SparseMap:
         default_factory=dict, compare=False, repr=False)
     """y's entries of the update (W's rows there, and their columns in A_1r), found at the
     first new response (:meth:`with_response`) and shared with the maps of later ones."""
+    pairs: _Pairs | None = field(default=None, compare=False, repr=False)
+    """Where each level is its own class and W came from each level's pairs of A_1r
+    entries (:func:`_self_pairs`): how W's stored values are formed from A_1r's, for
+    :meth:`reweighted`; else None."""
+
+    def reweighted(self, A1r: sp.csr_matrix, A11: np.ndarray) -> SparseMap | None:
+        """This map for an A_1r of the same pattern, sharing its index arrays (PIRLS's
+        weighted products, :func:`crossprod.stored_like`): W's values are the products of
+        the same pairs of A_1r's entries (as :func:`build_sparse_map` forms them: the same
+        W), its positions shared; None where that does not hold (W not formed from pairs,
+        C assembled on the support of A_rr, or the levels' classes not this map's: the
+        order of W's columns)."""
+        pairs = self.pairs
+        if pairs is None or A1r.indices is not pairs.indices or self.arr is not None:
+            return None
+        rep, class_of = level_classes(A11)
+        if len(rep) != A11.shape[0] or not np.array_equal(class_of, self.class_of):
+            return None
+        values = A1r.data[pairs.first] * A1r.data[pairs.second]
+        if pairs.at is None:  # (a CSR W: its pattern shared)
+            W: Any = copy.copy(self.W)
+            W.data = values
+        else:
+            W = np.zeros(self.W.shape)
+            W[pairs.at] = values
+        return replace(self, W=W, parts=row_parts(W))
 
     def with_response(self, A1r: sp.csr_matrix, A11: np.ndarray, Arr: np.ndarray
                       ) -> SparseMap | None:
@@ -180,12 +207,15 @@ def build_sparse_map(A1r: sp.csr_matrix, A11: np.ndarray, Arr: np.ndarray,
     r = Arr.shape[0]
     rep, class_of = level_classes(A11)
     ncls = len(rep)
+    pairs = None
     if _dense(A11, r):
         blocks = None
         updated, W_updated = _dense_products(A1r, q, class_of, ncls)
     else:
         if free is None and q == 1 and ncls == A11.shape[0]:  # (every level its class)
-            blocks = [_self_products(A1r, class_of)]
+            target, k, first, second = _self_pairs(A1r, class_of)
+            pairs = _Pairs(A1r.indices, first, second)
+            blocks = [(target, k, A1r.data[first] * A1r.data[second])]
         elif free is None:
             by_row = _rows_by_position(A1r, q)
             blocks = [_upper_products(by_row[a], by_row[b], class_of, ncls)
@@ -212,10 +242,12 @@ def build_sparse_map(A1r: sp.csr_matrix, A11: np.ndarray, Arr: np.ndarray,
         W = W[0] if len(W) == 1 else sp.hstack(W, format="csr")
     if sp.issparse(W) == (W.shape[0] * W.shape[1] <= 50_000):  # small: dense (no sparse-
         W = W.toarray() if sp.issparse(W) else sp.csr_matrix(W)  # product call overhead)
+        if pairs is not None:  # (W's stored values at their rows and columns)
+            pairs = replace(pairs, at=(np.searchsorted(rows, target), k))
     parts = row_parts(W)
     identity = bool(len(rep) == A11.shape[0] and np.array_equal(rep, np.arange(len(rep))))
     return SparseMap(W=W, rows=rows, i=rows // r, j=rows % r, arr=arr, rep=rep,
-                     class_of=class_of, parts=parts, identity=identity)
+                     class_of=class_of, parts=parts, identity=identity, pairs=pairs)
 
 
 Parts = tuple[tuple[int, int, Any], ...]
@@ -363,6 +395,18 @@ def _upper_products(Aa: sp.csr_matrix, Ab: sp.csr_matrix, class_of: np.ndarray, 
         Ab.indptr.astype(np.int64), Ab.indices.astype(np.int64), Ab.data, keys, ncls, r)
 
 
+@dataclass(frozen=True)
+class _Pairs:
+    """W's stored values as products A_1r.data[first] * A_1r.data[second], for an A_1r
+    with the index arrays ``indices`` (``at``: their positions in a dense W, or None for
+    W's CSR storage order)."""
+
+    indices: np.ndarray
+    first: np.ndarray
+    second: np.ndarray
+    at: tuple[np.ndarray, np.ndarray] | None = None
+
+
 def _self_products(A: sp.csr_matrix, class_of: np.ndarray | None = None) -> Products:
     """:func:`_upper_products` of A with itself, each level its own class (q₁ = 1; level
     s in class ``class_of[s]``, default s): the products A[s, i] A[s, j], j <= i, of each
@@ -370,6 +414,14 @@ def _self_products(A: sp.csr_matrix, class_of: np.ndarray | None = None) -> Prod
     so there is nothing to sum), without the sparse products' call overheads; the same
     (target, k, value), sorted by target then k.
     """
+    target, k, first, second = _self_pairs(A, class_of)
+    return target, k, A.data[first] * A.data[second]
+
+
+def _self_pairs(A: sp.csr_matrix, class_of: np.ndarray | None = None
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_self_products`' (target, k) and the positions in A.data of each product's
+    two factors, sorted by target then k (from A's pattern alone)."""
     ls, r = A.shape
     counts = np.diff(A.indptr)
     row = np.repeat(np.arange(ls, dtype=np.int64), counts)
@@ -381,7 +433,7 @@ def _self_products(A: sp.csr_matrix, class_of: np.ndarray | None = None) -> Prod
     target = j * r + i
     k = row[first] if class_of is None else class_of[row[first]]  # (a level's class)
     order = np.argsort(target * ls + k, kind="stable")
-    return target[order], k[order], (A.data[first] * A.data[second])[order]
+    return target[order], k[order], first[order], second[order]
 
 
 def _row_slice(W: sp.csr_matrix, lo: int, hi: int) -> sp.csr_matrix:
