@@ -84,11 +84,11 @@ def stored_like(A: np.ndarray, like: sp.csr_matrix | sp.csc_matrix | None,
     if like is None or like.shape != A.shape or type(like) is not fmt:
         return stored(A, fmt)
     rows = np.repeat(np.arange(A.shape[0]), np.diff(like.indptr))
-    nonzero = A != 0
-    if np.count_nonzero(nonzero) != like.nnz or not nonzero[rows, like.indices].all():
+    data = A[rows, like.indices]
+    if np.count_nonzero(A) != like.nnz or np.count_nonzero(data) != like.nnz:
         return stored(A, fmt)  # (a weight of zero, or a product that cancels)
     new = copy.copy(like)  # (a shallow copy: like's pattern, canonical, shared)
-    new.data = A[rows, like.indices]
+    new.data = data
     return new
 
 

@@ -37,6 +37,7 @@ factors it by QDLDL; its factorisations are :class:`SparseFactor`, which ``solve
 from __future__ import annotations
 
 import copy
+import functools
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
@@ -105,6 +106,13 @@ _SMALL_SCHUR = 256
 _ONE = np.ones(1)
 _NO_PAIRS = np.zeros(0, dtype=np.int64)
 
+
+
+@functools.lru_cache(maxsize=8)
+def _upper_indices(r: int) -> tuple[np.ndarray, np.ndarray]:
+    """The positions above the diagonal of an r x r matrix (:func:`numpy.triu_indices`),
+    kept per order: the non-scalar Schur complement mirrors its lower triangle at every θ."""
+    return np.triu_indices(r, 1)
 
 class PLS:
     """The PLS problem of a design: its cross-products (:class:`CrossProducts`) and their
@@ -793,7 +801,9 @@ class PLS:
             C *= s[:, None]
             C *= s[None, :]
         else:
-            C = np.tril(C) + np.tril(C, -1).T
+            C = np.array(C, order="C")  # (the lower triangle mirrored: tril(C) + tril(C, -1)ᵀ)
+            upper = _upper_indices(self.r)
+            C[upper] = C.T[upper]
             C = np.asfortranarray(self._scaled_rows(theta, self._scaled_rows(theta, C).T))
         idx = self._diag_rand
         C[idx, idx] += 1.0
