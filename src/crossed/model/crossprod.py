@@ -83,7 +83,9 @@ def stored_like(A: np.ndarray, like: sp.csr_matrix | sp.csc_matrix | None,
     unweighted one's (the same arrays, without SciPy's constructor and its checks)."""
     if like is None or like.shape != A.shape or type(like) is not fmt:
         return stored(A, fmt)
-    rows = np.repeat(np.arange(A.shape[0]), np.diff(like.indptr))
+    rows = like.__dict__.get("_entry_rows")  # (each entry's row, kept with the pattern:
+    if rows is None:  # the shallow copies below carry it)
+        rows = like._entry_rows = np.repeat(np.arange(A.shape[0]), np.diff(like.indptr))
     data = A[rows, like.indices]
     if np.count_nonzero(A) != like.nnz or np.count_nonzero(data) != like.nnz:
         return stored(A, fmt)  # (a weight of zero, or a product that cancels)
