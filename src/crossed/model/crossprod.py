@@ -360,12 +360,9 @@ class CrossProducts:
             z1r, zrr, Z1tD, ZrtD = rows.dense_products(dense)
             diagonal = np.diagonal(zrr)
             if later:
-                if like is not None and like.Z1tZr is not None and like.ZrtZr is not None:
-                    free = (stored_like(z1r, like.Z1tZr),
-                            cast(sp.csc_matrix, stored_like(zrr, like.ZrtZr, sp.csc_matrix)))
-                else:
-                    free = (cast(sp.csr_matrix, stored(z1r)),
-                            cast(sp.csc_matrix, stored(zrr, sp.csc_matrix)))
+                z1r_like, zrr_like = (None, None) if like is None else (like.Z1tZr, like.ZrtZr)
+                free = (cast(sp.csr_matrix, stored_like(z1r, z1r_like)),
+                        cast(sp.csc_matrix, stored_like(zrr, zrr_like, sp.csc_matrix)))
             else:
                 ZrtD = None
         else:

@@ -107,12 +107,12 @@ _ONE = np.ones(1)
 _NO_PAIRS = np.zeros(0, dtype=np.int64)
 
 
-
 @functools.lru_cache(maxsize=8)
 def _upper_indices(r: int) -> tuple[np.ndarray, np.ndarray]:
     """The positions above the diagonal of an r x r matrix (:func:`numpy.triu_indices`),
     kept per order: the non-scalar Schur complement mirrors its lower triangle at every θ."""
     return np.triu_indices(r, 1)
+
 
 class PLS:
     """The PLS problem of a design: its cross-products (:class:`CrossProducts`) and their
@@ -215,6 +215,7 @@ class PLS:
     _small: _core.SmallDense | None = None  # a small design's evaluation in one compiled
     # call (_set_response)
     A1r: sp.csr_matrix  # Z₁ᵀ[Z_r X y_c] (l1·q1 x r; _set_response)
+    _last_weighted: PLS | None = None  # the last problem reweighted from this one
     _scale_pair: np.ndarray  # scalar later blocks: each map entry's scale s_i s_j as a
     # position in θ̃ ⊗ θ̃ (_set_response)
 
@@ -273,7 +274,7 @@ class PLS:
         blocks, X = self.source
         # the sparse patterns of the last weighted problem (the working response's, which
         # the unweighted y's zeros do not have) are shared where they hold: the same arrays
-        last = self.__dict__.get("_last_weighted", self)
+        last = self if self._last_weighted is None else self._last_weighted
         products, rows = CrossProducts.reweighted(blocks, X, sqrt_w, y, like=last.products)
         new = PLS.__new__(PLS)
         new._build(products, blocks, self.update, None, rows,
@@ -380,7 +381,7 @@ class PLS:
             self._w_cost, self._group_cost, self._level_groups = plan_update(
                 pattern, self.q1, self.r_rand, self.r, groups=self.update == "groups")
         self._set_response(plan if same_rows else None,
-                           pattern=plan if template is None else template)
+                           template=plan if template is None else template)
 
     def _layout(self, first: ReBlock, rest: tuple[ReBlock, ...]) -> None:
         """The sizes of the part after the first block, and which θ scales which of its
@@ -472,13 +473,14 @@ class PLS:
         first block (-1 on X and y), (r,)."""
         return self._scale_index
 
-    def _set_response(self, plan: PLS | None = None, pattern: PLS | None = None) -> None:
+    def _set_response(self, plan: PLS | None = None, template: PLS | None = None) -> None:
         """The dense path's products with the centred response (from :attr:`products`) and
         the first-to-rest product they complete; ``plan``: the same rows with another
         response (:meth:`with_response`), whose A_1r and sparse map are reused where y's
-        column has the same nonzeros; ``pattern``: a problem of the same layout (PIRLS's
-        unweighted one, :meth:`reweighted`) whose A_1r's index arrays are shared where the
-        nonzeros are the same (:func:`stored_like`)."""
+        column has the same nonzeros; ``template``: a problem of the same layout (PIRLS's
+        last weighted one, :meth:`reweighted`) whose A_1r's index arrays, and its sparse
+        map's pairs, are shared where the nonzeros are the same (:func:`stored_like`,
+        :meth:`SparseMap.reweighted`)."""
         products = self.products
         rr = self.r_rand
         Arr = np.empty((self.r, self.r))
@@ -492,7 +494,7 @@ class PLS:
         A1r = None if plan is None else plan._a1r_with(products.Z1tD[:, -1])
         plan_map = None if plan is None or A1r is None else plan._map  # (the same pattern:
         if A1r is None:  # the plan's map's positions hold)
-            like = None if pattern is None else pattern.A1r
+            like = None if template is None else template.A1r
             if self._Z1tZr is None:
                 A1r = stored_like(products.Z1tD, like)
             elif self._Z1tZr.shape[0] * self.r <= MAX_DENSE_ROW_PRODUCTS:  # (small: the
@@ -517,9 +519,9 @@ class PLS:
         else:
             kept = None if plan_map is None else plan_map.with_response(A1r, self.A11, Arr)
             source = plan
-            if kept is None and plan is None and pattern is not None and (
-                    pattern._map is not None):  # (PIRLS's weights: the same pairs)
-                kept, source = pattern._map.reweighted(A1r, self.A11), pattern
+            if kept is None and plan is None and template is not None and (
+                    template._map is not None):  # (PIRLS's weights: the same pairs)
+                kept, source = template._map.reweighted(A1r, self.A11), template
             self._map = kept if kept is not None else build_sparse_map(
                 A1r, self.A11, self.Arr, support=self._rest_scalar and self.r_rand > 0,
                 free=self._free)

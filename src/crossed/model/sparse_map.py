@@ -101,7 +101,7 @@ class SparseMap:
         rep, class_of = level_classes(A11)
         if len(rep) != A11.shape[0] or not np.array_equal(class_of, self.class_of):
             return None
-        values = A1r.data[pairs.first] * A1r.data[pairs.second]
+        values = pairs.values(A1r)
         if pairs.at is None:  # (a CSR W: its pattern shared)
             W: Any = copy.copy(self.W)
             W.data = values
@@ -213,9 +213,8 @@ def build_sparse_map(A1r: sp.csr_matrix, A11: np.ndarray, Arr: np.ndarray,
         updated, W_updated = _dense_products(A1r, q, class_of, ncls)
     else:
         if free is None and q == 1 and ncls == A11.shape[0]:  # (every level its class)
-            target, k, first, second = _self_pairs(A1r, class_of)
-            pairs = _Pairs(A1r.indices, first, second)
-            blocks = [(target, k, A1r.data[first] * A1r.data[second])]
+            target, k, pairs = _self_pairs(A1r, class_of)
+            blocks = [(target, k, pairs.values(A1r))]
         elif free is None:
             by_row = _rows_by_position(A1r, q)
             blocks = [_upper_products(by_row[a], by_row[b], class_of, ncls)
@@ -406,6 +405,10 @@ class _Pairs:
     second: np.ndarray
     at: tuple[np.ndarray, np.ndarray] | None = None
 
+    def values(self, A: sp.csr_matrix) -> np.ndarray:
+        """The products of ``A``'s entries (A: these index arrays, other values)."""
+        return cast(np.ndarray, A.data[self.first] * A.data[self.second])
+
 
 def _self_products(A: sp.csr_matrix, class_of: np.ndarray | None = None) -> Products:
     """:func:`_upper_products` of A with itself, each level its own class (q₁ = 1; level
@@ -414,14 +417,14 @@ def _self_products(A: sp.csr_matrix, class_of: np.ndarray | None = None) -> Prod
     so there is nothing to sum), without the sparse products' call overheads; the same
     (target, k, value), sorted by target then k.
     """
-    target, k, first, second = _self_pairs(A, class_of)
-    return target, k, A.data[first] * A.data[second]
+    target, k, pairs = _self_pairs(A, class_of)
+    return target, k, pairs.values(A)
 
 
 def _self_pairs(A: sp.csr_matrix, class_of: np.ndarray | None = None
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`_self_products`' (target, k) and the positions in A.data of each product's
-    two factors, sorted by target then k (from A's pattern alone)."""
+                ) -> tuple[np.ndarray, np.ndarray, _Pairs]:
+    """:func:`_self_products`' (target, k) and the pairs of A's entries whose products
+    they hold, sorted by target then k (from A's pattern alone)."""
     ls, r = A.shape
     counts = np.diff(A.indptr)
     row = np.repeat(np.arange(ls, dtype=np.int64), counts)
@@ -433,7 +436,7 @@ def _self_pairs(A: sp.csr_matrix, class_of: np.ndarray | None = None
     target = j * r + i
     k = row[first] if class_of is None else class_of[row[first]]  # (a level's class)
     order = np.argsort(target * ls + k, kind="stable")
-    return target[order], k[order], first[order], second[order]
+    return target[order], k[order], _Pairs(A.indices, first[order], second[order])
 
 
 def _row_slice(W: sp.csr_matrix, lo: int, hi: int) -> sp.csr_matrix:
