@@ -766,17 +766,22 @@ def test_factor_batch_leaves_a_cancelling_pivot_to_the_caller(monkeypatch):
     "y ~ x1 + (1 | model) + (1 | family:dataset) + (1 + x1 + x2 | dataset)",
 ])
 def test_scaling_of_later_blocks_is_the_sparse_product_bit_for_bit(formula):
-    """S M formed block by block (``_scaled_rows``, at every θ of a non-scalar later block)
-    is SciPy's product with the sparse S (``scale_matrix``), bit for bit, with zeros in
-    T_k (a singular θ) and without."""
+    """S M Sᵀ from M's lower triangle (``_core.scale_both_sides``, at every θ of a
+    non-scalar later block) is SciPy's products S (S M)ᵀ with the sparse S
+    (``scale_matrix``), bit for bit, with zeros in T_k (a singular θ) and without; the
+    strict upper triangle is not read (NaN there), in either memory order."""
     design = _design(formula)
     pls = PLS.of(design)
     assert not pls.scalar_later_blocks
     rng = np.random.default_rng(3)
     M = rng.normal(size=(pls.r, pls.r))
+    M = M + M.T
+    lower = np.where(np.tril(np.ones_like(M)) > 0, M, np.nan)
     for theta in _thetas(design) + [np.where(np.isfinite(design.random.theta_lower), 0.0,
                                              0.5)]:
-        np.testing.assert_array_equal(pls._scaled_rows(theta, M),
-                                      np.asarray(pls.scale_matrix(theta) @ M))
-        np.testing.assert_array_equal(pls._scaled_rows(theta, M.T),
-                                      np.asarray(pls.scale_matrix(theta) @ M.T))
+        S = pls.scale_matrix(theta)
+        expected = np.asarray(S @ np.asarray(S @ M).T)
+        for C in (np.asfortranarray(lower), np.ascontiguousarray(lower)):
+            out = np.empty_like(M, order="F")
+            _core.scale_both_sides(C, pls._s_blocks, pls._later_templates(theta), out)
+            np.testing.assert_array_equal(out, expected)

@@ -11,6 +11,8 @@ Each function here is one step of :meth:`crossed.model.pls.PLS.factor` on its ow
 - :func:`map_update`: the Schur complement's entries through the sparse map W
   (``sparse_map.py``): one pass over W's rows forms W g, scales it and writes it into C;
 - :func:`potrf_lower`: LAPACK's dpotrf on a Fortran-ordered matrix;
+- :func:`scale_both_sides`: the Schur complement scaled by the later blocks' T_k on both
+  sides where one has several columns per level;
 - :func:`block_cholesky`: dpotrf and dpotrs on the independent diagonal blocks of the
   sparse Schur complement (``schur_blocks.py``);
 - :func:`upper_products`: the set-up's products of the sparse map, per class of levels
@@ -161,6 +163,66 @@ def potrf_lower(double[::1, :] A):
     with nogil:
         dpotrf(&uplo, &n, &A[0, 0], &lda, &info)
     return info
+
+
+def scale_both_sides(const double[:, :] C, const int64_t[:, ::1] blocks,
+                     const double[::1] tt, double[::1, :] out):
+    """out <- S M Sᵀ, M the symmetric matrix of C's lower triangle (C in any order; its
+    strict upper triangle is not read), S = blockdiag(I ⊗ T_kᵀ over the later blocks, I
+    on X and y): the Schur complement's scaling when a later block has several columns.
+
+    ``blocks``: per later block, in order from row 0, (its first row, its number of
+    levels, q, where its T_kᵀ starts in ``tt``, q x q in C order); the rows after the last
+    block's are the identity's. As SciPy's sparse products S M and then S (S M)ᵀ summed
+    them (the NumPy code this replaced): each entry from zero over S's nonzeros in column
+    order, the identity rows copied; ``out`` (Fortran order) is that second product."""
+    cdef Py_ssize_t r = C.shape[0], nb = blocks.shape[0], rr = 0
+    cdef Py_ssize_t b, i, j, k, ii, l, q, a0, nl, toff, row
+    cdef double t
+    cdef double *Prow
+    cdef double *o
+    cdef const double *Mrow
+    M_arr = np.empty((r, r))
+    P_arr = np.empty((r, r))
+    cdef double[:, ::1] M = M_arr
+    cdef double[:, ::1] P = P_arr
+    if nb:
+        rr = blocks[nb - 1, 0] + blocks[nb - 1, 1] * blocks[nb - 1, 2]
+    with nogil:
+        for i in range(r):  # M: the lower triangle mirrored
+            for j in range(i + 1):
+                M[i, j] = C[i, j]
+                M[j, i] = C[i, j]
+        for b in range(nb):  # P = S M, row by row
+            a0, nl, q, toff = blocks[b, 0], blocks[b, 1], blocks[b, 2], blocks[b, 3]
+            for l in range(nl):
+                for ii in range(q):
+                    row = a0 + l * q + ii
+                    Prow = &P[row, 0]
+                    memset(Prow, 0, r * sizeof(double))
+                    for k in range(q):
+                        t = tt[toff + ii * q + k]
+                        if t != 0.0:
+                            Mrow = &M[a0 + l * q + k, 0]
+                            for j in range(r):
+                                Prow[j] = Prow[j] + t * Mrow[j]
+        for i in range(rr, r):
+            memcpy(&P[i, 0], &M[i, 0], r * sizeof(double))
+        for j in range(r):  # out = S Pᵀ, column by column: out[:, j] from P's row j
+            Prow = &P[j, 0]
+            o = &out[0, j]
+            memset(o, 0, rr * sizeof(double))
+            for b in range(nb):
+                a0, nl, q, toff = blocks[b, 0], blocks[b, 1], blocks[b, 2], blocks[b, 3]
+                for k in range(q):  # (each entry's terms in column order)
+                    for ii in range(q):
+                        t = tt[toff + ii * q + k]
+                        if t != 0.0:
+                            for l in range(nl):
+                                o[a0 + l * q + ii] = (o[a0 + l * q + ii]
+                                                      + t * Prow[a0 + l * q + k])
+            for i in range(rr, r):
+                o[i] = Prow[i]
 
 
 cdef int _lower_factor(Py_ssize_t m, const double[:, ::1] H, double *A) noexcept nogil:

@@ -37,7 +37,6 @@ factors it by QDLDL; its factorisations are :class:`SparseFactor`, which ``solve
 from __future__ import annotations
 
 import copy
-import functools
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
@@ -107,11 +106,16 @@ _ONE = np.ones(1)
 _NO_PAIRS = np.zeros(0, dtype=np.int64)
 
 
-@functools.lru_cache(maxsize=8)
-def _upper_indices(r: int) -> tuple[np.ndarray, np.ndarray]:
-    """The positions above the diagonal of an r x r matrix (:func:`numpy.triu_indices`),
-    kept per order: the non-scalar Schur complement mirrors its lower triangle at every θ."""
-    return np.triu_indices(r, 1)
+def _scale_blocks(rest: tuple[ReBlock, ...]) -> np.ndarray:
+    """The later blocks ``rest`` as ``_core.scale_both_sides`` reads S = blockdiag(I ⊗ T_kᵀ,
+    I on X and y): per block, its first row, levels, q and where its T_kᵀ starts among
+    the blocks' T_kᵀ laid side by side, each in C order (:meth:`PLS._later_templates`)."""
+    out = np.zeros((len(rest), 4), dtype=np.int64)
+    row = offset = 0
+    for i, b in enumerate(rest):
+        out[i] = (row, b.nlevels, b.q, offset)
+        row, offset = row + b.nlevels * b.q, offset + b.q * b.q
+    return out
 
 
 class PLS:
@@ -208,6 +212,7 @@ class PLS:
     _scale_index: np.ndarray  # scalar later blocks: the θ position scaling each column
     _diag_rand: np.ndarray  # the random part's diagonal positions
     _scalar_ranges: list[tuple[int, int]]  # each later block's column range, then X and y's
+    _s_blocks: np.ndarray  # the later blocks as S's diagonal blocks (_scale_blocks)
     _w_cost: float  # the update's plan (update_plan.plan_update): the sparse map's cost,
     _group_cost: float  # the groups' cost,
     _level_groups: LevelGroups | None  # and the groups of levels
@@ -315,7 +320,7 @@ class PLS:
             self.rest_sizes, self.r_rand, self.r = plan.rest_sizes, plan.r_rand, plan.r
             self._rest_scalar, self._t1 = plan._rest_scalar, plan._t1
             self._scale_index, self._diag_rand = plan._scale_index, plan._diag_rand
-            self._scalar_ranges = plan._scalar_ranges
+            self._scalar_ranges, self._s_blocks = plan._scalar_ranges, plan._s_blocks
         else:
             self._layout(first, rest)
         A11 = products.A11
@@ -398,6 +403,8 @@ class PLS:
         # scalar later blocks: the index ranges of each block, then of X and y (scale 1)
         bounds = np.cumsum([0] + self.rest_sizes + [self.p + 1])
         self._scalar_ranges = list(zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True))
+        # non-scalar later blocks: S's blocks, for the scaling of the Schur complement
+        self._s_blocks = _scale_blocks(rest)
 
     def rows_memo(self, key: Hashable, compute: Callable[[], Any]) -> Any:
         """A quantity derived from this problem's rows and blocks, not its response,
@@ -667,24 +674,9 @@ class PLS:
         mats.append(sp.identity(self.p + 1))
         return sp.block_diag(mats, format="csr")
 
-    def _scaled_rows(self, theta: np.ndarray, M: np.ndarray) -> np.ndarray:
-        """S M for S = :meth:`scale_matrix` (a new array), formed densely block by block:
-        each level's rows of a later block combined by T_kᵀ, and each entry summed over
-        T_kᵀ's nonzeros in column order from zero, as SciPy's sparse product sums them (the
-        same numbers without building S at every θ)."""
-        out = np.array(M, dtype=float, order="C")
-        for b, (a0, a1) in zip(self.blocks[1:], self._scalar_ranges, strict=False):
-            q = b.q
-            Tt = b.template(theta).T
-            rows = out[a0:a1].reshape(b.nlevels, q, -1).copy()
-            res = out[a0:a1].reshape(b.nlevels, q, -1)
-            for i in range(q):
-                acc = np.zeros(rows.shape[::2])
-                for j in range(q):
-                    if Tt[i, j] != 0:
-                        acc += Tt[i, j] * rows[:, j, :]
-                res[:, i, :] = acc
-        return out
+    def _later_templates(self, theta: np.ndarray) -> np.ndarray:
+        """The later blocks' T_kᵀ at ``theta`` side by side, each in C order."""
+        return np.concatenate([b.template(theta).T.reshape(-1) for b in self.blocks[1:]])
 
     def first_block(self, theta: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None,
                                                       np.ndarray | None, float, bool]:
@@ -803,10 +795,9 @@ class PLS:
             C *= s[:, None]
             C *= s[None, :]
         else:
-            C = np.array(C, order="C")  # (the lower triangle mirrored: tril(C) + tril(C, -1)ᵀ)
-            upper = _upper_indices(self.r)
-            C[upper] = C.T[upper]
-            C = np.asfortranarray(self._scaled_rows(theta, self._scaled_rows(theta, C).T))
+            out = np.empty((self.r, self.r), order="F")
+            _core.scale_both_sides(C, self._s_blocks, self._later_templates(theta), out)
+            C = out
         idx = self._diag_rand
         C[idx, idx] += 1.0
         return C
