@@ -15,7 +15,7 @@ import pytest
 
 from crossed.design import build_design
 from crossed.formula.spec import parse
-from crossed.model.crossprod import CrossProducts
+from crossed.model.crossprod import CrossProducts, RowMatrices
 from crossed.model.pls import PLS
 
 
@@ -263,6 +263,25 @@ def test_dense_row_products_are_scipys_products(formula: str, weighted: bool,
             for field in ("indptr", "indices", "data"):
                 np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
             assert sp.issparse(a)
+
+
+def test_reweighted_rows_share_their_entries_columns_only_with_the_same_blocks():
+    """PIRLS's rows at new weights share the last ones' entries' columns (the weights do not
+    change them) and have the values of rows formed afresh; rows of other blocks do not
+    share them."""
+    design = build_design(parse("y ~ x1 + (1 | g) + (1 + x1 | h)"), _data())
+    blocks, X = design.random.blocks, design.X
+    rng = np.random.default_rng(5)
+    first = RowMatrices.of(blocks, X, np.sqrt(rng.uniform(0.5, 2.0, len(X))))
+    columns = first.kernel_columns
+    sw = np.sqrt(rng.uniform(0.5, 2.0, len(X)))
+    second = RowMatrices.of(blocks, X, sw, like=first)
+    fresh = RowMatrices.of(blocks, X, sw)
+    assert second.kernel_columns is columns
+    for a, b in zip(second.kernel_entries, fresh.kernel_entries, strict=True):
+        np.testing.assert_array_equal(a, b)
+    other = build_design(parse("y ~ x1 + (1 | g) + (1 | h)"), _data()).random.blocks
+    assert "kernel_columns" not in RowMatrices.of(other, X, sw, like=first).__dict__
 
 
 def test_a_small_design_forms_no_sparse_rows():

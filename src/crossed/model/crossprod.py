@@ -42,23 +42,21 @@ def sparse_z(block: ReBlock, values: np.ndarray | None = None) -> sp.csr_matrix:
     return _side_by_side((block,), (block.Z if values is None else values,))
 
 
-def _entries(blocks: Sequence[ReBlock], values: Sequence[np.ndarray]
-             ) -> tuple[np.ndarray, np.ndarray, int]:
-    """Each row's entries of the blocks' Z side by side with ``values`` in their place:
-    (columns, values), both (n, Σq) in C order, each row's level's q columns of each block
-    in column order, and the number of columns Σℓq."""
+def _entry_columns(blocks: Sequence[ReBlock]) -> tuple[np.ndarray, int]:
+    """Each row's columns of the blocks' Z side by side: (n, Σq) in C order, each row's
+    level's q columns of each block in column order, and the number of columns Σℓq."""
     offsets = np.cumsum([0] + [b.nlevels * b.q for b in blocks])
     cols = np.concatenate([off + b.codes[:, None] * b.q + np.arange(b.q)[None, :]
                            for off, b in zip(offsets[:-1], blocks, strict=True)], axis=1)
-    data = np.concatenate(values, axis=1)
-    return cols.astype(np.int64, copy=False), data, int(offsets[-1])
+    return cols.astype(np.int64, copy=False), int(offsets[-1])
 
 
 def _side_by_side(blocks: Sequence[ReBlock], values: Sequence[np.ndarray]) -> sp.csr_matrix:
-    """The blocks' Z side by side (n x Σ ℓq) with ``values`` in their place (:func:`_entries`
-    as one CSR construction: the matrix ``sp.hstack`` of each block's :func:`sparse_z`
-    gives, without its conversions)."""
-    cols, data, width = _entries(blocks, values)
+    """The blocks' Z side by side (n x Σ ℓq) with ``values`` in their place (the rows'
+    entries, :func:`_entry_columns`, as one CSR construction: the matrix ``sp.hstack`` of
+    each block's :func:`sparse_z` gives, without its conversions)."""
+    cols, width = _entry_columns(blocks)
+    data = np.concatenate(values, axis=1)
     n, k = cols.shape
     return sp.csr_matrix((data.reshape(-1), cols.reshape(-1), np.arange(0, n * k + 1, k)),
                          shape=(n, width))
@@ -147,13 +145,21 @@ class RowMatrices:
     X: np.ndarray
 
     @classmethod
-    def of(cls, blocks: Sequence[ReBlock], X: np.ndarray,
-           sqrt_w: np.ndarray | None = None) -> RowMatrices:
-        """The rows of ``blocks`` and ``X``, scaled by ``sqrt_w`` when given."""
+    def of(cls, blocks: Sequence[ReBlock], X: np.ndarray, sqrt_w: np.ndarray | None = None,
+           like: RowMatrices | None = None) -> RowMatrices:
+        """The rows of ``blocks`` and ``X``, scaled by ``sqrt_w`` when given; ``like``: rows
+        of the same blocks (other weights: PIRLS's last iteration), whose entries' columns
+        (:attr:`kernel_columns`, which the weights do not change) are shared."""
         values = tuple(b.Z if sqrt_w is None else b.Z * sqrt_w[:, None] for b in blocks)
         if sqrt_w is not None:
             X = X * sqrt_w[:, None]
-        return cls(tuple(blocks), values, X)
+        rows = cls(tuple(blocks), values, X)
+        if like is not None and "kernel_columns" in like.__dict__ and len(like.blocks) == len(
+                rows.blocks) and all(a is b for a, b in zip(like.blocks, rows.blocks,
+                                                            strict=True)):
+            # (stored where the cached property stores it)
+            rows.__dict__["kernel_columns"] = like.__dict__["kernel_columns"]
+        return rows
 
     @cached_property
     def Z1t(self) -> sp.csr_matrix:
@@ -206,11 +212,16 @@ class RowMatrices:
         return z1v[:, 0], zrv[:, 0]
 
     @cached_property
+    def kernel_columns(self) -> np.ndarray:
+        """Each row's columns of Z (:func:`_entry_columns`), C-contiguous, formed when
+        first read."""
+        return np.ascontiguousarray(_entry_columns(self.blocks)[0])
+
+    @cached_property
     def kernel_entries(self) -> tuple[np.ndarray, np.ndarray]:
-        """Each row's columns and values of Z (:func:`_entries`), C-contiguous: what the
-        compiled kernels read, formed when first read."""
-        cols, vals, _ = _entries(self.blocks, self.values)
-        return np.ascontiguousarray(cols), np.ascontiguousarray(vals)
+        """Each row's columns and values of Z, side by side in the blocks' order and
+        C-contiguous: what the compiled kernels read, formed when first read."""
+        return self.kernel_columns, np.ascontiguousarray(np.concatenate(self.values, axis=1))
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
@@ -410,18 +421,6 @@ class CrossProducts:
                              ZrtZr=self.ZrtZr, Z1tD=Z1tD, ZrtD=ZrtD, DtD=dense.T @ dense,
                              xtx=self.xtx, centre=centre, yc_ss=float(yc @ yc),
                              ldW=self.ldW)
-
-    @classmethod
-    def reweighted(cls, blocks: Sequence[ReBlock], X: np.ndarray, sqrt_w: np.ndarray,
-                   y: np.ndarray, like: CrossProducts | None = None
-                   ) -> tuple[CrossProducts, RowMatrices]:
-        """The cross-products of the rows of ``[Z X]`` scaled by ``sqrt_w`` and the response
-        ``y`` scaled by it (PIRLS's working weights and response), and those rows;
-        ``like``: the unweighted rows' products, whose sparse patterns are shared where
-        they hold (:func:`stored_like`)."""
-        rows = RowMatrices.of(blocks, X, sqrt_w)
-        y = np.asarray(y, dtype=float) * sqrt_w
-        return cls.from_rows(rows, y, like=like), rows
 
     # ------------------------------------------------------------------ sums of chunks
     def __add__(self, other: CrossProducts) -> CrossProducts:

@@ -271,7 +271,7 @@ class PLS:
         """This problem's structure with the rows of ``[Z X]`` scaled by ``sqrt_w`` and the
         response ``y`` (unscaled; scaled here): PIRLS's working weights and response.
 
-        The cross-products are those of the scaled rows (:meth:`CrossProducts.reweighted`,
+        The cross-products are those of the scaled rows (:meth:`CrossProducts.from_rows`,
         from the unweighted rows this problem was built from); the plan of the update (how
         levels are grouped, the diagonal lead) is this problem's, as the pattern of the
         products does not change with the weights. The pwrss is the factor's own
@@ -279,11 +279,13 @@ class PLS:
         blocks, X = self.source
         # the sparse patterns of the last weighted problem (the working response's, which
         # the unweighted y's zeros do not have) are shared where they hold: the same arrays
+        # (and the rows' entries' columns)
         last = self if self._last_weighted is None else self._last_weighted
-        products, rows = CrossProducts.reweighted(blocks, X, sqrt_w, y, like=last.products)
+        rows = RowMatrices.of(blocks, X, sqrt_w, like=last.rows)
+        y = np.asarray(y, dtype=float) * sqrt_w
+        products = CrossProducts.from_rows(rows, y, like=last.products)
         new = PLS.__new__(PLS)
-        new._build(products, blocks, self.update, None, rows,
-                   np.asarray(y, dtype=float) * sqrt_w, plan=self, template=last)
+        new._build(products, blocks, self.update, None, rows, y, plan=self, template=last)
         new.source = self.source
         self._last_weighted = new
         return new
