@@ -779,9 +779,11 @@ def test_scaling_of_later_blocks_is_the_sparse_product_bit_for_bit(formula):
     lower = np.where(np.tril(np.ones_like(M)) > 0, M, np.nan)
     for theta in _thetas(design) + [np.where(np.isfinite(design.random.theta_lower), 0.0,
                                              0.5)]:
+        np.testing.assert_array_equal(pls._later_templates(theta), np.concatenate(
+            [b.template(theta).T.reshape(-1) for b in design.random.blocks[1:]]))
         S = pls.scale_matrix(theta)
         expected = np.asarray(S @ np.asarray(S @ M).T)
         for C in (np.asfortranarray(lower), np.ascontiguousarray(lower)):
             out = np.empty_like(M, order="F")
-            _core.scale_both_sides(C, pls._s_blocks, pls._later_templates(theta), out)
+            _core.scale_both_sides(C, pls._s_blocks[0], pls._later_templates(theta), out)
             np.testing.assert_array_equal(out, expected)

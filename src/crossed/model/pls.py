@@ -103,19 +103,22 @@ _SMALL_SCHUR = 256
 """Up to this size the scaled A_rr is formed by one product with the scales' outer product
 (fewer calls), above it block by block on the upper triangle (half the work)."""
 _ONE = np.ones(1)
+_ZERO = np.zeros(1)
 _NO_PAIRS = np.zeros(0, dtype=np.int64)
 
 
-def _scale_blocks(rest: tuple[ReBlock, ...]) -> np.ndarray:
+def _scale_blocks(rest: tuple[ReBlock, ...]) -> tuple[np.ndarray, np.ndarray]:
     """The later blocks ``rest`` as ``_core.scale_both_sides`` reads S = blockdiag(I ⊗ T_kᵀ,
     I on X and y): per block, its first row, levels, q and where its T_kᵀ starts among
-    the blocks' T_kᵀ laid side by side, each in C order (:meth:`PLS._later_templates`)."""
+    the blocks' T_kᵀ laid side by side, each in C order; and the θ position of each entry
+    of those (-1: a zero; :meth:`PLS._later_templates`)."""
     out = np.zeros((len(rest), 4), dtype=np.int64)
     row = offset = 0
     for i, b in enumerate(rest):
         out[i] = (row, b.nlevels, b.q, offset)
         row, offset = row + b.nlevels * b.q, offset + b.q * b.q
-    return out
+    index = [b.theta_index.T.reshape(-1) for b in rest]
+    return out, np.concatenate(index or [np.zeros(0)]).astype(np.int64)
 
 
 class PLS:
@@ -212,7 +215,8 @@ class PLS:
     _scale_index: np.ndarray  # scalar later blocks: the θ position scaling each column
     _diag_rand: np.ndarray  # the random part's diagonal positions
     _scalar_ranges: list[tuple[int, int]]  # each later block's column range, then X and y's
-    _s_blocks: np.ndarray  # the later blocks as S's diagonal blocks (_scale_blocks)
+    _s_blocks: tuple[np.ndarray, np.ndarray]  # the later blocks as S's diagonal blocks
+    # and their T_kᵀ's θ positions (_scale_blocks)
     _w_cost: float  # the update's plan (update_plan.plan_update): the sparse map's cost,
     _group_cost: float  # the groups' cost,
     _level_groups: LevelGroups | None  # and the groups of levels
@@ -677,8 +681,9 @@ class PLS:
         return sp.block_diag(mats, format="csr")
 
     def _later_templates(self, theta: np.ndarray) -> np.ndarray:
-        """The later blocks' T_kᵀ at ``theta`` side by side, each in C order."""
-        return np.concatenate([b.template(theta).T.reshape(-1) for b in self.blocks[1:]])
+        """The later blocks' T_kᵀ at ``theta`` side by side, each in C order (each
+        :meth:`ReBlock.template` transposed)."""
+        return cast(np.ndarray, np.concatenate((theta, _ZERO))[self._s_blocks[1]])
 
     def first_block(self, theta: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None,
                                                       np.ndarray | None, float, bool]:
@@ -798,7 +803,7 @@ class PLS:
             C *= s[None, :]
         else:
             out = np.empty((self.r, self.r), order="F")
-            _core.scale_both_sides(C, self._s_blocks, self._later_templates(theta), out)
+            _core.scale_both_sides(C, self._s_blocks[0], self._later_templates(theta), out)
             C = out
         idx = self._diag_rand
         C[idx, idx] += 1.0
