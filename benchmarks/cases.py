@@ -176,6 +176,24 @@ CASES = (
         min_repeat=10,
     ),
     Case(
+        name="blurb_dataset_slope",
+        title=("blurb_like `(1|model:dataset) + (1 + num_epochs|dataset)`, a correlated"
+               " random slope on the later factor, 3k rows"),
+        data="src/crossed/data/blurb_like.csv",
+        formula=(
+            "score ~ seed + lr + batch_size + num_epochs + (1 | model:dataset)"
+            " + (1 + num_epochs | dataset)"
+        ),
+        factors=BLURB_FACTORS,
+        reference=BLURB_REFERENCE,
+        statsmodels=StatsmodelsSpec(  # (model:dataset is nested in dataset)
+            fixed=BLURB_FIXED, groups="dataset", re_formula="~num_epochs",
+            vc={"md": "0 + C(model)"},
+        ),
+        target_s=None,
+        min_repeat=20,
+    ),
+    Case(
         name="blurb",
         title="blurb_like CCMEM, 3 crossed intercepts, 3k rows",
         data="src/crossed/data/blurb_like.csv",

@@ -574,6 +574,9 @@ SMALL_DESIGNS = [
     ("y ~ x + (1 | s) + (1 | d)", False, True),
     ("y ~ x + (1 | d) + (1 | dept)", False, False),  # (C from A_rr whole)
     ("y ~ x + (1 + x | d) + (1 | dept)", False, True),
+    ("y ~ x + (1 + x | d) + (1 + x | dept)", False, False),  # (later blocks of several
+    ("y ~ x + (1 | s) + (1 | d) + (1 + x | dept)", False, True),  # columns: S C Sᵀ,
+    ("y ~ x + (1 | s) + (1 | d) + (1 + x | dept)", True, False),  # scale_both_sides)
 ]
 """Small designs on the dense path, evaluated in one compiled call."""
 
@@ -597,8 +600,8 @@ def _small_problem(formula: str, classed: bool, weighted: bool, monkeypatch):
 @pytest.mark.parametrize(("formula", "classed", "weighted"), SMALL_DESIGNS)
 def test_compiled_small_evaluation_is_the_general_one(formula, classed, weighted,
                                                      monkeypatch):
-    """A small design on the dense path (a first block of one or two columns, later
-    blocks scalar, the update by the sparse map, one dpotrf) is evaluated in one compiled
+    """A small design on the dense path (a first block of one or two columns, the update
+    by the sparse map, one dpotrf) is evaluated in one compiled
     call (``_core.SmallDense``): the factor (L's lower triangle, the first block's
     matrices, log determinants, pwrss) and so the criterion, β and u are the general
     path's to rounding, at interior and boundary θ; a θ that is not finite takes the

@@ -20,10 +20,10 @@ Each function here is one step of :meth:`crossed.model.pls.PLS.factor` on its ow
 - :func:`row_products`: a small design's cross-products of Z with Z_r and with [X y] in
   one pass over the rows (``crossprod.CrossProducts.from_rows``);
 - :class:`SmallDense`: every step of an evaluation at once for a small design on the
-  dense path (a first factor of one or two columns per level, every later one scalar, a
-  Schur complement of order below ``cholesky.MIN_DIAGONAL``: sleepstudy, blurb's and
-  ner's crossed intercepts, and every refit of them), where the per-call overheads of
-  the steps above were most of the time;
+  dense path (a first factor of one or two columns per level, a Schur complement of
+  order below ``cholesky.MIN_DIAGONAL``: sleepstudy, blurb's and ner's crossed
+  intercepts, a correlated slope on a later factor, and every refit of them), where the
+  per-call overheads of the steps above were most of the time;
 - :class:`SmallCriterion`: that evaluation and lme4's criterion as a C function of θ,
   which ``engines/native/_nlopt.pyx`` hands to NLopt's C interface (no Python call per
   evaluation of the optimiser's loop); its log and the optimiser's stop are
@@ -79,6 +79,8 @@ def first_block_1x1(const double[::1] a, double t, double[::1] b, double[::1] G,
 _NO_DENSE = np.zeros((0, 0))
 _NO_VALUES = np.zeros(0)
 _NO_INDEX32 = np.zeros(0, dtype=np.int32)
+_NO_BLOCKS = np.zeros((0, 4), dtype=np.int64)  # (SmallDense: every later block scalar)
+_NO_INDEX64 = np.zeros(0, dtype=np.int64)
 
 
 def _csr_arrays(W):
@@ -176,53 +178,66 @@ def scale_both_sides(const double[:, :] C, const int64_t[:, ::1] blocks,
     block's are the identity's. As SciPy's sparse products S M and then S (S M)ᵀ summed
     them (the NumPy code this replaced): each entry from zero over S's nonzeros in column
     order, the identity rows copied; ``out`` (Fortran order) is that second product."""
-    cdef Py_ssize_t r = C.shape[0], nb = blocks.shape[0], rr = 0
+    cdef Py_ssize_t r = C.shape[0]
+    if C.shape[1] != r or out.shape[0] != r or out.shape[1] != r:
+        raise ValueError("C and out are r x r")
+    work = np.empty(2 * r * r)
+    cdef double[::1] w = work
+    if r == 0:
+        return
+    with nogil:
+        _scale_both_sides(&C[0, 0], C.strides[0] // sizeof(double),
+                          C.strides[1] // sizeof(double), r, blocks, &tt[0] if tt.shape[0]
+                          else NULL, &w[0], &w[r * r], &out[0, 0])
+
+
+cdef void _scale_both_sides(const double *C, Py_ssize_t si, Py_ssize_t sj, Py_ssize_t r,
+                            const int64_t[:, ::1] blocks, const double *tt, double *M,
+                            double *P, double *out) noexcept nogil:
+    """:func:`scale_both_sides` on C's entries C[i si + j sj] with work arrays M and P
+    (r x r each); ``out`` r x r in Fortran order."""
+    cdef Py_ssize_t nb = blocks.shape[0], rr = 0
     cdef Py_ssize_t b, i, j, k, ii, l, q, a0, nl, toff, row
-    cdef double t
+    cdef double t, v
     cdef double *Prow
     cdef double *o
     cdef const double *Mrow
-    M_arr = np.empty((r, r))
-    P_arr = np.empty((r, r))
-    cdef double[:, ::1] M = M_arr
-    cdef double[:, ::1] P = P_arr
     if nb:
         rr = blocks[nb - 1, 0] + blocks[nb - 1, 1] * blocks[nb - 1, 2]
-    with nogil:
-        for i in range(r):  # M: the lower triangle mirrored
-            for j in range(i + 1):
-                M[i, j] = C[i, j]
-                M[j, i] = C[i, j]
-        for b in range(nb):  # P = S M, row by row
+    for i in range(r):  # M: the lower triangle mirrored (row-major)
+        for j in range(i + 1):
+            v = C[i * si + j * sj]
+            M[i * r + j] = v
+            M[j * r + i] = v
+    for b in range(nb):  # P = S M, row by row
+        a0, nl, q, toff = blocks[b, 0], blocks[b, 1], blocks[b, 2], blocks[b, 3]
+        for l in range(nl):
+            for ii in range(q):
+                row = a0 + l * q + ii
+                Prow = &P[row * r]
+                memset(Prow, 0, r * sizeof(double))
+                for k in range(q):
+                    t = tt[toff + ii * q + k]
+                    if t != 0.0:
+                        Mrow = &M[(a0 + l * q + k) * r]
+                        for j in range(r):
+                            Prow[j] = Prow[j] + t * Mrow[j]
+    for i in range(rr, r):
+        memcpy(&P[i * r], &M[i * r], r * sizeof(double))
+    for j in range(r):  # out = S Pᵀ, column by column: out[:, j] from P's row j
+        Prow = &P[j * r]
+        o = &out[j * r]
+        memset(o, 0, rr * sizeof(double))
+        for b in range(nb):
             a0, nl, q, toff = blocks[b, 0], blocks[b, 1], blocks[b, 2], blocks[b, 3]
-            for l in range(nl):
+            for k in range(q):  # (each entry's terms in column order)
                 for ii in range(q):
-                    row = a0 + l * q + ii
-                    Prow = &P[row, 0]
-                    memset(Prow, 0, r * sizeof(double))
-                    for k in range(q):
-                        t = tt[toff + ii * q + k]
-                        if t != 0.0:
-                            Mrow = &M[a0 + l * q + k, 0]
-                            for j in range(r):
-                                Prow[j] = Prow[j] + t * Mrow[j]
+                    t = tt[toff + ii * q + k]
+                    if t != 0.0:
+                        for l in range(nl):
+                            o[a0 + l * q + ii] = o[a0 + l * q + ii] + t * Prow[a0 + l * q + k]
         for i in range(rr, r):
-            memcpy(&P[i, 0], &M[i, 0], r * sizeof(double))
-        for j in range(r):  # out = S Pᵀ, column by column: out[:, j] from P's row j
-            Prow = &P[j, 0]
-            o = &out[0, j]
-            memset(o, 0, rr * sizeof(double))
-            for b in range(nb):
-                a0, nl, q, toff = blocks[b, 0], blocks[b, 1], blocks[b, 2], blocks[b, 3]
-                for k in range(q):  # (each entry's terms in column order)
-                    for ii in range(q):
-                        t = tt[toff + ii * q + k]
-                        if t != 0.0:
-                            for l in range(nl):
-                                o[a0 + l * q + ii] = (o[a0 + l * q + ii]
-                                                      + t * Prow[a0 + l * q + k])
-            for i in range(rr, r):
-                o[i] = Prow[i]
+            o[i] = Prow[i]
 
 
 cdef int _lower_factor(Py_ssize_t m, const double[:, ::1] H, double *A) noexcept nogil:
@@ -639,7 +654,7 @@ def level_pairs(const int64_t[::1] indptr, const int64_t[::1] indices,
 cdef class SmallDense:
     """A whole evaluation of a small design on the dense path in one call (:meth:`factor`;
     the arrays held here, W unpacked once, the work arrays allocated once): a first
-    grouping factor of one or two columns per level, every later one scalar, the Schur
+    grouping factor of one or two columns per level, the Schur
     update by the sparse map W (a C-ordered array or a CSR matrix, one part) and a
     Schur complement factored by one dpotrf (``PLS.factor``'s steps, for the designs
     where NumPy's per-call overheads were most of an evaluation).
@@ -656,7 +671,11 @@ cdef class SmallDense:
     ``PLS._sparse_schur`` leaves it; its strict lower triangle is 0 here): with ``arr``
     (A_rr on the support ``rows``) C = 0 but C[rows] = (arr − W g) s_i s_j, else C =
     A_rr s_i s_j and C[rows] −= (W g) s_i s_j; then 1 is added on the first ``rr`` diagonal entries (the later
-    random effects) and L ← the Cholesky factor (dpotrf).
+    random effects) and L ← the Cholesky factor (dpotrf). Where a later block has several
+    columns per level (``blocks`` not empty: :func:`scale_both_sides`'s, with the θ
+    positions ``tt_index`` of its T_kᵀ entries, -1 a 0), C is A_rr with C[rows] −= W g,
+    scaled by S on both sides from its upper triangle (``PLS._finish_schur``'s steps) into
+    L, and ``scale_index`` is not read.
 
     :meth:`factor` returns (info, the random part's log determinant (Σ_s log det B_s, weighted by
     ``count`` when given, + 2 Σ log L_ii over the first ``rr``), 2 Σ log L_ii over the
@@ -679,6 +698,8 @@ cdef class SmallDense:
     cdef const double[:, ::1] dense
     cdef const double[::1] data
     cdef const int32_t[::1] indices, indptr
+    cdef const int64_t[:, ::1] blocks
+    cdef const int64_t[::1] tt_index
     cdef double[::1] theta
     cdef Py_ssize_t rr, i0, i1, i2
     cdef readonly Py_ssize_t ntheta, nentries
@@ -686,15 +707,18 @@ cdef class SmallDense:
     cdef double *g
     cdef double *wg
     cdef double *sc
+    cdef double *tt
+    cdef double *work
     cdef tuple args
 
     def __cinit__(self):
-        self.g = self.wg = self.sc = NULL
+        self.g = self.wg = self.sc = self.tt = self.work = NULL
 
     def __init__(self, a, W, rows, src, count, arr, Arr, scale_index, Py_ssize_t rr,
-                 t_index, Py_ssize_t ntheta):
+                 t_index, Py_ssize_t ntheta, blocks=_NO_BLOCKS, tt_index=_NO_INDEX64):
         self.args = (a, W, rows, src, count, arr, Arr, scale_index, rr, tuple(t_index),
-                     ntheta)
+                     ntheta, blocks, tt_index)
+        self.blocks, self.tt_index = blocks, tt_index
         self.a, self.rows, self.src, self.count, self.arr = a, rows, src, count, arr
         self.Arr, self.scale_index, self.rr = Arr, scale_index, rr
         self.csr = hasattr(W, "indptr")
@@ -712,13 +736,20 @@ cdef class SmallDense:
         self.g = <double *> malloc((ng + 1) * sizeof(double))
         self.wg = <double *> malloc((self.rows.shape[0] + 1) * sizeof(double))
         self.sc = <double *> malloc((self.Arr.shape[0] + 1) * sizeof(double))
-        if self.g == NULL or self.wg == NULL or self.sc == NULL:
+        self.tt = <double *> malloc((self.tt_index.shape[0] + 1) * sizeof(double))
+        if self.blocks.shape[0]:  # (C, and scale_both_sides' two work arrays)
+            self.work = <double *> malloc((3 * self.Arr.shape[0] * self.Arr.shape[0] + 1)
+                                          * sizeof(double))
+        if self.g == NULL or self.wg == NULL or self.sc == NULL or self.tt == NULL or (
+                self.blocks.shape[0] and self.work == NULL):
             raise MemoryError()
 
     def __dealloc__(self):
         free(self.g)
         free(self.wg)
         free(self.sc)
+        free(self.tt)
+        free(self.work)
 
     def __reduce__(self):
         # (pickled as its arrays: a fit's PLS problem travels to Dask's and joblib's workers)
@@ -791,12 +822,16 @@ cdef class SmallDense:
         if total - total != 0.0:  # (θ not finite, or a sum that overflows)
             out[0], out[1], out[2], out[3] = INFINITY, INFINITY, INFINITY, 1.0
             return -2
+        for j in range(self.tt_index.shape[0]):  # (the later blocks' T_kᵀ; -1: the 0)
+            self.tt[j] = self.theta[self.tt_index[j] if self.tt_index[j] >= 0
+                                    else self.ntheta]
         with nogil:
             return _small_dense(
                 self.a, self.theta[self.i0], self.theta[self.i1], self.theta[self.i2],
                 self.theta, self.scale_index, self.rr, self.csr, self.dense, self.data,
                 self.indices, self.indptr, self.rows, self.src, self.count, self.arr,
-                self.Arr, first, L, self.g, self.wg, self.sc, out)
+                self.Arr, first, L, self.g, self.wg, self.sc, self.blocks, self.tt,
+                self.work, out)
 
 
 cdef int _small_dense(const double[:, ::1] a, double t0, double t1, double t2,
@@ -807,10 +842,12 @@ cdef int _small_dense(const double[:, ::1] a, double t0, double t1, double t2,
                       const int64_t[::1] src, const double[::1] count,
                       const double[::1] arr, const double[:, ::1] Arr, double[:, ::1] first,
                       double[::1, :] L, double *g, double *wg, double *sc,
+                      const int64_t[:, ::1] blocks, const double *tt, double *work,
                       double *out) noexcept nogil:
     """:class:`SmallDense`'s evaluation on its arrays and work arrays (g: ncls·q₁² entries,
-    wg: W's rows, sc: r); ``out``: the random part's log determinant, the fixed part's,
-    the pwrss and the Hadamard ratio (INFINITY where not computed). Returns the info."""
+    wg: W's rows, sc: r; with ``blocks``, the later blocks' T_kᵀ ``tt`` and ``work``, 3r²);
+    ``out``: the random part's log determinant, the fixed part's, the pwrss and the
+    Hadamard ratio (INFINITY where not computed). Returns the info."""
     cdef Py_ssize_t q1 = 1 if a.shape[0] == 1 else 2, n = a.shape[1]
     cdef Py_ssize_t ncls = src.shape[0], r = L.shape[0], nrows = rows.shape[0]
     cdef Py_ssize_t s, c, i, j, p
@@ -818,10 +855,8 @@ cdef int _small_dense(const double[:, ::1] a, double t0, double t1, double t2,
     cdef double t00 = t0 * t0, t01 = t0 * t1, t02 = t0 * t2, t11 = t1 * t1
     cdef double t12 = t1 * t2, t22 = t2 * t2
     cdef double b00, b10, b11, det, logdet = 0.0, amp = 1.0, ratio, i00, i10, i11, v
-    cdef double ldrand = 0.0, ldrx = 0.0
     cdef double *C = &L[0, 0]
-    cdef int info = 0, nr = <int>r
-    cdef char uplo = b"L"
+    cdef int info = 0
     out[0], out[1], out[2], out[3] = INFINITY, INFINITY, INFINITY, 1.0
     for s in range(n):  # B_s per entry, its log determinant and the ratio
         if q1 == 1:
@@ -858,6 +893,16 @@ cdef int _small_dense(const double[:, ::1] a, double t0, double t1, double t2,
         g[ncls + c] = v
         g[2 * ncls + c] = v
         g[3 * ncls + c] = t11 * i00 + 2.0 * t12 * i10 + t22 * i11
+    if blocks.shape[0]:  # a later block of several columns: C unscaled, then S C Sᵀ
+        memcpy(work, &Arr[0, 0], r * r * sizeof(double))
+        _map_product(csr, dense, data, indices, indptr, nrows, g, wg)  # (as map_update)
+        for i in range(nrows):
+            work[rows[i]] -= wg[i]
+        # (C's upper triangle read as Cᵀ's lower one: Cᵀ[i, j] = work[j r + i])
+        _scale_both_sides(work, 1, r, r, blocks, tt, &work[r * r], &work[2 * r * r], C)
+        for i in range(rr):
+            C[i * r + i] += 1.0
+        return _factor_small(L, r, rr, logdet, out)
     for i in range(r):
         sc[i] = 1.0 if scale_index[i] < 0 else theta[scale_index[i]]
     memset(C, 0, r * r * sizeof(double))  # (the lower triangle stays 0)
@@ -874,7 +919,18 @@ cdef int _small_dense(const double[:, ::1] a, double t0, double t1, double t2,
             C[p] -= wg[i] * (sc[p // r] * sc[p % r])
     for i in range(rr):
         C[i * r + i] += 1.0
-    dpotrf(&uplo, &nr, C, &nr, &info)
+    return _factor_small(L, r, rr, logdet, out)
+
+
+cdef int _factor_small(double[::1, :] L, Py_ssize_t r, Py_ssize_t rr, double logdet,
+                       double *out) noexcept nogil:
+    """L ← the Cholesky factor of C in its memory (dpotrf, C's lower triangle in Fortran
+    order), and :func:`_small_dense`'s numbers from it. Returns dpotrf's info."""
+    cdef Py_ssize_t i
+    cdef double ldrand = 0.0, ldrx = 0.0
+    cdef int info = 0, nr = <int>r
+    cdef char uplo = b"L"
+    dpotrf(&uplo, &nr, &L[0, 0], &nr, &info)
     if info != 0:
         return info
     for i in range(r - 1):

@@ -539,7 +539,11 @@ class PLS:
                 A1r, self.A11, self.Arr, support=self._rest_scalar and self.r_rand > 0,
                 free=self._free)
             self._classes = LevelClasses.of(self._map, self.A11)
-            self._small = self._small_dense()
+            # (not for PIRLS's weighted problems with a later block of several columns:
+            # each is factored once or twice, and its r² work arrays cost more than that)
+            weighted = plan is None and template is not None
+            self._small = (None if weighted and not self._rest_scalar
+                           else self._small_dense())
             if self._rest_scalar and kept is not None and source is not None:
                 self._scale_pair = source._scale_pair  # (the kept map's entries: its)
             elif self._rest_scalar:  # each entry's scale s_i s_j as a position in θ̃ ⊗ θ̃,
@@ -570,24 +574,29 @@ class PLS:
             return None
         t_index = (self._t1, -1, -1) if self.q1 == 1 else tuple(self._t_2x2)
         ntheta = 1 + max(int(b.theta_index.max()) for b in self.blocks)
-        return _core.SmallDense(*inputs, self._scale_index, self.r_rand, t_index, ntheta)
+        if self._rest_scalar:
+            return _core.SmallDense(*inputs, self._scale_index, self.r_rand, t_index, ntheta)
+        # (scaled by S = blockdiag(I ⊗ T_kᵀ, I) on both sides: no scale per column)
+        return _core.SmallDense(*inputs, np.full(self.r, -1, dtype=np.int64), self.r_rand,
+                                t_index, ntheta, *self._s_blocks)
 
     def _small_dense_inputs(self) -> _SmallInputs | None:
         """The arrays of a whole evaluation in one compiled call (``_core.SmallDense``),
-        or None: for a first block of one or two columns per level, every later block
-        scalar, the update by the sparse map W in one part and a Schur complement of order
-        below ``MIN_DIAGONAL`` (one dpotrf: ``cholesky_lower``'s choice there), as (A_s
-        per level or class as rows of entries, W, its positions, the level standing for
-        each of W's classes, the classes' sizes (empty: per level), A_rr on the support
-        (empty: C formed from A_rr whole), A_rr).
+        or None: for a first block of one or two columns per level, the update by the
+        sparse map W in one part and a Schur complement of order below ``MIN_DIAGONAL``
+        (one dpotrf: ``cholesky_lower``'s choice there; later blocks of several columns
+        per level scaled as :meth:`_finish_schur` scales them), as (A_s per level or class
+        as rows of entries, W, its positions, the level standing for each of W's classes,
+        the classes' sizes (empty: per level), A_rr on the support (empty: C formed from
+        A_rr whole), A_rr).
 
         Not where the pwrss is taken from the residuals at every θ (nearly collinear
         levels, ``residual_pwrss`` "always"; as ``batched.py``): there each evaluation
         is dominated by that solve, and it keeps the steps' own arithmetic on the designs
         whose optimum is most sensitive to rounding."""
         m = self._map
-        if (m is None or self.q1 > 2 or not self._rest_scalar or self.r >= MIN_DIAGONAL
-                or len(m.parts) > 1 or self.residual_pwrss == "always"):
+        if (m is None or self.q1 > 2 or self.r >= MIN_DIAGONAL or len(m.parts) > 1
+                or self.residual_pwrss == "always"):
             return None
         classes = self._classes
         if self.q1 == 1:
@@ -597,7 +606,8 @@ class PLS:
         per_entry = classes is not None or m.identity
         src = np.arange(a.shape[1]) if per_entry else m.rep
         count = np.zeros(0) if classes is None else classes.count
-        support = m.arr if self.r_rand and m.arr is not None else np.zeros(0)
+        support = (m.arr if self._rest_scalar and self.r_rand and m.arr is not None
+                   else np.zeros(0))
         return (np.ascontiguousarray(a), m.W if sp.issparse(m.W) else np.ascontiguousarray(
             m.W), m.rows.astype(np.int64), src.astype(np.int64), count,
             np.ascontiguousarray(support), np.ascontiguousarray(self.Arr))
