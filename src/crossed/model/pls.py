@@ -409,7 +409,7 @@ class PLS:
         # scalar later blocks: the index ranges of each block, then of X and y (scale 1)
         bounds = np.cumsum([0] + self.rest_sizes + [self.p + 1])
         self._scalar_ranges = list(zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True))
-        # non-scalar later blocks: S's blocks, for the scaling of the Schur complement
+        # S's blocks: the Schur complement's scaling where a later block is not scalar
         self._s_blocks = _scale_blocks(rest)
 
     def rows_memo(self, key: Hashable, compute: Callable[[], Any]) -> Any:
@@ -539,8 +539,9 @@ class PLS:
                 A1r, self.A11, self.Arr, support=self._rest_scalar and self.r_rand > 0,
                 free=self._free)
             self._classes = LevelClasses.of(self._map, self.A11)
-            # (not for PIRLS's weighted problems with a later block of several columns:
-            # each is factored once or twice, and its r² work arrays cost more than that)
+            # (not for PIRLS's weighted problems (a template without a plan) with a later
+            # block of several columns: each is factored once or twice, and the compiled
+            # call's r² work arrays cost more than that)
             weighted = plan is None and template is not None
             self._small = (None if weighted and not self._rest_scalar
                            else self._small_dense())
