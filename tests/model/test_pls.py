@@ -790,3 +790,26 @@ def test_scaling_of_later_blocks_is_the_sparse_product_bit_for_bit(formula):
             out = np.empty_like(M, order="F")
             _core.scale_both_sides(C, pls._s_blocks[0], pls._later_templates(theta), out)
             np.testing.assert_array_equal(out, expected)
+
+
+def test_a_small_design_with_a_correlated_later_slope_takes_the_compiled_map():
+    """A small design whose later factor has a correlated slope takes the sparse map and
+    its compiled evaluation even where the planner costs groups lower (the groups' update
+    is Python's): many items with few scores each and (1 + x | system). The criterion is
+    the groups path's to rounding; PIRLS's weighted problems keep the planner's choice."""
+    rng = np.random.default_rng(11)
+    item, system = np.repeat(np.arange(400), 8), np.tile(np.arange(8), 400)
+    x = rng.normal(size=400)[item]
+    df = pd.DataFrame({"item": item.astype(str), "system": system.astype(str), "x": x,
+                       "y": x + rng.normal(size=400)[item] + rng.normal(size=len(item))})
+    design = build_design(parse("y ~ x + (1 | item) + (1 + x | system)"), df)
+    pls = PLS.of(design)
+    grouped = PLS(design.random.blocks, design.X, design.y, update="groups")
+    assert pls._group_cost <= pls._w_cost  # (the planner's costs favour the groups)
+    assert pls._small is not None and grouped._groups is not None
+    for theta in _thetas(design, 4):
+        for reml in (True, False):
+            assert pls.objective(theta, reml) == pytest.approx(grouped.objective(theta, reml),
+                                                               rel=1e-12)
+    weighted = pls.reweighted(np.sqrt(rng.uniform(0.5, 2.0, len(df))), design.y)
+    assert weighted._groups is not None and weighted._small is None

@@ -524,7 +524,14 @@ class PLS:
         self._classes = None
         self._small = None
         cheaper = self._group_cost <= self._w_cost and self.l1 * self.q1 * self.r <= 20_000_000
-        if self.update == "groups" or (self.update is None and cheaper):
+        # a later block of several columns per level, small: the sparse map, whose whole
+        # evaluation is then one compiled call (SmallDense; the groups' update is Python's:
+        # 500 items x 10 systems with (1 + x | system), r = 23, 77 → 8 µs an evaluation);
+        # not for PIRLS's weighted problems (a template without a plan: no such call)
+        weighted = plan is None and template is not None
+        compiled = (not self._rest_scalar and not weighted and self.q1 <= 2
+                    and self.r < MIN_DIAGONAL)
+        if self.update == "groups" or (self.update is None and cheaper and not compiled):
             self._Arr_F = np.asfortranarray(Arr)
             assert self._level_groups is not None  # planned whenever groups can be chosen
             self._groups = [self._group_block(A1r, levels, cols)
@@ -539,10 +546,8 @@ class PLS:
                 A1r, self.A11, self.Arr, support=self._rest_scalar and self.r_rand > 0,
                 free=self._free)
             self._classes = LevelClasses.of(self._map, self.A11)
-            # (not for PIRLS's weighted problems (a template without a plan) with a later
-            # block of several columns: each is factored once or twice, and the compiled
-            # call's r² work arrays cost more than that)
-            weighted = plan is None and template is not None
+            # (not for PIRLS's weighted problems with a later block of several columns: each
+            # is factored once or twice, and the compiled call's r² work arrays cost more)
             self._small = (None if weighted and not self._rest_scalar
                            else self._small_dense())
             if self._rest_scalar and kept is not None and source is not None:
