@@ -7,7 +7,7 @@ import pytest
 import scipy.sparse as sp
 
 from crossed.model import sparse_map
-from crossed.model.sparse_map import _self_products, _upper_products, key_positions
+from crossed.model.sparse_map import _self_pairs, _upper_products, key_positions
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -19,6 +19,11 @@ def test_self_products_are_the_sparse_products(seed):
     A = sp.random(levels, r, density=float(rng.uniform(0.05, 0.6)), format="csr",
                   random_state=seed, data_rvs=rng.standard_normal)
     A.sort_indices()
+
+    def _self_products(A, class_of=None):  # (the pairs' products: the map's values)
+        target, k, pairs = _self_pairs(A, class_of)
+        return target, k, pairs.values(A)
+
     ours = _self_products(A)
     theirs = _upper_products(A, A, np.arange(levels), levels)
     for a, b in zip(ours, theirs, strict=True):

@@ -855,8 +855,10 @@ cdef int _small_dense(const double[:, ::1] a, double t0, double t1, double t2,
     cdef double t00 = t0 * t0, t01 = t0 * t1, t02 = t0 * t2, t11 = t1 * t1
     cdef double t12 = t1 * t2, t22 = t2 * t2
     cdef double b00, b10, b11, det, logdet = 0.0, amp = 1.0, ratio, i00, i10, i11, v
+    cdef double ldrand = 0.0, ldrx = 0.0
     cdef double *C = &L[0, 0]
-    cdef int info = 0
+    cdef int info = 0, nr = <int>r
+    cdef char uplo = b"L"
     out[0], out[1], out[2], out[3] = INFINITY, INFINITY, INFINITY, 1.0
     for s in range(n):  # B_s per entry, its log determinant and the ratio
         if q1 == 1:
@@ -893,44 +895,30 @@ cdef int _small_dense(const double[:, ::1] a, double t0, double t1, double t2,
         g[ncls + c] = v
         g[2 * ncls + c] = v
         g[3 * ncls + c] = t11 * i00 + 2.0 * t12 * i10 + t22 * i11
+    _map_product(csr, dense, data, indices, indptr, nrows, g, wg)  # (as map_update)
     if blocks.shape[0]:  # a later block of several columns: C unscaled, then S C Sᵀ
         memcpy(work, &Arr[0, 0], r * r * sizeof(double))
-        _map_product(csr, dense, data, indices, indptr, nrows, g, wg)  # (as map_update)
         for i in range(nrows):
             work[rows[i]] -= wg[i]
         # (C's upper triangle read as Cᵀ's lower one: Cᵀ[i, j] = work[j r + i])
         _scale_both_sides(work, 1, r, r, blocks, tt, &work[r * r], &work[2 * r * r], C)
-        for i in range(rr):
-            C[i * r + i] += 1.0
-        return _factor_small(L, r, rr, logdet, out)
-    for i in range(r):
-        sc[i] = 1.0 if scale_index[i] < 0 else theta[scale_index[i]]
-    memset(C, 0, r * r * sizeof(double))  # (the lower triangle stays 0)
-    if not support:  # A_rr s_i s_j on the upper triangle: all that is read
+    else:
         for i in range(r):
-            for j in range(i, r):
-                C[i * r + j] = Arr[i, j] * (sc[i] * sc[j])
-    _map_product(csr, dense, data, indices, indptr, nrows, g, wg)  # (as map_update)
-    for i in range(nrows):
-        p = rows[i]
-        if support:
-            C[p] = (arr[i] - wg[i]) * (sc[p // r] * sc[p % r])
-        else:
-            C[p] -= wg[i] * (sc[p // r] * sc[p % r])
+            sc[i] = 1.0 if scale_index[i] < 0 else theta[scale_index[i]]
+        memset(C, 0, r * r * sizeof(double))  # (the lower triangle stays 0)
+        if not support:  # A_rr s_i s_j on the upper triangle: all that is read
+            for i in range(r):
+                for j in range(i, r):
+                    C[i * r + j] = Arr[i, j] * (sc[i] * sc[j])
+        for i in range(nrows):
+            p = rows[i]
+            if support:
+                C[p] = (arr[i] - wg[i]) * (sc[p // r] * sc[p % r])
+            else:
+                C[p] -= wg[i] * (sc[p // r] * sc[p % r])
     for i in range(rr):
         C[i * r + i] += 1.0
-    return _factor_small(L, r, rr, logdet, out)
-
-
-cdef int _factor_small(double[::1, :] L, Py_ssize_t r, Py_ssize_t rr, double logdet,
-                       double *out) noexcept nogil:
-    """L ← the Cholesky factor of C in its memory (dpotrf, C's lower triangle in Fortran
-    order), and :func:`_small_dense`'s numbers from it. Returns dpotrf's info."""
-    cdef Py_ssize_t i
-    cdef double ldrand = 0.0, ldrx = 0.0
-    cdef int info = 0, nr = <int>r
-    cdef char uplo = b"L"
-    dpotrf(&uplo, &nr, &L[0, 0], &nr, &info)
+    dpotrf(&uplo, &nr, C, &nr, &info)
     if info != 0:
         return info
     for i in range(r - 1):

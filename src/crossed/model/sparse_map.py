@@ -410,21 +410,14 @@ class _Pairs:
         return cast(np.ndarray, A.data[self.first] * A.data[self.second])
 
 
-def _self_products(A: sp.csr_matrix, class_of: np.ndarray | None = None) -> Products:
-    """:func:`_upper_products` of A with itself, each level its own class (q₁ = 1; level
-    s in class ``class_of[s]``, default s): the products A[s, i] A[s, j], j <= i, of each
-    row's stored entries, formed pair by pair in NumPy (a level's row holds a column once,
-    so there is nothing to sum), without the sparse products' call overheads; the same
-    (target, k, value), sorted by target then k.
-    """
-    target, k, pairs = _self_pairs(A, class_of)
-    return target, k, pairs.values(A)
-
-
 def _self_pairs(A: sp.csr_matrix, class_of: np.ndarray | None = None
                 ) -> tuple[np.ndarray, np.ndarray, _Pairs]:
-    """:func:`_self_products`' (target, k) and the pairs of A's entries whose products
-    they hold, sorted by target then k (from A's pattern alone)."""
+    """:func:`_upper_products` of A with itself, each level its own class (q₁ = 1; level
+    s in class ``class_of[s]``, default s), from A's pattern alone: the (target, k) of the
+    products A[s, i] A[s, j], j <= i, of each level's own entries (one product per
+    (target, class), so there is nothing to sum), sorted by target then k, and the pairs
+    of A's entries that form them (their values: ``pairs.values(A)``), without the sparse
+    products' call overheads."""
     ls, r = A.shape
     counts = np.diff(A.indptr)
     row = np.repeat(np.arange(ls, dtype=np.int64), counts)
