@@ -6,6 +6,7 @@ scheme keeps Satterthwaite's df within rounding of lmerTest's.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import numpy as np
@@ -20,13 +21,37 @@ def _steps(x: np.ndarray, d: float, eps: float) -> np.ndarray:
 
 
 def _richardson(approx: np.ndarray, v: float = 2.0) -> np.ndarray:
-    """Extrapolate along the last axis (steps shrinking by ``v``), error O(h²) per level."""
-    a = approx.copy()
+    """Extrapolate along the last axis (steps shrinking by ``v``), error O(h²) per level
+    (``approx`` is not written to)."""
+    a = approx
     r = a.shape[-1]
     for m in range(1, r):
         four = (v * v) ** m
         a = (a[..., 1: r - m + 1] * four - a[..., : r - m]) / (four - 1.0)
     return a[..., 0]
+
+
+def _read_only(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+    for a in arrays:
+        a.flags.writeable = False
+    return arrays
+
+
+@functools.lru_cache(maxsize=32)
+def _diagonal_layout(n: int, r: int) -> tuple[np.ndarray, ...]:
+    """The rows and coordinates of :func:`central_derivatives`' points x ± h e_i after x
+    (per coordinate i and step k: x + h e_i, then x − h e_i), per (len(x), r): simulation
+    loops differentiate thousands of fits of one design."""
+    return _read_only(1 + np.arange(2 * n * r), np.repeat(np.arange(n), 2 * r))
+
+
+@functools.lru_cache(maxsize=32)
+def _pair_layout(n: int, r: int) -> tuple[np.ndarray, ...]:
+    """:func:`mixed_second`'s pairs j < i (row by row), the rows of their points (per pair
+    and step: x + (h_i e_i + h_j e_j), then x − (…)) and each row's i and j."""
+    pi, pj = np.tril_indices(n, -1)
+    rows = np.arange(len(pi) * r)
+    return _read_only(pi, pj, 2 * rows, 2 * rows + 1, np.repeat(pi, r), np.repeat(pj, r))
 
 
 def central_derivatives(fun: Callable[[np.ndarray], np.ndarray], x: np.ndarray,
@@ -53,17 +78,22 @@ def central_derivatives(fun: Callable[[np.ndarray], np.ndarray], x: np.ndarray,
     for k in range(1, r):
         steps[:, k] = steps[:, k - 1] / v
     # the points x, then per coordinate i and step k: x + h e_i, x − h e_i
-    points = np.tile(x, (1 + 2 * n * r, 1))
-    coord = np.repeat(np.arange(n), 2 * r)
-    signed = np.stack([steps, -steps], axis=-1).reshape(-1)
-    points[1 + np.arange(2 * n * r), coord] += signed
+    rows, coord = _diagonal_layout(n, r)
+    points = np.empty((1 + 2 * n * r, n))
+    points[:] = x
+    signed = np.empty((n, r, 2))
+    signed[:, :, 0] = steps
+    signed[:, :, 1] = -steps
+    points[rows, coord] += signed.reshape(-1)
     values = np.asarray(fun(points), dtype=float)
     f0 = values[0]
     rest = values[1:].reshape(n, r, 2, -1)  # (i, k, ±, n_out)
     fp, fm, h = rest[:, :, 0], rest[:, :, 1], steps[:, :, None]
-    d12 = np.stack([(fp - fm) / (2 * h), (fp - 2 * f0 + fm) / (h * h)])  # (1st/2nd, i, k, n_out)
+    d12 = np.empty((2, *fp.shape))  # (1st/2nd, i, k, n_out)
+    np.divide(fp - fm, 2 * h, out=d12[0])
+    np.divide(fp - 2 * f0 + fm, h * h, out=d12[1])
     # (extrapolated along k, both at once: each (i, n_out) as on its own)
-    first, second = _richardson(np.moveaxis(d12, 2, -1), v).transpose(0, 2, 1)
+    first, second = _richardson(d12.transpose(0, 1, 3, 2), v).transpose(0, 2, 1)
     return f0, np.ascontiguousarray(first), np.ascontiguousarray(second)
 
 
@@ -78,16 +108,16 @@ def mixed_second(fun: Callable[[np.ndarray], np.ndarray], x: np.ndarray, diag: n
     H = np.diag(np.asarray(diag, dtype=float))
     if n < 2:  # (no pairs)
         return H
-    hs = np.array([_steps(x, d, eps) / v**k for k in range(r)])
-    pi, pj = np.tril_indices(n, -1)  # the pairs j < i, row by row
+    hs = _steps(x, d, eps)[None, :] / np.array([v**k for k in range(r)])[:, None]
+    pi, pj, plus, minus, at_i, at_j = _pair_layout(n, r)  # (the pairs j < i, row by row)
     hi, hj = hs[:, pi].T, hs[:, pj].T  # (pair, k)
     # per pair and step: x + (h_i e_i + h_j e_j), then x − (…)
-    points = np.tile(x, (2 * hi.size, 1))
-    rows = np.arange(hi.size)
-    points[2 * rows, np.repeat(pi, r)] += hi.reshape(-1)
-    points[2 * rows, np.repeat(pj, r)] += hj.reshape(-1)
-    points[2 * rows + 1, np.repeat(pi, r)] -= hi.reshape(-1)
-    points[2 * rows + 1, np.repeat(pj, r)] -= hj.reshape(-1)
+    points = np.empty((2 * hi.size, n))
+    points[:] = x
+    points[plus, at_i] += hi.reshape(-1)
+    points[plus, at_j] += hj.reshape(-1)
+    points[minus, at_i] -= hi.reshape(-1)
+    points[minus, at_j] -= hj.reshape(-1)
     values = np.asarray(fun(points), dtype=float).reshape(len(pi), r, 2)
     fp, fm = values[:, :, 0], values[:, :, 1]
     approx = (fp - 2 * f0 + fm - H[pi, pi][:, None] * hi * hi
