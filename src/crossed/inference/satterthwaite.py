@@ -177,21 +177,21 @@ class SatterthwaiteModel:
 def _pinv_psd(H: np.ndarray) -> np.ndarray:
     """Moore–Penrose inverse over positive eigenvalues, warning as lmerTest does."""
     H = 0.5 * (H + H.T)
-    if not np.all(np.isfinite(H)):
+    if not np.isfinite(H).all():
         warn("the Hessian of the deviance in the variance parameters is not finite at the "
              "optimum (the model's system is numerically singular beside it: nearly "
              "collinear or badly scaled predictors?): Satterthwaite df are not available "
              "(NaN); rescale or centre the predictors")
         return np.full(H.shape, np.nan)
     d = np.sqrt(np.abs(np.diag(H)))
-    scaled, svecs = np.linalg.eigh(H / np.outer(d, d)) if np.all(d > 0) else (None, None)
-    if scaled is not None and np.any(np.abs(scaled) < EIG_SCALED):
+    scaled, svecs = np.linalg.eigh(H / np.outer(d, d)) if (d > 0).all() else (None, None)
+    if scaled is not None and (np.abs(scaled) < EIG_SCALED).any():
         # a direction the differences do not resolve: the inverse in the scaled coordinates
         vals, vecs, tol = scaled, svecs / d[:, None], EIG_SCALED
     else:  # lmerTest's rule
         (vals, vecs), tol = np.linalg.eigh(H), EIG_TOL
-    neg = int(np.sum(vals < -tol))
-    zero = int(np.sum(np.abs(vals) <= tol))
+    neg = int(np.count_nonzero(vals < -tol))
+    zero = int(np.count_nonzero(np.abs(vals) <= tol))
     if neg:
         warn(f"Model failed to converge with {neg} negative eigenvalue(s) of the "
              "Hessian of the deviance; Satterthwaite df may be unreliable")
