@@ -33,7 +33,8 @@ def optimiser_random(fit: LmerFit) -> tuple[tuple[ReBlock, ...], np.ndarray,
     them, and the rescaling (None: the formula's own blocks and θ)."""
     blocks = tuple(fit.design.random.blocks)
     theta = np.asarray(fit.theta, dtype=float)
-    columns = column_rescaling(blocks)
+    # (from the design's rows alone: shared with every refit of them to another response)
+    columns = fit.pls.rows_memo(("column_rescaling",), lambda: column_rescaling(blocks))
     if columns is None:
         return blocks, theta, None
     return columns.apply(blocks), columns.from_original(theta), columns
