@@ -327,6 +327,7 @@ class PLS:
             self._rest_scalar, self._t1 = plan._rest_scalar, plan._t1
             self._scale_index, self._diag_rand = plan._scale_index, plan._diag_rand
             self._scalar_ranges, self._s_blocks = plan._scalar_ranges, plan._s_blocks
+            self._ntheta = plan._ntheta
         else:
             self._layout(first, rest)
         A11 = products.A11
@@ -411,6 +412,7 @@ class PLS:
         self._scalar_ranges = list(zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True))
         # S's blocks: the Schur complement's scaling where a later block is not scalar
         self._s_blocks = _scale_blocks(rest)
+        self._ntheta = 1 + max(int(b.theta_index.max()) for b in self.blocks)  # (θ's length)
 
     def rows_memo(self, key: Hashable, compute: Callable[[], Any]) -> Any:
         """A quantity derived from this problem's rows and blocks, not its response,
@@ -554,7 +556,7 @@ class PLS:
                 self._scale_pair = source._scale_pair  # (the kept map's entries: its)
             elif self._rest_scalar:  # each entry's scale s_i s_j as a position in θ̃ ⊗ θ̃,
                 # θ̃ = (θ, 1) (the X and y columns' index -1 is the appended 1)
-                k = 2 + max(int(b.theta_index.max()) for b in self.blocks)
+                k = 1 + self._ntheta
                 a, b = self._scale_index[self._map.i] % k, self._scale_index[self._map.j] % k
                 self._scale_pair = a * k + b
 
@@ -579,7 +581,7 @@ class PLS:
         if inputs is None:
             return None
         t_index = (self._t1, -1, -1) if self.q1 == 1 else tuple(self._t_2x2)
-        ntheta = 1 + max(int(b.theta_index.max()) for b in self.blocks)
+        ntheta = self._ntheta
         # (a later block of several columns: scaled by S = blockdiag(I ⊗ T_kᵀ, I) on both
         # sides, no scale per column)
         scale_index, blocks = ((self._scale_index, ()) if self._rest_scalar
