@@ -225,6 +225,7 @@ class PLS:
     # call (_set_response)
     A1r: sp.csr_matrix  # Z₁ᵀ[Z_r X y_c] (l1·q1 x r; _set_response)
     _last_weighted: PLS | None = None  # the last problem reweighted from this one
+    _ntheta: int  # θ's length (_layout)
     _scale_pair: np.ndarray  # scalar later blocks: each map entry's scale s_i s_j as a
     # position in θ̃ ⊗ θ̃ (_set_response)
 
