@@ -24,26 +24,6 @@ def test_seeds_are_independent_of_chunking():
     assert a != run_tasks(_draw, 1.0, list(enumerate(spawn_seeds(8, 20))), n_jobs=1)
 
 
-def _blas_threads(shared, item):
-    from threadpoolctl import threadpool_info
-
-    return sorted({lib["num_threads"] for lib in threadpool_info()
-                   if lib["user_api"] == "blas"})
-
-
-def test_tasks_run_with_one_blas_thread_in_this_process_and_in_workers():
-    """Every task runs as refits do, on one BLAS thread (the limit is held for the whole
-    run, or chunk), and the limit is lifted afterwards."""
-    from threadpoolctl import threadpool_info
-
-    before = [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
-    items = list(range(4))
-    assert run_tasks(_blas_threads, None, items, n_jobs=1) == [[1]] * 4
-    assert run_tasks(_blas_threads, None, items, n_jobs=2) == [[1]] * 4
-    after = [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
-    assert after == before
-
-
 def test_generator_seed_is_reproducible():
     a = spawn_seeds(np.random.default_rng(3), 2)[1].generate_state(2)
     b = spawn_seeds(np.random.default_rng(3), 2)[1].generate_state(2)

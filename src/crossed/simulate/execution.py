@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from crossed._conventions import check_seed, show_progress
-from crossed._threads import single_blas_thread, use_helper_thread
+from crossed._threads import use_helper_thread
 from crossed._warn import warn
 
 __all__ = ["BACKENDS", "Seed", "TaskResults", "run_tasks",
@@ -69,10 +69,7 @@ def spawn_seeds(seed: Seed, n: int) -> list[np.random.SeedSequence]:
 
 
 def _run_chunk(func: Callable, shared: Any, items: Sequence) -> list:
-    """The tasks of a chunk in turn, with BLAS on one thread throughout (as every refit runs
-    it: the limit is set once per chunk instead of once per refit)."""
-    with single_blas_thread():
-        return [func(shared, item) for item in items]
+    return [func(shared, item) for item in items]
 
 
 def _run_chunk_in_worker(func: Callable, shared: Any, items: Sequence) -> list:
@@ -138,11 +135,10 @@ def run_tasks(func: Callable[[Any, Any], Any], shared: Any, items: Sequence, *,
         if backend == "dask":
             _run_dask(func, shared, items, scheduler, bar, chunk_size, out)
         elif (workers := _n_workers(n_jobs)) == 1:
-            with single_blas_thread():  # (as _run_chunk)
-                for item in items:
-                    out.append(func(shared, item))
-                    if bar is not None:
-                        bar.update(1)
+            for item in items:
+                out.append(func(shared, item))
+                if bar is not None:
+                    bar.update(1)
         else:
             _run_joblib(func, shared, items, workers, bar, chunk_size, out)
     except KeyboardInterrupt:
