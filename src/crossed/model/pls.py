@@ -582,12 +582,12 @@ class PLS:
         if inputs is None:
             return None
         t_index = (self._t1, -1, -1) if self.q1 == 1 else tuple(self._t_2x2)
-        ntheta = self._ntheta
         # (a later block of several columns: scaled by S = blockdiag(I ⊗ T_kᵀ, I) on both
         # sides, no scale per column)
         scale_index, blocks = ((self._scale_index, ()) if self._rest_scalar
                                else (np.full(self.r, -1, dtype=np.int64), self._s_blocks))
-        return _core.SmallDense(*inputs, scale_index, self.r_rand, t_index, ntheta, *blocks)
+        return _core.SmallDense(*inputs, scale_index, self.r_rand, t_index, self._ntheta,
+                                *blocks)
 
     def _small_dense_inputs(self) -> _SmallInputs | None:
         """The arrays of a whole evaluation in one compiled call (``_core.SmallDense``),

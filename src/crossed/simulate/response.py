@@ -47,9 +47,9 @@ def _linear_predictor(fit: LmerFit | GlmerFit, nsim: int, rng: np.random.Generat
     for blk in design.random.blocks:
         T = blk.template(fit.theta)
         u = rng.standard_normal((blk.nlevels, blk.q, nsim))
-        if blk.q == 1 and blk.column_stats[0][0]:  # an intercept: b = σ t u and Z b is
-            # each row's level's b (one product each, and 1·x = x: the same numbers as
-            # the general sums, without two einsum calls per block)
+        ones, _, _ = blk.column_stats  # (per column of Z: all ones, an intercept)
+        if blk.q == 1 and ones[0]:  # b = σ t u, and Z b is each row's level's b (one
+            # product each, and 1·x = x: the general sums' numbers without two einsums)
             mean += (scale * (T[0, 0] * u[:, 0]))[blk.codes]
             continue
         b = scale * np.einsum("ab,lbs->las", T, u)
