@@ -319,7 +319,7 @@ CASES = CASES + (
         mixedlm_formula="prop ~ period + (1 | herd)",
     ),
     GROUSETICKS,
-    replace(  # the same data with a correlated random slope: the PIRLS that is not compiled
+    replace(  # the same data with a correlated random slope on the later term
         GROUSETICKS,
         name="grouseticks_slope",
         title=("grouseticks `TICKS ~ YEAR + cHEIGHT + (1 + cHEIGHT|LOCATION) + (1|BROOD)`, "

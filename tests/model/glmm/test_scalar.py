@@ -1,6 +1,7 @@
-"""ScalarSolver: the weighted PLS solve of PIRLS with scalar random-effects terms (the
-compiled kernel), against a dense solve of the same system; XᵀWX from X's nonzeros against
-BLAS's product; the diagonal leading block of a nested factor."""
+"""ScalarSolver: the weighted PLS solve of PIRLS with a scalar first random-effects term
+and later terms of any columns (the compiled kernel), against a dense solve of the same
+system; XᵀWX from X's nonzeros against BLAS's product; the diagonal leading block of a
+nested factor; the conditional variances against the blocked-Cholesky PLS's."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 from crossed.design import build_design
 from crossed.formula import parse
 from crossed.model.glmm.scalar import ScalarSolver
+from crossed.model.pls import PLS
 
 
 def _design(formula: str, seed: int, n: int = 600):
@@ -22,6 +24,7 @@ def _design(formula: str, seed: int, n: int = 600):
         "ds": rng.choice(["a", "b", "c"], n),
         "ann": rng.choice([f"r{i}" for i in range(9)], n),
         "x": rng.normal(size=n),
+        "x2": rng.normal(size=n),
         "rater": rng.choice([f"t{i}" for i in range(30)], n),
         "unit": [f"u{i // 2}" for i in range(n)],      # two rows per unit ...
         "cls": [f"c{(i // 2) % 40}" for i in range(n)],  # ... nested in one of 40 classes
@@ -32,11 +35,13 @@ def _design(formula: str, seed: int, n: int = 600):
 def _dense(design, theta, w, z, joint):
     """argmin ‖√w (z − ZΛu − Xβ)‖² + ‖u‖² from the full normal equations."""
     blocks = design.random.blocks
-    Z = np.zeros((design.n, sum(b.nlevels for b in blocks)))
+    Z = np.zeros((design.n, sum(b.nlevels * b.q for b in blocks)))
     off = 0
-    for b in blocks:
-        Z[np.arange(design.n), off + b.codes] = b.Z[:, 0] * theta[int(b.theta_index[0, 0])]
-        off += b.nlevels
+    for b in blocks:  # (Z Λ: a level's columns are its rows' z T)
+        zt = b.Z @ b.template(theta)
+        for j in range(b.q):
+            Z[np.arange(design.n), off + b.codes * b.q + j] = zt[:, j]
+        off += b.nlevels * b.q
     A = np.hstack([Z, design.X]) if joint else Z
     q = Z.shape[1]
     M = A.T @ (A * w[:, None])
@@ -52,6 +57,11 @@ def _dense(design, theta, w, z, joint):
     "y ~ x + (1 | item) + (1 | ds)",                # dense X
     "y ~ sys + x + (1 | unit) + (1 | cls) + (1 | ds)",  # cls's columns sparse
     "y ~ x + (1 | item) + (1 | rater) + (1 | ds)",  # no sparse lead
+    # later terms of several columns: their Λ in the columns' covariates
+    "y ~ sys + x + (1 | item) + (1 + x | ds)",
+    "y ~ x + (1 | unit) + (1 + x | cls) + (1 | ds)",  # cls's pairs of columns sparse
+    "y ~ x + (1 | item) + (1 + x + x2 | ds) + (0 + x2 | ann)",
+    "y ~ x + (1 | item) + (1 + x | rater)",  # no sparse lead
 ])
 @pytest.mark.parametrize("joint", [True, False])
 def test_solve_is_the_dense_solution(formula: str, joint: bool) -> None:
@@ -98,6 +108,7 @@ def _blocks_x(formula: str):
     ("y ~ x + (1 | item) + (1 | ds)", 3),
     ("y ~ x + (1 | item) + (1 | ann) + (1 | ds)", 9 + 3),  # 12 columns: all sparse
     ("y ~ x + (1 | item) + (1 | rater)", 0),  # each rater meets most others through items
+    ("y ~ x + (1 | unit) + (1 + x | cls) + (1 | ds)", 80 + 3),  # a class's pair of columns
 ])
 def test_sparse_lead_stops_at_the_first_dense_column(formula: str, lead: int) -> None:
     solver = ScalarSolver(*_blocks_x(formula))
@@ -125,3 +136,33 @@ def test_no_sparse_lead_past_the_pairs_bound(monkeypatch: pytest.MonkeyPatch) ->
 
     monkeypatch.setattr(scalar, "LEAD_PAIRS", 10)
     assert ScalarSolver(*_blocks_x("y ~ x + (1 | unit) + (1 | cls) + (1 | ds)")).lead == 0
+
+
+@pytest.mark.parametrize("formula", [
+    "y ~ x + (1 | item) + (1 | ann) + (1 | ds)",
+    "y ~ x + (1 | unit) + (1 + x | cls) + (1 | ds)",
+    "y ~ x + (1 | item) + (1 + x + x2 | ds)",
+])
+def test_zlu_and_conditional_variances_are_the_general_paths(formula: str) -> None:
+    """Z Λθ u against the terms' NumPy sum, and the conditional variances of u per level
+    (the blocks of (Λ'Z'WZΛ + I)⁻¹) against the blocked-Cholesky PLS's."""
+    design = _design(formula, seed=10)
+    blocks = design.random.blocks
+    solver = ScalarSolver(blocks, design.X)
+    rng = np.random.default_rng(11)
+    theta = rng.uniform(0.3, 1.5, len(design.random.theta_lower))
+    u = rng.normal(size=sum(b.nlevels * b.q for b in blocks))
+    expected, pos = np.zeros(design.n), 0
+    for b in blocks:
+        ub = u[pos:pos + b.nlevels * b.q].reshape(b.nlevels, b.q)
+        expected += np.einsum("ij,ij->i", b.Z, (ub @ b.template(theta).T)[b.codes])
+        pos += b.nlevels * b.q
+    np.testing.assert_allclose(solver.zlu(theta, u), expected, rtol=1e-12, atol=1e-12)
+    sw = np.sqrt(rng.uniform(0.05, 0.25, design.n))
+    _, _, _, sol = solver.solve(theta, sw, rng.normal(size=design.n), False)
+    got = solver.cond_var(sol)
+    pls = PLS(blocks, design.X[:, :0], design.y).reweighted(sw, design.y)
+    want = pls.conditional_inverse_blocks(pls.factor(theta))
+    assert [g.shape for g in got] == [w.shape for w in want]
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-13)

@@ -222,7 +222,7 @@ def _fit(design: Design, family: Family, nagq: int, control: LmerControl,
     # stage 1: nAGQ = 0 over θ
     messages: list[str] = design.messages()
     settings0 = (np.full(k, 0.2), 1e-6 if nagq else 1e-10, 1e-4 if nagq else 1e-8)
-    # (scalar terms: NLopt's C loop on the compiled criterion, the same values)
+    # (a scalar first term: NLopt's C loop on the compiled criterion, the same values)
     stage1 = Criterion(prob.deviance0, prob.compiled_deviance(joint=True))
     opt0 = _bobyqa(stage1, theta0, lower, *settings0, control.maxeval, control)
     opt0 = _off_faces(stage1, opt0, lower, settings0, control, blocks, messages)

@@ -59,7 +59,7 @@ NLOPT_ALGORITHMS = {"NLOPT_LN_BOBYQA": nlopt.LN_BOBYQA,
 class Criterion:
     """A criterion for the NLopt runs: ``fun`` at a point, and the same criterion as a
     compiled objective (``model._core.SmallCriterion``: small designs;
-    ``model.glmm._scalar.ScalarDeviance``: a GLMM's stages with scalar terms), which
+    ``model.glmm._scalar.ScalarDeviance``: a GLMM's stages with a scalar first term), which
     :func:`run_nlopt` hands to NLopt's C interface so that no evaluation calls Python."""
 
     fun: Callable[[np.ndarray], float]

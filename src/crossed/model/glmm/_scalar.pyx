@@ -1,6 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 # cython: initializedcheck=False
-"""The GLMM's compiled PIRLS solve for scalar random-effects terms (``scalar.py``).
+"""The GLMM's compiled PIRLS solve for a scalar first random-effects term, the later ones
+of any columns (``scalar.py``).
 
 :func:`scalar_solve` forms and solves, in one call, the weighted penalised least-squares
 system of one PIRLS iteration
@@ -15,7 +16,9 @@ the first factor's levels meet, B_X = θ₁ Z₁ᵀWX):
 1. one pass over the rows accumulates D, r₁, B_R's entries, B_X, r_R, r_X and the lower
    triangle of the system's rest (the later factors and X; X's nonzeros from its CSR form,
    or XᵀWX by BLAS's dsyrk on √W X where X is dense and wide);
-2. the later factors' scales Λ_R are applied in those sums, and the first factor is
+2. the later factors' scales Λ_R are applied in those sums (a later term of several
+   columns: its columns' covariates are Z Λθ's, by :func:`vector_columns`, and its scales
+   1), and the first factor is
    eliminated level by level in closed form (its Schur complement's update B D⁻¹ Bᵀ on each
    level's support; its X part, B_XᵀD⁻¹B_X, by dsyrk);
 3. the Schur complement C is factored: its leading columns whose factor stays sparse (a
@@ -69,14 +72,16 @@ cpdef int scalar_solve(const double[::1] sw, const double[::1] z,
     ----------
     sw, z : √(working weights) and the working response, (n,).
     c1, z1 : the first factor's level and covariate per row.
-    cr, zr : the later factors' columns (their levels, offset into the rest) and
-        covariates, (k, n).
+    cr, zr : the later factors' columns (their levels, offset into the rest; a term of q
+        columns: q rows, level g's j-th at g q + j) and covariates (such a term's: its
+        columns of Z Λθ), (k, n).
     pinv : per later factor and row, the index of its (first level, column) pair, (k, n);
         ``pcol``: each pair's column, the pairs sorted by first level then column, level
         s's from ``pptr[s]`` to ``pptr[s + 1]``.
     xptr, xind, xval : X in CSR form (columns sorted within a row); ``swX``: √W X
         (n, p) to fill and multiply by dsyrk instead of the CSR pairs, or an empty array.
-    t1, tr : θ of the first factor; θ per later column (rr,).
+    t1, tr : θ of the first factor; θ per later column (rr,), 1 for a term of several
+        columns.
     p : X's columns in the system (0: β is fixed). ``dl``: the leading columns of C
         eliminated sparsely, column j on the later factors' rows
         ``lrow[lptr[j]:lptr[j + 1]]`` (below its diagonal, sorted; with the fill of the
@@ -238,20 +243,62 @@ cpdef int scalar_solve(const double[::1] sw, const double[::1] z,
     return info
 
 
-def scalar_zlu(const double[::1] theta, const int64_t[::1] tindex,
-               const int64_t[:, ::1] codes, const double[:, ::1] zs,
-               const double[::1] u, double[::1] out):
-    """Z Λθ u for scalar terms: per row, Σ over the terms a (in order) of
-    z_a · (u[level] · θ_a), ``codes``: each term's levels offset into u, (k, n); the same
-    products and sums, in the same order, as the terms' NumPy loop."""
-    cdef Py_ssize_t i, a, n = out.shape[0], k = codes.shape[0]
-    cdef double acc
+cdef inline double _zlu_row(Py_ssize_t i, Py_ssize_t n, Py_ssize_t k, const double *u,
+                            const int64_t *c1, const double *z1, double t1,
+                            const int64_t *cr, const double *zr, const double *tr,
+                            Py_ssize_t l1) noexcept nogil:
+    """Row i of Z Λθ u: Σ over the terms (the first, then each later column a, in order)
+    of z · (u[level] · θ); ``cr`` and ``zr`` (k, n) C-ordered."""
+    cdef Py_ssize_t a, j
+    cdef double acc = 0.0
+    acc += z1[i] * (u[c1[i]] * t1)
+    for a in range(k):
+        j = cr[a * n + i]
+        acc += zr[a * n + i] * (u[l1 + j] * tr[j])
+    return acc
+
+
+def scalar_zlu(const double[::1] u, const int64_t[::1] c1, const double[::1] z1, double t1,
+               const int64_t[:, ::1] cr, const double[:, ::1] zr, const double[::1] tr,
+               double[::1] out):
+    """Z Λθ u (u: the first factor's levels, then the later columns): per row, Σ over the
+    terms in order of z · (u[level] · θ), ``cr``, ``zr`` and ``tr`` as
+    :func:`scalar_solve` reads them (a later term of several columns: its columns' Λ in
+    ``zr``, by :func:`vector_columns`, and 1 in ``tr``); the same products and sums, in
+    the same order, as the terms' NumPy loop for scalar terms."""
+    cdef Py_ssize_t i, n = out.shape[0], k = cr.shape[0], l1 = u.shape[0] - tr.shape[0]
+    cdef const double *trp = &tr[0] if tr.shape[0] else NULL
+    cdef const int64_t *crp = &cr[0, 0] if k else NULL
+    cdef const double *zrp = &zr[0, 0] if k else NULL
     with nogil:
         for i in range(n):
-            acc = 0.0
-            for a in range(k):
-                acc += zs[a, i] * (u[codes[a, i]] * theta[tindex[a]])
-            out[i] = acc
+            out[i] = _zlu_row(i, n, k, &u[0], &c1[0], &z1[0], t1, crp, zrp, trp, l1)
+
+
+cdef void _vector_columns(const double *theta, const int64_t[::1] target,
+                          const int64_t[::1] source, const int64_t[::1] tindex,
+                          const double[:, ::1] zraw, double[:, ::1] zr) noexcept nogil:
+    cdef Py_ssize_t e, i, a, b, n = zr.shape[1]
+    cdef double t
+    for e in range(target.shape[0]):
+        a = target[e]
+        for i in range(n):
+            zr[a, i] = 0.0
+    for e in range(target.shape[0]):
+        a, b, t = target[e], source[e], theta[tindex[e]]
+        for i in range(n):
+            zr[a, i] += zraw[b, i] * t
+
+
+def vector_columns(const double[::1] theta, const int64_t[::1] target,
+                   const int64_t[::1] source, const int64_t[::1] tindex,
+                   const double[:, ::1] zraw, double[:, ::1] zr):
+    """The columns of Z Λθ of the later terms of several columns, into ``zr``'s rows: the
+    row ``target[e]`` is Σ_e ``zraw[source[e]] · θ[tindex[e]]`` (column j of a level's
+    Z T: Σ_{l ≥ j} z_l T_lj, T the term's lower-triangular factor), the entries in order
+    from zero; the other rows are left as they are."""
+    with nogil:
+        _vector_columns(&theta[0], target, source, tindex, zraw, zr)
 
 
 # ---------------------------------------------------------------------- the PIRLS loop
@@ -371,8 +418,9 @@ include "../_objective.pxi"
 
 
 cdef class ScalarDeviance(LoggedObjective):
-    """PIRLS and the Laplace deviance of a GLMM whose random-effects terms are all scalar
-    (one or several), as a C function of a stage's point for a compiled optimiser loop
+    """PIRLS and the Laplace deviance of a GLMM whose first random-effects term is scalar
+    (the later ones of any columns; their columns of Z Λθ formed at each PIRLS's θ in
+    this object's own copy of the covariates), as a C function of a stage's point for a compiled optimiser loop
     (:class:`LoggedObjective`: logged, the optimiser stopped after an error), with its own
     workspaces but the system's matrix (the structure's, shared by its solves of that
     order: ``ScalarSolver.workspace``).
@@ -392,9 +440,11 @@ cdef class ScalarDeviance(LoggedObjective):
     counts the criterion's PIRLS runs; :meth:`state` runs PIRLS for ``GlmmProblem``'s
     states, from the start :meth:`start_from` sets and with :attr:`exact` as set."""
     cdef const double[::1] y, wt, offset, lp0, xval, z1, dev_a, dev_b, dev_c
-    cdef const int64_t[::1] xptr, xind, c1, pcol, pptr, rest_theta, lptr, lrow, zlu_theta
-    cdef const int64_t[:, ::1] cr, pinv, zlu_codes
-    cdef const double[:, ::1] zr, zlu_z
+    cdef const int64_t[::1] xptr, xind, c1, pcol, pptr, rest_theta, lptr, lrow
+    cdef const int64_t[::1] vtarget, vsource, vtheta
+    cdef const int64_t[:, ::1] cr, pinv
+    cdef const double[:, ::1] zraw
+    cdef double[:, ::1] zr
     cdef double[:, ::1] swX
     cdef double[::1] fixed, eta, mu, me, u, beta, d, sw, eta_new, mu_new, me_new, u_new
     cdef double[::1] u_new1, b_new, z, r1, vals, vs, BXs, rhs, tr
@@ -416,11 +466,14 @@ cdef class ScalarDeviance(LoggedObjective):
         self.y, self.wt, self.offset, self.lp0 = y, wt, offset, lp0
         self.xptr, self.xind, self.xval = structure.xptr, structure.xind, structure.xval
         self.c1, self.z1, self.t1 = structure.c1, structure.z1, structure.t1
-        self.cr, self.zr, self.pinv = structure.cr, structure.zr, structure.pinv
+        self.cr, self.pinv = structure.cr, structure.pinv
         self.pcol, self.pptr, self.rest_theta = structure.pcol, structure.pptr, structure.rest_theta
         self.dl, self.lptr, self.lrow = structure.lead, structure.lptr, structure.lrow
-        self.zlu_codes, self.zlu_z = structure.zlu_codes, structure.zlu_z
-        self.zlu_theta = structure.zlu_theta
+        # the later terms of several columns: their columns of Z Λθ, at each PIRLS's θ,
+        # in this object's own copy of the covariates
+        self.vtarget, self.vsource = structure.vtarget, structure.vsource
+        self.vtheta, self.zraw = structure.vtheta, structure.zr
+        self.zr = np.array(structure.zr) if len(structure.vtarget) else structure.zr
         self.l1, self.rr, self.p = structure.l1, structure.rr, structure.p
         self.q = self.l1 + self.rr
         self.k, self.joint = k, joint
@@ -567,8 +620,12 @@ cdef class ScalarDeviance(LoggedObjective):
         cdef bint done, joint = self.joint
         cdef double wi, old = INFINITY, pdev, acc, moved, size, ld = 0.0, ldr = 0.0
         cdef double t1 = self.theta[self.t1]
-        for j in range(rr):  # (each later column's θ: fixed while PIRLS runs)
-            self.tr[j] = self.theta[self.rest_theta[j]]
+        for j in range(rr):  # (each later column's θ: fixed while PIRLS runs; 1 for a
+            # term of several columns, its Λ in zr)
+            self.tr[j] = self.theta[self.rest_theta[j]] if self.rest_theta[j] >= 0 else 1.0
+        if self.vtarget.shape[0]:
+            _vector_columns(&self.theta[0], self.vtarget, self.vsource, self.vtheta,
+                            self.zraw, self.zr)
         for i in range(n):  # the start, and the fixed part of η
             eta[i] = self.offset[i] + self.lp0[i]
             _link(self.link, eta[i], self.thresh, &mu[i], &me[i])
@@ -650,9 +707,14 @@ cdef class ScalarDeviance(LoggedObjective):
     cdef double _evaluate(self) noexcept nogil:
         """η = fixed (+ Xβ) + Z Λθ u, μ, μ' and the penalised deviance at the step's (u,
         β) (``u_new``, ``b_new``), into the step's arrays."""
-        cdef Py_ssize_t i, kk, a, n = self.y.shape[0], terms = self.zlu_codes.shape[0]
+        cdef Py_ssize_t i, kk, n = self.y.shape[0]
         cdef bint xb_too = self.joint and self.p > 0
-        cdef double xb, acc
+        cdef double xb
+        cdef Py_ssize_t k = self.cr.shape[0]
+        cdef double t1 = self.theta[self.t1]
+        cdef const double *trp = &self.tr[0] if self.rr else NULL
+        cdef const int64_t *crp = &self.cr[0, 0] if k else NULL
+        cdef const double *zrp = &self.zr[0, 0] if k else NULL
         cdef const double *bp = &self.dev_b[0] if self.dev_b.shape[0] else NULL
         cdef const double *cp = &self.dev_c[0] if self.dev_c.shape[0] else NULL
         for i in range(n):
@@ -660,11 +722,8 @@ cdef class ScalarDeviance(LoggedObjective):
             if xb_too:
                 for kk in range(self.xptr[i], self.xptr[i + 1]):
                     xb += self.xval[kk] * self.b_new[self.xind[kk]]
-            acc = 0.0
-            for a in range(terms):
-                acc += self.zlu_z[a, i] * (self.u_new[self.zlu_codes[a, i]]
-                                           * self.theta[self.zlu_theta[a]])
-            self.eta_new[i] = xb + acc
+            self.eta_new[i] = xb + _zlu_row(i, n, k, &self.u_new[0], &self.c1[0],
+                                            &self.z1[0], t1, crp, zrp, trp, self.l1)
             _link(self.link, self.eta_new[i], self.thresh, &self.mu_new[i], &self.me_new[i])
         return _penalised(n, &self.mu_new[0], &self.dev_a[0], bp, cp, self.dev_const,
                           &self.u_new[0], self.q)

@@ -18,11 +18,12 @@ test until η moves by less than :data:`ETA_TOL` (relative) in one step (at most
 :data:`MAX_POLISH` more iterations, usually one or two), so the criterion is the Laplace
 deviance at the mode, a smooth function (``LmerControl.pirls``). With ``joint=True`` PIRLS
 moves β with u (lme4's
-nAGQ = 0 stage). Where every random-effects term is scalar (``(1 | g)`` or ``(0 + x |
-g)``) the whole loop runs in compiled code (``_scalar.pyx``), each iteration's system solved
-by ``scalar.ScalarSolver``'s kernel (one term: diagonal, sums per level in closed form);
-otherwise each iteration reweights the design's blocked-Cholesky PLS problem
-(:meth:`PLS.reweighted`). Validated against lme4 1.1-31 (``tests/model/glmm``).
+nAGQ = 0 stage). Where the first (most levels) random-effects term is scalar (``(1 |
+g)`` or ``(0 + x | g)``), the later ones of any columns, the whole loop runs in compiled
+code (``_scalar.pyx``), each iteration's system solved by ``scalar.ScalarSolver``'s kernel
+(one term: diagonal, sums per level in closed form); otherwise each iteration reweights
+the design's blocked-Cholesky PLS problem (:meth:`PLS.reweighted`). Validated against
+lme4 1.1-31 (``tests/model/glmm``).
 """
 
 from __future__ import annotations
@@ -96,7 +97,7 @@ def pirls_iterations(start: T, u: np.ndarray, beta: np.ndarray, joint: bool,
     solve, e.g. log|L|²); ``evaluate(state, u, β)`` gives the state at (u, β), from the
     current ``state``, and its penalised deviance; ``settled_at(new, old)`` says η has
     settled (``exact``: up to :data:`MAX_POLISH` more steps until it has). Returns the
-    final state, u, β and the number of iterations. (For scalar terms the compiled kernel
+    final state, u, β and the number of iterations. (For a scalar first term the compiled kernel
     runs the same loop, ``_scalar.ScalarDeviance``, where the calls would cost more than
     the arithmetic.)
     """
@@ -217,10 +218,11 @@ class GlmmProblem:
         self.sizes = [b.nlevels * b.q for b in self.blocks]
         self.q = int(sum(self.sizes))
         self.scalar1 = len(self.blocks) == 1 and self.blocks[0].q == 1
-        # every term scalar (one or several): the compiled PIRLS loop's structure, and the
-        # NumPy loop's solve for several terms (one term's is in closed form, below)
-        self.scalar = (all(b.q == 1 for b in self.blocks)
-                       and sum(b.nlevels for b in self.blocks[1:]) <= 4000)
+        # the first (most levels) term scalar, the later ones of any columns: the compiled
+        # PIRLS loop's structure, and the NumPy loop's solve for several terms (one
+        # term's is in closed form, below)
+        self.scalar = (self.blocks[0].q == 1
+                       and sum(b.nlevels * b.q for b in self.blocks[1:]) <= 4000)
         self._scalar = ScalarSolver(self.blocks, self.X) if self.scalar else None
         # one scalar term: Z Λ u as one gather (theta index per u entry), and its sums
         self._scalar_index: np.ndarray | None = None
@@ -411,7 +413,7 @@ class GlmmProblem:
 
     def _pirls_compiled(self, theta: np.ndarray, beta: np.ndarray | None, joint: bool
                         ) -> PirlsState:
-        """``pirls(theta, beta, joint)`` from lp0 with scalar terms: the whole loop in one
+        """``pirls(theta, beta, joint)`` from lp0 with a scalar first term: the whole loop in one
         call of the compiled kernel (:meth:`~crossed.model.glmm._scalar.ScalarDeviance.state`:
         the general loop's steps, the solve of ``ScalarSolver`` (for one term, its sums
         per level in closed form), and the family's link, variance and deviance element
@@ -419,7 +421,7 @@ class GlmmProblem:
         kernel = self._states.get(joint)
         if kernel is None:
             kernel = self._states[joint] = self._scalar_deviance(joint, None)
-        assert self._kernel is not None and self._scalar is not None  # (scalar terms)
+        assert self._kernel is not None and self._scalar is not None  # (the structure)
         lp0 = self.lp0_joint if joint else self.lp0
         kernel.start_from(self._kernel.lp_start if lp0 is None else lp0)
         kernel.exact = self.exact
@@ -444,7 +446,7 @@ class GlmmProblem:
         """The compiled PIRLS and Laplace deviance of a stage, from its start as set now
         and with the current ``exact``."""
         k = self._kernel
-        assert k is not None and self._scalar is not None  # (scalar terms)
+        assert k is not None and self._scalar is not None  # (the structure)
         lp0 = self.lp0_joint if joint else self.lp0
         return _scalar.ScalarDeviance(
             self._scalar, self.y, self.wt, self.offset,
@@ -455,7 +457,7 @@ class GlmmProblem:
     def compiled_deviance(self, joint: bool, mapping: tuple[np.ndarray, ...] | None = None
                           ) -> _scalar.ScalarDeviance | None:
         """A stage's criterion as a compiled function for NLopt's C loop, or None where
-        PIRLS is not the compiled kernel's (a term that is not scalar, a family or link
+        PIRLS is not the compiled kernel's (a first term of several columns, a family or link
         it does not know): :meth:`deviance0` (``joint``) or the Laplace :meth:`deviance`
         from the stage's start as set now (:meth:`set_lp0`) and with the current
         ``exact``, on the same numbers (:class:`~crossed.model.glmm._scalar.ScalarDeviance`);
@@ -577,8 +579,7 @@ class GlmmProblem:
             return [(1.0 / s.diag ** 2)[:, None, None]]
         if self._scalar is not None:
             _, _, _, sol = self._scalar.solve(theta, s.sqrt_w, self.y, False)
-            v = ScalarSolver.cond_var(sol)
-            return [b[:, :, None] for b in self.split(v)]
+            return self._scalar.cond_var(sol)
         if self._pls_u is None:
             self._pls_u = PLS(self.blocks, self.X[:, :0], self.y)
         pls = self._pls_u.reweighted(s.sqrt_w, self.y)

@@ -1,5 +1,8 @@
-"""The weighted penalised least-squares solve of PIRLS when every random-effects term is
-scalar (``(1 | g)`` or one covariate per group): the common GLMM case.
+"""The weighted penalised least-squares solve of PIRLS when the first (most levels)
+random-effects term is scalar (``(1 | g)`` or one covariate per group): the common GLMM
+case. A later term of q columns (a correlated random slope) enters as q columns per level,
+each with its row's covariate of Z Λθ (column j of a level: Σ_{l ≥ j} z_l T_lj, T the
+term's lower-triangular factor), formed once per θ; its Λ_R below is then the identity.
 
 With working weights W the system in (u₁, u_rest, β) is
 
@@ -116,8 +119,9 @@ class ScalarSolve:
 
 
 class ScalarSolver:
-    """Weighted PLS solves for scalar random-effects blocks (most levels first), each by
-    one call of the compiled kernel (:func:`crossed.model.glmm._scalar.scalar_solve`); the
+    """Weighted PLS solves for a scalar first random-effects block (most levels), the later
+    ones of any columns (their columns' covariates at θ: :meth:`scales`), each by one call
+    of the compiled kernel (:func:`crossed.model.glmm._scalar.scalar_solve`); the
     structure it reads (the pairs of first-factor levels and later columns, X's nonzeros,
     the sparse lead's pattern) is built here once."""
 
@@ -126,26 +130,46 @@ class ScalarSolver:
         X = np.ascontiguousarray(X, dtype=float)
         self.n, self.p = X.shape
         first = blocks[0]
+        if first.q != 1:
+            raise ValueError("ScalarSolver: the first random-effects term must be scalar")
         self.c1 = np.ascontiguousarray(first.codes, dtype=np.int64)
         self.l1 = first.nlevels
         self.z1 = np.ascontiguousarray(first.Z[:, 0], dtype=float)
         self.t1 = int(first.theta_index[0, 0])
         rest = blocks[1:]
-        offsets = np.cumsum([0] + [b.nlevels for b in rest]).tolist()
+        offsets = np.cumsum([0] + [b.nlevels * b.q for b in rest]).tolist()
         self.rr = int(offsets[-1])
-        self.rest_theta = np.concatenate(
-            [np.full(b.nlevels, int(b.theta_index[0, 0])) for b in rest]
-        ).astype(np.int64) if rest else np.zeros(0, dtype=np.int64)
-        n, k = self.n, len(rest)
+        # the later terms by columns: a term of q columns is q columns a, level g's j-th
+        # at g q + j, each with its own row of covariates (a scalar term's: one)
+        n, k = self.n, sum(b.q for b in rest)
         self.cr = np.zeros((k, n), dtype=np.int64)
         self.zr = np.zeros((k, n))
-        for a, (b, off) in enumerate(zip(rest, offsets, strict=False)):
-            self.cr[a] = b.codes + off
-            self.zr[a] = b.Z[:, 0]
-        # Z Λθ u: every term's levels offset into u, its covariate and its θ
-        self.zlu_codes = np.concatenate([self.c1[None, :], self.cr + self.l1])
-        self.zlu_z = np.concatenate([self.z1[None, :], self.zr])
-        self.zlu_theta = np.array([int(b.theta_index[0, 0]) for b in blocks], dtype=np.int64)
+        # θ per later column: a scalar term's, or -1 (the kernels' 1) for a term of
+        # several columns, whose Λθ goes into its columns' covariates instead (zr = Z T
+        # at each θ: column j of a level is Σ_{l ≥ j} z_l T_lj, the entries (target
+        # column a, source column, θ index) in that order of sums)
+        rest_theta, target, source, tindex = [], [], [], []
+        a = 0
+        for b, off in zip(rest, offsets, strict=False):
+            for j in range(b.q):
+                self.cr[a + j] = b.codes * b.q + j + off
+                self.zr[a + j] = b.Z[:, j]
+            if b.q == 1:
+                rest_theta.append(np.full(b.nlevels, int(b.theta_index[0, 0])))
+            else:
+                rest_theta.append(np.full(b.nlevels * b.q, -1))
+                for j in range(b.q):
+                    for ll in range(j, b.q):
+                        if b.theta_index[ll, j] >= 0:
+                            target.append(a + j)
+                            source.append(a + ll)
+                            tindex.append(int(b.theta_index[ll, j]))
+            a += b.q
+        self.rest_theta = (np.concatenate(rest_theta).astype(np.int64) if rest
+                           else np.zeros(0, dtype=np.int64))
+        self.vtarget = np.asarray(target, dtype=np.int64)
+        self.vsource = np.asarray(source, dtype=np.int64)
+        self.vtheta = np.asarray(tindex, dtype=np.int64)
         # the (first level, later column) pairs: B_R's entries, grouped by first level
         keys = (self.c1[None, :] * self.rr + self.cr).ravel()
         uniq, inv = np.unique(keys, return_inverse=True)
@@ -171,13 +195,25 @@ class ScalarSolver:
             M = self._work[m] = np.zeros((m, m), order="F")
         return M
 
+    def scales(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The later columns' θ (1 for a term of several columns) and covariates (their
+        columns of Z Λθ for such a term) at ``theta``: the kernels' ``tr`` and ``zr``."""
+        theta = np.ascontiguousarray(theta, dtype=float)
+        tr = np.where(self.rest_theta >= 0, theta[np.maximum(self.rest_theta, 0)], 1.0)
+        if not len(self.vtarget):
+            return tr, self.zr
+        zr = self.zr.copy()
+        _scalar.vector_columns(theta, self.vtarget, self.vsource, self.vtheta, self.zr, zr)
+        return tr, zr
+
     def zlu(self, theta: np.ndarray, u: np.ndarray) -> np.ndarray:
         """Z Λθ u (u: the first factor's levels, then the later ones), by the compiled
-        kernel in the terms' NumPy order of operations (the same values)."""
+        kernel in the terms' NumPy order of operations for scalar terms (the same
+        values)."""
         out = np.empty(self.n)
-        _scalar.scalar_zlu(np.ascontiguousarray(theta, dtype=float), self.zlu_theta,
-                           self.zlu_codes, self.zlu_z, np.ascontiguousarray(u, dtype=float),
-                           out)
+        tr, zr = self.scales(theta)
+        _scalar.scalar_zlu(np.ascontiguousarray(u, dtype=float), self.c1, self.z1,
+                           float(theta[self.t1]), self.cr, zr, tr, out)
         return out
 
     def solve(self, theta: np.ndarray, sw: np.ndarray, z: np.ndarray, joint: bool
@@ -192,12 +228,13 @@ class ScalarSolver:
         BXs = np.empty(l1 * p)
         M = self.workspace(m)
         x = np.empty(m)
+        tr, zr = self.scales(theta)
         info = _scalar.scalar_solve(
             np.ascontiguousarray(sw, dtype=float), np.ascontiguousarray(z, dtype=float),
-            self.c1, self.z1, self.cr, self.zr, self.pinv, self.pcol, self.pptr,
+            self.c1, self.z1, self.cr, zr, self.pinv, self.pcol, self.pptr,
             self.xptr, self.xind, self.xval, self.swX if p else self.swX[:0],
-            float(theta[self.t1]), np.ascontiguousarray(theta[self.rest_theta], dtype=float),
-            p, self.lead, self.lptr, self.lrow, d, r1, vals, vs, BXs, M, x, u1)
+            float(theta[self.t1]), tr, p, self.lead, self.lptr, self.lrow, d, r1, vals, vs,
+            BXs, M, x, u1)
         if info:
             raise np.linalg.LinAlgError(
                 f"{info}-th leading minor of the weighted PLS system not positive definite")
@@ -214,13 +251,13 @@ class ScalarSolver:
         Li = solve_triangular(Lx, np.eye(s.p), lower=True)
         return np.asarray(Li.T @ Li, dtype=float)
 
-    @staticmethod
-    def cond_var(s: ScalarSolve) -> np.ndarray:
-        """Diagonal of (Λ'Z'WZΛ + I)⁻¹ (spherical u) from a u-only solve, first block then
-        the later ones."""
+    def cond_var(self, s: ScalarSolve) -> list[np.ndarray]:
+        """Diagonal blocks of (Λ'Z'WZΛ + I)⁻¹ (spherical u) per level from a u-only solve,
+        one (ℓ, q, q) array per term, the first then the later ones."""
         v1 = 1.0 / s.d
+        out = [v1[:, None, None]]
         if not s.rr:
-            return v1
+            return out
         assert s.chol is not None and s.Bs is not None
         Lr = s.chol[:s.rr, :s.rr]
         Li = solve_triangular(Lr, np.eye(s.rr), lower=True)
@@ -229,5 +266,10 @@ class ScalarSolver:
         vs, rows, cols = s.Bs
         Bs = sp.csr_matrix((vs, (rows, cols)), shape=(len(s.d), s.rr))
         K = np.asarray(Bs @ Li.T)
-        v1 = v1 + np.sum(K * K, axis=1) / s.d
-        return np.concatenate([v1, np.diag(Cinv)])
+        out[0] = (v1 + np.sum(K * K, axis=1) / s.d)[:, None, None]
+        off = 0
+        for b in self.blocks[1:]:
+            at = off + np.arange(b.nlevels)[:, None] * b.q + np.arange(b.q)[None, :]
+            out.append(Cinv[at[:, :, None], at[:, None, :]])
+            off += b.nlevels * b.q
+        return out
