@@ -62,6 +62,10 @@ def _dense(design, theta, w, z, joint):
     "y ~ x + (1 | unit) + (1 + x | cls) + (1 | ds)",  # cls's pairs of columns sparse
     "y ~ x + (1 | item) + (1 + x + x2 | ds) + (0 + x2 | ann)",
     "y ~ x + (1 | item) + (1 + x | rater)",  # no sparse lead
+    # a first term of several columns: no first factor, every term a later one
+    "y ~ x + (1 + x | cls)",
+    "y ~ sys + (1 + x + x2 | rater) + (1 | ds)",
+    "y ~ x + (1 + x | rater) + (1 + x | item)",
 ])
 @pytest.mark.parametrize("joint", [True, False])
 def test_solve_is_the_dense_solution(formula: str, joint: bool) -> None:
@@ -109,6 +113,8 @@ def _blocks_x(formula: str):
     ("y ~ x + (1 | item) + (1 | ann) + (1 | ds)", 9 + 3),  # 12 columns: all sparse
     ("y ~ x + (1 | item) + (1 | rater)", 0),  # each rater meets most others through items
     ("y ~ x + (1 | unit) + (1 + x | cls) + (1 | ds)", 80 + 3),  # a class's pair of columns
+    ("y ~ x + (1 + x | cls)", 80),  # no first factor: the rows' own pairs
+    ("y ~ x + (1 + x | cls) + (1 | ds)", 80 + 3),
 ])
 def test_sparse_lead_stops_at_the_first_dense_column(formula: str, lead: int) -> None:
     solver = ScalarSolver(*_blocks_x(formula))
@@ -142,6 +148,7 @@ def test_no_sparse_lead_past_the_pairs_bound(monkeypatch: pytest.MonkeyPatch) ->
     "y ~ x + (1 | item) + (1 | ann) + (1 | ds)",
     "y ~ x + (1 | unit) + (1 + x | cls) + (1 | ds)",
     "y ~ x + (1 | item) + (1 + x + x2 | ds)",
+    "y ~ x + (1 + x | cls) + (1 | ds)",  # no first factor
 ])
 def test_zlu_and_conditional_variances_are_the_general_paths(formula: str) -> None:
     """Z Λθ u against the terms' NumPy sum, and the conditional variances of u per level

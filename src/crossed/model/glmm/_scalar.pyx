@@ -71,7 +71,8 @@ cpdef int scalar_solve(const double[::1] sw, const double[::1] z,
     Parameters
     ----------
     sw, z : √(working weights) and the working response, (n,).
-    c1, z1 : the first factor's level and covariate per row.
+    c1, z1 : the first factor's level and covariate per row (empty, with ``d`` and
+        ``u1``, where there is no first factor: every term a later one).
     cr, zr : the later factors' columns (their levels, offset into the rest; a term of q
         columns: q rows, level g's j-th at g q + j) and covariates (such a term's: its
         columns of Z Λθ), (k, n).
@@ -98,7 +99,7 @@ cpdef int scalar_solve(const double[::1] sw, const double[::1] z,
     cdef Py_ssize_t n = sw.shape[0], l1 = d.shape[0], rr = tr.shape[0]
     cdef Py_ssize_t k = cr.shape[0], m = rr + p
     cdef Py_ssize_t i, j, a, b, s, e, e1, e2, kk, k2, ja
-    cdef bint use_syrk = swX.shape[0] > 0 and p > 0
+    cdef bint use_syrk = swX.shape[0] > 0 and p > 0, first = l1 > 0
     cdef double wi, wz1, zi, za, wza, wx, ds, rs, q, v1, bj, acc, tt = t1 * t1
     cdef int info = 0, mm = <int>m, nrhs = 1, rest, ip = <int>p
     cdef char uplo = b"L", notrans = b"N", trans = b"T", nonunit = b"N"
@@ -125,16 +126,18 @@ cpdef int scalar_solve(const double[::1] sw, const double[::1] z,
     # 1. the rows' weighted sums
     for i in range(n):
         wi = sw[i] * sw[i]
-        s = c1[i]
         zi = z[i]
-        wz1 = wi * z1[i]
-        d[s] += wz1 * z1[i]
-        r1[s] += wz1 * zi
+        if first:
+            s = c1[i]
+            wz1 = wi * z1[i]
+            d[s] += wz1 * z1[i]
+            r1[s] += wz1 * zi
         for a in range(k):
             ja = cr[a, i]
             za = zr[a, i] * tr[ja]  # (the column's scale: S Z_Rᵀ W Z_R S)
             wza = wi * za
-            vals[pinv[a, i]] += wz1 * za
+            if first:
+                vals[pinv[a, i]] += wz1 * za
             rhs[ja] += wza * zi
             for b in range(a + 1):  # (later factors' columns come later: lower)
                 M[ja, cr[b, i]] += wza * zr[b, i] * tr[cr[b, i]]
@@ -144,7 +147,8 @@ cpdef int scalar_solve(const double[::1] sw, const double[::1] z,
             j = xind[kk]
             wx = wi * xval[kk]
             rhs[rr + j] += wx * zi
-            BXs[s * p + j] += wx * z1[i]
+            if first:
+                BXs[s * p + j] += wx * z1[i]
             for a in range(k):
                 M[rr + j, cr[a, i]] += wx * zr[a, i] * tr[cr[a, i]]
             if use_syrk:
@@ -251,7 +255,8 @@ cdef inline double _zlu_row(Py_ssize_t i, Py_ssize_t n, Py_ssize_t k, const doub
     of z · (u[level] · θ); ``cr`` and ``zr`` (k, n) C-ordered."""
     cdef Py_ssize_t a, j
     cdef double acc = 0.0
-    acc += z1[i] * (u[c1[i]] * t1)
+    if c1 != NULL:  # (NULL: no first factor)
+        acc += z1[i] * (u[c1[i]] * t1)
     for a in range(k):
         j = cr[a * n + i]
         acc += zr[a * n + i] * (u[l1 + j] * tr[j])
@@ -270,9 +275,11 @@ def scalar_zlu(const double[::1] u, const int64_t[::1] c1, const double[::1] z1,
     cdef const double *trp = &tr[0] if tr.shape[0] else NULL
     cdef const int64_t *crp = &cr[0, 0] if k else NULL
     cdef const double *zrp = &zr[0, 0] if k else NULL
+    cdef const int64_t *c1p = &c1[0] if l1 else NULL
+    cdef const double *z1p = &z1[0] if l1 else NULL
     with nogil:
         for i in range(n):
-            out[i] = _zlu_row(i, n, k, &u[0], &c1[0], &z1[0], t1, crp, zrp, trp, l1)
+            out[i] = _zlu_row(i, n, k, &u[0], c1p, z1p, t1, crp, zrp, trp, l1)
 
 
 cdef void _vector_columns(const double *theta, const int64_t[::1] target,
@@ -715,6 +722,8 @@ cdef class ScalarDeviance(LoggedObjective):
         cdef const double *trp = &self.tr[0] if self.rr else NULL
         cdef const int64_t *crp = &self.cr[0, 0] if k else NULL
         cdef const double *zrp = &self.zr[0, 0] if k else NULL
+        cdef const int64_t *c1p = &self.c1[0] if self.l1 else NULL
+        cdef const double *z1p = &self.z1[0] if self.l1 else NULL
         cdef const double *bp = &self.dev_b[0] if self.dev_b.shape[0] else NULL
         cdef const double *cp = &self.dev_c[0] if self.dev_c.shape[0] else NULL
         for i in range(n):
@@ -722,8 +731,8 @@ cdef class ScalarDeviance(LoggedObjective):
             if xb_too:
                 for kk in range(self.xptr[i], self.xptr[i + 1]):
                     xb += self.xval[kk] * self.b_new[self.xind[kk]]
-            self.eta_new[i] = xb + _zlu_row(i, n, k, &self.u_new[0], &self.c1[0],
-                                            &self.z1[0], t1, crp, zrp, trp, self.l1)
+            self.eta_new[i] = xb + _zlu_row(i, n, k, &self.u_new[0], c1p, z1p, t1, crp,
+                                            zrp, trp, self.l1)
             _link(self.link, self.eta_new[i], self.thresh, &self.mu_new[i], &self.me_new[i])
         return _penalised(n, &self.mu_new[0], &self.dev_a[0], bp, cp, self.dev_const,
                           &self.u_new[0], self.q)

@@ -18,11 +18,12 @@ test until η moves by less than :data:`ETA_TOL` (relative) in one step (at most
 :data:`MAX_POLISH` more iterations, usually one or two), so the criterion is the Laplace
 deviance at the mode, a smooth function (``LmerControl.pirls``). With ``joint=True`` PIRLS
 moves β with u (lme4's
-nAGQ = 0 stage). Where the first (most levels) random-effects term is scalar (``(1 |
-g)`` or ``(0 + x | g)``), the later ones of any columns, the whole loop runs in compiled
-code (``_scalar.pyx``), each iteration's system solved by ``scalar.ScalarSolver``'s kernel
-(one term: diagonal, sums per level in closed form); otherwise each iteration reweights
-the design's blocked-Cholesky PLS problem (:meth:`PLS.reweighted`). Validated against
+nAGQ = 0 stage). Where the random-effects columns after a scalar first (most levels) term
+(``(1 | g)`` or ``(0 + x | g)``), or all of them where the first term has several, are at
+most :data:`LATER_COLUMNS`, the whole loop runs in compiled code (``_scalar.pyx``), each
+iteration's system solved by ``scalar.ScalarSolver``'s kernel (one scalar term: diagonal,
+sums per level in closed form); otherwise each iteration reweights the design's
+blocked-Cholesky PLS problem (:meth:`PLS.reweighted`). Validated against
 lme4 1.1-31 (``tests/model/glmm``).
 """
 
@@ -50,6 +51,9 @@ __all__ = ["GlmmProblem", "PirlsState", "PirlsError", "gh_rule", "ETA_TOL", "MAX
 ETA_TOL = 1e-9
 #: iterations allowed after lme4's test has passed, for η to settle
 MAX_POLISH = 6
+#: the compiled PIRLS's later columns at most (its system is dense of that order plus p:
+#: 4,000 is 128 MB); beyond, each iteration reweights the blocked-Cholesky PLS
+LATER_COLUMNS = 4000
 
 
 def settled(eta_new: np.ndarray, eta: np.ndarray) -> bool:
@@ -97,9 +101,9 @@ def pirls_iterations(start: T, u: np.ndarray, beta: np.ndarray, joint: bool,
     solve, e.g. log|L|²); ``evaluate(state, u, β)`` gives the state at (u, β), from the
     current ``state``, and its penalised deviance; ``settled_at(new, old)`` says η has
     settled (``exact``: up to :data:`MAX_POLISH` more steps until it has). Returns the
-    final state, u, β and the number of iterations. (For a scalar first term the compiled kernel
-    runs the same loop, ``_scalar.ScalarDeviance``, where the calls would cost more than
-    the arithmetic.)
+    final state, u, β and the number of iterations. (Within :data:`LATER_COLUMNS` the
+    compiled kernel runs the same loop, ``_scalar.ScalarDeviance``, where the calls would
+    cost more than the arithmetic.)
     """
     state, old, polish, it = start, math.inf, 0, 0
     for it in range(1, maxit + 1):  # noqa: B007
@@ -218,11 +222,12 @@ class GlmmProblem:
         self.sizes = [b.nlevels * b.q for b in self.blocks]
         self.q = int(sum(self.sizes))
         self.scalar1 = len(self.blocks) == 1 and self.blocks[0].q == 1
-        # the first (most levels) term scalar, the later ones of any columns: the compiled
-        # PIRLS loop's structure, and the NumPy loop's solve for several terms (one
-        # term's is in closed form, below)
-        self.scalar = (self.blocks[0].q == 1
-                       and sum(b.nlevels * b.q for b in self.blocks[1:]) <= 4000)
+        # the compiled PIRLS loop's structure, and the NumPy loop's solve for several
+        # terms (one scalar term's is in closed form, below): the first (most levels)
+        # term eliminated in closed form where it is scalar, the later terms' columns (of
+        # any term where it is not) in a dense system of at most LATER_COLUMNS
+        later = self.blocks[1:] if self.blocks[0].q == 1 else self.blocks
+        self.scalar = sum(b.nlevels * b.q for b in later) <= LATER_COLUMNS
         self._scalar = ScalarSolver(self.blocks, self.X) if self.scalar else None
         # one scalar term: Z Λ u as one gather (theta index per u entry), and its sums
         self._scalar_index: np.ndarray | None = None
@@ -413,7 +418,7 @@ class GlmmProblem:
 
     def _pirls_compiled(self, theta: np.ndarray, beta: np.ndarray | None, joint: bool
                         ) -> PirlsState:
-        """``pirls(theta, beta, joint)`` from lp0 with a scalar first term: the whole loop in one
+        """``pirls(theta, beta, joint)`` from lp0 on the kernel's structure: the whole loop in one
         call of the compiled kernel (:meth:`~crossed.model.glmm._scalar.ScalarDeviance.state`:
         the general loop's steps, the solve of ``ScalarSolver`` (for one term, its sums
         per level in closed form), and the family's link, variance and deviance element
@@ -457,12 +462,13 @@ class GlmmProblem:
     def compiled_deviance(self, joint: bool, mapping: tuple[np.ndarray, ...] | None = None
                           ) -> _scalar.ScalarDeviance | None:
         """A stage's criterion as a compiled function for NLopt's C loop, or None where
-        PIRLS is not the compiled kernel's (a first term of several columns, a family or link
-        it does not know): :meth:`deviance0` (``joint``) or the Laplace :meth:`deviance`
-        from the stage's start as set now (:meth:`set_lp0`) and with the current
-        ``exact``, on the same numbers (:class:`~crossed.model.glmm._scalar.ScalarDeviance`);
-        ``mapping``: (θ₀, β₀, s, B, R) of the second stage's coordinates. Its PIRLS runs
-        are counted in :attr:`evaluations`."""
+        PIRLS is not the compiled kernel's (more than :data:`LATER_COLUMNS` columns, a
+        family or link it does not know): :meth:`deviance0` (``joint``) or the Laplace
+        :meth:`deviance` from the stage's start as set now (:meth:`set_lp0`) and with the
+        current ``exact``, on the same numbers
+        (:class:`~crossed.model.glmm._scalar.ScalarDeviance`); ``mapping``: (θ₀, β₀, s, B,
+        R) of the second stage's coordinates. Its PIRLS runs are counted in
+        :attr:`evaluations`."""
         if self._kernel is None or not self.inline_scalar:
             return None
         dev = self._scalar_deviance(joint, mapping)

@@ -1,8 +1,10 @@
-"""The weighted penalised least-squares solve of PIRLS when the first (most levels)
-random-effects term is scalar (``(1 | g)`` or one covariate per group): the common GLMM
-case. A later term of q columns (a correlated random slope) enters as q columns per level,
-each with its row's covariate of Z Λθ (column j of a level: Σ_{l ≥ j} z_l T_lj, T the
-term's lower-triangular factor), formed once per θ; its Λ_R below is then the identity.
+"""The weighted penalised least-squares solve of PIRLS for every GLMM of a few thousand
+later columns: the first (most levels) random-effects term, where it is scalar (``(1 | g)``
+or one covariate per group, the common GLMM case), is eliminated in closed form; a term of
+q columns (a correlated random slope) enters as q columns per level, each with its row's
+covariate of Z Λθ (column j of a level: Σ_{l ≥ j} z_l T_lj, T the term's lower-triangular
+factor), formed once per θ; its Λ_R below is then the identity. Where the first term has
+several columns every term is a later one (no D, B_R or B_X; C = Λ_R Z_RᵀWZ_R Λ_R + I).
 
 With working weights W the system in (u₁, u_rest, β) is
 
@@ -66,12 +68,13 @@ def _sparse_lead(pcol: np.ndarray, pptr: np.ndarray, rr: int
     and their factor's pattern: (their number, pointers per column, its rows below the
     diagonal among the later factors', sorted; X's rows are dense and always included).
 
-    C's pattern (lower) is the pairs of later columns a first level meets (its update
-    B D⁻¹ Bᵀ; a row's own pairs, Z_RᵀWZ_R, are among them); the factor's column j adds the
-    fill of its children in the elimination tree. Columns are taken while each has at most
-    ``LEAD_NNZ`` rows below its diagonal (a factor nested in the first, or in the previous
-    one, has one: grouseticks' BROOD, then LOCATION); the first denser column and the rest
-    are left to the dense factorisation. Where the first factor's levels meet more than
+    C's pattern (lower) is the pairs of later columns a first level meets (``pcol`` from
+    ``pptr[s]`` to ``pptr[s + 1]``: its update B D⁻¹ Bᵀ; a row's own pairs, Z_RᵀWZ_R, are
+    among them; without a first factor, each distinct row's columns); the factor's column
+    j adds the fill of its children in the elimination tree. Columns are taken while each
+    has at most ``LEAD_NNZ`` rows below its diagonal (a factor nested in the first, or in
+    the previous one, has one: grouseticks' BROOD, then LOCATION); the first denser column
+    and the rest are left to the dense factorisation. Where the first factor's levels meet more than
     ``LEAD_PAIRS`` pairs of later columns in all, the later columns are dense (crossed
     factors) and none is taken."""
     none = (0, np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64))
@@ -130,13 +133,16 @@ class ScalarSolver:
         X = np.ascontiguousarray(X, dtype=float)
         self.n, self.p = X.shape
         first = blocks[0]
-        if first.q != 1:
-            raise ValueError("ScalarSolver: the first random-effects term must be scalar")
-        self.c1 = np.ascontiguousarray(first.codes, dtype=np.int64)
-        self.l1 = first.nlevels
-        self.z1 = np.ascontiguousarray(first.Z[:, 0], dtype=float)
-        self.t1 = int(first.theta_index[0, 0])
-        rest = blocks[1:]
+        if first.q == 1:  # the first factor, eliminated in closed form
+            self.c1 = np.ascontiguousarray(first.codes, dtype=np.int64)
+            self.l1 = first.nlevels
+            self.z1 = np.ascontiguousarray(first.Z[:, 0], dtype=float)
+            self.t1 = int(first.theta_index[0, 0])
+            rest = blocks[1:]
+        else:  # none: every term is a later one (the kernels read l1 = 0)
+            self.c1, self.l1 = np.zeros(0, dtype=np.int64), 0
+            self.z1, self.t1 = np.zeros(0), 0
+            rest = blocks
         offsets = np.cumsum([0] + [b.nlevels * b.q for b in rest]).tolist()
         self.rr = int(offsets[-1])
         # the later terms by columns: a term of q columns is q columns a, level g's j-th
@@ -171,15 +177,23 @@ class ScalarSolver:
         self.vsource = np.asarray(source, dtype=np.int64)
         self.vtheta = np.asarray(tindex, dtype=np.int64)
         # the (first level, later column) pairs: B_R's entries, grouped by first level
-        keys = (self.c1[None, :] * self.rr + self.cr).ravel()
-        uniq, inv = np.unique(keys, return_inverse=True)
-        self.pinv = np.ascontiguousarray(inv.reshape(k, n), dtype=np.int64)
-        self.prow = (uniq // max(self.rr, 1)).astype(np.int64)
-        self.pcol = (uniq % max(self.rr, 1)).astype(np.int64)
-        self.pptr = np.searchsorted(self.prow, np.arange(self.l1 + 1)).astype(np.int64)
+        if self.l1:
+            keys = (self.c1[None, :] * self.rr + self.cr).ravel()
+            uniq, inv = np.unique(keys, return_inverse=True)
+            self.pinv = np.ascontiguousarray(inv.reshape(k, n), dtype=np.int64)
+            self.prow = (uniq // max(self.rr, 1)).astype(np.int64)
+            self.pcol = (uniq % max(self.rr, 1)).astype(np.int64)
+            self.pptr = np.searchsorted(self.prow, np.arange(self.l1 + 1)).astype(np.int64)
+            meets = self.pcol, self.pptr
+        else:  # (none; C's pattern is the rows' own pairs, each distinct row's columns)
+            self.pinv = np.zeros((k, 0), dtype=np.int64)
+            self.prow = self.pcol = np.zeros(0, dtype=np.int64)
+            self.pptr = np.zeros(1, dtype=np.int64)
+            cols = np.unique(self.cr.T, axis=0) if n else np.zeros((0, k), dtype=np.int64)
+            meets = cols.ravel(), np.arange(0, cols.size + 1, max(k, 1), dtype=np.int64)
         # the later factors' leading columns whose factor stays sparse are eliminated
         # column by column on their nonzero rows, the rest densely (LAPACK)
-        self.lead, self.lptr, self.lrow = _sparse_lead(self.pcol, self.pptr, self.rr)
+        self.lead, self.lptr, self.lrow = _sparse_lead(*meets, self.rr)
         self.xptr, self.xind, self.xval, self.swX = csr_rows(X)
         # the system's matrix, one per size (with and without β), reused by every solve: a
         # new array of this size each time costs more in page faults than the solve
@@ -255,20 +269,21 @@ class ScalarSolver:
         """Diagonal blocks of (Λ'Z'WZΛ + I)⁻¹ (spherical u) per level from a u-only solve,
         one (ℓ, q, q) array per term, the first then the later ones."""
         v1 = 1.0 / s.d
-        out = [v1[:, None, None]]
+        out = [v1[:, None, None]] if self.l1 else []
         if not s.rr:
             return out
         assert s.chol is not None and s.Bs is not None
         Lr = s.chol[:s.rr, :s.rr]
         Li = solve_triangular(Lr, np.eye(s.rr), lower=True)
         Cinv = Li.T @ Li
-        # first block: d⁻¹ + d⁻¹ b_s' C⁻¹ b_s, b_s the level's row of B (Bs = D^-1/2 B)
-        vs, rows, cols = s.Bs
-        Bs = sp.csr_matrix((vs, (rows, cols)), shape=(len(s.d), s.rr))
-        K = np.asarray(Bs @ Li.T)
-        out[0] = (v1 + np.sum(K * K, axis=1) / s.d)[:, None, None]
+        if self.l1:  # first block: d⁻¹ + d⁻¹ b_s' C⁻¹ b_s, b_s the level's row of B
+            # (Bs = D^-1/2 B)
+            vs, rows, cols = s.Bs
+            Bs = sp.csr_matrix((vs, (rows, cols)), shape=(len(s.d), s.rr))
+            K = np.asarray(Bs @ Li.T)
+            out[0] = (v1 + np.sum(K * K, axis=1) / s.d)[:, None, None]
         off = 0
-        for b in self.blocks[1:]:
+        for b in self.blocks[1 if self.l1 else 0:]:
             at = off + np.arange(b.nlevels)[:, None] * b.q + np.arange(b.q)[None, :]
             out.append(Cinv[at[:, :, None], at[:, None, :]])
             off += b.nlevels * b.q
