@@ -327,6 +327,14 @@ CASES = CASES + (
         formula="TICKS ~ YEAR + cHEIGHT + (1 + cHEIGHT | LOCATION) + (1 | BROOD)",
         min_repeat=3,
     ),
+    replace(  # one term of two columns: no scalar first term
+        GROUSETICKS,
+        name="grouseticks_loc_slope",
+        title=("grouseticks `TICKS ~ YEAR + cHEIGHT + (1 + cHEIGHT|LOCATION)`, 403 rows, one "
+               "correlated random slope (Poisson GLMM)"),
+        formula="TICKS ~ YEAR + cHEIGHT + (1 + cHEIGHT | LOCATION)",
+        min_repeat=3,
+    ),
     Case(
         name="items",
         title=("item-level `correct ~ system + (1|item) + (1|dataset)`, 20 systems x 5,000 "
