@@ -78,6 +78,11 @@ res$pois_offset <- one(glmer(count ~ x + (1 | site) + (1 | month), pois, poisson
 res$pois_offset_formula <- one(glmer(count ~ x + offset(log(exposure)) + (1 | site) + (1 | month), pois, poisson))
 res$pois_slope <- one(glmer(count ~ x + (1 + x | site) + (1 | month), pois, poisson,
                             offset = log(exposure)))
+# correlated random slopes: on a later term (BROOD, the first, scalar), on the only term
+res$grouse_slope <- one(glmer(TICKS ~ YEAR + cHEIGHT + (1 + cHEIGHT | LOCATION) + (1 | BROOD),
+                              gt, poisson))
+res$pois_slope_only <- one(glmer(count ~ x + (1 + x | site), pois, poisson,
+                                 offset = log(exposure)))
 res$binary_singular <- one(glmer(correct ~ sys + (1 | item) + (1 | grp), bin, binomial))
 res$singular <- one(glmer(correct ~ sys + (1 | item) + (1 | grp), sing, binomial))
 res$separation <- one(glmer(y ~ cond + (1 | item), sep, binomial))

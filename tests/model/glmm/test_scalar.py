@@ -62,10 +62,12 @@ def _dense(design, theta, w, z, joint):
     "y ~ x + (1 | unit) + (1 + x | cls) + (1 | ds)",  # cls's pairs of columns sparse
     "y ~ x + (1 | item) + (1 + x + x2 | ds) + (0 + x2 | ann)",
     "y ~ x + (1 | item) + (1 + x | rater)",  # no sparse lead
+    "y ~ x + (1 | item) + (x || ds)",  # a diagonal T: its zeros (-1) take no θ
     # a first term of several columns: no first factor, every term a later one
     "y ~ x + (1 + x | cls)",
     "y ~ sys + (1 + x + x2 | rater) + (1 | ds)",
     "y ~ x + (1 + x | rater) + (1 + x | item)",
+    "y ~ x + (x || cls)",
 ])
 @pytest.mark.parametrize("joint", [True, False])
 def test_solve_is_the_dense_solution(formula: str, joint: bool) -> None:
