@@ -1,7 +1,8 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 # cython: initializedcheck=False
-"""The GLMM's compiled PIRLS solve for a scalar first random-effects term, the later ones
-of any columns (``scalar.py``).
+"""The GLMM's compiled PIRLS solve: a scalar first random-effects term eliminated in
+closed form (or none, where the first term has several columns), the later terms of any
+columns (``scalar.py``).
 
 :func:`scalar_solve` forms and solves, in one call, the weighted penalised least-squares
 system of one PIRLS iteration
@@ -285,6 +286,7 @@ def scalar_zlu(const double[::1] u, const int64_t[::1] c1, const double[::1] z1,
 cdef void _vector_columns(const double *theta, const int64_t[::1] target,
                           const int64_t[::1] source, const int64_t[::1] tindex,
                           const double[:, ::1] zraw, double[:, ::1] zr) noexcept nogil:
+    """:func:`vector_columns` (its docstring)."""
     cdef Py_ssize_t e, i, a, b, n = zr.shape[1]
     cdef double t
     for e in range(target.shape[0]):
@@ -309,10 +311,11 @@ def vector_columns(const double[::1] theta, const int64_t[::1] target,
 
 
 # ---------------------------------------------------------------------- the PIRLS loop
-# PIRLS for scalar random-effects terms (``(1 | g)`` or ``(0 + x | g)``, one or several),
-# the whole loop in one call (``pirls.GlmmProblem._pirls_compiled``): the family's link,
-# variance and residual deviance as R computes them, element by element with the C
-# library's exp, log, log1p, expm1 and erfc.
+# PIRLS on ScalarSolver's structure (a scalar first term, ``(1 | g)`` or ``(0 + x | g)``,
+# or none; the later terms of any columns), the whole loop in one call
+# (``pirls.GlmmProblem._pirls_compiled``): the family's link, variance and residual
+# deviance as R computes them, element by element with the C library's exp, log, log1p,
+# expm1 and erfc.
 
 cdef double _EPS = 2.220446049250313e-16
 cdef double _INVEPS = 1.0 / 2.220446049250313e-16
@@ -425,12 +428,13 @@ include "../_objective.pxi"
 
 
 cdef class ScalarDeviance(LoggedObjective):
-    """PIRLS and the Laplace deviance of a GLMM whose first random-effects term is scalar
-    (the later ones of any columns; their columns of Z Λθ formed at each PIRLS's θ in
-    this object's own copy of the covariates), as a C function of a stage's point for a compiled optimiser loop
-    (:class:`LoggedObjective`: logged, the optimiser stopped after an error), with its own
-    workspaces but the system's matrix (the structure's, shared by its solves of that
-    order: ``ScalarSolver.workspace``).
+    """PIRLS and the Laplace deviance of a GLMM on ``scalar.ScalarSolver``'s structure (a
+    scalar first term eliminated in closed form, or none; the later terms of any columns,
+    a term of several columns by its columns of Z Λθ, formed at each PIRLS's θ in this
+    object's own copy of the covariates), as a C function of a stage's point for a
+    compiled optimiser loop (:class:`LoggedObjective`: logged, the optimiser stopped after
+    an error), with its own workspaces but the system's matrix (the structure's, shared
+    by its solves of that order: ``ScalarSolver.workspace``).
 
     ``structure`` is the problem's ``scalar.ScalarSolver`` (the terms' codes, covariates
     and θ positions, the pairs of first levels and later columns, X by rows, the sparse

@@ -74,9 +74,9 @@ def _sparse_lead(pcol: np.ndarray, pptr: np.ndarray, rr: int
     j adds the fill of its children in the elimination tree. Columns are taken while each
     has at most ``LEAD_NNZ`` rows below its diagonal (a factor nested in the first, or in
     the previous one, has one: grouseticks' BROOD, then LOCATION); the first denser column
-    and the rest are left to the dense factorisation. Where the first factor's levels meet more than
-    ``LEAD_PAIRS`` pairs of later columns in all, the later columns are dense (crossed
-    factors) and none is taken."""
+    and the rest are left to the dense factorisation. Where the first factor's levels
+    meet more than ``LEAD_PAIRS`` pairs of later columns in all, the later columns are
+    dense (crossed factors) and none is taken."""
     none = (0, np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64))
     sizes = np.diff(pptr)
     total = int(np.sum(sizes * sizes))
@@ -122,11 +122,12 @@ class ScalarSolve:
 
 
 class ScalarSolver:
-    """Weighted PLS solves for a scalar first random-effects block (most levels), the later
-    ones of any columns (their columns' covariates at θ: :meth:`scales`), each by one call
-    of the compiled kernel (:func:`crossed.model.glmm._scalar.scalar_solve`); the
-    structure it reads (the pairs of first-factor levels and later columns, X's nonzeros,
-    the sparse lead's pattern) is built here once."""
+    """Weighted PLS solves for a scalar first random-effects block (most levels; none where
+    the first block has several columns), the later ones of any columns (their columns'
+    covariates at θ: :meth:`scales`), each by one call of the compiled kernel
+    (:func:`crossed.model.glmm._scalar.scalar_solve`); the structure it reads (the pairs of
+    first-factor levels and later columns, X's nonzeros, the sparse lead's pattern) is
+    built here once."""
 
     def __init__(self, blocks: tuple[ReBlock, ...], X: np.ndarray):
         self.blocks = blocks
