@@ -65,6 +65,13 @@ def _model(name: str) -> cx.GlmerFit:
         return _poisson()
     if name == "poisson_slope":  # a covariate in the term: z_c ≠ 1
         return _poisson("0 + x")
+    if name == "binomial_corr":  # a first term of two columns with trials (weights)
+        d = pd.read_csv(DATA / "cbpp.csv", dtype={"herd": str, "period": str})
+        d["t"] = d["period"].astype(float) - 2.5
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return cx.glmer("cbind(incidence, size - incidence) ~ t + (1 + t | herd)", d,
+                            family="binomial")
     if name == "poisson_corr":  # a first term of two columns: no first factor
         d = pd.read_csv(DATA / "pois_offset.csv")
         with warnings.catch_warnings():
@@ -145,7 +152,7 @@ def test_compiled_pirls_stops_at_maxit_with_lme4s_error(model: str) -> None:
 
 
 @pytest.mark.parametrize("joint", [False, True])
-@pytest.mark.parametrize("model", ["grouse_slope", "poisson_corr"])
+@pytest.mark.parametrize("model", ["grouse_slope", "poisson_corr", "binomial_corr"])
 def test_a_term_of_several_columns_is_the_blocked_cholesky_loops(model: str, joint: bool
                                                                  ) -> None:
     """The compiled loop with a term's Λθ in its columns' covariates (a later term, or
