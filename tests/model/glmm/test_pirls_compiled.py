@@ -190,6 +190,28 @@ def test_a_term_of_several_columns_is_the_blocked_cholesky_loops(model: str, joi
                                        blocked.unscaled_vcov(x[:k], a), rtol=1e-8)
 
 
+def test_past_later_columns_each_iteration_reweights_the_blocked_pls(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Designs with more later columns than ``LATER_COLUMNS`` (grouseticks' slope term
+    has 126 after BROOD) take the general loop on the blocked-Cholesky PLS, and fit to
+    the compiled path's criterion."""
+    from crossed.model.glmm import pirls
+
+    fit = _model("grouse_slope")
+    assert GlmmProblem(fit.design, fit.family)._kernel is not None
+    monkeypatch.setattr(pirls, "LATER_COLUMNS", 125)
+    prob = GlmmProblem(fit.design, fit.family)
+    assert prob._scalar is None and prob._kernel is None
+    assert prob.compiled_deviance(joint=True) is None
+    d = pd.read_csv(DATA / "grouseticks.csv",
+                    dtype={"INDEX": str, "BROOD": str, "LOCATION": str, "YEAR": str})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        blocked = cx.glmer("TICKS ~ YEAR + cHEIGHT + (1 + cHEIGHT | LOCATION) + (1 | BROOD)",
+                           d, family="poisson")
+    assert blocked.criterion == pytest.approx(fit.criterion, rel=1e-9)
+
+
 def test_a_family_the_kernel_does_not_know_takes_the_general_loop() -> None:
     import dataclasses
 
