@@ -212,6 +212,28 @@ def test_past_later_columns_each_iteration_reweights_the_blocked_pls(
     assert blocked.criterion == pytest.approx(fit.criterion, rel=1e-9)
 
 
+@pytest.mark.parametrize(("crossed_h", "compiled"), [(True, False), (False, True)])
+def test_without_a_first_factor_the_first_terms_columns_must_be_sparse(
+        crossed_h: bool, compiled: bool) -> None:
+    """A first term of several columns is compiled only where its columns are all in the
+    sparse lead: crossed with a factor each of its levels meets 25 times over, they
+    would join the dense part, which the blocked PLS keeps to the later term; nested,
+    they are eliminated sparsely."""
+    from crossed.design import build_design
+    from crossed.formula import parse
+
+    rng = np.random.default_rng(12)
+    n = 3000
+    g = rng.integers(0, 100, n)
+    h = rng.integers(0, 80, n) if crossed_h else g // 5
+    d = pd.DataFrame({"g": [f"g{v}" for v in g], "h": [f"h{v}" for v in h],
+                      "x": rng.normal(size=n), "y": rng.integers(0, 2, n)})
+    design = build_design(parse("y ~ x + (1 + x | g) + (1 | h)"), d)
+    prob = GlmmProblem(design, cx.binomial())
+    assert design.random.blocks[0].q == 2
+    assert (prob._kernel is not None) == compiled
+
+
 def test_a_family_the_kernel_does_not_know_takes_the_general_loop() -> None:
     import dataclasses
 
