@@ -286,15 +286,15 @@ def scalar_zlu(const double[::1] u, const int64_t[::1] c1, const double[::1] z1,
 cdef void _vector_columns(const double *theta, const int64_t[::1] target,
                           const int64_t[::1] source, const int64_t[::1] tindex,
                           const double[:, ::1] zraw, double[:, ::1] zr) noexcept nogil:
-    """:func:`vector_columns` (its docstring)."""
+    """:func:`vector_columns` (its docstring; the entries grouped by target row, each row
+    set to zero once, at its first entry)."""
     cdef Py_ssize_t e, i, a, b, n = zr.shape[1]
     cdef double t
     for e in range(target.shape[0]):
-        a = target[e]
-        for i in range(n):
-            zr[a, i] = 0.0
-    for e in range(target.shape[0]):
         a, b, t = target[e], source[e], theta[tindex[e]]
+        if e == 0 or target[e - 1] != a:
+            for i in range(n):
+                zr[a, i] = 0.0
         for i in range(n):
             zr[a, i] += zraw[b, i] * t
 
@@ -305,7 +305,7 @@ def vector_columns(const double[::1] theta, const int64_t[::1] target,
     """The columns of Z Λθ of the later terms of several columns, into ``zr``'s rows: the
     row ``target[e]`` is Σ_e ``zraw[source[e]] · θ[tindex[e]]`` (column j of a level's
     Z T: Σ_{l ≥ j} z_l T_lj, T the term's lower-triangular factor), the entries in order
-    from zero; the other rows are left as they are."""
+    from zero, each row's entries consecutive; the other rows are left as they are."""
     with nogil:
         _vector_columns(&theta[0], target, source, tindex, zraw, zr)
 

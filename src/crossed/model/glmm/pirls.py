@@ -43,6 +43,7 @@ from crossed.model.pls import PLS
 
 if TYPE_CHECKING:
     from crossed.design import Design
+    from crossed.design.random import ReBlock
 
 __all__ = ["GlmmProblem", "PirlsState", "PirlsError", "gh_rule", "ETA_TOL", "MAX_POLISH",
            "pirls_iterations"]
@@ -54,6 +55,25 @@ MAX_POLISH = 6
 #: the compiled PIRLS's later columns at most (its system is dense of that order plus p:
 #: 4,000 is 128 MB); beyond, each iteration reweights the blocked-Cholesky PLS
 LATER_COLUMNS = 4000
+
+
+def _compiled_structure(blocks: tuple[ReBlock, ...], X: np.ndarray) -> ScalarSolver | None:
+    """The compiled PIRLS's structure for these terms, or None where each iteration
+    reweights the blocked-Cholesky PLS instead: the first (most levels) term eliminated
+    in closed form where it is scalar, the later terms' columns (every term's where it is
+    not) in a dense system of at most :data:`LATER_COLUMNS`. Without a first factor the
+    first term's columns must all be eliminated sparsely (the solver's lead): else they
+    would join the dense part, which the blocked PLS keeps to the later terms by
+    eliminating the first term level by level ((1 + x | g) on 1,500 levels crossed with
+    (1 | h) on 1,000 took 131 s compiled against 16 s there)."""
+    first = blocks[0]
+    later = blocks[1:] if first.q == 1 else blocks
+    if sum(b.nlevels * b.q for b in later) > LATER_COLUMNS:
+        return None
+    solver = ScalarSolver(blocks, X)
+    if not solver.l1 and solver.lead < first.nlevels * first.q:
+        return None
+    return solver
 
 
 def settled(eta_new: np.ndarray, eta: np.ndarray) -> bool:
@@ -223,19 +243,8 @@ class GlmmProblem:
         self.q = int(sum(self.sizes))
         self.scalar1 = len(self.blocks) == 1 and self.blocks[0].q == 1
         # the compiled PIRLS loop's structure, and the NumPy loop's solve for several
-        # terms (one scalar term's is in closed form, below): the first (most levels)
-        # term eliminated in closed form where it is scalar, the later terms' columns (of
-        # any term where it is not) in a dense system of at most LATER_COLUMNS
-        later = self.blocks[1:] if self.blocks[0].q == 1 else self.blocks
-        self.scalar = sum(b.nlevels * b.q for b in later) <= LATER_COLUMNS
-        self._scalar = ScalarSolver(self.blocks, self.X) if self.scalar else None
-        if self._scalar is not None and not self._scalar.l1 and (
-                self._scalar.lead < self.sizes[0]):
-            # (no first factor, and the first term's columns not all eliminated sparsely:
-            # they would join the dense part, which the blocked PLS keeps to the later
-            # terms by eliminating the first level by level; (1 + x | g) on 1,500 levels
-            # crossed with (1 | h) on 1,000 took 131 s there against 16 s)
-            self.scalar, self._scalar = False, None
+        # terms (one scalar term's is in closed form, below), or None
+        self._scalar = _compiled_structure(self.blocks, self.X)
         # one scalar term: Z Λ u as one gather (theta index per u entry), and its sums
         self._scalar_index: np.ndarray | None = None
         if self.scalar1:
