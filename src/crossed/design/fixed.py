@@ -17,6 +17,7 @@ import pandas as pd
 from scipy.linalg import blas, lapack
 
 from crossed._warn import warn
+from crossed.design import _rank
 from crossed.design.frame import (
     BARE_NAME,
     DataError,
@@ -339,7 +340,9 @@ def independent_columns(X: np.ndarray, tol: float = RANK_TOL) -> np.ndarray:
     """Columns of X kept after dropping those linearly dependent on earlier ones.
 
     Like R's ``qr()`` with limited pivoting (LINPACK dqrdc2, tolerance 1e-7): a column whose
-    part orthogonal to the earlier kept columns is below ``tol`` times its norm is dropped.
+    part orthogonal to the earlier kept columns is below ``tol`` times its norm is dropped
+    (in compiled code, ``_rank.independent``: a shortcut for clearly independent columns,
+    then the verdict from X's QR factor).
     """
     p = X.shape[1]
     if p == 0:
@@ -347,7 +350,7 @@ def independent_columns(X: np.ndarray, tol: float = RANK_TOL) -> np.ndarray:
     if X.shape[0] > 4 * p:
         # fast path on the Gram matrix, without an n x p scaled copy: accepted only when
         # every column is clearly independent (relative residual >= GRAM_PIVOT_MIN);
-        # anything else takes the QR route below, whose verdict it would be
+        # anything else takes the QR route, whose verdict it would be
         gram = _gram(X)
         d = np.sqrt(np.diag(gram))
         if np.all(d > 0) and np.all(np.isfinite(gram)):
@@ -355,30 +358,9 @@ def independent_columns(X: np.ndarray, tol: float = RANK_TOL) -> np.ndarray:
             chol, info = lapack.dpotrf(gram / np.outer(d, d), lower=True)
             if info == 0 and np.min(np.abs(np.diag(chol))) >= GRAM_PIVOT_MIN:
                 return np.ones(p, dtype=bool)
-    norms = np.linalg.norm(X, axis=0)
-    if np.all(norms > 0):
-        # the same on a scaled copy (short or wide X); borderline cases take the QR route
-        scaled = X / norms
-        try:
-            chol = np.linalg.cholesky(scaled.T @ scaled)
-            if np.min(np.abs(np.diag(chol))) >= GRAM_PIVOT_MIN:
-                return np.ones(p, dtype=bool)
-        except np.linalg.LinAlgError:
-            pass
-    # X = QR with orthonormal Q preserves inner products: examine R's columns instead of X's
-    R = cast(np.ndarray, np.linalg.qr(X, mode="r")) if X.shape[0] > p else X
-    keep = np.zeros(p, dtype=bool)
-    Q = np.zeros((R.shape[0], 0))
-    for j in range(p):
-        if norms[j] == 0:
-            continue
-        r = R[:, j] - Q @ (Q.T @ R[:, j])
-        r = r - Q @ (Q.T @ r)
-        rn = np.linalg.norm(r)
-        if rn > tol * norms[j]:
-            keep[j] = True
-            Q = np.column_stack([Q, r / rn])
-    return keep
+        return _rank.independent(X, tol, GRAM_PIVOT_MIN, False)
+    # the same shortcut on a short or wide X (scaled), then the QR route
+    return _rank.independent(X, tol, GRAM_PIVOT_MIN, True)
 
 
 def check_reserved_levels(expr: str, frame: pd.DataFrame) -> None:
