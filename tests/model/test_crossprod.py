@@ -203,7 +203,15 @@ def test_stored_is_scipys_csr_of_a_dense_array():
         assert a.shape == b.shape
         for name in ("indptr", "indices"):
             np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+            assert getattr(a, name).dtype == getattr(b, name).dtype  # (int32)
         np.testing.assert_array_equal(a.data, b.data)
+        assert a.has_canonical_format and a.has_sorted_indices
+        # each a matrix of its own (copies of one empty matrix of that shape, which stays
+        # empty)
+        c = stored(M)
+        c.data[:] = 7.0
+        np.testing.assert_array_equal(a.data, b.data)
+        assert sp.csr_matrix(M.shape).nnz == stored(np.zeros(M.shape)).nnz == 0
     S = A[:5] + A[:5].T
     a, b = stored(S, sp.csc_matrix), sp.csc_matrix(S)
     assert a.format == "csc" and a.shape == b.shape

@@ -62,14 +62,39 @@ def _side_by_side(blocks: Sequence[ReBlock], values: Sequence[np.ndarray]) -> sp
                          shape=(n, width))
 
 
+_EMPTY: dict[tuple[type, tuple[int, int]], sp.csr_matrix | sp.csc_matrix] = {}
+"""An empty matrix per format and shape (:func:`stored`'s copies), at most ``_EMPTY_MAX``."""
+_EMPTY_MAX = 256
+_INT32_MAX = int(np.iinfo(np.int32).max)
+
+
 def stored(A: np.ndarray, fmt: type[sp.csr_matrix] | type[sp.csc_matrix] = sp.csr_matrix
            ) -> sp.csr_matrix | sp.csc_matrix:
     """The nonzeros of dense ``A`` as a CSR matrix, row by row (``sp.csr_matrix(A)``'s
     arrays, without its COO route); ``fmt=sp.csc_matrix`` for a symmetric ``A``: the same
-    arrays read as columns, the CSC matrix of A."""
+    arrays read as columns, the CSC matrix of A.
+
+    The arrays are canonical (sorted indices, no duplicates) and of SciPy's index dtype
+    (int32 where the sizes fit), so they are set on a shallow copy of an empty matrix of
+    A's shape, without the constructor's checks (25 µs of each small design's set-up)."""
     nonzero = A != 0
-    indptr = np.concatenate(([0], np.cumsum(nonzero.sum(axis=1))))
-    return fmt((A[nonzero], np.nonzero(nonzero)[1], indptr), shape=A.shape)
+    counts = nonzero.sum(axis=1)
+    if max(A.shape[0], A.shape[1], int(counts.sum())) >= _INT32_MAX:
+        indptr = np.concatenate(([0], np.cumsum(counts)))
+        return fmt((A[nonzero], np.nonzero(nonzero)[1], indptr), shape=A.shape)
+    indptr = np.zeros(A.shape[0] + 1, dtype=np.int32)
+    np.cumsum(counts, out=indptr[1:])
+    key = (fmt, A.shape)
+    empty = _EMPTY.get(key)
+    if empty is None:
+        if len(_EMPTY) >= _EMPTY_MAX:
+            _EMPTY.clear()
+        empty = _EMPTY[key] = fmt(A.shape)
+    new = copy.copy(empty)
+    new.data, new.indptr = A[nonzero], indptr
+    new.indices = np.nonzero(nonzero)[1].astype(np.int32)
+    new.has_canonical_format = True
+    return new
 
 
 def stored_like(A: np.ndarray, like: sp.csr_matrix | sp.csc_matrix | None,
