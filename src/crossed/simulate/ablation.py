@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from crossed._threads import single_blas_thread
 from crossed.simulate.execution import run_tasks, seed_sequence
 from crossed.simulate.fastrefit import FIT_ERRORS, Refitter
 from crossed.simulate.intervals import clopper_pearson
@@ -90,7 +91,8 @@ def _one_ablation(job: _AblationJob, item: tuple) -> list[dict]:
     keep, k = _draw_keep(job.fit.nobs, job.groups, job.n_groups, fraction, rng)
     base = {"fraction": fraction, "rep": rep, "n_removed": k, "nobs": int(keep.sum())}
     msg = ""
-    with warnings.catch_warnings():
+    # (one BLAS limit for the refit and its test: each would set and restore its own)
+    with warnings.catch_warnings(), single_blas_thread():
         warnings.simplefilter("ignore")
         try:
             refit = job.refitter.refit(rows=keep)
