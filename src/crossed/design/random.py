@@ -505,7 +505,11 @@ def subset_random(random: RandomDesign, rows: np.ndarray) -> RandomDesign:
     n = len(rows)
     blocks = []
     for blk in random.blocks:
-        used, codes = np.unique(blk.codes[rows], return_inverse=True)
+        kept = blk.codes[rows]  # (the levels with rows, in order, and their new codes:
+        # np.unique's, without its sort)
+        has_rows = np.bincount(kept, minlength=blk.nlevels) > 0
+        used = np.flatnonzero(has_rows)
+        codes = (np.cumsum(has_rows) - 1)[kept]
         if len(used) < 2:
             raise DataError(
                 f"grouping factor {blk.group!r} has {len(used)} level in the subset; a random "
