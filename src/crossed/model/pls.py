@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import replace
+from itertools import accumulate
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -405,12 +406,13 @@ class PLS:
         self._rest_scalar = all(b.q == 1 for b in rest)
         # evaluation shortcuts: theta positions of scalar templates
         self._t1 = int(first.theta_index[0, 0]) if self.q1 == 1 else -1
-        idx = [np.full(b.nlevels, b.theta_index[0, 0]) for b in rest] if self._rest_scalar else []
-        self._scale_index = np.concatenate(idx + [np.full(self.p + 1, -1)]).astype(np.int64)
+        idx = ([np.full(b.nlevels, b.theta_index[0, 0], dtype=np.int64) for b in rest]
+               if self._rest_scalar else [])
+        self._scale_index = np.concatenate(idx + [np.full(self.p + 1, -1, dtype=np.int64)])
         self._diag_rand = np.arange(self.r_rand)
         # scalar later blocks: the index ranges of each block, then of X and y (scale 1)
-        bounds = np.cumsum([0] + self.rest_sizes + [self.p + 1])
-        self._scalar_ranges = list(zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True))
+        bounds = list(accumulate([0, *self.rest_sizes, self.p + 1]))
+        self._scalar_ranges = list(zip(bounds[:-1], bounds[1:], strict=True))
         # S's blocks: the Schur complement's scaling where a later block is not scalar
         self._s_blocks = _scale_blocks(rest)
         self._ntheta = 1 + max(int(b.theta_index.max()) for b in self.blocks)  # (θ's length)
