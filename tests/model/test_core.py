@@ -157,6 +157,67 @@ def test_searchsorted_in_buckets_is_numpys():
         _core.searchsorted_in_buckets(keys, starts, np.array([width * nb], np.int64), width)
 
 
+def _numpy_entries(A: np.ndarray, q: int, last: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The sparse map's entries (j, i), j <= i, in NumPy (the form before the kernel)."""
+    r = A.shape[1]
+    i0 = r - 1 if last else 0
+    stored = (A != 0).reshape(-1, q, r).any(axis=1)
+    touched = np.tril((stored[:, i0:, None] & stored[:, None, :]).any(axis=0), k=i0)
+    j, i = np.nonzero(touched.T)
+    return j, i + i0
+
+
+def _numpy_products(A: np.ndarray, q: int, class_of: np.ndarray, ncls: int, j: np.ndarray,
+                    i: np.ndarray) -> np.ndarray:
+    """The sparse map's rows at (j, i) in NumPy (np.add.at per class, in level order)."""
+    l1, r = len(class_of), A.shape[1]
+    A = A.reshape(l1, q, r)
+    with np.errstate(invalid="ignore"):  # (0 · inf)
+        products = A[:, :, None, i] * A[:, None, :, j]
+    if not np.array_equal(class_of, np.arange(l1)):
+        per_class = np.zeros((ncls,) + products.shape[1:])
+        np.add.at(per_class, class_of, products)
+        products = per_class
+    return products.transpose(3, 1, 2, 0).reshape(len(i), -1)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_map_entries_and_products_are_bitwise_numpys(seed):
+    """A small design's sparse map from the dense A_1r (sparse_map._dense_products, and
+    y's rows for a new response): the entries each level's nonzeros reach and W's rows at
+    them, per level or summed per class in level order, bit for bit (signs of zero, NaN
+    and ±inf included) the NumPy forms above."""
+    rng = np.random.default_rng(seed)
+    for _ in range(200):
+        q, l1, r = int(rng.integers(1, 4)), int(rng.integers(1, 10)), int(rng.integers(1, 16))
+        A = rng.normal(size=(l1 * q, r)) * 10.0 ** rng.integers(-6, 6, size=(l1 * q, r))
+        A[rng.random(A.shape) < rng.uniform(0.0, 0.9)] = 0.0
+        if rng.random() < 0.3:
+            A = -np.abs(A)  # (products of zeros and negatives: -0.0)
+        if rng.random() < 0.1:
+            A[rng.integers(l1 * q), rng.integers(r)] = rng.choice([np.nan, np.inf, -np.inf])
+        for last in (False, True):
+            j, i = _core.map_entries(A, q, last)
+            wj, wi = _numpy_entries(A, q, last)
+            np.testing.assert_array_equal(j, wj)
+            np.testing.assert_array_equal(i, wi)
+        j, i = _core.map_entries(A, q, bool(rng.random() < 0.3))
+        if rng.random() < 0.5:
+            ncls, class_of = l1, np.arange(l1, dtype=np.int64)
+        else:
+            ncls = int(rng.integers(1, l1 + 1))
+            class_of = rng.permutation(np.concatenate(
+                [np.arange(ncls), rng.integers(0, ncls, l1 - ncls)])).astype(np.int64)
+        per_level = bool(np.array_equal(class_of, np.arange(l1)))
+        got = _core.map_products(A, q, class_of, ncls, per_level, j, i)
+        if len(i) == 0:
+            assert got.shape == (0, q * q * ncls)
+            continue
+        want = _numpy_products(A, q, class_of, ncls, j, i)
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
 @pytest.mark.parametrize("csr", [False, True])
 @pytest.mark.parametrize("support", [False, True])
 @pytest.mark.parametrize("q1", [1, 2])

@@ -19,6 +19,8 @@ Each function here is one step of :meth:`crossed.model.pls.PLS.factor` on its ow
   (``sparse_map._upper_products``), in one pass without SciPy's product and conversions;
 - :func:`row_products`: a small design's cross-products of Z with Z_r and with [X y] in
   one pass over the rows (``crossprod.CrossProducts.from_rows``);
+- :func:`map_entries` and :func:`map_products`: a small design's sparse map from the dense
+  A_1r (``sparse_map._dense_products``, and y's rows of it for a new response);
 - :class:`SmallDense`: every step of an evaluation at once for a small design on the
   dense path (a first factor of one or two columns per level, a Schur complement of
   order below ``cholesky.MIN_DIAGONAL``: sleepstudy, blurb's and ner's crossed
@@ -572,6 +574,82 @@ def row_products(const int64_t[:, ::1] cols, const double[:, ::1] vals, Py_ssize
                     if with_z:
                         for b in range(k1, k):
                             zrr[ca, cols[i, b] - c1] += va * vals[i, b]
+
+
+def map_entries(const double[:, ::1] A, Py_ssize_t q, bint last=False):
+    """The entries (j, i), j <= i, of the sparse map's update that some level's nonzeros of
+    the dense A_1r ``A`` (ℓ₁q x r, a level's q rows together) in columns i and j reach,
+    sorted by j·r + i (``sparse_map._touched``'s arrays); ``last``: those with i = r − 1
+    alone (y's column). Two int64 arrays (j, i)."""
+    cdef Py_ssize_t l1 = A.shape[0] // q if q > 0 else 0, r = A.shape[1]
+    cdef Py_ssize_t s, a, t, u, m, i0 = r - 1 if last else 0, count = 0, j, i
+    hit_arr = np.zeros((r, r), dtype=np.uint8)  # [j, i]
+    cols_arr = np.empty(max(r, 1), dtype=np.int64)
+    cdef unsigned char[:, ::1] hit = hit_arr
+    cdef int64_t[::1] cols = cols_arr
+    cdef bint any_a
+    with nogil:
+        for s in range(l1):
+            m = 0  # the level's columns with a nonzero in any of its q rows, ascending
+            for t in range(r):
+                any_a = False
+                for a in range(q):
+                    if A[s * q + a, t] != 0:
+                        any_a = True
+                        break
+                if any_a:
+                    cols[m] = t
+                    m += 1
+            for u in range(m):  # i = cols[u] >= i0, j = cols[t] <= i
+                i = cols[u]
+                if i < i0:
+                    continue
+                for t in range(u + 1):
+                    j = cols[t]
+                    if hit[j, i] == 0:
+                        hit[j, i] = 1
+                        count += 1
+    j_arr = np.empty(count, dtype=np.int64)
+    i_arr = np.empty(count, dtype=np.int64)
+    cdef int64_t[::1] jo = j_arr, io = i_arr
+    cdef Py_ssize_t e = 0
+    with nogil:
+        for j in range(r):
+            for i in range(max(j, i0), r):
+                if hit[j, i]:
+                    jo[e] = j
+                    io[e] = i
+                    e += 1
+    return j_arr, i_arr
+
+
+def map_products(const double[:, ::1] A, Py_ssize_t q, const int64_t[::1] class_of,
+                 Py_ssize_t ncls, bint per_level, const int64_t[::1] j,
+                 const int64_t[::1] i):
+    """The sparse map's rows at the entries (j, i) from the dense A_1r ``A`` (ℓ₁q x r):
+    column (a·q + b)·ncls + k of row e is Σ_{s in class k} A[(s, a), i_e] A[(s, b), j_e],
+    added in level order to 0 (``per_level``: each level its own class, k = s, the
+    product itself): ``sparse_map._products_at``'s array, bit for bit (np.add.at adds in
+    index order to zeros)."""
+    cdef Py_ssize_t l1 = A.shape[0] // q if q > 0 else 0, ne = j.shape[0]
+    cdef Py_ssize_t e, s, a, b, col, ie, je
+    out_arr = np.zeros((ne, q * q * ncls))
+    cdef double[:, ::1] out = out_arr
+    cdef double v
+    with nogil:
+        for e in range(ne):
+            ie = i[e]
+            je = j[e]
+            for s in range(l1):
+                for a in range(q):
+                    for b in range(q):
+                        v = A[s * q + a, ie] * A[s * q + b, je]
+                        if per_level:
+                            out[e, (a * q + b) * ncls + s] = v
+                        else:
+                            col = (a * q + b) * ncls + class_of[s]
+                            out[e, col] = out[e, col] + v
+    return out_arr
 
 
 def searchsorted_in_buckets(const int64_t[::1] keys, const int64_t[::1] starts,

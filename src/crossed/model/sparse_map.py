@@ -338,28 +338,22 @@ def _touched(A: np.ndarray, q: int, last: bool = False) -> tuple[np.ndarray, np.
     """The entries (j, i), j <= i, of the update that some level's nonzeros of A_1r (dense
     ``A``; its CSR form stores no zeros) in columns i and j reach, in row-major order of
     (j, i) (sorted positions j·r + i); ``last``: those in A_1r's last column alone
-    (i = r − 1, y's)."""
-    r = A.shape[1]
-    i0 = r - 1 if last else 0  # (the columns i looked at: i0, ..., r - 1)
-    stored = (A != 0).reshape(-1, q, r).any(axis=1)
-    touched = np.tril((stored[:, i0:, None] & stored[:, None, :]).any(axis=0), k=i0)
-    j, i = np.nonzero(touched.T)  # (j and i − i0 of each entry, j <= i)
-    return j, i + i0
+    (i = r − 1, y's). In compiled code (``_core.map_entries``)."""
+    return _core.map_entries(np.ascontiguousarray(A, dtype=float), q, last)
 
 
 def _products_at(A: np.ndarray, q: int, class_of: np.ndarray, ncls: int, j: np.ndarray,
                  i: np.ndarray) -> np.ndarray:
     """W's rows at the entries (j, i): Σ_{s in k} A_1r[(s, a), i] A_1r[(s, b), j] for each
     G entry (a, b) and class k, from the dense ``A`` (A_1r); per class, the levels'
-    products are added in level order."""
-    l1, r = len(class_of), A.shape[1]
-    A = A.reshape(l1, q, r)
-    products = A[:, :, None, i] * A[:, None, :, j]  # (s, a, b, entry)
-    if not np.array_equal(class_of, np.arange(l1)):
-        per_class = np.zeros((ncls,) + products.shape[1:])
-        np.add.at(per_class, class_of, products)
-        products = per_class
-    return cast(np.ndarray, products.transpose(3, 1, 2, 0).reshape(len(i), -1))
+    products are added in level order (in compiled code, ``_core.map_products``; column
+    (a·q + b)·ncls + k)."""
+    l1 = len(class_of)
+    per_level = ncls == l1 and bool(np.array_equal(class_of, np.arange(l1)))
+    return _core.map_products(np.ascontiguousarray(A, dtype=float), q,
+                              np.ascontiguousarray(class_of, dtype=np.int64), ncls, per_level,
+                              np.ascontiguousarray(j, dtype=np.int64),
+                              np.ascontiguousarray(i, dtype=np.int64))
 
 
 def key_positions(key: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray]:
