@@ -372,9 +372,9 @@ def test_fit_factors_each_theta_once(compiled, monkeypatch):
         calls.append(np.array(theta))
         return factor(self, theta)
 
-    def counting_batch(self, thetas):
+    def counting_batch(self, thetas, inverse=True):
         calls.extend(np.array(thetas))
-        return factor_batch(self, thetas)
+        return factor_batch(self, thetas, inverse)
 
     monkeypatch.setattr(PLS, "factor", counting)
     monkeypatch.setattr(PLS, "factor_batch", counting_batch)
@@ -736,19 +736,24 @@ def test_factor_batch_is_factor_and_rx_inverse(formula, classed, weighted, monke
     """``PLS.factor_batch`` (Satterthwaite's ~50 θ in one compiled loop) gives at each θ
     bitwise what ``factor`` and ``rx_inverse`` give, REML's ldRX2 included; a θ that is
     not finite, or one whose pwrss is to be taken from the residuals, is left to the
-    caller (not ``own``); a design not evaluated in one call has no batch."""
+    caller (not ``own``); a design not evaluated in one call has no batch. Without the
+    inverse (``inverse=False``: the criterion at many θ) the same numbers, no R_X⁻¹."""
     _, pls, general, thetas = _small_problem(formula, classed, weighted, monkeypatch)
     not_finite = thetas[0].copy()
     not_finite[0] = np.nan
     batch = pls.factor_batch(np.array(thetas + [not_finite]))
-    assert batch is not None
-    assert batch.own.tolist() == [True] * len(thetas) + [False]
+    values = pls.factor_batch(np.array(thetas + [not_finite]), inverse=False)
+    assert batch is not None and values is not None and values.rx_inverse is None
+    assert batch.own.tolist() == values.own.tolist() == [True] * len(thetas) + [False]
     for k, theta in enumerate(thetas):
         f = pls.factor(theta)
-        assert batch.ok[k] == f.ok
+        assert batch.ok[k] == values.ok[k] == f.ok
         assert (batch.ldL2[k], batch.ldRX2[k], batch.pwrss[k]) == (f.ldL2, f.ldRX2, f.pwrss)
+        assert (values.ldL2[k], values.ldRX2[k], values.pwrss[k]) == (
+            f.ldL2, f.ldRX2, f.pwrss)
         np.testing.assert_array_equal(batch.rx_inverse[k], pls.rx_inverse(f))
     assert general.factor_batch(np.array(thetas)) is None
+    assert general.factor_batch(np.array(thetas), inverse=False) is None
 
 
 def test_factor_batch_leaves_a_cancelling_pivot_to_the_caller(monkeypatch):

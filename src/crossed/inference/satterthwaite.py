@@ -126,31 +126,37 @@ class SatterthwaiteModel:
             dev = deviance_at(f, sigma, n, p, fit.reml)  # (a constant apart: derivatives)
             return np.concatenate([[dev, f.pwrss], (Ri.T @ Ri).ravel()])
 
-        def at_thetas(thetas: np.ndarray) -> np.ndarray:
-            """``at_theta`` at each row: small designs in one compiled loop
-            (``PLS.factor_batch``, the same numbers), the fit's θ̂ and the batch's other
-            rows one by one."""
-            out = np.empty((len(thetas), 2 + p * p))
-            batch = pls.factor_batch(thetas)
+        def at_thetas(thetas: np.ndarray, full: bool = True) -> np.ndarray:
+            """``at_theta`` at each row (``full=False``: its deviance alone, a column):
+            small designs in one compiled loop (``PLS.factor_batch``, the same numbers;
+            without R_X⁻¹ for the deviance alone), the fit's θ̂ and the batch's other rows
+            one by one."""
+            width = 2 + p * p if full else 1
+            out = np.empty((len(thetas), width))
+            batch = pls.factor_batch(thetas, inverse=full)
             own = np.zeros(len(thetas), dtype=bool) if batch is None else batch.own.copy()
             own &= np.any(thetas != theta, axis=1)  # (θ̂: the fit's own factor, kept)
             for i in np.flatnonzero(~own):
-                out[i] = at_theta(thetas[i])
+                out[i] = at_theta(thetas[i])[:width]
             if batch is None or not own.any():
                 return out
             good = own & batch.ok
             out[own & ~batch.ok] = np.nan
+            out[good, 0] = unprofiled_deviance(batch.ldL2[good], batch.ldRX2[good],
+                                               batch.pwrss[good], sigma, n, p, fit.reml)
+            if not full:
+                return out
+            assert batch.rx_inverse is not None  # (asked for)
             Ri = batch.rx_inverse[good]
             if back is not None:
                 Ri = Ri @ back.T
-            out[good, 0] = unprofiled_deviance(batch.ldL2[good], batch.ldRX2[good],
-                                               batch.pwrss[good], sigma, n, p, fit.reml)
             out[good, 1] = batch.pwrss[good]
             out[good, 2:] = (np.swapaxes(Ri, 1, 2) @ Ri).reshape(len(Ri), p * p)
             return out
 
         f0, first, second = central_derivatives(at_thetas, theta)
-        H_tt = mixed_second(lambda ths: at_thetas(ths)[:, 0], theta, second[0], f0[0])
+        H_tt = mixed_second(lambda ths: at_thetas(ths, full=False)[:, 0], theta, second[0],
+                            f0[0])
         pwrss = f0[1]
         H = np.zeros((k + 1, k + 1))
         H[:k, :k] = H_tt

@@ -844,6 +844,29 @@ cdef class SmallDense:
         info = self.evaluate(&theta[0], first, L, out)
         return info, out[0], out[1], out[2], out[3]
 
+    def evaluations(self, const double[:, ::1] thetas, double[:, ::1] values):
+        """:meth:`factor` at each row of ``thetas`` (its work arrays allocated once): its
+        four numbers into the row of ``values`` (m x 4). Returns the infos (:meth:`factor`'s);
+        :meth:`rx_inverses` without R_X⁻¹ (the criterion alone: the derivative check's
+        points, Satterthwaite's mixed second differences)."""
+        cdef Py_ssize_t m = thetas.shape[0], r = self.Arr.shape[0], k
+        cdef double out[4]
+        if thetas.shape[1] != self.ntheta:
+            raise ValueError(f"theta has {thetas.shape[1]} entries, the design {self.ntheta}")
+        if values.shape[0] != m or values.shape[1] != 4:
+            raise ValueError("values is (m, 4)")
+        first = np.empty((self.a.shape[0], self.nentries))
+        L = np.empty((r, r), order="F")
+        cdef double[:, ::1] first_v = first
+        cdef double[::1, :] L_v = L
+        infos = np.empty(m, dtype=np.int32)
+        cdef int32_t[::1] infos_v = infos
+        for k in range(m):
+            infos_v[k] = self.evaluate(&thetas[k, 0], first_v, L_v, out)
+            values[k, 0], values[k, 1], values[k, 2], values[k, 3] = (
+                out[0], out[1], out[2], out[3])
+        return infos
+
     def rx_inverses(self, const double[:, ::1] thetas, double[:, ::1] values,
                     double[:, :, ::1] ri):
         """:meth:`factor` at each row of ``thetas`` (its work arrays allocated once): its

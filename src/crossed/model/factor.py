@@ -82,8 +82,9 @@ class FactorBatch:
         (m,) bool: the system is positive definite (``Factor.ok``).
     ldL2, ldRX2, pwrss : numpy.ndarray
         (m,): ``Factor``'s (meaningful where ``own`` and ``ok``).
-    rx_inverse : numpy.ndarray
-        (m, p, p): R_X⁻¹, lower (meaningful where ``own`` and ``ok``).
+    rx_inverse : numpy.ndarray or None
+        (m, p, p): R_X⁻¹, lower (meaningful where ``own`` and ``ok``); None where not
+        asked for (``PLS.factor_batch(..., inverse=False)``).
     """
 
     own: np.ndarray
@@ -91,7 +92,7 @@ class FactorBatch:
     ldL2: np.ndarray
     ldRX2: np.ndarray
     pwrss: np.ndarray
-    rx_inverse: np.ndarray
+    rx_inverse: np.ndarray | None
 
 
 @dataclass

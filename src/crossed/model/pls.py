@@ -882,21 +882,24 @@ class PLS:
         lost = pivot_cancels(self, pwrss, amplification=amplification)
         return from_residuals(self, f) if lost else f
 
-    def factor_batch(self, thetas: np.ndarray) -> FactorBatch | None:
+    def factor_batch(self, thetas: np.ndarray, inverse: bool = True) -> FactorBatch | None:
         """:meth:`factor` and :meth:`rx_inverse` at each row of ``thetas`` (m x len θ) in one
         compiled loop (``_core.SmallDense.rx_inverses``; the same calls as
         :meth:`_factor_small_dense` and ``tri_inverse``, so the same numbers), for the
         designs evaluated in one call; None elsewhere. Rows where :meth:`factor` takes
         another path (θ not finite, the pwrss from the residuals) or R_X is singular are
-        not ``own``: the caller's (Satterthwaite's numerical derivatives, ~50 θ)."""
+        not ``own``: the caller's (Satterthwaite's numerical derivatives, ~50 θ).
+        ``inverse=False``: the factorisations' numbers alone (``rx_inverse`` None; the
+        criterion at many θ: ``SmallDense.evaluations``)."""
         small = self._small
         if small is None:
             return None
         thetas = np.ascontiguousarray(thetas, dtype=float)
         m = thetas.shape[0]
         values = np.empty((m, 4))
-        ri = np.zeros((m, self.p, self.p))
-        info = small.rx_inverses(thetas, values, ri)
+        ri = np.zeros((m, self.p, self.p)) if inverse else None
+        info = (small.rx_inverses(thetas, values, ri) if ri is not None
+                else small.evaluations(thetas, values))
         ok = info == 0
         pwrss = values[:, 2]
         own = (info != -2) & (info != -3) & ~(ok & pivots_cancel(self, pwrss, values[:, 3]))
