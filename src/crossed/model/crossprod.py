@@ -76,7 +76,7 @@ def stored(A: np.ndarray, fmt: type[sp.csr_matrix] | type[sp.csc_matrix] = sp.cs
 
     The arrays are canonical (sorted indices, no duplicates) and of SciPy's index dtype
     (int32 where the sizes fit), so they are set on a shallow copy of an empty matrix of
-    A's shape, without the constructor's checks (25 µs of each small design's set-up)."""
+    A's shape, without the constructor's checks (35 → 15 µs on a small design's A_1r)."""
     nonzero = A != 0
     counts = nonzero.sum(axis=1)
     if max(A.shape[0], A.shape[1], int(counts.sum())) >= _INT32_MAX:
