@@ -844,46 +844,26 @@ cdef class SmallDense:
         info = self.evaluate(&theta[0], first, L, out)
         return info, out[0], out[1], out[2], out[3]
 
-    def evaluations(self, const double[:, ::1] thetas, double[:, ::1] values):
-        """:meth:`factor` at each row of ``thetas`` (its work arrays allocated once): its
-        four numbers into the row of ``values`` (m x 4). Returns the infos (:meth:`factor`'s);
-        :meth:`rx_inverses` without R_X⁻¹ (the criterion alone: the derivative check's
-        points, Satterthwaite's mixed second differences)."""
-        cdef Py_ssize_t m = thetas.shape[0], r = self.Arr.shape[0], k
-        cdef double out[4]
-        if thetas.shape[1] != self.ntheta:
-            raise ValueError(f"theta has {thetas.shape[1]} entries, the design {self.ntheta}")
-        if values.shape[0] != m or values.shape[1] != 4:
-            raise ValueError("values is (m, 4)")
-        first = np.empty((self.a.shape[0], self.nentries))
-        L = np.empty((r, r), order="F")
-        cdef double[:, ::1] first_v = first
-        cdef double[::1, :] L_v = L
-        infos = np.empty(m, dtype=np.int32)
-        cdef int32_t[::1] infos_v = infos
-        for k in range(m):
-            infos_v[k] = self.evaluate(&thetas[k, 0], first_v, L_v, out)
-            values[k, 0], values[k, 1], values[k, 2], values[k, 3] = (
-                out[0], out[1], out[2], out[3])
-        return infos
-
     def rx_inverses(self, const double[:, ::1] thetas, double[:, ::1] values,
-                    double[:, :, ::1] ri):
+                    double[:, :, ::1] ri=None):
         """:meth:`factor` at each row of ``thetas`` (its work arrays allocated once): its
-        four numbers into the row of ``values``, and R_X⁻¹ into ``ri`` (p x p, p =
-        ``ri``'s; R_X the block of L after the first ``rr`` rows, lower; the inverse by
-        LAPACK's dtrtri, its strict upper triangle 0: ``factor.tri_inverse`` of
-        ``PLS.rx_factor``). Returns the infos: :meth:`factor`'s, or -3 where dtrtri
-        finds R_X singular (``ri`` unset there)."""
-        cdef Py_ssize_t m = thetas.shape[0], p = ri.shape[1], r = self.Arr.shape[0]
-        cdef Py_ssize_t k, a, b
+        four numbers into the row of ``values``, and, where ``ri`` is given, R_X⁻¹ into
+        it (p x p, p = ``ri``'s; R_X the block of L after the first ``rr`` rows, lower;
+        the inverse by LAPACK's dtrtri, its strict upper triangle 0: ``factor.tri_inverse``
+        of ``PLS.rx_factor``). Without ``ri``, the criterion's numbers alone (the
+        derivative check's points, Satterthwaite's mixed second differences). Returns the
+        infos: :meth:`factor`'s, or -3 where dtrtri finds R_X singular (``ri`` unset
+        there)."""
+        cdef bint inverse = ri is not None
+        cdef Py_ssize_t m = thetas.shape[0], p = ri.shape[1] if inverse else 0
+        cdef Py_ssize_t r = self.Arr.shape[0], k, a, b
         cdef double out[4]
         cdef int n = <int>p, info
         cdef char uplo = b"L", diag = b"N"
         if thetas.shape[1] != self.ntheta:
             raise ValueError(f"theta has {thetas.shape[1]} entries, the design {self.ntheta}")
-        if values.shape[0] != m or values.shape[1] != 4 or ri.shape[0] != m or (
-                ri.shape[2] != p or self.rr + p + 1 != r):
+        if values.shape[0] != m or values.shape[1] != 4 or inverse and (
+                ri.shape[0] != m or ri.shape[2] != p or self.rr + p + 1 != r):
             raise ValueError("values is (m, 4) and ri (m, p, p), p = r - rr - 1")
         first = np.empty((self.a.shape[0], self.nentries))
         L = np.empty((r, r), order="F")
@@ -897,7 +877,7 @@ cdef class SmallDense:
             info = self.evaluate(&thetas[k, 0], first_v, L_v, out)
             values[k, 0], values[k, 1], values[k, 2], values[k, 3] = (
                 out[0], out[1], out[2], out[3])
-            if info == 0 and p > 0:
+            if inverse and info == 0 and p > 0:
                 for b in range(p):
                     for a in range(p):
                         w[a, b] = L_v[self.rr + a, self.rr + b] if a >= b else 0.0

@@ -890,7 +890,7 @@ class PLS:
         another path (θ not finite, the pwrss from the residuals) or R_X is singular are
         not ``own``: the caller's (Satterthwaite's numerical derivatives, ~50 θ).
         ``inverse=False``: the factorisations' numbers alone (``rx_inverse`` None; the
-        criterion at many θ: ``SmallDense.evaluations``)."""
+        criterion at many θ)."""
         small = self._small
         if small is None:
             return None
@@ -898,8 +898,7 @@ class PLS:
         m = thetas.shape[0]
         values = np.empty((m, 4))
         ri = np.zeros((m, self.p, self.p)) if inverse else None
-        info = (small.rx_inverses(thetas, values, ri) if ri is not None
-                else small.evaluations(thetas, values))
+        info = small.rx_inverses(thetas, values, ri)
         ok = info == 0
         pwrss = values[:, 2]
         own = (info != -2) & (info != -3) & ~(ok & pivots_cancel(self, pwrss, values[:, 3]))
