@@ -26,48 +26,52 @@ from scipy.linalg.cython_lapack cimport dgeqrf, dpotrf
 import numpy as np
 
 
-cdef bint _gram_accepts(double[::1, :] X, double[::1] norms, double gram_min):
-    """Step 1 on X (n x p, Fortran order) with its column norms, all positive."""
-    cdef int n = <int>X.shape[0], p = <int>X.shape[1], info = 0, i, j
-    cdef double[::1, :] G = np.zeros((p, p), order="F")
-    cdef double one = 1.0, zero = 0.0
-    cdef char lower = b"L", trans = b"T"
-    dsyrk(&lower, &trans, &p, &n, &one, &X[0, 0], &n, &zero, &G[0, 0], &p)  # XᵀX
-    for j in range(p):
-        for i in range(j, p):
-            G[i, j] = G[i, j] / (norms[i] * norms[j])
-    dpotrf(&lower, &p, &G[0, 0], &p, &info)
-    if info != 0:
-        return False
-    for j in range(p):
-        if not G[j, j] >= gram_min:
-            return False
-    return True
-
-
-def independent(X, double tol, double gram_min, bint shortcut):
-    """Which columns of ``X`` (n x p, float) are kept: a bool array of length p (step 1
-    of the module's docstring only where ``shortcut``, then step 2; a column of norm 0 is
-    never kept)."""
-    cdef double[::1, :] A = np.array(X, dtype=np.float64, order="F", copy=True)
-    cdef int n = <int>A.shape[0], p = <int>A.shape[1], i, j, kept = 0, m, rep
+def independent(X, double tol, double gram_min):
+    """Which columns of ``X`` (n x p, float) are kept: a bool array of length p (steps 1
+    and 2 of the module's docstring; a column of norm 0 is never kept). X's Gram matrix
+    is formed from X where it lies (C or Fortran order); only the QR route copies it."""
+    A_in = np.asarray(X, dtype=np.float64)
+    if not (A_in.flags.c_contiguous or A_in.flags.f_contiguous):
+        A_in = np.ascontiguousarray(A_in)
+    cdef int n = <int>A_in.shape[0], p = <int>A_in.shape[1], i, j, kept = 0, m, info = 0
     keep_arr = np.zeros(p, dtype=bool)
     if p == 0:
         return keep_arr
     cdef unsigned char[::1] keep = keep_arr.view(np.uint8)
+    # XᵀX's lower triangle by dsyrk: Fortran X (n x p) transposed, or C X read as the
+    # Fortran p x n matrix Xᵀ
+    cdef double[::1, :] G = np.zeros((p, p), order="F")
+    cdef double one = 1.0, zero = 0.0
+    cdef char lower = b"L", trans = b"T", notrans = b"N"
+    cdef const double[::1, :] XF
+    cdef const double[:, ::1] XC
+    if n > 0:
+        if A_in.flags.f_contiguous:
+            XF = A_in
+            dsyrk(&lower, &trans, &p, &n, &one, &XF[0, 0], &n, &zero, &G[0, 0], &p)
+        else:
+            XC = A_in
+            dsyrk(&lower, &notrans, &p, &n, &one, &XC[0, 0], &p, &zero, &G[0, 0], &p)
     cdef double[::1] norms = np.empty(p)
-    cdef double s
-    cdef bint positive = True
+    cdef bint positive = n > 0
     for j in range(p):
-        s = 0.0
-        for i in range(n):
-            s += A[i, j] * A[i, j]
-        norms[j] = sqrt(s)
+        norms[j] = sqrt(G[j, j])
         positive = positive and norms[j] > 0.0
-    if shortcut and positive and n > 0 and _gram_accepts(A, norms, gram_min):
-        keep_arr[:] = True
-        return keep_arr
-    cdef int lwork = -1, info = 0
+    if positive:  # 1. the scaled Gram matrix's Cholesky factor (in place)
+        for j in range(p):
+            for i in range(j, p):
+                G[i, j] = G[i, j] / (norms[i] * norms[j])
+        dpotrf(&lower, &p, &G[0, 0], &p, &info)
+        if info == 0:
+            for j in range(p):
+                if not G[j, j] >= gram_min:
+                    break
+            else:
+                keep_arr[:] = True
+                return keep_arr
+    # 2. the QR route
+    cdef double[::1, :] A = np.array(A_in, order="F", copy=True)
+    cdef int lwork = -1
     cdef double[::1] tau
     cdef double[::1] work
     cdef double query = 0.0
@@ -87,12 +91,11 @@ def independent(X, double tol, double gram_min, bint shortcut):
         m = n
     if m == 0:
         return keep_arr
-    cdef int ldq = m, inc = 1
+    cdef int ldq = m, inc = 1, rep
     cdef double[::1, :] Q = np.zeros((m, min(m, p)), order="F")
     cdef double[::1] r = np.empty(m)
     cdef double[::1] c = np.empty(m)
-    cdef double one = 1.0, zero = 0.0, minus = -1.0
-    cdef char trans = b"T", notrans = b"N"
+    cdef double minus = -1.0, s
     for j in range(p):
         if norms[j] == 0.0:
             continue

@@ -10,11 +10,10 @@ import re
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 import pandas as pd
-from scipy.linalg import blas, lapack
 
 from crossed._warn import warn
 from crossed.design import _rank
@@ -328,39 +327,16 @@ class FixedDesign:
     """The non-default contrast codings used (column, coding), in column order."""
 
 
-def _gram(X: np.ndarray) -> np.ndarray:
-    """``X.T @ X`` through BLAS ``dgemm`` (numpy's ``syrk`` route is about twice as slow on
-    a tall, narrow X); the product only decides whether the QR route is needed."""
-    if X.dtype == np.float64 and X.ndim == 2:
-        return cast(np.ndarray, blas.dgemm(1.0, X, X, trans_a=1))
-    return cast(np.ndarray, X.T @ X)  # pragma: no cover
-
-
 def independent_columns(X: np.ndarray, tol: float = RANK_TOL) -> np.ndarray:
     """Columns of X kept after dropping those linearly dependent on earlier ones.
 
     Like R's ``qr()`` with limited pivoting (LINPACK dqrdc2, tolerance 1e-7): a column whose
-    part orthogonal to the earlier kept columns is below ``tol`` times its norm is dropped
-    (in compiled code, ``_rank.independent``: a shortcut for clearly independent columns,
-    then the verdict from X's QR factor).
+    part orthogonal to the earlier kept columns is below ``tol`` times its norm is dropped.
+    In compiled code (``_rank.independent``): the Cholesky factor of the scaled XᵀX
+    accepts X as of full rank where every pivot is at least ``GRAM_PIVOT_MIN``, and
+    anything else takes the verdict from X's QR factor.
     """
-    p = X.shape[1]
-    if p == 0:
-        return np.zeros(0, dtype=bool)
-    if X.shape[0] > 4 * p:
-        # fast path on the Gram matrix, without an n x p scaled copy: accepted only when
-        # every column is clearly independent (relative residual >= GRAM_PIVOT_MIN);
-        # anything else takes the QR route, whose verdict it would be
-        gram = _gram(X)
-        d = np.sqrt(np.diag(gram))
-        if np.all(d > 0) and np.all(np.isfinite(gram)):
-            # LAPACK's Cholesky directly (numpy's wrapper costs more than the factor)
-            chol, info = lapack.dpotrf(gram / np.outer(d, d), lower=True)
-            if info == 0 and np.min(np.abs(np.diag(chol))) >= GRAM_PIVOT_MIN:
-                return np.ones(p, dtype=bool)
-        return _rank.independent(X, tol, GRAM_PIVOT_MIN, False)
-    # the same shortcut on a short or wide X (scaled), then the QR route
-    return _rank.independent(X, tol, GRAM_PIVOT_MIN, True)
+    return _rank.independent(X, tol, GRAM_PIVOT_MIN)
 
 
 def check_reserved_levels(expr: str, frame: pd.DataFrame) -> None:
