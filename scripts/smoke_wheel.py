@@ -25,10 +25,11 @@ def main() -> None:
     # the compiled core is the wheel's own (built at wheel time; no compiler at install)
     from crossed.design import _rank
     from crossed.engines.native import _nlopt, optimize
+    from crossed.inference import _hessian
     from crossed.model import _core
     from crossed.model.glmm import _scalar
 
-    for module in (_rank, _core, _scalar, _nlopt):
+    for module in (_rank, _core, _scalar, _nlopt, _hessian):
         core = Path(module.__file__).resolve()
         assert here in core.parents and core.suffix == ".so", f"compiled core not installed: {core}"
     assert shutil.which("cc") is None and shutil.which("gcc") is None, "a compiler on PATH"
