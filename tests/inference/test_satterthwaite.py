@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 
 import crossed
-from crossed.inference.satterthwaite import _pinv_psd
+from crossed.inference import _hessian
+from crossed.inference.satterthwaite import EIG_SCALED, EIG_TOL, _pinv_psd
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 
@@ -145,3 +146,48 @@ def test_the_compiled_batch_of_derivative_points_gives_the_same_model(formula, r
     alone = SatterthwaiteModel._compute(fit)
     for name in ("hessian", "A", "jac", "vcov", "varpar"):
         np.testing.assert_array_equal(getattr(batched, name), getattr(alone, name))
+
+
+def _numpy_pinv(H):
+    """The rule written with NumPy (what the compiled ``_hessian.pinv_psd`` replaced)."""
+    H = 0.5 * (H + H.T)
+    d = np.sqrt(np.abs(np.diag(H)))
+    scaled, svecs = np.linalg.eigh(H / np.outer(d, d)) if (d > 0).all() else (None, None)
+    if scaled is not None and (np.abs(scaled) < EIG_SCALED).any():
+        vals, vecs, tol = scaled, svecs / d[:, None], EIG_SCALED
+    else:
+        (vals, vecs), tol = np.linalg.eigh(H), EIG_TOL
+    pos = vals > tol
+    counts = (int(np.sum(vals < -tol)), int(np.sum(np.abs(vals) <= tol)))
+    return (vecs[:, pos] / vals[pos]) @ vecs[:, pos].T, counts
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_the_pseudo_inverse_is_numpys_rule(seed):
+    """Positive definite, semi-definite (a direction scaled to 1e-9: the scaled
+    coordinates), indefinite and zero-diagonal Hessians of 1 to 7 parameters whose
+    scales differ by up to e^±6: the compiled inverse is the NumPy rule's to rounding,
+    with the same counts of negative and near-zero eigenvalues (the warnings)."""
+    rng = np.random.default_rng(seed)
+    n = 1 + seed % 7
+    B = rng.normal(size=(n, n)) * np.exp(rng.normal(0, 2, n))
+    H = B @ B.T
+    kind = seed // 7 % 4
+    if kind == 1:
+        H[0] *= 1e-9
+        H[:, 0] *= 1e-9
+    elif kind == 2:
+        H -= np.eye(n) * np.abs(H).max() * 0.5
+    elif kind == 3:
+        H[-1] = H[:, -1] = 0.0
+    H += rng.normal(size=(n, n)) * 1e-12 * np.abs(H).max()  # (not quite symmetric)
+    want, (neg, zero) = _numpy_pinv(H)
+    A, finite, got_neg, got_zero = _hessian.pinv_psd(H, EIG_SCALED, EIG_TOL)
+    assert finite and (got_neg, got_zero) == (neg, zero)
+    np.testing.assert_allclose(A, want, rtol=0, atol=1e-13 * np.abs(want).max())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        np.testing.assert_array_equal(_pinv_psd(H), A)
+    messages = " ".join(str(w.message) for w in caught)
+    assert ("negative eigenvalue" in messages) == (neg > 0)
+    assert ("close to zero" in messages) == (zero > 0)

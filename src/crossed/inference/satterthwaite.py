@@ -19,6 +19,7 @@ import numpy as np
 
 from crossed._threads import single_blas_thread
 from crossed._warn import warn
+from crossed.inference import _hessian
 from crossed.inference.numderiv import central_derivatives, mixed_second
 from crossed.inference.reparam import optimiser_problem
 from crossed.model.factor import unprofiled_deviance
@@ -165,7 +166,7 @@ class SatterthwaiteModel:
         A = 2.0 * _pinv_psd(H)
         unscaled = f0[2:].reshape(p, p)
         jac = np.empty((k + 1, p, p))
-        jac[:k] = sigma**2 * np.moveaxis(first[2:].reshape(p, p, k), -1, 0)
+        jac[:k] = sigma**2 * first[2:].T.reshape(k, p, p)
         jac[k] = 2.0 * sigma * unscaled
         varpar = np.concatenate([theta, [sigma]])
         return cls(varpar=varpar, hessian=H, A=A, jac=jac, vcov=np.asarray(fit.vcov_beta))
@@ -181,31 +182,24 @@ class SatterthwaiteModel:
 
 
 def _pinv_psd(H: np.ndarray) -> np.ndarray:
-    """Moore–Penrose inverse over positive eigenvalues, warning as lmerTest does."""
-    H = 0.5 * (H + H.T)
-    if not np.isfinite(H).all():
+    """Moore–Penrose inverse over positive eigenvalues, warning as lmerTest does: in the
+    coordinates scaled to unit diagonal where one of their eigenvalues is under
+    ``EIG_SCALED``, else over eigenvalues above lmerTest's ``EIG_TOL`` (compiled:
+    ``_hessian.pinv_psd``)."""
+    A, finite, neg, zero = _hessian.pinv_psd(np.ascontiguousarray(H, dtype=float),
+                                             EIG_SCALED, EIG_TOL)
+    if not finite:
         warn("the Hessian of the deviance in the variance parameters is not finite at the "
              "optimum (the model's system is numerically singular beside it: nearly "
              "collinear or badly scaled predictors?): Satterthwaite df are not available "
              "(NaN); rescale or centre the predictors")
-        return np.full(H.shape, np.nan)
-    d = np.sqrt(np.abs(np.diag(H)))
-    scaled, svecs = np.linalg.eigh(H / np.outer(d, d)) if (d > 0).all() else (None, None)
-    if scaled is not None and (np.abs(scaled) < EIG_SCALED).any():
-        # a direction the differences do not resolve: the inverse in the scaled coordinates
-        vals, vecs, tol = scaled, svecs / d[:, None], EIG_SCALED
-    else:  # lmerTest's rule
-        (vals, vecs), tol = np.linalg.eigh(H), EIG_TOL
-    neg = int(np.count_nonzero(vals < -tol))
-    zero = int(np.count_nonzero(np.abs(vals) <= tol))
     if neg:
         warn(f"Model failed to converge with {neg} negative eigenvalue(s) of the "
              "Hessian of the deviance; Satterthwaite df may be unreliable")
     if zero:
         warn(f"Model may not have converged with {zero} eigenvalue(s) of the Hessian "
              "close to zero")
-    pos = vals > tol
-    return (vecs[:, pos] / vals[pos]) @ vecs[:, pos].T
+    return A
 
 
 def satterthwaite_t(fit: LmerFit, L: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
