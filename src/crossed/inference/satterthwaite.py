@@ -129,30 +129,26 @@ class SatterthwaiteModel:
 
         def at_thetas(thetas: np.ndarray, full: bool = True) -> np.ndarray:
             """``at_theta`` at each row (``full=False``: its deviance alone, a column):
-            small designs in one compiled loop (``PLS.factor_batch``, the same numbers;
-            without R_X⁻¹ for the deviance alone), the fit's θ̂ and the batch's other rows
-            one by one."""
+            small designs in one compiled loop (``PLS.factor_batch``: ``factor``'s numbers;
+            without R_X⁻¹ for the deviance alone), the rows it leaves to the caller and
+            other designs one by one."""
             width = 2 + p * p if full else 1
-            out = np.empty((len(thetas), width))
             batch = pls.factor_batch(thetas, inverse=full)
-            own = np.zeros(len(thetas), dtype=bool) if batch is None else batch.own.copy()
-            own &= np.any(thetas != theta, axis=1)  # (θ̂: the fit's own factor, kept)
-            for i in np.flatnonzero(~own):
-                out[i] = at_theta(thetas[i])[:width]
-            if batch is None or not own.any():
-                return out
-            good = own & batch.ok
-            out[own & ~batch.ok] = np.nan
+            if batch is None:
+                return np.array([at_theta(t)[:width] for t in thetas]).reshape(-1, width)
+            out = np.full((len(thetas), width), np.nan)  # (R_X singular: NaN)
+            good = batch.own & batch.ok
             out[good, 0] = unprofiled_deviance(batch.ldL2[good], batch.ldRX2[good],
                                                batch.pwrss[good], sigma, n, p, fit.reml)
-            if not full:
-                return out
-            assert batch.rx_inverse is not None  # (asked for)
-            Ri = batch.rx_inverse[good]
-            if back is not None:
-                Ri = Ri @ back.T
-            out[good, 1] = batch.pwrss[good]
-            out[good, 2:] = (np.swapaxes(Ri, 1, 2) @ Ri).reshape(len(Ri), p * p)
+            if full:
+                assert batch.rx_inverse is not None  # (asked for)
+                Ri = batch.rx_inverse[good]
+                if back is not None:
+                    Ri = Ri @ back.T
+                out[good, 1] = batch.pwrss[good]
+                out[good, 2:] = (np.swapaxes(Ri, 1, 2) @ Ri).reshape(len(Ri), p * p)
+            for i in np.flatnonzero(~batch.own):
+                out[i] = at_theta(thetas[i])[:width]
             return out
 
         f0, first, second = central_derivatives(at_thetas, theta)
