@@ -22,6 +22,7 @@ from crossed.formula.spec import parse
 from crossed.model import _core, cholesky, sparse_map
 from crossed.model.banded import BandedBlocks
 from crossed.model.pls import PLS, profiled_deviance
+from crossed.model.sparse_schur import SparseFactor
 
 
 def _data(seed: int = 0) -> pd.DataFrame:
@@ -818,3 +819,33 @@ def test_a_small_design_with_a_correlated_later_slope_takes_the_compiled_map():
                                                                rel=1e-12)
     weighted = pls.reweighted(np.sqrt(rng.uniform(0.5, 2.0, len(df))), design.y)
     assert weighted._groups is not None and weighted._small is None
+
+
+@pytest.mark.parametrize(("formula", "classed", "weighted"), SMALL_DESIGNS)
+@pytest.mark.parametrize("update", [None, "sparse"])
+def test_the_compiled_solve_is_the_steps_bit_for_bit(formula, classed, weighted, update,
+                                                      monkeypatch):
+    """``PLS.solve`` in one compiled call (``_core.dense_solve``: a first block of one or
+    two columns per level, every later block of one) gives the interpreted steps' β and u
+    bit for bit, at interior θ and on the boundary; the other designs keep the steps."""
+    design, pls, _, thetas = _small_problem(formula, classed, weighted, monkeypatch)
+    if update is not None:
+        pls = PLS(design.random.blocks, design.X, design.y, update=update)
+    applies = pls.q1 <= 2 and all(b.q == 1 for b in pls.blocks[1:])
+    compiled = PLS._dense_solve
+    for theta in thetas:
+        f = pls.factor(theta)
+        assert f.ok
+        got = compiled(pls, f)
+        assert (got is not None) == (applies and not isinstance(f, SparseFactor))
+        monkeypatch.setattr(PLS, "_dense_solve", lambda self, f: None)
+        beta, u = pls.solve(f)
+        monkeypatch.setattr(PLS, "_dense_solve", compiled)
+        if got is None:
+            continue
+        np.testing.assert_array_equal(got[0], beta)
+        assert [a.shape for a in got[1]] == [b.shape for b in u]
+        for a, b in zip(got[1], u, strict=True):
+            np.testing.assert_array_equal(a, b)
+        beta2, u2 = pls.solve(f)  # (the public call takes the compiled path)
+        np.testing.assert_array_equal(beta2, beta)

@@ -57,3 +57,7 @@ class SmallCriterion(LoggedObjective):
     def __init__(self, small: SmallDense, nobs: int, p: int, reml: bool, ldW: float,
                  shift: float, yc_ss: float, auto: bool, limits: tuple[float, float],
                  fallback: Callable[[np.ndarray], float]) -> None: ...
+def dense_solve(L: np.ndarray, rr: int, theta: np.ndarray, scale_index: np.ndarray,
+                data: np.ndarray, indices: np.ndarray, indptr: np.ndarray,
+                t_index: np.ndarray, first: np.ndarray, class_of: np.ndarray,
+                beta: np.ndarray, u_rest: np.ndarray, u1: np.ndarray) -> int: ...

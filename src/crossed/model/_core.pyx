@@ -31,6 +31,9 @@ Each function here is one step of :meth:`crossed.model.pls.PLS.factor` on its ow
   evaluation of the optimiser's loop); its log and the optimiser's stop are
   :class:`LoggedObjective`'s (``_objective.pxi``, shared with the GLMM's compiled
   criterion);
+- :func:`dense_solve`: β and u from a factorisation on the dense path whose first block
+  has one or two columns per level and every later block one (``PLS.solve``'s steps in
+  one call);
 - :func:`derivative_check` and :func:`newton_step`: lme4's derivative check on a few
   parameters (the scaled gradient by dpotrf and dtrsv, the Hessian's eigenvalues by
   dsyev) and the Newton step of its derivatives (dpotrf, dpotrs), where NumPy's per-call
@@ -46,8 +49,8 @@ its sums sequential, so its criterion is the general path's to rounding (as
 
 BLAS and LAPACK are SciPy's (``scipy.linalg.cython_lapack``): the OpenBLAS that NumPy and
 SciPy already load, so the results depend on the BLAS kernel exactly as the rest of the
-package does. Every loop releases the GIL: ``sparse_map.SparseMap.each_part`` runs the
-two halves of a large W on two threads.
+package does. The loops of an evaluation release the GIL: ``sparse_map.SparseMap.each_part``
+runs the two halves of a large W on two threads.
 """
 
 import numpy as np
@@ -56,8 +59,8 @@ from libc.math cimport INFINITY, NAN, fabs, log, sqrt
 from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy, memset
-from scipy.linalg.cython_blas cimport dgemv, dtrsv
-from scipy.linalg.cython_lapack cimport dpotrf, dpotrs, dsyev, dtrtri
+from scipy.linalg.cython_blas cimport dgemm, dgemv, dtrsv
+from scipy.linalg.cython_lapack cimport dgesv, dpotrf, dpotrs, dsyev, dtrtri, dtrtrs
 
 
 def first_block_1x1(const double[::1] a, double t, double[::1] b, double[::1] G,
@@ -1075,3 +1078,94 @@ cdef class SmallCriterion(LoggedObjective):
                 self.error = exc
                 return False
         return True
+
+
+def dense_solve(const double[::1, :] L, Py_ssize_t rr, const double[::1] theta,
+                const int64_t[::1] scale_index, const double[::1] data,
+                const int32_t[::1] indices, const int32_t[::1] indptr,
+                const int64_t[:, ::1] t_index, const double[:, ::1] first,
+                const int64_t[::1] class_of, double[::1] beta, double[::1] u_rest,
+                double[:, ::1] u1):
+    """β and u from a factorisation on the dense path (``PLS.solve``'s steps, the same
+    calls in the same order, so the same numbers): x = L₁₁⁻ᵀ ℓ (L₁₁ the factor ``L``
+    (r x r, Fortran order) without its last row and column, ℓ that row; LAPACK's
+    dtrtrs), u_rest (the later blocks', ``rr``, every one scalar: θ[``scale_index[i]``]
+    scales entry i) and β its two parts; the first block's u per level from
+    B_s u_s = T₁ᵀ v_s, v = −A_1r [u_rest scaled, β, −1] (A_1r by its CSR arrays, summed
+    in index order as SciPy's product), T₁ q₁ x q₁ with θ positions ``t_index`` (-1: 0;
+    the product by BLAS's dgemm as NumPy's), and B_s = C_s C_sᵀ: for q₁ = 2 from B's
+    entries (``first``: b₀₀, b₁₀, b₁₁ per level) by dpotrf, the two triangular systems
+    each by dgesv as ``numpy.linalg.solve``; for q₁ = 1 C_s = ``first[0, class_of[s]]``
+    (``class_of`` empty: s) and the two quotients (dgesv's of a 1 x 1 system).
+
+    Returns dtrtrs's info (nothing else written where it is not 0), or -1 for shapes
+    that do not fit."""
+    cdef Py_ssize_t r = L.shape[0], n = r - 1, p = beta.shape[0]
+    cdef Py_ssize_t l1 = u1.shape[0], q1 = u1.shape[1], i, jj, l, a
+    cdef int nn = <int>n, lda = <int>r, one = 1, info = 0, q = <int>q1, nl = <int>l1
+    cdef int two = 2
+    cdef int ipiv[2]
+    cdef char uplo = b"L", trans = b"T", diag = b"N", no = b"N"
+    cdef double alpha = 1.0, zero = 0.0, acc, c
+    cdef double T[4]
+    cdef double M[4]
+    cdef double C[4]
+    cdef double *x
+    cdef double *xs
+    cdef double *v
+    cdef double *w
+    if (L.shape[1] != r or r < 1 or rr + p != n or u_rest.shape[0] != rr
+            or scale_index.shape[0] < rr or q1 < 1 or q1 > 2
+            or indptr.shape[0] != l1 * q1 + 1 or t_index.shape[0] != q1
+            or t_index.shape[1] != q1 or (q1 == 2 and first.shape[0] != 3)
+            or (q1 == 2 and first.shape[1] != l1)
+            or (q1 == 1 and class_of.shape[0] not in (0, l1))):
+        return -1
+    x = <double *> malloc((2 * r + 2 * l1 * q1) * sizeof(double))
+    if x == NULL:
+        raise MemoryError()
+    xs = x + r
+    v = xs + r
+    w = v + l1 * q1
+    try:
+        for i in range(n):
+            x[i] = L[n, i]
+        if n > 0:
+            dtrtrs(&uplo, &trans, &diag, &nn, &one, <double *>&L[0, 0], &lda, x, &nn,
+                   &info)
+        if info != 0:
+            return info
+        for i in range(rr):
+            u_rest[i] = x[i]
+            xs[i] = x[i] * theta[scale_index[i]]
+        for i in range(p):
+            beta[i] = x[rr + i]
+            xs[rr + i] = x[rr + i]
+        xs[n] = -1.0
+        for i in range(l1 * q1):  # v = −A_1r xs (SciPy's csr_matvec order)
+            acc = 0.0
+            for jj in range(indptr[i], indptr[i + 1]):
+                acc += data[jj] * xs[indices[jj]]
+            v[i] = -acc
+        for a in range(q1 * q1):  # (T₁, row-major)
+            T[a] = (theta[t_index[a // q1, a % q1]] if t_index[a // q1, a % q1] >= 0
+                    else 0.0)
+        # w = v T₁ (v row-major l₁ x q₁): as column-major, wᵀ = T₁ᵀ vᵀ (NumPy's call)
+        dgemm(&no, &no, &q, &nl, &q, &alpha, T, &q, v, &q, &zero, w, &q)
+        for l in range(l1):
+            if q1 == 1:
+                c = first[0, class_of[l] if class_of.shape[0] else l]
+                u1[l, 0] = w[l] / c / c
+                continue
+            C[0], C[1], C[2], C[3] = first[0, l], first[1, l], first[1, l], first[2, l]
+            dpotrf(&uplo, &two, C, &two, &info)  # (C = [[C0, 0], [C1, C3]])
+            if info != 0:
+                return -1
+            M[0], M[1], M[2], M[3] = C[0], C[1], 0.0, C[3]  # (C, column-major)
+            dgesv(&two, &one, M, &two, ipiv, &w[2 * l], &two, &info)
+            M[0], M[1], M[2], M[3] = C[0], 0.0, C[1], C[3]  # (Cᵀ)
+            dgesv(&two, &one, M, &two, ipiv, &w[2 * l], &two, &info)
+            u1[l, 0], u1[l, 1] = w[2 * l], w[2 * l + 1]
+        return 0
+    finally:
+        free(x)

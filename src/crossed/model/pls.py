@@ -106,6 +106,7 @@ _SMALL_SCHUR = 256
 _ONE = np.ones(1)
 _ZERO = np.zeros(1)
 _NO_PAIRS = np.zeros(0, dtype=np.int64)
+_NO_CLASSES = np.zeros(0, dtype=np.int64)  # (dense_solve: a factor per level)
 
 
 def _scale_blocks(rest: tuple[ReBlock, ...]) -> tuple[np.ndarray, np.ndarray]:
@@ -925,7 +926,13 @@ class PLS:
 
     # ------------------------------------------------------------------ solutions
     def solve(self, f: Factor) -> tuple[np.ndarray, list[np.ndarray]]:
-        """Fixed effects β and spherical random effects u (one (ℓ, q) array per block)."""
+        """Fixed effects β and spherical random effects u (one (ℓ, q) array per block):
+        where the first block has one or two columns per level and every later block one,
+        on the dense path, in one compiled call (``_core.dense_solve``: these steps, the
+        same numbers)."""
+        solved = None if isinstance(f, SparseFactor) else self._dense_solve(f)
+        if solved is not None:
+            return solved
         if isinstance(f, SparseFactor):
             u_rest, beta = SparseSchur.solution(f)
         else:
@@ -955,6 +962,35 @@ class PLS:
         w = np.linalg.solve(chol, rhs[:, :, None])
         u1 = np.linalg.solve(np.swapaxes(chol, 1, 2), w)[:, :, 0]
         return beta + self.centre, [u1] + u_blocks
+
+    def _dense_solve(self, f: Factor) -> tuple[np.ndarray, list[np.ndarray]] | None:
+        """:meth:`solve` by ``_core.dense_solve``, or None where it does not apply (a first
+        block of more columns or of one level, a later one of several, A_1r not CSR with
+        32-bit indices)."""
+        A1r, L = self.A1r, f.L
+        if (self.q1 > 2 or self.l1 < 2 or not self._rest_scalar or L is None
+                or not L.flags.f_contiguous or not isinstance(A1r, sp.csr_matrix)
+                or A1r.indices.dtype != np.int32 or A1r.indptr.dtype != np.int32):
+            return None
+        first = f.first
+        assert first is not None  # (an ok factorisation)
+        if self.q1 == 1:
+            class_of = _NO_CLASSES if self._classes is None else self._classes.class_of
+            first = first.reshape(1, -1)
+        else:
+            class_of = _NO_CLASSES
+        beta = np.empty(self.p)
+        u_rest = np.empty(self.r_rand)
+        u1 = np.empty((self.l1, self.q1))
+        info = _core.dense_solve(L, self.r_rand, f.theta, self._scale_index, A1r.data,
+                                 A1r.indices, A1r.indptr, self.blocks[0].theta_index,
+                                 first, class_of, beta, u_rest, u1)
+        if info != 0:
+            return None  # (the steps say what went wrong)
+        u_blocks = [u1]
+        for (lo, hi), blk in zip(self._scalar_ranges, self.blocks[1:], strict=False):
+            u_blocks.append(u_rest[lo:hi].reshape(blk.nlevels, 1))
+        return beta + self.centre, u_blocks
 
     def conditional_inverse_blocks(self, f: Factor) -> list[np.ndarray]:
         """Diagonal blocks of (ΛᵀZᵀZΛ + I)⁻¹ per level, one (ℓ, q, q) array per block
