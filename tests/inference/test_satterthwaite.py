@@ -128,9 +128,10 @@ def test_a_singular_fit_with_a_flat_direction_gives_the_same_df_under_every_kern
 ])
 def test_the_compiled_batch_of_derivative_points_gives_the_same_model(formula, reml,
                                                                        monkeypatch):
-    """A small design's ~50 derivative points are factored in one compiled loop
-    (``PLS.factor_batch``): the Hessian, A and the Jacobian are bitwise those of factoring
-    each point alone."""
+    """A small design's ~50 derivative points are evaluated in one compiled loop
+    (``PLS.deviance_batch``: deviance, pwrss and unscaled vcov, in the orthogonalised
+    basis too): the Hessian, A and the Jacobian are bitwise those of factoring each point
+    alone."""
     from crossed.inference.satterthwaite import SatterthwaiteModel
     from crossed.model.pls import PLS
 
@@ -140,9 +141,9 @@ def test_the_compiled_batch_of_derivative_points_gives_the_same_model(formula, r
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fit = crossed.lmer(formula, data, reml=reml)
-    assert fit.pls.factor_batch(np.array([fit.theta, fit.theta])) is not None
+    assert fit.pls.deviance_batch(np.array([fit.theta, fit.theta]), 1.0, reml) is not None
     batched = SatterthwaiteModel._compute(fit)
-    monkeypatch.setattr(PLS, "factor_batch", lambda self, thetas, inverse=True: None)
+    monkeypatch.setattr(PLS, "deviance_batch", lambda self, *args, **kwargs: None)
     alone = SatterthwaiteModel._compute(fit)
     for name in ("hessian", "A", "jac", "vcov", "varpar"):
         np.testing.assert_array_equal(getattr(batched, name), getattr(alone, name))

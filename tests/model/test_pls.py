@@ -20,7 +20,9 @@ from crossed._threads import single_blas_thread
 from crossed.design import build_design
 from crossed.formula.spec import parse
 from crossed.model import _core, cholesky, sparse_map
+from crossed.model import pls as pls_module
 from crossed.model.banded import BandedBlocks
+from crossed.model.factor import deviance_at
 from crossed.model.pls import PLS, profiled_deviance
 from crossed.model.sparse_schur import SparseFactor
 
@@ -373,9 +375,9 @@ def test_fit_factors_each_theta_once(compiled, monkeypatch):
         calls.append(np.array(theta))
         return factor(self, theta)
 
-    def counting_batch(self, thetas, inverse=True):
+    def counting_batch(self, thetas):
         calls.extend(np.array(thetas))
-        return factor_batch(self, thetas, inverse)
+        return factor_batch(self, thetas)
 
     monkeypatch.setattr(PLS, "factor", counting)
     monkeypatch.setattr(PLS, "factor_batch", counting_batch)
@@ -642,7 +644,6 @@ def test_small_design_products_formed_densely_are_the_sparse_ones(formula, class
     products and hstack array for array: A_1r, A_rr, W and its positions, and so the
     factor, bitwise."""
     from crossed.model import crossprod
-    from crossed.model import pls as pls_module
 
     design, pls, _, thetas = _small_problem(formula, classed, weighted, monkeypatch)
     monkeypatch.setattr(crossprod, "MAX_DENSE_ROW_PRODUCTS", -1)
@@ -733,28 +734,70 @@ def test_compiled_criterion_reads_a_fixed_entry_of_t_as_zero():
 
 
 @pytest.mark.parametrize(("formula", "classed", "weighted"), SMALL_DESIGNS)
-def test_factor_batch_is_factor_and_rx_inverse(formula, classed, weighted, monkeypatch):
-    """``PLS.factor_batch`` (Satterthwaite's ~50 θ in one compiled loop) gives at each θ
-    bitwise what ``factor`` and ``rx_inverse`` give, REML's ldRX2 included; a θ that is
-    not finite, or one whose pwrss is to be taken from the residuals, is left to the
-    caller (not ``own``); a design not evaluated in one call has no batch. Without the
-    inverse (``inverse=False``: the criterion at many θ) the same numbers, no R_X⁻¹."""
+def test_factor_batch_is_factor(formula, classed, weighted, monkeypatch):
+    """``PLS.factor_batch`` (the derivative check's points in one compiled loop) gives at
+    each θ bitwise what ``factor`` gives, REML's ldRX2 included; a θ that is not finite,
+    or one whose pwrss is to be taken from the residuals, is left to the caller (not
+    ``own``); a design not evaluated in one call has no batch."""
     _, pls, general, thetas = _small_problem(formula, classed, weighted, monkeypatch)
     not_finite = thetas[0].copy()
     not_finite[0] = np.nan
     batch = pls.factor_batch(np.array(thetas + [not_finite]))
-    values = pls.factor_batch(np.array(thetas + [not_finite]), inverse=False)
-    assert batch is not None and values is not None and values.rx_inverse is None
-    assert batch.own.tolist() == values.own.tolist() == [True] * len(thetas) + [False]
+    assert batch is not None
+    assert batch.own.tolist() == [True] * len(thetas) + [False]
     for k, theta in enumerate(thetas):
         f = pls.factor(theta)
-        assert batch.ok[k] == values.ok[k] == f.ok
+        assert batch.ok[k] == f.ok
         assert (batch.ldL2[k], batch.ldRX2[k], batch.pwrss[k]) == (f.ldL2, f.ldRX2, f.pwrss)
-        assert (values.ldL2[k], values.ldRX2[k], values.pwrss[k]) == (
-            f.ldL2, f.ldRX2, f.pwrss)
-        np.testing.assert_array_equal(batch.rx_inverse[k], pls.rx_inverse(f))
     assert general.factor_batch(np.array(thetas)) is None
-    assert general.factor_batch(np.array(thetas), inverse=False) is None
+
+
+@pytest.mark.parametrize(("formula", "classed", "weighted"), SMALL_DESIGNS)
+@pytest.mark.parametrize("reml", [True, False])
+def test_deviance_batch_is_factor_rx_inverse_and_deviance_at(formula, classed, weighted,
+                                                            reml, monkeypatch):
+    """``PLS.deviance_batch`` (Satterthwaite's ~50 θ in one compiled loop) gives at each θ
+    bitwise the deviance at σ (``deviance_at``), the pwrss and (R_XᵀR_X)⁻¹ that
+    ``factor`` and ``rx_inverse`` give, in a basis ``back`` maps to as NumPy's products
+    form it; the deviance alone without ``vcov``; θ not finite left to the caller; no
+    batch for a design not evaluated in one call."""
+    _, pls, general, thetas = _small_problem(formula, classed, weighted, monkeypatch)
+    not_finite = thetas[0].copy()
+    not_finite[0] = np.nan
+    points = np.array(thetas + [not_finite])
+    sigma, p = 0.83, pls.p
+    back = np.linalg.solve(np.triu(np.random.default_rng(2).normal(size=(p, p)))
+                           + 3 * np.eye(p), np.eye(p))
+    for basis in (None, back):
+        values, own = pls.deviance_batch(points, sigma, reml, back=basis)
+        alone, own_alone = pls.deviance_batch(points, sigma, reml, vcov=False)
+        assert values.shape == (len(points), 2 + p * p) and alone.shape == (len(points), 1)
+        assert own.tolist() == own_alone.tolist() == [True] * len(thetas) + [False]
+        for k, theta in enumerate(thetas):
+            f = pls.factor(theta)
+            assert f.ok
+            Ri = pls.rx_inverse(f)
+            if basis is not None:
+                Ri = Ri @ basis.T
+            want = np.concatenate([[deviance_at(f, sigma, pls.n, p, reml), f.pwrss],
+                                   (np.swapaxes(Ri[None], 1, 2) @ Ri[None]).ravel()])
+            np.testing.assert_array_equal(values[k], want)
+            assert alone[k, 0] == want[0]
+    assert general.deviance_batch(points, sigma, reml) is None
+
+
+def test_deviance_batch_leaves_the_residual_pwrss_to_the_caller(monkeypatch):
+    """Where the pwrss is to be taken from the residuals (always, or where the pivot
+    cancels), the row is the caller's."""
+    design = build_design(parse("y ~ x + (1 + x | s)"), _ratings())
+    pls = PLS(design.random.blocks, design.X, design.y)
+    thetas = np.array(_thetas(design, 3))
+    assert pls.deviance_batch(thetas, 1.0, True)[1].all()
+    pls.residual_pwrss = "always"
+    assert not pls.deviance_batch(thetas, 1.0, True)[1].any()
+    pls.residual_pwrss = "auto"
+    monkeypatch.setattr(pls_module, "CANCELLATION_LIMIT", 0.0)
+    assert not pls.deviance_batch(thetas, 1.0, True)[1].any()
 
 
 def test_factor_batch_leaves_a_cancelling_pivot_to_the_caller(monkeypatch):

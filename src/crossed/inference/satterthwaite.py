@@ -22,7 +22,6 @@ from crossed._warn import warn
 from crossed.inference import _hessian
 from crossed.inference.numderiv import central_derivatives, mixed_second
 from crossed.inference.reparam import optimiser_problem
-from crossed.model.factor import unprofiled_deviance
 from crossed.model.pls import deviance_at
 
 if TYPE_CHECKING:
@@ -129,25 +128,14 @@ class SatterthwaiteModel:
 
         def at_thetas(thetas: np.ndarray, full: bool = True) -> np.ndarray:
             """``at_theta`` at each row (``full=False``: its deviance alone, a column):
-            small designs in one compiled loop (``PLS.factor_batch``: ``factor``'s numbers;
-            without R_X⁻¹ for the deviance alone), the rows it leaves to the caller and
-            other designs one by one."""
+            small designs in one compiled loop (``PLS.deviance_batch``: the same numbers),
+            the rows it leaves to the caller and other designs one by one."""
             width = 2 + p * p if full else 1
-            batch = pls.factor_batch(thetas, inverse=full)
+            batch = pls.deviance_batch(thetas, sigma, fit.reml, vcov=full, back=back)
             if batch is None:
                 return np.array([at_theta(t)[:width] for t in thetas]).reshape(-1, width)
-            out = np.full((len(thetas), width), np.nan)  # (R_X singular: NaN)
-            good = batch.own & batch.ok
-            out[good, 0] = unprofiled_deviance(batch.ldL2[good], batch.ldRX2[good],
-                                               batch.pwrss[good], sigma, n, p, fit.reml)
-            if full:
-                assert batch.rx_inverse is not None  # (asked for)
-                Ri = batch.rx_inverse[good]
-                if back is not None:
-                    Ri = Ri @ back.T
-                out[good, 1] = batch.pwrss[good]
-                out[good, 2:] = (np.swapaxes(Ri, 1, 2) @ Ri).reshape(len(Ri), p * p)
-            for i in np.flatnonzero(~batch.own):
+            out, own = batch
+            for i in np.flatnonzero(~own):
                 out[i] = at_theta(thetas[i])[:width]
             return out
 

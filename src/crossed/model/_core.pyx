@@ -56,10 +56,10 @@ runs the two halves of a large W on two threads.
 import numpy as np
 
 from libc.math cimport INFINITY, NAN, fabs, log, sqrt
-from libc.stdint cimport int32_t, int64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy, memset
-from scipy.linalg.cython_blas cimport dgemm, dgemv, dtrsv
+from scipy.linalg.cython_blas cimport dgemm, dgemv, dsyrk, dtrsv
 from scipy.linalg.cython_lapack cimport dgesv, dpotrf, dpotrs, dsyev, dtrtri, dtrtrs
 
 
@@ -847,52 +847,116 @@ cdef class SmallDense:
         info = self.evaluate(&theta[0], first, L, out)
         return info, out[0], out[1], out[2], out[3]
 
-    def rx_inverses(self, const double[:, ::1] thetas, double[:, ::1] values,
-                    double[:, :, ::1] ri=None):
+    def evaluations(self, const double[:, ::1] thetas, double[:, ::1] values):
         """:meth:`factor` at each row of ``thetas`` (its work arrays allocated once): its
-        four numbers into the row of ``values``, and, where ``ri`` is given, R_X⁻¹ into
-        it (p x p, p = ``ri``'s; R_X the block of L after the first ``rr`` rows, lower;
-        the inverse by LAPACK's dtrtri, its strict upper triangle 0: ``factor.tri_inverse``
-        of ``PLS.rx_factor``). Without ``ri``, the criterion's numbers alone (the
-        derivative check's points, Satterthwaite's mixed second differences). Returns the
-        infos: :meth:`factor`'s, or -3 where dtrtri finds R_X singular (``ri`` unset
-        there)."""
-        cdef bint inverse = ri is not None
-        cdef Py_ssize_t m = thetas.shape[0], p = ri.shape[1] if inverse else 0
-        cdef Py_ssize_t r = self.Arr.shape[0], k, a, b
+        four numbers into the row of ``values`` (the criterion at many θ: the derivative
+        check's points). Returns the infos."""
+        cdef Py_ssize_t m = thetas.shape[0], r = self.Arr.shape[0], k
         cdef double out[4]
-        cdef int n = <int>p, info
-        cdef char uplo = b"L", diag = b"N"
         if thetas.shape[1] != self.ntheta:
             raise ValueError(f"theta has {thetas.shape[1]} entries, the design {self.ntheta}")
-        if values.shape[0] != m or values.shape[1] != 4 or inverse and (
-                ri.shape[0] != m or ri.shape[2] != p or self.rr + p + 1 != r):
-            raise ValueError("values is (m, 4) and ri (m, p, p), p = r - rr - 1")
+        if values.shape[0] != m or values.shape[1] != 4:
+            raise ValueError("values is (m, 4)")
         first = np.empty((self.a.shape[0], self.nentries))
         L = np.empty((r, r), order="F")
-        work = np.empty((p, p), order="F")
         cdef double[:, ::1] first_v = first
         cdef double[::1, :] L_v = L
-        cdef double[::1, :] w = work
         infos = np.empty(m, dtype=np.int32)
         cdef int32_t[::1] infos_v = infos
         for k in range(m):
-            info = self.evaluate(&thetas[k, 0], first_v, L_v, out)
+            infos_v[k] = self.evaluate(&thetas[k, 0], first_v, L_v, out)
             values[k, 0], values[k, 1], values[k, 2], values[k, 3] = (
                 out[0], out[1], out[2], out[3])
-            if inverse and info == 0 and p > 0:
-                for b in range(p):
-                    for a in range(p):
-                        w[a, b] = L_v[self.rr + a, self.rr + b] if a >= b else 0.0
-                dtrtri(&uplo, &diag, &n, &w[0, 0], &n, &info)
-                if info != 0:
-                    info = -3
-                else:
-                    for a in range(p):
-                        for b in range(p):
-                            ri[k, a, b] = w[a, b] if a >= b else 0.0
-            infos_v[k] = info
         return infos
+
+    def deviances(self, const double[:, ::1] thetas, double ldW, double s2, double lg,
+                  Py_ssize_t nobs, Py_ssize_t p, bint reml, int residual, double yc_ss,
+                  double lo, double hi, double[:, ::1] out, uint8_t[::1] own,
+                  back=None):
+        """The unprofiled deviance at a fixed σ² = ``s2`` at each row of ``thetas``
+        (``factor.unprofiled_deviance``'s formula and order, ``lg`` = log(2π s2) as NumPy
+        gives it, ldW subtracted as ``PLS.factor_batch`` does) into ``out[k, 0]``; where
+        ``out`` has 2 + p² columns, the pwrss and (R_XᵀR_X)⁻¹ = R_X⁻ᵀR_X⁻¹ (row-major; in
+        the basis ``back`` maps to, (R_X⁻¹backᵀ)ᵀ(R_X⁻¹backᵀ), where given) after it: R_X⁻¹
+        by dtrtri (``factor.tri_inverse``), the products by dgemm and dsyrk as NumPy's
+        matmul calls them (the same numbers as ``PLS.factor``, ``PLS.rx_inverse`` and
+        those products, row by row).
+
+        ``own[k]`` is 0 where the row is the caller's: θ not finite, R_X singular, or a
+        pwrss to be taken from the residuals (``residual`` 2 "always", 1 "auto": ρ = yc_ss
+        / pwrss times the Hadamard ratio in [lo, hi), ``pwrss.pivots_cancel``); ``out`` is
+        not written there. Where the factorisation fails otherwise the row is NaN."""
+        cdef Py_ssize_t m = thetas.shape[0], r = self.Arr.shape[0], width = out.shape[1]
+        cdef Py_ssize_t k, a, b, pp = p * p
+        cdef bint full = width > 1, rotate = back is not None
+        cdef double dev, rho
+        cdef double v[4]
+        cdef int n = <int>p, info
+        cdef char uplo = b"L", diag = b"N", no = b"N", tr = b"T"
+        cdef double one = 1.0, zero = 0.0
+        cdef const double[:, ::1] K
+        if thetas.shape[1] != self.ntheta:
+            raise ValueError(f"theta has {thetas.shape[1]} entries, the design {self.ntheta}")
+        if out.shape[0] != m or own.shape[0] != m or (full and (
+                width != 2 + pp or self.rr + p + 1 != r)):
+            raise ValueError("out is (m, 1) or (m, 2 + p²), own (m,), p = r - rr - 1")
+        if rotate:
+            K = back
+            if K.shape[0] != p or K.shape[1] != p:
+                raise ValueError("back is p x p")
+        first = np.empty((self.a.shape[0], self.nentries))
+        L = np.empty((r, r), order="F")
+        work = np.empty(3 * pp + 1)
+        cdef double[:, ::1] first_v = first
+        cdef double[::1, :] L_v = L
+        cdef double[::1] work_v = work
+        cdef double *R = &work_v[0]  # (R_X⁻¹ row-major: its transpose column-major)
+        cdef double *W = R + pp  # (R_X⁻¹ backᵀ, row-major)
+        cdef double *G = W + pp  # (the product, column-major lower)
+        cdef double *use
+        for k in range(m):
+            info = self.evaluate(&thetas[k, 0], first_v, L_v, v)
+            own[k] = info != -2
+            if info == 0 and residual == 2:
+                own[k] = 0
+            elif info == 0 and residual == 1 and v[2] > 0.0:
+                rho = yc_ss / v[2] * v[3]
+                if lo <= rho and rho < hi:
+                    own[k] = 0
+            if not own[k]:
+                continue
+            if info != 0:
+                for a in range(width):
+                    out[k, a] = NAN
+                continue
+            if full and p > 0:
+                for b in range(p):  # (L's block of X, lower; dtrtri in place)
+                    for a in range(p):
+                        G[a + p * b] = L_v[self.rr + a, self.rr + b] if a >= b else 0.0
+                dtrtri(&uplo, &diag, &n, G, &n, &info)
+                if info != 0:  # (R_X singular: the caller's)
+                    own[k] = 0
+                    continue
+                for a in range(p):  # R_X⁻¹ row-major (its strict upper triangle 0)
+                    for b in range(p):
+                        R[a * p + b] = G[a + p * b] if a >= b else 0.0
+                use = R
+                if rotate:  # R_X⁻¹ backᵀ: NumPy's call, dgemm on the buffers transposed
+                    dgemm(&tr, &no, &n, &n, &n, &one, <double *>&K[0, 0], &n, R, &n, &zero,
+                          W, &n)
+                    use = W
+                # (use)ᵀ(use): NumPy's syrk of the buffer, the lower triangle mirrored
+                dsyrk(&uplo, &no, &n, &n, &one, use, &n, &zero, G, &n)
+                for a in range(p):
+                    for b in range(p):
+                        out[k, 2 + a * p + b] = G[a + p * b] if a >= b else G[b + p * a]
+            dev = v[0] - ldW + v[2] / s2 + <double>nobs * lg
+            if reml:
+                dev = dev + (v[1] - <double>p * lg)
+            out[k, 0] = dev
+            if full:
+                out[k, 1] = v[2]
+        return None
 
     cdef int evaluate(self, const double *x, double[:, ::1] first, double[::1, :] L,
                       double *out) noexcept:

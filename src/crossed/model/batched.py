@@ -49,7 +49,7 @@ def objectives(pls: PLS, thetas: np.ndarray | list[np.ndarray], reml: bool) -> n
     steps below for a :func:`batchable` design, else ``pls.objective`` one by one (and
     where a point is not positive definite)."""
     T = np.asarray(thetas, dtype=float)
-    batch = pls.factor_batch(T, inverse=False) if T.ndim == 2 and len(T) else None
+    batch = pls.factor_batch(T) if T.ndim == 2 and len(T) else None
     if batch is not None:
         good = batch.own & batch.ok & (batch.pwrss > 0)
         values = np.full(len(T), np.inf)

@@ -70,21 +70,18 @@ def tri_inverse(L: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class FactorBatch:
-    """A factorisation's numbers and R_X⁻¹ at several θ (``PLS.factor_batch``): as
-    ``PLS.factor`` and ``PLS.rx_inverse`` give them, bitwise.
+    """A factorisation's numbers at several θ (``PLS.factor_batch``): as ``PLS.factor``
+    gives them, bitwise.
 
     Attributes
     ----------
     own : numpy.ndarray
         (m,) bool: the θ computed here. At the others (θ not finite, a pwrss to be taken
-        from the residuals, R_X singular) the caller calls ``PLS.factor`` itself.
+        from the residuals) the caller calls ``PLS.factor`` itself.
     ok : numpy.ndarray
         (m,) bool: the system is positive definite (``Factor.ok``).
     ldL2, ldRX2, pwrss : numpy.ndarray
         (m,): ``Factor``'s (meaningful where ``own`` and ``ok``).
-    rx_inverse : numpy.ndarray or None
-        (m, p, p): R_X⁻¹, lower (meaningful where ``own`` and ``ok``); None where not
-        asked for (``PLS.factor_batch(..., inverse=False)``).
     """
 
     own: np.ndarray
@@ -92,7 +89,6 @@ class FactorBatch:
     ldL2: np.ndarray
     ldRX2: np.ndarray
     pwrss: np.ndarray
-    rx_inverse: np.ndarray | None
 
 
 @dataclass

@@ -107,6 +107,7 @@ _ONE = np.ones(1)
 _ZERO = np.zeros(1)
 _NO_PAIRS = np.zeros(0, dtype=np.int64)
 _NO_CLASSES = np.zeros(0, dtype=np.int64)  # (dense_solve: a factor per level)
+_RESIDUAL_MODES = {"never": 0, "auto": 1, "always": 2}  # (SmallDense.deviances')
 
 
 def _scale_blocks(rest: tuple[ReBlock, ...]) -> tuple[np.ndarray, np.ndarray]:
@@ -883,28 +884,57 @@ class PLS:
         lost = pivot_cancels(self, pwrss, amplification=amplification)
         return from_residuals(self, f) if lost else f
 
-    def factor_batch(self, thetas: np.ndarray, inverse: bool = True) -> FactorBatch | None:
-        """:meth:`factor` and :meth:`rx_inverse` at each row of ``thetas`` (m x len θ) in one
-        compiled loop (``_core.SmallDense.rx_inverses``; the same calls as
-        :meth:`_factor_small_dense` and ``tri_inverse``, so the same numbers), for the
-        designs evaluated in one call; None elsewhere. Rows where :meth:`factor` takes
-        another path (θ not finite, the pwrss from the residuals) or R_X is singular are
-        not ``own``: the caller's (Satterthwaite's numerical derivatives, ~50 θ).
-        ``inverse=False``: the factorisations' numbers alone (``rx_inverse`` None; the
-        criterion at many θ)."""
+    def factor_batch(self, thetas: np.ndarray) -> FactorBatch | None:
+        """:meth:`factor`'s numbers at each row of ``thetas`` (m x len θ) in one compiled
+        loop (``_core.SmallDense.evaluations``; the same calls as
+        :meth:`_factor_small_dense`, so the same numbers), for the designs evaluated in one
+        call; None elsewhere (the criterion at many θ: the derivative check's points).
+        Rows where :meth:`factor` takes another path (θ not finite, the pwrss from the
+        residuals) are not ``own``: the caller's."""
         small = self._small
         if small is None:
             return None
         thetas = np.ascontiguousarray(thetas, dtype=float)
-        m = thetas.shape[0]
-        values = np.empty((m, 4))
-        ri = np.zeros((m, self.p, self.p)) if inverse else None
-        info = small.rx_inverses(thetas, values, ri)
+        values = np.empty((thetas.shape[0], 4))
+        info = small.evaluations(thetas, values)
         ok = info == 0
         pwrss = values[:, 2]
-        own = (info != -2) & (info != -3) & ~(ok & pivots_cancel(self, pwrss, values[:, 3]))
+        own = (info != -2) & ~(ok & pivots_cancel(self, pwrss, values[:, 3]))
         return FactorBatch(own=own, ok=ok, ldL2=values[:, 0] - self.ldW, ldRX2=values[:, 1],
-                           pwrss=pwrss, rx_inverse=ri)
+                           pwrss=pwrss)
+
+    def deviance_batch(self, thetas: np.ndarray, sigma: float, reml: bool,
+                       vcov: bool = True, back: np.ndarray | None = None
+                       ) -> tuple[np.ndarray, np.ndarray] | None:
+        """The unprofiled deviance at ``sigma`` (:func:`deviance_at`) at each row of
+        ``thetas`` and, with ``vcov``, the pwrss and the unscaled vcov(β) = (R_XᵀR_X)⁻¹
+        (flattened; of the coefficients ``back`` maps to, R_X⁻¹backᵀ's, where given) after
+        it, in one compiled loop (``_core.SmallDense.deviances``: :meth:`factor`,
+        :meth:`rx_inverse` and those products' numbers) for the designs evaluated in one
+        call; None elsewhere.
+
+        Returns
+        -------
+        values : numpy.ndarray
+            (m, 1) or (m, 2 + p²); NaN rows where the system is not positive definite.
+        own : numpy.ndarray
+            (m,) bool: the rows computed here. At the others (θ not finite, R_X singular,
+            a pwrss to be taken from the residuals) the caller calls :meth:`factor`.
+        """
+        small = self._small
+        if small is None:
+            return None
+        thetas = np.ascontiguousarray(thetas, dtype=float)
+        m, p = thetas.shape[0], self.p
+        s2 = sigma * sigma
+        lg = float(np.log(2.0 * np.pi * s2))  # (the formula's constant, as NumPy gives it)
+        out = np.empty((m, 2 + p * p if vcov else 1))
+        own = np.empty(m, dtype=np.uint8)
+        residual = _RESIDUAL_MODES[self.residual_pwrss]
+        small.deviances(thetas, self.ldW, s2, lg, self.n, p, reml, residual, self.yc_ss,
+                        CANCELLATION_LIMIT, BEYOND_REPAIR, out, own,
+                        None if back is None else np.ascontiguousarray(back, dtype=float))
+        return out, own.view(bool)
 
     def compiled_criterion(self, reml: bool, shift: float,
                            fallback: Callable[[np.ndarray], float]
