@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from crossed._conventions import check_count, check_fraction
+from crossed._threads import single_blas_thread
 from crossed.simulate.execution import run_tasks, seed_sequence
 from crossed.simulate.fastrefit import FIT_ERRORS, Refitter
 from crossed.simulate.intervals import clopper_pearson
@@ -55,8 +56,10 @@ def _one_simulation(job: _PowerJob, item: tuple) -> dict:
             y = simulate_responses(job.fit, 1, rng)[:, 0]
             if rows is not None:
                 y = y[rows]
-            refit = job.refitter.refit(y=y, rows=rows)
-            res = job.test(refit, rows)
+            # (one BLAS limit for the refit and its test: each would set and restore its own)
+            with single_blas_thread():
+                refit = job.refitter.refit(y=y, rows=rows)
+                res = job.test(refit, rows)
             row = {k: res.get(k, np.nan) for k in ("status", *RESULT_KEYS)}
             p = float(row["p_value"])
             row["significant"] = bool(np.isfinite(p) and p < job.alpha)
