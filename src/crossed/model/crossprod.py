@@ -17,14 +17,14 @@ over the rows' entries (``_core.row_products``), without forming Z₁ᵀ and Z_r
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, TypeVar, cast
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.linalg import lapack
 
 from crossed.design.random import ReBlock
 from crossed.model import _core
@@ -62,10 +62,20 @@ def _side_by_side(blocks: Sequence[ReBlock], values: Sequence[np.ndarray]) -> sp
                          shape=(n, width))
 
 
+S = TypeVar("S")
+
 _EMPTY: dict[tuple[type, tuple[int, int]], sp.csr_matrix | sp.csc_matrix] = {}
 """An empty matrix per format and shape (:func:`stored`'s copies), at most ``_EMPTY_MAX``."""
 _EMPTY_MAX = 256
 _INT32_MAX = int(np.iinfo(np.int32).max)
+
+
+def shallow_copy(M: S) -> S:
+    """A new matrix object sharing ``M``'s arrays and attributes: ``copy.copy``'s result
+    without the pickling protocol's route (2.2 → 0.5 µs; every refit copies A_1r)."""
+    new = M.__class__.__new__(M.__class__)
+    new.__dict__.update(M.__dict__)
+    return new
 
 
 def stored(A: np.ndarray, fmt: type[sp.csr_matrix] | type[sp.csc_matrix] = sp.csr_matrix
@@ -90,7 +100,7 @@ def stored(A: np.ndarray, fmt: type[sp.csr_matrix] | type[sp.csc_matrix] = sp.cs
         if len(_EMPTY) >= _EMPTY_MAX:
             _EMPTY.clear()
         empty = _EMPTY[key] = fmt(A.shape)
-    new = copy.copy(empty)
+    new = shallow_copy(empty)
     new.data, new.indptr = A[nonzero], indptr
     new.indices = np.nonzero(nonzero)[1].astype(np.int32)
     new.has_canonical_format = True
@@ -112,7 +122,7 @@ def stored_like(A: np.ndarray, like: sp.csr_matrix | sp.csc_matrix | None,
     data = A[rows, like.indices]
     if np.count_nonzero(A) != like.nnz or np.count_nonzero(data) != like.nnz:
         return stored(A, fmt)  # (a weight of zero, or a product that cancels)
-    new = copy.copy(like)  # (a shallow copy: like's pattern, canonical, shared)
+    new = shallow_copy(like)  # (like's pattern, canonical, shared)
     new.data = data
     return new
 
@@ -130,14 +140,14 @@ def centre_of(xtx: np.ndarray, xty: np.ndarray, X: np.ndarray | None = None,
     without the cancellation. Any b would do (an ill-conditioned X gives an inexact b, the
     problem stays equivalent)."""
     p = len(xty)
-    try:
-        b = np.linalg.solve(xtx, xty)
-    except np.linalg.LinAlgError:
+    # (LAPACK's dgesv, the call numpy.linalg.solve makes, without its checks: every refit)
+    _, _, b, info = lapack.dgesv(xtx, xty)
+    if info != 0:  # (singular)
         if X is not None and y is not None:
             b = np.linalg.lstsq(X, y, rcond=None)[0]
         else:
             b = np.linalg.lstsq(xtx, xty, rcond=None)[0]
-    if not np.all(np.isfinite(b)):
+    if not np.isfinite(b).all():
         return np.zeros(p)
     return np.asarray(b, dtype=float)
 

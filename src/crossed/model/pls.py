@@ -36,7 +36,6 @@ factors it by QDLDL; its factorisations are :class:`SparseFactor`, which ``solve
 
 from __future__ import annotations
 
-import copy
 from dataclasses import replace
 from itertools import accumulate
 from typing import TYPE_CHECKING, Any, cast
@@ -55,6 +54,7 @@ from crossed.model.crossprod import (
     MAX_DENSE_ROW_PRODUCTS,
     CrossProducts,
     RowMatrices,
+    shallow_copy,
     sparse_z,
     stored,
     stored_like,
@@ -574,7 +574,7 @@ class PLS:
         nonzero = y_column != 0
         if A is None or not np.array_equal(nonzero, self.products.Z1tD[:, -1] != 0):
             return None
-        new = copy.copy(A)  # (the same pattern, shared: canonical, nothing re-sorts it;
+        new = shallow_copy(A)  # (the same pattern, shared: canonical, nothing re-sorts it;
         new.data = A.data.copy()  # a shallow copy skips SciPy's checks of it)
         new.data[A.indptr[1:][nonzero] - 1] = y_column[nonzero]
         return new
