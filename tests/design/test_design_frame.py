@@ -143,3 +143,24 @@ def test_a_factor_in_a_double_bar_term_says_it_differs_from_lme4(formula):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # numeric columns: lme4's || is the same
         build_design(parse("y ~ x + (x || g)"), d)
+
+
+def test_a_new_response_is_replace_of_y_with_the_table_left_unbuilt():
+    """``Design.with_response`` (every simulation refit) is ``replace(design, y=y)``
+    field for field, its y frozen and nothing derived carried over, without building the
+    table where it was not built (replace reads it)."""
+    design = _design()
+    design.derived("pls", lambda: "the original's")
+    y = design.y[::-1].copy()
+    new = design.with_response(y)
+    assert type(new) is type(design) and new.y is y and not y.flags.writeable
+    assert new.derived("pls", lambda: "its own") == "its own"
+    assert "_frame_source" in new.__dict__
+    assert not isinstance(new.__dict__["_frame_source"], pd.DataFrame)  # (still columns)
+    reference = replace(design, y=y)
+    for name in ("spec", "fixed", "random", "n_dropped", "levels", "columns", "weights",
+                 "offset", "offset_argument"):
+        assert getattr(new, name) is getattr(reference, name)
+    pd.testing.assert_frame_equal(new.frame, reference.frame)
+    with pytest.raises(Exception, match="new response has missing"):
+        design.with_response(np.full(len(y), np.nan))

@@ -183,7 +183,14 @@ class Design:
             raise DataError(f"new response has shape {y.shape}, the design has {self.y.shape}")
         if not np.all(np.isfinite(y)):
             raise DataError("new response has missing or infinite values")
-        return replace(self, y=y)
+        # ``replace(self, y=y)`` without the constructor's route (every simulation refit
+        # makes one): the same fields, the data table still unbuilt where it was, y frozen
+        # as ``__post_init__`` freezes it, nothing derived
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new.__dict__.update(y=y, _derived={})
+        y.flags.writeable = False
+        return new
 
     def subset(self, rows: np.ndarray, keep_frame: bool = True) -> Design:
         """The same model on a subset of rows, without re-evaluating the formula.
