@@ -268,3 +268,36 @@ def test_whole_number_groups_are_coded_as_their_categorical(values):
     np.testing.assert_array_equal(codes, cat.codes.astype(np.int64))
     assert codes.dtype == np.int64
     assert labels == [level_label(v) for v in cat.categories.tolist()]
+
+
+@pytest.mark.parametrize("kind", ["int", "negative", "uint8", "str", "colon", "float",
+                                  "merged floats", "bool", "object", "categorical"])
+def test_one_grouping_column_is_coded_as_the_interaction_path_codes_it(kind):
+    """One grouping column's codes and levels (the direct route) are those of the
+    general route over factor columns: each occurring value's R label once, in R's order,
+    labels merged where R prints them alike."""
+    from crossed.design.random import _factor_labels, _unique_codes, group_codes
+
+    rng = np.random.default_rng(4)
+    values = {
+        "int": rng.integers(300, 420, 400), "negative": rng.integers(-5, 5, 400),
+        "uint8": rng.integers(0, 7, 400).astype(np.uint8),
+        "str": rng.choice(["b", "a", "10", "9"], 400), "colon": rng.choice(["x:y", "x"], 400),
+        "float": rng.choice([0.5, 2.0, 1e-20, -3.25], 400),
+        "merged floats": rng.choice([0.1 + 0.2, 0.3, 1.0], 400),
+        "bool": rng.random(400) < 0.5,
+        "object": np.array(rng.choice(["u", "v"], 400), dtype=object),
+        "categorical": pd.Categorical(rng.choice(["p", "q"], 400),
+                                      categories=["q", "p", "unused"]),
+    }[kind]
+    frame = pd.DataFrame({"g": values})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        codes, levels, keys = group_codes(frame, ("g",))
+        c, labels = _factor_labels(frame["g"].array, "g")
+    present, position = _unique_codes(c, len(labels))
+    assert keys == ()
+    assert levels == tuple(np.asarray(labels, dtype=object)[present].tolist())
+    np.testing.assert_array_equal(codes, position)
+    assert codes.dtype == np.int64 and len(set(levels)) == len(levels)
+    assert np.bincount(codes).all()

@@ -307,6 +307,9 @@ def group_codes(
             only_labels = [level_label(c) for c in only.categories.tolist()]
             if len(set(only_labels)) == len(only_labels):
                 return codes, tuple(only_labels), ()
+    elif only is not None:  # one column of values: its levels are those that occur,
+        only_codes, only_levels = _factor_labels(only, str(factors[0]))  # each one label
+        return only_codes, tuple(only_levels), ()
     key = np.zeros(len(frame), dtype=np.int64)
     cats = []
     for f in factors:
