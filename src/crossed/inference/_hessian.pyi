@@ -1,4 +1,5 @@
-"""Types of the compiled numDeriv scheme (``_hessian.pyx``; documented in numderiv.py)."""
+"""Types of Satterthwaite's compiled Hessian (``_hessian.pyx``; numDeriv's scheme documented
+in numderiv.py, the pseudo-inverse's rule in satterthwaite.py)."""
 
 from collections.abc import Callable
 
@@ -12,3 +13,5 @@ def central_derivatives(fun: Callable[[np.ndarray], np.ndarray], x: np.ndarray,
 def mixed_second(fun: Callable[[np.ndarray], np.ndarray], x: np.ndarray, diag: np.ndarray,
                  f0: float, d: float = ..., eps: float = ..., r: int = ..., v: float = ...
                  ) -> np.ndarray: ...
+def pinv_psd(H: np.ndarray, scaled_tol: float, tol: float
+             ) -> tuple[np.ndarray, bool, int, int]: ...
