@@ -1012,9 +1012,11 @@ class PLS:
         beta = np.empty(self.p)
         u_rest = np.empty(self.r_rand)
         u1 = np.empty((self.l1, self.q1))
-        info = _core.dense_solve(L, self.r_rand, f.theta, self._scale_index, A1r.data,
-                                 A1r.indices, A1r.indptr, self.blocks[0].theta_index,
-                                 first, class_of, beta, u_rest, u1)
+        info = _core.dense_solve(
+            L, self.r_rand, np.ascontiguousarray(f.theta, dtype=float), self._scale_index,
+            A1r.data, A1r.indices, A1r.indptr,
+            np.ascontiguousarray(self.blocks[0].theta_index, dtype=np.int64),
+            np.ascontiguousarray(first, dtype=float), class_of, beta, u_rest, u1)
         if info != 0:
             return None  # (the steps say what went wrong)
         u_blocks = [u1]
