@@ -10,6 +10,7 @@ column per entry of G.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar, cast
@@ -19,7 +20,6 @@ import scipy.sparse as sp
 
 from crossed._threads import helper_thread
 from crossed.model import _core
-from crossed.model.crossprod import shallow_copy
 
 __all__ = ["KEY_TABLE_FACTOR", "MAX_DENSE_PRODUCTS", "MIN_CLASSED_LEVELS", "LevelClasses",
            "Products", "SPLIT_NNZ", "SUPPORT_FRACTION", "SparseMap", "T", "build_sparse_map",
@@ -103,7 +103,7 @@ class SparseMap:
             return None
         values = pairs.values(A1r)
         if pairs.at is None:  # (a CSR W: its pattern shared)
-            W: Any = shallow_copy(self.W)
+            W: Any = copy.copy(self.W)
             W.data = values
         else:
             W = np.zeros(self.W.shape)
