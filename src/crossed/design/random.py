@@ -281,6 +281,12 @@ def _unique_codes(key: np.ndarray, size: float) -> tuple[np.ndarray, np.ndarray]
     return np.flatnonzero(present), position[key]
 
 
+def _every_level_occurs(codes: np.ndarray, nlevels: int) -> bool:
+    """Whether ``codes`` take every value of 0 .. nlevels - 1 (no unused level)."""
+    return bool(len(codes) and codes.min() == 0 and codes.max() == nlevels - 1
+                and np.bincount(codes).all())
+
+
 def group_codes(
     frame: Table, factors: tuple[str, ...], name: str | None = None
 ) -> tuple[np.ndarray, tuple[str, ...], tuple[tuple[str, ...], ...]]:
@@ -296,24 +302,12 @@ def group_codes(
         return frame.values[f] if isinstance(frame, PreparedFrame) else frame[f].array
 
     coded = frame.codes if isinstance(frame, PreparedFrame) else {}
-    if len(factors) == 1 and factors[0] in coded:  # every level occurs, labels distinct
-        only_codes, only_levels = coded[factors[0]]
-        return only_codes, tuple(only_levels), ()
-    only = column(factors[0]) if len(factors) == 1 else None
-    if isinstance(only, pd.Categorical):  # one factor: its codes, if every level occurs
-        codes = np.asarray(only.codes, dtype=np.int64)
-        if len(codes) and codes.min() >= 0 and np.bincount(codes).all() and (
-                codes.max() + 1 == len(only.categories)):
-            only_labels = [level_label(c) for c in only.categories.tolist()]
-            if len(set(only_labels)) == len(only_labels):
-                return codes, tuple(only_labels), ()
-    elif only is not None:  # one column of values: its levels are those that occur,
-        only_codes, only_levels = _factor_labels(only, str(factors[0]))  # each one label
-        return only_codes, tuple(only_levels), ()
     key = np.zeros(len(frame), dtype=np.int64)
     cats = []
     for f in factors:
         c, f_labels = coded[f] if f in coded else _factor_labels(column(f), str(f))
+        if len(factors) == 1 and _every_level_occurs(c, len(f_labels)):
+            return c, tuple(f_labels), ()  # (one column: its codes and labels as they are)
         cats.append(f_labels)
         key = key * len(f_labels) + c
     uniq, codes = _unique_codes(key, int(np.prod([len(c) for c in cats], dtype=float)))
