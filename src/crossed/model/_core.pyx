@@ -889,7 +889,7 @@ cdef class SmallDense:
         cdef Py_ssize_t m = thetas.shape[0], r = self.Arr.shape[0], width = out.shape[1]
         cdef Py_ssize_t k, a, b, pp = p * p
         cdef bint full = width > 1, rotate = back is not None
-        cdef double dev, rho
+        cdef double dev
         cdef double v[4]
         cdef int n = <int>p, info
         cdef char uplo = b"L", diag = b"N", no = b"N", tr = b"T"
@@ -917,12 +917,9 @@ cdef class SmallDense:
         for k in range(m):
             info = self.evaluate(&thetas[k, 0], first_v, L_v, v)
             own[k] = info != -2
-            if info == 0 and residual == 2:
+            if info == 0 and (residual == 2 or residual == 1 and v[2] > 0.0
+                              and _pivot_cancels(yc_ss, v[2], v[3], lo, hi)):
                 own[k] = 0
-            elif info == 0 and residual == 1 and v[2] > 0.0:
-                rho = yc_ss / v[2] * v[3]
-                if lo <= rho and rho < hi:
-                    own[k] = 0
             if not own[k]:
                 continue
             if info != 0:
@@ -1086,6 +1083,14 @@ include "_objective.pxi"
 cdef double _TWO_PI = 6.283185307179586  # (2.0 * numpy.pi, as the Python criterion forms it)
 
 
+cdef inline bint _pivot_cancels(double yc_ss, double pwrss, double ratio, double lo,
+                                double hi) noexcept nogil:
+    """``pwrss.pivot_cancels``'s test (pwrss > 0 given): ρ = yc_ss / pwrss times the
+    Hadamard ratio in [lo, hi), in its order of operations."""
+    cdef double rho = yc_ss / pwrss * ratio
+    return lo <= rho and rho < hi
+
+
 cdef class SmallCriterion(LoggedObjective):
     """The profiled criterion of a small design as a C function of θ for a compiled
     optimiser loop (:class:`LoggedObjective`: logged, the optimiser stopped after an
@@ -1116,25 +1121,23 @@ cdef class SmallCriterion(LoggedObjective):
 
     cdef bint compute(self, const double *x, double *value) noexcept:
         """The criterion at θ = x; False after an error of the fallback."""
-        cdef double rho, nmp
+        cdef double nmp
         cdef double out[4]
         cdef int info = self.small.evaluate(x, self.first, self.L, out)
         cdef bint residual = info == -2  # (θ not finite: the fallback's value)
         if not residual:
             if info != 0 or not out[2] > 0.0:
                 value[0] = INFINITY
+            elif self.auto and _pivot_cancels(self.yc_ss, out[2], out[3], self.lo, self.hi):
+                residual = True
+            elif self.reml:
+                nmp = self.nobs - self.p
+                value[0] = (out[0] - self.ldW + out[1]
+                            + nmp * (1.0 + log(_TWO_PI * out[2] / nmp)) + self.shift)
             else:
-                rho = self.yc_ss / out[2] * out[3]
-                if self.auto and self.lo <= rho and rho < self.hi:
-                    residual = True
-                elif self.reml:
-                    nmp = self.nobs - self.p
-                    value[0] = (out[0] - self.ldW + out[1]
-                                + nmp * (1.0 + log(_TWO_PI * out[2] / nmp)) + self.shift)
-                else:
-                    value[0] = (out[0] - self.ldW
-                                + self.nobs * (1.0 + log(_TWO_PI * out[2] / self.nobs))
-                                + self.shift)
+                value[0] = (out[0] - self.ldW
+                            + self.nobs * (1.0 + log(_TWO_PI * out[2] / self.nobs))
+                            + self.shift)
         if residual:
             try:
                 value[0] = float(self.fallback(np.array(<double[:self.ntheta]> x)))
