@@ -960,12 +960,12 @@ class PLS:
         where the first block has one or two columns per level and every later block one,
         on the dense path, in one compiled call (``_core.dense_solve``: these steps, the
         same numbers)."""
-        solved = None if isinstance(f, SparseFactor) else self._dense_solve(f)
-        if solved is not None:
-            return solved
         if isinstance(f, SparseFactor):
             u_rest, beta = SparseSchur.solution(f)
         else:
+            solved = self._dense_solve(f)
+            if solved is not None:
+                return solved
             L = f.L
             assert L is not None  # an ok factorisation
             rr = self.r_rand
