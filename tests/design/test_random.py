@@ -301,3 +301,33 @@ def test_one_grouping_column_is_coded_as_the_interaction_path_codes_it(kind):
     np.testing.assert_array_equal(codes, position)
     assert codes.dtype == np.int64 and len(set(levels)) == len(levels)
     assert np.bincount(codes).all()
+
+
+def test_theta_start_is_lmes_moment_start_when_every_term_is_an_intercept():
+    """lme4's ``mkLmerDevfun``: with v_f = var(ave(y, f)) per grouping factor and
+    v_e = var(y) - Σ v_f, θ starts at sqrt(v_f / v_e) when every term is an intercept on a
+    factor of its own and v_e > 0; else at 1 on the diagonal and 0 off it. Written out
+    here with pandas' group means (R's ``ave``) and R's n - 1 variance; the design keeps
+    the codes, counts and divisors it reads (computed once)."""
+    rng = np.random.default_rng(7)
+    n = 3000
+    df = pd.DataFrame({"g": rng.integers(0, 12, n).astype(str),
+                       "h": rng.integers(0, 5, n).astype(str), "x": rng.normal(size=n)})
+    df["y"] = (rng.normal(size=12)[df["g"].astype(int)] + 0.5 * rng.normal(size=5)[
+        df["h"].astype(int)] + rng.normal(size=n))
+    rd = build_design(parse("y ~ x + (1 | g) + (1 | h) + (1 | g:h)"), df).random
+    y = df["y"].to_numpy()
+    factors = {"g": df["g"], "h": df["h"], "g:h": df["g"] + ":" + df["h"]}
+    v = np.array([np.var(df.groupby(factors[t.group])["y"].transform("mean"), ddof=1)
+                  for t in rd.terms])
+    v_e = np.var(y, ddof=1) - v.sum()
+    assert v_e > 0
+    np.testing.assert_allclose(rd.theta_start(y), np.sqrt(v / v_e), rtol=1e-12)
+    np.testing.assert_array_equal(rd.theta_start(y), rd.theta_start(y.copy()))  # (kept)
+    assert list(rd.theta_start()) == [1.0, 1.0, 1.0]  # no response: the defaults
+    # the factors' spread exceeds var(y): v_e <= 0, the defaults
+    tight = np.where(df["g"].astype(int) < 6, 10.0, -10.0)
+    assert list(rd.theta_start(tight)) == [1.0, 1.0, 1.0]
+    # a slope: the defaults (lme4 starts from moments only for intercepts)
+    slope = build_design(parse("y ~ x + (1 + x | g)"), df).random
+    assert list(slope.theta_start(y)) == [1.0, 0.0, 1.0]

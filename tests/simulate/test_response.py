@@ -50,6 +50,40 @@ def test_simulate_returns_rs_table_for_both_fit_classes():
     np.testing.assert_allclose(k, np.round(k), atol=1e-9)
 
 
+def _draws_by_hand(f, nsim, seed):
+    """y* = Xβ̂ + Σ_k Z_k (σ T_k u_k) + σ ε, with the draws in the simulation's order (the
+    blocks' u in turn, then ε), written out with dense Z."""
+    rng = np.random.default_rng(seed)
+    y = np.repeat((f.design.X @ f.beta)[:, None], nsim, axis=1)
+    for blk in f.design.random.blocks:
+        u = rng.standard_normal((blk.nlevels, blk.q, nsim))
+        b = f.sigma * np.einsum("ab,lbs->las", blk.template(f.theta), u)
+        y += np.einsum("iq,iqs->is", blk.Z, b[blk.codes])
+    return y + f.sigma * rng.standard_normal((f.nobs, nsim))
+
+
+@pytest.mark.parametrize("formula", [
+    "Reaction ~ Days + (Days | Subject)",  # a block of two columns per level
+    "Reaction ~ Days + (1 | Subject) + (0 + Days | Subject)",  # an intercept and a slope
+])
+def test_simulate_draws_are_the_model_written_out(formula):
+    """The draws kept per fit (Xβ̂ and each block's T, computed once) give the model's
+    responses, and a fit with other estimates (``replace``: its own, empty cache) draws
+    from its own, not from the first fit's."""
+    from dataclasses import replace
+
+    from crossed.simulate import simulate_responses
+
+    f = cx.lmer(formula, cx.load_dataset("sleepstudy"))
+    for seed in (1, 2):  # (the second call reads the kept draws)
+        np.testing.assert_allclose(simulate_responses(f, 3, seed=seed),
+                                   _draws_by_hand(f, 3, seed), rtol=1e-12, atol=1e-9)
+    g = replace(f, beta=f.beta + 10.0, theta=f.theta * 2.0)
+    np.testing.assert_allclose(simulate_responses(g, 3, seed=1), _draws_by_hand(g, 3, 1),
+                               rtol=1e-12, atol=1e-9)
+    assert not np.allclose(simulate_responses(g, 3, seed=1), simulate_responses(f, 3, seed=1))
+
+
 def test_simulate_moments_match_the_model(fit):
     y = fit.simulate(4000, seed=1).to_numpy()
     # marginal mean Xβ, marginal variance σ²(1 + θ²) for one random intercept

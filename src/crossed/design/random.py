@@ -215,24 +215,37 @@ class RandomDesign:
         estimates: with v_f = var(ave(y, f)) per factor and v_e = var(y) - Σ v_f, theta =
         sqrt(v_f / v_e) when v_e > 0. Without ``y`` the default is returned.
         """
-        default = np.where(np.isfinite(self.theta_lower), 1.0, 0.0)
-        groups = [t.group for t in self.terms]
-        if (y is None or len(y) < 2 or len(set(groups)) != len(groups)
-                or any(t.columns != ("(Intercept)",) for t in self.terms)):
-            return default
+        terms = self._moment_terms
+        if y is None or len(y) < 2 or terms is None:
+            return np.where(np.isfinite(self.theta_lower), 1.0, 0.0)
         y = np.asarray(y, dtype=float)
         mean = y.mean()
-        v = np.empty(len(self.terms))
-        for i, term in enumerate(self.terms):  # var(ave(y, f)), R's n - 1 denominator
-            block = self.blocks[term.block]
-            counts = block.row_counts
-            means = np.bincount(block.codes, weights=y) / np.maximum(counts, 1)
+        v = np.empty(len(terms))
+        for i, (codes, counts, divisor) in enumerate(terms):  # var(ave(y, f)), R's n - 1
+            means = np.bincount(codes, weights=y) / divisor  # denominator
             v[i] = float(np.sum(counts * (means - mean) ** 2)) / (len(y) - 1)
         dev = y - mean  # (var(y) in np.var's own steps, the same value, on this mean)
         v_e = float(np.add.reduce(dev * dev)) / (len(y) - 1) - float(v.sum())
         if not v_e > 0:
-            return default
+            return np.where(np.isfinite(self.theta_lower), 1.0, 0.0)
         return np.sqrt(v / v_e)
+
+    @cached_property
+    def _moment_terms(self) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], ...] | None:
+        """For :meth:`theta_start`'s moment estimates, per term: its block's codes, rows
+        per level and their divisor (at least 1), as floats (the same numbers as the
+        counts'); None unless every term is a random intercept on its own grouping factor.
+        Computed once per design (a simulation starts thousands of refits)."""
+        groups = [t.group for t in self.terms]
+        if len(set(groups)) != len(groups) or any(
+                t.columns != ("(Intercept)",) for t in self.terms):
+            return None
+        out = []
+        for term in self.terms:
+            block = self.blocks[term.block]
+            counts = block.row_counts.astype(float)
+            out.append((block.codes, counts, np.maximum(counts, 1.0)))
+        return tuple(out)
 
 
 def _warn_merged_numbers(column: str, values: list[object], labels: list[str]) -> None:

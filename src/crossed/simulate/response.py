@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import numpy as np
 
-from crossed._conventions import as_generator
+from crossed._conventions import as_generator, check_count
 from crossed.model.glmm.result import GlmerResult as GlmerFit
 
 if TYPE_CHECKING:
@@ -29,27 +29,46 @@ def random_scale(fit: LmerFit | GlmerFit) -> float:
     return 1.0 if is_glmm(fit) else float(fit.sigma)  # type: ignore[union-attr]
 
 
+class _Draws(NamedTuple):
+    """What a fit's simulations share (:func:`_draws_of`, kept on the fit): the fixed
+    part Xβ̂ (+ offset) and, per random-effects block, its relative factor T at θ̂ and
+    whether it is a scalar intercept (Z b is then each row's level's b)."""
+
+    fixed: np.ndarray
+    templates: tuple[np.ndarray, ...]
+    intercept: tuple[bool, ...]
+
+
+def _draws_of(fit: LmerFit | GlmerFit) -> _Draws:
+    """The fit's :class:`_Draws`, computed once per fit (its memo ``simulation``): a
+    bootstrap or power simulation draws thousands of responses from one fit."""
+    def compute() -> _Draws:
+        design = fit.design
+        fixed = design.X @ fit.beta
+        if is_glmm(fit):
+            fixed = fixed + fit.offset  # type: ignore[union-attr]
+        elif design.offset is not None:
+            fixed = fixed + design.offset
+        blocks = design.random.blocks
+        return _Draws(fixed, tuple(blk.template(fit.theta) for blk in blocks),
+                      tuple(bool(blk.q == 1 and blk.column_stats[0][0]) for blk in blocks))
+    return cast(_Draws, fit.memo("simulation", compute))
+
+
 def _linear_predictor(fit: LmerFit | GlmerFit, nsim: int, rng: np.random.Generator,
                       use_ranef: bool) -> np.ndarray:
     """(nobs, nsim) Xβ̂ + Zb* (+ offset for a GLMM); b* new draws or the conditional modes."""
-    design = fit.design
-    glmm = is_glmm(fit)
     if use_ranef:
-        eta = fit.eta if glmm else fit.fitted()  # type: ignore[union-attr]
+        eta = fit.eta if is_glmm(fit) else fit.fitted()  # type: ignore[union-attr]
         return np.asarray(eta, dtype=float)[:, None] + np.zeros((1, nsim))
-    fixed = design.X @ fit.beta
-    if glmm:
-        fixed = fixed + fit.offset  # type: ignore[union-attr]
-    elif design.offset is not None:
-        fixed = fixed + design.offset
-    mean = np.repeat(fixed[:, None], nsim, axis=1)
+    draws = _draws_of(fit)
+    mean = np.repeat(draws.fixed[:, None], nsim, axis=1)
     scale = random_scale(fit)
-    for blk in design.random.blocks:
-        T = blk.template(fit.theta)
+    for blk, T, intercept in zip(fit.design.random.blocks, draws.templates, draws.intercept,
+                                 strict=True):
         u = rng.standard_normal((blk.nlevels, blk.q, nsim))
-        ones, _, _ = blk.column_stats  # (per column of Z: all ones, an intercept)
-        if blk.q == 1 and ones[0]:  # b = σ t u, and Z b is each row's level's b (one
-            # product each, and 1·x = x: the general sums' numbers without two einsums)
+        if intercept:  # b = σ t u, and Z b is each row's level's b (one product each, and
+            # 1·x = x: the general sums' numbers without two einsums)
             mean += (scale * (T[0, 0] * u[:, 0]))[blk.codes]
             continue
         b = scale * np.einsum("ab,lbs->las", T, u)
@@ -93,8 +112,6 @@ def simulate_responses(fit: LmerFit | GlmerFit, nsim: int = 1, seed: Seed = None
         ``simulate.merMod`` (distributions, not R's random stream); checked in
         ``tests/simulate/test_glmm_simulate.py`` by moments.
     """
-    from crossed._conventions import check_count
-
     nsim = check_count("nsim", nsim)
     rng = as_generator(seed)
     eta = _linear_predictor(fit, nsim, rng, use_ranef)
