@@ -836,6 +836,15 @@ cdef class SmallDense:
         # (pickled as its arrays: a fit's PLS problem travels to Dask's and joblib's workers)
         return SmallDense, self.args
 
+    def with_response(self, W, arr, Arr):
+        """This evaluation with the arrays that change with the response (a new response on
+        the same rows and sparse map: ``PLS.with_response``): W, A_rr on the support and
+        A_rr; the first block's arrays, positions and classes are this one's."""
+        a, _, rows, src, count, _, _, scale_index, rr, t_index, ntheta, blocks, tt_index = (
+            self.args)
+        return SmallDense(a, W, rows, src, count, arr, Arr, scale_index, rr, t_index,
+                          ntheta, blocks, tt_index)
+
     def factor(self, const double[::1] theta, double[:, ::1] first, double[::1, :] L):
         """The evaluation at ``theta`` into ``first`` and ``L`` (class docstring)."""
         cdef double out[4]

@@ -227,6 +227,9 @@ class PLS:
     _small: _core.SmallDense | None = None  # a small design's evaluation in one compiled
     # call (_set_response)
     A1r: sp.csr_matrix  # Z₁ᵀ[Z_r X y_c] (l1·q1 x r; _set_response)
+    _y_slots: tuple[np.ndarray, np.ndarray] | None = None  # A1r's y entries: rows with one,
+    # positions in its data (_a1r_with)
+    _free_known = False  # _free computed (with_response)
     _last_weighted: PLS | None = None  # the last problem reweighted from this one
     _ntheta: int  # θ's length (_layout)
     _scale_pair: np.ndarray  # scalar later blocks: each map entry's scale s_i s_j as a
@@ -368,6 +371,7 @@ class PLS:
         self.y = y
         # W's y-free products, once a new response comes
         self._free: list[Products] | None = plan._free if same_rows and plan else None
+        self._free_known = bool(same_rows and plan and plan._free_known)
         # what the engines derive from the rows alone (rows_memo): shared with every
         # problem of these rows with another response
         self._rows_memo: dict[Hashable, Any] = (
@@ -525,6 +529,7 @@ class PLS:
                 A1r.sum_duplicates()
                 A1r.sort_indices()
         self.A1r = A1r
+        self._y_slots = None
         # A_r1 G A_1r: dense rank-k updates over groups of levels, else the sparse map W
         self._groups = None
         self._map: SparseMap | None = None
@@ -544,7 +549,8 @@ class PLS:
             self._groups = [self._group_block(A1r, levels, cols)
                             for levels, cols in self._level_groups]
         else:
-            kept = None if plan_map is None else plan_map.with_response(A1r, self.A11, Arr)
+            kept = None if plan_map is None else plan_map.with_response(
+                A1r, self.A11, Arr, products.Z1tD[:, -1])
             source = plan
             if kept is None and plan is None and template is not None and (
                     template._map is not None):  # (PIRLS's weights: the same pairs)
@@ -552,11 +558,18 @@ class PLS:
             self._map = kept if kept is not None else build_sparse_map(
                 A1r, self.A11, self.Arr, support=self._rest_scalar and self.r_rand > 0,
                 free=self._free)
-            self._classes = LevelClasses.of(self._map, self.A11)
-            # (not for PIRLS's weighted problems with a later block of several columns: each
-            # is factored once or twice, and the compiled call's r² work arrays cost more)
-            self._small = (None if weighted and not self._rest_scalar
-                           else self._small_dense())
+            if kept is not None and source is plan:  # (the plan's classes: the same map's)
+                assert plan is not None
+                self._classes = plan._classes
+                self._small = (None if plan._small is None
+                               else plan._small.with_response(*self._response_arrays()))
+            else:
+                self._classes = LevelClasses.of(self._map, self.A11)
+                # (not for PIRLS's weighted problems with a later block of several columns:
+                # each is factored once or twice, and the compiled call's r² work arrays
+                # cost more)
+                self._small = (None if weighted and not self._rest_scalar
+                               else self._small_dense())
             if self._rest_scalar and kept is not None and source is not None:
                 self._scale_pair = source._scale_pair  # (the kept map's entries: its)
             elif self._rest_scalar:  # each entry's scale s_i s_j as a position in θ̃ ⊗ θ̃,
@@ -571,12 +584,17 @@ class PLS:
         from that response's products, without SciPy's constructors (each row's last
         stored entry is y's)."""
         A = self.A1r
-        nonzero = y_column != 0
-        if A is None or not np.array_equal(nonzero, self.products.Z1tD[:, -1] != 0):
+        if A is None:
+            return None
+        if self._y_slots is None:  # (this problem's y entries and their positions, found
+            nonzero = self.products.Z1tD[:, -1] != 0  # once for all later responses)
+            self._y_slots = (nonzero, A.indptr[1:][nonzero] - 1)
+        nonzero, at = self._y_slots
+        if not np.array_equal(y_column != 0, nonzero):
             return None
         new = shallow_copy(A)  # (the same pattern, shared: canonical, nothing re-sorts it;
         new.data = A.data.copy()  # a shallow copy skips SciPy's checks of it)
-        new.data[A.indptr[1:][nonzero] - 1] = y_column[nonzero]
+        new.data[at] = y_column[nonzero]
         return new
 
     def _small_dense(self) -> _core.SmallDense | None:
@@ -619,11 +637,20 @@ class PLS:
         per_entry = classes is not None or m.identity
         src = np.arange(a.shape[1]) if per_entry else m.rep
         count = np.zeros(0) if classes is None else classes.count
+        W, support, Arr = self._response_arrays()
+        return (np.ascontiguousarray(a), W, m.rows.astype(np.int64), src.astype(np.int64),
+                count, support, Arr)
+
+    def _response_arrays(self) -> tuple[np.ndarray | sp.csr_matrix, np.ndarray, np.ndarray]:
+        """The inputs of ``_core.SmallDense`` that change with the response: W, A_rr on
+        the support (empty: C formed from A_rr whole) and A_rr (:meth:`_small_dense_inputs`;
+        a kept map's problem shares the others, ``SmallDense.with_response``)."""
+        m = self._map
+        assert m is not None  # (the sparse map's path)
         support = (m.arr if self._rest_scalar and self.r_rand and m.arr is not None
                    else np.zeros(0))
-        return (np.ascontiguousarray(a), m.W if sp.issparse(m.W) else np.ascontiguousarray(
-            m.W), m.rows.astype(np.int64), src.astype(np.int64), count,
-            np.ascontiguousarray(support), np.ascontiguousarray(self.Arr))
+        return (m.W if sp.issparse(m.W) else np.ascontiguousarray(m.W),
+                np.ascontiguousarray(support), np.ascontiguousarray(self.Arr))
 
     def _set_sparse_response(self) -> None:
         """The sparse path's A_1r = Z₁ᵀ[Zr X y_c] (sparse)."""
@@ -648,8 +675,9 @@ class PLS:
             raise ValueError("a PLS problem built from cross-products alone has no rows "
                              "for another response")
         y = np.asarray(y, dtype=float)
-        if self._map is not None and self._free is None:  # (kept for later responses)
-            self._free = response_free_products(self.A1r, self.A11)
+        if self._map is not None and not self._free_known:  # (kept for later responses;
+            self._free = response_free_products(self.A1r, self.A11)  # None: dense products)
+            self._free_known = True
         new = PLS.__new__(PLS)
         new._build(self.products.with_response(self.rows, y), self.blocks, self.update,
                    None, self.rows, y, plan=self)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar, cast
+from typing import Any, NamedTuple, TypeVar, cast
 
 import numpy as np
 import scipy.sparse as sp
@@ -79,10 +79,11 @@ class SparseMap:
     identity: bool = False
     """Every level is its own class, in order (``rep`` is 0, 1, ...)."""
 
-    response_entries: dict[str, tuple[np.ndarray, ...]] = field(
+    response_entries: dict[str, _ResponseEntries] = field(
         default_factory=dict, compare=False, repr=False)
-    """y's entries of the update (W's rows there, and their columns in A_1r), found at the
-    first new response (:meth:`with_response`) and shared with the maps of later ones."""
+    """y's entries of the update (W's rows there, their products' arguments and A_1r
+    without y), found at the first new response (:meth:`with_response`) and shared with
+    the maps of later ones."""
     pairs: _Pairs | None = field(default=None, compare=False, repr=False)
     """Where each level is its own class and W came from each level's pairs of A_1r
     entries (:func:`_self_pairs`): how W's stored values are formed from A_1r's, for
@@ -110,24 +111,27 @@ class SparseMap:
             W[pairs.at] = values
         return replace(self, W=W, parts=row_parts(W))
 
-    def with_response(self, A1r: sp.csr_matrix, A11: np.ndarray, Arr: np.ndarray
-                      ) -> SparseMap | None:
-        """This map for A_1r and A_rr with another last column (y's) of the same pattern:
-        W's rows at y's entries formed again from dense products (as
+    def with_response(self, A1r: sp.csr_matrix, A11: np.ndarray, Arr: np.ndarray,
+                      y_column: np.ndarray) -> SparseMap | None:
+        """This map for A_1r and A_rr with another last column (y's, ``y_column`` dense, of
+        the same pattern): W's rows at y's entries formed again from dense products (as
         :func:`build_sparse_map` forms them: the same W), the others shared; None where W
-        was not formed densely (a sparse W; large designs: ``response_free_products``)."""
+        was not formed densely (a sparse W; large designs: ``response_free_products``).
+
+        What does not change with y is found once and kept in ``response_entries`` for
+        every later response: y's entries of W, the compiled products' index arrays, and
+        A_1r as a dense array without its last column (y's column is then written in)."""
         if sp.issparse(self.W) or not _dense(A11, Arr.shape[0]):
             return None
-        q, r = A11.shape[1], A1r.shape[1]
-        A = A1r.toarray()
         got = self.response_entries.get("y")
         if got is None:  # (the pattern is the kept one's: y's entries are found once)
-            j, i = _touched(A, q, last=True)
-            got = self.response_entries["y"] = (
-                np.searchsorted(self.rows, j * r + i), j, i)
-        where, j, i = got
+            A = A1r.toarray()
+            j, i = _touched(A, A11.shape[1], last=True)
+            got = self.response_entries["y"] = _ResponseEntries.of(self, A, A11.shape[1], j, i)
+        A = got.dense.copy()  # (A_1r densely: y's column stored where it is nonzero)
+        A[:, -1] = np.where(y_column != 0, y_column, 0.0)
         W = self.W.copy()
-        W[where] = _products_at(A, q, self.class_of, len(self.rep), j, i)
+        W[got.where] = got.products(A)
         arr = None if self.arr is None else Arr.reshape(-1)[self.rows]
         return SparseMap(W=W, rows=self.rows, i=self.i, j=self.j, arr=arr, rep=self.rep,
                          class_of=self.class_of, parts=row_parts(W),
@@ -340,6 +344,39 @@ def _touched(A: np.ndarray, q: int, last: bool = False) -> tuple[np.ndarray, np.
     (j, i) (sorted positions j·r + i); ``last``: those in A_1r's last column alone
     (i = r − 1, y's). In compiled code (``_core.map_entries``)."""
     return _core.map_entries(np.ascontiguousarray(A, dtype=float), q, last)
+
+
+class _ResponseEntries(NamedTuple):
+    """W's entries that involve y (:meth:`SparseMap.with_response`), found once: their
+    positions among W's rows, the arguments of their products (``_core.map_products``,
+    as :func:`_products_at` passes them) and A_1r densely with a zero last column."""
+
+    where: np.ndarray
+    q: int
+    class_of: np.ndarray
+    ncls: int
+    per_level: bool
+    j: np.ndarray
+    i: np.ndarray
+    dense: np.ndarray
+
+    @classmethod
+    def of(cls, m: SparseMap, A: np.ndarray, q: int, j: np.ndarray, i: np.ndarray
+           ) -> _ResponseEntries:
+        r = A.shape[1]
+        l1, ncls = len(m.class_of), len(m.rep)
+        dense = np.array(A, dtype=float, order="C")
+        dense[:, -1] = 0.0
+        return cls(np.searchsorted(m.rows, j * r + i), q,
+                   np.ascontiguousarray(m.class_of, dtype=np.int64), ncls,
+                   ncls == l1 and bool(np.array_equal(m.class_of, np.arange(l1))),
+                   np.ascontiguousarray(j, dtype=np.int64),
+                   np.ascontiguousarray(i, dtype=np.int64), dense)
+
+    def products(self, A: np.ndarray) -> np.ndarray:
+        """:func:`_products_at` on ``A`` (C-ordered, this pattern's) at these entries."""
+        return _core.map_products(A, self.q, self.class_of, self.ncls, self.per_level,
+                                  self.j, self.i)
 
 
 def _products_at(A: np.ndarray, q: int, class_of: np.ndarray, ncls: int, j: np.ndarray,
