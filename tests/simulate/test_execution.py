@@ -79,3 +79,40 @@ def test_dask_with_scheduler_address(truth, dask_client):
     a = cx.power_sim(truth, "x", nsim=6, seed=1, backend="dask", scheduler=address)
     b = cx.power_sim(truth, "x", nsim=6, seed=1)
     pd.testing.assert_frame_equal(a.replicates, b.replicates)
+
+
+def _blas_threads(shared, item):
+    """The BLAS libraries' thread counts as a task sees them, and whether the task runs
+    with the one-thread limit held."""
+    from threadpoolctl import threadpool_info
+
+    from crossed._threads import _HOLDING
+
+    return (tuple(sorted({i["num_threads"] for i in threadpool_info()
+                          if i["user_api"] == "blas"})),
+            getattr(_HOLDING, "held", False))
+
+
+def test_tasks_in_this_process_run_under_one_blas_thread_set_once():
+    """A run in this process holds the one-BLAS-thread limit for all its tasks (set once,
+    not per refit: a fit inside a task then finds it held), and restores the count after,
+    also when a task fails."""
+    from threadpoolctl import threadpool_info
+
+    def counts():
+        return tuple(sorted({i["num_threads"] for i in threadpool_info()
+                             if i["user_api"] == "blas"}))
+
+    before = counts()
+    seen = run_tasks(_blas_threads, None, list(range(3)), n_jobs=1)
+    assert seen == [((1,), True)] * 3
+    assert counts() == before
+
+    def fails(shared, item):
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        run_tasks(fails, None, [0], n_jobs=1)
+    assert counts() == before
+    from crossed._threads import _HOLDING
+    assert not getattr(_HOLDING, "held", False)

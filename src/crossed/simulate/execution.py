@@ -11,6 +11,13 @@ Tasks are grouped into chunks (a few per worker) so that the function and its ar
 
 An interrupt (Ctrl-C) stops the scheduling of further tasks: :func:`run_tasks` warns and
 returns the results finished so far, flagged ``interrupted``.
+
+Tasks run in this process (``n_jobs=1``) run under one BLAS thread
+(:func:`crossed._threads.single_blas_thread`) set once for the run rather than once per
+refit: the same numbers (every fit runs under one BLAS thread anyway), without the cost
+of setting and restoring the limit thousands of times. A fit started meanwhile in another
+thread of this process waits for its turn at the limit until the run ends. (Workers,
+which Dask may run as threads of one process, still take it per fit.)
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from crossed._conventions import check_seed, show_progress
-from crossed._threads import use_helper_thread
+from crossed._threads import single_blas_thread, use_helper_thread
 from crossed._warn import warn
 
 __all__ = ["BACKENDS", "Seed", "TaskResults", "run_tasks",
@@ -135,10 +142,11 @@ def run_tasks(func: Callable[[Any, Any], Any], shared: Any, items: Sequence, *,
         if backend == "dask":
             _run_dask(func, shared, items, scheduler, bar, chunk_size, out)
         elif (workers := _n_workers(n_jobs)) == 1:
-            for item in items:
-                out.append(func(shared, item))
-                if bar is not None:
-                    bar.update(1)
+            with single_blas_thread():  # (once for the run: each refit's use is then free)
+                for item in items:
+                    out.append(func(shared, item))
+                    if bar is not None:
+                        bar.update(1)
         else:
             _run_joblib(func, shared, items, workers, bar, chunk_size, out)
     except KeyboardInterrupt:
