@@ -367,3 +367,29 @@ def test_string_levels_are_in_rs_order_on_every_path():
                                                                      s.swapcase()))
     np.testing.assert_array_equal(arrow[0], plain[0])
     assert [arrow[1][c] for c in arrow[0]] == values
+
+
+@pytest.mark.parametrize(("values", "codes", "labels"), [
+    # every category used: the categorical's codes and its order (not sorted)
+    (pd.Categorical(["b", "a", "b", "c"], categories=["c", "b", "a"]), [1, 2, 1, 0],
+     ["c", "b", "a"]),
+    # unused categories dropped, the order of the others kept
+    (pd.Categorical(["b", "a", "b"], categories=["c", "b", "z", "a"]), [0, 1, 0],
+     ["b", "a"]),
+    # numbers as categories: R's labels
+    (pd.Categorical([308.0, 309.0, 308.0]), [0, 1, 0], ["308", "309"]),
+    # two categories with one R label are one level
+    (pd.Categorical(["1", 1, "2"], categories=["1", 1, "2"]), [0, 0, 1], ["1", "2"]),
+    # a categorical column's values as pandas gives them (an extension array of a Series)
+    (pd.Series(["y", "x", "y"], dtype="category").array, [1, 0, 1], ["x", "y"]),
+])
+def test_categorical_factor_codes_and_labels(values, codes, labels):
+    """A categorical factor's codes and levels: its categories' R labels in its order,
+    unused ones dropped and one label one level (R's ``factor`` of the labels)."""
+    from crossed.design.frame import _encode_factor
+
+    got_codes, got_labels = _encode_factor(values)
+    assert got_codes.dtype == np.int64
+    assert got_codes.tolist() == codes and got_labels == labels
+    got_codes[0] = 99  # (the codes are a new array, not the categorical's)
+    assert pd.Categorical(values).codes[0] != 99

@@ -381,14 +381,16 @@ def _encode_factor(values: pd.api.extensions.ExtensionArray) -> tuple[np.ndarray
     category order (unused categories dropped); other columns sort as R sorts strings.
     """
     if isinstance(values.dtype, pd.CategoricalDtype):
-        cat = pd.Categorical(values)
+        cat = values if isinstance(values, pd.Categorical) else pd.Categorical(values)
+        codes = cat.codes.astype(np.int64)  # (a copy: ours)
         cats = [level_label(c) for c in cat.categories.tolist()]
-        used = np.zeros(len(cats), dtype=bool)
-        used[np.unique(cat.codes[cat.codes >= 0])] = True
+        used = np.bincount(codes[codes >= 0], minlength=len(cats)) > 0
         lv = list(dict.fromkeys(c for c, u in zip(cats, used, strict=True) if u))
+        if len(lv) == len(cats):  # (every category used, each its own label: the codes)
+            return codes, lv
         position = {c: i for i, c in enumerate(lv)}
         perm = np.array([position.get(c, -1) for c in cats], dtype=np.int64)
-        return perm[np.asarray(cat.codes, dtype=np.int64)], lv
+        return perm[codes], lv
     strings = string_codes(values)  # (pyarrow strings: their labels as they are)
     if strings is not None:
         codes, labels = strings
