@@ -311,6 +311,10 @@ def test_new_response_of_a_small_design_forms_only_y_columns(name, classed, monk
             assert not hasattr(a.W, "toarray") and np.array_equal(a.W, b.W)
             assert (a.arr is None) == (b.arr is None)
             assert a.arr is None or np.array_equal(a.arr, b.arr)
+            # the compiled evaluation of the kept problem with the new arrays, its classes
+            assert reused._classes is pls._classes
+            assert (reused._small is None) == (fresh._small is None)
+            assert reused._small is None or reused._small is not pls._small
         theta = design.random.theta_start() * 0.7
         for reml in (True, False):
             assert reused.objective(theta, reml) == fresh.objective(theta, reml)
