@@ -96,6 +96,8 @@ def test_a_reweighted_map_is_a_fresh_build(case):
     assert sp.issparse(second.sparse_map.W) == (case == "items")
     assert second.A1r.indices is first.A1r.indices  # (the shared pattern)
     assert second.sparse_map.pairs is first.sparse_map.pairs  # (W from the kept pairs)
+    # (but not the entries kept for a new response: they hold the first one's A_1r values)
+    assert second.sparse_map.response_entries is not first.sparse_map.response_entries
     fresh = PLS(design.random.blocks, design.X[:, :0], design.y,
                 update=base.update).reweighted(s2, y)
     assert fresh.A1r.indices is not first.A1r.indices

@@ -109,7 +109,8 @@ class SparseMap:
         else:
             W = np.zeros(self.W.shape)
             W[pairs.at] = values
-        return replace(self, W=W, parts=row_parts(W))
+        # (its own response entries: those hold A_1r's values, these weights' are others)
+        return replace(self, W=W, parts=row_parts(W), response_entries={})
 
     def with_response(self, A1r: sp.csr_matrix, A11: np.ndarray, Arr: np.ndarray,
                       y_column: np.ndarray) -> SparseMap | None:
