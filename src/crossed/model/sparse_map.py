@@ -132,7 +132,7 @@ class SparseMap:
         A = got.dense.copy()  # (A_1r densely: y's column stored where it is nonzero)
         A[:, -1] = np.where(y_column != 0, y_column, 0.0)
         W = self.W.copy()
-        W[got.where] = got.products(A)
+        W[got.where] = got.products.at(A)
         arr = None if self.arr is None else Arr.reshape(-1)[self.rows]
         return SparseMap(W=W, rows=self.rows, i=self.i, j=self.j, arr=arr, rep=self.rep,
                          class_of=self.class_of, parts=row_parts(W),
@@ -347,37 +347,48 @@ def _touched(A: np.ndarray, q: int, last: bool = False) -> tuple[np.ndarray, np.
     return _core.map_entries(np.ascontiguousarray(A, dtype=float), q, last)
 
 
-class _ResponseEntries(NamedTuple):
-    """W's entries that involve y (:meth:`SparseMap.with_response`), found once: their
-    positions among W's rows, the arguments of their products (``_core.map_products``,
-    as :func:`_products_at` passes them) and A_1r densely with a zero last column."""
+class _EntryProducts(NamedTuple):
+    """:func:`_products_at`'s entries (j, i) and classes as ``_core.map_products`` takes
+    them, prepared once (a simulation forms y's entries of W at every refit)."""
 
-    where: np.ndarray
     q: int
     class_of: np.ndarray
     ncls: int
     per_level: bool
     j: np.ndarray
     i: np.ndarray
+
+    @classmethod
+    def of(cls, q: int, class_of: np.ndarray, ncls: int, j: np.ndarray, i: np.ndarray
+           ) -> _EntryProducts:
+        l1 = len(class_of)
+        return cls(q, np.ascontiguousarray(class_of, dtype=np.int64), ncls,
+                   ncls == l1 and bool(np.array_equal(class_of, np.arange(l1))),
+                   np.ascontiguousarray(j, dtype=np.int64),
+                   np.ascontiguousarray(i, dtype=np.int64))
+
+    def at(self, A: np.ndarray) -> np.ndarray:
+        """The products from the dense A_1r ``A`` (C-ordered doubles)."""
+        return _core.map_products(A, self.q, self.class_of, self.ncls, self.per_level,
+                                  self.j, self.i)
+
+
+class _ResponseEntries(NamedTuple):
+    """W's entries that involve y (:meth:`SparseMap.with_response`), found once: their
+    positions among W's rows, their products and A_1r densely with a zero last
+    column (y's)."""
+
+    where: np.ndarray
+    products: _EntryProducts
     dense: np.ndarray
 
     @classmethod
     def of(cls, m: SparseMap, A: np.ndarray, q: int, j: np.ndarray, i: np.ndarray
            ) -> _ResponseEntries:
-        r = A.shape[1]
-        l1, ncls = len(m.class_of), len(m.rep)
         dense = np.array(A, dtype=float, order="C")
         dense[:, -1] = 0.0
-        return cls(np.searchsorted(m.rows, j * r + i), q,
-                   np.ascontiguousarray(m.class_of, dtype=np.int64), ncls,
-                   ncls == l1 and bool(np.array_equal(m.class_of, np.arange(l1))),
-                   np.ascontiguousarray(j, dtype=np.int64),
-                   np.ascontiguousarray(i, dtype=np.int64), dense)
-
-    def products(self, A: np.ndarray) -> np.ndarray:
-        """:func:`_products_at` on ``A`` (C-ordered, this pattern's) at these entries."""
-        return _core.map_products(A, self.q, self.class_of, self.ncls, self.per_level,
-                                  self.j, self.i)
+        return cls(np.searchsorted(m.rows, j * A.shape[1] + i),
+                   _EntryProducts.of(q, m.class_of, len(m.rep), j, i), dense)
 
 
 def _products_at(A: np.ndarray, q: int, class_of: np.ndarray, ncls: int, j: np.ndarray,
@@ -386,12 +397,8 @@ def _products_at(A: np.ndarray, q: int, class_of: np.ndarray, ncls: int, j: np.n
     G entry (a, b) and class k, from the dense ``A`` (A_1r); per class, the levels'
     products are added in level order (in compiled code, ``_core.map_products``; column
     (a·q + b)·ncls + k)."""
-    l1 = len(class_of)
-    per_level = ncls == l1 and bool(np.array_equal(class_of, np.arange(l1)))
-    return _core.map_products(np.ascontiguousarray(A, dtype=float), q,
-                              np.ascontiguousarray(class_of, dtype=np.int64), ncls, per_level,
-                              np.ascontiguousarray(j, dtype=np.int64),
-                              np.ascontiguousarray(i, dtype=np.int64))
+    return _EntryProducts.of(q, class_of, ncls, j, i).at(
+        np.ascontiguousarray(A, dtype=float))
 
 
 def key_positions(key: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray]:
