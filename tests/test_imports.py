@@ -59,6 +59,17 @@ def test_first_lmer_fit_loads_no_statistics_or_display():
     assert not any(loaded.values()), [m for m, present in loaded.items() if present]
 
 
+def test_a_factor_slope_loads_no_formulaic():
+    """A random term of an intercept, columns and factors (``(1 + half | Subject)``) is
+    coded without formulaic, as the fixed part's factors are."""
+    code = ("import pandas as pd\nimport crossed\n"
+            f"d = pd.read_csv({str(SLEEPSTUDY)!r})\n"
+            "d['half'] = (d.Days < 5).map({True: 'early', False: 'late'})\n"
+            "fit = crossed.lmer('Reaction ~ Days + (1 + half | Subject)', d)\n"
+            "assert fit.converged\n")
+    assert not _loaded_after(code)["formulaic"]
+
+
 @pytest.mark.parametrize("family, formula, dataset", [
     ("binomial", "cbind(incidence, size - incidence) ~ period + (1 | herd)", "cbpp"),
     ("poisson", "TICKS ~ YEAR + (1 | BROOD)", "grouseticks"),

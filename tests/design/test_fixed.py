@@ -204,6 +204,7 @@ def test_a_column_collinear_beside_a_year_is_dropped_under_every_kernel():
     ("y ~ trt + (1 | g)", {"trt": "a"}),  # formulaic left trt__label__x out: 2 columns, not 3
     ("y ~ 0 + trt + (1 | g)", None),  # (no intercept: every level needs its column)
     ("y ~ 1 + (0 + trt | g)", None),  # the same in a random term
+    ("y ~ 1 + (1 + trt | g)", None),  # (coded without formulaic: refused there too)
 ])
 def test_level_starting_with_two_underscores_is_rejected(formula, reference):
     # formulaic 1.2 skips fields starting with "__" when it names the indicator columns, so

@@ -1,6 +1,7 @@
-"""The direct coding of simple fixed parts (intercept + numeric columns + factors,
-``design/fixed.py``) against formulaic's route: the same X bit for bit (and memory order),
-names, term labels, assignment, and the same matrices rebuilt on new rows."""
+"""The direct coding of simple fixed parts and random-term expressions (intercept +
+numeric columns + factors, ``design/fixed.py``) against formulaic's route: the same X (or
+Z) bit for bit (and memory order), names, term labels, assignment, and the same matrices
+rebuilt on new rows."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 
 import crossed.design.fixed as fixed_mod
 from crossed.design import DataError, build_design
-from crossed.design.fixed import build_fixed
+from crossed.design.fixed import build_fixed, build_matrix
 from crossed.design.frame import prepare
 from crossed.formula import parse
 
@@ -160,3 +161,108 @@ def test_design_of_a_reference_case_is_unchanged(monkeypatch):
         m.setattr(fixed_mod, "_coded_columns", lambda rhs, frame: None)
         general = build_design(spec, case.data)
     assert_same(fast.fixed, general.fixed)
+
+
+def matrix_routes(expr: str, frame, monkeypatch: pytest.MonkeyPatch, codings=None):
+    """A random-term expression's (Z, names, spec) coded here and by formulaic."""
+    fast = build_matrix(expr, frame, codings=codings)
+    with monkeypatch.context() as m:
+        m.setattr(fixed_mod, "_coded_columns", lambda rhs, frame: None)
+        general = build_matrix(expr, frame, codings=codings)
+    return fast, general
+
+
+def assert_same_matrix(fast, general) -> None:
+    (Zf, names_f, _), (Zg, names_g, _) = fast, general
+    np.testing.assert_array_equal(Zf, Zg)
+    assert (Zf.flags.f_contiguous, Zf.flags.c_contiguous, Zf.dtype) == (
+        Zg.flags.f_contiguous, Zg.flags.c_contiguous, Zg.dtype)
+    assert names_f == names_g
+
+
+RANDOM_CASES = [
+    ("y ~ x + (1 + f | grp)", "1 + f", None),
+    ("y ~ x + (1 + x + f | grp)", "1 + x + f", {"f": "c"}),
+    ("y ~ x + (f + x | grp)", "f + x", None),
+    ("y ~ x + (1 + flag + g | grp)", "1 + flag + g", {"flag": "TRUE"}),
+    ("y ~ x + (g || grp)", "g", None),
+]
+
+
+@pytest.mark.parametrize(("formula", "expr", "reference"), RANDOM_CASES)
+def test_random_term_coding_matches_formulaic(formula, expr, reference, monkeypatch):
+    spec = parse(formula, reference=reference)
+    frame = prepare(spec, table())
+    for data in (frame, frame.data):  # the prepared columns (a fit's), and a table
+        fast, general = matrix_routes(expr, data, monkeypatch)
+        assert fast[2].formulaic is None and general[2].formulaic is not None
+        assert_same_matrix(fast, general)
+    new = frame.data.iloc[::-3].reset_index(drop=True)
+    for col in new.columns:  # new data arrive as labels, not categoricals
+        if isinstance(new[col].dtype, pd.CategoricalDtype):
+            new[col] = new[col].astype(object)
+    np.testing.assert_array_equal(fast[2].build(new), general[2].build(new))
+
+
+@pytest.mark.parametrize(("expr", "codings"), [
+    ("1 + o", {"o": "poly"}),  # an ordered factor: R's contr.poly
+    ("0 + f", None),  # no intercept: every level its column
+    ("1 + f:g", None),  # an interaction
+])
+def test_random_terms_of_other_codings_stay_with_formulaic(expr, codings, monkeypatch):
+    data = table()
+    data["o"] = pd.Categorical(data["g"], categories=["v", "u"], ordered=True)
+    frame = prepare(parse(f"y ~ x + ({expr} | grp)"), data)
+    fast, general = matrix_routes(expr, frame, monkeypatch, codings=codings)
+    assert fast[2].formulaic is not None
+    assert_same_matrix(fast, general)
+
+
+def test_fit_with_a_factor_slope_is_unchanged_by_the_direct_coding(monkeypatch):
+    import crossed
+
+    data = table(5, 150)
+    formula = "y ~ x + (1 + g | grp)"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fast = crossed.lmer(formula, data)
+        with monkeypatch.context() as m:
+            m.setattr(fixed_mod, "_coded_columns", lambda rhs, frame: None)
+            general = crossed.lmer(formula, data)
+    assert fast.deviance == general.deviance
+    np.testing.assert_array_equal(fast.theta, general.theta)
+    np.testing.assert_array_equal(fast.beta, general.beta)
+    pd.testing.assert_frame_equal(fast.ranef(), general.ranef())
+    newdata = data.iloc[:9]
+    np.testing.assert_array_equal(fast.predict(newdata), general.predict(newdata))
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), nfactors=st.integers(1, 2), numeric=st.booleans(),
+       intercept=st.booleans(), levels=st.lists(_LEVELS, min_size=2, max_size=5, unique=True))
+def test_property_random_term_coding_matches_formulaic(seed, nfactors, numeric, intercept,
+                                                      levels):
+    rng = np.random.default_rng(seed)
+    n = 40
+    data = {"y": rng.normal(size=n), "grp": rng.choice(list("pqrs"), size=n)}
+    terms = []
+    for k in range(nfactors):
+        lv = levels[: 2 + (seed + k) % max(1, len(levels) - 1)]
+        col = rng.choice(lv, size=n)
+        col[: len(lv)] = lv  # every level occurs
+        data[f"f{k}"] = col
+        terms.append(f"f{k}")
+    if numeric:
+        data["x"] = rng.normal(size=n) * 10.0 ** rng.integers(-2, 3)
+        terms.insert(int(rng.integers(0, len(terms) + 1)), "x")
+    expr = " + ".join((["1"] if intercept else []) + terms)
+    frame = prepare(parse(f"y ~ 1 + ({expr} | grp)"), pd.DataFrame(data))
+    fast = build_matrix(expr, frame)
+    orig = fixed_mod._coded_columns
+    fixed_mod._coded_columns = lambda rhs, frame: None
+    try:
+        general = build_matrix(expr, frame)
+    finally:
+        fixed_mod._coded_columns = orig
+    assert fast[2].formulaic is None
+    assert_same_matrix(fast, general)

@@ -505,30 +505,14 @@ def _coded_fixed(columns: tuple[str, ...], factors: dict[str, tuple[str, ...]],
     columns, names, term labels and assignment formulaic and R give (validated against the
     formulaic route in ``tests/design/test_fixed.py``). None when the matrix is rank
     deficient: the general route then builds it and says what it drops."""
-    for c, levels in factors.items():  # as check_reserved_levels, which formulaic needs
-        bad = [lv for lv in levels if lv.startswith("__")]
-        if bad:
-            raise DataError(
-                f"level {bad[0]!r} of factor {c!r} starts with '__', which the model-matrix "
-                "library (formulaic) reserves and would silently drop; rename the level"
-            )
-    X = _coded_matrix(columns, factors, arrays, codes)
-    names: list[str] = []
-    labels: list[str] = []
-    assign: list[int] = []
-    finite = clearly_finite(X)
-    for t_index, c in enumerate(columns):
-        labels.append("(Intercept)" if c == "1" else c)
-        if c in factors:
-            for lv in factors[c][1:]:
-                names.append(f"{c}{lv}")
-                assign.append(t_index)
-        else:
-            if c != "1" and not finite:  # (as the general route, in column order:
-                # indicators are finite)
-                check_finite(c, X[:, len(names)])
-            names.append("(Intercept)" if c == "1" else c)
-            assign.append(t_index)
+    X = _coded_without_formulaic(columns, factors, arrays, codes)
+    names, assign = _coded_names(columns, factors)
+    labels = ["(Intercept)" if c == "1" else c for c in columns]
+    if not clearly_finite(X):  # (as the general route, column by column; the intercept
+        for j, t_index in enumerate(assign):  # and the indicators are finite)
+            c = columns[t_index]
+            if c != "1" and c not in factors:
+                check_finite(c, X[:, j])
     keep = independent_columns(X)
     if not keep.all():
         return None
@@ -541,18 +525,61 @@ def _coded_fixed(columns: tuple[str, ...], factors: dict[str, tuple[str, ...]],
     )
 
 
+def _coded_without_formulaic(columns: tuple[str, ...], factors: dict[str, tuple[str, ...]],
+                             arrays: dict[str, Any], codes: dict[str, np.ndarray]
+                             ) -> np.ndarray:
+    """:func:`_coded_matrix` of :func:`_coded_columns`' answer, after the check formulaic's
+    route makes (:func:`check_reserved_levels`): a level starting with ``__`` is refused."""
+    for c, levels in factors.items():
+        bad = [lv for lv in levels if lv.startswith("__")]
+        if bad:
+            raise DataError(
+                f"level {bad[0]!r} of factor {c!r} starts with '__', which the model-matrix "
+                "library (formulaic) reserves and would silently drop; rename the level"
+            )
+    return _coded_matrix(columns, factors, arrays, codes)
+
+
+def _coded_names(columns: tuple[str, ...], factors: dict[str, tuple[str, ...]]
+                 ) -> tuple[list[str], list[int]]:
+    """R's column names of :func:`_coded_matrix`'s matrix and each column's term (its
+    position in ``columns``): ``(Intercept)``, a numeric column's name, a factor's name
+    and level for each level after the first."""
+    names: list[str] = []
+    assign: list[int] = []
+    for t_index, c in enumerate(columns):
+        levels = factors.get(c)
+        for label in ([f"{c}{lv}" for lv in levels[1:]] if levels is not None
+                      else ["(Intercept)" if c == "1" else c]):
+            names.append(label)
+            assign.append(t_index)
+    return names, assign
+
+
 def build_matrix(
     expr: str, frame: Table, caret: bool = False,
     codings: Mapping[str, Any] | None = None, trusted: bool = False,
 ) -> tuple[np.ndarray, tuple[str, ...], MatrixSpec]:
     """Model matrix of a random-term expression (no rank reduction), with R names
-    (``frame``, ``codings``: as :func:`build_fixed`)."""
+    (``frame``, ``codings``: as :func:`build_fixed`).
+
+    An intercept with numeric columns and treatment-coded factors (``1 + condition``) is
+    coded here, as the fixed part's (:func:`_coded_columns`); other expressions by
+    formulaic (validated against it in ``tests/design/test_fixed.py``)."""
     plain = _plain_columns(expr, frame)
     if plain:
         names = tuple("(Intercept)" if c == "1" else c for c in plain)
         spec = MatrixSpec(formulaic=None, names=names, keep=tuple(range(len(plain))),
                           plain=plain)
         return _plain_matrix(plain, frame), names, spec
+    coded = (_coded_columns(expr, frame)
+             if all(k == "treatment" for k in (codings or {}).values()) else None)
+    if coded is not None:
+        columns, factors = coded[0], coded[1]
+        names = tuple(_coded_names(columns, factors)[0])
+        spec = MatrixSpec(formulaic=None, names=names, keep=tuple(range(len(names))),
+                          plain=columns, factors=tuple(factors.items()))
+        return _coded_without_formulaic(*coded), names, spec
     frame = table_of(frame)
     check_reserved_levels(expr, frame)
     text, context, _ = _coded(power_in_calls(expr), codings)
