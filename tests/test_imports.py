@@ -59,13 +59,16 @@ def test_first_lmer_fit_loads_no_statistics_or_display():
     assert not any(loaded.values()), [m for m, present in loaded.items() if present]
 
 
-def test_a_factor_slope_loads_no_formulaic():
-    """A random term of an intercept, columns and factors (``(1 + half | Subject)``) is
-    coded without formulaic, as the fixed part's factors are."""
+@pytest.mark.parametrize("formula", ["Reaction ~ Days + (1 + half | Subject)",
+                                     "Reaction ~ Days * half + (1 | Subject)"])
+def test_factor_slopes_and_interactions_load_no_formulaic(formula):
+    """A random term of an intercept, columns and factors (``(1 + half | Subject)``) and
+    a fixed part of their products (``Days * half``) are coded without formulaic, as a
+    fixed part of columns and factors is."""
     code = ("import pandas as pd\nimport crossed\n"
             f"d = pd.read_csv({str(SLEEPSTUDY)!r})\n"
             "d['half'] = (d.Days < 5).map({True: 'early', False: 'late'})\n"
-            "fit = crossed.lmer('Reaction ~ Days + (1 + half | Subject)', d)\n"
+            f"fit = crossed.lmer({formula!r}, d)\n"
             "assert fit.converged\n")
     assert not _loaded_after(code)["formulaic"]
 

@@ -82,6 +82,47 @@ def test_direct_coding_matches_formulaic(formula, reference, monkeypatch):
     np.testing.assert_array_equal(fast.spec.build(new), general.spec.build(new))
 
 
+INTERACTION_CASES = [
+    "y ~ f * g + (1 | grp)",
+    "y ~ x * f + z + (1 | grp)",
+    "y ~ g:f + f + g + (1 | grp)",  # the variables in the order they first appear
+    "y ~ g * flag * z + (1 | grp)",
+    "y ~ x * z * g + (1 | grp)",  # two numeric variables in a term: one product
+    "y ~ x + x:g + (1 | grp)",  # g by contrasts beside x
+    "y ~ g * flag + flag * f + (1 | grp)",
+]
+
+
+@pytest.mark.parametrize("formula", INTERACTION_CASES)
+def test_direct_coding_of_interactions_matches_formulaic(formula, monkeypatch):
+    rhs, frame = prepared(formula, table(2, 200))
+    fast, general = both_routes(rhs, frame, monkeypatch)
+    assert fast.spec.formulaic is None and general.spec.formulaic is not None
+    assert_same(fast, general)
+    new = frame.iloc[::-3].reset_index(drop=True)
+    for col in new.columns:
+        if isinstance(new[col].dtype, pd.CategoricalDtype):
+            new[col] = new[col].astype(object)
+    np.testing.assert_array_equal(fast.spec.build(new), general.spec.build(new))
+
+
+@pytest.mark.parametrize("formula", [
+    "y ~ g + g:f + (1 | grp)",  # f coded by indicators of every level in g:f (no margin f)
+    "y ~ x * z * Informed.liking + (1 | grp)",  # three numeric variables in a term
+    "y ~ (f + g)^2 + (1 | grp)",
+    "y ~ 0 + f * g + (1 | grp)",
+    "y ~ f * g - f:g + (1 | grp)",
+    "y ~ f * g:flag + (1 | grp)",
+])
+def test_interactions_formulaic_must_code_keep_its_route(formula, monkeypatch):
+    rhs, frame = prepared(formula, table(2, 200))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fast, general = both_routes(rhs, frame, monkeypatch)
+    assert fast.spec.formulaic is not None
+    assert_same(fast, general)
+
+
 def test_fixed_factor_of_one_level_or_rank_deficiency_takes_formulaic_route(monkeypatch):
     data = table()
     data["h"] = data["g"]  # h and g carry the same indicator: one is dropped
@@ -151,10 +192,11 @@ def test_property_direct_coding_matches_formulaic(seed, nfactors, numeric, level
     assert_same(fast, general)
 
 
-def test_design_of_a_reference_case_is_unchanged(monkeypatch):
+@pytest.mark.parametrize("name", ["blurb_ccmem", "exist_multi_full"])
+def test_design_of_a_reference_case_is_unchanged(name, monkeypatch):
     from reference import load_case
 
-    case = load_case("blurb_ccmem")
+    case = load_case(name)
     spec = parse(case.formula, reference=case.reference)
     fast = build_design(spec, case.data)
     with monkeypatch.context() as m:
@@ -197,6 +239,12 @@ def test_random_term_coding_matches_formulaic(formula, expr, reference, monkeypa
         fast, general = matrix_routes(expr, data, monkeypatch)
         assert fast[2].formulaic is None and general[2].formulaic is not None
         assert_same_matrix(fast, general)
+        # each term's columns, as the LRTs read them (a factor: all its columns)
+        assert fast[2].width == general[2].width == fast[0].shape[1]
+        terms = [(str(s.term), list(s.columns)) for s in general[2].formulaic.structure]
+        positions = dict(fast[2].direct_terms())
+        assert [len(positions[t if t != "1" else "1"]) for t, _ in terms] == [
+            len(c) for _, c in terms]
     new = frame.data.iloc[::-3].reset_index(drop=True)
     for col in new.columns:  # new data arrive as labels, not categoricals
         if isinstance(new[col].dtype, pd.CategoricalDtype):
@@ -208,6 +256,7 @@ def test_random_term_coding_matches_formulaic(formula, expr, reference, monkeypa
     ("1 + o", {"o": "poly"}),  # an ordered factor: R's contr.poly
     ("0 + f", None),  # no intercept: every level its column
     ("1 + f:g", None),  # an interaction
+    ("1 + g * flag", None),  # (the LRTs read an interaction's name from formulaic's terms)
 ])
 def test_random_terms_of_other_codings_stay_with_formulaic(expr, codings, monkeypatch):
     data = table()
@@ -266,3 +315,28 @@ def test_property_random_term_coding_matches_formulaic(seed, nfactors, numeric, 
         fixed_mod._coded_columns = orig
     assert fast[2].formulaic is None
     assert_same_matrix(fast, general)
+
+
+_VARIABLES = ("f", "g", "flag", "x", "z")
+
+
+@settings(max_examples=60, deadline=None)
+@given(terms=st.lists(st.lists(st.sampled_from(_VARIABLES), min_size=1, max_size=3, unique=True),
+                      min_size=1, max_size=4),
+       stars=st.lists(st.booleans(), min_size=4, max_size=4), seed=st.integers(0, 2**16))
+def test_property_interactions_match_formulaic(terms, stars, seed):
+    """Generated fixed parts of products (``a * b``, ``a:b``) and main effects, coded
+    directly where they qualify, else by formulaic: the same matrix, names and terms."""
+    rhs_terms = [(" * " if star else ":").join(t) for t, star in zip(terms, stars, strict=False)]
+    formula = "y ~ " + " + ".join(rhs_terms) + " + (1 | grp)"
+    rhs, frame = prepared(formula, table(seed, 240))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fast = build_fixed(rhs, frame)
+        orig = fixed_mod._coded_columns
+        fixed_mod._coded_columns = lambda rhs, frame: None
+        try:
+            general = build_fixed(rhs, frame)
+        finally:
+            fixed_mod._coded_columns = orig
+    assert_same(fast, general)

@@ -206,3 +206,21 @@ def test_candidates_hold_every_reduction_tried() -> None:
     d = cx.load_dataset("sleepstudy")
     assert _quiet("Reaction ~ Days + (Days | Subject)", d,
                   strategy="maximal-converging").candidates.empty
+
+
+def test_a_factor_slope_is_one_term_of_its_bar(monkeypatch) -> None:
+    """(1 + D3 | Subject) with D3 a 3-level factor: one droppable term D3 (its two
+    columns), as formulaic's term structure gives it."""
+    import crossed.design.fixed as fixed_mod
+    from crossed.evaluation.random_selection import _structure
+
+    data = pd.read_csv(HERE / "data/sleepstudy.csv")
+    data["Subject"] = data["Subject"].astype(str)
+    data["D3"] = pd.cut(data["Days"], [-1, 2, 5, 9], labels=["a", "b", "c"]).astype(str)
+    spec = parse("Reaction ~ Days + (1 + Days + D3 | Subject)")
+    direct = _structure(spec, data)
+    with monkeypatch.context() as m:
+        m.setattr(fixed_mod, "_coded_columns", lambda rhs, frame: None)
+        general = _structure(spec, data)
+    assert direct == general
+    assert [t.text for t in direct[0].terms] == ["Days", "D3"]

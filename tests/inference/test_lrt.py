@@ -93,3 +93,31 @@ def test_compare_refuses_a_string_of_names_and_a_non_boolean_refit():
         crossed.compare(fit, m2, names="ab")
     with pytest.raises(TypeError, match="refit must be True or False, got 'no'"):
         crossed.compare(fit, m2, refit="no")
+
+
+def test_ranova_removes_every_column_of_a_factor_slope(monkeypatch):
+    """A factor in a random term is one model term of several columns (lmerTest's
+    ranova drops them together), whether the design coded it itself or by formulaic:
+    removing the 3-level D3 from (1 + Days + D3 | Subject) leaves (1 + Days | Subject),
+    2 fixed effects + 3 θ + σ = 6 parameters, 13 - 6 = 7 df."""
+    import warnings
+
+    import pandas as pd
+
+    import crossed.design.fixed as fixed_mod
+    from reference import load_table
+
+    data = load_table("sleepstudy.csv", ("Subject",))
+    data["D3"] = pd.cut(data["Days"], [-1, 2, 5, 9], labels=["a", "b", "c"]).astype(str)
+    formula = "Reaction ~ Days + (1 + Days + D3 | Subject)"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        direct = crossed.lmer(formula, data).ranova()
+        with monkeypatch.context() as m:
+            m.setattr(fixed_mod, "_coded_columns", lambda rhs, frame: None)
+            general = crossed.lmer(formula, data).ranova()
+    assert list(direct["term"]) == ["<none>", "Days in (1 + Days + D3 | Subject)",
+                                    "D3 in (1 + Days + D3 | Subject)"]
+    assert list(direct["npar"]) == [13, 9, 6] and list(direct["df"][1:]) == [4, 7]
+    np.testing.assert_allclose(direct["statistic"][1:], general["statistic"][1:], rtol=1e-9)
+    assert list(direct["npar"]) == list(general["npar"])

@@ -1,11 +1,14 @@
 """Fixed-effects model matrices through formulaic, with lme4's column names and checks.
 
-A part of an intercept, numeric columns and treatment-coded factors is coded here directly;
-formulaic is imported only for the rest (:func:`_model_matrix`, :meth:`MatrixSpec.build`).
+A part of an intercept, numeric columns, treatment-coded factors and their interactions
+(with their margins: :func:`_coded_columns`) is coded here directly, in R's order of terms
+and columns; formulaic is imported only for the rest (:func:`_model_matrix`,
+:meth:`MatrixSpec.build`).
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 import warnings
 from collections.abc import Mapping
@@ -115,14 +118,34 @@ class MatrixSpec:
     keep: tuple[int, ...]
     """Indices of formulaic's columns kept (rank-deficient columns dropped)."""
     plain: tuple[str, ...] = ()
-    """Without formulaic: the columns, ``"1"`` for the intercept (simple random terms, and
-    fixed parts of an intercept, numeric columns and treatment-coded factors)."""
+    """Without formulaic: the model terms in R's order, ``"1"`` for the intercept, a column
+    name, or an interaction's variables joined by ``:`` (random terms and fixed parts of
+    an intercept, numeric columns, treatment-coded factors and their products)."""
     context: Mapping[str, Any] | None = field(default=None, compare=False)
     """formulaic's evaluation context when it differs from the allow-listed one (the
     contrast codings of :mod:`crossed.design.contrasts`)."""
     factors: tuple[tuple[str, tuple[str, ...]], ...] = ()
     """Columns of ``plain`` that are factors, with their levels (reference first): each
     gives the treatment-coded indicator columns of its later levels."""
+
+    def direct_terms(self) -> list[tuple[str, tuple[int, ...]]]:
+        """A matrix coded without formulaic (``formulaic`` None): each model term of
+        :attr:`plain` (``"1"``, a column, variables joined by ``:``) with its columns'
+        positions among every column (before :attr:`keep`)."""
+        factors = dict(self.factors)
+        out, pos = [], 0
+        for term in self.plain:
+            width = len(_term_columns(term, factors))
+            out.append((term, tuple(range(pos, pos + width))))
+            pos += width
+        return out
+
+    @property
+    def width(self) -> int:
+        """The number of columns it builds before :attr:`keep` (rank-dropped ones too)."""
+        if self.formulaic is not None:
+            return len(self.formulaic.column_names)
+        return sum(len(cols) for _, cols in self.direct_terms())
 
     def build(self, frame: pd.DataFrame) -> np.ndarray:
         if self.formulaic is None:
@@ -204,35 +227,47 @@ _FEW_LEVELS = 8
 def _coded_matrix(columns: tuple[str, ...], factors: dict[str, tuple[str, ...]],
                   frame: pd.DataFrame | dict[str, Any],
                   codes_of: dict[str, np.ndarray] | None = None) -> np.ndarray:
-    """The matrix of an intercept, numeric columns and treatment-coded factors (one 0/1
-    column per level after the first), in Fortran order as formulaic returns it.
-    ``frame``: a table, or its numeric columns as arrays; ``codes_of``: the codes of
-    factors whose levels are ``factors[c]`` (other factors are matched to their levels)."""
+    """The matrix of an intercept, numeric columns, treatment-coded factors (one 0/1
+    column per level after the first) and their interactions (``"a:b"``: the products of
+    the terms' columns, the first variable's varying fastest, as R's ``model.matrix``), in
+    Fortran order as formulaic returns it. ``frame``: a table, or its numeric columns as
+    arrays; ``codes_of``: the codes of factors whose levels are ``factors[c]`` (other
+    factors are matched to their levels)."""
     codes_of = codes_of or {}
     if isinstance(frame, pd.DataFrame):
         n = len(frame)
     else:
         n = len(next(iter(frame.values())) if frame else next(iter(codes_of.values())))
-    width = sum(len(factors[c]) - 1 if c in factors else 1 for c in columns)
-    X = np.zeros((n, width), order="F")
+    X = np.zeros((n, sum(len(_term_columns(c, factors)) for c in columns)), order="F")
     flat = X.T.reshape(-1)  # (a view: column after column)
+    codes_cache: dict[str, np.ndarray] = {}
+
+    def codes(c: str) -> np.ndarray:  # (a prepared column's, else matched to its levels)
+        if c not in codes_cache:
+            codes_cache[c] = (codes_of[c] if c in codes_of
+                              else _level_codes(frame[c], factors[c], c))
+        return codes_cache[c]
+
     j = 0
     for c in columns:
         if c == "1":
             X[:, j] = 1.0
             j += 1
+        elif ":" in c:  # an interaction: each column the product of one column per variable
+            for parts in _term_columns(c, factors):
+                col = np.ones(n)
+                for v, k in parts:
+                    col = col * (codes(v) == k if k else np.asarray(frame[v], dtype=float))
+                X[:, j] = col
+                j += 1
         elif c in factors:
             levels = factors[c]
-            if c in codes_of:
-                codes = codes_of[c]  # (a prepared column)
-            else:
-                codes = _level_codes(frame[c], levels, c)
             if len(levels) <= _FEW_LEVELS:  # a comparison per column: fewer passes
                 for k in range(1, len(levels)):
-                    X[:, j - 1 + k] = codes == k
+                    X[:, j - 1 + k] = codes(c) == k
             else:
-                rows = np.flatnonzero(codes > 0)
-                flat[(j - 1 + codes[rows]) * n + rows] = 1.0  # X[rows, j - 1 + code]
+                rows = np.flatnonzero(codes(c) > 0)
+                flat[(j - 1 + codes(c)[rows]) * n + rows] = 1.0  # X[rows, j - 1 + code]
             j += len(levels) - 1
         else:
             X[:, j] = np.asarray(frame[c], dtype=float)
@@ -240,30 +275,39 @@ def _coded_matrix(columns: tuple[str, ...], factors: dict[str, tuple[str, ...]],
     return X
 
 
+def _term_columns(term: str, factors: dict[str, tuple[str, ...]]
+                  ) -> list[tuple[tuple[str, int], ...]]:
+    """The columns of a term of :func:`_coded_matrix` (``"1"``, a column, or variables
+    joined by ``:``), each as its (variable, level code) per variable: code k ≥ 1 is the
+    indicator of a factor's level k, 0 a numeric variable's values. The first variable
+    varies fastest (R's order)."""
+    if term == "1":
+        return [()]
+    per_variable = [[(v, k) for k in range(1, len(factors[v]))] if v in factors else [(v, 0)]
+                    for v in term.split(":")]
+    return [tuple(reversed(combo)) for combo in itertools.product(*reversed(per_variable))]
+
+
 def _coded_columns(rhs: str, frame: Table) -> tuple[
         tuple[str, ...], dict[str, tuple[str, ...]], dict[str, Any],
         dict[str, np.ndarray]] | None:
-    """A fixed part of ``1`` and bare column names joined by ``+`` (``"x + f"``) whose
-    factors can be coded without formulaic: with an intercept, every factor a prepared
-    (unordered) categorical of at least two levels. Returns the columns (``"1"`` first),
-    the factors' levels, the numeric columns' arrays and the factors' codes, or None for
-    anything formulaic must evaluate."""
-    tokens = [t.strip() for t in rhs.split("+")]
-    if not tokens or any(not t for t in tokens) or len(set(tokens)) != len(tokens):
+    """A fixed part (or random-term expression) of ``1``, bare column names and their
+    products (``a * b``, ``a:b``) joined by ``+`` that can be coded without formulaic:
+    with an intercept, every factor a prepared (unordered) categorical of at least two
+    levels, coded by contrasts in every term (each interaction's margins present:
+    :func:`_r_terms`), at most two numeric variables in a term (their product is then
+    one rounding, in either order). Returns the terms in R's order (``"1"`` first, an
+    interaction as its variables joined by ``:``), the factors' levels, the numeric
+    columns' arrays and the factors' codes, or None for anything formulaic must
+    evaluate."""
+    terms = _r_terms(rhs)
+    if terms is None:
         return None
-    if "0" in tokens:
-        return None  # without an intercept the first factor is coded in full
     factors: dict[str, tuple[str, ...]] = {}
     arrays: dict[str, Any] = {}
     codes: dict[str, np.ndarray] = {}
-    order: list[str] = []
     prepared = frame.codes if isinstance(frame, PreparedFrame) else {}
-    for t in tokens:
-        if t == "1":
-            continue
-        if not BARE_NAME.fullmatch(t):
-            return None
-        order.append(t)
+    for t in dict.fromkeys(v for term in terms for v in term.split(":")):
         if t in prepared:  # (unordered, its levels distinct labels)
             codes[t], levels_list = prepared[t]
             if len(levels_list) < 2:
@@ -285,9 +329,49 @@ def _coded_columns(rhs: str, frame: Table) -> tuple[
             return None
         else:
             arrays[t] = values
-    if not factors:
+    if not factors and all(":" not in term for term in terms):
         return None  # (the plain path)
-    return ("1", *order), factors, arrays, codes
+    present: set[frozenset[str]] = {frozenset(t.split(":")) for t in terms} | {frozenset()}
+    for term in terms:
+        variables = term.split(":")
+        if sum(v not in factors for v in variables) > 2:
+            return None
+        if any(frozenset(variables) - {v} not in present for v in variables if v in factors):
+            return None  # (R codes that factor by indicators of every level there)
+    return ("1", *terms), factors, arrays, codes
+
+
+def _r_terms(rhs: str) -> list[str] | None:
+    """R's terms of ``1``, bare names and their products joined by ``+`` (``"a * b + x"``,
+    ``"a:b"``), in R's order: by degree, then as the formula expands them (``a * b * c``
+    is a + b + a:b + c + a:c + b:c + a:b:c), duplicates once; an interaction's variables
+    in the order they first appear in the formula. None for any other expression (an
+    intercept removed, parentheses, powers, calls, ``/``, ``-``)."""
+    tokens = [t.strip() for t in rhs.split("+")]
+    if not tokens or any(not t for t in tokens) or "0" in tokens:
+        return None
+    order: dict[str, int] = {}  # variables in the order they first appear
+    expanded: list[frozenset[str]] = []
+    for token in tokens:
+        if token == "1":
+            continue
+        star, colon = "*" in token, ":" in token
+        if star and colon:
+            return None
+        names = [v.strip() for v in token.split("*" if star else ":")]
+        if any(not BARE_NAME.fullmatch(v) for v in names) or len(set(names)) != len(names):
+            return None
+        for v in names:
+            order.setdefault(v, len(order))
+        if star:  # a * b * c: (a * b) * c, each step X + c + X:c
+            step: list[frozenset[str]] = []
+            for v in names:
+                step = [*step, frozenset((v,)), *(t | {v} for t in step)]
+        else:
+            step = [frozenset(names)]
+        expanded.extend(t for t in step if t not in expanded)
+    expanded.sort(key=len)  # (stable: within a degree, the expansion's order)
+    return [":".join(sorted(t, key=order.__getitem__)) for t in expanded]
 
 
 def _plain_columns(expr: str, frame: Table) -> tuple[str, ...] | None:
@@ -510,9 +594,8 @@ def _coded_fixed(columns: tuple[str, ...], factors: dict[str, tuple[str, ...]],
     labels = ["(Intercept)" if c == "1" else c for c in columns]
     if not clearly_finite(X):  # (as the general route, column by column; the intercept
         for j, t_index in enumerate(assign):  # and the indicators are finite)
-            c = columns[t_index]
-            if c != "1" and c not in factors:
-                check_finite(c, X[:, j])
+            if columns[t_index] != "1" and columns[t_index] not in factors:
+                check_finite(names[j], X[:, j])
     keep = independent_columns(X)
     if not keep.all():
         return None
@@ -544,14 +627,13 @@ def _coded_names(columns: tuple[str, ...], factors: dict[str, tuple[str, ...]]
                  ) -> tuple[list[str], list[int]]:
     """R's column names of :func:`_coded_matrix`'s matrix and each column's term (its
     position in ``columns``): ``(Intercept)``, a numeric column's name, a factor's name
-    and level for each level after the first."""
+    and level for each level after the first, an interaction's names joined by ``:``."""
     names: list[str] = []
     assign: list[int] = []
     for t_index, c in enumerate(columns):
-        levels = factors.get(c)
-        for label in ([f"{c}{lv}" for lv in levels[1:]] if levels is not None
-                      else ["(Intercept)" if c == "1" else c]):
-            names.append(label)
+        for parts in _term_columns(c, factors):
+            names.append(":".join(f"{v}{factors[v][k]}" if k else v for v, k in parts)
+                         or "(Intercept)")
             assign.append(t_index)
     return names, assign
 
@@ -564,8 +646,8 @@ def build_matrix(
     (``frame``, ``codings``: as :func:`build_fixed`).
 
     An intercept with numeric columns and treatment-coded factors (``1 + condition``) is
-    coded here, as the fixed part's (:func:`_coded_columns`); other expressions by
-    formulaic (validated against it in ``tests/design/test_fixed.py``)."""
+    coded here, as the fixed part's (:func:`_coded_columns`, without interactions); other
+    expressions by formulaic (validated against it in ``tests/design/test_fixed_fast.py``)."""
     plain = _plain_columns(expr, frame)
     if plain:
         names = tuple("(Intercept)" if c == "1" else c for c in plain)
@@ -574,7 +656,8 @@ def build_matrix(
         return _plain_matrix(plain, frame), names, spec
     coded = (_coded_columns(expr, frame)
              if all(k == "treatment" for k in (codings or {}).values()) else None)
-    if coded is not None:
+    if coded is not None and all(":" not in term for term in coded[0]):  # (interactions
+        # in a random term: formulaic's term structure, which the LRTs read, names them)
         columns, factors = coded[0], coded[1]
         names = tuple(_coded_names(columns, factors)[0])
         spec = MatrixSpec(formulaic=None, names=names, keep=tuple(range(len(names))),

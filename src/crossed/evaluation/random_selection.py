@@ -102,13 +102,13 @@ class _Bar:
 
 def _terms_of(expr: str, data: pd.DataFrame, spec: ModelSpec) -> tuple[bool, list[_Term]]:
     """The intercept and the model terms of a random term's left side, as the design
-    layer reads them (:func:`crossed.design.fixed.build_matrix`: plain columns, or
-    formulaic's term structure)."""
+    layer reads them (:func:`crossed.design.fixed.build_matrix`: the terms it coded
+    itself, or formulaic's term structure)."""
     from crossed.design.fixed import build_matrix
 
     _, _, mspec = build_matrix(expr, data, caret=spec.caret, trusted=spec.trusted)
-    if mspec.formulaic is None:
-        return "1" in mspec.plain, [_Term(c, frozenset([c])) for c in mspec.plain
+    if mspec.formulaic is None:  # (its terms: "1", columns, variables joined by ":")
+        return "1" in mspec.plain, [_Term(c, frozenset(c.split(":"))) for c in mspec.plain
                                     if c != "1"]
     intercept, terms = False, []
     for struct in mspec.formulaic.structure:

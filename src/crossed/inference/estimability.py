@@ -152,8 +152,7 @@ def estimable_subspace(L: np.ndarray, nbasis: np.ndarray | None,
 
 def _all_columns(spec: MatrixSpec) -> MatrixSpec:
     """The matrix spec that builds every column, including those dropped for rank."""
-    n = len(spec.plain) if spec.formulaic is None else len(spec.formulaic.column_names)
-    return replace(spec, keep=tuple(range(n)))
+    return replace(spec, keep=tuple(range(spec.width)))
 
 
 @dataclass(frozen=True)

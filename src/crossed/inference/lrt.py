@@ -60,8 +60,8 @@ def _structure(expr, ncols: int) -> list[tuple[str, list[int]]]:
     if expr is None:
         return [("1", [0])] if ncols == 1 else [(str(j), [j]) for j in range(ncols)]
     mspec = expr[0]
-    if mspec.formulaic is None:  # plain numeric columns: one model term per column
-        return [(c, [j]) for j, c in enumerate(mspec.plain)]
+    if mspec.formulaic is None:  # coded without formulaic: its terms and their columns
+        return [(c, list(cols)) for c, cols in mspec.direct_terms()]
     out, pos = [], 0
     for struct in expr[0].formulaic.structure:
         k = len(struct.columns)
