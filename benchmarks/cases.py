@@ -210,6 +210,40 @@ CASES = (
         min_repeat=20,
     ),
     Case(
+        name="blurb_interaction",
+        title="blurb_like CCMEM with the interaction `seed * lr`, 3k rows",
+        data="src/crossed/data/blurb_like.csv",
+        formula=(
+            "score ~ seed * lr + batch_size + num_epochs + (1 | model) + (1 | dataset)"
+            " + (1 | model:dataset)"
+        ),
+        factors=BLURB_FACTORS,
+        reference=BLURB_REFERENCE,
+        statsmodels=StatsmodelsSpec(
+            fixed="score ~ seed * lr + batch_size + num_epochs", vc=BLURB_VC,
+            interactions=(("md", ("model", "dataset")),),
+        ),
+        target_s=None,
+        min_repeat=20,
+    ),
+    Case(
+        name="blurb_seed_slope",
+        title=("blurb_like `(1 + seed | dataset) + (1 | model)`: a correlated slope on a "
+               "3-level factor (3 x 3 covariance), 3k rows"),
+        data="src/crossed/data/blurb_like.csv",
+        formula=("score ~ seed + lr + batch_size + num_epochs + (1 + seed | dataset)"
+                 " + (1 | model)"),
+        factors=BLURB_FACTORS,
+        reference=BLURB_REFERENCE,
+        statsmodels=StatsmodelsSpec(
+            fixed=BLURB_FIXED, by_default=False,
+            skip_reason=("statsmodels' groups nest every variance component in one "
+                         "factor: (1 | model) crossed with a slope by dataset has no form"),
+        ),
+        target_s=None,
+        min_repeat=5,
+    ),
+    Case(
         name="ner",
         title="ner_like `f1 ~ model + (1|language) + (1|model:language)`, 3.7k rows",
         data="src/crossed/data/ner_like.csv",
