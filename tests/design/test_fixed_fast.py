@@ -5,6 +5,7 @@ rebuilt on new rows."""
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 
 import numpy as np
@@ -18,6 +19,18 @@ from crossed.design import DataError, build_design
 from crossed.design.fixed import build_fixed, build_matrix
 from crossed.design.frame import prepare
 from crossed.formula import parse
+
+
+@contextlib.contextmanager
+def formulaic_route():
+    """Every matrix built inside goes through formulaic (for hypothesis' tests, which
+    cannot take the function-scoped ``monkeypatch``)."""
+    orig = fixed_mod._coded_columns
+    fixed_mod._coded_columns = lambda rhs, frame: None
+    try:
+        yield
+    finally:
+        fixed_mod._coded_columns = orig
 
 
 def both_routes(rhs: str, frame: pd.DataFrame, monkeypatch: pytest.MonkeyPatch):
@@ -141,11 +154,15 @@ def test_unseen_level_on_new_data_is_refused():
         fx.spec.build(new)
 
 
-def test_fit_is_unchanged_by_the_direct_coding(monkeypatch):
+@pytest.mark.parametrize(("formula", "seed"), [
+    ("y ~ f + x + g + (1 | grp)", 3),
+    ("y ~ x * g + (1 | grp)", 4),  # an interaction
+    ("y ~ x + (1 + g | grp)", 5),  # a factor slope
+])
+def test_fit_is_unchanged_by_the_direct_coding(formula, seed, monkeypatch):
     import crossed
 
-    data = table(3, 120)
-    formula = "y ~ f + x + g + (1 | grp)"
+    data = table(seed, 150)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fast = crossed.lmer(formula, data)
@@ -153,18 +170,20 @@ def test_fit_is_unchanged_by_the_direct_coding(monkeypatch):
             m.setattr(fixed_mod, "_coded_columns", lambda rhs, frame: None)
             general = crossed.lmer(formula, data)
     assert fast.deviance == general.deviance
+    np.testing.assert_array_equal(fast.theta, general.theta)
     np.testing.assert_array_equal(fast.beta, general.beta)
-    newdata = data.iloc[:7]
+    pd.testing.assert_frame_equal(fast.ranef(), general.ranef())
+    newdata = data.iloc[:9]
     np.testing.assert_array_equal(fast.predict(newdata), general.predict(newdata))
 
 
 _LEVELS = st.sampled_from(["a", "b", "B", "a b", "x.y", "10", "9", "-1", "é", "T", "c]"])
 
 
-@settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), nfactors=st.integers(1, 3), numeric=st.booleans(),
-       levels=st.lists(_LEVELS, min_size=2, max_size=6, unique=True))
-def test_property_direct_coding_matches_formulaic(seed, nfactors, numeric, levels):
+def generated_terms(seed: int, nfactors: int, numeric: bool, levels: list[str]
+                    ) -> tuple[pd.DataFrame, list[str]]:
+    """A table of 40 rows with ``nfactors`` factors of the given level labels (every level
+    present), a numeric column ``x`` when ``numeric``, and their names in a random order."""
     rng = np.random.default_rng(seed)
     n = 40
     data = {"y": rng.normal(size=n), "grp": rng.choice(list("pqrs"), size=n)}
@@ -178,17 +197,20 @@ def test_property_direct_coding_matches_formulaic(seed, nfactors, numeric, level
     if numeric:
         data["x"] = rng.normal(size=n) * 10.0 ** rng.integers(-2, 3)
         terms.insert(int(rng.integers(0, len(terms) + 1)), "x")
+    return pd.DataFrame(data), terms
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), nfactors=st.integers(1, 3), numeric=st.booleans(),
+       levels=st.lists(_LEVELS, min_size=2, max_size=6, unique=True))
+def test_property_direct_coding_matches_formulaic(seed, nfactors, numeric, levels):
+    data, terms = generated_terms(seed, nfactors, numeric, levels)
     formula = "y ~ " + " + ".join(terms) + " + (1 | grp)"
-    rhs, frame = prepared(formula, pd.DataFrame(data))
+    rhs, frame = prepared(formula, data)
     fast = build_fixed(rhs, frame)
-    orig = fixed_mod._coded_columns
-    fixed_mod._coded_columns = lambda rhs, frame: None
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            general = build_fixed(rhs, frame)
-    finally:
-        fixed_mod._coded_columns = orig
+    with formulaic_route(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        general = build_fixed(rhs, frame)
     assert_same(fast, general)
 
 
@@ -267,52 +289,17 @@ def test_random_terms_of_other_codings_stay_with_formulaic(expr, codings, monkey
     assert_same_matrix(fast, general)
 
 
-def test_fit_with_a_factor_slope_is_unchanged_by_the_direct_coding(monkeypatch):
-    import crossed
-
-    data = table(5, 150)
-    formula = "y ~ x + (1 + g | grp)"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        fast = crossed.lmer(formula, data)
-        with monkeypatch.context() as m:
-            m.setattr(fixed_mod, "_coded_columns", lambda rhs, frame: None)
-            general = crossed.lmer(formula, data)
-    assert fast.deviance == general.deviance
-    np.testing.assert_array_equal(fast.theta, general.theta)
-    np.testing.assert_array_equal(fast.beta, general.beta)
-    pd.testing.assert_frame_equal(fast.ranef(), general.ranef())
-    newdata = data.iloc[:9]
-    np.testing.assert_array_equal(fast.predict(newdata), general.predict(newdata))
-
-
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), nfactors=st.integers(1, 2), numeric=st.booleans(),
        intercept=st.booleans(), levels=st.lists(_LEVELS, min_size=2, max_size=5, unique=True))
 def test_property_random_term_coding_matches_formulaic(seed, nfactors, numeric, intercept,
                                                       levels):
-    rng = np.random.default_rng(seed)
-    n = 40
-    data = {"y": rng.normal(size=n), "grp": rng.choice(list("pqrs"), size=n)}
-    terms = []
-    for k in range(nfactors):
-        lv = levels[: 2 + (seed + k) % max(1, len(levels) - 1)]
-        col = rng.choice(lv, size=n)
-        col[: len(lv)] = lv  # every level occurs
-        data[f"f{k}"] = col
-        terms.append(f"f{k}")
-    if numeric:
-        data["x"] = rng.normal(size=n) * 10.0 ** rng.integers(-2, 3)
-        terms.insert(int(rng.integers(0, len(terms) + 1)), "x")
+    data, terms = generated_terms(seed, nfactors, numeric, levels)
     expr = " + ".join((["1"] if intercept else []) + terms)
-    frame = prepare(parse(f"y ~ 1 + ({expr} | grp)"), pd.DataFrame(data))
+    frame = prepare(parse(f"y ~ 1 + ({expr} | grp)"), data)
     fast = build_matrix(expr, frame)
-    orig = fixed_mod._coded_columns
-    fixed_mod._coded_columns = lambda rhs, frame: None
-    try:
+    with formulaic_route():
         general = build_matrix(expr, frame)
-    finally:
-        fixed_mod._coded_columns = orig
     assert fast[2].formulaic is None
     assert_same_matrix(fast, general)
 
@@ -333,10 +320,6 @@ def test_property_interactions_match_formulaic(terms, stars, seed):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fast = build_fixed(rhs, frame)
-        orig = fixed_mod._coded_columns
-        fixed_mod._coded_columns = lambda rhs, frame: None
-        try:
+        with formulaic_route():
             general = build_fixed(rhs, frame)
-        finally:
-            fixed_mod._coded_columns = orig
     assert_same(fast, general)
