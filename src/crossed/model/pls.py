@@ -78,6 +78,7 @@ from crossed.model.pwrss import (
     pivots_cancel,
 )
 from crossed.model.sparse_map import (
+    SPLIT_NNZ,
     LevelClasses,
     Products,
     SparseMap,
@@ -536,13 +537,16 @@ class PLS:
         self._classes = None
         self._small = None
         cheaper = self._group_cost <= self._w_cost and self.l1 * self.q1 * self.r <= 20_000_000
-        # a later block of several columns per level, small: the sparse map, whose whole
-        # evaluation is then one compiled call (SmallDense; the groups' update is Python's:
-        # 500 items x 10 systems with (1 + x | system), r = 23, 77 → 8 µs an evaluation);
-        # not for PIRLS's weighted problems (a template without a plan: no such call)
+        # small: the sparse map, whose whole evaluation is then one compiled call
+        # (SmallDense), whatever the planner's costs (the groups' update is Python's:
+        # 500 items x 10 systems with (1 + x | system), r = 23, 77 → 8 µs an evaluation;
+        # blurb's CCMEM with seed * lr, 17 fixed-effect columns, r = 35, 115 → 26 µs).
+        # Scalar later blocks: while W is one part (SmallDense's condition; W's cost is
+        # its nonzeros). Not for PIRLS's weighted problems (a template without a plan: no
+        # such call)
         weighted = plan is None and template is not None
-        compiled = (not self._rest_scalar and not weighted and self.q1 <= 2
-                    and self.r < MIN_DIAGONAL)
+        compiled = (not weighted and self.q1 <= 2 and self.r < MIN_DIAGONAL
+                    and (not self._rest_scalar or self._w_cost < SPLIT_NNZ))
         if self.update == "groups" or (self.update is None and cheaper and not compiled):
             self._Arr_F = np.asfortranarray(Arr)
             assert self._level_groups is not None  # planned whenever groups can be chosen
