@@ -240,13 +240,15 @@ def _coded_matrix(columns: tuple[str, ...], factors: dict[str, tuple[str, ...]],
         n = len(next(iter(frame.values())) if frame else next(iter(codes_of.values())))
     X = np.zeros((n, sum(len(_term_columns(c, factors)) for c in columns)), order="F")
     flat = X.T.reshape(-1)  # (a view: column after column)
-    codes_cache: dict[str, np.ndarray] = {}
+    read: dict[str, np.ndarray] = {}
 
-    def codes(c: str) -> np.ndarray:  # (a prepared column's, else matched to its levels)
-        if c not in codes_cache:
-            codes_cache[c] = (codes_of[c] if c in codes_of
-                              else _level_codes(frame[c], factors[c], c))
-        return codes_cache[c]
+    def variable(v: str) -> np.ndarray:
+        """A factor's codes (a prepared column's, else matched to its levels) or a numeric
+        column's values, read once for all the terms that use it."""
+        if v not in read:
+            read[v] = ((codes_of[v] if v in codes_of else _level_codes(frame[v], factors[v], v))
+                       if v in factors else np.asarray(frame[v], dtype=float))
+        return read[v]
 
     j = 0
     for c in columns:
@@ -257,20 +259,20 @@ def _coded_matrix(columns: tuple[str, ...], factors: dict[str, tuple[str, ...]],
             for parts in _term_columns(c, factors):
                 col = np.ones(n)
                 for v, k in parts:
-                    col = col * (codes(v) == k if k else np.asarray(frame[v], dtype=float))
+                    col = col * (variable(v) == k if k else variable(v))
                 X[:, j] = col
                 j += 1
         elif c in factors:
-            levels = factors[c]
+            codes, levels = variable(c), factors[c]
             if len(levels) <= _FEW_LEVELS:  # a comparison per column: fewer passes
                 for k in range(1, len(levels)):
-                    X[:, j - 1 + k] = codes(c) == k
+                    X[:, j - 1 + k] = codes == k
             else:
-                rows = np.flatnonzero(codes(c) > 0)
-                flat[(j - 1 + codes(c)[rows]) * n + rows] = 1.0  # X[rows, j - 1 + code]
+                rows = np.flatnonzero(codes > 0)
+                flat[(j - 1 + codes[rows]) * n + rows] = 1.0  # X[rows, j - 1 + code]
             j += len(levels) - 1
         else:
-            X[:, j] = np.asarray(frame[c], dtype=float)
+            X[:, j] = variable(c)
             j += 1
     return X
 
