@@ -23,8 +23,8 @@ from crossed.formula import parse
 
 @contextlib.contextmanager
 def formulaic_route():
-    """Every matrix built inside goes through formulaic (for hypothesis' tests, which
-    cannot take the function-scoped ``monkeypatch``)."""
+    """Every matrix built inside goes through formulaic (restored after, on failure too;
+    hypothesis' tests cannot take the function-scoped ``monkeypatch``)."""
     orig = fixed_mod._coded_columns
     fixed_mod._coded_columns = lambda rhs, frame: None
     try:
@@ -33,10 +33,9 @@ def formulaic_route():
         fixed_mod._coded_columns = orig
 
 
-def both_routes(rhs: str, frame: pd.DataFrame, monkeypatch: pytest.MonkeyPatch):
+def both_routes(rhs: str, frame: pd.DataFrame):
     fast = build_fixed(rhs, frame)
-    with monkeypatch.context() as m:
-        m.setattr(fixed_mod, "_coded_columns", lambda rhs, frame: None)
+    with formulaic_route():
         general = build_fixed(rhs, frame)
     return fast, general
 
@@ -82,9 +81,9 @@ CASES = [
 
 
 @pytest.mark.parametrize(("formula", "reference"), CASES)
-def test_direct_coding_matches_formulaic(formula, reference, monkeypatch):
+def test_direct_coding_matches_formulaic(formula, reference):
     rhs, frame = prepared(formula, table(), reference)
-    fast, general = both_routes(rhs, frame, monkeypatch)
+    fast, general = both_routes(rhs, frame)
     assert fast.spec.formulaic is None and general.spec.formulaic is not None
     assert_same(fast, general)
     np.testing.assert_array_equal(fast.spec.build(frame), general.spec.build(frame))
@@ -107,9 +106,9 @@ INTERACTION_CASES = [
 
 
 @pytest.mark.parametrize("formula", INTERACTION_CASES)
-def test_direct_coding_of_interactions_matches_formulaic(formula, monkeypatch):
+def test_direct_coding_of_interactions_matches_formulaic(formula):
     rhs, frame = prepared(formula, table(2, 200))
-    fast, general = both_routes(rhs, frame, monkeypatch)
+    fast, general = both_routes(rhs, frame)
     assert fast.spec.formulaic is None and general.spec.formulaic is not None
     assert_same(fast, general)
     new = frame.iloc[::-3].reset_index(drop=True)
@@ -127,21 +126,21 @@ def test_direct_coding_of_interactions_matches_formulaic(formula, monkeypatch):
     "y ~ f * g - f:g + (1 | grp)",
     "y ~ f * g:flag + (1 | grp)",
 ])
-def test_interactions_formulaic_must_code_keep_its_route(formula, monkeypatch):
+def test_interactions_formulaic_must_code_keep_its_route(formula):
     rhs, frame = prepared(formula, table(2, 200))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fast, general = both_routes(rhs, frame, monkeypatch)
+        fast, general = both_routes(rhs, frame)
     assert fast.spec.formulaic is not None
     assert_same(fast, general)
 
 
-def test_fixed_factor_of_one_level_or_rank_deficiency_takes_formulaic_route(monkeypatch):
+def test_fixed_factor_of_one_level_or_rank_deficiency_takes_formulaic_route():
     data = table()
     data["h"] = data["g"]  # h and g carry the same indicator: one is dropped
     rhs, frame = prepared("y ~ g + h + (1 | grp)", data)
     with pytest.warns(UserWarning, match="rank deficient"):
-        fast, general = both_routes(rhs, frame, monkeypatch)
+        fast, general = both_routes(rhs, frame)
     assert fast.spec.formulaic is not None  # the general route says what it drops
     assert_same(fast, general)
 
@@ -159,15 +158,14 @@ def test_unseen_level_on_new_data_is_refused():
     ("y ~ x * g + (1 | grp)", 4),  # an interaction
     ("y ~ x + (1 + g | grp)", 5),  # a factor slope
 ])
-def test_fit_is_unchanged_by_the_direct_coding(formula, seed, monkeypatch):
+def test_fit_is_unchanged_by_the_direct_coding(formula, seed):
     import crossed
 
     data = table(seed, 150)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fast = crossed.lmer(formula, data)
-        with monkeypatch.context() as m:
-            m.setattr(fixed_mod, "_coded_columns", lambda rhs, frame: None)
+        with formulaic_route():
             general = crossed.lmer(formula, data)
     assert fast.deviance == general.deviance
     np.testing.assert_array_equal(fast.theta, general.theta)
@@ -215,23 +213,21 @@ def test_property_direct_coding_matches_formulaic(seed, nfactors, numeric, level
 
 
 @pytest.mark.parametrize("name", ["blurb_ccmem", "exist_multi_full"])
-def test_design_of_a_reference_case_is_unchanged(name, monkeypatch):
+def test_design_of_a_reference_case_is_unchanged(name):
     from reference import load_case
 
     case = load_case(name)
     spec = parse(case.formula, reference=case.reference)
     fast = build_design(spec, case.data)
-    with monkeypatch.context() as m:
-        m.setattr(fixed_mod, "_coded_columns", lambda rhs, frame: None)
+    with formulaic_route():
         general = build_design(spec, case.data)
     assert_same(fast.fixed, general.fixed)
 
 
-def matrix_routes(expr: str, frame, monkeypatch: pytest.MonkeyPatch, codings=None):
+def matrix_routes(expr: str, frame, codings=None):
     """A random-term expression's (Z, names, spec) coded here and by formulaic."""
     fast = build_matrix(expr, frame, codings=codings)
-    with monkeypatch.context() as m:
-        m.setattr(fixed_mod, "_coded_columns", lambda rhs, frame: None)
+    with formulaic_route():
         general = build_matrix(expr, frame, codings=codings)
     return fast, general
 
@@ -254,11 +250,11 @@ RANDOM_CASES = [
 
 
 @pytest.mark.parametrize(("formula", "expr", "reference"), RANDOM_CASES)
-def test_random_term_coding_matches_formulaic(formula, expr, reference, monkeypatch):
+def test_random_term_coding_matches_formulaic(formula, expr, reference):
     spec = parse(formula, reference=reference)
     frame = prepare(spec, table())
     for data in (frame, frame.data):  # the prepared columns (a fit's), and a table
-        fast, general = matrix_routes(expr, data, monkeypatch)
+        fast, general = matrix_routes(expr, data)
         assert fast[2].formulaic is None and general[2].formulaic is not None
         assert_same_matrix(fast, general)
         # each term's columns, as the LRTs read them (a factor: all its columns)
@@ -280,11 +276,11 @@ def test_random_term_coding_matches_formulaic(formula, expr, reference, monkeypa
     ("1 + f:g", None),  # an interaction
     ("1 + g * flag", None),  # (the LRTs read an interaction's name from formulaic's terms)
 ])
-def test_random_terms_of_other_codings_stay_with_formulaic(expr, codings, monkeypatch):
+def test_random_terms_of_other_codings_stay_with_formulaic(expr, codings):
     data = table()
     data["o"] = pd.Categorical(data["g"], categories=["v", "u"], ordered=True)
     frame = prepare(parse(f"y ~ x + ({expr} | grp)"), data)
-    fast, general = matrix_routes(expr, frame, monkeypatch, codings=codings)
+    fast, general = matrix_routes(expr, frame, codings=codings)
     assert fast[2].formulaic is not None
     assert_same_matrix(fast, general)
 
