@@ -220,9 +220,10 @@ def test_map_entries_and_products_are_bitwise_numpys(seed):
 
 @pytest.mark.parametrize("csr", [False, True])
 @pytest.mark.parametrize("support", [False, True])
-@pytest.mark.parametrize("q1", [1, 2])
+@pytest.mark.parametrize("q1", [1, 2, 3])
 def test_small_dense_is_the_steps_it_stands_for(q1, support, csr):
-    """One evaluation of a small design: B_s in closed form, G of each class's entry, C
+    """One evaluation of a small design: B_s in closed form (q₁ ≤ 2; q₁ = 3: its
+    Cholesky factor in band storage), G of each class's entry, C
     scaled by the later block's θ (A_rr whole, or 0 but on the support), less W g on
     ``rows``, 1 on the later random effects' diagonal, its Cholesky factor, the log
     determinants and the pwrss, as NumPy computes them (to rounding); info -1 where a
@@ -231,10 +232,18 @@ def test_small_dense_is_the_steps_it_stands_for(q1, support, csr):
     n, rr, r = 7, 3, 6  # (a later scalar block of 3 levels, 2 columns of X, y)
     t = (0.8, -0.3, 0.5) if q1 == 2 else (0.8, 0.0, 0.0)
     theta = np.array([t[0], t[1], t[2], 1.7]) if q1 == 2 else np.array([t[0], 1.7])
+    T = np.array([[t[0], 0.0], [t[1], t[2]]])[:q1, :q1]
+    t_index = (0, 1, 2) if q1 == 2 else (0, -1, -1)  # (t's positions in θ)
+    if q1 == 3:  # (T lower, row-major positions; -1 a zero)
+        theta = np.array([0.8, -0.3, 0.5, 0.2, 0.1, 0.6, 1.7])
+        positions = np.array([[0, -1, -1], [1, 2, -1], [3, 4, 5]])
+        T = np.where(positions >= 0, np.append(theta, 0.0)[positions], 0.0)
+        t_index = tuple(positions.ravel().tolist())
     scale_index = np.array([len(theta) - 1] * rr + [-1] * (r - rr), dtype=np.int64)
     z = rng.normal(size=(n, 5, q1))
     A = np.einsum("sia,sib->sab", z, z)  # A_s per level
-    a = np.stack([A[:, 0, 0], A[:, 1, 0], A[:, 1, 1]]) if q1 == 2 else A[:, 0, 0][None]
+    a = (np.stack([A[:, 0, 0], A[:, 1, 0], A[:, 1, 1]]) if q1 == 2 else A[:, 0, 0][None]
+         if q1 == 1 else A.reshape(n, -1).T)
     a = np.ascontiguousarray(a)
     src = np.array([0, 2, 3, 5, 6], dtype=np.int64)  # (W's classes: these levels)
     rows = np.array([i * r + j for i in range(r) for j in range(i, r)], dtype=np.int64)
@@ -244,11 +253,10 @@ def test_small_dense_is_the_steps_it_stands_for(q1, support, csr):
     Arr = M @ M.T + r * np.eye(r)
     arr = Arr.reshape(-1)[rows] if support else np.zeros(0)
     Wk = sp.csr_matrix(W) if csr else W
-    first, L = np.empty((q1 if q1 == 1 else 3, n)), np.empty((r, r), order="F")
+    first = np.empty((q1 if q1 == 1 else 3, n) if q1 < 3 else (n * q1, q1))
+    L = np.empty((r, r), order="F")
 
     per_level = np.zeros(0)
-
-    t_index = (0, 1, 2) if q1 == 2 else (0, -1, -1)  # (t's positions in θ)
 
     def run(a=a, Arr=Arr, arr=arr, W=Wk, rows=rows, src=src, count=per_level):
         small = _core.SmallDense(a, W, rows, src, count, arr, Arr, scale_index, rr, t_index,
@@ -256,7 +264,6 @@ def test_small_dense_is_the_steps_it_stands_for(q1, support, csr):
         return small.factor(theta, first, L)
 
     info, ld, ldrx, pwrss, ratio = run()
-    T = np.array([[t[0], 0.0], [t[1], t[2]]])[:q1, :q1]
     B = T.T @ A @ T + np.eye(q1)
     G = T @ np.linalg.inv(B) @ T.T
     g = G[src].transpose(1, 2, 0).reshape(-1)
@@ -283,8 +290,16 @@ def test_small_dense_is_the_steps_it_stands_for(q1, support, csr):
                                    rtol=1e-14)
         assert ratio == pytest.approx(
             np.max(B[:, 0, 0] * B[:, 1, 1] / np.linalg.det(B)), rel=1e-13)
-    else:
+    elif q1 == 1:
         np.testing.assert_allclose(first[0], np.sqrt(B[:, 0, 0]), rtol=1e-15)
+        assert ratio == 1.0
+    else:  # (band storage: first[s q + c, k] = L_s[c + k, c], 0 past the level)
+        chol = np.linalg.cholesky(B)
+        band = first.reshape(n, q1, q1)
+        for c in range(q1):
+            for k in range(q1):
+                want = chol[:, c + k, c] if c + k < q1 else 0.0
+                np.testing.assert_allclose(band[:, c, k], want, rtol=1e-13, atol=1e-15)
         assert ratio == 1.0
     # per class with sizes: the first block's log determinant weighted by them (no W)
     count = np.arange(1.0, n + 1.0)
@@ -301,6 +316,21 @@ def test_small_dense_is_the_steps_it_stands_for(q1, support, csr):
         not_pd = Arr.copy()
         not_pd[4, 4] = -1e3
         assert run(Arr=not_pd)[0] == 5
+
+
+def test_small_dense_refuses_a_first_block_it_cannot_read():
+    """``a`` has one row (q₁ = 1), three (q₁ = 2) or q₁² (q₁ ≥ 3), with as many θ positions
+    of T (three for q₁ ≤ 2): anything else is refused, not read past its end."""
+    r = 2
+    args = (np.zeros((0, 0)), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64),
+            np.zeros(0), np.zeros(0), np.eye(r), np.full(r, -1, dtype=np.int64), 0)
+    for rows, t_index in ((5, (0,) * 5), (9, (0, 1, 2)), (4, (0, -1, -1, 1))):
+        with pytest.raises(ValueError, match="q²"):
+            _core.SmallDense(np.ones((rows, 2)), *args, t_index, 3)
+    small = _core.SmallDense(np.ones((16, 2)), *args, (0,) * 16, 3)
+    assert small.q == 4 and small.first_shape == (8, 4)
+    with pytest.raises(ValueError, match="first is"):
+        small.factor(np.ones(3), np.empty((4, 8)), np.empty((r, r), order="F"))
 
 
 def test_small_dense_pickles_as_its_arrays():

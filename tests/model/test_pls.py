@@ -172,7 +172,6 @@ def test_banded_blocks_match_per_level_factorisation(diagonal):
         idx[rows, cols] = np.arange(len(rows))
     theta = rng.uniform(0.2, 1.5, size=int(idx.max()) + 1)
     band = BandedBlocks(A11, idx)
-    assert band.diagonal is diagonal
     T = band.template(theta)
     B = T.T @ A11 @ T + np.eye(q)
     Lb, logdet, ok = band.factor(theta)
@@ -180,9 +179,19 @@ def test_banded_blocks_match_per_level_factorisation(diagonal):
     chol = np.linalg.cholesky(B)
     np.testing.assert_allclose(band.unpack(Lb), chol, rtol=1e-12, atol=1e-14)
     assert logdet == pytest.approx(np.sum(np.linalg.slogdet(B)[1]), rel=1e-12)
-    H = band.half(theta, Lb)
-    np.testing.assert_allclose(np.swapaxes(H, 1, 2) @ H, T @ np.linalg.inv(B) @ T.T,
+    # the band's entries past each level are zeros: one banded solve is every level's
+    Y = rng.normal(size=(m * q, 2))
+    np.testing.assert_allclose(band.solve(Lb, Y).reshape(m, q, 2),
+                               np.linalg.solve(chol, Y.reshape(m, q, 2)), rtol=1e-10)
+    H, G = band.half_and_g(theta, Lb)
+    np.testing.assert_array_equal(band.half(theta, Lb), H)
+    np.testing.assert_allclose(H, np.linalg.solve(chol, np.broadcast_to(T.T, (m, q, q))),
                                rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(G, T @ np.linalg.inv(B) @ T.T, rtol=1e-10, atol=1e-13)
+    np.testing.assert_array_equal(G, np.swapaxes(G, 1, 2))  # (the same products)
+    # not positive definite: reported, log det infinite
+    bad = BandedBlocks(-A11, idx)
+    assert bad.factor(theta)[1:] == (np.inf, False)
 
 
 def test_fit_uses_each_path_to_the_same_optimum():
@@ -207,6 +216,7 @@ def _ratings(seed: int = 3) -> pd.DataFrame:
             rows.append((f"s{s}", f"d{d}", f"dept{d % 6}", rng.normal()))
     df = pd.DataFrame(rows, columns=["s", "d", "dept", "x"])
     df["y"] = df["x"] + rng.normal(size=len(df)) + df["d"].str.len()
+    df["z"] = rng.normal(size=len(df))
     return df
 
 
@@ -584,6 +594,9 @@ SMALL_DESIGNS = [
     ("y ~ x + (1 + x | d) + (1 + x | dept)", False, False),  # (later blocks of several
     ("y ~ x + (1 | s) + (1 | d) + (1 + x | dept)", False, True),  # columns: S C Sᵀ,
     ("y ~ x + (1 | s) + (1 | d) + (1 + x | dept)", True, False),  # scale_both_sides)
+    ("y ~ x + (1 + x + z | d) + (1 | dept)", False, False),  # (q₁ = 3: the factors in
+    ("y ~ x + (1 + x + z | d)", False, True),  # band storage, banded.py)
+    ("y ~ x + (1 + x + z | d) + (1 + x | dept)", False, False),
 ]
 """Small designs on the dense path, evaluated in one compiled call."""
 

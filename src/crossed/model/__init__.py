@@ -10,7 +10,8 @@ Every engine and every layer above uses it; none of it belongs to one engine.
   reweighted products.
 * ``closed_forms.py`` — closed forms of first blocks with one or two columns per level,
   and the profiled criterion from a factorisation.
-* ``banded.py`` — one banded Cholesky of a first block with more columns per level.
+* ``banded.py`` — the factors of a first block with more columns per level, kept in
+  band storage.
 * ``sparse_map.py`` — the precomputed sparse map of the Schur update.
 * ``cholesky.py`` — the blocked two-thread dense Cholesky of the later blocks.
 * ``batched.py`` — the criterion at many θ at once (the convergence check's points).

@@ -11,6 +11,9 @@ Each function here is one step of :meth:`crossed.model.pls.PLS.factor` on its ow
 - :func:`map_update`: the Schur complement's entries through the sparse map W
   (``sparse_map.py``): one pass over W's rows forms W g, scales it and writes it into C;
 - :func:`potrf_lower`: LAPACK's dpotrf on a Fortran-ordered matrix;
+- :func:`banded_first` and :func:`banded_half`: a first block of three or more columns per
+  level: B_s = TᵀA_sT + I, its Cholesky factor in band storage, H_s = L_s⁻¹Tᵀ and G_s =
+  H_sᵀH_s per level (``banded.py``; :class:`SmallDense` forms them with the same loops);
 - :func:`scale_both_sides`: the Schur complement scaled by the later blocks' T_k on both
   sides where one has several columns per level;
 - :func:`block_cholesky`: dpotrf and dpotrs on the independent diagonal blocks of the
@@ -22,10 +25,10 @@ Each function here is one step of :meth:`crossed.model.pls.PLS.factor` on its ow
 - :func:`map_entries` and :func:`map_products`: a small design's sparse map from the dense
   A_1r (``sparse_map._dense_products``, and y's rows of it for a new response);
 - :class:`SmallDense`: every step of an evaluation at once for a small design on the
-  dense path (a first factor of one or two columns per level, a Schur complement of
-  order below ``cholesky.MIN_DIAGONAL``: sleepstudy, blurb's and ner's crossed
-  intercepts, a correlated slope on a later factor, and every refit of them), where the
-  per-call overheads of the steps above were most of the time;
+  dense path (a Schur complement of order below ``cholesky.MIN_DIAGONAL``: sleepstudy,
+  blurb's and ner's crossed intercepts, a correlated slope on a later factor or on a
+  3-level factor, and every refit of them), where the per-call overheads of the steps
+  above were most of the time;
 - :class:`SmallCriterion`: that evaluation and lme4's criterion as a C function of θ,
   which ``engines/native/_nlopt.pyx`` hands to NLopt's C interface (no Python call per
   evaluation of the optimiser's loop); its log and the optimiser's stop are
@@ -86,6 +89,7 @@ _NO_VALUES = np.zeros(0)
 _NO_INDEX32 = np.zeros(0, dtype=np.int32)
 _NO_BLOCKS = np.zeros((0, 4), dtype=np.int64)  # (SmallDense: every later block scalar)
 _NO_INDEX64 = np.zeros(0, dtype=np.int64)
+cdef double[::1] _NO_WEIGHTS = np.zeros(0)  # (a typed empty array: no weights per level)
 
 
 def _csr_arrays(W):
@@ -243,6 +247,132 @@ cdef void _scale_both_sides(const double *C, Py_ssize_t si, Py_ssize_t sj, Py_ss
                             o[a0 + l * q + ii] = o[a0 + l * q + ii] + t * Prow[a0 + l * q + k]
         for i in range(rr, r):
             o[i] = Prow[i]
+
+
+def banded_first(const double[:, ::1] a, const double[::1] T, double[:, ::1] first):
+    """q₁ ≥ 3: per level s, B_s = TᵀA_sT + I and its lower Cholesky factor L_s, written
+    into ``first`` as LAPACK's band storage of blockdiag(L_s) transposed (``first[s q + c,
+    k]`` = L_s[c + k, c], 0 past the level: what dpbtrf leaves, ``banded.BandedBlocks``).
+    ``a``: A_s's entries, row-major, as the rows of a (q², ℓ) array; ``T``: the template
+    T, row-major. Returns (whether every B_s is positive definite, Σ_s log det B_s);
+    ``first`` is unset past the first level that is not."""
+    cdef Py_ssize_t q = _order_of(T.shape[0]), n = a.shape[1]
+    cdef double logdet = 0.0
+    cdef int info
+    if q < 0 or a.shape[0] != T.shape[0] or first.shape[0] != n * q or first.shape[1] != q:
+        raise ValueError("a is (q², ℓ), T has q² entries and first is (ℓ q, q)")
+    work = np.empty(q)
+    cdef double[::1] w = work
+    if n == 0:
+        return True, 0.0
+    with nogil:
+        info = _levels_factor(q, a, &T[0], _NO_WEIGHTS, &first[0, 0], &w[0], &logdet)
+    return info == 0, logdet
+
+
+def banded_half(const double[:, ::1] first, const double[::1] T, double[:, ::1] H,
+                double[:, ::1] G):
+    """q₁ ≥ 3: per level s, H_s = L_s⁻¹Tᵀ (forward substitution on :func:`banded_first`'s
+    factors ``first``) into the row s of ``H`` (q x q, row-major) and, where ``G`` has
+    rows, G_s = H_sᵀH_s = T B_s⁻¹ Tᵀ into the row s of ``G`` (the sums over k in order,
+    as :class:`SmallDense` forms G)."""
+    cdef Py_ssize_t q = _order_of(T.shape[0]), n, s
+    if q < 0 or first.shape[1] != q or first.shape[0] % q or H.shape[1] != q * q or (
+            H.shape[0] != first.shape[0] // q) or (G.shape[0] and (
+                G.shape[0] != H.shape[0] or G.shape[1] != q * q)):
+        raise ValueError("first is (ℓ q, q), T q², H and G (ℓ, q²)")
+    n = H.shape[0]
+    with nogil:
+        for s in range(n):
+            _level_half(q, &first[s * q, 0], &T[0], &H[s, 0])
+            if G.shape[0]:
+                _level_g(q, &H[s, 0], &G[s, 0], 1)
+    return None
+
+
+cdef Py_ssize_t _order_of(Py_ssize_t qq) noexcept nogil:
+    """q for a q x q matrix of ``qq`` entries (q ≥ 3), else -1."""
+    cdef Py_ssize_t q = 3
+    while q * q < qq:
+        q += 1
+    return q if q * q == qq else -1
+
+
+cdef int _levels_factor(Py_ssize_t q, const double[:, ::1] a, const double *T,
+                        const double[::1] count, double *band, double *work,
+                        double *logdet) noexcept nogil:
+    """:func:`banded_first`'s steps (``work``: q): per level, M = A_s T by rows, B_s =
+    TᵀM + I on and below the diagonal (each sum over k in order), its Cholesky factor by
+    the column-by-column algorithm (the inner sums in order, libm's sqrt and log) into
+    ``band``; ``logdet``: Σ_s 2 Σ_j log L_s[j, j], each level's weighted by ``count``
+    where given. Returns -1 where a B_s is not positive definite."""
+    cdef Py_ssize_t n = a.shape[1], s, i, j, k, c
+    cdef bint weighted = count.shape[0] > 0
+    cdef double acc, d, ld, total = 0.0
+    cdef double *L
+    cdef double *m = work
+    for s in range(n):
+        L = band + s * q * q  # (level s's q columns of the band: L[c q + k] = L_s[c + k, c])
+        for j in range(q):  # column j of B_s: B_s[i, j] = Σ_k T[k, i] (A_s T)[k, j], i ≥ j
+            for k in range(q):  # (A_s T)[k, j]
+                acc = 0.0
+                for i in range(q):
+                    acc = acc + a[k * q + i, s] * T[i * q + j]
+                m[k] = acc
+            for i in range(j, q):
+                acc = 0.0
+                for k in range(q):
+                    acc = acc + T[k * q + i] * m[k]
+                L[j * q + (i - j)] = acc + 1.0 if i == j else acc
+            for i in range(q - j, q):  # (past the level: the band's zeros)
+                L[j * q + i] = 0.0
+        ld = 0.0
+        for j in range(q):  # Cholesky, column by column, in place
+            d = L[j * q]
+            for k in range(j):
+                d = d - L[k * q + (j - k)] * L[k * q + (j - k)]
+            if not d > 0.0:
+                return -1
+            d = sqrt(d)
+            L[j * q] = d
+            for i in range(j + 1, q):
+                acc = L[j * q + (i - j)]
+                for k in range(j):
+                    acc = acc - L[k * q + (i - k)] * L[k * q + (j - k)]
+                L[j * q + (i - j)] = acc / d
+            ld = ld + log(d)
+        total = total + (2.0 * ld * count[s] if weighted else 2.0 * ld)
+    logdet[0] = total
+    return 0 if total < INFINITY else -1
+
+
+cdef void _level_half(Py_ssize_t q, const double *L, const double *T,
+                      double *H) noexcept nogil:
+    """H = L⁻¹Tᵀ (q x q, row-major) for one level's band columns ``L`` (L[c q + k] =
+    L_s[c + k, c]): forward substitution on each column of Tᵀ (row j of T), the sums over
+    k in order."""
+    cdef Py_ssize_t i, j, k
+    cdef double v
+    for j in range(q):
+        for i in range(q):
+            v = T[j * q + i]
+            for k in range(i):
+                v = v - L[k * q + (i - k)] * H[k * q + j]
+            H[i * q + j] = v / L[i * q]
+
+
+cdef void _level_g(Py_ssize_t q, const double *H, double *g, Py_ssize_t stride
+                   ) noexcept nogil:
+    """G = HᵀH (q x q) for one level's H (row-major), entry (a, b) at g[(a q + b) stride]
+    (the sums over k in order; G[b, a] the same products, so G is symmetric)."""
+    cdef Py_ssize_t a, b, k
+    cdef double acc
+    for a in range(q):
+        for b in range(q):
+            acc = 0.0
+            for k in range(q):
+                acc = acc + H[k * q + a] * H[k * q + b]
+            g[(a * q + b) * stride] = acc
 
 
 cdef int _lower_factor(Py_ssize_t m, const double[:, ::1] H, double *A) noexcept nogil:
@@ -735,18 +865,20 @@ def level_pairs(const int64_t[::1] indptr, const int64_t[::1] indices,
 cdef class SmallDense:
     """A whole evaluation of a small design on the dense path in one call (:meth:`factor`;
     the arrays held here, W unpacked once, the work arrays allocated once): a first
-    grouping factor of one or two columns per level, the Schur
+    grouping factor of any number of columns per level, the Schur
     update by the sparse map W (a C-ordered array or a CSR matrix, one part) and a
     Schur complement factored by one dpotrf (``PLS.factor``'s steps, for the designs
     where NumPy's per-call overheads were most of an evaluation).
 
     ``a``: the first block's levels' (or classes') A_s, one row (q₁ = 1: a_s; T = [[t0]])
     or three (q₁ = 2: a₀₀, a₁₀, a₁₁; T = [[t0, 0], [t1, t2]]), with t0, t1, t2 θ at the
-    positions ``t_index`` (-1: an entry fixed at 0; θ has ``ntheta`` entries). Per entry
-    s, B_s =
+    positions ``t_index`` (-1: an entry fixed at 0; θ has ``ntheta`` entries), or for
+    q₁ ≥ 3 q₁² rows (A_s row-major) and T's q₁² positions, row-major. Per entry s, B_s =
     TᵀA_sT + I in closed form (``closed_forms.py``), written into ``first`` (q₁ = 1: √b_s;
-    q₁ = 2: b₀₀, b₁₀, b₁₁); G_s = T B_s⁻¹ Tᵀ of the entries ``src`` (one per class of W's
-    columns, entry-major as ``SparseMap.g_vector``). The scale of C's row or column i is
+    q₁ = 2: b₀₀, b₁₀, b₁₁; q₁ ≥ 3: its Cholesky factor in band storage, transposed,
+    :func:`banded_first`'s steps, ``first`` of shape :attr:`first_shape`); G_s = T B_s⁻¹ Tᵀ
+    of the entries ``src`` (one per class of W's columns, entry-major as
+    ``SparseMap.g_vector``; q₁ ≥ 3: :func:`banded_half`'s). The scale of C's row or column i is
     s_i = θ[``scale_index[i]``] (1 where it is -1: X and y); C is formed row-major in
     the memory of ``L`` (its upper triangle is L's lower one, as
     ``PLS._sparse_schur`` leaves it; its strict lower triangle is 0 here): with ``arr``
@@ -761,7 +893,7 @@ cdef class SmallDense:
     :meth:`factor` returns (info, the random part's log determinant (Σ_s log det B_s, weighted by
     ``count`` when given, + 2 Σ log L_ii over the first ``rr``), 2 Σ log L_ii over the
     rest but the last, the last pivot squared (the pwrss), the largest Hadamard ratio
-    b₀₀b₁₁ / det B_s (1 for q₁ = 1)). ``info`` is dpotrf's, -1 where a B_s is not
+    b₀₀b₁₁ / det B_s (1 for q₁ = 1 and q₁ ≥ 3, as ``pwrss.pivot_cancels`` reads them)). ``info`` is dpotrf's, -1 where a B_s is not
     positive definite (L then unset), or -2 where θ is not finite (nothing computed:
     the closed forms' general form is ``PLS.factor``'s).
 
@@ -781,19 +913,21 @@ cdef class SmallDense:
     cdef const int32_t[::1] indices, indptr
     cdef const int64_t[:, ::1] blocks
     cdef const int64_t[::1] tt_index
+    cdef const int64_t[::1] tq_index
     cdef double[::1] theta
     cdef Py_ssize_t rr, i0, i1, i2
-    cdef readonly Py_ssize_t ntheta, nentries
+    cdef readonly Py_ssize_t ntheta, nentries, q
     cdef bint csr
     cdef double *g
     cdef double *wg
     cdef double *sc
     cdef double *tt
+    cdef double *tq
     cdef double *work
     cdef tuple args
 
     def __cinit__(self):
-        self.g = self.wg = self.sc = self.tt = self.work = NULL
+        self.g = self.wg = self.sc = self.tt = self.tq = self.work = NULL
 
     def __init__(self, a, W, rows, src, count, arr, Arr, scale_index, Py_ssize_t rr,
                  t_index, Py_ssize_t ntheta, blocks=_NO_BLOCKS, tt_index=_NO_INDEX64):
@@ -810,11 +944,20 @@ cdef class SmallDense:
         else:
             self.dense = W
         self.ntheta, self.nentries = ntheta, self.a.shape[1]
-        # T's θ positions, -1 (an entry fixed at 0) reading the 0 after θ
-        self.i0, self.i1, self.i2 = (i if i >= 0 else ntheta for i in t_index)
+        rows = self.a.shape[0]
+        self.q = 1 if rows == 1 else 2 if rows == 3 else _order_of(rows)
+        if self.q < 0 or len(t_index) != (3 if self.q < 3 else rows):
+            raise ValueError("a has 1, 3 or q² rows (q ≥ 3), t_index 3 or q² positions")
+        # T's θ positions, -1 (an entry fixed at 0) reading the 0 after θ: t0, t1, t2 for
+        # q₁ ≤ 2, T row-major for q₁ ≥ 3
+        positions = [i if i >= 0 else ntheta for i in t_index]
+        self.tq_index = _NO_INDEX64 if self.q < 3 else np.array(positions, dtype=np.int64)
+        self.i0, self.i1, self.i2 = positions if self.q < 3 else (ntheta, ntheta, ntheta)
         self.theta = np.zeros(ntheta + 1)
-        ng = self.src.shape[0] * (1 if self.a.shape[0] == 1 else 4)
+        ng = self.src.shape[0] * self.q * self.q
         self.g = <double *> malloc((ng + 1) * sizeof(double))
+        # (q₁ ≥ 3: T, then one level's H or the work column of its factorisation)
+        self.tq = <double *> malloc((2 * rows + 1) * sizeof(double))
         self.wg = <double *> malloc((self.rows.shape[0] + 1) * sizeof(double))
         self.sc = <double *> malloc((self.Arr.shape[0] + 1) * sizeof(double))
         self.tt = <double *> malloc((self.tt_index.shape[0] + 1) * sizeof(double))
@@ -822,7 +965,7 @@ cdef class SmallDense:
             self.work = <double *> malloc((3 * self.Arr.shape[0] * self.Arr.shape[0] + 1)
                                           * sizeof(double))
         if self.g == NULL or self.wg == NULL or self.sc == NULL or self.tt == NULL or (
-                self.blocks.shape[0] and self.work == NULL):
+                self.tq == NULL or self.blocks.shape[0] and self.work == NULL):
             raise MemoryError()
 
     def __dealloc__(self):
@@ -830,6 +973,7 @@ cdef class SmallDense:
         free(self.wg)
         free(self.sc)
         free(self.tt)
+        free(self.tq)
         free(self.work)
 
     def __reduce__(self):
@@ -845,14 +989,22 @@ cdef class SmallDense:
         return SmallDense(a, W, rows, src, count, arr, Arr, scale_index, rr, t_index,
                           ntheta, blocks, tt_index)
 
+    @property
+    def first_shape(self):
+        """The shape of :meth:`factor`'s ``first``: (q₁ or 3, entries) for q₁ ≤ 2,
+        (entries·q₁, q₁) for q₁ ≥ 3."""
+        if self.q < 3:
+            return (self.a.shape[0], self.nentries)
+        return (self.nentries * self.q, self.q)
+
     def factor(self, const double[::1] theta, double[:, ::1] first, double[::1, :] L):
         """The evaluation at ``theta`` into ``first`` and ``L`` (class docstring)."""
         cdef double out[4]
         if theta.shape[0] != self.ntheta:
             raise ValueError(f"theta has {theta.shape[0]} entries, the design {self.ntheta}")
-        if first.shape[0] != self.a.shape[0] or first.shape[1] != self.nentries or (
+        if (first.shape[0], first.shape[1]) != self.first_shape or (
                 L.shape[0] != self.Arr.shape[0] or L.shape[1] != self.Arr.shape[0]):
-            raise ValueError("first is (q₁ or 3, entries) and L is r x r")
+            raise ValueError(f"first is {self.first_shape} and L is r x r")
         info = self.evaluate(&theta[0], first, L, out)
         return info, out[0], out[1], out[2], out[3]
 
@@ -866,7 +1018,7 @@ cdef class SmallDense:
             raise ValueError(f"theta has {thetas.shape[1]} entries, the design {self.ntheta}")
         if values.shape[0] != m or values.shape[1] != 4:
             raise ValueError("values is (m, 4)")
-        first = np.empty((self.a.shape[0], self.nentries))
+        first = np.empty(self.first_shape)
         L = np.empty((r, r), order="F")
         cdef double[:, ::1] first_v = first
         cdef double[::1, :] L_v = L
@@ -913,7 +1065,7 @@ cdef class SmallDense:
             K = back
             if K.shape[0] != p or K.shape[1] != p:
                 raise ValueError("back is p x p")
-        first = np.empty((self.a.shape[0], self.nentries))
+        first = np.empty(self.first_shape)
         L = np.empty((r, r), order="F")
         work = np.empty(3 * pp + 1)
         cdef double[:, ::1] first_v = first
@@ -979,17 +1131,19 @@ cdef class SmallDense:
         for j in range(self.tt_index.shape[0]):  # (the later blocks' T_kᵀ; -1: the 0)
             self.tt[j] = self.theta[self.tt_index[j] if self.tt_index[j] >= 0
                                     else self.ntheta]
+        for j in range(self.tq_index.shape[0]):  # (q₁ ≥ 3: T, row-major)
+            self.tq[j] = self.theta[self.tq_index[j]]
         with nogil:
             return _small_dense(
-                self.a, self.theta[self.i0], self.theta[self.i1], self.theta[self.i2],
-                self.theta, self.scale_index, self.rr, self.csr, self.dense, self.data,
-                self.indices, self.indptr, self.rows, self.src, self.count, self.arr,
-                self.Arr, first, L, self.g, self.wg, self.sc, self.blocks, self.tt,
-                self.work, out)
+                self.a, self.q, self.theta[self.i0], self.theta[self.i1],
+                self.theta[self.i2], self.tq, self.theta, self.scale_index, self.rr,
+                self.csr, self.dense, self.data, self.indices, self.indptr, self.rows,
+                self.src, self.count, self.arr, self.Arr, first, L, self.g, self.wg,
+                self.sc, self.blocks, self.tt, self.work, out)
 
 
-cdef int _small_dense(const double[:, ::1] a, double t0, double t1, double t2,
-                      const double[::1] theta, const int64_t[::1] scale_index,
+cdef int _small_dense(const double[:, ::1] a, Py_ssize_t q1, double t0, double t1,
+                      double t2, double *tq, const double[::1] theta, const int64_t[::1] scale_index,
                       Py_ssize_t rr, bint csr, const double[:, ::1] dense,
                       const double[::1] data, const int32_t[::1] indices,
                       const int32_t[::1] indptr, const int64_t[::1] rows,
@@ -999,10 +1153,12 @@ cdef int _small_dense(const double[:, ::1] a, double t0, double t1, double t2,
                       const int64_t[:, ::1] blocks, const double *tt, double *work,
                       double *out) noexcept nogil:
     """:class:`SmallDense`'s evaluation on its arrays and work arrays (g: ncls·q₁² entries,
-    wg: W's rows, sc: r; with ``blocks``, the later blocks' T_kᵀ ``tt`` and ``work``, 3r²);
-    ``out``: the random part's log determinant, the fixed part's, the pwrss and the
-    Hadamard ratio (INFINITY where not computed). Returns the info."""
-    cdef Py_ssize_t q1 = 1 if a.shape[0] == 1 else 2, n = a.shape[1]
+    wg: W's rows, sc: r; with ``blocks``, the later blocks' T_kᵀ ``tt`` and ``work``, 3r²;
+    q₁ ≥ 3: T row-major and q₁² more entries, ``tq``); ``out``: the random part's log
+    determinant, the fixed part's, the pwrss and the Hadamard ratio (INFINITY where not
+    computed; 1 for q₁ = 1 and q₁ ≥ 3, as ``pwrss.pivot_cancels`` reads them). Returns
+    the info."""
+    cdef Py_ssize_t n = a.shape[1]
     cdef Py_ssize_t ncls = src.shape[0], r = L.shape[0], nrows = rows.shape[0]
     cdef Py_ssize_t s, c, i, j, p
     cdef bint weighted = count.shape[0] > 0, support = arr.shape[0] > 0
@@ -1014,6 +1170,13 @@ cdef int _small_dense(const double[:, ::1] a, double t0, double t1, double t2,
     cdef int info = 0, nr = <int>r
     cdef char uplo = b"L"
     out[0], out[1], out[2], out[3] = INFINITY, INFINITY, INFINITY, 1.0
+    if q1 >= 3:  # B_s's factors in band storage (banded_first), G per class (banded_half)
+        if _levels_factor(q1, a, tq, count, &first[0, 0], tq + q1 * q1, &logdet) != 0:
+            return -1
+        for c in range(ncls):
+            _level_half(q1, &first[src[c] * q1, 0], tq, tq + q1 * q1)
+            _level_g(q1, tq + q1 * q1, g + c, ncls)
+        n = 0  # (the closed forms below are q₁ ≤ 2's)
     for s in range(n):  # B_s per entry, its log determinant and the ratio
         if q1 == 1:
             b00 = t00 * a[0, s] + 1.0
@@ -1036,7 +1199,7 @@ cdef int _small_dense(const double[:, ::1] a, double t0, double t1, double t2,
     if info != 0 or not logdet < INFINITY:
         return -1
     out[0] = logdet
-    for c in range(ncls):  # G of each class's entry, entry-major
+    for c in range(ncls if q1 < 3 else 0):  # G of each class's entry, entry-major
         s = src[c]
         if q1 == 1:
             g[c] = t00 / (t00 * a[0, s] + 1.0)
@@ -1121,7 +1284,7 @@ cdef class SmallCriterion(LoggedObjective):
                  double ldW, double shift, double yc_ss, bint auto, limits, fallback):
         self.small, self.ntheta = small, small.ntheta
         r = small.Arr.shape[0]
-        self.first = np.empty((small.a.shape[0], small.nentries))
+        self.first = np.empty(small.first_shape)
         self.L = np.empty((r, r), order="F")
         self.nobs, self.p, self.reml = <double>nobs, <double>p, reml
         self.ldW, self.shift, self.yc_ss, self.auto = ldW, shift, yc_ss, auto

@@ -1,10 +1,12 @@
-"""The first random-effects block as one banded matrix (LAPACK dpbtrf / dtbtrs).
+"""The first random-effects block's per-level factors, kept as one banded matrix.
 
 blockdiag_s(B_s), B_s = TᵀA_sT + I (q x q per level s), is a symmetric band matrix of
-half-bandwidth q - 1 whose band has zeros between levels. One banded Cholesky factors every
-level at once, and one banded triangular solve applies every L_s⁻¹ to a stacked right-hand
-side: two LAPACK calls per evaluation instead of one small factorisation and solve per level
-(what dominates random-slope models with many parameters, e.g. 9 slopes by model:dataset).
+half-bandwidth q - 1 whose band has zeros between levels. Its Cholesky factor
+blockdiag_s(L_s) is kept in LAPACK's band storage (lower): one banded triangular solve
+(dtbtrs) applies every L_s⁻¹ to a stacked right-hand side. Each level's B_s, L_s, H_s =
+L_s⁻¹Tᵀ and G_s = H_sᵀH_s are formed by the compiled kernels (``_core.banded_first``,
+``_core.banded_half``), with the arithmetic of the compiled evaluation of small designs
+(``_core.SmallDense``), so that both paths give the same numbers.
 """
 
 from __future__ import annotations
@@ -12,7 +14,11 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import lapack
 
+from crossed.model import _core
+
 __all__ = ["BandedBlocks"]
+
+_NO_G = np.zeros((0, 0))
 
 
 class BandedBlocks:
@@ -30,7 +36,6 @@ class BandedBlocks:
         self.m, self.q, _ = A11.shape
         q, m = self.q, self.m
         self.theta_index = theta_index
-        self.diagonal = bool(np.all(theta_index[~np.eye(q, dtype=bool)] < 0))
         rows, cols = np.tril_indices(q)
         self._s = np.repeat(np.arange(m), len(rows))
         self._r = np.tile(rows, m)
@@ -38,17 +43,8 @@ class BandedBlocks:
         # band storage (lower): AB[r - c, s q + c] = B_s[r, c]
         self._band_row = self._r - self._c
         self._band_col = self._s * q + self._c
-        self._A11 = A11
-        if self.diagonal:
-            self._t_pos = np.diagonal(theta_index).copy()
-            band = np.zeros((q, m * q), order="F")
-            band[self._band_row, self._band_col] = A11[self._s, self._r, self._c]
-            self._A11_band = band
-            local = np.arange(m * q) % q
-            # the entry in band row k, column j pairs local rows c_j + k and c_j: its factor
-            # is t[c_j + k] t[c_j], read from the flattened outer product t tᵀ
-            pair_r = np.minimum(local[None, :] + np.arange(q)[:, None], q - 1)
-            self._pair = np.asfortranarray(pair_r * q + local[None, :])
+        self._a = np.ascontiguousarray(A11.reshape(m, q * q).T)  # (A_s's entries as rows)
+        self._positions = theta_index.ravel()  # (T row-major; -1 reads the 0 after θ)
         self._eye_stack = np.asfortranarray(np.tile(np.eye(q), (m, 1)))
         self._last: tuple[np.ndarray, np.ndarray] | None = None  # (Lb, inverse(Lb))
 
@@ -58,21 +54,16 @@ class BandedBlocks:
         T[mask] = theta[self.theta_index[mask]]
         return T
 
+    def _t_rows(self, theta: np.ndarray) -> np.ndarray:
+        """T row-major, (q²,)."""
+        T: np.ndarray = np.concatenate((np.asarray(theta, dtype=float), [0.0]))[self._positions]
+        return T
+
     def factor(self, theta: np.ndarray) -> tuple[np.ndarray, float, bool]:
         """Banded Cholesky factor of blockdiag(B_s), log det and whether B is positive definite."""
-        if self.diagonal:
-            t = theta[self._t_pos]
-            band = self._A11_band * np.outer(t, t).ravel()[self._pair]
-        else:
-            T = self.template(theta)
-            B = T.T @ self._A11 @ T
-            band = np.zeros((self.q, self.m * self.q), order="F")
-            band[self._band_row, self._band_col] = B[self._s, self._r, self._c]
-        band[0] += 1.0
-        Lb, info = lapack.dpbtrf(band, lower=1, overwrite_ab=1)
-        if info != 0:
-            return Lb, np.inf, False
-        return Lb, 2.0 * float(np.sum(np.log(Lb[0]))), True
+        Lb = np.empty((self.q, self.m * self.q), order="F")
+        ok, logdet = _core.banded_first(self._a, self._t_rows(theta), Lb.T)
+        return Lb, (float(logdet) if ok else np.inf), bool(ok)
 
     def solve(self, Lb: np.ndarray, Y: np.ndarray) -> np.ndarray:
         """blockdiag(L_s)⁻¹ Y for a stacked (ℓ q, k) right-hand side."""
@@ -83,22 +74,24 @@ class BandedBlocks:
         return X
 
     def half(self, theta: np.ndarray, Lb: np.ndarray) -> np.ndarray:
-        """H_s = L_s⁻¹ Tᵀ per level, (ℓ, q, q), so that T B_s⁻¹ Tᵀ = H_sᵀ H_s.
+        """H_s = L_s⁻¹ Tᵀ per level, (ℓ, q, q), so that T B_s⁻¹ Tᵀ = H_sᵀ H_s."""
+        return self.half_and_g(theta, Lb, with_g=False)[0]
 
-        Formed as (L_s⁻¹) Tᵀ from the stacked inverses, which are kept for
-        :meth:`inverse` (the gradient reads them after the same evaluation)."""
-        X = self.inverse(Lb)
-        H: np.ndarray
-        if self.diagonal:  # Tᵀ = diag(t) per level
-            H = X * theta[self._t_pos][None, :]
-        else:
-            H = X @ self.template(theta).T
-        return H.reshape(self.m, self.q, self.q)
+    def half_and_g(self, theta: np.ndarray, Lb: np.ndarray, with_g: bool = True
+                   ) -> tuple[np.ndarray, np.ndarray]:
+        """H_s = L_s⁻¹ Tᵀ and G_s = H_sᵀH_s = T B_s⁻¹ Tᵀ per level, each (ℓ, q, q) (G empty
+        without ``with_g``), by forward substitution on the factor ``Lb``."""
+        q, m = self.q, self.m
+        H = np.empty((m, q, q))
+        G = np.empty((m, q, q)) if with_g else _NO_G
+        _core.banded_half(Lb.T, self._t_rows(theta), H.reshape(m, q * q),
+                          G.reshape(m, q * q) if with_g else _NO_G)
+        return H, G
 
     def inverse(self, Lb: np.ndarray) -> np.ndarray:
         """The stacked L_s⁻¹, (ℓ q, q) (rows s q ... s q + q - 1: level s's), by one banded
         solve; the last one is kept, and returned again for the same factor ``Lb`` (the
-        same array object: one evaluation's factorisation, then its gradient)."""
+        same array object: the gradient reads it for each of its terms)."""
         last = self._last
         if last is not None and last[0] is Lb:
             return last[1]

@@ -101,6 +101,12 @@ _SmallInputs = tuple[np.ndarray, "np.ndarray | sp.csr_matrix", np.ndarray, np.nd
 """``_core.SmallDense``'s arrays: a, W, rows, src, count, arr, Arr."""
 
 MAX_DENSE = 20000
+GROUPS_OVERHEAD = 80_000.0
+"""The interpreted groups update's fixed cost per evaluation in the planner's units
+(``update_plan.plan_update``; about 120 µs, a unit being about 1.5 ns of the compiled
+sparse map's): a first block of three or more columns per level takes the compiled map
+while W costs less than the groups plus this (W grows as q₁²; carrots' 103 consumers
+with (1 + sens1 + sens2) crossed with 12 products: 118k units, 181 µs, the groups 172)."""
 _SMALL_SCHUR = 256
 """Up to this size the scaled A_rr is formed by one product with the scales' outer product
 (fewer calls), above it block by block on the upper triangle (half the work)."""
@@ -542,11 +548,14 @@ class PLS:
         # 500 items x 10 systems with (1 + x | system), r = 23, 77 → 8 µs an evaluation;
         # blurb's CCMEM with seed * lr, 17 fixed-effect columns, r = 35, 115 → 26 µs).
         # Scalar later blocks: while W is one part (SmallDense's condition; W's cost is
-        # its nonzeros). Not for PIRLS's weighted problems (a template without a plan: no
-        # such call)
+        # its nonzeros); a first block of three or more columns: while W costs less than
+        # the groups' evaluation (GROUPS_OVERHEAD). Not for PIRLS's weighted problems (a
+        # template without a plan: no such call)
         weighted = plan is None and template is not None
-        compiled = (not weighted and self.q1 <= 2 and self.r < MIN_DIAGONAL
-                    and (not self._rest_scalar or self._w_cost < SPLIT_NNZ))
+        compiled = (not weighted and self.r < MIN_DIAGONAL
+                    and (not self._rest_scalar or self._w_cost < SPLIT_NNZ)
+                    and (self.q1 <= 2
+                         or self._w_cost < self._group_cost + GROUPS_OVERHEAD))
         if self.update == "groups" or (self.update is None and cheaper and not compiled):
             self._Arr_F = np.asfortranarray(Arr)
             assert self._level_groups is not None  # planned whenever groups can be chosen
@@ -607,7 +616,8 @@ class PLS:
         inputs = self._small_dense_inputs()
         if inputs is None:
             return None
-        t_index = (self._t1, -1, -1) if self.q1 == 1 else tuple(self._t_2x2)
+        t_index = ((self._t1, -1, -1) if self.q1 == 1 else tuple(self._t_2x2)
+                   if self.q1 == 2 else tuple(self.blocks[0].theta_index.ravel().tolist()))
         # (a later block of several columns: scaled by S = blockdiag(I ⊗ T_kᵀ, I) on both
         # sides, no scale per column)
         scale_index, blocks = ((self._scale_index, ()) if self._rest_scalar
@@ -617,27 +627,28 @@ class PLS:
 
     def _small_dense_inputs(self) -> _SmallInputs | None:
         """The arrays of a whole evaluation in one compiled call (``_core.SmallDense``),
-        or None: for a first block of one or two columns per level, the update by the
-        sparse map W in one part and a Schur complement of order below ``MIN_DIAGONAL``
-        (one dpotrf: ``cholesky_lower``'s choice there; later blocks of several columns
-        per level scaled as :meth:`_finish_schur` scales them), as (A_s per level or class
-        as rows of entries, W, its positions, the level standing for each of W's classes,
-        the classes' sizes (empty: per level), A_rr on the support (empty: C formed from
-        A_rr whole), A_rr).
+        or None: for the update by the sparse map W in one part and a Schur complement of
+        order below ``MIN_DIAGONAL`` (one dpotrf: ``cholesky_lower``'s choice there; later
+        blocks of several columns per level scaled as :meth:`_finish_schur` scales them),
+        as (A_s per level or class as rows of entries (q₁ ≥ 3: A_s row-major), W, its
+        positions, the level standing for each of W's classes, the classes' sizes (empty:
+        per level), A_rr on the support (empty: C formed from A_rr whole), A_rr).
 
         Not where the pwrss is taken from the residuals at every θ (nearly collinear
         levels, ``residual_pwrss`` "always"; as ``batched.py``): there each evaluation
         is dominated by that solve, and it keeps the steps' own arithmetic on the designs
         whose optimum is most sensitive to rounding."""
         m = self._map
-        if (m is None or self.q1 > 2 or self.r >= MIN_DIAGONAL or len(m.parts) > 1
+        if (m is None or self.r >= MIN_DIAGONAL or len(m.parts) > 1
                 or self.residual_pwrss == "always"):
             return None
         classes = self._classes
         if self.q1 == 1:
             a = (self._a_1x1 if classes is None else classes.a).reshape(1, -1)
-        else:
+        elif self.q1 == 2:
             a = self._a_2x2
+        else:  # (A_s's entries row-major, one row each)
+            a = self.A11.reshape(self.l1, -1).T
         per_entry = classes is not None or m.identity
         src = np.arange(a.shape[1]) if per_entry else m.rep
         count = np.zeros(0) if classes is None else classes.count
@@ -773,10 +784,8 @@ class PLS:
         """
         single = self._groups is not None and len(self._groups) == 1 and (
             len(self._groups[0][1]) == self.r)
-        if self._band is not None:
-            H = self._band.half(theta, chol)
-            if self._groups is None:  # the sparse map reads G = HᵀH
-                G = np.swapaxes(H, 1, 2) @ H
+        if self._band is not None:  # (the sparse map reads G = HᵀH)
+            H, G = self._band.half_and_g(theta, chol, with_g=self._groups is None)
         elif self.q1 == 2 and self._groups is not None and not single:
             # H_s = L_s⁻¹ Tᵀ from B_s (first_block leaves B for q1 = 2)
             H = (np.linalg.inv(np.linalg.cholesky(matrices_2x2(chol)))
@@ -877,8 +886,7 @@ class PLS:
         assert chol is not None  # ok
         if self._sparse is not None:
             if self._band is not None:  # G = HᵀH from the banded factor (q1 > 2)
-                H = self._band.half(theta, chol)
-                G = np.swapaxes(H, 1, 2) @ H
+                G = self._band.half_and_g(theta, chol)[1]
             assert G is not None  # first_block's (q1 <= 2) or formed above
             sf = self._sparse.factor(theta, G, ld1, chol)
             lost = sf.ok and pivot_cancels(self, sf.pwrss, chol, theta)
@@ -902,11 +910,15 @@ class PLS:
         None where a θ is not finite (the closed forms' general form: ``factor``)."""
         small = self._small
         assert small is not None  # (the caller's test)
-        # (√B_s per entry as first_block leaves them for q₁ = 1, B_s's entries for q₁ = 2)
-        first = np.empty((small.nentries, 1, 1) if self.q1 == 1 else (3, small.nentries))
+        # (√B_s per entry as first_block leaves them for q₁ = 1, B_s's entries for q₁ = 2,
+        # the banded factor for q₁ > 2: its band storage, whose transpose SmallDense writes)
+        q = self.q1
+        first = np.empty((small.nentries, 1, 1) if q == 1 else (3, small.nentries)
+                         if q == 2 else (q, small.nentries * q), order="C" if q < 3 else "F")
         L = np.empty((self.r, self.r), order="F")
         info, ld1, ldRX2, pwrss, amplification = small.factor(
-            np.ascontiguousarray(theta), first.reshape(-1, small.nentries), L)
+            np.ascontiguousarray(theta), first.reshape(-1, small.nentries) if q < 3
+            else first.T, L)
         if info == -2:
             return None
         if info != 0:
