@@ -20,8 +20,9 @@ need = ["crossed/py.typed", "crossed/data/exist_multi.csv",
 missing = [n for n in need if n not in names]
 assert not missing, f"not in the wheel: {missing}"
 # the compiled core (meson.build), not its Cython sources
-for module in ("crossed/design/_rank.", "crossed/model/_core.", "crossed/inference/_hessian.",
-               "crossed/model/glmm/_scalar.", "crossed/engines/native/_nlopt."):
+for module in ("crossed/design/_rank.", "crossed/model/_core.", "crossed/model/_gradient.",
+               "crossed/inference/_hessian.", "crossed/model/glmm/_scalar.",
+               "crossed/engines/native/_nlopt."):
     assert any(n.startswith(module) and n.endswith(".so") for n in names), \
         f"the compiled core ({module}*.so) is not in the wheel"
 assert not any(n.endswith(".pyx") for n in names), "Cython sources in the wheel"

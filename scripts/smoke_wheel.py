@@ -26,10 +26,10 @@ def main() -> None:
     from crossed.design import _rank
     from crossed.engines.native import _nlopt, optimize
     from crossed.inference import _hessian
-    from crossed.model import _core
+    from crossed.model import _core, _gradient
     from crossed.model.glmm import _scalar
 
-    for module in (_rank, _core, _scalar, _nlopt, _hessian):
+    for module in (_rank, _core, _gradient, _scalar, _nlopt, _hessian):
         core = Path(module.__file__).resolve()
         assert here in core.parents and core.suffix == ".so", f"compiled core not installed: {core}"
     assert shutil.which("cc") is None and shutil.which("gcc") is None, "a compiler on PATH"

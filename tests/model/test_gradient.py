@@ -211,24 +211,55 @@ def test_dense_path_matches_blocked_path(name: str, reml: bool, fitted: dict) ->
                                    atol=1e-10 * max(1.0, float(np.max(np.abs(g)))))
 
 
-def test_banded_inverse_is_kept_for_its_factor_only(fitted: dict) -> None:
-    """The first block's stacked L_s⁻¹ (banded.py) is reused for the factorisation that
-    formed it (the gradient after an evaluation), recomputed for any other."""
+def test_banded_inverse_is_each_levels_inverse_for_its_factor(fitted: dict) -> None:
+    """The first block's B_s⁻¹ = L_s⁻ᵀL_s⁻¹ (banded.py), which the gradient reads, is
+    formed from the factor it is given: the inverse of that factorisation's B_s."""
     pls, theta_r = _pls("blurb_ccmem_slopes", fitted)
     band = pls._band
     assert band is not None
-    f1 = pls.factor(theta_r)
-    X1 = band.inverse(f1.first)
-    assert band.inverse(f1.first) is X1
-    f2 = pls.factor(theta_r * 1.1)
-    X2 = band.inverse(f2.first)
-    assert X2 is not X1
-    chol = pls.first_chol(f1)
-    np.testing.assert_allclose(band.inverse(f1.first).reshape(chol.shape) @ chol,
-                               np.broadcast_to(np.eye(pls.q1), chol.shape), atol=1e-12)
-    g1 = criterion_gradient(pls, f1, True)  # the cache now holds f1's again
-    band._last = None
-    np.testing.assert_array_equal(criterion_gradient(pls, f1, True), g1)
+    for theta in (theta_r, theta_r * 1.1):
+        f = pls.factor(theta)
+        chol = pls.first_chol(f)
+        B = chol @ np.swapaxes(chol, 1, 2)
+        inverse = band.inverse(f.first)
+        np.testing.assert_allclose(inverse @ B, np.broadcast_to(np.eye(pls.q1), B.shape),
+                                   atol=1e-12)
+        np.testing.assert_array_equal(inverse, np.swapaxes(inverse, 1, 2))
+
+
+def test_compiled_dense_gradient_refuses_what_does_not_fit(fitted: dict) -> None:
+    """``_gradient.dense_gradient`` reads only arrays of the design's shapes and θ positions
+    within θ (else -1, a ValueError from the caller), and reports a singular factor
+    (LAPACK's info, a LinAlgError) without writing the gradient."""
+    from crossed.model import _gradient
+    from crossed.model.gradient import _plan
+    from crossed.model.gradient_dense import dense_arrays, dense_gradient, first_inverse
+
+    pls, theta = _pls("blurb_ccmem_slopes", fitted)
+    f = pls.factor(theta)
+    d = dense_arrays(pls, _plan(pls).dense)
+    R = pls.r_rand + pls.p
+    T1 = np.ascontiguousarray(pls.blocks[0].template(theta))
+    Dinv = np.ascontiguousarray(first_inverse(pls, f))
+
+    def call(L=f.L, scale_index=d.scale_index, A1=d.A1, t_index=d.t_index, rr=pls.r_rand):
+        grad = np.full(len(theta), 7.0)
+        info = _gradient.dense_gradient(L, theta, -2.0 * (pls.n - pls.p) / f.pwrss,
+                                        scale_index, rr, R, A1, d.A11, Dinv, T1, d.Arr,
+                                        d.t_pos, t_index, grad)
+        return info, grad
+
+    info, grad = call()
+    assert info == 0
+    np.testing.assert_array_equal(grad, dense_gradient(pls, f, True, _plan(pls).dense))
+    assert call(A1=d.A1[1:])[0] == -1
+    assert call(t_index=d.t_index + len(theta))[0] == -1
+    assert call(scale_index=np.full_like(d.scale_index, -1))[0] == -1  # (a later effect)
+    assert call(rr=R + 1)[0] == -1
+    singular = np.array(f.L, order="F")
+    singular[1, 1] = 0.0
+    info, grad = call(L=singular)
+    assert info > 0 and np.all(grad == 7.0)
 
 
 @pytest.mark.parametrize("reml", [True, False], ids=["REML", "ML"])

@@ -45,8 +45,7 @@ class BandedBlocks:
         self._band_col = self._s * q + self._c
         self._a = np.ascontiguousarray(A11.reshape(m, q * q).T)  # (A_s's entries as rows)
         self._positions = theta_index.ravel()  # (T row-major; -1 reads the 0 after θ)
-        self._eye_stack = np.asfortranarray(np.tile(np.eye(q), (m, 1)))
-        self._last: tuple[np.ndarray, np.ndarray] | None = None  # (Lb, inverse(Lb))
+        self._eye = np.eye(q).reshape(-1)
 
     def template(self, theta: np.ndarray) -> np.ndarray:
         T = np.zeros((self.q, self.q))
@@ -81,23 +80,20 @@ class BandedBlocks:
                    ) -> tuple[np.ndarray, np.ndarray]:
         """H_s = L_s⁻¹ Tᵀ and G_s = H_sᵀH_s = T B_s⁻¹ Tᵀ per level, each (ℓ, q, q) (G empty
         without ``with_g``), by forward substitution on the factor ``Lb``."""
+        return self._halves(self._t_rows(theta), Lb, with_g)
+
+    def inverse(self, Lb: np.ndarray) -> np.ndarray:
+        """B_s⁻¹ = L_s⁻ᵀL_s⁻¹ per level, (ℓ, q, q): :meth:`half_and_g`'s steps with T = I."""
+        return self._halves(self._eye, Lb, True)[1]
+
+    def _halves(self, T: np.ndarray, Lb: np.ndarray, with_g: bool
+                ) -> tuple[np.ndarray, np.ndarray]:
         q, m = self.q, self.m
         H = np.empty((m, q, q))
         G = np.empty((m, q, q)) if with_g else _NO_G
-        _core.banded_half(Lb.T, self._t_rows(theta), H.reshape(m, q * q),
-                          G.reshape(m, q * q) if with_g else _NO_G)
+        _core.banded_half(Lb.T, T, H.reshape(m, q * q), G.reshape(m, q * q) if with_g
+                          else _NO_G)
         return H, G
-
-    def inverse(self, Lb: np.ndarray) -> np.ndarray:
-        """The stacked L_s⁻¹, (ℓ q, q) (rows s q ... s q + q - 1: level s's), by one banded
-        solve; the last one is kept, and returned again for the same factor ``Lb`` (the
-        same array object: the gradient reads it for each of its terms)."""
-        last = self._last
-        if last is not None and last[0] is Lb:
-            return last[1]
-        X = self.solve(Lb, self._eye_stack)
-        self._last = (Lb, X)  # (one assignment: a concurrent reader sees one pair or the other)
-        return X
 
     def unpack(self, Lb: np.ndarray) -> np.ndarray:
         """The per-level lower Cholesky factors L_s as an (ℓ, q, q) array."""
