@@ -245,8 +245,8 @@ def test_compiled_dense_gradient_refuses_what_does_not_fit(fitted: dict) -> None
     def call(L=f.L, scale_index=d.scale_index, A1=d.A1, t_index=d.t_index, rr=pls.r_rand):
         grad = np.full(len(theta), 7.0)
         info = _gradient.dense_gradient(L, theta, -2.0 * (pls.n - pls.p) / f.pwrss,
-                                        scale_index, rr, R, A1, d.A11, Dinv, T1, d.Arr,
-                                        d.t_pos, t_index, grad)
+                                        scale_index, rr, R, A1, d.A1T, d.A11, Dinv, T1,
+                                        d.Arr, d.t_pos, t_index, grad)
         return info, grad
 
     info, grad = call()

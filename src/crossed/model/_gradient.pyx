@@ -21,20 +21,24 @@ from scipy.linalg.cython_lapack cimport dpotri, dtrtrs
 
 def dense_gradient(const double[::1, :] L, const double[::1] theta, double c,
                    const int64_t[::1] scale_index, Py_ssize_t rr, Py_ssize_t R,
-                   const double[:, ::1] A1, const double[:, :, ::1] A11,
-                   const double[:, :, ::1] Dinv, const double[:, ::1] T1,
-                   const double[:, ::1] Arr, const int64_t[::1] t_pos,
-                   const int64_t[::1] t_index, double[::1] grad):
+                   const double[:, ::1] A1, const double[:, :, ::1] A1T,
+                   const double[:, :, ::1] A11, const double[:, :, ::1] Dinv,
+                   const double[:, ::1] T1, const double[:, ::1] Arr,
+                   const int64_t[::1] t_pos, const int64_t[::1] t_index, double[::1] grad):
     """∂(criterion)/∂θ into ``grad`` at a dense factorisation (``gradient_dense.py``'s
     formula and names).
 
     ``L``: the factor (r x r, Fortran order, lower); ``c`` = −2 (n − p or n) / pwrss;
     ``scale_index``: the θ scaling each of the r columns after the first block (-1: 1, X
     and y); ``rr`` later random effects, all scalar, and ``R`` columns in the log
-    determinant (rr, or rr + p for REML); ``A1``: A_1r (ℓ₁ q₁ x r); ``A11``: A_s per
-    level; ``Dinv``: D_s⁻¹ = (T₁ᵀA_sT₁ + I)⁻¹ per level; ``T1``: the first template;
-    ``Arr``: A_rr (r x r); ``t_pos``, ``t_index``: the flat positions of T₁ that hold a θ
-    and their θ.
+    determinant (rr, or rr + p for REML); ``A1``: A_1r (ℓ₁ q₁ x r) and ``A1T`` the same
+    per level transposed (ℓ₁, r, q₁); ``A11``: A_s per level; ``Dinv``: D_s⁻¹ =
+    (T₁ᵀA_sT₁ + I)⁻¹ per level; ``T1``: the first template; ``Arr``: A_rr (r x r);
+    ``t_pos``, ``t_index``: the flat positions of T₁ that hold a θ and their θ.
+
+    Every product is summed over its inner index in order; the per-level products run with
+    the output's last index innermost (no chain of dependent additions: the same sums,
+    several at a time), and Y = A_1R S_R S⁻¹ by one dgemm.
 
     Returns 0, dtrtrs's or dpotri's info where the factor is singular (``grad`` unset),
     or -1 for shapes that do not fit."""
@@ -42,11 +46,12 @@ def dense_gradient(const double[::1, :] L, const double[::1] theta, double c,
     cdef Py_ssize_t M = l1 * q, k = theta.shape[0], qq = q * q, w = q + rr, i, j
     cdef int info
     if (L.shape[1] != r or r < 1 or A1.shape[0] != M or A1.shape[1] != r
+            or A1T.shape[0] != l1 or A1T.shape[1] != r or A1T.shape[2] != q
             or A11.shape[2] != q or Dinv.shape[0] != l1 or Dinv.shape[1] != q
             or Dinv.shape[2] != q or T1.shape[0] != q or T1.shape[1] != q
             or Arr.shape[0] != r or Arr.shape[1] != r or scale_index.shape[0] != r
             or rr < 0 or R < rr or R > n or t_pos.shape[0] != t_index.shape[0]
-            or grad.shape[0] != k):
+            or grad.shape[0] != k or l1 < 1 or q < 1):
         return -1
     for i in range(r):
         if scale_index[i] >= k:
@@ -57,27 +62,35 @@ def dense_gradient(const double[::1, :] L, const double[::1] theta, double c,
     for j in range(t_pos.shape[0]):
         if t_pos[j] < 0 or t_pos[j] >= qq or t_index[j] < 0 or t_index[j] >= k:
             return -1
-    cdef Py_ssize_t size = (3 * r + 4 * M + 4 * qq + 2 * l1 * qq + rr + 2 * R * R + M * R
+    cdef Py_ssize_t size = (3 * r + 4 * M + 6 * qq + 2 * l1 * qq + rr + 2 * R * R + M * R
                             + M * w)
     cdef double *buf = <double *> malloc((size + 1) * sizeof(double))
     if buf == NULL:
         raise MemoryError()
     try:
         with nogil:
-            info = _dense_gradient(L, theta, c, scale_index, rr, R, A1, A11, Dinv, T1, Arr,
-                                   t_pos, t_index, grad, buf)
+            info = _dense_gradient(L, theta, c, scale_index, rr, R, A1, A1T, A11, Dinv, T1,
+                                   Arr, t_pos, t_index, grad, buf)
         return info
     finally:
         free(buf)
 
 
+cdef inline void _axpy(Py_ssize_t m, double alpha, const double *x, double *y
+                       ) noexcept nogil:
+    """y += alpha x (m entries)."""
+    cdef Py_ssize_t i
+    for i in range(m):
+        y[i] = y[i] + alpha * x[i]
+
+
 cdef int _dense_gradient(const double[::1, :] L, const double[::1] theta, double c,
                          const int64_t[::1] scale_index, Py_ssize_t rr, Py_ssize_t R,
-                         const double[:, ::1] A1, const double[:, :, ::1] A11,
-                         const double[:, :, ::1] Dinv, const double[:, ::1] T1,
-                         const double[:, ::1] Arr, const int64_t[::1] t_pos,
-                         const int64_t[::1] t_index, double[::1] grad,
-                         double *buf) noexcept nogil:
+                         const double[:, ::1] A1, const double[:, :, ::1] A1T,
+                         const double[:, :, ::1] A11, const double[:, :, ::1] Dinv,
+                         const double[:, ::1] T1, const double[:, ::1] Arr,
+                         const int64_t[::1] t_pos, const int64_t[::1] t_index,
+                         double[::1] grad, double *buf) noexcept nogil:
     """:func:`dense_gradient`'s steps on its checked arrays and the work array ``buf``."""
     cdef Py_ssize_t r = L.shape[0], n = r - 1, l1 = A11.shape[0], q = A11.shape[1]
     cdef Py_ssize_t M = l1 * q, k = theta.shape[0], qq = q * q, w = q + rr
@@ -85,6 +98,7 @@ cdef int _dense_gradient(const double[::1, :] L, const double[::1] theta, double
     cdef int nn = <int>n, ir = <int>r, iR = <int>R, iM = <int>M, one = 1, info = 0
     cdef char uplo = b"L", trans = b"T", diag = b"N", no = b"N"
     cdef double alpha = 1.0, zero = 0.0, acc
+    cdef const double *row
     cdef double *sc = buf  # S's diagonal (1 on X and y)
     cdef double *x = sc + r  # the PLS solution [u_rest, β]
     cdef double *xs = x + r  # [b_rest, β, −1]
@@ -92,13 +106,15 @@ cdef int _dense_gradient(const double[::1, :] L, const double[::1] theta, double
     cdef double *u1 = rhs + M  # −u₁
     cdef double *b1 = u1 + M  # −b₁
     cdef double *z1 = b1 + M  # −Z₁ᵀ(y − Xβ − ZΛu)
-    cdef double *Fs = z1 + M  # one level's F_s
-    cdef double *Kt = Fs + qq  # K̃_s = T₁D_s⁻¹ per level
+    cdef double *T1t = z1 + M  # T₁ᵀ (C order)
+    cdef double *Fs = T1t + qq  # one level's F_s
+    cdef double *Ws = Fs + qq  # one level's W_s
+    cdef double *tmp = Ws + qq  # one level's (K_s F_s)ᵀ
+    cdef double *first = tmp + qq  # [a, b] of the first template
+    cdef double *acc2 = first + qq  # Σ_s (K_s F_s)ᵀ
+    cdef double *Kt = acc2 + qq  # K̃_s = T₁D_s⁻¹ per level
     cdef double *G = Kt + l1 * qq  # G_s = K̃_sT₁ᵀ per level
-    cdef double *first = G + l1 * qq  # [a, b] of the first template
-    cdef double *Ws = first + qq  # one level's W_s
-    cdef double *acc2 = Ws + qq  # Σ_s (K_s F_s)ᵀ
-    cdef double *rest = acc2 + qq  # the later blocks' terms
+    cdef double *rest = G + l1 * qq  # the later blocks' terms
     cdef double *Sinv = rest + rr  # S⁻¹ (R x R, symmetric)
     cdef double *Q = Sinv + R * R  # S_R S⁻¹ (C order)
     cdef double *Y = Q + R * R  # A_1R S_R S⁻¹ (M x R, C order)
@@ -108,32 +124,26 @@ cdef int _dense_gradient(const double[::1, :] L, const double[::1] theta, double
     for i in range(n):
         x[i] = L[n, i]
     if n > 0:
-        dtrtrs(&uplo, &trans, &diag, &nn, &one, <double *>&L[0, 0], &ir, x, &nn,
-               &info)
+        dtrtrs(&uplo, &trans, &diag, &nn, &one, <double *>&L[0, 0], &ir, x, &nn, &info)
     if info != 0:
         return info
     for i in range(n):
         xs[i] = x[i] * sc[i]
     xs[n] = -1.0 * sc[n]
-    for m in range(M):
-        acc = 0.0
-        for j in range(r):
-            acc = acc + A1[m, j] * xs[j]
-        rhs[m] = acc
-    memset(first, 0, qq * sizeof(double))
+    for a in range(q):
+        for b in range(q):
+            T1t[a * q + b] = T1[b, a]
+    memset(rhs, 0, M * sizeof(double))
+    memset(Kt, 0, 2 * l1 * qq * sizeof(double))
+    memset(first, 0, 2 * qq * sizeof(double))
     for s in range(l1):  # the first block's terms per level
-        for a in range(q):
-            for b in range(q):  # K̃_s = T₁D_s⁻¹
-                acc = 0.0
-                for e in range(q):
-                    acc = acc + T1[a, e] * Dinv[s, e, b]
-                Kt[s * qq + a * q + b] = acc
-        for a in range(q):
-            for b in range(q):  # G_s = K̃_sT₁ᵀ
-                acc = 0.0
-                for e in range(q):
-                    acc = acc + Kt[s * qq + a * q + e] * T1[b, e]
-                G[s * qq + a * q + b] = acc
+        for j in range(r):  # rhs_s = A_1r[s] xs
+            _axpy(q, xs[j], &A1T[s, j, 0], &rhs[s * q])
+        for a in range(q):  # K̃_s = T₁D_s⁻¹, G_s = K̃_sT₁ᵀ (row a: Σ_e over rows)
+            for e in range(q):
+                _axpy(q, T1[a, e], &Dinv[s, e, 0], &Kt[s * qq + a * q])
+            for e in range(q):
+                _axpy(q, Kt[s * qq + a * q + e], &T1t[e * q], &G[s * qq + a * q])
         for b in range(q):  # −u₁ = rhs_s K̃_s
             acc = 0.0
             for a in range(q):
@@ -150,18 +160,18 @@ cdef int _dense_gradient(const double[::1, :] L, const double[::1] theta, double
                 acc = acc + A11[s, a, b] * b1[s * q + b]
             z1[s * q + a] = rhs[s * q + a] - acc
         for a in range(q):  # the residual sum of squares' term
-            for b in range(q):
-                first[a * q + b] = first[a * q + b] + z1[s * q + a] * u1[s * q + b]
+            _axpy(q, z1[s * q + a], &u1[s * q], &first[a * q])
     for a in range(qq):
         first[a] = c * first[a]
     for i in range(rr):  # −Z_rᵀ(y − Xβ − ZΛu), times u_rest
         acc = 0.0
         for j in range(r):
             acc = acc + Arr[i, j] * xs[j]
-        for m in range(M):
-            acc = acc - A1[m, i] * b1[m]
+        for s in range(l1):
+            row = &A1T[s, i, 0]
+            for b in range(q):
+                acc = acc - row[b] * b1[s * q + b]
         rest[i] = acc * x[i] * -c
-    memset(acc2, 0, qq * sizeof(double))
     if R > 0:
         for j in range(R):  # S⁻¹ from the factor's first R columns
             for i in range(R):
@@ -176,16 +186,16 @@ cdef int _dense_gradient(const double[::1, :] L, const double[::1] theta, double
             for i in range(R):
                 Q[j * R + i] = Sinv[j * R + i] * sc[j]
         # Y = A_1R Q: as column-major, Yᵀ = Qᵀ A_1Rᵀ (A_1r's rows, leading r)
-        dgemm(&no, &no, &iR, &iM, &iR, &alpha, Q, &iR, <double *>&A1[0, 0], &ir,
-              &zero, Y, &iR)
+        dgemm(&no, &no, &iR, &iM, &iR, &alpha, Q, &iR, <double *>&A1[0, 0], &ir, &zero, Y,
+              &iR)
+        memset(GA, 0, M * w * sizeof(double))
         for s in range(l1):  # GA_s = G_s [A_s | A_1r[s]'s first rr columns]
             for a in range(q):
-                for j in range(w):
-                    acc = 0.0
-                    for b in range(q):
-                        acc = acc + G[s * qq + a * q + b] * (
-                            A11[s, b, j] if j < q else A1[s * q + b, j - q])
-                    GA[(s * q + a) * w + j] = acc
+                for b in range(q):
+                    _axpy(q, G[s * qq + a * q + b], &A11[s, b, 0], &GA[(s * q + a) * w])
+                    if rr:
+                        _axpy(rr, G[s * qq + a * q + b], &A1[s * q + b, 0],
+                              &GA[(s * q + a) * w + q])
         for i in range(rr):  # the later blocks: Σ_j Q_ji C₀_ji
             acc = 0.0
             for j in range(R):
@@ -200,26 +210,24 @@ cdef int _dense_gradient(const double[::1, :] L, const double[::1] theta, double
                 Y[m * R + i] = Y[m * R + i] * sc[i]
     for s in range(l1):  # F_s = A_s + W_s (G_s A_s − I), W_s = V_s S⁻¹ V_sᵀ
         for a in range(q):
-            for b in range(q):
-                acc = 0.0
+            if R > 0:
+                memset(&Ws[a * q], 0, q * sizeof(double))
                 for i in range(R):
-                    acc = acc + Y[(s * q + a) * R + i] * A1[s * q + b, i]
-                Ws[a * q + b] = acc
-        for a in range(q):
-            for b in range(q):
-                if R > 0:
-                    acc = 0.0
-                    for e in range(q):
-                        acc = acc + Ws[a * q + e] * GA[(s * q + e) * w + b]
-                    Fs[a * q + b] = (A11[s, a, b] + acc) - Ws[a * q + b]
-                else:
-                    Fs[a * q + b] = A11[s, a, b]
-        for a in range(q):  # Σ_s (K_s F_s)[b, a] = Σ_s Σ_e F_s[e, a] K̃_s[e, b]
-            for b in range(q):
-                acc = 0.0
+                    _axpy(q, Y[(s * q + a) * R + i], &A1T[s, i, 0], &Ws[a * q])
+                memset(&Fs[a * q], 0, q * sizeof(double))
                 for e in range(q):
-                    acc = acc + Fs[e * q + a] * Kt[s * qq + e * q + b]
-                acc2[a * q + b] = acc2[a * q + b] + acc
+                    _axpy(q, Ws[a * q + e], &GA[(s * q + e) * w], &Fs[a * q])
+                for b in range(q):
+                    Fs[a * q + b] = (A11[s, a, b] + Fs[a * q + b]) - Ws[a * q + b]
+            else:
+                for b in range(q):
+                    Fs[a * q + b] = A11[s, a, b]
+        memset(tmp, 0, qq * sizeof(double))
+        for a in range(q):  # (K_s F_s)[b, a] = Σ_e F_s[e, a] K̃_s[e, b]
+            for e in range(q):
+                _axpy(q, Fs[e * q + a], &Kt[s * qq + e * q], &tmp[a * q])
+        for a in range(qq):
+            acc2[a] = acc2[a] + tmp[a]
     for i in range(k):
         grad[i] = 0.0
     for i in range(rr):

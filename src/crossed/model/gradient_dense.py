@@ -49,6 +49,8 @@ class DenseArrays:
 
     A1: np.ndarray
     """A_1r as (ℓ₁ q₁, r), C order."""
+    A1T: np.ndarray
+    """A_1r per level transposed, (ℓ₁, r, q₁), C order."""
     A11: np.ndarray
     """A_s per level, (ℓ₁, q₁, q₁), C order."""
     Arr: np.ndarray
@@ -75,6 +77,7 @@ def dense_arrays(pls: PLS, dense: np.ndarray) -> DenseArrays:
     t_pos = np.flatnonzero(flat >= 0)
     got = _ARRAYS[pls] = DenseArrays(
         A1=np.ascontiguousarray(dense.reshape(pls.l1 * pls.q1, pls.r), dtype=float),
+        A1T=np.ascontiguousarray(np.swapaxes(dense, 1, 2), dtype=float),
         A11=np.ascontiguousarray(pls.A11, dtype=float),
         Arr=np.ascontiguousarray(pls.Arr, dtype=float),
         scale_index=np.ascontiguousarray(pls.scale_index, dtype=np.int64),
@@ -94,7 +97,7 @@ def dense_gradient(pls: PLS, f: Factor, reml: bool, dense: np.ndarray) -> np.nda
     c = -2.0 * (pls.n - pls.p if reml else pls.n) / f.pwrss  # (−u₁ and −b₁: the sign)
     grad = np.empty(len(theta))
     info = _gradient.dense_gradient(
-        np.asfortranarray(f.L), theta, c, d.scale_index, rr, R, d.A1, d.A11,
+        np.asfortranarray(f.L), theta, c, d.scale_index, rr, R, d.A1, d.A1T, d.A11,
         np.ascontiguousarray(first_inverse(pls, f)), T1, d.Arr, d.t_pos, d.t_index, grad)
     if info < 0:
         raise ValueError("the dense gradient's arrays do not fit the design")
