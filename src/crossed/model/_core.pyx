@@ -1142,41 +1142,19 @@ cdef class SmallDense:
                 self.sc, self.blocks, self.tt, self.work, out)
 
 
-cdef int _small_dense(const double[:, ::1] a, Py_ssize_t q1, double t0, double t1,
-                      double t2, double *tq, const double[::1] theta, const int64_t[::1] scale_index,
-                      Py_ssize_t rr, bint csr, const double[:, ::1] dense,
-                      const double[::1] data, const int32_t[::1] indices,
-                      const int32_t[::1] indptr, const int64_t[::1] rows,
-                      const int64_t[::1] src, const double[::1] count,
-                      const double[::1] arr, const double[:, ::1] Arr, double[:, ::1] first,
-                      double[::1, :] L, double *g, double *wg, double *sc,
-                      const int64_t[:, ::1] blocks, const double *tt, double *work,
-                      double *out) noexcept nogil:
-    """:class:`SmallDense`'s evaluation on its arrays and work arrays (g: ncls·q₁² entries,
-    wg: W's rows, sc: r; with ``blocks``, the later blocks' T_kᵀ ``tt`` and ``work``, 3r²;
-    q₁ ≥ 3: T row-major and q₁² more entries, ``tq``); ``out``: the random part's log
-    determinant, the fixed part's, the pwrss and the Hadamard ratio (INFINITY where not
-    computed; 1 for q₁ = 1 and q₁ ≥ 3, as ``pwrss.pivot_cancels`` reads them). Returns
-    the info."""
-    cdef Py_ssize_t n = a.shape[1]
-    cdef Py_ssize_t ncls = src.shape[0], r = L.shape[0], nrows = rows.shape[0]
-    cdef Py_ssize_t s, c, i, j, p
-    cdef bint weighted = count.shape[0] > 0, support = arr.shape[0] > 0
+cdef int _first_closed(const double[:, ::1] a, Py_ssize_t q1, double t0, double t1,
+                       double t2, const double[::1] count, double[:, ::1] first,
+                       const int64_t[::1] src, double *g, double *out) noexcept nogil:
+    """q₁ ≤ 2: :class:`SmallDense`'s first block in closed form: B_s per entry into
+    ``first`` (√b_s; b₀₀, b₁₀, b₁₁), Σ log det B_s (weighted by ``count`` where given)
+    into ``out[0]`` and the largest Hadamard ratio into ``out[3]``, G of each class's
+    entry into ``g`` (entry-major). Returns -1 where a B_s is not positive definite."""
+    cdef Py_ssize_t n = a.shape[1], ncls = src.shape[0], s, c
+    cdef bint weighted = count.shape[0] > 0
     cdef double t00 = t0 * t0, t01 = t0 * t1, t02 = t0 * t2, t11 = t1 * t1
     cdef double t12 = t1 * t2, t22 = t2 * t2
     cdef double b00, b10, b11, det, logdet = 0.0, amp = 1.0, ratio, i00, i10, i11, v
-    cdef double ldrand = 0.0, ldrx = 0.0
-    cdef double *C = &L[0, 0]
-    cdef int info = 0, nr = <int>r
-    cdef char uplo = b"L"
-    out[0], out[1], out[2], out[3] = INFINITY, INFINITY, INFINITY, 1.0
-    if q1 >= 3:  # B_s's factors in band storage (banded_first), G per class (banded_half)
-        if _levels_factor(q1, a, tq, count, &first[0, 0], tq + q1 * q1, &logdet) != 0:
-            return -1
-        for c in range(ncls):
-            _level_half(q1, &first[src[c] * q1, 0], tq, tq + q1 * q1)
-            _level_g(q1, tq + q1 * q1, g + c, ncls)
-        n = 0  # (the closed forms below are q₁ ≤ 2's)
+    cdef int info = 0
     for s in range(n):  # B_s per entry, its log determinant and the ratio
         if q1 == 1:
             b00 = t00 * a[0, s] + 1.0
@@ -1199,7 +1177,7 @@ cdef int _small_dense(const double[:, ::1] a, Py_ssize_t q1, double t0, double t
     if info != 0 or not logdet < INFINITY:
         return -1
     out[0] = logdet
-    for c in range(ncls if q1 < 3 else 0):  # G of each class's entry, entry-major
+    for c in range(ncls):  # G of each class's entry, entry-major
         s = src[c]
         if q1 == 1:
             g[c] = t00 / (t00 * a[0, s] + 1.0)
@@ -1212,6 +1190,42 @@ cdef int _small_dense(const double[:, ::1] a, Py_ssize_t q1, double t0, double t
         g[ncls + c] = v
         g[2 * ncls + c] = v
         g[3 * ncls + c] = t11 * i00 + 2.0 * t12 * i10 + t22 * i11
+    return 0
+
+
+cdef int _small_dense(const double[:, ::1] a, Py_ssize_t q1, double t0, double t1,
+                      double t2, double *tq, const double[::1] theta,
+                      const int64_t[::1] scale_index, Py_ssize_t rr, bint csr, const double[:, ::1] dense,
+                      const double[::1] data, const int32_t[::1] indices,
+                      const int32_t[::1] indptr, const int64_t[::1] rows,
+                      const int64_t[::1] src, const double[::1] count,
+                      const double[::1] arr, const double[:, ::1] Arr, double[:, ::1] first,
+                      double[::1, :] L, double *g, double *wg, double *sc,
+                      const int64_t[:, ::1] blocks, const double *tt, double *work,
+                      double *out) noexcept nogil:
+    """:class:`SmallDense`'s evaluation on its arrays and work arrays (g: ncls·q₁² entries,
+    wg: W's rows, sc: r; with ``blocks``, the later blocks' T_kᵀ ``tt`` and ``work``, 3r²;
+    q₁ ≥ 3: T row-major and q₁² more entries, ``tq``); ``out``: the random part's log
+    determinant, the fixed part's, the pwrss and the Hadamard ratio (INFINITY where not
+    computed; 1 for q₁ = 1 and q₁ ≥ 3, as ``pwrss.pivot_cancels`` reads them). Returns
+    the info."""
+    cdef Py_ssize_t ncls = src.shape[0], r = L.shape[0], nrows = rows.shape[0]
+    cdef Py_ssize_t c, i, j, p
+    cdef bint support = arr.shape[0] > 0
+    cdef double ldrand = 0.0, ldrx = 0.0
+    cdef double *C = &L[0, 0]
+    cdef int info = 0, nr = <int>r
+    cdef char uplo = b"L"
+    out[0], out[1], out[2], out[3] = INFINITY, INFINITY, INFINITY, 1.0
+    if q1 >= 3:  # B_s's factors in band storage (banded_first), G per class (banded_half)
+        if _levels_factor(q1, a, tq, count, &first[0, 0], tq + q1 * q1, &out[0]) != 0:
+            out[0] = INFINITY
+            return -1
+        for c in range(ncls):
+            _level_half(q1, &first[src[c] * q1, 0], tq, tq + q1 * q1)
+            _level_g(q1, tq + q1 * q1, g + c, ncls)
+    elif _first_closed(a, q1, t0, t1, t2, count, first, src, g, out) != 0:
+        return -1
     _map_product(csr, dense, data, indices, indptr, nrows, g, wg)  # (as map_update)
     if blocks.shape[0]:  # a later block of several columns: C unscaled, then S C Sᵀ
         memcpy(work, &Arr[0, 0], r * r * sizeof(double))
@@ -1243,7 +1257,7 @@ cdef int _small_dense(const double[:, ::1] a, Py_ssize_t q1, double t0, double t
             ldrand += log(L[i, i])
         else:
             ldrx += log(L[i, i])
-    out[0] = logdet + 2.0 * ldrand
+    out[0] = out[0] + 2.0 * ldrand
     out[1] = 2.0 * ldrx
     out[2] = L[r - 1, r - 1] * L[r - 1, r - 1]
     return 0
