@@ -910,15 +910,16 @@ class PLS:
         None where a θ is not finite (the closed forms' general form: ``factor``)."""
         small = self._small
         assert small is not None  # (the caller's test)
-        # (√B_s per entry as first_block leaves them for q₁ = 1, B_s's entries for q₁ = 2,
-        # the banded factor for q₁ > 2: its band storage, whose transpose SmallDense writes)
-        q = self.q1
-        first = np.empty((small.nentries, 1, 1) if q == 1 else (3, small.nentries)
-                         if q == 2 else (q, small.nentries * q), order="C" if q < 3 else "F")
+        q, n = self.q1, small.nentries
+        if q > 2:  # (the banded factor as first_block leaves it: band storage, whose
+            first = np.empty((q, n * q), order="F")  # transpose SmallDense writes)
+            into = first.T
+        else:  # (√B_s per entry as first_block leaves them for q₁ = 1, B_s's entries
+            first = np.empty((n, 1, 1) if q == 1 else (3, n))  # for q₁ = 2)
+            into = first.reshape(-1, n)
         L = np.empty((self.r, self.r), order="F")
         info, ld1, ldRX2, pwrss, amplification = small.factor(
-            np.ascontiguousarray(theta), first.reshape(-1, small.nentries) if q < 3
-            else first.T, L)
+            np.ascontiguousarray(theta), into, L)
         if info == -2:
             return None
         if info != 0:
