@@ -4,8 +4,8 @@
 
 ``gradient_dense.py`` states the formula and prepares the arrays that do not depend on θ;
 :func:`dense_gradient` here is its arithmetic at one θ: the PLS solution from the factor
-(LAPACK's dtrtrs), the first block's terms per level, S⁻¹ (dpotri) and the product
-A_1R S_R S⁻¹ (BLAS's dgemm), the rest by loops whose sums run in index order. BLAS and
+(LAPACK's dtrtrs), the first block's terms per level, S⁻¹ (dpotri), the products with
+the later columns by BLAS's dgemm, the rest by loops whose sums run in index order. BLAS and
 LAPACK are SciPy's (``scipy.linalg.cython_blas``/``cython_lapack``), the OpenBLAS that NumPy
 and SciPy load, as in ``_core.pyx``.
 """
@@ -36,9 +36,11 @@ def dense_gradient(const double[::1, :] L, const double[::1] theta, double c,
     (T₁ᵀA_sT₁ + I)⁻¹ per level; ``T1``: the first template; ``Arr``: A_rr (r x r);
     ``t_pos``, ``t_index``: the flat positions of T₁ that hold a θ and their θ.
 
-    Every product is summed over its inner index in order; the per-level products run with
-    the output's last index innermost (no chain of dependent additions: the same sums,
-    several at a time), and Y = A_1R S_R S⁻¹ by one dgemm.
+    The products of q₁ x q₁ blocks with the later columns (G_s A_s, G_s A_1r[s],
+    W_s = Y_s A_1R[s]ᵀ, W_s G_s A_s, F_sᵀK̃_s) and Y = A_1R S_R S⁻¹ are BLAS's dgemm (one
+    call per level, or one in all); the rest are loops summed over the inner index in
+    order, with the output's last index innermost where they are per level (no chain of
+    dependent additions).
 
     Returns 0, dtrtrs's or dpotri's info where the factor is singular (``grad`` unset),
     or -1 for shapes that do not fit."""
@@ -82,6 +84,19 @@ cdef inline void _axpy(Py_ssize_t m, double alpha, const double *x, double *y
     cdef Py_ssize_t i
     for i in range(m):
         y[i] = y[i] + alpha * x[i]
+
+
+cdef inline void _gemm(bint at, bint bt, Py_ssize_t m, Py_ssize_t n, Py_ssize_t k,
+                       const double *A, Py_ssize_t lda, const double *B, Py_ssize_t ldb,
+                       double beta, double *C, Py_ssize_t ldc) noexcept nogil:
+    """C = op(A) op(B) + beta C for row-major matrices (C m x n, the inner dimension k;
+    op(A) = Aᵀ with ``at``, op(B) = Bᵀ with ``bt``; ld: the row strides), by BLAS's dgemm
+    on the transposed problem."""
+    cdef char ta = b"T" if bt else b"N", tb = b"T" if at else b"N"
+    cdef int im = <int>n, jn = <int>m, kk = <int>k, la = <int>ldb, lb = <int>lda
+    cdef int lc = <int>ldc
+    cdef double one = 1.0
+    dgemm(&ta, &tb, &im, &jn, &kk, &one, <double *>B, &la, <double *>A, &lb, &beta, C, &lc)
 
 
 cdef int _dense_gradient(const double[::1, :] L, const double[::1] theta, double c,
@@ -188,14 +203,12 @@ cdef int _dense_gradient(const double[::1, :] L, const double[::1] theta, double
         # Y = A_1R Q: as column-major, Yᵀ = Qᵀ A_1Rᵀ (A_1r's rows, leading r)
         dgemm(&no, &no, &iR, &iM, &iR, &alpha, Q, &iR, <double *>&A1[0, 0], &ir, &zero, Y,
               &iR)
-        memset(GA, 0, M * w * sizeof(double))
         for s in range(l1):  # GA_s = G_s [A_s | A_1r[s]'s first rr columns]
-            for a in range(q):
-                for b in range(q):
-                    _axpy(q, G[s * qq + a * q + b], &A11[s, b, 0], &GA[(s * q + a) * w])
-                    if rr:
-                        _axpy(rr, G[s * qq + a * q + b], &A1[s * q + b, 0],
-                              &GA[(s * q + a) * w + q])
+            _gemm(False, False, q, q, q, &G[s * qq], q, &A11[s, 0, 0], q, 0.0,
+                  &GA[s * q * w], w)
+            if rr:
+                _gemm(False, False, q, rr, q, &G[s * qq], q, &A1[s * q, 0], r, 0.0,
+                      &GA[s * q * w + q], w)
         for i in range(rr):  # the later blocks: Σ_j Q_ji C₀_ji
             acc = 0.0
             for j in range(R):
@@ -209,23 +222,18 @@ cdef int _dense_gradient(const double[::1, :] L, const double[::1] theta, double
             for i in range(R):
                 Y[m * R + i] = Y[m * R + i] * sc[i]
     for s in range(l1):  # F_s = A_s + W_s (G_s A_s − I), W_s = V_s S⁻¹ V_sᵀ
-        for a in range(q):
-            if R > 0:
-                memset(&Ws[a * q], 0, q * sizeof(double))
-                for i in range(R):
-                    _axpy(q, Y[(s * q + a) * R + i], &A1T[s, i, 0], &Ws[a * q])
-                memset(&Fs[a * q], 0, q * sizeof(double))
-                for e in range(q):
-                    _axpy(q, Ws[a * q + e], &GA[(s * q + e) * w], &Fs[a * q])
+        if R > 0:
+            _gemm(False, True, q, q, R, &Y[s * q * R], R, &A1[s * q, 0], r, 0.0, Ws, q)
+            _gemm(False, False, q, q, q, Ws, q, &GA[s * q * w], w, 0.0, Fs, q)
+            for a in range(q):
                 for b in range(q):
                     Fs[a * q + b] = (A11[s, a, b] + Fs[a * q + b]) - Ws[a * q + b]
-            else:
+        else:
+            for a in range(q):
                 for b in range(q):
                     Fs[a * q + b] = A11[s, a, b]
-        memset(tmp, 0, qq * sizeof(double))
-        for a in range(q):  # (K_s F_s)[b, a] = Σ_e F_s[e, a] K̃_s[e, b]
-            for e in range(q):
-                _axpy(q, Fs[e * q + a], &Kt[s * qq + e * q], &tmp[a * q])
+        # (K_s F_s)ᵀ = F_sᵀ K̃_s: [a, b] = Σ_e F_s[e, a] K̃_s[e, b]
+        _gemm(True, False, q, q, q, Fs, q, &Kt[s * qq], q, 0.0, tmp, q)
         for a in range(qq):
             acc2[a] = acc2[a] + tmp[a]
     for i in range(k):
