@@ -261,7 +261,7 @@ def banded_first(const double[:, ::1] a, const double[::1] T, double[:, ::1] fir
     cdef int info
     if q < 0 or a.shape[0] != T.shape[0] or first.shape[0] != n * q or first.shape[1] != q:
         raise ValueError("a is (q², ℓ), T has q² entries and first is (ℓ q, q)")
-    work = np.empty(q)
+    work = np.empty(3 * q)
     cdef double[::1] w = work
     if n == 0:
         return True, 0.0
@@ -301,27 +301,36 @@ cdef Py_ssize_t _order_of(Py_ssize_t qq) noexcept nogil:
 cdef int _levels_factor(Py_ssize_t q, const double[:, ::1] a, const double *T,
                         const double[::1] count, double *band, double *work,
                         double *logdet) noexcept nogil:
-    """:func:`banded_first`'s steps (``work``: q): per level, M = A_s T by rows, B_s =
-    TᵀM + I on and below the diagonal (each sum over k in order), its Cholesky factor by
-    the column-by-column algorithm (the inner sums in order, libm's sqrt and log) into
-    ``band``; ``logdet``: Σ_s 2 Σ_j log L_s[j, j], each level's weighted by ``count``
-    where given. Returns -1 where a B_s is not positive definite."""
-    cdef Py_ssize_t n = a.shape[1], s, i, j, k, c
+    """:func:`banded_first`'s steps (``work``: 3q): per level, M = A_s T by rows, B_s =
+    TᵀM + I on and below the diagonal (each sum over k in order, from the first to the
+    last nonzero of T's column: a template's structural zeros add nothing), its Cholesky
+    factor by the column-by-column algorithm (the inner sums in order, libm's sqrt and
+    log) into ``band``; ``logdet``: Σ_s 2 Σ_j log L_s[j, j], each level's weighted by
+    ``count`` where given. Returns -1 where a B_s is not positive definite."""
+    cdef Py_ssize_t n = a.shape[1], s, i, j, k, c, lo, hi
     cdef bint weighted = count.shape[0] > 0
     cdef double acc, d, ld, total = 0.0
     cdef double *L
     cdef double *m = work
+    cdef double *span = work + q  # (T's column j: rows span[2j] ≤ i < span[2j + 1] nonzero)
+    for j in range(q):
+        lo, hi = q, 0
+        for i in range(q):
+            if T[i * q + j] != 0.0:
+                lo, hi = min(lo, i), i + 1
+        span[2 * j], span[2 * j + 1] = <double>lo, <double>hi
     for s in range(n):
         L = band + s * q * q  # (level s's q columns of the band: L[c q + k] = L_s[c + k, c])
         for j in range(q):  # column j of B_s: B_s[i, j] = Σ_k T[k, i] (A_s T)[k, j], i ≥ j
+            lo, hi = <Py_ssize_t>span[2 * j], <Py_ssize_t>span[2 * j + 1]
             for k in range(q):  # (A_s T)[k, j]
                 acc = 0.0
-                for i in range(q):
+                for i in range(lo, hi):
                     acc = acc + a[k * q + i, s] * T[i * q + j]
                 m[k] = acc
             for i in range(j, q):
                 acc = 0.0
-                for k in range(q):
+                for k in range(<Py_ssize_t>span[2 * i], <Py_ssize_t>span[2 * i + 1]):
                     acc = acc + T[k * q + i] * m[k]
                 L[j * q + (i - j)] = acc + 1.0 if i == j else acc
             for i in range(q - j, q):  # (past the level: the band's zeros)
@@ -350,29 +359,46 @@ cdef void _level_half(Py_ssize_t q, const double *L, const double *T,
                       double *H) noexcept nogil:
     """H = L⁻¹Tᵀ (q x q, row-major) for one level's band columns ``L`` (L[c q + k] =
     L_s[c + k, c]): forward substitution on each column of Tᵀ (row j of T), the sums over
-    k in order."""
-    cdef Py_ssize_t i, j, k
+    k in order, from the row's first nonzero (H is 0 above it)."""
+    cdef Py_ssize_t i, j, k, lo
     cdef double v
     for j in range(q):
-        for i in range(q):
+        lo = 0
+        while lo < q and T[j * q + lo] == 0.0:
+            lo += 1
+        for i in range(lo):
+            H[i * q + j] = 0.0
+        for i in range(lo, q):
             v = T[j * q + i]
-            for k in range(i):
+            for k in range(lo, i):
                 v = v - L[k * q + (i - k)] * H[k * q + j]
             H[i * q + j] = v / L[i * q]
+
+
+cdef enum:
+    _MAX_LEAD = 64  # (_level_g skips the leading zeros of H's columns up to this order)
 
 
 cdef void _level_g(Py_ssize_t q, const double *H, double *g, Py_ssize_t stride
                    ) noexcept nogil:
     """G = HᵀH (q x q) for one level's H (row-major), entry (a, b) at g[(a q + b) stride]
-    (the sums over k in order; G[b, a] the same products, so G is symmetric)."""
+    (the sums over k in order, from the first row where both columns are nonzero; G[b, a]
+    the same products, so it is G[a, b] mirrored)."""
     cdef Py_ssize_t a, b, k
+    cdef Py_ssize_t lead[_MAX_LEAD]  # (column a of H is 0 above row lead[a])
     cdef double acc
+    for a in range(min(q, _MAX_LEAD)):
+        k = 0
+        while k < q and H[k * q + a] == 0.0:
+            k += 1
+        lead[a] = k
     for a in range(q):
-        for b in range(q):
+        for b in range(a, q):
             acc = 0.0
-            for k in range(q):
+            for k in range(max(lead[a], lead[b]) if q <= _MAX_LEAD else 0, q):
                 acc = acc + H[k * q + a] * H[k * q + b]
             g[(a * q + b) * stride] = acc
+            g[(b * q + a) * stride] = acc
 
 
 cdef int _lower_factor(Py_ssize_t m, const double[:, ::1] H, double *A) noexcept nogil:
