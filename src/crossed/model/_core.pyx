@@ -261,7 +261,7 @@ def banded_first(const double[:, ::1] a, const double[::1] T, double[:, ::1] fir
     cdef int info
     if q < 0 or a.shape[0] != T.shape[0] or first.shape[0] != n * q or first.shape[1] != q:
         raise ValueError("a is (q², ℓ), T has q² entries and first is (ℓ q, q)")
-    work = np.empty(3 * q)
+    work = np.empty(q)
     cdef double[::1] w = work
     if n == 0:
         return True, 0.0
@@ -298,39 +298,42 @@ cdef Py_ssize_t _order_of(Py_ssize_t qq) noexcept nogil:
     return q if q * q == qq else -1
 
 
+cdef enum:
+    _MAX_SPANS = 64  # (the kernels below skip zeros of matrices up to this order)
+
+
 cdef int _levels_factor(Py_ssize_t q, const double[:, ::1] a, const double *T,
                         const double[::1] count, double *band, double *work,
                         double *logdet) noexcept nogil:
-    """:func:`banded_first`'s steps (``work``: 3q): per level, M = A_s T by rows, B_s =
+    """:func:`banded_first`'s steps (``work``: q): per level, M = A_s T by rows, B_s =
     TᵀM + I on and below the diagonal (each sum over k in order, from the first to the
     last nonzero of T's column: a template's structural zeros add nothing), its Cholesky
     factor by the column-by-column algorithm (the inner sums in order, libm's sqrt and
     log) into ``band``; ``logdet``: Σ_s 2 Σ_j log L_s[j, j], each level's weighted by
     ``count`` where given. Returns -1 where a B_s is not positive definite."""
-    cdef Py_ssize_t n = a.shape[1], s, i, j, k, c, lo, hi
-    cdef bint weighted = count.shape[0] > 0
+    cdef Py_ssize_t n = a.shape[1], s, i, j, k
+    cdef Py_ssize_t lo[_MAX_SPANS]  # (T's column j: rows lo[j] ≤ i < hi[j] may be nonzero)
+    cdef Py_ssize_t hi[_MAX_SPANS]
+    cdef bint weighted = count.shape[0] > 0, spans = q <= _MAX_SPANS
     cdef double acc, d, ld, total = 0.0
     cdef double *L
     cdef double *m = work
-    cdef double *span = work + q  # (T's column j: rows span[2j] ≤ i < span[2j + 1] nonzero)
-    for j in range(q):
-        lo, hi = q, 0
+    for j in range(q if spans else 0):
+        lo[j], hi[j] = q, 0
         for i in range(q):
             if T[i * q + j] != 0.0:
-                lo, hi = min(lo, i), i + 1
-        span[2 * j], span[2 * j + 1] = <double>lo, <double>hi
+                lo[j], hi[j] = min(lo[j], i), i + 1
     for s in range(n):
         L = band + s * q * q  # (level s's q columns of the band: L[c q + k] = L_s[c + k, c])
         for j in range(q):  # column j of B_s: B_s[i, j] = Σ_k T[k, i] (A_s T)[k, j], i ≥ j
-            lo, hi = <Py_ssize_t>span[2 * j], <Py_ssize_t>span[2 * j + 1]
             for k in range(q):  # (A_s T)[k, j]
                 acc = 0.0
-                for i in range(lo, hi):
+                for i in range(lo[j] if spans else 0, hi[j] if spans else q):
                     acc = acc + a[k * q + i, s] * T[i * q + j]
                 m[k] = acc
             for i in range(j, q):
                 acc = 0.0
-                for k in range(<Py_ssize_t>span[2 * i], <Py_ssize_t>span[2 * i + 1]):
+                for k in range(lo[i] if spans else 0, hi[i] if spans else q):
                     acc = acc + T[k * q + i] * m[k]
                 L[j * q + (i - j)] = acc + 1.0 if i == j else acc
             for i in range(q - j, q):  # (past the level: the band's zeros)
@@ -375,19 +378,15 @@ cdef void _level_half(Py_ssize_t q, const double *L, const double *T,
             H[i * q + j] = v / L[i * q]
 
 
-cdef enum:
-    _MAX_LEAD = 64  # (_level_g skips the leading zeros of H's columns up to this order)
-
-
 cdef void _level_g(Py_ssize_t q, const double *H, double *g, Py_ssize_t stride
                    ) noexcept nogil:
     """G = HᵀH (q x q) for one level's H (row-major), entry (a, b) at g[(a q + b) stride]
     (the sums over k in order, from the first row where both columns are nonzero; G[b, a]
     the same products, so it is G[a, b] mirrored)."""
     cdef Py_ssize_t a, b, k
-    cdef Py_ssize_t lead[_MAX_LEAD]  # (column a of H is 0 above row lead[a])
+    cdef Py_ssize_t lead[_MAX_SPANS]  # (column a of H is 0 above row lead[a])
     cdef double acc
-    for a in range(min(q, _MAX_LEAD)):
+    for a in range(min(q, _MAX_SPANS)):
         k = 0
         while k < q and H[k * q + a] == 0.0:
             k += 1
@@ -395,7 +394,7 @@ cdef void _level_g(Py_ssize_t q, const double *H, double *g, Py_ssize_t stride
     for a in range(q):
         for b in range(a, q):
             acc = 0.0
-            for k in range(max(lead[a], lead[b]) if q <= _MAX_LEAD else 0, q):
+            for k in range(max(lead[a], lead[b]) if q <= _MAX_SPANS else 0, q):
                 acc = acc + H[k * q + a] * H[k * q + b]
             g[(a * q + b) * stride] = acc
             g[(b * q + a) * stride] = acc
@@ -904,8 +903,8 @@ cdef class SmallDense:
     q₁ = 2: b₀₀, b₁₀, b₁₁; q₁ ≥ 3: its Cholesky factor in band storage, transposed,
     :func:`banded_first`'s steps, ``first`` of shape :attr:`first_shape`); G_s = T B_s⁻¹ Tᵀ
     of the entries ``src`` (one per class of W's columns, entry-major as
-    ``SparseMap.g_vector``; q₁ ≥ 3: :func:`banded_half`'s). The scale of C's row or column i is
-    s_i = θ[``scale_index[i]``] (1 where it is -1: X and y); C is formed row-major in
+    ``SparseMap.g_vector``; q₁ ≥ 3: :func:`banded_half`'s). The scale of C's row or column
+    i is s_i = θ[``scale_index[i]``] (1 where it is -1: X and y); C is formed row-major in
     the memory of ``L`` (its upper triangle is L's lower one, as
     ``PLS._sparse_schur`` leaves it; its strict lower triangle is 0 here): with ``arr``
     (A_rr on the support ``rows``) C = 0 but C[rows] = (arr − W g) s_i s_j, else C =
@@ -916,12 +915,13 @@ cdef class SmallDense:
     scaled by S on both sides from its upper triangle (``PLS._finish_schur``'s steps) into
     L, and ``scale_index`` is not read.
 
-    :meth:`factor` returns (info, the random part's log determinant (Σ_s log det B_s, weighted by
-    ``count`` when given, + 2 Σ log L_ii over the first ``rr``), 2 Σ log L_ii over the
-    rest but the last, the last pivot squared (the pwrss), the largest Hadamard ratio
-    b₀₀b₁₁ / det B_s (1 for q₁ = 1 and q₁ ≥ 3, as ``pwrss.pivot_cancels`` reads them)). ``info`` is dpotrf's, -1 where a B_s is not
-    positive definite (L then unset), or -2 where θ is not finite (nothing computed:
-    the closed forms' general form is ``PLS.factor``'s).
+    :meth:`factor` returns (info, the random part's log determinant (Σ_s log det B_s,
+    weighted by ``count`` when given, + 2 Σ log L_ii over the first ``rr``), 2 Σ log L_ii
+    over the rest but the last, the last pivot squared (the pwrss), the largest Hadamard
+    ratio b₀₀b₁₁ / det B_s (1 for q₁ = 1 and q₁ ≥ 3, as ``pwrss.pivot_cancels`` reads
+    them)). ``info`` is dpotrf's, -1 where a B_s is not positive definite (L then unset),
+    or -2 where θ is not finite (nothing computed: the closed forms' general form is
+    ``PLS.factor``'s).
 
     Each entry of C is the product :meth:`PLS.factor` forms, in its order (W g by BLAS's
     dgemv for a dense W, by rows in index order for a CSR one, as ``map_update``), and so
@@ -1221,8 +1221,8 @@ cdef int _first_closed(const double[:, ::1] a, Py_ssize_t q1, double t0, double 
 
 cdef int _small_dense(const double[:, ::1] a, Py_ssize_t q1, double t0, double t1,
                       double t2, double *tq, const double[::1] theta,
-                      const int64_t[::1] scale_index, Py_ssize_t rr, bint csr, const double[:, ::1] dense,
-                      const double[::1] data, const int32_t[::1] indices,
+                      const int64_t[::1] scale_index, Py_ssize_t rr, bint csr,
+                      const double[:, ::1] dense, const double[::1] data, const int32_t[::1] indices,
                       const int32_t[::1] indptr, const int64_t[::1] rows,
                       const int64_t[::1] src, const double[::1] count,
                       const double[::1] arr, const double[:, ::1] Arr, double[:, ::1] first,
