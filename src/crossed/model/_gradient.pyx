@@ -110,9 +110,9 @@ cdef int _dense_gradient(const double[::1, :] L, const double[::1] theta, double
     cdef Py_ssize_t r = L.shape[0], n = r - 1, l1 = A11.shape[0], q = A11.shape[1]
     cdef Py_ssize_t M = l1 * q, k = theta.shape[0], qq = q * q, w = q + rr
     cdef Py_ssize_t i, j, a, b, s, m, e
-    cdef int nn = <int>n, ir = <int>r, iR = <int>R, iM = <int>M, one = 1, info = 0
-    cdef char uplo = b"L", trans = b"T", diag = b"N", no = b"N"
-    cdef double alpha = 1.0, zero = 0.0, acc
+    cdef int nn = <int>n, ir = <int>r, iR = <int>R, one = 1, info = 0
+    cdef char uplo = b"L", trans = b"T", diag = b"N"
+    cdef double acc
     cdef const double *row
     cdef double *sc = buf  # S's diagonal (1 on X and y)
     cdef double *x = sc + r  # the PLS solution [u_rest, β]
@@ -200,9 +200,7 @@ cdef int _dense_gradient(const double[::1, :] L, const double[::1] theta, double
         for j in range(R):
             for i in range(R):
                 Q[j * R + i] = Sinv[j * R + i] * sc[j]
-        # Y = A_1R Q: as column-major, Yᵀ = Qᵀ A_1Rᵀ (A_1r's rows, leading r)
-        dgemm(&no, &no, &iR, &iM, &iR, &alpha, Q, &iR, <double *>&A1[0, 0], &ir, &zero, Y,
-              &iR)
+        _gemm(False, False, M, R, R, &A1[0, 0], r, Q, R, 0.0, Y, R)  # Y = A_1R Q
         for s in range(l1):  # GA_s = G_s [A_s | A_1r[s]'s first rr columns]
             _gemm(False, False, q, q, q, &G[s * qq], q, &A11[s, 0, 0], q, 0.0,
                   &GA[s * q * w], w)
