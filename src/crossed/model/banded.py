@@ -43,8 +43,10 @@ class BandedBlocks:
         # band storage (lower): AB[r - c, s q + c] = B_s[r, c]
         self._band_row = self._r - self._c
         self._band_col = self._s * q + self._c
-        self._a = np.ascontiguousarray(A11.reshape(m, q * q).T)  # (A_s's entries as rows)
-        self._positions = theta_index.ravel()  # (T row-major; -1 reads the 0 after θ)
+        # A_s's entries, row-major, as the rows of a (q², ℓ) array (the kernels' layout),
+        # and T's θ positions, row-major (-1: a structural zero)
+        self.entries = np.ascontiguousarray(A11.reshape(m, q * q).T)
+        self.positions = theta_index.ravel()
         self._eye = np.eye(q).reshape(-1)
 
     def template(self, theta: np.ndarray) -> np.ndarray:
@@ -55,13 +57,13 @@ class BandedBlocks:
 
     def _t_rows(self, theta: np.ndarray) -> np.ndarray:
         """T row-major, (q²,)."""
-        T: np.ndarray = np.concatenate((np.asarray(theta, dtype=float), [0.0]))[self._positions]
+        T: np.ndarray = np.concatenate((np.asarray(theta, dtype=float), [0.0]))[self.positions]
         return T
 
     def factor(self, theta: np.ndarray) -> tuple[np.ndarray, float, bool]:
         """Banded Cholesky factor of blockdiag(B_s), log det and whether B is positive definite."""
         Lb = np.empty((self.q, self.m * self.q), order="F")
-        ok, logdet = _core.banded_first(self._a, self._t_rows(theta), Lb.T)
+        ok, logdet = _core.banded_first(self.entries, self._t_rows(theta), Lb.T)
         return Lb, (float(logdet) if ok else np.inf), bool(ok)
 
     def solve(self, Lb: np.ndarray, Y: np.ndarray) -> np.ndarray:

@@ -616,8 +616,10 @@ class PLS:
         inputs = self._small_dense_inputs()
         if inputs is None:
             return None
-        t_index = ((self._t1, -1, -1) if self.q1 == 1 else tuple(self._t_2x2)
-                   if self.q1 == 2 else tuple(self.blocks[0].theta_index.ravel().tolist()))
+        if self._band is not None:  # (q₁ > 2: T's positions, row-major)
+            t_index = tuple(self._band.positions.tolist())
+        else:
+            t_index = (self._t1, -1, -1) if self.q1 == 1 else tuple(self._t_2x2)
         # (a later block of several columns: scaled by S = blockdiag(I ⊗ T_kᵀ, I) on both
         # sides, no scale per column)
         scale_index, blocks = ((self._scale_index, ()) if self._rest_scalar
@@ -647,8 +649,9 @@ class PLS:
             a = (self._a_1x1 if classes is None else classes.a).reshape(1, -1)
         elif self.q1 == 2:
             a = self._a_2x2
-        else:  # (A_s's entries row-major, one row each)
-            a = self.A11.reshape(self.l1, -1).T
+        else:  # (the banded factoriser's: A_s's entries row-major, one row each)
+            assert self._band is not None  # q1 > 2
+            a = self._band.entries
         per_entry = classes is not None or m.identity
         src = np.arange(a.shape[1]) if per_entry else m.rep
         count = np.zeros(0) if classes is None else classes.count
