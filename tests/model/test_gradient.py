@@ -206,7 +206,7 @@ def test_dense_path_matches_blocked_path(name: str, reml: bool, fitted: dict) ->
     for theta in _points(theta_r, _lower(pls, len(theta_r))):
         f = pls.factor(theta)
         g = blocked_gradient(pls, f, reml)
-        fast = dense_gradient(pls, f, reml, plan.dense)
+        fast = dense_gradient(pls, f, reml, plan.dense_arrays(pls))
         np.testing.assert_allclose(fast, g, rtol=0,
                                    atol=1e-10 * max(1.0, float(np.max(np.abs(g)))))
 
@@ -233,11 +233,11 @@ def test_compiled_dense_gradient_refuses_what_does_not_fit(fitted: dict) -> None
     (LAPACK's info, a LinAlgError) without writing the gradient."""
     from crossed.model import _gradient
     from crossed.model.gradient import _plan
-    from crossed.model.gradient_dense import dense_arrays, dense_gradient, first_inverse
+    from crossed.model.gradient_dense import dense_gradient, first_inverse
 
     pls, theta = _pls("blurb_ccmem_slopes", fitted)
     f = pls.factor(theta)
-    d = dense_arrays(pls, _plan(pls).dense)
+    d = _plan(pls).dense_arrays(pls)
     R = pls.r_rand + pls.p
     T1 = np.ascontiguousarray(pls.blocks[0].template(theta))
     Dinv = np.ascontiguousarray(first_inverse(pls, f))
@@ -251,7 +251,7 @@ def test_compiled_dense_gradient_refuses_what_does_not_fit(fitted: dict) -> None
 
     info, grad = call()
     assert info == 0
-    np.testing.assert_array_equal(grad, dense_gradient(pls, f, True, _plan(pls).dense))
+    np.testing.assert_array_equal(grad, dense_gradient(pls, f, True, d))
     assert call(A1=d.A1[1:])[0] == -1
     assert call(t_index=d.t_index + len(theta))[0] == -1
     assert call(scale_index=np.full_like(d.scale_index, -1))[0] == -1  # (a later effect)

@@ -50,7 +50,12 @@ import numpy as np
 import scipy.sparse as sp
 
 from crossed.model.factor import Factor, profiled_deviance, tri_solve
-from crossed.model.gradient_dense import dense_gradient, first_inverse
+from crossed.model.gradient_dense import (
+    DenseArrays,
+    dense_arrays,
+    dense_gradient,
+    first_inverse,
+)
 from crossed.model.inverse import inverse_lower
 
 if TYPE_CHECKING:
@@ -92,6 +97,15 @@ class _Plan:
 
     upper: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
     """The strict upper triangle's indices of an R x R matrix, by R."""
+    arrays: DenseArrays | None = None
+    """What ``gradient_dense.py``'s compiled gradient reads (formed at its first call)."""
+
+    def dense_arrays(self, pls: PLS) -> DenseArrays:
+        """``gradient_dense.dense_arrays`` of ``pls`` (of this plan), formed once."""
+        if self.arrays is None:
+            assert self.dense is not None
+            self.arrays = dense_arrays(pls, self.dense, *self.positions[0])
+        return self.arrays
 
     def cut(self, R: int) -> tuple[np.ndarray, np.ndarray]:
         """A_1R as a contiguous (ℓ₁, q₁, R) array and its (ℓ₁, R, q₁) transpose."""
@@ -153,7 +167,7 @@ def criterion_gradient(pls: PLS, f: Factor, reml: bool) -> np.ndarray:
     assert f.ok and f.L is not None
     plan = _plan(pls)
     if plan.dense is not None and pls.scalar_later_blocks:  # (small designs: gradient_dense.py)
-        return dense_gradient(pls, f, reml, plan.dense)
+        return dense_gradient(pls, f, reml, plan.dense_arrays(pls))
     return blocked_gradient(pls, f, reml)
 
 

@@ -13,7 +13,8 @@ diagonal), which covers the designs whose evaluations are cheapest, and where th
 of NumPy calls, not their arithmetic, set the cost (blurb_like with 8 slopes: ℓ₁ = 52,
 q₁ = 9, R = 26; a 3 x 3 covariance on sleepstudy: 270 µs a gradient in 25 NumPy calls).
 What does not depend on θ (A_1r and A_s as contiguous arrays, the template's positions) is
-formed once per PLS problem and kept (:func:`dense_arrays`). Per call, D_s⁻¹ from the
+formed once per PLS problem (:func:`dense_arrays`; ``gradient.py``'s plan of the problem
+keeps them). Per call, D_s⁻¹ from the
 first block's factor (:func:`first_inverse`: L_s⁻ᵀL_s⁻¹ by compiled substitution for
 q₁ > 2, ``banded.py``; closed forms for q₁ ≤ 2), then the rest in one compiled call
 (``_gradient.dense_gradient``): the PLS solution from the factor, the first block's terms
@@ -28,7 +29,6 @@ differences and a dense evaluation, tests/model/test_gradient.py), and against i
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
@@ -63,35 +63,27 @@ class DenseArrays:
     """... and their θ."""
 
 
-_ARRAYS: weakref.WeakKeyDictionary[PLS, DenseArrays] = weakref.WeakKeyDictionary()
-
-
-def dense_arrays(pls: PLS, dense: np.ndarray) -> DenseArrays:
-    """The θ-independent arrays of ``pls`` (formed once, kept per PLS problem).
-
-    ``dense``: A_1r as an (ℓ₁, q₁, r) array."""
-    got = _ARRAYS.get(pls)
-    if got is not None:
-        return got
-    flat = pls.blocks[0].theta_index.reshape(-1)
-    t_pos = np.flatnonzero(flat >= 0)
-    got = _ARRAYS[pls] = DenseArrays(
+def dense_arrays(pls: PLS, dense: np.ndarray, t_pos: np.ndarray, t_index: np.ndarray
+                 ) -> DenseArrays:
+    """The θ-independent arrays of ``pls``: ``dense`` is A_1r as an (ℓ₁, q₁, r) array,
+    ``t_pos`` and ``t_index`` the flat positions of the first template that hold a θ and
+    their θ."""
+    return DenseArrays(
         A1=np.ascontiguousarray(dense.reshape(pls.l1 * pls.q1, pls.r), dtype=float),
         A1T=np.ascontiguousarray(np.swapaxes(dense, 1, 2), dtype=float),
         A11=np.ascontiguousarray(pls.A11, dtype=float),
         Arr=np.ascontiguousarray(pls.Arr, dtype=float),
         scale_index=np.ascontiguousarray(pls.scale_index, dtype=np.int64),
-        t_pos=t_pos.astype(np.int64), t_index=flat[t_pos].astype(np.int64))
-    return got
+        t_pos=np.ascontiguousarray(t_pos, dtype=np.int64),
+        t_index=np.ascontiguousarray(t_index, dtype=np.int64))
 
 
-def dense_gradient(pls: PLS, f: Factor, reml: bool, dense: np.ndarray) -> np.ndarray:
-    """∂(criterion)/∂θ at an ok dense factorisation ``f`` (A_1r kept dense as ``dense``,
-    (ℓ₁, q₁, r); every later block scalar)."""
+def dense_gradient(pls: PLS, f: Factor, reml: bool, d: DenseArrays) -> np.ndarray:
+    """∂(criterion)/∂θ at an ok dense factorisation ``f`` (``d``: :func:`dense_arrays` of
+    ``pls``; every later block scalar)."""
     assert f.ok and f.L is not None and pls.scalar_later_blocks
     rr = pls.r_rand
     R = rr + pls.p if reml else rr  # (the columns after the first block in log det Ω)
-    d = dense_arrays(pls, dense)
     theta = np.ascontiguousarray(f.theta, dtype=float)
     T1 = np.ascontiguousarray(pls.blocks[0].template(theta))
     c = -2.0 * (pls.n - pls.p if reml else pls.n) / f.pwrss  # (−u₁ and −b₁: the sign)
