@@ -94,6 +94,126 @@ def test_potrf_lower_is_lapacks_and_reports_the_failing_minor():
         _core.potrf_lower(np.ascontiguousarray(M @ M.T + np.eye(9)))
 
 
+
+def _components_matrix(rng, sizes, rest):
+    """A positive definite matrix whose first sum(sizes) rows fall into components of
+    ``sizes`` rows, interleaved (shuffled), with ``rest`` dense rows after them, formed as
+    L Lᵀ from a factor with that pattern: (A, rows, start) as ``lead_blocks_lower`` reads
+    them."""
+    rr = int(sum(sizes))
+    labels = np.concatenate((rng.permutation(np.repeat(np.arange(len(sizes)), sizes)),
+                             np.full(rest, -1)))
+    r = rr + rest
+    keep = (labels[:, None] == labels[None, :]) | (labels[:, None] < 0)
+    L = np.tril(np.where(keep, rng.normal(size=(r, r)), 0.0), -1) + np.diag(
+        rng.uniform(1.0, 2.0, r))
+    rows = np.argsort(labels[:rr], kind="stable").astype(np.int64)
+    start = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+    return np.asfortranarray(L @ L.T), rows, start
+
+
+@pytest.mark.parametrize(("sizes", "rest"), [((3,) * 8, 5), ((1,) * 6, 4), ((1, 4, 2, 7), 0),
+                                             ((2, 2), 1)])
+def test_lead_blocks_lower_is_the_dense_factor(sizes, rest):
+    """A matrix whose leading rows fall into independent components (interleaved: a
+    component's rows are not contiguous), factored component by component and then its
+    trailing rows: the dense Cholesky factor to rounding, its zeros between components
+    exact, the upper triangle untouched; a pivot that is not positive is reported as
+    LAPACK does (the failing row + 1), in a component or in the trailing block."""
+    rng = np.random.default_rng(len(sizes) + rest)
+    A, rows, start = _components_matrix(rng, sizes, rest)
+    expect = np.linalg.cholesky(A)
+    upper = np.triu(A, 1).copy()
+    L = A.copy(order="F")
+    assert _core.lead_blocks_lower(L, rows, start) == 0
+    np.testing.assert_allclose(np.tril(L), expect, rtol=1e-12, atol=1e-13)
+    rr = int(sum(sizes))
+    apart = np.tril(expect[:rr, :rr] == 0.0)  # (between components: exact zeros)
+    np.testing.assert_array_equal(np.tril(L)[:rr, :rr][apart], 0.0)
+    np.testing.assert_array_equal(np.triu(L, 1), upper)
+    bad = A.copy(order="F")
+    j = int(rows[start[-2]])  # (a row of the last component)
+    bad[j, j] = -1.0
+    assert _core.lead_blocks_lower(bad, rows, start) == j + 1
+    if rest:
+        bad = A.copy(order="F")
+        bad[rr + rest - 1, rr + rest - 1] = -1e3
+        assert _core.lead_blocks_lower(bad, rows, start) == rr + rest
+
+
+def test_lead_blocks_lower_refuses_components_it_cannot_read():
+    """Rows out of range or not ascending within a component, or starts that do not
+    cover the leading rows, are refused rather than read past the matrix."""
+    A = np.asfortranarray(np.eye(5))
+    good_rows, good_start = np.array([0, 2, 1, 3], dtype=np.int64), np.array([0, 2, 4])
+    assert _core.lead_blocks_lower(A.copy(order="F"), good_rows, good_start) == 0
+    for rows, start in (([0, 2, 1, 7], [0, 2, 4]), ([2, 0, 1, 3], [0, 2, 4]),
+                        ([0, 2, 1, 3], [0, 2, 3]), ([0, 2, 1, 3], [0, 0, 4]),
+                        ([0, 1, 2, 3, 4, 5], [0, 6])):
+        with pytest.raises(ValueError, match="components"):
+            _core.lead_blocks_lower(A.copy(order="F"), np.array(rows, dtype=np.int64),
+                                    np.array(start, dtype=np.int64))
+
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_later_components_are_scipys_connected_components(seed):
+    """The later random effects' components (a first-factor level's columns, Z_rᵀZ_r's
+    entries and a later level's columns joined): SciPy's ``connected_components`` of that
+    graph, numbered in the order of their smallest nodes, with their count and the
+    largest one's size."""
+    from scipy.sparse.csgraph import connected_components
+
+    blocks = np.array([[7, 1], [4, 2], [3, 3]], dtype=np.int64)  # (levels, columns each)
+    n = int(np.sum(blocks[:, 0] * blocks[:, 1]))
+    P = sp.random(12, n, density=0.08, format="csr", random_state=seed)
+    P.data[:] = 1.0
+    Z = sp.random(n, n, density=0.03, format="csc", random_state=seed + 10)
+    labels, count, biggest = _core.later_components(
+        n, P.indptr.astype(np.int32), P.indices.astype(np.int32),
+        Z.indptr.astype(np.int32), Z.indices.astype(np.int32), blocks)
+    edges = [np.zeros((n, n), dtype=bool)]
+    for s_ in range(P.shape[0]):  # (all pairs of a level's columns)
+        cols = P.indices[P.indptr[s_]:P.indptr[s_ + 1]]
+        edges[0][np.ix_(cols, cols)] = True
+    edges.append(Z.toarray() != 0)
+    off = 0
+    for levels, q in blocks:
+        for _ in range(levels):
+            edges[0][off:off + q, off:off + q] = True
+            off += q
+    graph = sp.csr_matrix(edges[0] | edges[1] | edges[1].T)
+    want_count, want = connected_components(graph, directed=False)
+    assert count == want_count
+    first_of = {}  # (SciPy's numbering mapped to the order of smallest nodes)
+    for lab in want:
+        first_of.setdefault(lab, len(first_of))
+    np.testing.assert_array_equal(labels, [first_of[lab] for lab in want])
+    assert biggest == np.bincount(labels).max()
+
+
+def test_later_components_refuse_arrays_they_cannot_read():
+    """Columns out of range, index pointers that do not fit and blocks of another total
+    are refused, not read past their ends."""
+    i32 = np.int32
+    ptr, none = np.array([0, 2], dtype=i32), np.zeros(4, dtype=i32)
+    blocks = np.array([[3, 1]], dtype=np.int64)
+    labels, count, biggest = _core.later_components(3, ptr, np.array([0, 2], dtype=i32), none,
+                                                    np.zeros(0, dtype=i32), blocks)
+    assert labels.tolist() == [0, 1, 0] and (count, biggest) == (2, 2)
+    for args in ((ptr, np.array([0, 3], dtype=i32), none, np.zeros(0, dtype=i32), blocks),
+                 (np.array([0, 5], dtype=i32), np.array([0, 2], dtype=i32), none,
+                  np.zeros(0, dtype=i32), blocks),
+                 (ptr, np.array([0, 2], dtype=i32), np.zeros(3, dtype=i32),
+                  np.zeros(0, dtype=i32), blocks),
+                 (ptr, np.array([0, 2], dtype=i32), np.array([0, 0, 0, 1], dtype=i32),
+                  np.array([7], dtype=i32), blocks),
+                 (ptr, np.array([0, 2], dtype=i32), none, np.zeros(0, dtype=i32),
+                  np.array([[2, 1]], dtype=np.int64))):
+        with pytest.raises(ValueError):
+            _core.later_components(3, *args)
+
+
 def _scipy_upper_products(Aa, Ab, class_of, ncls):
     """The SciPy expression ``_upper_products`` computed before the kernel: Aa's entries
     spread over one row per (i, k), its product with Ab, the entries j <= i, by column."""

@@ -496,6 +496,61 @@ def test_no_diagonal_lead_where_a_level_meets_two():
     assert PLS(design.random.blocks, design.X, design.y)._diagonal == 0
 
 
+
+LEAD_BLOCKS = {
+    # a later factor nested in the first: components of one row; ham's design (a factor
+    # and its interactions with another, the first block their finest): one component per
+    # family, the family and its five family:dataset levels; a later block of two columns
+    # per level (C scaled by its T on both sides): one component per family
+    "nested": ("y ~ x1 + x2 + (1 | family/model)", [1, 1, 1]),
+    "ham-like": ("y ~ x1 + (1 | model:dataset) + (1 | family:dataset) + (1 | family)",
+                 [6, 6, 6]),
+    "slope on the later": ("y ~ x1 + (1 | model:dataset) + (1 + x1 | family)", [2, 2, 2]),
+}
+
+
+@pytest.mark.parametrize("update", [None, "groups", "sparse"])
+@pytest.mark.parametrize("name", list(LEAD_BLOCKS))
+def test_lead_blocks_of_the_schur_complement(name, update):
+    """Where the later random effects fall into independent components, C is factored
+    component by component (``update_plan.lead_blocks``, ``_core.lead_blocks_lower``), in
+    the compiled evaluation and on the general path: the criterion is the dense formula's
+    and β, u those of the dense factorisation."""
+    formula, sizes = LEAD_BLOCKS[name]
+    design = _design(formula)
+    pls = PLS(design.random.blocks, design.X, design.y, update=update)
+    lead = pls._lead
+    assert lead is not None and sorted(np.diff(lead.lead_start)) == sizes
+    np.testing.assert_array_equal(np.sort(lead.lead_rows), np.arange(pls.r_rand))
+    assert pls.dense_order == pls.r - pls.r_rand
+    plain = PLS(design.random.blocks, design.X, design.y, update=update)
+    plain._lead, plain._diagonal = None, 0
+    if plain._small is not None:  # (the compiled evaluation without the lead)
+        plain._small = plain._small_dense()
+    n, p = design.X.shape
+    for theta in _thetas(design):
+        f, g = pls.factor(theta), plain.factor(theta)
+        for reml in (True, False):
+            assert profiled_deviance(f, n, p, reml) == pytest.approx(
+                _dense_criterion(design, theta, reml), rel=1e-10)
+            assert profiled_deviance(f, n, p, reml) == pytest.approx(
+                profiled_deviance(g, n, p, reml), rel=1e-13)
+        low = np.tril_indices(pls.r)
+        np.testing.assert_allclose(f.L[low], g.L[low], rtol=1e-11,
+                                   atol=1e-13 * np.abs(g.L).max())
+        for a, b in zip(pls.solve(f)[1] + [pls.solve(f)[0]],
+                        plain.solve(g)[1] + [plain.solve(g)[0]], strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["crossed intercepts", "correlated slope", "one factor"])
+def test_no_lead_blocks_where_the_later_effects_are_one_component(name):
+    """Crossed later factors (models and datasets meet through the first block's levels)
+    form one component; without later blocks there is none."""
+    design = _design(FORMULAS[name])
+    assert PLS(design.random.blocks, design.X, design.y)._lead is None
+
+
 def _offset_table(offset: float) -> pd.DataFrame:
     """A small spread on a large mean: y = offset + 0.01 (b_g / 2 + x + e)."""
     rng = np.random.default_rng(1)

@@ -11,6 +11,10 @@ Each function here is one step of :meth:`crossed.model.pls.PLS.factor` on its ow
 - :func:`map_update`: the Schur complement's entries through the sparse map W
   (``sparse_map.py``): one pass over W's rows forms W g, scales it and writes it into C;
 - :func:`potrf_lower`: LAPACK's dpotrf on a Fortran-ordered matrix;
+- :func:`lead_blocks_lower`: the same factor where the later random effects fall into small
+  independent components (ham's consumers): each component on its own rows, then the
+  fixed-effect and response columns; :func:`later_components` finds the components
+  (``update_plan.lead_blocks``);
 - :func:`banded_first` and :func:`banded_half`: a first block of three or more columns per
   level: B_s = TᵀA_sT + I, its Cholesky factor in band storage, H_s = L_s⁻¹Tᵀ and G_s =
   H_sᵀH_s per level (``banded.py``; :class:`SmallDense` forms them with the same loops);
@@ -27,8 +31,9 @@ Each function here is one step of :meth:`crossed.model.pls.PLS.factor` on its ow
 - :class:`SmallDense`: every step of an evaluation at once for a small design on the
   dense path (a Schur complement of order below ``cholesky.MIN_DIAGONAL``: sleepstudy,
   blurb's and ner's crossed intercepts, a correlated slope on a later factor or on a
-  3-level factor, and every refit of them), where the per-call overheads of the steps
-  above were most of the time;
+  3-level factor, and every refit of them; of any order where the later random effects
+  fall into small components: ham), where the per-call overheads of the steps above were
+  most of the time;
 - :class:`SmallCriterion`: that evaluation and lme4's criterion as a C function of θ,
   which ``engines/native/_nlopt.pyx`` hands to NLopt's C interface (no Python call per
   evaluation of the optimiser's loop); its log and the optimiser's stop are
@@ -175,6 +180,165 @@ def potrf_lower(double[::1, :] A):
         dpotrf(&uplo, &n, &A[0, 0], &lda, &info)
     return info
 
+
+
+cdef int _lead_blocks(double *A, Py_ssize_t r, Py_ssize_t rr, const int64_t[::1] rows,
+                      const int64_t[::1] start) noexcept nogil:
+    """The lower Cholesky factor of the r x r matrix A (Fortran order, its lower triangle
+    read and written) in place, where the leading ``rr`` rows fall into independent
+    components: ``rows[start[c]:start[c + 1]]`` (ascending) are component c's, and A is 0
+    between the rows of two components. Each component's columns are factored left-looking
+    over the component's earlier columns alone, on its own rows and the trailing rows
+    [rr, r) (the other entries of those columns are 0 in the factor too: the products
+    that would form them have a 0 factor); then the trailing block is updated by one
+    rank-rr product (dsyrk) and factored (dpotrf). Returns LAPACK's info: 0, or j + 1
+    where the pivot of row j is not positive (or NaN)."""
+    cdef Py_ssize_t nc = start.shape[0] - 1, c, a, b, k, i, j, c0, c1
+    cdef double s, d
+    cdef int n = <int>rr, ld = <int>r, rest = <int>(r - rr), info = 0
+    cdef char uplo = b"L", no = b"N"
+    cdef double minus = -1.0, one = 1.0
+    for c in range(nc):
+        c0, c1 = start[c], start[c + 1]
+        for b in range(c0, c1):
+            j = rows[b]
+            s = A[j + j * r]
+            for k in range(c0, b):
+                s -= A[j + rows[k] * r] * A[j + rows[k] * r]
+            if not s > 0.0:
+                return <int>j + 1
+            d = sqrt(s)
+            A[j + j * r] = d
+            for a in range(b + 1, c1):  # (the component's later rows, then the trailing)
+                i = rows[a]
+                s = A[i + j * r]
+                for k in range(c0, b):
+                    s -= A[i + rows[k] * r] * A[j + rows[k] * r]
+                A[i + j * r] = s / d
+            for i in range(rr, r):
+                s = A[i + j * r]
+                for k in range(c0, b):
+                    s -= A[i + rows[k] * r] * A[j + rows[k] * r]
+                A[i + j * r] = s / d
+    if rest == 0:
+        return 0
+    if n > 0:
+        dsyrk(&uplo, &no, &rest, &n, &minus, A + rr, &ld, &one, A + rr + rr * r, &ld)
+    dpotrf(&uplo, &rest, A + rr + rr * r, &ld, &info)
+    return info + n if info != 0 else 0
+
+
+cdef bint _lead_fits(Py_ssize_t rr, const int64_t[::1] rows,
+                     const int64_t[::1] start) noexcept nogil:
+    """Whether ``rows`` and ``start`` describe components of [0, rr) as
+    :func:`_lead_blocks` reads them (bounds and order; every row once is the caller's)."""
+    cdef Py_ssize_t c, b
+    if rows.shape[0] != rr or start.shape[0] < 2 or start[0] != 0 or (
+            start[start.shape[0] - 1] != rr):
+        return False
+    for c in range(start.shape[0] - 1):
+        if start[c + 1] <= start[c]:
+            return False
+        for b in range(start[c], start[c + 1]):
+            if rows[b] < 0 or rows[b] >= rr or b > start[c] and rows[b] <= rows[b - 1]:
+                return False
+    return True
+
+
+def lead_blocks_lower(double[::1, :] A, const int64_t[::1] rows,
+                      const int64_t[::1] start):
+    """A ← its lower Cholesky factor in place (Fortran order, the lower triangle), where
+    its leading ``len(rows)`` rows fall into independent components,
+    ``rows[start[c]:start[c + 1]]`` ascending (:func:`_lead_blocks`); returns LAPACK's
+    info (0: success, j + 1: row j's pivot is not positive)."""
+    cdef Py_ssize_t r = A.shape[0], rr = rows.shape[0]
+    cdef int info
+    if A.shape[1] != r or rr > r or not _lead_fits(rr, rows, start):
+        raise ValueError("A is square and rows/start are components of its leading rows")
+    if r == 0:
+        return 0
+    with nogil:
+        info = _lead_blocks(&A[0, 0], r, rr, rows, start)
+    return info
+
+
+
+cdef Py_ssize_t _root(int64_t *parent, Py_ssize_t k) noexcept nogil:
+    """The root of k's tree in a union-find forest, halving the path on the way."""
+    while parent[k] != k:
+        parent[k] = parent[parent[k]]
+        k = parent[k]
+    return k
+
+
+cdef inline void _join(int64_t *parent, Py_ssize_t a, Py_ssize_t b) noexcept nogil:
+    """Join a's and b's trees, the larger root under the smaller."""
+    a, b = _root(parent, a), _root(parent, b)
+    if a < b:
+        parent[b] = a
+    elif b < a:
+        parent[a] = b
+
+
+def later_components(Py_ssize_t n, const int32_t[::1] level_ptr, const int32_t[::1] level_cols,
+                     const int32_t[::1] zr_ptr, const int32_t[::1] zr_rows,
+                     const int64_t[:, ::1] blocks):
+    """The connected components of the later random effects (``update_plan.lead_blocks``),
+    n of them: two meet where a level of the first factor meets both (its columns
+    ``level_cols[level_ptr[s]:level_ptr[s + 1]]``), where A_rr couples them (Z_rᵀZ_r in
+    CSC: ``zr_ptr``, ``zr_rows``) and where they are columns of one later level (``blocks``:
+    each later block's levels and columns per level, in order). By union-find, each
+    node's component numbered in the order of their smallest nodes; returns (labels
+    (int64), the number of components, the largest one's size)."""
+    cdef Py_ssize_t s, k, b, lev, c, off = 0, count = 0, biggest = 0
+    if zr_ptr.shape[0] != n + 1 or blocks.shape[1] != 2 or level_ptr.shape[0] < 1 or (
+            level_ptr[level_ptr.shape[0] - 1] > level_cols.shape[0]
+            or zr_ptr[n] > zr_rows.shape[0]):
+        raise ValueError("level_ptr/cols, zr_ptr/rows are CSR/CSC arrays, blocks (nb, 2)")
+    for b in range(blocks.shape[0]):
+        off += blocks[b, 0] * blocks[b, 1]
+    if off != n:
+        raise ValueError(f"the later blocks have {off} columns, not {n}")
+    for k in range(level_ptr.shape[0] - 1):
+        if not 0 <= level_ptr[k] <= level_ptr[k + 1]:
+            raise ValueError("level_ptr is not a CSR index pointer")
+    for k in range(n):
+        if not 0 <= zr_ptr[k] <= zr_ptr[k + 1]:
+            raise ValueError("zr_ptr is not a CSC index pointer")
+    for k in range(level_ptr[level_ptr.shape[0] - 1]):
+        if not 0 <= level_cols[k] < n:
+            raise ValueError(f"a level's column is not one of the {n}")
+    for k in range(zr_ptr[n]):
+        if not 0 <= zr_rows[k] < n:
+            raise ValueError(f"a row of Z_rᵀZ_r is not one of the {n}")
+    forest = np.arange(n, dtype=np.int64)
+    labels = np.empty(n, dtype=np.int64)
+    sizes = np.zeros(n + 1, dtype=np.int64)
+    cdef int64_t[::1] parent = forest, out = labels, size = sizes
+    with nogil:
+        for s in range(level_ptr.shape[0] - 1):  # (each tree's root its smallest node)
+            for k in range(level_ptr[s] + 1, level_ptr[s + 1]):
+                _join(&parent[0], level_cols[k - 1], level_cols[k])
+        for c in range(n):
+            for k in range(zr_ptr[c], zr_ptr[c + 1]):
+                _join(&parent[0], zr_rows[k], c)
+        off = 0
+        for b in range(blocks.shape[0]):
+            for lev in range(blocks[b, 0]):
+                for k in range(1, blocks[b, 1]):
+                    _join(&parent[0], off + k - 1, off + k)
+                off += blocks[b, 1]
+        for k in range(n):  # (a root comes before the rest of its tree)
+            c = _root(&parent[0], k)
+            if c == k:
+                out[k] = count
+                count += 1
+            else:
+                out[k] = out[c]
+            size[out[k]] += 1
+            if size[out[k]] > biggest:
+                biggest = size[out[k]]
+    return labels, count, biggest
 
 def scale_both_sides(const double[:, :] C, const int64_t[:, ::1] blocks,
                      const double[::1] tt, double[::1, :] out):
@@ -908,9 +1072,11 @@ cdef class SmallDense:
     the memory of ``L`` (its upper triangle is L's lower one, as
     ``PLS._sparse_schur`` leaves it; its strict lower triangle is 0 here): with ``arr``
     (A_rr on the support ``rows``) C = 0 but C[rows] = (arr − W g) s_i s_j, else C =
-    A_rr s_i s_j and C[rows] −= (W g) s_i s_j; then 1 is added on the first ``rr`` diagonal entries (the later
-    random effects) and L ← the Cholesky factor (dpotrf). Where a later block has several
-    columns per level (``blocks`` not empty: :func:`scale_both_sides`'s, with the θ
+    A_rr s_i s_j and C[rows] −= (W g) s_i s_j; then 1 is added on the first ``rr`` diagonal
+    entries (the later random effects) and L ← the Cholesky factor (dpotrf; where the later
+    random effects fall into independent components, ``lead_rows`` and ``lead_start`` as
+    :func:`lead_blocks_lower` reads them, by :func:`_lead_blocks`). Where a later block has
+    several columns per level (``blocks`` not empty: :func:`scale_both_sides`'s, with the θ
     positions ``tt_index`` of its T_kᵀ entries, -1 a 0), C is A_rr with C[rows] −= W g,
     scaled by S on both sides from its upper triangle (``PLS._finish_schur``'s steps) into
     L, and ``scale_index`` is not read.
@@ -940,6 +1106,7 @@ cdef class SmallDense:
     cdef const int64_t[:, ::1] blocks
     cdef const int64_t[::1] tt_index
     cdef const int64_t[::1] tq_index
+    cdef const int64_t[::1] lead_rows, lead_start
     cdef double[::1] theta
     cdef Py_ssize_t rr, i0, i1, i2
     cdef readonly Py_ssize_t ntheta, nentries, q
@@ -956,10 +1123,14 @@ cdef class SmallDense:
         self.g = self.wg = self.sc = self.tt = self.tq = self.work = NULL
 
     def __init__(self, a, W, rows, src, count, arr, Arr, scale_index, Py_ssize_t rr,
-                 t_index, Py_ssize_t ntheta, blocks=_NO_BLOCKS, tt_index=_NO_INDEX64):
+                 t_index, Py_ssize_t ntheta, blocks=_NO_BLOCKS, tt_index=_NO_INDEX64,
+                 lead_rows=_NO_INDEX64, lead_start=_NO_INDEX64):
         self.args = (a, W, rows, src, count, arr, Arr, scale_index, rr, tuple(t_index),
-                     ntheta, blocks, tt_index)
+                     ntheta, blocks, tt_index, lead_rows, lead_start)
         self.blocks, self.tt_index = blocks, tt_index
+        self.lead_rows, self.lead_start = lead_rows, lead_start
+        if self.lead_start.shape[0] and not _lead_fits(rr, self.lead_rows, self.lead_start):
+            raise ValueError("lead_rows/lead_start are components of the first rr rows")
         self.a, self.rows, self.src, self.count, self.arr = a, rows, src, count, arr
         self.Arr, self.scale_index, self.rr = Arr, scale_index, rr
         self.csr = hasattr(W, "indptr")
@@ -1010,10 +1181,9 @@ cdef class SmallDense:
         """This evaluation with the arrays that change with the response (a new response on
         the same rows and sparse map: ``PLS.with_response``): W, A_rr on the support and
         A_rr; the first block's arrays, positions and classes are this one's."""
-        a, _, rows, src, count, _, _, scale_index, rr, t_index, ntheta, blocks, tt_index = (
-            self.args)
+        a, _, rows, src, count, _, _, scale_index, rr, t_index, ntheta, *later = self.args
         return SmallDense(a, W, rows, src, count, arr, Arr, scale_index, rr, t_index,
-                          ntheta, blocks, tt_index)
+                          ntheta, *later)
 
     @property
     def first_shape(self):
@@ -1165,7 +1335,8 @@ cdef class SmallDense:
                 self.theta[self.i2], self.tq, self.theta, self.scale_index, self.rr,
                 self.csr, self.dense, self.data, self.indices, self.indptr, self.rows,
                 self.src, self.count, self.arr, self.Arr, first, L, self.g, self.wg,
-                self.sc, self.blocks, self.tt, self.work, out)
+                self.sc, self.blocks, self.tt, self.work, self.lead_rows, self.lead_start,
+                out)
 
 
 cdef int _first_closed(const double[:, ::1] a, Py_ssize_t q1, double t0, double t1,
@@ -1228,10 +1399,12 @@ cdef int _small_dense(const double[:, ::1] a, Py_ssize_t q1, double t0, double t
                       const double[::1] arr, const double[:, ::1] Arr, double[:, ::1] first,
                       double[::1, :] L, double *g, double *wg, double *sc,
                       const int64_t[:, ::1] blocks, const double *tt, double *work,
+                      const int64_t[::1] lead_rows, const int64_t[::1] lead_start,
                       double *out) noexcept nogil:
     """:class:`SmallDense`'s evaluation on its arrays and work arrays (g: ncls·q₁² entries,
     wg: W's rows, sc: r; with ``blocks``, the later blocks' T_kᵀ ``tt`` and ``work``, 3r²;
-    q₁ ≥ 3: T row-major and q₁² more entries, ``tq``); ``out``: the random part's log
+    q₁ ≥ 3: T row-major and q₁² more entries, ``tq``; with ``lead_start``, C factored by
+    :func:`_lead_blocks`); ``out``: the random part's log
     determinant, the fixed part's, the pwrss and the Hadamard ratio (INFINITY where not
     computed; 1 for q₁ = 1 and q₁ ≥ 3, as ``pwrss.pivot_cancels`` reads them). Returns
     the info."""
@@ -1275,7 +1448,10 @@ cdef int _small_dense(const double[:, ::1] a, Py_ssize_t q1, double t0, double t
                 C[p] -= wg[i] * (sc[p // r] * sc[p % r])
     for i in range(rr):
         C[i * r + i] += 1.0
-    dpotrf(&uplo, &nr, C, &nr, &info)
+    if lead_start.shape[0]:  # (the random part in independent components)
+        info = _lead_blocks(C, r, rr, lead_rows, lead_start)
+    else:
+        dpotrf(&uplo, &nr, C, &nr, &info)
     if info != 0:
         return info
     for i in range(r - 1):

@@ -38,6 +38,8 @@ if TYPE_CHECKING:
     from _ctypes import CFuncPtr, _CArgObject
     from types import ModuleType
 
+    from crossed.model.update_plan import LeadBlocks
+
 __all__ = ["MIN_BLOCKED", "MIN_DIAGONAL", "MIN_SPLIT", "PANEL", "Pointers", "blas", "lead_split",
            "cholesky_lower", "split_point"]
 
@@ -232,7 +234,8 @@ class _Blocked(Pointers):
         return job
 
 
-def cholesky_lower(A: np.ndarray, solve_from: int | None = None, diagonal: int = 0) -> int:
+def cholesky_lower(A: np.ndarray, solve_from: int | None = None, diagonal: int = 0,
+                   lead: LeadBlocks | None = None) -> int:
     """Factor a symmetric positive definite matrix in place: A = L Lᵀ in its lower triangle.
 
     Parameters
@@ -250,6 +253,12 @@ def cholesky_lower(A: np.ndarray, solve_from: int | None = None, diagonal: int =
         below are scaled by them, the rest is updated by one rank-``diagonal`` product
         (dsyrk) and factored as above: the factor is the dense routine's, without the
         r³/3 work on zeros (from ``MIN_DIAGONAL`` rows on). Default 0: no such block.
+    lead : LeadBlocks, optional
+        The leading rows fall into independent components, A being 0 between them
+        (``update_plan.lead_blocks``, which the engine passes where each has a few rows):
+        each component is factored on its own rows and the trailing columns, which are
+        then factored by one dpotrf (``_core.lead_blocks_lower``; ``diagonal`` is not
+        read). The factor is the dense routine's to rounding.
 
     Returns
     -------
@@ -262,6 +271,8 @@ def cholesky_lower(A: np.ndarray, solve_from: int | None = None, diagonal: int =
         raise ValueError("cholesky_lower needs a square float64 array in Fortran order")
     if not 0 <= diagonal <= n:
         raise ValueError(f"diagonal must be between 0 and {n}, got {diagonal}")
+    if lead is not None:
+        return _core.lead_blocks_lower(A, *lead)
     if diagonal and AVAILABLE and n >= MIN_DIAGONAL:
         return _diagonal_lead(A, diagonal, n if solve_from is None else solve_from)
     if n < MIN_BLOCKED or not AVAILABLE:

@@ -86,7 +86,14 @@ from crossed.model.sparse_map import (
     response_free_products,
 )
 from crossed.model.sparse_schur import SparseFactor, SparseSchur, sparse_schur_for
-from crossed.model.update_plan import LevelGroups, diagonal_lead, level_pattern, plan_update
+from crossed.model.update_plan import (
+    LeadBlocks,
+    LevelGroups,
+    diagonal_lead,
+    lead_blocks,
+    level_pattern,
+    plan_update,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Hashable
@@ -204,6 +211,7 @@ class PLS:
     """
 
     _diagonal: int = 0  # leading columns of C whose block is diagonal (_diagonal_lead)
+    _lead: LeadBlocks | None = None  # C's random part in small independent components
     A11: np.ndarray
     residual_pwrss: str
     ldW: float
@@ -399,12 +407,13 @@ class PLS:
         else:
             self._ZrtZr = products.ZrtZr.toarray() if products.ZrtZr is not None else None
         if plan is not None and plan._sparse is None:
-            self._diagonal = plan._diagonal
+            self._diagonal, self._lead = plan._diagonal, plan._lead
             self._w_cost, self._group_cost = plan._w_cost, plan._group_cost
             self._level_groups = plan._level_groups
         else:
             pattern = level_pattern(self._Z1tZr, self.q1, self.l1)
             self._diagonal = diagonal_lead(pattern, rest)
+            self._lead = lead_blocks(pattern, rest, products.ZrtZr, self.r)
             self._w_cost, self._group_cost, self._level_groups = plan_update(
                 pattern, self.q1, self.r_rand, self.r, groups=self.update == "groups")
         self._set_response(plan if same_rows else None,
@@ -462,9 +471,12 @@ class PLS:
 
     @property
     def dense_order(self) -> int:
-        """Order of the dense matrix each evaluation factors past its diagonal lead (0 on
-        the sparse Schur path): what sets an evaluation's BLAS cost."""
-        return 0 if self._sparse is not None else self.r - self._diagonal
+        """Order of the dense matrix each evaluation factors past its diagonal lead, or past
+        the later random effects where they fall into small components (0 on the sparse
+        Schur path): what sets an evaluation's BLAS cost."""
+        if self._sparse is not None:
+            return 0
+        return self.r - (self.r_rand if self._lead is not None else self._diagonal)
 
     @property
     def xtx(self) -> np.ndarray:
@@ -552,7 +564,7 @@ class PLS:
         # the groups' evaluation (GROUPS_OVERHEAD). Not for PIRLS's weighted problems (a
         # template without a plan: no such call)
         weighted = plan is None and template is not None
-        compiled = (not weighted and self.r < MIN_DIAGONAL
+        compiled = (not weighted and (self.r < MIN_DIAGONAL or self._lead is not None)
                     and (not self._rest_scalar or self._w_cost < SPLIT_NNZ)
                     and (self.q1 <= 2
                          or self._w_cost < self._group_cost + GROUPS_OVERHEAD))
@@ -624,8 +636,9 @@ class PLS:
         # sides, no scale per column)
         scale_index, blocks = ((self._scale_index, ()) if self._rest_scalar
                                else (np.full(self.r, -1, dtype=np.int64), self._s_blocks))
+        lead = {} if self._lead is None else self._lead._asdict()
         return _core.SmallDense(*inputs, scale_index, self.r_rand, t_index, self._ntheta,
-                                *blocks)
+                                *blocks, **lead)
 
     def _small_dense_inputs(self) -> _SmallInputs | None:
         """The arrays of a whole evaluation in one compiled call (``_core.SmallDense``),
@@ -641,7 +654,7 @@ class PLS:
         is dominated by that solve, and it keeps the steps' own arithmetic on the designs
         whose optimum is most sensitive to rounding."""
         m = self._map
-        if (m is None or self.r >= MIN_DIAGONAL or len(m.parts) > 1
+        if (m is None or self.r >= MIN_DIAGONAL and self._lead is None or len(m.parts) > 1
                 or self.residual_pwrss == "always"):
             return None
         classes = self._classes
@@ -895,7 +908,8 @@ class PLS:
             lost = sf.ok and pivot_cancels(self, sf.pwrss, chol, theta)
             return from_residuals(self, sf) if lost else sf
         L = self.schur(theta, chol, G, H)
-        if cholesky_lower(L, solve_from=self.r_rand, diagonal=self._diagonal) != 0:
+        if cholesky_lower(L, solve_from=self.r_rand, diagonal=self._diagonal,
+                          lead=self._lead) != 0:
             return Factor(theta=theta, ok=False)
         d = L.diagonal()
         rr = self.r_rand

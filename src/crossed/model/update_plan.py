@@ -1,7 +1,8 @@
 """How the native engine forms the Schur update A_r1 G A_1r of a design, decided once from
 the sparsity of Z₁ᵀZ_r (``pls.py``): dense rank-k updates over groups of levels of the
 first factor, or the sparse map W (``sparse_map.py``); and whether the second block's part
-of the Schur complement is diagonal (``cholesky_lower(..., diagonal=)``)."""
+of the Schur complement is diagonal (``cholesky_lower(..., diagonal=)``) or the later
+random effects fall into small independent components (``cholesky_lower(..., lead=)``)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,13 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
+from crossed.model import _core
+
 if TYPE_CHECKING:
     from crossed.design.random import ReBlock
 
-__all__ = ["MAX_GROUPED_LEVELS", "LevelGroups", "LevelPattern", "diagonal_lead", "level_pattern",
-           "plan_update"]
+__all__ = ["MAX_GROUPED_LEVELS", "MAX_LEAD_BLOCK", "MAX_LEAD_REST", "LeadBlocks", "LevelGroups",
+           "LevelPattern", "diagonal_lead", "lead_blocks", "level_pattern", "plan_update"]
 
 MAX_GROUPED_LEVELS = 50_000
 """Above this many levels of the first factor the greedy grouping (a Python loop) is not
@@ -67,6 +70,57 @@ def diagonal_lead(pattern: LevelPattern, rest: tuple[ReBlock, ...]) -> int:
     if np.any(np.diff(seen[pattern.indptr]) > 1):
         return 0  # a level meets two of the second block's levels
     return n2
+
+
+MAX_LEAD_BLOCK = 64
+"""The largest component of the later random effects that :func:`lead_blocks` takes (each is
+factored by loops over its columns, n³/3 multiply-adds)."""
+MAX_LEAD_REST = 400
+"""... and the most columns after them (X and y), factored by one dpotrf (``cholesky``'s
+``MIN_BLOCKED``: from there its blocked, two-threaded factorisation)."""
+
+
+class LeadBlocks(NamedTuple):
+    """The later random effects (C's first ``rr`` rows) as independent components:
+    ``lead_rows[lead_start[c]:lead_start[c + 1]]`` are component c's rows, ascending (int64
+    both; named as ``_core.SmallDense`` takes them)."""
+
+    lead_rows: np.ndarray
+    lead_start: np.ndarray
+
+
+def lead_blocks(pattern: LevelPattern, rest: tuple[ReBlock, ...], ZrtZr: sp.csc_matrix | None,
+                r: int) -> LeadBlocks | None:
+    """The components of the Schur complement's random part, where it has several and each
+    has at most ``MAX_LEAD_BLOCK`` rows (and at most ``MAX_LEAD_REST`` columns follow), or
+    None.
+
+    Two later random effects i and j meet in C = A_rr − A_r1 G A_1r only where A_rr couples
+    them (some row has both) or some level of the first factor meets both, and C's rows
+    scaled by a later block's T_k mix that level's columns: the graph of those three
+    relations splits the rows into components, between which C is exactly 0 and so is its
+    Cholesky factor (each product that would form an entry there has a 0 factor).
+    ``_core.lead_blocks_lower`` factors each component on its own rows and the trailing
+    columns, skipping the r³/3 work on zeros a dense dpotrf does: ham's ``(1 | Consumer) +
+    (1 | Product:Consumer) + (1 | Information:Consumer)``, whose 243 later random effects
+    are 81 consumers' triples (a consumer's Information:Consumer pair and the consumer). A
+    later factor nested in the first (``(1 | a/b)``'s ``a``) gives components of one row.
+    """
+    rr = sum(b.nlevels * b.q for b in rest)
+    if rr < 2 or r - rr > MAX_LEAD_REST:
+        return None
+    i32 = np.int32
+    zr_ptr, zr_rows = ((np.zeros(rr + 1, dtype=i32), np.zeros(0, dtype=i32)) if ZrtZr is None
+                       else (ZrtZr.indptr.astype(i32, copy=False),
+                             ZrtZr.indices.astype(i32, copy=False)))
+    labels, count, biggest = _core.later_components(
+        rr, pattern.indptr.astype(i32, copy=False), pattern.indices.astype(i32, copy=False),
+        zr_ptr, zr_rows, np.array([(b.nlevels, b.q) for b in rest], dtype=np.int64))
+    if count < 2 or biggest > MAX_LEAD_BLOCK:
+        return None
+    rows = np.argsort(labels, kind="stable").astype(np.int64)  # (ascending in each)
+    sizes = np.bincount(labels)
+    return LeadBlocks(rows, np.concatenate(([0], np.cumsum(sizes))).astype(np.int64))
 
 
 def plan_update(pattern: LevelPattern, q: int, r_rand: int, r: int, groups: bool = False,
