@@ -146,10 +146,10 @@ def test_groups_follow_nesting():
     pls = PLS(design.random.blocks, design.X, design.y)
     assert pls._groups is not None  # cheaper than the sparse map here
     model_family = dict(zip(design.random.blocks[0].codes, fam, strict=True))
-    groups = [{model_family[lev] for lev in levels} for levels, _ in pls._level_groups]
+    groups = [{model_family[lev] for lev in levels} for levels, _ in pls._level_groups()[1]]
     assert sorted(len(g) for g in groups) == [1, 1, 1, 1]
     # each group's columns: its family's 40 family:dataset effects and the intercept and y
-    assert sorted(len(cols) for _, cols in pls._level_groups) == [42, 42, 42, 42]
+    assert sorted(len(cols) for _, cols in pls._level_groups()[1]) == [42, 42, 42, 42]
 
 
 def test_unknown_update_is_refused():
@@ -941,7 +941,7 @@ def test_a_small_design_takes_the_compiled_map_where_groups_cost_less(case):
     design = build_design(parse(formula, reference=reference), df)
     pls = PLS.of(design)
     grouped = PLS(design.random.blocks, design.X, design.y, update="groups")
-    assert pls._group_cost <= pls._w_cost  # (the planner's costs favour the groups)
+    assert pls._level_groups()[0] <= pls._w_cost  # (the planner's costs favour the groups)
     assert pls._small is not None and grouped._groups is not None
     for theta in _thetas(design, 4):
         for reml in (True, False):

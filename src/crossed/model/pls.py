@@ -89,9 +89,11 @@ from crossed.model.sparse_schur import SparseFactor, SparseSchur, sparse_schur_f
 from crossed.model.update_plan import (
     LeadBlocks,
     LevelGroups,
+    LevelPattern,
     diagonal_lead,
     lead_blocks,
     level_pattern,
+    map_cost,
     plan_update,
 )
 
@@ -235,9 +237,11 @@ class PLS:
     _scalar_ranges: list[tuple[int, int]]  # each later block's column range, then X and y's
     _s_blocks: tuple[np.ndarray, np.ndarray]  # the later blocks as S's diagonal blocks
     # and their T_kᵀ's θ positions (_scale_blocks)
-    _w_cost: float  # the update's plan (update_plan.plan_update): the sparse map's cost,
-    _group_cost: float  # the groups' cost,
-    _level_groups: LevelGroups | None  # and the groups of levels
+    _w_cost: float  # the sparse map's cost (update_plan.map_cost)
+    _pattern: LevelPattern  # the columns each level of the first factor meets
+    _group_plan: list[tuple[float, LevelGroups | None]]  # the groups' cost and levels
+    # (update_plan.plan_update), planned once where asked (_level_groups), shared with the
+    # problems of the same pattern
     _classes: LevelClasses | None = None  # the first block evaluated per class (_set_response)
     _small: _core.SmallDense | None = None  # a small design's evaluation in one compiled
     # call (_set_response)
@@ -408,16 +412,27 @@ class PLS:
             self._ZrtZr = products.ZrtZr.toarray() if products.ZrtZr is not None else None
         if plan is not None and plan._sparse is None:
             self._diagonal, self._lead = plan._diagonal, plan._lead
-            self._w_cost, self._group_cost = plan._w_cost, plan._group_cost
-            self._level_groups = plan._level_groups
+            self._w_cost, self._pattern = plan._w_cost, plan._pattern
+            self._group_plan = plan._group_plan
         else:
-            pattern = level_pattern(self._Z1tZr, self.q1, self.l1)
+            pattern = self._pattern = level_pattern(self._Z1tZr, self.q1, self.l1)
             self._diagonal = diagonal_lead(pattern, rest)
             self._lead = lead_blocks(pattern, rest, products.ZrtZr, self.r)
-            self._w_cost, self._group_cost, self._level_groups = plan_update(
-                pattern, self.q1, self.r_rand, self.r, groups=self.update == "groups")
+            self._w_cost = map_cost(pattern, self.q1, self.r_rand, self.r)
+            self._group_plan = []
         self._set_response(plan if same_rows else None,
                            template=plan if template is None else template)
+
+    def _level_groups(self) -> tuple[float, LevelGroups | None]:
+        """The groups of levels of the dense rank-k updates and their cost
+        (:func:`~crossed.model.update_plan.plan_update`; inf and None where none was
+        completed), planned on the first call: the designs evaluated in one compiled call
+        never ask (the greedy grouping of ham's 324 levels cost 1.2 ms)."""
+        if not self._group_plan:
+            _, cost, groups = plan_update(self._pattern, self.q1, self.r_rand, self.r,
+                                          groups=self.update == "groups")
+            self._group_plan.append((cost, groups))
+        return self._group_plan[0]
 
     def _layout(self, first: ReBlock, rest: tuple[ReBlock, ...]) -> None:
         """The sizes of the part after the first block, and which θ scales which of its
@@ -554,7 +569,6 @@ class PLS:
         self._map: SparseMap | None = None
         self._classes = None
         self._small = None
-        cheaper = self._group_cost <= self._w_cost and self.l1 * self.q1 * self.r <= 20_000_000
         # small: the sparse map, whose whole evaluation is then one compiled call
         # (SmallDense), whatever the planner's costs (the groups' update is Python's:
         # 500 items x 10 systems with (1 + x | system), r = 23, 77 → 8 µs an evaluation;
@@ -567,12 +581,15 @@ class PLS:
         compiled = (not weighted and (self.r < MIN_DIAGONAL or self._lead is not None)
                     and (not self._rest_scalar or self._w_cost < SPLIT_NNZ)
                     and (self.q1 <= 2
-                         or self._w_cost < self._group_cost + GROUPS_OVERHEAD))
-        if self.update == "groups" or (self.update is None and cheaper and not compiled):
+                         or self._w_cost < self._level_groups()[0] + GROUPS_OVERHEAD))
+        if self.update == "groups" or (
+                self.update is None and not compiled and self._level_groups()[0] <= self._w_cost
+                and self.l1 * self.q1 * self.r <= 20_000_000):
             self._Arr_F = np.asfortranarray(Arr)
-            assert self._level_groups is not None  # planned whenever groups can be chosen
+            level_groups = self._level_groups()[1]
+            assert level_groups is not None  # planned whenever groups can be chosen
             self._groups = [self._group_block(A1r, levels, cols)
-                            for levels, cols in self._level_groups]
+                            for levels, cols in level_groups]
         else:
             kept = None if plan_map is None else plan_map.with_response(
                 A1r, self.A11, Arr, products.Z1tD[:, -1])

@@ -17,7 +17,8 @@ if TYPE_CHECKING:
     from crossed.design.random import ReBlock
 
 __all__ = ["MAX_GROUPED_LEVELS", "MAX_LEAD_BLOCK", "MAX_LEAD_REST", "LeadBlocks", "LevelGroups",
-           "LevelPattern", "diagonal_lead", "lead_blocks", "level_pattern", "plan_update"]
+           "LevelPattern", "diagonal_lead", "lead_blocks", "level_pattern", "map_cost",
+           "plan_update"]
 
 MAX_GROUPED_LEVELS = 50_000
 """Above this many levels of the first factor the greedy grouping (a Python loop) is not
@@ -123,6 +124,15 @@ def lead_blocks(pattern: LevelPattern, rest: tuple[ReBlock, ...], ZrtZr: sp.csc_
     return LeadBlocks(rows, np.concatenate(([0], np.cumsum(sizes))).astype(np.int64))
 
 
+
+def map_cost(pattern: LevelPattern, q: int, r_rand: int, r: int) -> float:
+    """The sparse map W's cost in :func:`plan_update`'s units: Σ_s m_s²/2 scattered
+    multiply-adds for the m_s = q (columns met + the r − r_rand dense ones) nonzeros of
+    level s's rows."""
+    u = (np.diff(pattern.indptr) + (r - r_rand)).astype(np.float64)
+    return float(np.sum((q * u) ** 2)) / 2.0
+
+
 def plan_update(pattern: LevelPattern, q: int, r_rand: int, r: int, groups: bool = False,
                 ) -> tuple[float, float, LevelGroups | None]:
     """Choose how A_r1 G A_1r is computed, from the per-level ``pattern``
@@ -147,7 +157,7 @@ def plan_update(pattern: LevelPattern, q: int, r_rand: int, r: int, groups: bool
     l1 = len(pattern.indptr) - 1
     dense_cols = np.arange(r_rand, r)
     u = (np.diff(pattern.indptr) + len(dense_cols)).astype(np.float64)
-    w_cost = float(np.sum((q * u) ** 2)) / 2.0
+    w_cost = map_cost(pattern, q, r_rand, r)
 
     def cost(n: int, width: int) -> float:
         return n * q * width * width / 50.0 + width * width + 6000.0
