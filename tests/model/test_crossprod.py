@@ -12,6 +12,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 import pytest
+import scipy.sparse as sp
 
 from crossed.design import build_design
 from crossed.formula.spec import parse
@@ -161,7 +162,6 @@ def test_rows_are_the_blocks_z(formula: str, weighted: bool) -> None:
     """``RowMatrices.of`` builds the later blocks' Z side by side directly: the matrix of
     each block's Z (``sparse_z``) stacked, array for array (explicit zeros of a slope
     kept), and Z₁ᵀ, with and without √w scaling."""
-    import scipy.sparse as sp
 
     from crossed.model.crossprod import RowMatrices, sparse_z
 
@@ -190,7 +190,6 @@ def test_stored_is_scipys_csr_of_a_dense_array():
     """``crossprod.stored``: the arrays ``sp.csr_matrix`` gives a dense array (its nonzeros
     row by row; a NaN is stored, an exact zero is not), with an empty row and no rows; as
     CSC, the matrix ``sp.csc_matrix`` gives a symmetric one."""
-    import scipy.sparse as sp
 
     from crossed.model.crossprod import stored
 
@@ -229,7 +228,6 @@ def test_dense_row_products_are_scipys_products(formula: str, weighted: bool,
     SciPy's products of Z₁ᵀ and Z_rᵀ with Z_r and with [X y] bitwise, and the cross-products
     it gives a small design are those of the sparse products, array for array (explicit
     zeros of a slope, √w-scaled rows)."""
-    import scipy.sparse as sp
 
     from crossed.model import crossprod
     from crossed.model.crossprod import RowMatrices
@@ -350,3 +348,43 @@ def test_stored_like_shares_the_pattern_or_builds_its_own():
     D[np.argwhere(B == 0)[0][0], np.argwhere(B == 0)[0][1]] = 1.0  # (a new nonzero)
     np.testing.assert_array_equal(stored_like(D, like).toarray(), D)
     np.testing.assert_array_equal(stored_like(B, None).toarray(), B)
+
+
+def test_stored_beside_is_stored_like_of_the_dense_rows_side_by_side():
+    """``stored_beside(S, D, like)``: the arrays of ``stored_like(np.hstack([S.toarray(),
+    D]), like)`` (A_1r of a small design) without forming the dense matrix: S's explicit
+    zeros not stored, S's indices sorted first where they are not, empty rows, and
+    ``like``'s index arrays shared where the pattern is its."""
+    from crossed.model.crossprod import stored, stored_beside, stored_like
+
+    rng = np.random.default_rng(4)
+    S = sp.random(7, 10, density=0.3, format="csr", random_state=4)
+    S.data[S.indptr[3]:S.indptr[4]] = 0.0  # (an empty row of S)
+    S.eliminate_zeros()
+    S.data[1] = 0.0  # (an explicit zero: a product that cancels)
+    D = rng.normal(size=(7, 4)) * (rng.random((7, 4)) < 0.6)
+    D[5] = 0.0
+    dense = np.hstack([S.toarray(), D])
+    like = stored(dense)
+    for given_like in (None, like):
+        got, want = stored_beside(S, D, given_like), stored_like(dense, given_like)
+        for attr in ("data", "indices", "indptr"):
+            np.testing.assert_array_equal(getattr(got, attr), getattr(want, attr))
+            assert getattr(got, attr).dtype == getattr(want, attr).dtype
+        assert got.has_canonical_format and got.shape == want.shape
+    shared = stored_beside(S, D, like)
+    assert shared.indices is like.indices and shared.indptr is like.indptr
+    unsorted = S.copy()  # (each row's entries reversed: SciPy's products may leave them so)
+    for i in range(unsorted.shape[0]):
+        lo, hi = unsorted.indptr[i], unsorted.indptr[i + 1]
+        unsorted.indices[lo:hi] = unsorted.indices[lo:hi][::-1]
+        unsorted.data[lo:hi] = unsorted.data[lo:hi][::-1]
+    unsorted.has_sorted_indices = False
+    got = stored_beside(unsorted, D, None)
+    np.testing.assert_array_equal(got.indices, stored(dense).indices)
+    np.testing.assert_array_equal(got.data, stored(dense).data)
+    other = D.copy()
+    other[5, 0] = 1.0  # (a new nonzero: its own pattern)
+    assert stored_beside(S, other, like).indices is not like.indices
+    with pytest.raises(ValueError, match="rows"):
+        stored_beside(S, D[:3], None)

@@ -33,7 +33,7 @@ from crossed.model.pwrss import level_products
 if TYPE_CHECKING:
     from crossed.design import Design
 
-__all__ = ["CrossProducts", "RowMatrices", "centre_of", "sparse_z", "stored"]
+__all__ = ["CrossProducts", "RowMatrices", "centre_of", "sparse_z", "stored", "stored_beside"]
 
 
 def sparse_z(block: ReBlock, values: np.ndarray | None = None) -> sp.csr_matrix:
@@ -78,6 +78,20 @@ def shallow_copy(M: S) -> S:
     return new
 
 
+
+def _empty(fmt: type[sp.csr_matrix] | type[sp.csc_matrix], shape: tuple[int, int]
+           ) -> sp.csr_matrix | sp.csc_matrix:
+    """An empty matrix of ``fmt`` and ``shape``, kept (at most ``_EMPTY_MAX``): its shallow
+    copies take canonical arrays without the constructor's checks."""
+    key = (fmt, shape)
+    empty = _EMPTY.get(key)
+    if empty is None:
+        if len(_EMPTY) >= _EMPTY_MAX:
+            _EMPTY.clear()
+        empty = _EMPTY[key] = fmt(shape)
+    return empty
+
+
 def stored(A: np.ndarray, fmt: type[sp.csr_matrix] | type[sp.csc_matrix] = sp.csr_matrix
            ) -> sp.csr_matrix | sp.csc_matrix:
     """The nonzeros of dense ``A`` as a CSR matrix, row by row (``sp.csr_matrix(A)``'s
@@ -94,13 +108,7 @@ def stored(A: np.ndarray, fmt: type[sp.csr_matrix] | type[sp.csc_matrix] = sp.cs
         return fmt((A[nonzero], np.nonzero(nonzero)[1], indptr), shape=A.shape)
     indptr = np.zeros(A.shape[0] + 1, dtype=np.int32)
     np.cumsum(counts, out=indptr[1:])
-    key = (fmt, A.shape)
-    empty = _EMPTY.get(key)
-    if empty is None:
-        if len(_EMPTY) >= _EMPTY_MAX:
-            _EMPTY.clear()
-        empty = _EMPTY[key] = fmt(A.shape)
-    new = shallow_copy(empty)
+    new = shallow_copy(_empty(fmt, A.shape))
     new.data, new.indptr = A[nonzero], indptr
     new.indices = np.nonzero(nonzero)[1].astype(np.int32)
     new.has_canonical_format = True
@@ -123,6 +131,44 @@ def stored_like(A: np.ndarray, like: sp.csr_matrix | sp.csc_matrix | None,
     if np.count_nonzero(A) != like.nnz or np.count_nonzero(data) != like.nnz:
         return stored(A, fmt)  # (a weight of zero, or a product that cancels)
     new = shallow_copy(like)  # (like's pattern, canonical, shared)
+    new.data = data
+    return new
+
+
+
+def stored_beside(S: sp.csr_matrix, D: np.ndarray, like: sp.csr_matrix | None
+                  ) -> sp.csr_matrix:
+    """:func:`stored_like` of ``np.hstack([S.toarray(), D])`` (``S`` sparse without
+    duplicates, ``D`` dense, the same rows) without forming that dense matrix: each row's
+    nonzeros of S, then of D, as CSR arrays (ham's A_1r = [Z₁ᵀZ_r Z₁ᵀD]: 324 x 260 with
+    6,500 nonzeros, 1.5 ms dense, 0.1 ms so); ``like``'s index arrays shared where the
+    pattern is its."""
+    m, k = S.shape
+    if D.shape[0] != m:
+        raise ValueError("stored_beside needs D with the rows of S")
+    if not S.has_sorted_indices:
+        S = S.sorted_indices()
+    keep = S.data != 0  # (explicit zeros are not stored, as in the dense matrix's nonzeros)
+    s_rows = np.repeat(np.arange(m), np.diff(S.indptr))[keep]
+    d_rows, d_cols = np.nonzero(D)
+    rows = np.concatenate((s_rows, d_rows))
+    order = np.argsort(rows, kind="stable")  # (row by row: S's entries, then D's)
+    indices = np.concatenate((S.indices[keep], d_cols + k))[order]
+    data = np.concatenate((S.data[keep], D[d_rows, d_cols]))[order]
+    if max(m, k + D.shape[1], len(data)) >= _INT32_MAX:
+        return sp.csr_matrix((data, indices, np.concatenate(
+            ([0], np.cumsum(np.bincount(rows, minlength=m))))), shape=(m, k + D.shape[1]))
+    indptr = np.zeros(m + 1, dtype=np.int32)
+    np.cumsum(np.bincount(rows, minlength=m), out=indptr[1:])
+    indices = indices.astype(np.int32)
+    if like is not None and type(like) is sp.csr_matrix and like.shape == (
+            m, k + D.shape[1]) and np.array_equal(like.indptr, indptr) and np.array_equal(
+            like.indices, indices):
+        new = shallow_copy(like)  # (like's pattern, canonical, shared)
+    else:
+        new = shallow_copy(_empty(sp.csr_matrix, (m, k + D.shape[1])))
+        new.indptr, new.indices = indptr, indices
+        new.has_canonical_format = True
     new.data = data
     return new
 

@@ -57,6 +57,7 @@ from crossed.model.crossprod import (
     shallow_copy,
     sparse_z,
     stored,
+    stored_beside,
     stored_like,
 )
 from crossed.model.factor import (
@@ -556,8 +557,8 @@ class PLS:
             if self._Z1tZr is None:
                 A1r = stored_like(products.Z1tD, like)
             elif self._Z1tZr.shape[0] * self.r <= MAX_DENSE_ROW_PRODUCTS:  # (small: the
-                # nonzeros of the dense rows, the matrix hstack's canonical form holds)
-                A1r = stored_like(np.hstack([self._Z1tZr.toarray(), products.Z1tD]), like)
+                # nonzeros of the rows side by side, as the dense matrix's)
+                A1r = stored_beside(self._Z1tZr, products.Z1tD, like)
             else:
                 A1r = sp.hstack([self._Z1tZr, stored(products.Z1tD)], format="csr")
                 A1r.sum_duplicates()
