@@ -453,6 +453,39 @@ def test_small_dense_refuses_a_first_block_it_cannot_read():
         small.factor(np.ones(3), np.empty((4, 8)), np.empty((r, r), order="F"))
 
 
+
+def test_small_dense_refuses_groups_it_cannot_read():
+    """The groups' update (a first block of q ≥ 3 columns) takes pointers into its levels
+    and ascending columns and one row of A_1r per (level, column): levels or columns out of
+    range, unsorted columns, pointers that do not fit, rows of another count, a first
+    block of fewer columns, or a sparse map beside it are refused."""
+    r, q = 4, 3
+    i64 = np.int64
+    args = (np.zeros((0, 0)), np.zeros(0, dtype=i64), np.zeros(0, dtype=i64), np.zeros(0),
+            np.zeros(0), np.eye(r), np.full(r, -1, dtype=i64), 1)
+    a = np.ones((q * q, 2))
+
+    def build(ptr, levels, cptr, cols, nvals, a=a, extra=()):
+        groups = (np.array(ptr, dtype=i64), np.array(levels, dtype=i64),
+                  np.array(cptr, dtype=i64), np.array(cols, dtype=i64), np.ones((nvals, q)))
+        t_index = (0,) * len(a) if len(a) > 3 else (0, -1, -1)
+        return _core.SmallDense(a, *(extra or args), t_index, 3, groups=groups)
+
+    small = build([0, 2], [0, 1], [0, 3], [0, 2, 3], 6)  # (two levels, three columns)
+    assert small.first_shape == (6, 3)
+    for bad in (([0, 2], [0, 5], [0, 3], [0, 2, 3], 6), ([0, 2], [0, 1], [0, 3], [0, 3, 2], 6),
+                ([0, 2], [0, 1], [0, 3], [0, 2, 9], 6), ([0, 3], [0, 1], [0, 3], [0, 2, 3], 6),
+                ([0, 2], [0, 1], [0, 2], [0, 2, 3], 6), ([0, 2], [0, 1], [0, 3], [0, 2, 3], 5)):
+        with pytest.raises(ValueError, match="groups"):
+            build(*bad)
+    with pytest.raises(ValueError, match="groups"):  # (q₁ = 1)
+        build([0, 2], [0, 1], [0, 3], [0, 2, 3], 6, a=np.ones((1, 2)))
+    with pytest.raises(ValueError, match="no sparse map"):
+        build([0, 2], [0, 1], [0, 3], [0, 2, 3], 6,
+              extra=(np.ones((1, 9)), np.array([0], dtype=i64), np.array([0], dtype=i64),
+                     *args[3:]))
+
+
 def test_small_dense_pickles_as_its_arrays():
     """A fit's PLS problem travels to simulation workers (joblib, Dask): its SmallDense is
     pickled as its arrays and gives the same evaluation."""

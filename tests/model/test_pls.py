@@ -980,3 +980,83 @@ def test_the_compiled_solve_is_the_steps_bit_for_bit(formula, classed, weighted,
             np.testing.assert_array_equal(a, b)
         beta2, u2 = pls.solve(f)  # (the public call takes the compiled path)
         np.testing.assert_array_equal(beta2, beta)
+
+
+GROUPS_DESIGNS = [("y ~ x + (1 + x + z | d) + (1 | dept)", False),
+                  ("y ~ x + (1 + x + z | d)", True),
+                  ("y ~ x + (1 + x + z | d) + (1 + x | dept)", False)]
+"""Designs whose first block has three columns, taken through the groups' update."""
+
+
+def _groups_problem(formula: str, weighted: bool, monkeypatch):
+    """A design of :data:`GROUPS_DESIGNS` on the ratings with the groups' update chosen
+    (the planner made to find them cheaper than W): its PLS problem, evaluated in one
+    compiled call with the groups (``SmallDense``'s groups), the same problem on the
+    interpreted groups' path, and θ at interior points and on the boundary."""
+    real = pls_module.plan_update
+
+    def groups_cheaper(*args, **kwargs):
+        w_cost, _, groups = real(*args, **{**kwargs, "groups": True})
+        return w_cost, 0.0, groups
+
+    monkeypatch.setattr(pls_module, "plan_update", groups_cheaper)
+    monkeypatch.setattr(pls_module, "GROUPS_OVERHEAD", -np.inf)
+    df = _ratings()
+    design = build_design(parse(formula), df)
+    w = np.random.default_rng(6).uniform(0.5, 2.0, len(df)) if weighted else None
+    pls = PLS.weighted(design.random.blocks, design.X, design.y, w)
+    general = PLS.weighted(design.random.blocks, design.X, design.y, w)
+    general._small = None
+    lower = design.random.theta_lower
+    thetas = _thetas(design, 5) + [np.where(np.isfinite(lower), 0.0, 1.0)]
+    return pls, general, thetas
+
+
+@pytest.mark.parametrize(("formula", "weighted"), GROUPS_DESIGNS)
+def test_compiled_groups_update_is_the_interpreted_one(formula, weighted, monkeypatch):
+    """A first block of three or more columns whose update goes by groups of levels is
+    evaluated in one compiled call (``SmallDense``'s groups: each level's H_s times its
+    rows of A_1r, one dsyrk per group): the factor, the criterion, β and u are the
+    interpreted groups' path's to rounding; the batches and the compiled criterion read
+    the same evaluation; it pickles as its arrays and is built again for a new
+    response."""
+    import pickle
+
+    pls, general, thetas = _groups_problem(formula, weighted, monkeypatch)
+    assert pls._groups is not None and pls._small is not None and pls.sparse_map is None
+    low = np.tril_indices(pls.r)
+    for theta in thetas:
+        f, g = pls.factor(theta), general.factor(theta)
+        assert f.ok and g.ok
+        np.testing.assert_allclose(f.L[low], g.L[low], rtol=1e-12,
+                                   atol=1e-12 * np.abs(g.L).max())
+        for name in ("ldL2", "ldRX2", "pwrss"):
+            assert getattr(f, name) == pytest.approx(getattr(g, name), rel=1e-12, abs=1e-12)
+        for reml in (True, False):
+            assert pls.objective(theta, reml) == pytest.approx(
+                general.objective(theta, reml), rel=1e-13)
+        (bf, uf), (bg, ug) = pls.solve(f), general.solve(g)
+        np.testing.assert_allclose(bf, bg, rtol=1e-10)
+        np.testing.assert_allclose(uf[0], ug[0], rtol=1e-9, atol=1e-12)
+    batch = pls.factor_batch(np.array(thetas))
+    assert batch is not None and batch.own.all() and batch.ok.all()
+    for k, theta in enumerate(thetas):
+        f = pls.factor(theta)
+        assert (batch.ldL2[k], batch.ldRX2[k], batch.pwrss[k]) == (f.ldL2, f.ldRX2, f.pwrss)
+    crit = pls.compiled_criterion(True, 0.0, lambda t: np.nan)
+    assert [crit(t) for t in thetas] == pytest.approx(
+        [pls.objective(t, True) for t in thetas], rel=1e-14)
+    copy = pickle.loads(pickle.dumps(pls._small))
+    first, L = np.empty(copy.first_shape), np.empty((pls.r, pls.r), order="F")
+    assert copy.factor(thetas[1], first, L)[1:] == pls._small.factor(
+        thetas[1], np.empty(copy.first_shape), np.empty((pls.r, pls.r), order="F"))[1:]
+    with pytest.raises(ValueError, match="built again"):
+        pls._small.with_response(np.zeros((0, 0)), np.zeros(0), pls.Arr)
+    if not weighted:  # (a new response: the groups' update built on its A_1r)
+        y = np.random.default_rng(7).normal(size=pls.n)
+        fresh = PLS(pls.blocks, pls.X, y)
+        new = pls.with_response(y)
+        assert new._small is not None and new._small is not pls._small
+        for theta in thetas[:3]:
+            assert new.objective(theta, True) == pytest.approx(fresh.objective(theta, True),
+                                                               rel=1e-12)

@@ -49,7 +49,8 @@ class SmallDense:
                  src: np.ndarray, count: np.ndarray, arr: np.ndarray, Arr: np.ndarray,
                  scale_index: np.ndarray, rr: int, t_index: tuple[int, ...],
                  ntheta: int, blocks: np.ndarray = ..., tt_index: np.ndarray = ...,
-                 lead_rows: np.ndarray = ..., lead_start: np.ndarray = ...) -> None: ...
+                 lead_rows: np.ndarray = ..., lead_start: np.ndarray = ...,
+                 groups: tuple[np.ndarray, ...] = ...) -> None: ...
     def with_response(self, W: np.ndarray | sp.csr_matrix, arr: np.ndarray, Arr: np.ndarray
                       ) -> SmallDense: ...
     def factor(self, theta: np.ndarray, first: np.ndarray, L: np.ndarray

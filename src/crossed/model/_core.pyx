@@ -1107,6 +1107,9 @@ cdef class SmallDense:
     cdef const int64_t[::1] tt_index
     cdef const int64_t[::1] tq_index
     cdef const int64_t[::1] lead_rows, lead_start
+    cdef const int64_t[::1] grp_ptr, grp_levels, col_ptr, grp_cols
+    cdef const double[:, ::1] grp_vals
+    cdef double *mv
     cdef double[::1] theta
     cdef Py_ssize_t rr, i0, i1, i2
     cdef readonly Py_ssize_t ntheta, nentries, q
@@ -1120,15 +1123,17 @@ cdef class SmallDense:
     cdef tuple args
 
     def __cinit__(self):
-        self.g = self.wg = self.sc = self.tt = self.tq = self.work = NULL
+        self.g = self.wg = self.sc = self.tt = self.tq = self.work = self.mv = NULL
 
     def __init__(self, a, W, rows, src, count, arr, Arr, scale_index, Py_ssize_t rr,
                  t_index, Py_ssize_t ntheta, blocks=_NO_BLOCKS, tt_index=_NO_INDEX64,
-                 lead_rows=_NO_INDEX64, lead_start=_NO_INDEX64):
+                 lead_rows=_NO_INDEX64, lead_start=_NO_INDEX64, groups=()):
         self.args = (a, W, rows, src, count, arr, Arr, scale_index, rr, tuple(t_index),
-                     ntheta, blocks, tt_index, lead_rows, lead_start)
+                     ntheta, blocks, tt_index, lead_rows, lead_start, tuple(groups))
         self.blocks, self.tt_index = blocks, tt_index
         self.lead_rows, self.lead_start = lead_rows, lead_start
+        (self.grp_ptr, self.grp_levels, self.col_ptr, self.grp_cols, self.grp_vals) = (
+            groups or (_NO_INDEX64, _NO_INDEX64, _NO_INDEX64, _NO_INDEX64, _NO_DENSE))
         if self.lead_start.shape[0] and not _lead_fits(rr, self.lead_rows, self.lead_start):
             raise ValueError("lead_rows/lead_start are components of the first rr rows")
         self.a, self.rows, self.src, self.count, self.arr = a, rows, src, count, arr
@@ -1145,6 +1150,15 @@ cdef class SmallDense:
         self.q = 1 if rows == 1 else 2 if rows == 3 else _order_of(rows)
         if self.q < 0 or len(t_index) != (3 if self.q < 3 else rows):
             raise ValueError("a has 1, 3 or q² rows (q ≥ 3), t_index 3 or q² positions")
+        cdef Py_ssize_t widest = 0, deepest = 0
+        if not _groups_fit(self.grp_ptr, self.grp_levels, self.col_ptr, self.grp_cols,
+                           self.grp_vals, self.nentries, self.q, self.Arr.shape[0], &widest,
+                           &deepest):
+            raise ValueError("groups are (levels' and columns' pointers, levels, ascending "
+                             "columns of C, the levels' rows of A_1r there) for a first "
+                             "block of q ≥ 3 columns")
+        if self.grp_ptr.shape[0] and (self.rows.shape[0] or self.src.shape[0]):
+            raise ValueError("the groups' update takes no sparse map")
         # T's θ positions, -1 (an entry fixed at 0) reading the 0 after θ: t0, t1, t2 for
         # q₁ ≤ 2, T row-major for q₁ ≥ 3
         positions = [i if i >= 0 else ntheta for i in t_index]
@@ -1161,8 +1175,11 @@ cdef class SmallDense:
         if self.blocks.shape[0]:  # (C, and scale_both_sides' two work arrays)
             self.work = <double *> malloc((3 * self.Arr.shape[0] * self.Arr.shape[0] + 1)
                                           * sizeof(double))
+        self.mv = <double *> malloc((self.q * self.q + widest * (deepest + widest) + 1)
+                                    * sizeof(double))
         if self.g == NULL or self.wg == NULL or self.sc == NULL or self.tt == NULL or (
-                self.tq == NULL or self.blocks.shape[0] and self.work == NULL):
+                self.tq == NULL or self.mv == NULL
+                or self.blocks.shape[0] and self.work == NULL):
             raise MemoryError()
 
     def __dealloc__(self):
@@ -1172,6 +1189,7 @@ cdef class SmallDense:
         free(self.tt)
         free(self.tq)
         free(self.work)
+        free(self.mv)
 
     def __reduce__(self):
         # (pickled as its arrays: a fit's PLS problem travels to Dask's and joblib's workers)
@@ -1180,7 +1198,10 @@ cdef class SmallDense:
     def with_response(self, W, arr, Arr):
         """This evaluation with the arrays that change with the response (a new response on
         the same rows and sparse map: ``PLS.with_response``): W, A_rr on the support and
-        A_rr; the first block's arrays, positions and classes are this one's."""
+        A_rr; the first block's arrays, positions and classes are this one's. Not for a
+        groups' update (its rows of A_1r hold y's column: it is built again)."""
+        if self.grp_ptr.shape[0]:
+            raise ValueError("a groups' update is built again for another response")
         a, _, rows, src, count, _, _, scale_index, rr, t_index, ntheta, *later = self.args
         return SmallDense(a, W, rows, src, count, arr, Arr, scale_index, rr, t_index,
                           ntheta, *later)
@@ -1336,7 +1357,8 @@ cdef class SmallDense:
                 self.csr, self.dense, self.data, self.indices, self.indptr, self.rows,
                 self.src, self.count, self.arr, self.Arr, first, L, self.g, self.wg,
                 self.sc, self.blocks, self.tt, self.work, self.lead_rows, self.lead_start,
-                out)
+                self.grp_ptr, self.grp_levels, self.col_ptr, self.grp_cols, self.grp_vals,
+                self.mv, out)
 
 
 cdef int _first_closed(const double[:, ::1] a, Py_ssize_t q1, double t0, double t1,
@@ -1400,6 +1422,9 @@ cdef int _small_dense(const double[:, ::1] a, Py_ssize_t q1, double t0, double t
                       double[::1, :] L, double *g, double *wg, double *sc,
                       const int64_t[:, ::1] blocks, const double *tt, double *work,
                       const int64_t[::1] lead_rows, const int64_t[::1] lead_start,
+                      const int64_t[::1] grp_ptr, const int64_t[::1] grp_levels,
+                      const int64_t[::1] col_ptr, const int64_t[::1] grp_cols,
+                      const double[:, ::1] grp_vals, double *mv,
                       double *out) noexcept nogil:
     """:class:`SmallDense`'s evaluation on its arrays and work arrays (g: ncls·q₁² entries,
     wg: W's rows, sc: r; with ``blocks``, the later blocks' T_kᵀ ``tt`` and ``work``, 3r²;
@@ -1425,6 +1450,22 @@ cdef int _small_dense(const double[:, ::1] a, Py_ssize_t q1, double t0, double t
             _level_g(q1, tq + q1 * q1, g + c, ncls)
     elif _first_closed(a, q1, t0, t1, t2, count, first, src, g, out) != 0:
         return -1
+    if grp_ptr.shape[0]:  # (the groups' updates, then C scaled as after W g)
+        if blocks.shape[0]:
+            _copy_upper(&Arr[0, 0], r, work)
+            _groups_update(q1, first, tq, grp_ptr, grp_levels, col_ptr, grp_cols, grp_vals,
+                           mv, r, work)
+            _scale_both_sides(work, 1, r, r, blocks, tt, &work[r * r], &work[2 * r * r], C)
+        else:
+            _copy_upper(&Arr[0, 0], r, C)
+            _groups_update(q1, first, tq, grp_ptr, grp_levels, col_ptr, grp_cols, grp_vals,
+                           mv, r, C)
+            for i in range(r):
+                sc[i] = 1.0 if scale_index[i] < 0 else theta[scale_index[i]]
+            for i in range(r):
+                for j in range(i, r):
+                    C[i * r + j] = C[i * r + j] * (sc[i] * sc[j])
+        return _small_factor(C, L, r, rr, lead_rows, lead_start, out)
     _map_product(csr, dense, data, indices, indptr, nrows, g, wg)  # (as map_update)
     if blocks.shape[0]:  # a later block of several columns: C unscaled, then S C Sᵀ
         memcpy(work, &Arr[0, 0], r * r * sizeof(double))
@@ -1446,6 +1487,20 @@ cdef int _small_dense(const double[:, ::1] a, Py_ssize_t q1, double t0, double t
                 C[p] = (arr[i] - wg[i]) * (sc[p // r] * sc[p % r])
             else:
                 C[p] -= wg[i] * (sc[p // r] * sc[p % r])
+    return _small_factor(C, L, r, rr, lead_rows, lead_start, out)
+
+
+cdef int _small_factor(double *C, double[::1, :] L, Py_ssize_t r, Py_ssize_t rr,
+                       const int64_t[::1] lead_rows, const int64_t[::1] lead_start,
+                       double *out) noexcept nogil:
+    """:func:`_small_dense`'s last steps on C (in L's memory): 1 added on the later random
+    effects' diagonal, the Cholesky factor (dpotrf, or :func:`_lead_blocks` on the
+    components ``lead_rows``/``lead_start``), the log determinants and the pwrss into
+    ``out`` (``out[0]`` adds to the first block's). Returns the info."""
+    cdef Py_ssize_t i
+    cdef double ldrand = 0.0, ldrx = 0.0
+    cdef int info = 0, nr = <int>r
+    cdef char uplo = b"L"
     for i in range(rr):
         C[i * r + i] += 1.0
     if lead_start.shape[0]:  # (the random part in independent components)
@@ -1463,6 +1518,88 @@ cdef int _small_dense(const double[:, ::1] a, Py_ssize_t q1, double t0, double t
     out[1] = 2.0 * ldrx
     out[2] = L[r - 1, r - 1] * L[r - 1, r - 1]
     return 0
+
+
+cdef void _copy_upper(const double *A, Py_ssize_t r, double *C) noexcept nogil:
+    """C ← A's upper triangle (row-major, r x r), its strict lower triangle 0."""
+    cdef Py_ssize_t i, j
+    for i in range(r):
+        for j in range(i):
+            C[i * r + j] = 0.0
+        for j in range(i, r):
+            C[i * r + j] = A[i * r + j]
+
+
+cdef void _groups_update(Py_ssize_t q, const double[:, ::1] first, const double *T,
+                         const int64_t[::1] grp_ptr, const int64_t[::1] levels,
+                         const int64_t[::1] col_ptr, const int64_t[::1] cols,
+                         const double[:, ::1] vals, double *work, Py_ssize_t r,
+                         double *C) noexcept nogil:
+    """C's upper triangle (row-major) −= Σ_s M_sᵀM_s over the levels s of a first block of
+    q ≥ 3 columns, by groups of levels (``PLS.schur``'s rank-k updates): group g's levels
+    ``levels[grp_ptr[g]:grp_ptr[g + 1]]`` and its ascending columns of C
+    ``cols[col_ptr[g]:col_ptr[g + 1]]`` (n_g of them); M_s = H_s V_s with H_s = L_s⁻¹Tᵀ
+    (:func:`_level_half`, from the level's band columns in ``first``) and V_s the level's
+    rows of A_1r on the group's columns (``vals``' next n_g rows, one column of V_s each);
+    the group's [M_s; ...]ᵀ[M_s; ...] by one dsyrk, subtracted entry by entry. ``work``:
+    H (q²), the group's Mᵀ (n_g x q·levels, Fortran order) and its product (n_g x n_g)."""
+    cdef Py_ssize_t g, i, s, a, b, k, j, n, nl, c0, voff = 0
+    cdef double acc
+    cdef double *H = work
+    cdef double *M = work + q * q
+    cdef double *U
+    cdef int nn, kk
+    cdef char lower = b"L", no = b"N"
+    cdef double one = 1.0, zero = 0.0
+    for g in range(grp_ptr.shape[0] - 1):
+        c0, n = col_ptr[g], col_ptr[g + 1] - col_ptr[g]
+        nl = grp_ptr[g + 1] - grp_ptr[g]
+        U = M + n * q * nl
+        for i in range(nl):
+            s = levels[grp_ptr[g] + i]
+            _level_half(q, &first[s * q, 0], T, H)
+            for k in range(q):  # (Mᵀ's column i q + k: row k of M_s)
+                for a in range(n):
+                    acc = 0.0
+                    for j in range(q):
+                        acc = acc + H[k * q + j] * vals[voff + i * n + a, j]
+                    M[a + (i * q + k) * n] = acc
+        voff += nl * n
+        nn, kk = <int>n, <int>(q * nl)
+        dsyrk(&lower, &no, &nn, &kk, &one, M, &nn, &zero, U, &nn)
+        for b in range(n):
+            for a in range(b, n):
+                C[cols[c0 + b] * r + cols[c0 + a]] -= U[a + b * n]
+
+
+cdef bint _groups_fit(const int64_t[::1] grp_ptr, const int64_t[::1] levels,
+                      const int64_t[::1] col_ptr, const int64_t[::1] cols,
+                      const double[:, ::1] vals, Py_ssize_t nlevels, Py_ssize_t q,
+                      Py_ssize_t r, Py_ssize_t *widest, Py_ssize_t *deepest) noexcept:
+    """Whether the groups' arrays describe an update :func:`_groups_update` can read (none
+    given: True), with the most columns of a group (``widest``) and q times its most levels
+    (``deepest``)."""
+    cdef Py_ssize_t g, k, ng = grp_ptr.shape[0] - 1, rows = 0
+    if grp_ptr.shape[0] == 0:
+        return levels.shape[0] == 0 and col_ptr.shape[0] == 0 and cols.shape[0] == 0 and (
+            vals.shape[0] == 0)
+    if q < 3 or ng < 1 or col_ptr.shape[0] != ng + 1 or grp_ptr[0] != 0 or col_ptr[0] != 0 or (
+            grp_ptr[ng] != levels.shape[0] or col_ptr[ng] != cols.shape[0]
+            or vals.shape[1] != q):
+        return False
+    for g in range(ng):
+        if grp_ptr[g + 1] < grp_ptr[g] or col_ptr[g + 1] < col_ptr[g]:
+            return False
+        widest[0] = max(widest[0], col_ptr[g + 1] - col_ptr[g])
+        deepest[0] = max(deepest[0], q * (grp_ptr[g + 1] - grp_ptr[g]))
+        rows += (grp_ptr[g + 1] - grp_ptr[g]) * (col_ptr[g + 1] - col_ptr[g])
+        for k in range(grp_ptr[g], grp_ptr[g + 1]):
+            if levels[k] < 0 or levels[k] >= nlevels:
+                return False
+        for k in range(col_ptr[g], col_ptr[g + 1]):
+            if cols[k] < 0 or cols[k] >= r or k > col_ptr[g] and cols[k] <= cols[k - 1]:
+                return False
+    return rows == vals.shape[0]
 
 
 include "_objective.pxi"

@@ -124,6 +124,7 @@ _ONE = np.ones(1)
 _ZERO = np.zeros(1)
 _NO_PAIRS = np.zeros(0, dtype=np.int64)
 _NO_CLASSES = np.zeros(0, dtype=np.int64)  # (dense_solve: a factor per level)
+_NO_SCALE_BLOCKS = (np.zeros((0, 4), dtype=np.int64), _NO_PAIRS)  # (every later block scalar)
 _RESIDUAL_MODES = {"never": 0, "auto": 1, "always": 2}  # (SmallDense.deviances')
 
 
@@ -591,6 +592,10 @@ class PLS:
             assert level_groups is not None  # planned whenever groups can be chosen
             self._groups = [self._group_block(A1r, levels, cols)
                             for levels, cols in level_groups]
+            if (self.update is None and not weighted and self.q1 > 2
+                    and (self.r < MIN_DIAGONAL or self._lead is not None)
+                    and self.residual_pwrss != "always"):  # (in one call)
+                self._small = self._small_groups()
         else:
             kept = None if plan_map is None else plan_map.with_response(
                 A1r, self.A11, Arr, products.Z1tD[:, -1])
@@ -646,17 +651,46 @@ class PLS:
         inputs = self._small_dense_inputs()
         if inputs is None:
             return None
+        return self._compiled_evaluation(inputs)
+
+    def _small_groups(self) -> _core.SmallDense:
+        """A whole evaluation in one compiled call with the groups' update of a first block
+        of three or more columns (``_core.SmallDense``'s groups: each group's levels, its
+        columns of C and the levels' rows of A_1r there, :attr:`_groups`' blocks), where W
+        costs more than the groups."""
+        assert self._band is not None and self._groups is not None  # (q₁ > 2, groups)
+        levels = [g[0] for g in self._groups]
+        cols = [g[1] for g in self._groups]
+        pointers = [np.concatenate(([0], np.cumsum([len(x) for x in parts]))).astype(np.int64)
+                    for parts in (levels, cols)]
+        vals = np.concatenate([block.transpose(0, 2, 1).reshape(-1, self.q1)
+                               for _, _, block in self._groups])
+        groups = (pointers[0], np.concatenate(levels).astype(np.int64), pointers[1],
+                  np.concatenate(cols).astype(np.int64), np.ascontiguousarray(vals))
+        empty = np.zeros(0, dtype=np.int64)
+        return self._compiled_evaluation(
+            (np.ascontiguousarray(self._band.entries), np.zeros((0, 0)), empty, empty,
+             np.zeros(0), np.zeros(0), np.ascontiguousarray(self.Arr)), groups=groups)
+
+    def _compiled_evaluation(self, inputs: _SmallInputs, groups: tuple[np.ndarray, ...] = ()
+                             ) -> _core.SmallDense:
+        """``_core.SmallDense`` on ``inputs`` (:meth:`_small_dense_inputs`' form) with
+        this problem's T positions, scales, later blocks and components."""
         if self._band is not None:  # (q₁ > 2: T's positions, row-major)
             t_index = tuple(self._band.positions.tolist())
         else:
             t_index = (self._t1, -1, -1) if self.q1 == 1 else tuple(self._t_2x2)
         # (a later block of several columns: scaled by S = blockdiag(I ⊗ T_kᵀ, I) on both
         # sides, no scale per column)
-        scale_index, blocks = ((self._scale_index, ()) if self._rest_scalar
-                               else (np.full(self.r, -1, dtype=np.int64), self._s_blocks))
-        lead = {} if self._lead is None else self._lead._asdict()
+        if self._rest_scalar:
+            scale_index, (blocks, tt_index) = self._scale_index, _NO_SCALE_BLOCKS
+        else:
+            scale_index, (blocks, tt_index) = (np.full(self.r, -1, dtype=np.int64),
+                                               self._s_blocks)
+        lead = (_NO_PAIRS, _NO_PAIRS) if self._lead is None else self._lead
         return _core.SmallDense(*inputs, scale_index, self.r_rand, t_index, self._ntheta,
-                                *blocks, **lead)
+                                blocks=blocks, tt_index=tt_index, lead_rows=lead[0],
+                                lead_start=lead[1], groups=groups)
 
     def _small_dense_inputs(self) -> _SmallInputs | None:
         """The arrays of a whole evaluation in one compiled call (``_core.SmallDense``),
