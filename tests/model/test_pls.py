@@ -466,28 +466,55 @@ DIAGONAL_LEAD = {
 }
 
 
-@pytest.mark.parametrize("update", [None, "groups", "sparse"])
-@pytest.mark.parametrize("name", list(DIAGONAL_LEAD))
-def test_diagonal_lead_of_the_schur_complement(name, update, monkeypatch):
-    """When each level of the first factor meets one level of the second block, C's
-    second-block part is diagonal and factored as such: the criterion is the dense
-    formula's and β, u those of the dense factorisation."""
-    monkeypatch.setattr(cholesky, "MIN_DIAGONAL", 1)  # (used from r = 200 on otherwise)
-    formula, second = DIAGONAL_LEAD[name]
-    design = _design(formula)
-    pls = PLS(design.random.blocks, design.X, design.y, update=update)
-    assert pls._diagonal == _data()[second].nunique() == pls.blocks[1].nlevels
-    plain = PLS(design.random.blocks, design.X, design.y, update=update)
-    plain._diagonal = 0
+def _without(pls: PLS, lead: bool = False, diagonal: bool = False) -> PLS:
+    """``pls`` factored without its components (``lead``) and/or without its diagonal
+    lead (``diagonal``), its compiled evaluation built again without them."""
+    if lead:
+        pls._lead = None
+    if diagonal:
+        pls._diagonal = 0
+    if pls._small is not None:
+        pls._small = pls._small_dense()
+    return pls
+
+
+def _assert_dense_results(design, pls: PLS, plain: PLS, rtol_L: float | None = None) -> None:
+    """At several θ, ``pls``'s criterion is the dense formula's, and its β and u (and, with
+    ``rtol_L``, L's lower triangle and the criterion to 1e-13) those of ``plain``, the same
+    problem factored densely."""
     n, p = design.X.shape
     for theta in _thetas(design):
         f, g = pls.factor(theta), plain.factor(theta)
         for reml in (True, False):
             assert profiled_deviance(f, n, p, reml) == pytest.approx(
                 _dense_criterion(design, theta, reml), rel=1e-10)
+            if rtol_L is not None:
+                assert profiled_deviance(f, n, p, reml) == pytest.approx(
+                    profiled_deviance(g, n, p, reml), rel=1e-13)
+        if rtol_L is not None:
+            low = np.tril_indices(pls.r)
+            np.testing.assert_allclose(f.L[low], g.L[low], rtol=rtol_L,
+                                       atol=1e-13 * np.abs(g.L).max())
         for a, b in zip(pls.solve(f)[1] + [pls.solve(f)[0]],
                         plain.solve(g)[1] + [plain.solve(g)[0]], strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("update", [None, "groups", "sparse"])
+@pytest.mark.parametrize("name", list(DIAGONAL_LEAD))
+def test_diagonal_lead_of_the_schur_complement(name, update, monkeypatch):
+    """When each level of the first factor meets one level of the second block, C's
+    second-block part is diagonal and factored as such (without the components where
+    they apply: ``LEAD_BLOCKS``): the criterion is the dense formula's and β, u those of
+    the dense factorisation."""
+    monkeypatch.setattr(cholesky, "MIN_DIAGONAL", 1)  # (used from r = 200 on otherwise)
+    formula, second = DIAGONAL_LEAD[name]
+    design = _design(formula)
+    pls = _without(PLS(design.random.blocks, design.X, design.y, update=update), lead=True)
+    assert pls._diagonal == _data()[second].nunique() == pls.blocks[1].nlevels
+    plain = _without(PLS(design.random.blocks, design.X, design.y, update=update),
+                     lead=True, diagonal=True)
+    _assert_dense_results(design, pls, plain)
 
 
 def test_no_diagonal_lead_where_a_level_meets_two():
@@ -523,24 +550,9 @@ def test_lead_blocks_of_the_schur_complement(name, update):
     assert lead is not None and sorted(np.diff(lead.lead_start)) == sizes
     np.testing.assert_array_equal(np.sort(lead.lead_rows), np.arange(pls.r_rand))
     assert pls.dense_order == pls.r - pls.r_rand
-    plain = PLS(design.random.blocks, design.X, design.y, update=update)
-    plain._lead, plain._diagonal = None, 0
-    if plain._small is not None:  # (the compiled evaluation without the lead)
-        plain._small = plain._small_dense()
-    n, p = design.X.shape
-    for theta in _thetas(design):
-        f, g = pls.factor(theta), plain.factor(theta)
-        for reml in (True, False):
-            assert profiled_deviance(f, n, p, reml) == pytest.approx(
-                _dense_criterion(design, theta, reml), rel=1e-10)
-            assert profiled_deviance(f, n, p, reml) == pytest.approx(
-                profiled_deviance(g, n, p, reml), rel=1e-13)
-        low = np.tril_indices(pls.r)
-        np.testing.assert_allclose(f.L[low], g.L[low], rtol=1e-11,
-                                   atol=1e-13 * np.abs(g.L).max())
-        for a, b in zip(pls.solve(f)[1] + [pls.solve(f)[0]],
-                        plain.solve(g)[1] + [plain.solve(g)[0]], strict=True):
-            np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+    plain = _without(PLS(design.random.blocks, design.X, design.y, update=update),
+                     lead=True, diagonal=True)
+    _assert_dense_results(design, pls, plain, rtol_L=1e-11)
 
 
 @pytest.mark.parametrize("name", ["crossed intercepts", "correlated slope", "one factor"])
@@ -672,6 +684,27 @@ def _small_problem(formula: str, classed: bool, weighted: bool, monkeypatch):
     return design, pls, general, thetas
 
 
+def _assert_same_evaluation(pls: PLS, general: PLS, theta: np.ndarray) -> None:
+    """``pls`` (evaluated in one compiled call) and ``general`` (the same problem on the
+    interpreted path) give the same factor (L's lower triangle, the first block's
+    matrices, log determinants, pwrss), criterion, β and u at ``theta``, to rounding."""
+    f, g = pls.factor(theta), general.factor(theta)
+    assert f.ok and g.ok
+    low = np.tril_indices(pls.r)
+    np.testing.assert_allclose(f.L[low], g.L[low], rtol=1e-12, atol=1e-12 * np.abs(
+        g.L).max())
+    np.testing.assert_allclose(f.first, g.first, rtol=1e-14,
+                               atol=1e-15 * np.abs(g.first).max())
+    for name in ("ldL2", "ldRX2", "pwrss"):
+        assert getattr(f, name) == pytest.approx(getattr(g, name), rel=1e-12, abs=1e-12)
+    for reml in (True, False):
+        assert pls.objective(theta, reml) == pytest.approx(
+            general.objective(theta, reml), rel=1e-13)
+    (bf, uf), (bg, ug) = pls.solve(f), general.solve(g)
+    np.testing.assert_allclose(bf, bg, rtol=1e-10)
+    np.testing.assert_allclose(uf[0], ug[0], rtol=1e-9, atol=1e-12)
+
+
 @pytest.mark.parametrize(("formula", "classed", "weighted"), SMALL_DESIGNS)
 def test_compiled_small_evaluation_is_the_general_one(formula, classed, weighted,
                                                      monkeypatch):
@@ -684,22 +717,7 @@ def test_compiled_small_evaluation_is_the_general_one(formula, classed, weighted
     design, pls, general, thetas = _small_problem(formula, classed, weighted, monkeypatch)
     assert pls._small is not None and (pls.level_classes is not None) == classed
     for theta in thetas:
-        f, g = pls.factor(theta), general.factor(theta)
-        assert f.ok and g.ok
-        r = pls.r
-        low = np.tril_indices(r)
-        np.testing.assert_allclose(f.L[low], g.L[low], rtol=1e-12, atol=1e-12 * np.abs(
-            g.L).max())
-        np.testing.assert_allclose(f.first, g.first, rtol=1e-14,
-                                   atol=1e-15 * np.abs(g.first).max())
-        for name in ("ldL2", "ldRX2", "pwrss"):
-            assert getattr(f, name) == pytest.approx(getattr(g, name), rel=1e-12, abs=1e-12)
-        for reml in (True, False):
-            assert pls.objective(theta, reml) == pytest.approx(
-                general.objective(theta, reml), rel=1e-13)
-        (bf, uf), (bg, ug) = pls.solve(f), general.solve(g)
-        np.testing.assert_allclose(bf, bg, rtol=1e-10)
-        np.testing.assert_allclose(uf[0], ug[0], rtol=1e-9, atol=1e-12)
+        _assert_same_evaluation(pls, general, theta)
     # θ not finite: the general path's value (inf or nan), whatever it is
     inf_theta = thetas[0].copy()
     inf_theta[0] = np.inf
@@ -989,10 +1007,10 @@ GROUPS_DESIGNS = [("y ~ x + (1 + x + z | d) + (1 | dept)", False),
 
 
 def _groups_problem(formula: str, weighted: bool, monkeypatch):
-    """A design of :data:`GROUPS_DESIGNS` on the ratings with the groups' update chosen
-    (the planner made to find them cheaper than W): its PLS problem, evaluated in one
-    compiled call with the groups (``SmallDense``'s groups), the same problem on the
-    interpreted groups' path, and θ at interior points and on the boundary."""
+    """A design of :data:`GROUPS_DESIGNS` as :func:`_small_problem` gives it, with the
+    groups' update chosen (the planner made to find them cheaper than W): its PLS
+    problem, evaluated in one compiled call with the groups (``SmallDense``'s groups), the
+    same problem on the interpreted groups' path, and θ."""
     real = pls_module.plan_update
 
     def groups_cheaper(*args, **kwargs):
@@ -1001,15 +1019,7 @@ def _groups_problem(formula: str, weighted: bool, monkeypatch):
 
     monkeypatch.setattr(pls_module, "plan_update", groups_cheaper)
     monkeypatch.setattr(pls_module, "GROUPS_OVERHEAD", -np.inf)
-    df = _ratings()
-    design = build_design(parse(formula), df)
-    w = np.random.default_rng(6).uniform(0.5, 2.0, len(df)) if weighted else None
-    pls = PLS.weighted(design.random.blocks, design.X, design.y, w)
-    general = PLS.weighted(design.random.blocks, design.X, design.y, w)
-    general._small = None
-    lower = design.random.theta_lower
-    thetas = _thetas(design, 5) + [np.where(np.isfinite(lower), 0.0, 1.0)]
-    return pls, general, thetas
+    return _small_problem(formula, False, weighted, monkeypatch)[1:]
 
 
 @pytest.mark.parametrize(("formula", "weighted"), GROUPS_DESIGNS)
@@ -1024,20 +1034,8 @@ def test_compiled_groups_update_is_the_interpreted_one(formula, weighted, monkey
 
     pls, general, thetas = _groups_problem(formula, weighted, monkeypatch)
     assert pls._groups is not None and pls._small is not None and pls.sparse_map is None
-    low = np.tril_indices(pls.r)
     for theta in thetas:
-        f, g = pls.factor(theta), general.factor(theta)
-        assert f.ok and g.ok
-        np.testing.assert_allclose(f.L[low], g.L[low], rtol=1e-12,
-                                   atol=1e-12 * np.abs(g.L).max())
-        for name in ("ldL2", "ldRX2", "pwrss"):
-            assert getattr(f, name) == pytest.approx(getattr(g, name), rel=1e-12, abs=1e-12)
-        for reml in (True, False):
-            assert pls.objective(theta, reml) == pytest.approx(
-                general.objective(theta, reml), rel=1e-13)
-        (bf, uf), (bg, ug) = pls.solve(f), general.solve(g)
-        np.testing.assert_allclose(bf, bg, rtol=1e-10)
-        np.testing.assert_allclose(uf[0], ug[0], rtol=1e-9, atol=1e-12)
+        _assert_same_evaluation(pls, general, theta)
     batch = pls.factor_batch(np.array(thetas))
     assert batch is not None and batch.own.all() and batch.ok.all()
     for k, theta in enumerate(thetas):
