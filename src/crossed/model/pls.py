@@ -116,7 +116,11 @@ GROUPS_OVERHEAD = 80_000.0
 (``update_plan.plan_update``; about 120 µs, a unit being about 1.5 ns of the compiled
 sparse map's): a first block of three or more columns per level takes the compiled map
 while W costs less than the groups plus this (W grows as q₁²; carrots' 103 consumers
-with (1 + sens1 + sens2) crossed with 12 products: 118k units, 181 µs, the groups 172)."""
+with (1 + sens1 + sens2) crossed with 12 products: 118k units, 181 µs, the groups 172).
+Kept where the groups are compiled too (``SmallDense``'s groups): below it the compiled
+map is as fast or faster (blurb's ``(1 + lr | dataset)``: 16.7 against 16.8 µs;
+``(1 + seed | dataset)``: 8.9 against 11.0 µs), above it the groups are (carrots: 181
+against 33 µs)."""
 _SMALL_SCHUR = 256
 """Up to this size the scaled A_rr is formed by one product with the scales' outer product
 (fewer calls), above it block by block on the upper triangle (half the work)."""
@@ -571,17 +575,18 @@ class PLS:
         self._map: SparseMap | None = None
         self._classes = None
         self._small = None
-        # small: the sparse map, whose whole evaluation is then one compiled call
-        # (SmallDense), whatever the planner's costs (the groups' update is Python's:
-        # 500 items x 10 systems with (1 + x | system), r = 23, 77 → 8 µs an evaluation;
-        # blurb's CCMEM with seed * lr, 17 fixed-effect columns, r = 35, 115 → 26 µs).
-        # Scalar later blocks: while W is one part (SmallDense's condition; W's cost is
-        # its nonzeros); a first block of three or more columns: while W costs less than
-        # the groups' evaluation (GROUPS_OVERHEAD). Not for PIRLS's weighted problems (a
-        # template without a plan: no such call)
+        # small (one compiled call, SmallDense, can evaluate it): the sparse map, whatever
+        # the planner's costs (the groups' update was Python's: 500 items x 10 systems
+        # with (1 + x | system), r = 23, 77 → 8 µs an evaluation; blurb's CCMEM with
+        # seed * lr, 17 fixed-effect columns, r = 35, 115 → 26 µs). Scalar later blocks:
+        # while W is one part (SmallDense's condition; W's cost is its nonzeros); a first
+        # block of three or more columns: while W costs less than the groups and their
+        # interpreted fixed cost (GROUPS_OVERHEAD, as measured before SmallDense took the
+        # groups too), else the groups, in the compiled call as well. Not for PIRLS's
+        # weighted problems (a template without a plan: no such call)
         weighted = plan is None and template is not None
-        compiled = (not weighted and (self.r < MIN_DIAGONAL or self._lead is not None)
-                    and (not self._rest_scalar or self._w_cost < SPLIT_NNZ)
+        small = not weighted and (self.r < MIN_DIAGONAL or self._lead is not None)
+        compiled = (small and (not self._rest_scalar or self._w_cost < SPLIT_NNZ)
                     and (self.q1 <= 2
                          or self._w_cost < self._level_groups()[0] + GROUPS_OVERHEAD))
         if self.update == "groups" or (
@@ -592,9 +597,8 @@ class PLS:
             assert level_groups is not None  # planned whenever groups can be chosen
             self._groups = [self._group_block(A1r, levels, cols)
                             for levels, cols in level_groups]
-            if (self.update is None and not weighted and self.q1 > 2
-                    and (self.r < MIN_DIAGONAL or self._lead is not None)
-                    and self.residual_pwrss != "always"):  # (in one call)
+            if (self.update is None and small and self.q1 > 2
+                    and self.residual_pwrss != "always"):
                 self._small = self._small_groups()
         else:
             kept = None if plan_map is None else plan_map.with_response(

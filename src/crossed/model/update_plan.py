@@ -124,7 +124,6 @@ def lead_blocks(pattern: LevelPattern, rest: tuple[ReBlock, ...], ZrtZr: sp.csc_
     return LeadBlocks(rows, np.concatenate(([0], np.cumsum(sizes))).astype(np.int64))
 
 
-
 def map_cost(pattern: LevelPattern, q: int, r_rand: int, r: int) -> float:
     """The sparse map W's cost in :func:`plan_update`'s units: Σ_s m_s²/2 scattered
     multiply-adds for the m_s = q (columns met + the r − r_rand dense ones) nonzeros of
