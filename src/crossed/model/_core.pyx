@@ -262,7 +262,6 @@ def lead_blocks_lower(double[::1, :] A, const int64_t[::1] rows,
     return info
 
 
-
 cdef Py_ssize_t _root(int64_t *parent, Py_ssize_t k) noexcept nogil:
     """The root of k's tree in a union-find forest, halving the path on the way."""
     while parent[k] != k:

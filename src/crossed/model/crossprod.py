@@ -155,18 +155,18 @@ def stored_beside(S: sp.csr_matrix, D: np.ndarray, like: sp.csr_matrix | None
     order = np.argsort(rows, kind="stable")  # (row by row: S's entries, then D's)
     indices = np.concatenate((S.indices[keep], d_cols + k))[order]
     data = np.concatenate((S.data[keep], D[d_rows, d_cols]))[order]
-    if max(m, k + D.shape[1], len(data)) >= _INT32_MAX:
-        return sp.csr_matrix((data, indices, np.concatenate(
-            ([0], np.cumsum(np.bincount(rows, minlength=m))))), shape=(m, k + D.shape[1]))
+    shape, counts = (m, k + D.shape[1]), np.bincount(rows, minlength=m)
+    if max(*shape, len(data)) >= _INT32_MAX:
+        return sp.csr_matrix((data, indices, np.concatenate(([0], np.cumsum(counts)))),
+                             shape=shape)
     indptr = np.zeros(m + 1, dtype=np.int32)
-    np.cumsum(np.bincount(rows, minlength=m), out=indptr[1:])
+    np.cumsum(counts, out=indptr[1:])
     indices = indices.astype(np.int32)
-    if like is not None and type(like) is sp.csr_matrix and like.shape == (
-            m, k + D.shape[1]) and np.array_equal(like.indptr, indptr) and np.array_equal(
-            like.indices, indices):
+    if like is not None and type(like) is sp.csr_matrix and like.shape == shape and (
+            np.array_equal(like.indptr, indptr) and np.array_equal(like.indices, indices)):
         new = shallow_copy(like)  # (like's pattern, canonical, shared)
     else:
-        new = shallow_copy(_empty(sp.csr_matrix, (m, k + D.shape[1])))
+        new = shallow_copy(_empty(sp.csr_matrix, shape))
         new.indptr, new.indices = indptr, indices
         new.has_canonical_format = True
     new.data = data
