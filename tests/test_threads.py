@@ -87,6 +87,7 @@ def test_single_blas_thread_takes_turns_across_threads():
     sets its own limit; nested use in one thread does not wait."""
     import threading
 
+    import scipy.linalg  # noqa: F401  (NumPy's and SciPy's OpenBLAS loaded, as by any fit)
     from threadpoolctl import threadpool_info
 
     def blas() -> set[int]:
