@@ -1435,10 +1435,8 @@ cdef int _small_dense(const double[:, ::1] a, Py_ssize_t q1, double t0, double t
     cdef Py_ssize_t ncls = src.shape[0], r = L.shape[0], nrows = rows.shape[0]
     cdef Py_ssize_t c, i, j, p
     cdef bint support = arr.shape[0] > 0
-    cdef double ldrand = 0.0, ldrx = 0.0
     cdef double *C = &L[0, 0]
-    cdef int info = 0, nr = <int>r
-    cdef char uplo = b"L"
+    cdef double *U
     out[0], out[1], out[2], out[3] = INFINITY, INFINITY, INFINITY, 1.0
     if q1 >= 3:  # B_s's factors in band storage (banded_first), G per class (banded_half)
         if _levels_factor(q1, a, tq, count, &first[0, 0], tq + q1 * q1, &out[0]) != 0:
@@ -1449,43 +1447,39 @@ cdef int _small_dense(const double[:, ::1] a, Py_ssize_t q1, double t0, double t
             _level_g(q1, tq + q1 * q1, g + c, ncls)
     elif _first_closed(a, q1, t0, t1, t2, count, first, src, g, out) != 0:
         return -1
-    if grp_ptr.shape[0]:  # (the groups' updates, then C scaled as after W g)
-        if blocks.shape[0]:
-            _copy_upper(&Arr[0, 0], r, work)
-            _groups_update(q1, first, tq, grp_ptr, grp_levels, col_ptr, grp_cols, grp_vals,
-                           mv, r, work)
-            _scale_both_sides(work, 1, r, r, blocks, tt, &work[r * r], &work[2 * r * r], C)
-        else:
-            _copy_upper(&Arr[0, 0], r, C)
-            _groups_update(q1, first, tq, grp_ptr, grp_levels, col_ptr, grp_cols, grp_vals,
-                           mv, r, C)
-            for i in range(r):
-                sc[i] = 1.0 if scale_index[i] < 0 else theta[scale_index[i]]
+    if not blocks.shape[0]:  # (each row's and column's scale)
+        for i in range(r):
+            sc[i] = 1.0 if scale_index[i] < 0 else theta[scale_index[i]]
+    if grp_ptr.shape[0]:  # the groups' updates on C unscaled, then C scaled
+        U = work if blocks.shape[0] else C
+        _copy_upper(&Arr[0, 0], r, U)
+        _groups_update(q1, first, tq, grp_ptr, grp_levels, col_ptr, grp_cols, grp_vals, mv,
+                       r, U)
+        if not blocks.shape[0]:
             for i in range(r):
                 for j in range(i, r):
                     C[i * r + j] = C[i * r + j] * (sc[i] * sc[j])
-        return _small_factor(C, L, r, rr, lead_rows, lead_start, out)
-    _map_product(csr, dense, data, indices, indptr, nrows, g, wg)  # (as map_update)
-    if blocks.shape[0]:  # a later block of several columns: C unscaled, then S C Sᵀ
-        memcpy(work, &Arr[0, 0], r * r * sizeof(double))
-        for i in range(nrows):
-            work[rows[i]] -= wg[i]
+    else:
+        _map_product(csr, dense, data, indices, indptr, nrows, g, wg)  # (as map_update)
+        if blocks.shape[0]:  # (C unscaled in work)
+            memcpy(work, &Arr[0, 0], r * r * sizeof(double))
+            for i in range(nrows):
+                work[rows[i]] -= wg[i]
+        else:
+            memset(C, 0, r * r * sizeof(double))  # (the lower triangle stays 0)
+            if not support:  # A_rr s_i s_j on the upper triangle: all that is read
+                for i in range(r):
+                    for j in range(i, r):
+                        C[i * r + j] = Arr[i, j] * (sc[i] * sc[j])
+            for i in range(nrows):
+                p = rows[i]
+                if support:
+                    C[p] = (arr[i] - wg[i]) * (sc[p // r] * sc[p % r])
+                else:
+                    C[p] -= wg[i] * (sc[p // r] * sc[p % r])
+    if blocks.shape[0]:  # a later block of several columns: S C Sᵀ from C unscaled
         # (C's upper triangle read as Cᵀ's lower one: Cᵀ[i, j] = work[j r + i])
         _scale_both_sides(work, 1, r, r, blocks, tt, &work[r * r], &work[2 * r * r], C)
-    else:
-        for i in range(r):
-            sc[i] = 1.0 if scale_index[i] < 0 else theta[scale_index[i]]
-        memset(C, 0, r * r * sizeof(double))  # (the lower triangle stays 0)
-        if not support:  # A_rr s_i s_j on the upper triangle: all that is read
-            for i in range(r):
-                for j in range(i, r):
-                    C[i * r + j] = Arr[i, j] * (sc[i] * sc[j])
-        for i in range(nrows):
-            p = rows[i]
-            if support:
-                C[p] = (arr[i] - wg[i]) * (sc[p // r] * sc[p % r])
-            else:
-                C[p] -= wg[i] * (sc[p // r] * sc[p % r])
     return _small_factor(C, L, r, rr, lead_rows, lead_start, out)
 
 
