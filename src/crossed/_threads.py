@@ -33,8 +33,13 @@ _HELPER_NAME = "crossed-helper"
 
 
 def _controller() -> ThreadpoolController:
+    """threadpoolctl's controller of the BLAS libraries loaded when it is first asked for:
+    NumPy's and SciPy's OpenBLAS, both loaded first (SciPy's comes with ``scipy.linalg``;
+    a controller made before it would never limit it)."""
     global _CONTROLLER
     if _CONTROLLER is None:
+        import scipy.linalg  # noqa: F401  (loads NumPy's and SciPy's OpenBLAS)
+
         _CONTROLLER = ThreadpoolController()
     return _CONTROLLER
 
