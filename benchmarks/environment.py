@@ -13,7 +13,7 @@ from importlib import metadata
 from pathlib import Path
 
 __all__ = ["BLAS_VARIABLES", "blas_summary", "cpu_model", "describe", "environment",
-           "load_average"]
+           "load_average", "nlopt_library"]
 
 BLAS_VARIABLES = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OPENBLAS_NUM_THREADS",
                   "OMP_NUM_THREADS", "MKL_NUM_THREADS")
@@ -74,6 +74,17 @@ def versions() -> dict[str, str]:
     return found
 
 
+def nlopt_library() -> str:
+    """The NLopt library crossed's compiled optimiser runs call (the system's, or the
+    Python package's, whose wheels are built without optimisation):
+    ``crossed.engines.native.optimize.nlopt_library``."""
+    try:
+        from crossed.engines.native.optimize import nlopt_library as bound
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        return f"unknown ({exc})"
+    return Path(bound() or "none (NLopt's Python interface)").name
+
+
 def environment() -> dict:
     """A JSON-able record of this process's environment: CPU, cores, load, the BLAS
     variables set, the BLAS libraries and kernels in use, package versions."""
@@ -119,6 +130,7 @@ def describe(driver_start: dict, driver_end: dict, records: dict[str, dict[str, 
         f"- BLAS variables: {var_text}",
         f"- BLAS in the driver: {kernel_label(driver_start)}",
         "- versions: " + ", ".join(f"{k} {v[k]}" for k in PACKAGES if k in v),
+        f"- NLopt library of crossed's optimiser runs (in the driver): {nlopt_library()}",
     ]
     seen = set()
     for case, by_peer in records.items():

@@ -31,6 +31,14 @@ if ! command -v cc >/dev/null 2>&1 || [ ! -f "$("$PY" -c 'import sysconfig; prin
     exit 1
   fi
 fi
+# NLopt built with the compiler's optimisation (Debian's libnlopt0, which R's nloptr uses):
+# crossed's optimiser runs call it where it takes the steps of NLopt's Python package, whose
+# wheels are built without optimisation, bit for bit (engines/native/optimize.py); optional
+if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ] &&
+   ! ldconfig -p 2>/dev/null | grep -q 'libnlopt\.so\.0 '; then
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libnlopt0 >/dev/null; } ||
+    echo "crossed: libnlopt0 not installed; NLopt's Python package is used (slower)" >&2
+fi
 spec="."
 [ -n "$extras" ] && spec=".[$extras]"
 stamp=".venv/.installed-$(echo "$extras" | tr ',' '-')-$(cat pyproject.toml meson.build | md5sum | cut -c1-12)"

@@ -10,7 +10,9 @@ path's to the optimiser's tolerance.
 
 from __future__ import annotations
 
+import os
 import warnings
+from pathlib import Path
 
 import nlopt
 import numpy as np
@@ -214,3 +216,124 @@ def test_a_glmm_through_the_c_interface_is_the_python_paths_bit_for_bit(
     for key in ("feval_stage1", "pirls_evaluations", "gradient", "hessian"):
         np.testing.assert_array_equal(compiled.engine_info[key], reference.engine_info[key])
     assert compiled.messages == reference.messages
+
+
+# ---------------------------------------------------------------------------- the library
+def _bind(library: str) -> None:
+    """Bind NLopt's C functions of ``library`` (a loadable name or path)."""
+    import ctypes
+
+    from crossed.engines.native import _nlopt
+
+    _nlopt.bind(optimize._nlopt_addresses(ctypes.CDLL(library)))
+
+
+def _system_library() -> str:
+    """The system NLopt bound, or a skip where there is none (CI machines have Debian's
+    libnlopt0, installed with R's lme4: there the test fails instead)."""
+    library = optimize.nlopt_library()
+    if library not in optimize.SYSTEM_NLOPT:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"no system NLopt bound on this CI machine ({library})")
+        pytest.skip("no system NLopt that takes the package's steps on this machine")
+    return library
+
+
+def test_the_probe_runs_each_algorithm_to_its_stop_the_same_way_twice():
+    """The probe's runs (BOBYQA and Nelder–Mead, NLopt's default step and a given one)
+    log every evaluation and end with a positive code; a second probe gives the same
+    bits."""
+    from crossed.engines.native import _nlopt
+
+    assert optimize.nlopt_c_api()
+    codes = list(optimize.NLOPT_ALGORITHMS.values())
+    first, second = _nlopt.probe(codes), _nlopt.probe(codes)
+    assert first.tobytes() == second.tobytes()
+    ends = first[-2 * len(codes):]
+    assert np.all(ends[:, 0] > 0) and np.all(np.isfinite(ends[:, 1]))
+    assert len(first) > 2 * len(codes) * 20  # (runs of tens of evaluations)
+
+
+def test_a_system_nlopt_takes_the_packages_steps_bit_for_bit():
+    """Where the system NLopt is bound, its probe and the package's are the same bits,
+    and so are fits through each: every iterate, θ, β and the criterion (BOBYQA with its
+    restart, Nelder–Mead, a GLMM's stages)."""
+    from crossed.engines.native import _nlopt
+
+    system = _system_library()
+    codes = list(optimize.NLOPT_ALGORITHMS.values())
+    data = crossed.load_dataset("sleepstudy")
+    cbpp = pd.read_csv(Path(__file__).parents[1] / "data/glmm/cbpp.csv",
+                       dtype={"herd": str, "period": str})
+
+    def fits() -> list:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return [
+                crossed.lmer("Reaction ~ Days + (Days | Subject)", data),
+                crossed.lmer("Reaction ~ Days + (Days || Subject)", data,
+                             control=LmerControl(optimizer="nelder_mead")),
+                crossed.glmer("cbind(incidence, size - incidence) ~ period + (1 | herd)",
+                              cbpp, family="binomial"),
+            ]
+
+    ours, probe = fits(), _nlopt.probe(codes)
+    try:
+        _bind(nlopt._nlopt.__file__)
+        package, package_probe = fits(), _nlopt.probe(codes)
+    finally:
+        _bind(system)
+    assert probe.tobytes() == package_probe.tobytes()
+    for a, b in zip(ours, package, strict=True):
+        np.testing.assert_array_equal(a.theta, b.theta)
+        np.testing.assert_array_equal(a.beta, b.beta)
+        assert a.opt.feval == b.opt.feval
+        for (xa, fa), (xb, fb) in zip(a.opt.log, b.opt.log, strict=True):
+            np.testing.assert_array_equal(xa, xb)
+            assert fa == fb
+
+
+@pytest.fixture
+def rebinding():
+    """A MonkeyPatch whose changes are undone after the test, and then NLopt's library
+    chosen and bound afresh (the test made another choice)."""
+    with pytest.MonkeyPatch.context() as patch:
+        yield patch
+    optimize.nlopt_c_api.cache_clear()
+    assert optimize.nlopt_c_api()
+
+
+def test_a_library_that_takes_other_steps_is_not_bound(rebinding):
+    """A system NLopt whose probe differs from the package's in one bit (another build's
+    rounding) is not used: the package's library is bound again."""
+    from crossed.engines.native import _nlopt
+
+    _system_library()
+    real = _nlopt.probe
+    probes: list[int] = []
+
+    def differing(codes):
+        out = real(codes)
+        probes.append(1)
+        if len(probes) > 1:  # (the system library's)
+            out[0, 4] = np.nextafter(out[0, 4], np.inf)
+        return out
+
+    rebinding.setattr(_nlopt, "probe", differing)
+    optimize.nlopt_c_api.cache_clear()
+    assert optimize.nlopt_c_api()
+    assert len(probes) >= 2
+    assert optimize.nlopt_library() == nlopt._nlopt.__file__
+    fit = _fit("Reaction ~ Days + (Days | Subject)", {})
+    assert fit.opt.feval == len(fit.opt.log) > 0  # (the package's functions are bound)
+
+
+def test_crossed_nlopt_package_keeps_the_packages_library(rebinding):
+    """``CROSSED_NLOPT=package``: the Python package's NLopt, without probing another."""
+    from crossed.engines.native import _nlopt
+
+    rebinding.setenv("CROSSED_NLOPT", "package")
+    rebinding.setattr(_nlopt, "probe", lambda codes: pytest.fail("probed"))
+    optimize.nlopt_c_api.cache_clear()
+    assert optimize.nlopt_c_api()
+    assert optimize.nlopt_library() == nlopt._nlopt.__file__

@@ -14,6 +14,8 @@ The orchestration (settings, the log, codes and errors) stays in
 ``optimize.run_nlopt``; this module only makes the calls.
 """
 
+import numpy as np
+
 ctypedef double (*objective_t)(unsigned, const double *, double *, void *) noexcept
 ctypedef void *opt_t
 
@@ -118,3 +120,63 @@ def minimize(size_t objective, size_t data, stop, int algorithm, double[::1] x,
         stop(0, 0)
         _api.destroy(opt)
     return code, fmin
+
+
+# ---------------------------------------------------------------------------- the probe
+cdef struct ProbeLog:
+    double *rows  # (capacity rows of n + 1: the point, then the value)
+    Py_ssize_t count, capacity
+
+
+cdef double _probe_objective(unsigned n, const double *x, double *grad,
+                             void *data) noexcept:
+    """A smooth function of 4 parameters whose minimum under :func:`probe`'s bounds has
+    one coordinate on its bound; every evaluation appended to the log ``data``."""
+    cdef ProbeLog *log = <ProbeLog *> data
+    cdef double a = x[0] - 1.3, b = x[1] - 0.4, c = x[2] + 0.2, d = x[3] - 0.7
+    cdef double value = (a * a + 2.0 * b * b + 0.5 * c * c + d * d * (1.0 + x[0] * x[0])
+                         + 0.3 * a * b + 0.1 * a * a * a * a + 0.2 * b * d)
+    cdef Py_ssize_t j
+    if log.count < log.capacity:
+        for j in range(4):
+            log.rows[log.count * 5 + j] = x[j]
+        log.rows[log.count * 5 + 4] = value
+    log.count += 1
+    return value
+
+
+PROBE_EVALUATIONS = 150
+"""The most evaluations one :func:`probe` run may take."""
+
+
+def probe(algorithms):
+    """Short runs of NLopt's ``algorithms`` (their codes), each with NLopt's default step
+    and with a given one, on a fixed function of 4 parameters, two of them bounded below,
+    through the bound NLopt: every evaluated point and its value, then each run's code and
+    final value, as one array. Two builds of NLopt that give the same array bit for bit
+    took the same steps on it.
+
+    Returns
+    -------
+    numpy.ndarray
+        Rows of (point, value), then one row (code, value, 0, 0, 0) per run."""
+    cdef double[::1] lower = np.array([-np.inf, -np.inf, 0.0, 0.0])
+    cdef double[::1] xtol = np.full(4, 1e-10)
+    cdef ProbeLog log
+    runs = [(int(a), steps) for a in algorithms for steps in (np.empty(0), np.full(4, 0.3))]
+    rows = np.zeros((len(runs) * (PROBE_EVALUATIONS + 1), 5))
+    cdef double[:, ::1] out = rows
+    log.rows = &out[0, 0]
+    log.count, log.capacity = 0, len(runs) * PROBE_EVALUATIONS
+    ends = []
+    for algorithm, steps in runs:
+        ends.append(minimize(<size_t> &_probe_objective, <size_t> &log, _no_stop, algorithm,
+                             np.array([0.5, 1.0, 1.0, 0.5]), lower, xtol, 1e-12, 1e-10, steps, PROBE_EVALUATIONS))
+    used = min(log.count, log.capacity)
+    for i, (code, fmin) in enumerate(ends):
+        out[used + i, 0], out[used + i, 1] = code, fmin
+    return rows[:used + len(ends)].copy()
+
+
+def _no_stop(size_t force_stop, size_t opt):
+    """:func:`minimize`'s ``stop`` for an objective that never stops the run."""

@@ -8,16 +8,18 @@ convergence checks (``crossed.model.convergence``). SciPy's optimisers are impor
 
 A :class:`Criterion` that carries a compiled objective (small designs:
 ``PLS.compiled_criterion``) is run through NLopt's C interface (``_nlopt.pyx``), the same
-algorithm and settings with no Python call per evaluation; any other criterion through
-NLopt's Python interface."""
+algorithm and settings with no Python call per evaluation (the system's NLopt where it
+takes the Python package's steps bit for bit: :func:`nlopt_c_api`); any other criterion
+through NLopt's Python interface."""
 
 from __future__ import annotations
 
 import functools
 import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import nlopt
 import numpy as np
@@ -36,10 +38,10 @@ if TYPE_CHECKING:
     from crossed.model._core import SmallCriterion
     from crossed.model.glmm._scalar import ScalarDeviance
 
-__all__ = ["AUTO_LBFGSB_DENSE", "AUTO_LBFGSB_THETA", "OPTIMIZERS", "PIRLS_MODES", "Criterion",
-           "LmerControl", "NLOPT_ALGORITHMS", "OptSummary", "Restart", "bobyqa", "lbfgsb",
-           "nelder_mead", "nlopt_algorithm", "nlopt_c_api", "run_bobyqa", "run_nlopt",
-           "use_compiled_objective"]
+__all__ = ["AUTO_LBFGSB_DENSE", "AUTO_LBFGSB_THETA", "NLOPT_ALGORITHMS", "OPTIMIZERS",
+           "PIRLS_MODES", "SYSTEM_NLOPT", "Criterion", "LmerControl", "OptSummary", "Restart",
+           "bobyqa", "lbfgsb", "nelder_mead", "nlopt_algorithm", "nlopt_c_api",
+           "nlopt_library", "run_bobyqa", "run_nlopt", "use_compiled_objective"]
 
 
 ROUNDOFF_LIMITED = -4  # NLopt's NLOPT_ROUNDOFF_LIMITED
@@ -90,21 +92,67 @@ def use_compiled_objective(enabled: bool) -> None:
     _USE_COMPILED = enabled
 
 
+SYSTEM_NLOPT = ("libnlopt.so.0", "libnlopt.0.dylib")
+"""The shared library of an NLopt the system installed (Debian's ``libnlopt0``, which R's
+nloptr and so lme4 use; Homebrew's ``nlopt``), tried by :func:`nlopt_c_api` before the
+Python package's own."""
+
+_NLOPT_LIBRARY: list[str] = []  # the library bound (nlopt_library)
+
+
 @functools.cache
 def nlopt_c_api() -> bool:
-    """Whether NLopt's C functions are bound for compiled objectives (``_nlopt.pyx``): the
-    functions NLopt's Python extension module exports, found once by their names."""
-    try:
-        import ctypes
+    """Whether NLopt's C functions are bound for compiled objectives (``_nlopt.pyx``),
+    from a library found once (:func:`nlopt_library`).
 
+    The Python package's wheels build NLopt without the compiler's optimisation: its
+    BOBYQA's own arithmetic takes most of a small fit's optimiser time (a 7-θ model:
+    16 of its 33 ms). A system NLopt (:data:`SYSTEM_NLOPT`) is bound instead where it
+    takes the package's steps bit for bit on :func:`_nlopt.probe`'s runs, so that the
+    estimates are the same with or without it; the environment variable
+    ``CROSSED_NLOPT=package`` keeps the package's."""
+    import ctypes
+
+    try:
         from crossed.engines.native import _nlopt
 
-        lib = ctypes.CDLL(nlopt._nlopt.__file__)
-        _nlopt.bind({name: ctypes.cast(getattr(lib, "nlopt_" + name), ctypes.c_void_p).value
-                     for name in _nlopt.NAMES})
+        package = _nlopt_addresses(ctypes.CDLL(nlopt._nlopt.__file__))
+        _nlopt.bind(package)
     except (ImportError, OSError, AttributeError, TypeError, ValueError):
         return False
+    _NLOPT_LIBRARY[:] = [nlopt._nlopt.__file__]
+    if os.environ.get("CROSSED_NLOPT", "").strip() == "package":
+        return True
+    codes = list(NLOPT_ALGORITHMS.values())
+    reference = _nlopt.probe(codes).tobytes()
+    for name in SYSTEM_NLOPT:
+        try:
+            _nlopt.bind(_nlopt_addresses(ctypes.CDLL(name)))
+        except (OSError, AttributeError, TypeError, ValueError):
+            continue
+        if _nlopt.probe(codes).tobytes() == reference:
+            _NLOPT_LIBRARY[:] = [name]
+            return True
+        _nlopt.bind(package)  # (another build's steps: not used)
     return True
+
+
+def _nlopt_addresses(lib: Any) -> dict[str, int]:
+    """The addresses of NLopt's C functions of :data:`_nlopt.NAMES` in the loaded
+    library ``lib`` (ctypes)."""
+    import ctypes
+
+    from crossed.engines.native import _nlopt
+
+    return {name: ctypes.cast(getattr(lib, "nlopt_" + name), ctypes.c_void_p).value
+            for name in _nlopt.NAMES}
+
+
+def nlopt_library() -> str | None:
+    """The NLopt library whose C functions the compiled NLopt runs call: a name of
+    :data:`SYSTEM_NLOPT`, or the path of the Python package's extension module; None
+    where none is bound (the runs use NLopt's Python interface)."""
+    return _NLOPT_LIBRARY[0] if nlopt_c_api() else None
 
 
 def nlopt_algorithm(optimizer: str) -> str:
