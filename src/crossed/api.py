@@ -228,7 +228,7 @@ def lm(formula: str, data: pd.DataFrame, reference: dict[str, str] | None = None
 
     prepared = prepare(spec, data, na_action=na_action)
     if not spec.trusted:
-        check_spec(spec, columns={str(c) for c in data.columns})
+        check_spec(spec, columns=prepared.data_columns)
     y = build_response(spec, prepared.data)
     fixed = build_fixed(spec.fixed, prepared.data, caret=spec.caret, trusted=spec.trusted)
     return fit_lm(formula, fixed.X, y, fixed.names, n_dropped=prepared.n_dropped,

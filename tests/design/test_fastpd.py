@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from crossed.design.fastpd import (
+    SMALL_STRINGS,
     categorical,
     column_array,
     frame_of,
@@ -58,13 +59,27 @@ def test_column_array_is_the_series_array(values):
     np.testing.assert_array_equal(column_array(data, 3), data[3].to_numpy())
 
 
-def test_string_codes_match_factorize():
+@pytest.mark.parametrize("n", [6, SMALL_STRINGS, SMALL_STRINGS + 1, 5 * SMALL_STRINGS])
+def test_string_codes_match_factorize(n):
+    """Below and above SMALL_STRINGS (Python's dict, pyarrow's encoding), chunked arrays
+    too: pandas' factorize's codes and uniques."""
+    pa = pytest.importorskip("pyarrow")
+    words = ["b", "a", "B", "", "a b", "é", "ä", "0", "00", "b"]
+    rng = np.random.default_rng(n)
+    picked = [words[i] for i in rng.integers(0, len(words), n)]
+    chunked = pa.chunked_array([picked[: n // 2], picked[n // 2:]], type=pa.string())
+    for values in (pd.array(picked, dtype="string[pyarrow]"),
+                   pd.arrays.ArrowStringArray(chunked)):
+        codes, uniques = string_codes(values)
+        want_codes, want_uniques = pd.factorize(values)
+        np.testing.assert_array_equal(codes, want_codes)
+        assert codes.dtype == np.int64
+        assert uniques == list(want_uniques)
+        assert all(type(u) is str for u in uniques)
+
+
+def test_string_codes_refuse_other_arrays():
     pytest.importorskip("pyarrow")
-    values = pd.array(["b", "a", "b", "B", "", "a"], dtype="string[pyarrow]")
-    codes, uniques = string_codes(values)
-    want_codes, want_uniques = pd.factorize(values)
-    np.testing.assert_array_equal(codes, want_codes)
-    assert uniques == list(want_uniques)
     # anything else: None (the caller factorizes)
     assert string_codes(pd.array(["a", None], dtype="string[pyarrow]")) is None
     assert string_codes(np.array(["a"], dtype=object)) is None

@@ -283,7 +283,7 @@ def build_design(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit",
     prepared = prepare(spec, data, na_action=na_action)
     frame = prepared  # (its table is built on first use: a fit does not need it)
     if not spec.trusted:  # the allow-list again, now that the columns are known
-        check_spec(spec, columns={str(c) for c in data.columns})
+        check_spec(spec, columns=prepared.data_columns)
     y = build_response(spec, frame)  # non-finite values refused there
     # a formula written with R's ^ gets R's column names (I(x^2)) back
     caret = spec.caret

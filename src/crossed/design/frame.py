@@ -137,6 +137,9 @@ class PreparedFrame:
                                                             compare=False)
     """The factor columns: each row's level (int64 codes, every level present) and the
     levels (R's labels, distinct)."""
+    data_columns: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
+    """Every column name of the data (as strings): what the formula's names may refer to
+    (:func:`crossed.formula.spec.check_spec`)."""
 
     def __len__(self) -> int:
         return self.n_rows
@@ -457,7 +460,8 @@ def prepare(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -> Pre
         raise DataError("the data table is empty (0 rows)")
     label = {str(c): c for c in data.columns}
     used, _, as_value = _used_values(spec, list(label))
-    check_unique_columns(data, used)
+    if len(label) != len(data.columns):  # (names that are one string)
+        check_unique_columns(data, used)
     # the used columns as arrays (a frame is built once, at the end: cheaper than .loc or
     # column-wise frame operations for a few columns)
     arrays = {c: column_array(data, label[c]) for c in used}
@@ -524,7 +528,7 @@ def prepare(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -> Pre
     return PreparedFrame(names=tuple(arrays), n_rows=len(data) - n_dropped,
                          n_dropped=n_dropped, levels=levels, ordered=tuple(ordered),
                          values={c: a for c, a in arrays.items() if c not in codes_of},
-                         codes=codes_of)
+                         codes=codes_of, data_columns=frozenset(label))
 
 
 def _missing_mask(values: Any) -> np.ndarray:
