@@ -299,7 +299,7 @@ def rebinding():
     chosen and bound afresh (the test made another choice)."""
     with pytest.MonkeyPatch.context() as patch:
         yield patch
-    optimize.nlopt_c_api.cache_clear()
+    optimize._CHOICE.clear()
     assert optimize.nlopt_c_api()
 
 
@@ -320,7 +320,7 @@ def test_a_library_that_takes_other_steps_is_not_bound(rebinding):
         return out
 
     rebinding.setattr(_nlopt, "probe", differing)
-    optimize.nlopt_c_api.cache_clear()
+    optimize._CHOICE.clear()
     assert optimize.nlopt_c_api()
     assert len(probes) >= 2
     assert optimize.nlopt_library() == nlopt._nlopt.__file__
@@ -334,6 +334,33 @@ def test_crossed_nlopt_package_keeps_the_packages_library(rebinding):
 
     rebinding.setenv("CROSSED_NLOPT", "package")
     rebinding.setattr(_nlopt, "probe", lambda codes: pytest.fail("probed"))
-    optimize.nlopt_c_api.cache_clear()
+    optimize._CHOICE.clear()
     assert optimize.nlopt_c_api()
     assert optimize.nlopt_library() == nlopt._nlopt.__file__
+
+
+def test_threads_asking_at_once_wait_for_one_choice(rebinding):
+    """The library is chosen once: threads that ask while it is being chosen wait for
+    that choice (a second choice would rebind the functions under a run in progress)."""
+    import threading
+    import time
+
+    real = optimize._bind_nlopt
+    choices: list[int] = []
+
+    def slow_choice():
+        choices.append(1)
+        time.sleep(0.05)
+        return real()
+
+    rebinding.setattr(optimize, "_bind_nlopt", slow_choice)
+    optimize._CHOICE.clear()
+    answers: list[bool] = []
+    threads = [threading.Thread(target=lambda: answers.append(optimize.nlopt_c_api()))
+               for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert answers == [True] * 4
+    assert len(choices) == 1

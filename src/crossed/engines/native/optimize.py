@@ -14,9 +14,9 @@ through NLopt's Python interface."""
 
 from __future__ import annotations
 
-import functools
 import math
 import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -97,20 +97,33 @@ SYSTEM_NLOPT = ("libnlopt.so.0", "libnlopt.0.dylib")
 nloptr and so lme4 use; Homebrew's ``nlopt``), tried by :func:`nlopt_c_api` before the
 Python package's own."""
 
-_NLOPT_LIBRARY: list[str] = []  # the library bound (nlopt_library)
+_CHOICE: list[tuple[bool, str | None]] = []
+"""(bound, library) of :func:`nlopt_c_api`, chosen once per process."""
+_CHOICE_LOCK = threading.Lock()
 
 
-@functools.cache
 def nlopt_c_api() -> bool:
     """Whether NLopt's C functions are bound for compiled objectives (``_nlopt.pyx``),
-    from a library found once (:func:`nlopt_library`).
+    from a library chosen once per process (:func:`nlopt_library`); the first call
+    chooses, and a call from another thread meanwhile waits for its choice (a run in
+    progress keeps the functions it started with).
 
     The Python package's wheels build NLopt without the compiler's optimisation: its
-    BOBYQA's own arithmetic takes most of a small fit's optimiser time (a 7-θ model:
-    16 of its 33 ms). A system NLopt (:data:`SYSTEM_NLOPT`) is bound instead where it
-    takes the package's steps bit for bit on :func:`_nlopt.probe`'s runs, so that the
-    estimates are the same with or without it; the environment variable
-    ``CROSSED_NLOPT=package`` keeps the package's."""
+    BOBYQA's own arithmetic takes a third to a half of a small fit's optimiser time (a
+    7-θ model: 23 against 16 ms a fit). A system NLopt (:data:`SYSTEM_NLOPT`) is bound
+    instead where it takes the package's steps bit for bit on :func:`_nlopt.probe`'s
+    runs, so that the estimates are the same with or without it; the environment
+    variable ``CROSSED_NLOPT=package`` keeps the package's."""
+    if not _CHOICE:
+        with _CHOICE_LOCK:
+            if not _CHOICE:
+                _CHOICE.append(_bind_nlopt())
+    return _CHOICE[0][0]
+
+
+def _bind_nlopt() -> tuple[bool, str | None]:
+    """Bind the package's NLopt, probe it, then each system library in turn, keeping the
+    first whose probe is the package's bit for bit: (bound, library)."""
     import ctypes
 
     try:
@@ -119,22 +132,21 @@ def nlopt_c_api() -> bool:
         package = _nlopt_addresses(ctypes.CDLL(nlopt._nlopt.__file__))
         _nlopt.bind(package)
     except (ImportError, OSError, AttributeError, TypeError, ValueError):
-        return False
-    _NLOPT_LIBRARY[:] = [nlopt._nlopt.__file__]
+        return False, None
     if os.environ.get("CROSSED_NLOPT", "").strip() == "package":
-        return True
+        return True, nlopt._nlopt.__file__
     codes = list(NLOPT_ALGORITHMS.values())
     reference = _nlopt.probe(codes).tobytes()
     for name in SYSTEM_NLOPT:
         try:
             _nlopt.bind(_nlopt_addresses(ctypes.CDLL(name)))
-        except (OSError, AttributeError, TypeError, ValueError):
-            continue
-        if _nlopt.probe(codes).tobytes() == reference:
-            _NLOPT_LIBRARY[:] = [name]
-            return True
-        _nlopt.bind(package)  # (another build's steps: not used)
-    return True
+            same = _nlopt.probe(codes).tobytes() == reference
+        except Exception:  # (a library that cannot be bound or run: not used)
+            same = False
+        if same:
+            return True, name
+        _nlopt.bind(package)
+    return True, nlopt._nlopt.__file__
 
 
 def _nlopt_addresses(lib: Any) -> dict[str, int]:
@@ -152,7 +164,8 @@ def nlopt_library() -> str | None:
     """The NLopt library whose C functions the compiled NLopt runs call: a name of
     :data:`SYSTEM_NLOPT`, or the path of the Python package's extension module; None
     where none is bound (the runs use NLopt's Python interface)."""
-    return _NLOPT_LIBRARY[0] if nlopt_c_api() else None
+    nlopt_c_api()
+    return _CHOICE[0][1]
 
 
 def nlopt_algorithm(optimizer: str) -> str:
