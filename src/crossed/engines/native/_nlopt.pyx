@@ -170,8 +170,9 @@ def probe(algorithms):
     log.count, log.capacity = 0, len(runs) * PROBE_EVALUATIONS
     ends = []
     for algorithm, steps in runs:
+        start = np.array([0.5, 1.0, 1.0, 0.5])
         ends.append(minimize(<size_t> &_probe_objective, <size_t> &log, _no_stop, algorithm,
-                             np.array([0.5, 1.0, 1.0, 0.5]), lower, xtol, 1e-12, 1e-10, steps, PROBE_EVALUATIONS))
+                             start, lower, xtol, 1e-12, 1e-10, steps, PROBE_EVALUATIONS))
     used = min(log.count, log.capacity)
     for i, (code, fmin) in enumerate(ends):
         out[used + i, 0], out[used + i, 1] = code, fmin
