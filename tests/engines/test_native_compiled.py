@@ -364,3 +364,28 @@ def test_threads_asking_at_once_wait_for_one_choice(rebinding):
         thread.join()
     assert answers == [True] * 4
     assert len(choices) == 1
+
+
+@pytest.mark.parametrize("failing_probe", [1, 2])
+def test_a_probe_that_fails_keeps_the_packages_library(rebinding, failing_probe):
+    """A probe that raises, the package's (1: nothing to compare) or a system library's
+    (2), leaves the package's functions bound and fits running on them."""
+    from crossed.engines.native import _nlopt
+
+    _system_library()
+    real = _nlopt.probe
+    probes: list[int] = []
+
+    def failing(codes):
+        probes.append(1)
+        if len(probes) == failing_probe:
+            raise RuntimeError("this build fails the probe")
+        return real(codes)
+
+    rebinding.setattr(_nlopt, "probe", failing)
+    optimize._CHOICE.clear()
+    assert optimize.nlopt_c_api()
+    assert optimize.nlopt_library() == nlopt._nlopt.__file__
+    assert len(probes) == failing_probe
+    fit = _fit("Reaction ~ Days + (Days | Subject)", {})
+    assert fit.opt.feval == len(fit.opt.log) > 0
