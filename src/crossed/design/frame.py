@@ -460,8 +460,7 @@ def prepare(spec: ModelSpec, data: pd.DataFrame, na_action: str = "omit") -> Pre
         raise DataError("the data table is empty (0 rows)")
     label = {str(c): c for c in data.columns}
     used, _, as_value = _used_values(spec, list(label))
-    if len(label) != len(data.columns):  # (names that are one string)
-        check_unique_columns(data, used)
+    check_unique_columns(data, used, labels=label)
     # the used columns as arrays (a frame is built once, at the end: cheaper than .loc or
     # column-wise frame operations for a few columns)
     arrays = {c: column_array(data, label[c]) for c in used}
@@ -582,8 +581,12 @@ def encode_new(data: pd.DataFrame, levels: dict[str, list[str]], columns: list[s
     return frame
 
 
-def check_unique_columns(data: pd.DataFrame, columns: list[str], what: str = "data") -> None:
-    """Refuse a used column whose name appears more than once in ``data``."""
+def check_unique_columns(data: pd.DataFrame, columns: list[str], what: str = "data",
+                         labels: dict[str, Hashable] | None = None) -> None:
+    """Refuse a used column whose name appears more than once in ``data`` (``labels``:
+    the data's columns by their names as strings, where the caller has formed them)."""
+    if labels is not None and len(labels) == len(data.columns):  # (every name once)
+        return
     names = [str(c) for c in data.columns]
     if len(set(names)) == len(names):  # (the usual case, without pandas' counting)
         return
