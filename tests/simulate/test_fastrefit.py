@@ -42,8 +42,9 @@ def _same(a, b):
 @pytest.mark.parametrize("name", ["exist", "blurb", "sleep"])
 @pytest.mark.parametrize("check_conv", [True, False])
 def test_new_response_identical_to_refit(fits, name, check_conv):
-    """Without the check, the reference is a fit with the same control (check_conv=False):
-    a failed check is what continues the optimiser (engines/native/converge.py)."""
+    """Without the check, the reference is a fit with the same control (check_conv=False)
+    from the fit's θ, as a refit starts: a failed check is what continues the optimiser
+    (engines/native/converge.py)."""
     from crossed.engines.native.engine import fit_native
 
     fit = fits[name]
@@ -54,7 +55,8 @@ def test_new_response_identical_to_refit(fits, name, check_conv):
         if check_conv:
             return fit.refit(y, reml=reml)
         design = fit.design if y is None else fit.design.with_response(y)
-        return fit_native(design, fit.reml if reml is None else reml, fast.control)
+        return fit_native(design, fit.reml if reml is None else reml, fast.control,
+                          warm=fit.theta)
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -1,7 +1,10 @@
 """Refits: the same model on a new response and/or a subset of the rows (lme4's ``refit``).
 
 The stored design is reused (no formula parsing, no model-matrix building) and the fit goes
-through the engine registry with the fit's engine and optimiser settings. A refit has the
+through the engine registry with the fit's engine and optimiser settings. A native LMM's
+refit on the same rows (another response or criterion) starts from the fit's θ, as lme4's
+``refit`` does, with a small initial step (``engines/native/engine.py``'s ``REFIT_STEP``);
+other engines, row subsets and GLMMs start where a new fit would. A refit has the
 class of the fit it comes from (:meth:`crossed.model.fitbase.FitBase.like`): refits of a
 :class:`crossed.LmerFit` are ``LmerFit`` with all their methods. ``LmerFit.refit`` and
 ``GlmerFit.refit`` call these functions; inference and simulation call them directly.
@@ -60,7 +63,8 @@ def refit_lmer(fit: L, y: object = None, rows: np.ndarray | None = None,
     Returns
     -------
     LmerResult
-        Of the class of ``fit``.
+        Of the class of ``fit``. The native engine's refit on the fit's rows starts from
+        the fit's θ (lme4's ``refit``; module docstring).
 
     Raises
     ------
@@ -73,8 +77,12 @@ def refit_lmer(fit: L, y: object = None, rows: np.ndarray | None = None,
     if y is not None:
         check_response_varies(design.y, fit.spec.response)
     control = fit.opt.control if fit.opt is not None else None
-    out = fit_with(fit.engine, design, reml=fit.reml if reml is None else bool(reml),
-                   control=control, data_name=fit.data_name)
+    reml = fit.reml if reml is None else bool(reml)
+    if fit.engine == "native" and rows is None:  # (the same rows: from the fit's θ)
+        from crossed.engines.native.engine import fit_native
+
+        return fit.like(fit_native(design, reml, control, fit.data_name, warm=fit.theta))
+    out = fit_with(fit.engine, design, reml=reml, control=control, data_name=fit.data_name)
     return fit.like(out)
 
 

@@ -89,7 +89,8 @@ class Refitter:
             design = fit.design if y is None else fit.design.with_response(y)
             with single_blas_thread():
                 pls = PLS.of(design, like=self._pls)
-                return fit.like(fit_pls(design, pls, reml, self.control, fit.data_name))
+                return fit.like(fit_pls(design, pls, reml, self.control, fit.data_name,
+                                        warm=fit.theta))
         design = fit.design.subset(rows, keep_frame=self.keep_frame)
         if y is not None:
             design = design.with_response(y)

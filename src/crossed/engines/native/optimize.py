@@ -188,18 +188,21 @@ def nlopt_algorithm(optimizer: str) -> str:
 
 
 def bobyqa(fun: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.ndarray,
-           control: LmerControl, restart: bool = False) -> OptSummary:
+           control: LmerControl, restart: bool = False, step: float | None = None
+           ) -> OptSummary:
     """Minimise ``fun`` with NLopt's BOBYQA under lower bounds, logging every evaluation.
 
     With ``restart=True`` it continues from ``x0`` with the control's ``restart_*``
-    settings (a small initial radius, no relative tolerance) instead of lme4's.
+    settings (a small initial radius, no relative tolerance) instead of lme4's. ``step``:
+    the initial step of a run with lme4's stopping rule (NLopt's default when None; a
+    refit from its fit's θ passes a smaller one, ``engine.REFIT_STEP``).
     """
     if restart:
         return run_bobyqa(fun, x0, lower, control, xtol_abs=control.restart_xtol_abs,
                           ftol_abs=control.restart_ftol_abs, xtol_rel=0.0,
                           step=control.restart_step)
     return run_bobyqa(fun, x0, lower, control, xtol_abs=control.xtol_abs,
-                      ftol_abs=control.ftol_abs, xtol_rel=control.xtol_rel)
+                      ftol_abs=control.ftol_abs, xtol_rel=control.xtol_rel, step=step)
 
 
 def nelder_mead(fun: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.ndarray,

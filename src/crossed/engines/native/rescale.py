@@ -284,6 +284,12 @@ class Reparametrisation:
         """The formula's θ from the optimiser's."""
         return theta.copy() if self.columns is None else self.columns.to_original(theta)
 
+    def optimiser_theta(self, theta: np.ndarray) -> np.ndarray:
+        """The optimiser's θ′ from the formula's (:meth:`theta`'s inverse: a refit starts
+        from its fit's θ)."""
+        return (np.array(theta, dtype=float) if self.columns is None
+                else self.columns.from_original(theta))
+
     def u(self, theta: np.ndarray, u: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
         """The spherical random effects for the formula's columns, from the optimiser's
         (``theta``: the optimiser's θ′)."""
