@@ -47,7 +47,9 @@ class LmerFit(SharedMethods, LmerResult):
         """Fit the same model again on a new response and/or a subset of the rows.
 
         The stored design is reused: no formula parsing, no model-matrix building (lme4's
-        ``refit``). The same engine and optimiser settings are used.
+        ``refit``). The same engine and optimiser settings are used; the native engine
+        starts the optimiser at this fit's θ when the rows are the same (as lme4's
+        ``refit`` does; :func:`crossed.engines.refit.refit_lmer`).
 
         Parameters
         ----------
