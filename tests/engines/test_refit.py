@@ -1,8 +1,8 @@
 """Refits (engines/refit.py): where the native engine's optimiser starts.
 
 lme4's ``refit`` (and so ``bootMer`` and simr's ``powerSim``) starts the optimiser at the
-fit's θ; crossed's native refits on the fit's rows do too, with BOBYQA's initial step
-``REFIT_STEP``. These tests read where a refit started (its first logged evaluations),
+fit's θ; crossed's native refits on the fit's rows do too, with BOBYQA's initial steps
+``refit_step(θ)``. These tests read where a refit started (its first logged evaluations),
 never where the optimiser stopped.
 """
 
@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 import crossed
-from crossed.engines.native.engine import REFIT_STEP
+from crossed.engines.native.engine import REFIT_STEP, refit_step
 from crossed.engines.native.rescale import reparametrisation
 from crossed.simulate import Refitter
 
@@ -40,15 +40,28 @@ def test_a_new_response_starts_at_the_fits_theta_with_the_refit_step(sleep, how)
     y = sleep.simulate(1, seed=4).to_numpy()[:, 0]
     refit = _quiet(sleep.refit if how == "refit" else Refitter(sleep).refit, y)
     log = refit.opt.log
-    # (sleepstudy's θ is over REFIT_STEP from its bounds: BOBYQA starts at it exactly)
-    assert np.all(sleep.theta[[0, 2]] > REFIT_STEP)
-    np.testing.assert_array_equal(log[0][0], sleep.theta)
-    np.testing.assert_allclose(log[1][0] - log[0][0], [REFIT_STEP, 0.0, 0.0], atol=1e-15)
+    step = refit_step(sleep.theta)
+    # (sleepstudy's θ is over its step from its bounds: BOBYQA starts at it, up to the
+    # rounding of NLopt's scaling of each θ by its step)
+    assert np.all(sleep.theta[[0, 2]] > step[[0, 2]])
+    np.testing.assert_allclose(log[0][0], sleep.theta, rtol=1e-14)
+    # the first interpolation points: each θ moved by its own step
+    assert step[0] != step[1]
+    for i in (0, 1):
+        np.testing.assert_allclose(log[1 + i][0] - log[0][0], np.eye(3)[i] * step[i],
+                                   rtol=1e-12, atol=1e-15)
+
+
+def test_the_refit_step_is_a_quarter_of_each_theta_within_bounds():
+    fraction, low, high = REFIT_STEP
+    theta = np.array([0.0, 1e-9, -0.04, 0.3, -2.0, 50.0])
+    np.testing.assert_allclose(refit_step(theta),
+                               [low, low, low, fraction * 0.3, high, high])
 
 
 def test_another_criterion_on_the_same_rows_starts_at_the_fits_theta(sleep):
     ml = _quiet(sleep.refit, reml=False)
-    np.testing.assert_array_equal(ml.opt.log[0][0], sleep.theta)
+    np.testing.assert_allclose(ml.opt.log[0][0], sleep.theta, rtol=1e-14)
     assert not ml.reml
 
 
@@ -75,10 +88,12 @@ def test_a_reparametrised_fit_starts_at_its_theta_in_the_optimisers_columns():
     # BOBYQA starts at θ′, except that a θ within its step of a bound starts at the bound
     # or one step off it (Powell's rule)
     lower = fit.design.random.theta_lower
-    near = theta_opt - lower < REFIT_STEP
+    step = refit_step(theta_opt)
+    near = theta_opt - lower < step
     assert near.sum() < len(near)
-    np.testing.assert_array_equal(start[~near], theta_opt[~near])
-    assert np.all((start[near] == lower[near]) | (start[near] == lower[near] + REFIT_STEP))
+    np.testing.assert_allclose(start[~near], theta_opt[~near], rtol=1e-14)
+    assert np.all((start[near] == lower[near])
+                  | np.isclose(start[near], lower[near] + step[near], rtol=1e-12, atol=0))
 
 
 def test_other_engines_refit_from_their_own_start(sleep, monkeypatch):

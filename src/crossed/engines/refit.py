@@ -3,7 +3,7 @@
 The stored design is reused (no formula parsing, no model-matrix building) and the fit goes
 through the engine registry with the fit's engine and optimiser settings. A native LMM's
 refit on the same rows (another response or criterion) starts from the fit's θ, as lme4's
-``refit`` does, with a small initial step (``engines/native/engine.py``'s ``REFIT_STEP``);
+``refit`` does, with small initial steps (``engines/native/engine.py``'s ``refit_step``);
 other engines, row subsets and GLMMs start where a new fit would. A refit has the
 class of the fit it comes from (:meth:`crossed.model.fitbase.FitBase.like`): refits of a
 :class:`crossed.LmerFit` are ``LmerFit`` with all their methods. ``LmerFit.refit`` and

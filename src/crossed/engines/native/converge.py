@@ -270,7 +270,7 @@ def optimize_theta(crit: Callable[[np.ndarray], float], theta0: np.ndarray,
                    check_grad: Callable[[np.ndarray], tuple[float, np.ndarray]] | None = None,
                    blocks: Sequence[ReBlock] = (),
                    costly_evaluations: bool = False,
-                   step: float | None = None,
+                   step: float | np.ndarray | None = None,
                    ) -> tuple[OptSummary, ConvergenceCheck]:
     """BOBYQA from ``theta0`` with lme4's settings (or L-BFGS-B on the analytic gradient,
     ``control.optimizer == "lbfgsb"``, or NLopt's Nelder–Mead with lme4's ``nloptwrap``
@@ -300,9 +300,9 @@ def optimize_theta(crit: Callable[[np.ndarray], float], theta0: np.ndarray,
         Each evaluation factors a dense matrix of order ``AUTO_LBFGSB_DENSE`` or more, and
         a gradient costs a few of them: ``"auto"`` runs L-BFGS-B whatever the number of θ
         (see ``LmerControl``).
-    step : float, optional
+    step : float or numpy.ndarray, optional
         The first BOBYQA run's initial step (NLopt's default when None): a refit that
-        starts from its fit's θ passes a smaller one (``engine.REFIT_STEP``).
+        starts from its fit's θ passes smaller ones (``engine.refit_step``).
 
     Returns
     -------

@@ -188,14 +188,14 @@ def nlopt_algorithm(optimizer: str) -> str:
 
 
 def bobyqa(fun: Callable[[np.ndarray], float], x0: np.ndarray, lower: np.ndarray,
-           control: LmerControl, restart: bool = False, step: float | None = None
-           ) -> OptSummary:
+           control: LmerControl, restart: bool = False,
+           step: float | np.ndarray | None = None) -> OptSummary:
     """Minimise ``fun`` with NLopt's BOBYQA under lower bounds, logging every evaluation.
 
     With ``restart=True`` it continues from ``x0`` with the control's ``restart_*``
     settings (a small initial radius, no relative tolerance) instead of lme4's. ``step``:
     the initial step of a run with lme4's stopping rule (NLopt's default when None; a
-    refit from its fit's θ passes a smaller one, ``engine.REFIT_STEP``).
+    refit from its fit's θ passes smaller ones, ``engine.refit_step``).
     """
     if restart:
         return run_bobyqa(fun, x0, lower, control, xtol_abs=control.restart_xtol_abs,
