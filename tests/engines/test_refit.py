@@ -111,3 +111,11 @@ def test_other_engines_refit_from_their_own_start(sleep, monkeypatch):
     object.__setattr__(other, "engine", "lme4")
     refit_module.refit_lmer(other, y=sleep.design.y + 1.0)
     assert calls == ["lme4"]
+
+
+def test_a_start_and_a_fits_theta_are_alternatives(sleep):
+    from crossed.engines.native.engine import fit_pls
+
+    with pytest.raises(ValueError, match="not both"):
+        fit_pls(sleep.design, sleep.pls, True, sleep.opt.control,
+                theta0=sleep.theta, warm=sleep.theta)

@@ -55,8 +55,8 @@ class Refitter:
 
     Notes
     -----
-    A refit on the fit's rows starts the optimiser at the fit's θ, as ``fit.refit`` does (lme4's
-    ``refit``); a subset of rows where a new fit would. Validated by
+    A refit on the fit's rows starts the optimiser at the fit's θ, as ``fit.refit`` does
+    (lme4's ``refit``); a subset of rows where a new fit would. Validated by
     ``tests/simulate/test_fastrefit.py``: theta, beta, sigma, deviance and vcov are
     identical (``assert_array_equal``) to those of ``fit.refit``.
     """

@@ -147,6 +147,8 @@ def fit_pls(design: Design, pls: PLS, reml: bool, control: LmerControl,
         value, grad, _ = value_and_gradient(pls_opt, theta, reml)
         return value + shift, grad
 
+    if warm is not None and theta0 is not None:
+        raise ValueError("fit_pls: give a start (theta0) or a fit's θ (warm), not both")
     step = None
     if warm is not None:
         start = (np.array(warm, dtype=float) if rep is None
