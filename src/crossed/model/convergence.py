@@ -9,6 +9,7 @@ Part of the model core: every engine reports its fit's status with it.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -101,32 +102,78 @@ def derivatives(fun: Callable[[np.ndarray], float], x: np.ndarray, free: np.ndar
     them all in one call (a batched criterion, the points as the rows of an array), else
     ``fun`` one by one.
     """
-    idx = np.flatnonzero(free).tolist()
+    idx = np.flatnonzero(free)
     m = len(idx)
+    if m == 0:
+        return np.zeros(0), np.zeros((0, 0))
+    layout = _deriv12_layout(m)
     points = np.tile(np.asarray(x, dtype=float), (2 * m * m, 1))  # (rows: the points)
+    points[layout.rows, idx[layout.cols]] += layout.signs * delta  # (±delta exactly)
+    values = (np.asarray(fun_many(points), dtype=float) if fun_many is not None
+              else np.array([fun(p.copy()) for p in points]))
+    plus, minus = values[layout.plus], values[layout.minus]
+    g = (plus - minus) / (2 * delta)
+    H = np.zeros((m, m))
+    H[np.diag_indices(m)] = (plus - 2 * fx + minus) / delta**2
+    v = values[layout.pairs]  # (per pair a > b: its ++, +-, -+, -- points)
+    off = (v[:, 0] - v[:, 1] - v[:, 2] + v[:, 3]) / (4 * delta**2)
+    H[layout.a, layout.b] = off
+    H[layout.b, layout.a] = off
+    return g, H
+
+
+@dataclass(frozen=True)
+class _Deriv12Layout:
+    """lme4's deriv12 points for m free coordinates, as the nonzero steps of each point
+    (``rows``, ``cols``: a coordinate among the free ones, ``signs``: ±1) and where the
+    differences read them: per coordinate its + and − points (``plus``, ``minus``), per
+    pair a > b (``a``, ``b``) its ++, +−, −+ and −− points (``pairs``, (m(m−1)/2, 4)).
+    Point order: per coordinate a, x ± δe_a, then per b < a the four x ± δe_a ± δe_b."""
+
+    rows: np.ndarray
+    cols: np.ndarray
+    signs: np.ndarray
+    plus: np.ndarray
+    minus: np.ndarray
+    pairs: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+
+
+@functools.lru_cache(maxsize=16)
+def _deriv12_layout(m: int) -> _Deriv12Layout:
+    """:class:`_Deriv12Layout` for ``m`` free coordinates (built once per m)."""
+    rows: list[int] = []
+    cols: list[int] = []
+    signs: list[float] = []
+    plus: list[int] = []
+    pairs: list[list[int]] = []
+    a_of: list[int] = []
+    b_of: list[int] = []
     row = 0
-    for a, i in enumerate(idx):
-        points[row, i] += delta
-        points[row + 1, i] -= delta
+    for a in range(m):
+        plus.append(row)
+        rows += [row, row + 1]
+        cols += [a, a]
+        signs += [1.0, -1.0]
         row += 2
         for b in range(a):
-            j = idx[b]
-            for si, sj in ((1, 1), (1, -1), (-1, 1), (-1, -1)):
-                points[row, i] += si * delta
-                points[row, j] += sj * delta
+            pairs.append(list(range(row, row + 4)))
+            a_of.append(a)
+            b_of.append(b)
+            for si, sj in ((1.0, 1.0), (1.0, -1.0), (-1.0, 1.0), (-1.0, -1.0)):
+                rows += [row, row]
+                cols += [a, b]
+                signs += [si, sj]
                 row += 1
-    values = iter(fun_many(points) if fun_many is not None and m
-                  else [fun(p.copy()) for p in points])
-    g = np.zeros(m)
-    H = np.zeros((m, m))
-    for a in range(m):
-        plus, minus = next(values), next(values)
-        g[a] = (plus - minus) / (2 * delta)
-        H[a, a] = (plus - 2 * fx + minus) / delta**2
-        for b in range(a):
-            v = [next(values) for _ in range(4)]
-            H[a, b] = H[b, a] = (v[0] - v[1] - v[2] + v[3]) / (4 * delta**2)
-    return g, H
+    plus_ = np.array(plus, dtype=np.intp)
+    arrays = (np.array(rows, dtype=np.intp), np.array(cols, dtype=np.intp),
+              np.array(signs), plus_, plus_ + 1,
+              np.array(pairs, dtype=np.intp).reshape(-1, 4),
+              np.array(a_of, dtype=np.intp), np.array(b_of, dtype=np.intp))
+    for arr in arrays:
+        arr.setflags(write=False)
+    return _Deriv12Layout(*arrays)
 
 
 def derivatives_from_gradient(fun_grad: Callable[[np.ndarray], tuple[float, np.ndarray]],
