@@ -65,7 +65,8 @@ def test_numbers(x, digits, bounded, text):
 
 @pytest.mark.parametrize("df, text", [
     (1, "1"), (5.0, "5"), (300, "300"), (22.04, "22.0"), (21.96, "22.0"),
-    (300.000055885885, "300.0"), (4.523, "4.52"), (9.999, "10.00"), (17.00000001, "17"),
+    (300.000055885885, "300"), (300.0000014, "300"), (300.00003, "300"), (300.01, "300.0"),
+    (299.99, "300.0"), (4.523, "4.52"), (9.999, "10.00"), (4.0003, "4.00"), (17.00000001, "17"),
     (float("inf"), "Inf"), (float("nan"), "NA"),
 ])
 def test_degrees_of_freedom(df, text):
@@ -361,13 +362,13 @@ def test_a_convergence_failure_is_reported(ner):
 def test_markup_of_each_format(ner, cbpp):
     w = ner.report(coefficients=True)
     h = w.html()
-    assert "<i>F</i>(5, 300.0)" in h and "<i>p</i> &lt; .001" in h
+    assert "<i>F</i>(5, 300)" in h and "<i>p</i> &lt; .001" in h
     assert "<i>η</i><sup>2</sup><sub>p</sub>" in h and "\u22121.56" in h
     t = w.latex()
-    assert r"\textit{F}(5, 300.0)" in t and r"$\eta^2_p$" in t and "$-$1.56" in t
+    assert r"\textit{F}(5, 300)" in t and r"$\eta^2_p$" in t and "$-$1.56" in t
     assert r"95\% CI" in t
     md = w.markdown()
-    assert "*F*(5, 300.0)" in md and "*p* < .001" in md
+    assert "*F*(5, 300)" in md and "*p* < .001" in md
     assert w.text == f"{w.results}\n\n{w.methods}" and str(w) == w.text
     assert "-1.56" in w.text and "\u2212" not in w.text  # ASCII minus in plain text
     assert w._repr_html_().startswith('<div class="crossed-result">')
