@@ -106,74 +106,44 @@ def derivatives(fun: Callable[[np.ndarray], float], x: np.ndarray, free: np.ndar
     m = len(idx)
     if m == 0:
         return np.zeros(0), np.zeros((0, 0))
-    layout = _deriv12_layout(m)
+    rows, cols, signs, plus, corners, pa, pb = _deriv12_steps(m)
     points = np.tile(np.asarray(x, dtype=float), (2 * m * m, 1))  # (rows: the points)
-    points[layout.rows, idx[layout.cols]] += layout.signs * delta  # (±delta exactly)
+    points[rows, idx[cols]] += signs * delta  # (±delta exactly; the other entries are x's)
     values = (np.asarray(fun_many(points), dtype=float) if fun_many is not None
               else np.array([fun(p.copy()) for p in points]))
-    plus, minus = values[layout.plus], values[layout.minus]
-    g = (plus - minus) / (2 * delta)
-    H = np.zeros((m, m))
-    H[np.diag_indices(m)] = (plus - 2 * fx + minus) / delta**2
-    v = values[layout.pairs]  # (per pair a > b: its ++, +-, -+, -- points)
-    off = (v[:, 0] - v[:, 1] - v[:, 2] + v[:, 3]) / (4 * delta**2)
-    H[layout.a, layout.b] = off
-    H[layout.b, layout.a] = off
-    return g, H
+    fp, fm = values[plus], values[plus + 1]
+    H = np.diag((fp - 2 * fx + fm) / delta**2)
+    v = values[corners]
+    H[pa, pb] = H[pb, pa] = (v[:, 0] - v[:, 1] - v[:, 2] + v[:, 3]) / (4 * delta**2)
+    return (fp - fm) / (2 * delta), H
 
 
-@dataclass(frozen=True)
-class _Deriv12Layout:
-    """lme4's deriv12 points for m free coordinates, as the nonzero steps of each point
-    (``rows``, ``cols``: a coordinate among the free ones, ``signs``: ±1) and where the
-    differences read them: per coordinate its + and − points (``plus``, ``minus``), per
-    pair a > b (``a``, ``b``) its ++, +−, −+ and −− points (``pairs``, (m(m−1)/2, 4)).
-    Point order: per coordinate a, x ± δe_a, then per b < a the four x ± δe_a ± δe_b."""
-
-    rows: np.ndarray
-    cols: np.ndarray
-    signs: np.ndarray
-    plus: np.ndarray
-    minus: np.ndarray
-    pairs: np.ndarray
-    a: np.ndarray
-    b: np.ndarray
+_CORNERS = np.array([[1.0, 1.0], [1.0, -1.0], [-1.0, 1.0], [-1.0, -1.0]])
+"""The signs of (a, b) at a pair's four points, in deriv12's order."""
 
 
-@functools.lru_cache(maxsize=16)
-def _deriv12_layout(m: int) -> _Deriv12Layout:
-    """:class:`_Deriv12Layout` for ``m`` free coordinates (built once per m)."""
-    rows: list[int] = []
-    cols: list[int] = []
-    signs: list[float] = []
-    plus: list[int] = []
-    pairs: list[list[int]] = []
-    a_of: list[int] = []
-    b_of: list[int] = []
-    row = 0
-    for a in range(m):
-        plus.append(row)
-        rows += [row, row + 1]
-        cols += [a, a]
-        signs += [1.0, -1.0]
-        row += 2
-        for b in range(a):
-            pairs.append(list(range(row, row + 4)))
-            a_of.append(a)
-            b_of.append(b)
-            for si, sj in ((1.0, 1.0), (1.0, -1.0), (-1.0, 1.0), (-1.0, -1.0)):
-                rows += [row, row]
-                cols += [a, b]
-                signs += [si, sj]
-                row += 1
-    plus_ = np.array(plus, dtype=np.intp)
-    arrays = (np.array(rows, dtype=np.intp), np.array(cols, dtype=np.intp),
-              np.array(signs), plus_, plus_ + 1,
-              np.array(pairs, dtype=np.intp).reshape(-1, 4),
-              np.array(a_of, dtype=np.intp), np.array(b_of, dtype=np.intp))
-    for arr in arrays:
+@functools.cache
+def _deriv12_steps(m: int) -> tuple[np.ndarray, ...]:
+    """Where :func:`derivatives`' points step, for ``m`` free coordinates (built once
+    per m; read-only): ``rows``, ``cols`` (among the free ones) and ``signs`` of each
+    ±δ step, each coordinate's + point (``plus``; its − point follows), each pair's
+    four points (``corners``, (pairs, 4)) and the pair's coordinates ``pa`` > ``pb``.
+
+    Coordinate a's points start at row 2a² (x ± δe_a), then come its pairs with each
+    b < a from row 2a² + 2 + 4b: the layout of the point-by-point loop."""
+    a = np.arange(m)
+    plus = 2 * a * a
+    pa, pb = np.tril_indices(m, -1)  # (a > b, row by row: the loop's order)
+    corners = (2 * pa * pa + 2 + 4 * pb)[:, None] + np.arange(4)
+    pairs = len(pa)
+    steps = (np.concatenate([plus, plus + 1, corners.ravel(), corners.ravel()]),
+             np.concatenate([a, a, np.repeat(pa, 4), np.repeat(pb, 4)]),
+             np.concatenate([np.ones(m), -np.ones(m), np.tile(_CORNERS[:, 0], pairs),
+                             np.tile(_CORNERS[:, 1], pairs)]),
+             plus, corners, pa, pb)
+    for arr in steps:
         arr.setflags(write=False)
-    return _Deriv12Layout(*arrays)
+    return steps
 
 
 def derivatives_from_gradient(fun_grad: Callable[[np.ndarray], tuple[float, np.ndarray]],
