@@ -77,3 +77,60 @@ def test_derivatives_are_deriv12(free, batched):
     np.testing.assert_array_equal(g, g0)
     np.testing.assert_array_equal(H, H0)
     assert g.shape == (free.sum(),) and H.shape == (free.sum(),) * 2
+
+
+def _small_criterion(fallback=None):
+    """sleepstudy's REML criterion as a compiled function of θ (``SmallCriterion``)."""
+    import crossed as cx
+    from crossed.model.pls import PLS
+
+    design = cx.lmer("Reaction ~ Days + (Days | Subject)",
+                     cx.load_dataset("sleepstudy")).design
+    pls = PLS.of(design)
+    crit = pls.compiled_criterion(True, 0.25, fallback or (lambda t: pls.objective(t, True)))
+    assert crit is not None
+    return crit
+
+
+@pytest.mark.parametrize("x", [[0.9667, 0.0152, 0.2309], [1.3, -0.4, 0.05], [0.2, 0.0, 0.0]])
+def test_compiled_deriv12_is_deriv12_of_the_compiled_criterion(x):
+    """``LoggedObjective.deriv12`` (the check's compiled call) evaluates deriv12's points
+    and combines them as the point-by-point computation does, bit for bit, and logs none
+    of them."""
+    crit = _small_criterion()
+    x = np.array(x)
+    fx = crit(x)
+    crit.take_log()
+    g0, H0, _ = _deriv12(crit, x, np.ones(3, dtype=bool), fx)
+    crit.take_log()
+    g, H = np.full(3, np.nan), np.full((3, 3), np.nan)
+    assert crit.deriv12(x, fx, 1e-4, g, H)
+    np.testing.assert_array_equal(g, g0)
+    np.testing.assert_array_equal(H, H0)
+    assert crit.take_log() == []
+
+
+def test_compiled_deriv12_reports_the_criterions_error():
+    """An evaluation that fails (here the fallback at a θ that is not finite) ends the
+    call with False and the error kept; ``assess`` raises it."""
+    from crossed.model.control import LmerControl
+    from crossed.model.convergence import assess
+
+    class Broken(RuntimeError):
+        pass
+
+    def fallback(theta):
+        raise Broken("no value here")
+
+    crit = _small_criterion(fallback)
+    x = np.array([1.0, np.inf, 0.2])
+    g, H = np.empty(3), np.empty((3, 3))
+    assert not crit.deriv12(x, 1.0, 1e-4, g, H)
+    assert isinstance(crit.error, Broken)
+    crit.error = None
+    with pytest.raises(Broken, match="no value here"):
+        assess(x, 1.0, np.array([0.0, -np.inf, 0.0]), LmerControl(), lambda t: 0.0,
+               compiled=crit)
+    assert crit.error is None
+    with pytest.raises(ValueError, match="3 parameters"):
+        crit.deriv12(np.zeros(2), 1.0, 1e-4, np.empty(2), np.empty((2, 2)))

@@ -545,14 +545,38 @@ def test_derivative_check_is_lme4s_numbers(seed):
 
 
 @pytest.mark.parametrize("seed", [0, 1])
-def test_newton_step_solves_by_the_cholesky_factor(seed):
+def test_newton_probe_is_the_projected_step_and_its_predicted_decrease(seed):
+    """point = max(θ − H⁻¹g, lower) on the coordinates given (θ elsewhere), and the
+    decrease −(gᵀs + ½ sᵀHs) of s = point − θ there, as NumPy computes them; NaN and
+    the point untouched where H is not positive definite."""
+    rng = np.random.default_rng(100 + seed)
     for H, g in _random_hessians(seed):
-        step = np.full(len(g), np.nan)
+        m = len(g)
+        k = m + 2
+        coords = np.sort(rng.choice(k, size=m, replace=False)).astype(np.int64)
+        theta = rng.normal(size=k)
+        lower = np.where(rng.random(k) < 0.5, 0.0, -np.inf)
+        point = np.full(k, 7.0)
+        predicted = _core.newton_probe(g, H, coords, theta, lower, point)
         try:
             np.linalg.cholesky(H)
         except np.linalg.LinAlgError:
-            assert not _core.newton_step(g, H, step)
+            assert np.isnan(predicted)
+            np.testing.assert_array_equal(point, 7.0)
             continue
-        assert _core.newton_step(g, H, step)
-        if np.linalg.cond(H) < 1e8:  # (a numerically singular one factors, to rounding)
-            np.testing.assert_allclose(step, np.linalg.solve(H, g), rtol=1e-7)
+        if np.linalg.cond(H) >= 1e8:  # (a numerically singular one factors, to rounding)
+            continue
+        expected = theta.copy()
+        expected[coords] -= np.linalg.solve(H, g)
+        expected = np.maximum(expected, lower)
+        np.testing.assert_allclose(point, expected, rtol=1e-7, atol=1e-12)
+        s = point[coords] - theta[coords]
+        assert predicted == pytest.approx(-(g @ s + 0.5 * s @ H @ s), rel=1e-9, abs=1e-12)
+
+
+def test_newton_probe_refuses_shapes_that_do_not_fit():
+    H, g = np.eye(2), np.ones(2)
+    with pytest.raises(ValueError, match="shapes"):
+        _core.newton_probe(g, H, np.array([0, 1]), np.zeros(3), np.zeros(2), np.empty(3))
+    with pytest.raises(ValueError, match="outside theta"):
+        _core.newton_probe(g, H, np.array([0, 3]), np.zeros(3), np.zeros(3), np.empty(3))

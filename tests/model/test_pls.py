@@ -377,8 +377,9 @@ def test_fit_factors_each_theta_once(compiled, monkeypatch):
     evaluation and each point of the derivative check (2k + 2k(k - 1) for k theta) is
     factored once (in one compiled loop, ``PLS.factor_batch``, for this small design),
     and the result is the one a fresh factorisation gives. Through NLopt's C interface
-    (``compiled``) BOBYQA's evaluations form no factorisation: the optimum's is formed
-    once at the end."""
+    (``compiled``) neither BOBYQA's evaluations nor the check's points (the compiled
+    criterion's ``deriv12``) form a factorisation: the optimum's is formed once at the
+    end."""
     from crossed.engines.native import optimize
 
     monkeypatch.setattr(optimize, "_USE_COMPILED", compiled)
@@ -400,8 +401,8 @@ def test_fit_factors_each_theta_once(compiled, monkeypatch):
     fit = crossed.lmer(formula, _ratings())
     assert not fit.is_singular  # (singular fits skip the derivative check)
     k = len(fit.theta)
-    evaluations = 1 if compiled else fit.opt.feval
-    assert len(calls) == evaluations + 2 * k + 2 * k * (k - 1)
+    expected = 1 if compiled else fit.opt.feval + 2 * k + 2 * k * (k - 1)
+    assert len(calls) == expected
     with single_blas_thread():  # (as the engine factors: BLAS on one thread, whose
         # sums can differ in the last bits from several threads')
         fresh = factor(PLS(design.random.blocks, design.X, design.y), fit.theta)

@@ -42,10 +42,11 @@ Each function here is one step of :meth:`crossed.model.pls.PLS.factor` on its ow
 - :func:`dense_solve`: β and u from a factorisation on the dense path whose first block
   has one or two columns per level and every later block one (``PLS.solve``'s steps in
   one call);
-- :func:`derivative_check` and :func:`newton_step`: lme4's derivative check on a few
+- :func:`derivative_check` and :func:`newton_probe`: lme4's derivative check on a few
   parameters (the scaled gradient by dpotrf and dtrsv, the Hessian's eigenvalues by
-  dsyev) and the Newton step of its derivatives (dpotrf, dpotrs), where NumPy's per-call
-  costs were most of a small fit's check.
+  dsyev) and the Newton step of its derivatives (dpotrf, dpotrs) with the decrease it
+  predicts, where NumPy's per-call costs were most of a small fit's check (the
+  derivatives themselves: ``LoggedObjective.deriv12``, ``_objective.pxi``).
 
 Each of the kernels of one step computes what the NumPy/SciPy code it replaced computed,
 in the same order of operations (W g by BLAS's dgemv for a dense W, by rows in index
@@ -624,28 +625,62 @@ def derivative_check(const double[::1] g, const double[:, ::1] H, double[::1] ev
     return scaled, maxmin, comp
 
 
-def newton_step(const double[::1] g, const double[:, ::1] H, double[::1] step):
-    """``step`` <- H⁻¹g by H's Cholesky factor (dpotrf, dpotrs; the lower triangle of H
-    read, as NumPy's ``cholesky`` reads it); returns False, with ``step`` unset, where H
-    is not positive definite."""
-    cdef Py_ssize_t i, m = g.shape[0]
+def newton_probe(const double[::1] g, const double[:, ::1] H, const int64_t[::1] coords,
+                 const double[::1] theta, const double[::1] lower, double[::1] point):
+    """The Newton step of a gradient ``g`` and Hessian ``H`` over the coordinates
+    ``coords`` of θ = ``theta``, projected onto the bounds: ``point`` <- max(θ − s₀,
+    ``lower``), s₀ = H⁻¹g on the free coordinates (0 elsewhere; H's Cholesky factor by
+    dpotrf and dpotrs, its lower triangle read as NumPy's ``cholesky`` reads it; NaN
+    propagates as in ``numpy.maximum``).
+
+    Returns the decrease −(gᵀs + ½ sᵀHs) that the quadratic model predicts for the step
+    s = point − θ on the free coordinates (sᵀH summed first, then its product with s),
+    or NaN, with ``point`` unset, where H is not positive definite."""
+    cdef Py_ssize_t i, j, m = coords.shape[0], k = theta.shape[0]
     cdef int n = <int>m, info = 0, nrhs = 1
     cdef char uplo = b"L"
-    if m == 0:
-        return True
-    cdef double *A = <double *> malloc(m * m * sizeof(double))
+    cdef double p, lin = 0.0, quad = 0.0, acc
+    if (g.shape[0] != m or H.shape[0] != m or H.shape[1] != m or lower.shape[0] != k
+            or point.shape[0] != k):
+        raise ValueError("newton_probe: the shapes of g, H, coords, theta, lower and point "
+                         "do not fit")
+    for i in range(m):
+        if coords[i] < 0 or coords[i] >= k:
+            raise ValueError("newton_probe: a coordinate outside theta")
+    cdef double *A = <double *> malloc((m * m + 2 * m + 1) * sizeof(double))
     if A == NULL:
         raise MemoryError()
+    cdef double *step = A + m * m
+    cdef double *s = step + m
     try:
         with nogil:
-            info = _lower_factor(m, H, A)
+            if m:
+                info = _lower_factor(m, H, A)
             if info == 0:
                 for i in range(m):
                     step[i] = g[i]
-                dpotrs(&uplo, &n, &nrhs, A, &n, &step[0], &n, &info)
+                if m:
+                    dpotrs(&uplo, &n, &nrhs, A, &n, step, &n, &info)
+        if info != 0:
+            return NAN
+        for j in range(k):
+            point[j] = theta[j]
+        for i in range(m):
+            point[coords[i]] = theta[coords[i]] - step[i]
+        for j in range(k):
+            p = point[j]
+            point[j] = p if (p != p or p >= lower[j]) else lower[j]
+        for i in range(m):
+            s[i] = point[coords[i]] - theta[coords[i]]
+            lin += g[i] * s[i]
+        for j in range(m):
+            acc = 0.0
+            for i in range(m):
+                acc += s[i] * H[i, j]
+            quad += acc * s[j]
+        return -(lin + 0.5 * quad)
     finally:
         free(A)
-    return info == 0
 
 
 def block_cholesky(const double[::1] vals, const int32_t[::1] entries,

@@ -3,7 +3,7 @@
 # from it without a cross-module import; each module holds its own copy of the class).
 
 from libc.math cimport NAN
-from libc.stdlib cimport free, realloc
+from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy
 
 
@@ -68,6 +68,55 @@ cdef class LoggedObjective:
             memcpy(&fv[0], self.log_f, n * sizeof(double))
         self.nlog = 0
         return list(zip(points, values.tolist()))
+
+    def deriv12(self, const double[::1] x, double fx, double delta, double[::1] g,
+                double[:, ::1] H):
+        """lme4's ``deriv12`` at ``x`` over every coordinate, into ``g`` and ``H``: the
+        points and the central differences of ``convergence.derivatives`` (x ± δe_a, then
+        each pair b < a at its four corners; the same sums in the same order), evaluated
+        by :meth:`compute` without logging them. ``fx`` is the criterion at x.
+
+        Returns False, with :attr:`error` set, where an evaluation failed; ``g`` and ``H``
+        are then unset."""
+        cdef Py_ssize_t m = self.ntheta, a, b, c
+        cdef double fp, fm, d2 = delta ** 2
+        cdef double v[4]
+        cdef double sa[4]
+        cdef double sb[4]
+        sa[0], sa[1], sa[2], sa[3] = delta, delta, -delta, -delta  # (deriv12's corners)
+        sb[0], sb[1], sb[2], sb[3] = delta, -delta, delta, -delta
+        if x.shape[0] != m or g.shape[0] != m or H.shape[0] != m or H.shape[1] != m:
+            raise ValueError(f"deriv12: the criterion has {m} parameters")
+        if m == 0:
+            return True
+        cdef double *point = <double *> malloc(m * sizeof(double))
+        if point == NULL:
+            raise MemoryError()
+        try:
+            for c in range(m):
+                point[c] = x[c]
+            for a in range(m):
+                point[a] = x[a] + delta
+                if not self.compute(point, &fp):
+                    return False
+                point[a] = x[a] - delta
+                if not self.compute(point, &fm):
+                    return False
+                g[a] = (fp - fm) / (2.0 * delta)
+                H[a, a] = (fp - 2.0 * fx + fm) / d2
+                for b in range(a):
+                    for c in range(4):
+                        point[a] = x[a] + sa[c]
+                        point[b] = x[b] + sb[c]
+                        if not self.compute(point, &v[c]):
+                            return False
+                    point[b] = x[b]
+                    H[a, b] = (v[0] - v[1] - v[2] + v[3]) / (4.0 * d2)
+                    H[b, a] = H[a, b]
+                point[a] = x[a]
+            return True
+        finally:
+            free(point)
 
     cdef int _grow_log(self) noexcept:
         cdef Py_ssize_t size = 2 * self.cap + 64

@@ -23,8 +23,12 @@ from crossed.model.status import ConvergenceStatus
 if TYPE_CHECKING:
     from crossed.model.control import LmerControl
 
-__all__ = ["ConvergenceCheck", "ConvergenceStatus", "assess", "check_convergence",
+__all__ = ["DERIV12_DELTA", "ConvergenceCheck", "ConvergenceStatus", "assess", "check_convergence",
            "classify_convergence", "derivatives", "derivatives_from_gradient"]
+
+
+DERIV12_DELTA = 1e-4
+"""The step of lme4's ``deriv12`` (``checkConv``'s call)."""
 
 
 @dataclass(frozen=True)
@@ -63,14 +67,16 @@ def assess(theta: np.ndarray, fmin: float, lower: np.ndarray, control: LmerContr
            crit_many: Callable[[np.ndarray], np.ndarray] | None = None,
            return_code: int = 1,
            crit_grad: Callable[[np.ndarray], tuple[float, np.ndarray]] | None = None,
-           ) -> ConvergenceCheck:
+           compiled: _core.LoggedObjective | None = None) -> ConvergenceCheck:
     """lme4's checks at ``theta``: singularity, then (non-singular fits, ``check_conv``)
     the scaled gradient and the Hessian of the criterion ``crit``.
 
     With ``crit_grad`` (the criterion and its exact gradient at a theta), the same checks
     run on the exact gradient and on the Hessian by central differences of exact gradients
     (:func:`derivatives_from_gradient`: 2k + 1 gradients instead of lme4's 2k² criterion
-    evaluations); else on lme4's ``deriv12`` (:func:`derivatives`)."""
+    evaluations); else on lme4's ``deriv12`` (:func:`derivatives`), in one compiled call
+    where ``compiled`` (``crit`` as a compiled criterion, equal to it to rounding) is
+    given (``LoggedObjective.deriv12``: the same points and differences)."""
     bounded = np.isfinite(lower)
     singular = bool(np.any(theta[bounded] < control.singular_tol))
     stopped = ConvergenceStatus.from_return_code(return_code)
@@ -81,6 +87,13 @@ def assess(theta: np.ndarray, fmin: float, lower: np.ndarray, control: LmerContr
     with np.errstate(all="ignore"):
         if crit_grad is not None:
             g, H = derivatives_from_gradient(crit_grad, theta, free)
+        elif compiled is not None:
+            g, H = np.empty(len(theta)), np.empty((len(theta), len(theta)))
+            if not compiled.deriv12(np.ascontiguousarray(theta, dtype=float), fmin,
+                                    DERIV12_DELTA, g, H):
+                error, compiled.error = compiled.error, None
+                assert error is not None  # (deriv12 fails only with an error kept)
+                raise error
         else:
             g, H = derivatives(crit, theta, free, fmin, fun_many=crit_many)
     checked = classify_convergence(g, H, control.conv_tol)
@@ -91,7 +104,7 @@ def assess(theta: np.ndarray, fmin: float, lower: np.ndarray, control: LmerContr
 
 
 def derivatives(fun: Callable[[np.ndarray], float], x: np.ndarray, free: np.ndarray,
-                fx: float, delta: float = 1e-4,
+                fx: float, delta: float = DERIV12_DELTA,
                 fun_many: Callable[[np.ndarray], np.ndarray] | None = None
                 ) -> tuple[np.ndarray, np.ndarray]:
     """Central-difference gradient and Hessian over the ``free`` coordinates (lme4's deriv12).
@@ -147,7 +160,7 @@ def _deriv12_steps(m: int) -> tuple[np.ndarray, ...]:
 
 
 def derivatives_from_gradient(fun_grad: Callable[[np.ndarray], tuple[float, np.ndarray]],
-                              x: np.ndarray, free: np.ndarray, delta: float = 1e-4,
+                              x: np.ndarray, free: np.ndarray, delta: float = DERIV12_DELTA,
                               ) -> tuple[np.ndarray, np.ndarray]:
     """The exact gradient at ``x`` and the Hessian by central differences of exact
     gradients (step ``delta``, lme4's), symmetrised, over the ``free`` coordinates.

@@ -188,17 +188,12 @@ def _probe_newton(crit: Callable[[np.ndarray], float], theta: np.ndarray, fmin: 
     g, H, free = check.gradient, check.hessian, check.free
     if g is None or H is None or free is None or not np.any(free):
         return [], None
-    idx = np.flatnonzero(free)
-    Hf = np.ascontiguousarray(H[np.ix_(idx, idx)], dtype=float)
-    step = np.empty(len(idx))
-    if not _core.newton_step(np.ascontiguousarray(g[idx], dtype=float), Hf, step):
-        return [], None  # (not positive definite: no Newton step)
-    point = theta.copy()
-    point[idx] -= step
-    point = np.maximum(point, lower)
-    s = point[idx] - theta[idx]
-    predicted = -(g[idx] @ s + 0.5 * s @ Hf @ s)
-    if not (np.all(np.isfinite(point)) and predicted > gain * max(1.0, abs(fmin))):
+    point = np.empty(len(theta))  # (the step and its predicted decrease: one compiled call)
+    predicted = _core.newton_probe(np.ascontiguousarray(g, dtype=float),
+                                   np.ascontiguousarray(H, dtype=float), np.flatnonzero(free),
+                                   np.ascontiguousarray(theta, dtype=float),
+                                   np.ascontiguousarray(lower, dtype=float), point)
+    if not (predicted > gain * max(1.0, abs(fmin)) and np.all(np.isfinite(point))):
         return [], None
     value = float(crit(point))
     tried = [(point, value)]
@@ -271,6 +266,7 @@ def optimize_theta(crit: Callable[[np.ndarray], float], theta0: np.ndarray,
                    blocks: Sequence[ReBlock] = (),
                    costly_evaluations: bool = False,
                    step: float | np.ndarray | None = None,
+                   compiled_check: _core.LoggedObjective | None = None,
                    ) -> tuple[OptSummary, ConvergenceCheck]:
     """BOBYQA from ``theta0`` with lme4's settings (or L-BFGS-B on the analytic gradient,
     ``control.optimizer == "lbfgsb"``, or NLopt's Nelder–Mead with lme4's ``nloptwrap``
@@ -303,6 +299,10 @@ def optimize_theta(crit: Callable[[np.ndarray], float], theta0: np.ndarray,
     step : float or numpy.ndarray, optional
         The first BOBYQA run's initial step (NLopt's default when None): a refit that
         starts from its fit's θ passes smaller ones (``engine.refit_step``).
+    compiled_check : LoggedObjective, optional
+        ``check_crit`` as a compiled criterion (equal to it to rounding): lme4's
+        finite-difference check evaluates its points in one compiled call
+        (``LoggedObjective.deriv12``) instead of through ``crit_many``.
 
     Returns
     -------
@@ -325,7 +325,7 @@ def optimize_theta(crit: Callable[[np.ndarray], float], theta0: np.ndarray,
 
     def check_at(o: OptSummary) -> ConvergenceCheck:
         return assess(o.theta_final, o.fmin, lower, control, check_crit, crit_many,
-                      o.return_code, check_grad)
+                      o.return_code, check_grad, compiled_check)
 
     if use_lbfgsb:
         opt = lbfgsb_from(theta0)

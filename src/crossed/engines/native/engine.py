@@ -161,7 +161,8 @@ def fit_pls(design: Design, pls: PLS, reml: bool, control: LmerControl,
         crit_grad_keeping_best if has_gradient else None,
         crit_grad if has_gradient and len(start) >= CHECK_GRADIENT_THETA else None,
         blocks, costly_evaluations=(pls_opt.dense_order >= AUTO_LBFGSB_DENSE
-                                    and pls_opt.scalar_later_blocks), step=step)
+                                    and pls_opt.scalar_later_blocks), step=step,
+        compiled_check=crit_keeping_best.compiled_in_use)
     if (control.optimizer == "auto" and opt.optimizer == "L-BFGS-B"
             and correlation_at_the_boundary(pls_opt, opt.theta_final, control.singular_tol)):
         lme4_start = start if warm is None else design.random.theta_start(pls.y)
@@ -217,7 +218,8 @@ def _bobyqa_as_well(opt: OptSummary, check: ConvergenceCheck, crit, theta0: np.n
     the run recorded as a continuation (:class:`Restart`) of the fit's optimiser."""
     alt, alt_check = optimize_theta(crit, theta0, design.random.theta_lower,
                                     replace(control, optimizer="bobyqa"), crit_many,
-                                    check_crit, blocks=blocks)
+                                    check_crit, blocks=blocks,
+                                    compiled_check=crit.compiled_in_use)
     record = Restart(
         "L-BFGS-B ended with a correlation of ±1 (a diagonal θ at its bound): BOBYQA from "
         "lme4's start as well", opt.fmin, min(opt.fmin, alt.fmin), alt.feval,

@@ -79,6 +79,12 @@ class Criterion:
             return value
         return self.fun(theta)
 
+    @property
+    def compiled_in_use(self) -> SmallCriterion | ScalarDeviance | None:
+        """The compiled criterion where the NLopt runs use it (else None): the
+        derivative check then evaluates its points with it too."""
+        return self.compiled if _USE_COMPILED else None
+
 
 _USE_COMPILED = True
 """Whether :func:`run_nlopt` runs compiled objectives through NLopt's C interface."""
