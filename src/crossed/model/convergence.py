@@ -74,9 +74,8 @@ def assess(theta: np.ndarray, fmin: float, lower: np.ndarray, control: LmerContr
     With ``crit_grad`` (the criterion and its exact gradient at a theta), the same checks
     run on the exact gradient and on the Hessian by central differences of exact gradients
     (:func:`derivatives_from_gradient`: 2k + 1 gradients instead of lme4's 2k² criterion
-    evaluations); else on lme4's ``deriv12`` (:func:`derivatives`), in one compiled call
-    where ``compiled`` (``crit`` as a compiled criterion, equal to it to rounding) is
-    given (``LoggedObjective.deriv12``: the same points and differences)."""
+    evaluations); else on lme4's ``deriv12`` (:func:`derivatives`; in one compiled call
+    where ``compiled``, ``crit`` as a compiled criterion, is given)."""
     bounded = np.isfinite(lower)
     singular = bool(np.any(theta[bounded] < control.singular_tol))
     stopped = ConvergenceStatus.from_return_code(return_code)
@@ -87,15 +86,8 @@ def assess(theta: np.ndarray, fmin: float, lower: np.ndarray, control: LmerContr
     with np.errstate(all="ignore"):
         if crit_grad is not None:
             g, H = derivatives_from_gradient(crit_grad, theta, free)
-        elif compiled is not None:
-            g, H = np.empty(len(theta)), np.empty((len(theta), len(theta)))
-            if not compiled.deriv12(np.ascontiguousarray(theta, dtype=float), fmin,
-                                    DERIV12_DELTA, g, H):
-                error, compiled.error = compiled.error, None
-                assert error is not None  # (deriv12 fails only with an error kept)
-                raise error
         else:
-            g, H = derivatives(crit, theta, free, fmin, fun_many=crit_many)
+            g, H = derivatives(crit, theta, free, fmin, fun_many=crit_many, compiled=compiled)
     checked = classify_convergence(g, H, control.conv_tol)
     msgs = tuple(m for m, _ in checked)
     issues = tuple(kind for _, kind in checked)
@@ -105,20 +97,31 @@ def assess(theta: np.ndarray, fmin: float, lower: np.ndarray, control: LmerContr
 
 def derivatives(fun: Callable[[np.ndarray], float], x: np.ndarray, free: np.ndarray,
                 fx: float, delta: float = DERIV12_DELTA,
-                fun_many: Callable[[np.ndarray], np.ndarray] | None = None
+                fun_many: Callable[[np.ndarray], np.ndarray] | None = None,
+                compiled: _core.LoggedObjective | None = None,
                 ) -> tuple[np.ndarray, np.ndarray]:
     """Central-difference gradient and Hessian over the ``free`` coordinates (lme4's deriv12).
 
     The 2m + 2m(m - 1) points are those of lme4's deriv12, combined as central differences
     (lme4 divides each term by δ² before adding them: the same gradient, Hessians about
-    1e-6 apart; ``tests/model/test_convergence.py``); ``fun_many``, when given, evaluates
-    them all in one call (a batched criterion, the points as the rows of an array), else
-    ``fun`` one by one.
+    1e-6 apart; ``tests/model/test_convergence.py``). Where every coordinate is free and
+    ``compiled`` (``fun`` as a compiled criterion, equal to it to rounding) is given, its
+    ``deriv12`` evaluates and combines them in one call (the same points and differences,
+    in this order; an evaluation's error is raised); else ``fun_many``, when given,
+    evaluates them all in one call (a batched criterion, the points as the rows of an
+    array), else ``fun`` one by one.
     """
     idx = np.flatnonzero(free)
     m = len(idx)
     if m == 0:
         return np.zeros(0), np.zeros((0, 0))
+    if compiled is not None and m == len(x):
+        g, H = np.empty(m), np.empty((m, m))
+        if not compiled.deriv12(np.ascontiguousarray(x, dtype=float), fx, delta, g, H):
+            error, compiled.error = compiled.error, None
+            assert error is not None  # (deriv12 fails only with an error kept)
+            raise error
+        return g, H
     rows, cols, signs, plus, corners, pa, pb = _deriv12_steps(m)
     points = np.tile(np.asarray(x, dtype=float), (2 * m * m, 1))  # (rows: the points)
     points[rows, idx[cols]] += signs * delta  # (±delta exactly; the other entries are x's)

@@ -307,7 +307,7 @@ def _fit(design: Design, family: Family, nagq: int, control: LmerControl,
             at_x = None if nagq > 1 else prob.compiled_deviance(joint=False)
             with np.errstate(all="ignore"):
                 derivs = derivatives(fun, x, np.ones(len(x), dtype=bool), opt.fmin,
-                                     fun_many=None if at_x is None else at_x.values)
+                                     compiled=at_x)
         crit = prob.deviance(x, nagq)
         state = prob.last
         assert state is not None

@@ -71,10 +71,11 @@ class Criterion:
         """The criterion at ``theta``: the compiled one's value where there is one (the
         probes and continuations between the runs: the same criterion to rounding,
         without a factorisation in Python), else ``fun``'s."""
-        if self.compiled is not None and _USE_COMPILED:
-            value = float(self.compiled(np.ascontiguousarray(theta, dtype=float)))
-            if self.compiled.error is not None:
-                error, self.compiled.error = self.compiled.error, None
+        compiled = self.compiled_in_use
+        if compiled is not None:
+            value = float(compiled(np.ascontiguousarray(theta, dtype=float)))
+            if compiled.error is not None:
+                error, compiled.error = compiled.error, None
                 raise error
             return value
         return self.fun(theta)
