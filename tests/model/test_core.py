@@ -270,11 +270,44 @@ def test_searchsorted_in_buckets_is_numpys():
     starts = np.searchsorted(keys, np.arange(nb + 1, dtype=np.int64) * width)
     query = np.concatenate([rng.choice(keys, 300), rng.integers(0, width * nb, size=300),
                             [0, width * nb - 1, keys[0], keys[-1]]]).astype(np.int64)
+    columns, rows = query // width, query % width
     np.testing.assert_array_equal(
-        _core.searchsorted_in_buckets(keys, starts, query, width),
+        _core.searchsorted_in_buckets(keys, starts, columns, rows, width),
         np.searchsorted(keys, query))
-    with pytest.raises(ValueError, match="outside the buckets"):
-        _core.searchsorted_in_buckets(keys, starts, np.array([width * nb], np.int64), width)
+    one = np.zeros(1, np.int64)
+    for column, row in ((nb, 0), (-1, 0), (0, width), (0, -1)):
+        with pytest.raises(ValueError, match="outside the buckets"):
+            _core.searchsorted_in_buckets(keys, starts, one + column, one + row, width)
+    with pytest.raises(ValueError, match="one entry per query"):
+        _core.searchsorted_in_buckets(keys, starts, columns, rows[:-1], width)
+
+
+@pytest.mark.parametrize("qq", [1, 4, 9])
+def test_class_sums_are_bincounts(qq):
+    """The sums by key position·width + class·q² + entry (entry = level·q² + its entry)
+    are np.bincount's, bit for bit (each key's values summed in input order), over the
+    keys that occur; pairs whose key falls outside are refused."""
+    rng = np.random.default_rng(qq)
+    nlevels, ncls, npos, n = 300, 5, 200, 5000
+    class_of = rng.integers(0, ncls, nlevels).astype(np.int64)
+    position = rng.integers(0, npos, n).astype(np.int64)
+    entry = rng.integers(0, nlevels * qq, n).astype(np.int64)
+    value = rng.standard_normal(n) * 10.0 ** rng.integers(-8, 8, n)
+    width = ncls * qq
+    key = position * width + class_of[entry // qq] * qq + entry % qq
+    sums = np.bincount(key, weights=value, minlength=npos * width)
+    want = np.flatnonzero(np.bincount(key, minlength=npos * width))
+    present, values = _core.class_sums(position, entry, value, class_of, qq, width,
+                                       npos * width)
+    np.testing.assert_array_equal(present, want)
+    np.testing.assert_array_equal(values, sums[want])
+    with pytest.raises(ValueError, match="no key below size"):
+        _core.class_sums(position, entry, value, class_of, qq, width, int(key.max()))
+    with pytest.raises(ValueError, match="no key below size"):
+        _core.class_sums(position, entry + nlevels * qq, value, class_of, qq, width,
+                         npos * width)
+    with pytest.raises(ValueError, match="one entry per pair"):
+        _core.class_sums(position, entry[:-1], value, class_of, qq, width, npos * width)
 
 
 def _numpy_entries(A: np.ndarray, q: int, last: bool) -> tuple[np.ndarray, np.ndarray]:

@@ -1009,36 +1009,42 @@ def map_products(const double[:, ::1] A, Py_ssize_t q, const int64_t[::1] class_
 
 
 def searchsorted_in_buckets(const int64_t[::1] keys, const int64_t[::1] starts,
-                            const int64_t[::1] query, Py_ssize_t width):
-    """``np.searchsorted(keys, query)`` (side "left") for keys and queries of the form
+                            const int64_t[::1] columns, const int64_t[::1] rows,
+                            Py_ssize_t width):
+    """``np.searchsorted(keys, columns * width + rows)`` (side "left") for keys of the form
     j·width + i, 0 ≤ i < width: ``starts[j]`` is the first position of bucket j in the sorted
-    ``keys`` (``np.searchsorted(keys, arange(nbuckets + 1) * width)``), and each query is
-    found by bisection inside its own bucket, a short stretch of ``keys`` where NumPy's
-    bisects the whole array (the Schur complement's pattern: millions of queries into a
-    pattern of millions). The same positions, absent keys included."""
-    cdef Py_ssize_t n = query.shape[0], e, lo, hi, mid, j, nb = starts.shape[0] - 1
+    ``keys`` (``np.searchsorted(keys, arange(nbuckets + 1) * width)``), and each query
+    (``columns[e]``, ``rows[e]``) is found by bisection inside its own bucket, a short stretch
+    of ``keys`` where NumPy's bisects the whole array (the Schur complement's pattern:
+    millions of queries into a pattern of millions). The same positions, absent keys
+    included; the queries' keys are never formed (nor divided by ``width``)."""
+    cdef Py_ssize_t n = columns.shape[0], e, lo, count, half, j, nb = starts.shape[0] - 1
     cdef Py_ssize_t bad = -1
     cdef int64_t key
+    if rows.shape[0] != n:
+        raise ValueError("columns and rows have one entry per query")
     out = np.empty(n, dtype=np.int64)
     cdef int64_t[::1] o = out
     with nogil:
         for e in range(n):
-            key = query[e]
-            j = key // width
-            if key < 0 or j >= nb:
+            j = columns[e]
+            if j < 0 or j >= nb or rows[e] < 0 or rows[e] >= width:
                 bad = e
                 break
+            key = j * width + rows[e]
             lo = starts[j]
-            hi = starts[j + 1]
-            while lo < hi:  # the first position in [lo, hi) with keys[pos] >= key
-                mid = (lo + hi) >> 1
-                if keys[mid] < key:
-                    lo = mid + 1
-                else:
-                    hi = mid
+            count = starts[j + 1] - lo
+            # the first position in [lo, lo + count) with keys[pos] >= key (lo + count if
+            # none), by halving without a branch on the comparison (a conditional move)
+            while count > 1:
+                half = count >> 1
+                lo = lo + half if keys[lo + half - 1] < key else lo
+                count -= half
+            if count == 1 and keys[lo] < key:
+                lo += 1
             o[e] = lo
     if bad >= 0:
-        raise ValueError(f"query {query[bad]} lies outside the buckets")
+        raise ValueError(f"query ({columns[bad]}, {rows[bad]}) lies outside the buckets")
     return out
 
 
@@ -1049,6 +1055,43 @@ cdef inline int64_t _row_in(const int64_t[::1] indptr, Py_ssize_t e, Py_ssize_t 
     while a + 1 < q and indptr[r0 + a + 1] <= e:
         a += 1
     return a
+
+
+def class_sums(const int64_t[::1] position, const int64_t[::1] entry,
+               const double[::1] value, const int64_t[::1] class_of, Py_ssize_t qq,
+               Py_ssize_t width, Py_ssize_t size):
+    """The sums of ``value`` by key = position·width + class_of[entry // qq]·qq +
+    entry % qq, over keys below ``size``, each summed in the order of the inputs from 0.0
+    (``np.bincount(key, weights=value, minlength=size)``'s numbers), in one pass without
+    forming the keys. Returns (the keys that occur, ascending; their sums)."""
+    cdef Py_ssize_t n = position.shape[0], e, k, s, bad = -1, nkeys = 0
+    cdef Py_ssize_t nlevels = class_of.shape[0]
+    if entry.shape[0] != n or value.shape[0] != n:
+        raise ValueError("position, entry and value have one entry per pair")
+    if qq < 1 or width < 1:
+        raise ValueError("qq and width are positive")
+    sums = np.zeros(size)
+    seen = np.zeros(size, dtype=np.uint8)
+    cdef double[::1] sv = sums
+    cdef uint8_t[::1] hit = seen
+    with nogil:
+        for e in range(n):
+            s = entry[e] // qq if qq > 1 else entry[e]
+            if s < 0 or s >= nlevels:
+                bad = e
+                break
+            k = (position[e] * width + class_of[s] * qq
+                 + (entry[e] - s * qq if qq > 1 else 0))
+            if k < 0 or k >= size:
+                bad = e
+                break
+            sv[k] += value[e]
+            hit[k] = 1
+    if bad >= 0:
+        raise ValueError(f"pair {bad} (position {position[bad]}, entry {entry[bad]}) has no "
+                         "key below size")
+    present = np.flatnonzero(seen)
+    return present, sums[present]
 
 
 def level_pairs(const int64_t[::1] indptr, const int64_t[::1] indices,

@@ -158,8 +158,8 @@ class SparseSchur:
         # positions in the pattern, looked up column by column (keys j·rr + i)
         starts = np.searchsorted(ukeys, np.arange(rr + 1, dtype=np.int64) * rr)
         self.arr[_core.searchsorted_in_buckets(
-            ukeys, starts, ARR.col.astype(np.int64) * rr + ARR.row, rr)] = ARR.data
-        upos = _core.searchsorted_in_buckets(ukeys, starts, cols_u * rr + rows_u, rr)
+            ukeys, starts, ARR.col.astype(np.int64), ARR.row.astype(np.int64), rr)] = ARR.data
+        upos = _core.searchsorted_in_buckets(ukeys, starts, cols_u, rows_u, rr)
         del prs, rows_u, cols_u
         # W's columns: G's entries per class of levels with equal A_s (each class's
         # products summed in level order, as the dense path's sparse map), or per level
@@ -409,15 +409,15 @@ def _class_map(upos: np.ndarray, cols_g: np.ndarray, w_vals: np.ndarray,
     qq = q * q
     if ncls == len(class_of):
         return sp.csr_matrix((w_vals, (upos, cols_g)), shape=(npos, len(class_of) * qq))
-    level, entry = np.divmod(cols_g, qq)
     width = ncls * qq
-    key = upos * width + class_of[level] * qq + entry
-    del level, entry
-    if npos * width <= len(key):  # (the keys' range: no larger than the pairs)
-        sums = np.bincount(key, weights=w_vals, minlength=npos * width)
-        present = np.flatnonzero(np.bincount(key, minlength=npos * width))
-        values = sums[present]
+    if npos * width <= len(cols_g):  # (the keys' range: no larger than the pairs; the
+        # keys upos·width + class·q² + entry summed in one compiled pass, bincount's sums)
+        present, values = _core.class_sums(upos, cols_g, w_vals, class_of, qq, width,
+                                           npos * width)
     else:
+        level, entry = np.divmod(cols_g, qq)
+        key = upos * width + class_of[level] * qq + entry
+        del level, entry
         present, inverse = np.unique(key, return_inverse=True)
         values = np.bincount(inverse.reshape(-1), weights=w_vals, minlength=len(present))
     rows, cols = np.divmod(present, width)
