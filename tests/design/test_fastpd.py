@@ -70,7 +70,8 @@ def test_string_codes_match_factorize(n):
     chunked = pa.chunked_array([picked[: n // 2], picked[n // 2:]], type=pa.string())
     for values in (pd.array(picked, dtype="string[pyarrow]"),
                    pd.arrays.ArrowStringArray(chunked)):
-        codes, uniques = string_codes(values)
+        codes, uniques, distinct = string_codes(values)
+        assert distinct is None if n <= SMALL_STRINGS else distinct.to_pylist() == uniques
         want_codes, want_uniques = pd.factorize(values)
         np.testing.assert_array_equal(codes, want_codes)
         assert codes.dtype == np.int64
@@ -84,3 +85,26 @@ def test_string_codes_refuse_other_arrays():
     assert string_codes(pd.array(["a", None], dtype="string[pyarrow]")) is None
     assert string_codes(np.array(["a"], dtype=object)) is None
     assert string_codes(pd.array(["a", "b"], dtype="string[python]")) is None
+
+
+def test_ascii_r_order_is_rs_string_order():
+    """pyarrow's order of many ASCII labels (mixed case, digits, punctuation, prefixes of
+    each other, case variants of one word) is R's as Python's two sorts give it; fewer
+    labels, labels beyond ASCII and other arrays are left to Python (None)."""
+    pa = pytest.importorskip("pyarrow")
+    from crossed.design.fastpd import ARROW_ORDER, ascii_r_order
+    from crossed.design.frame import _r_string_order
+
+    rng = np.random.default_rng(7)
+    alphabet = list("aAbBzZ09_-. ~")
+    labels = list(dict.fromkeys(
+        "".join(rng.choice(alphabet, rng.integers(0, 6))) for _ in range(3 * ARROW_ORDER)))
+    labels += [w for w in ("item", "Item", "ITEM", "iTEM", "item1", "Item10") if w not in labels]
+    assert len(labels) >= ARROW_ORDER
+    for kind in (pa.string(), pa.large_string()):  # (pandas' pyarrow strings: large)
+        got = ascii_r_order(pa.array(labels, type=kind))
+        np.testing.assert_array_equal(got, _r_string_order(labels))
+    assert ascii_r_order(pa.array(labels[: ARROW_ORDER - 1])) is None
+    assert ascii_r_order(pa.array(labels[:-1] + ["é"])) is None
+    assert ascii_r_order(pa.array(range(ARROW_ORDER))) is None
+    assert ascii_r_order(None) is None

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from crossed._warn import warn
-from crossed.design.fastpd import categorical, column_array, frame_of, string_codes
+from crossed.design.fastpd import ascii_r_order, categorical, column_array, frame_of, string_codes
 from crossed.formula.evaluate import r_to_python
 from crossed.formula.safety import expression_names, python_names
 from crossed.formula.spec import ModelSpec
@@ -396,10 +396,12 @@ def _encode_factor(values: pd.api.extensions.ExtensionArray) -> tuple[np.ndarray
         return perm[codes], lv
     strings = string_codes(values)  # (pyarrow strings: their labels as they are)
     if strings is not None:
-        codes, labels = strings
-        order = _r_string_order(labels)  # (distinct already)
+        codes, labels, distinct = strings
+        order = ascii_r_order(distinct)  # (many ASCII labels: pyarrow's sort, the same order)
+        if order is None:
+            order = np.array(_r_string_order(labels), dtype=np.int64)  # (distinct already)
         perm = np.empty(len(labels), dtype=np.int64)
-        perm[np.array(order, dtype=np.int64)] = np.arange(len(labels), dtype=np.int64)
+        perm[order] = np.arange(len(labels), dtype=np.int64)
         return perm[codes], [labels[k] for k in order]
     if pd.api.types.is_bool_dtype(values.dtype):
         values = np.asarray(values, dtype=bool)
