@@ -129,8 +129,8 @@ def ascii_r_order(strings: Any) -> np.ndarray | None:
     if strings is None or len(strings) < ARROW_ORDER:
         return None
     try:
-        import pyarrow as pa
-        import pyarrow.compute as pc
+        import pyarrow as pa  # type: ignore[import-untyped]
+        import pyarrow.compute as pc  # type: ignore[import-untyped]
 
         if not (pa.types.is_string(strings.type) or pa.types.is_large_string(strings.type)
                 ) or strings.null_count or not (
