@@ -1064,7 +1064,7 @@ def class_sums(const int64_t[::1] position, const int64_t[::1] entry,
     entry % qq, over keys below ``size``, each summed in the order of the inputs from 0.0
     (``np.bincount(key, weights=value, minlength=size)``'s numbers), in one pass without
     forming the keys. Returns (the keys that occur, ascending; their sums)."""
-    cdef Py_ssize_t n = position.shape[0], e, k, s, bad = -1, nkeys = 0
+    cdef Py_ssize_t n = position.shape[0], e, k, s, bad = -1
     cdef Py_ssize_t nlevels = class_of.shape[0]
     if entry.shape[0] != n or value.shape[0] != n:
         raise ValueError("position, entry and value have one entry per pair")
@@ -1215,7 +1215,7 @@ cdef class SmallDense:
             raise ValueError("lead_rows/lead_start are components of the first rr rows")
         self.a, self.rows, self.src, self.count, self.arr = a, rows, src, count, arr
         self.Arr, self.scale_index, self.rr = Arr, scale_index, rr
-        # each updated entry's row and column of C (rows[i] = row r + column), found once:
+        # each updated entry's row and column of C (rows[i] = row·r + column), found once:
         # an integer division per entry and evaluation cost 10-15 % of blurb's CCMEM
         entries = np.asarray(self.rows, dtype=np.int64)
         width = max(1, self.Arr.shape[0])
