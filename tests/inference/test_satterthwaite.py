@@ -87,7 +87,9 @@ def test_a_random_slope_on_a_year_gives_the_centred_models_df():
     df = fit.coef_table().set_index("term")["df"]
     for term, expected in YEAR_SLOPE_DF.items():
         assert df[term] == pytest.approx(expected, rel=1e-4)
-    assert df["x"] == pytest.approx(centred.coef_table()["df"].iloc[1], rel=1e-5)
+    # (the two fits are two floating-point problems whose θ agree to about 1e-5: the
+    # oldest supported NumPy and SciPy under SkylakeX's kernel give df 1.0e-5 apart)
+    assert df["x"] == pytest.approx(centred.coef_table()["df"].iloc[1], rel=5e-5)
 
 
 def test_an_eigenvalue_the_differences_do_not_resolve_is_zero():

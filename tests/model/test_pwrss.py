@@ -44,11 +44,14 @@ def test_ill_conditioned_levels_take_the_pwrss_from_the_residuals():
     assert pls.residual_pwrss == "always"
     for theta, expected in YEARX_AT.items():
         assert pls.objective(np.array(theta), reml=False) == pytest.approx(expected, rel=1e-11)
-    # the optimum: where lme4 stops (before, 17.3 above it, and 15 apart between kernels)
+    # the optimum: where lme4 stops (before, 17.3 above it, and 15 apart between kernels),
+    # within the criterion's precision on this design: the oldest supported NumPy and SciPy
+    # under OpenBLAS's SkylakeX kernel stop 5.9e-4 (4.8e-8 relative) above it, where
+    # L-BFGS-B's line search finds no lower criterion (lme4's own two runs: 7.9e-6 apart)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fit = crossed.lmer("y ~ 1 + (x || g) + (1 | h)", _yearx_uncorrelated(), reml=False)
-    assert fit.deviance <= YEARX_LME4 * (1 + 1e-9)
+    assert fit.deviance <= YEARX_LME4 * (1 + 1e-7)
 
 
 def test_well_conditioned_levels_keep_the_factors_pwrss():
