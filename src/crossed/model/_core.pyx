@@ -1204,7 +1204,9 @@ cdef class SmallDense:
 
     def __init__(self, a, W, rows, src, count, arr, Arr, scale_index, Py_ssize_t rr,
                  t_index, Py_ssize_t ntheta, blocks=_NO_BLOCKS, tt_index=_NO_INDEX64,
-                 lead_rows=_NO_INDEX64, lead_start=_NO_INDEX64, groups=()):
+                 lead_rows=_NO_INDEX64, lead_start=_NO_INDEX64, groups=(), cells=None):
+        # (cells: the rows' (row, column) pairs of C from an evaluation of the same rows and
+        # order, :meth:`with_response`'s; not among the pickled arguments)
         self.args = (a, W, rows, src, count, arr, Arr, scale_index, rr, tuple(t_index),
                      ntheta, blocks, tt_index, lead_rows, lead_start, tuple(groups))
         self.blocks, self.tt_index = blocks, tt_index
@@ -1215,11 +1217,14 @@ cdef class SmallDense:
             raise ValueError("lead_rows/lead_start are components of the first rr rows")
         self.a, self.rows, self.src, self.count, self.arr = a, rows, src, count, arr
         self.Arr, self.scale_index, self.rr = Arr, scale_index, rr
-        # each updated entry's row and column of C (rows[i] = row·r + column), found once:
-        # an integer division per entry and evaluation cost 10-15 % of blurb's CCMEM
-        entries = np.asarray(self.rows, dtype=np.int64)
-        width = max(1, self.Arr.shape[0])
-        self.row_of, self.col_of = entries // width, entries % width
+        # each updated entry's row and column of C (rows[i] = row·r + column), found once
+        # per rows: an integer division per entry and evaluation cost 10-15 % of blurb's
+        # CCMEM
+        if cells is None:
+            entries = np.asarray(self.rows, dtype=np.int64)
+            width = max(1, self.Arr.shape[0])
+            cells = (entries // width, entries % width)
+        self.row_of, self.col_of = cells
         self.csr = hasattr(W, "indptr")
         self.dense, self.data, self.indices, self.indptr = (
             _NO_DENSE, _NO_VALUES, _NO_INDEX32, _NO_INDEX32)
@@ -1286,7 +1291,7 @@ cdef class SmallDense:
             raise ValueError("a groups' update is built again for another response")
         a, _, rows, src, count, _, _, scale_index, rr, t_index, ntheta, *later = self.args
         return SmallDense(a, W, rows, src, count, arr, Arr, scale_index, rr, t_index,
-                          ntheta, *later)
+                          ntheta, *later, cells=(self.row_of, self.col_of))
 
     @property
     def first_shape(self):
