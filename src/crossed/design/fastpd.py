@@ -85,12 +85,11 @@ values): pyarrow's dictionary encoding costs more there, after the rest of a fit
 values: 270 against 130 µs; 1,000 values: 240 against 380 µs)."""
 
 
-def string_codes(values: Any) -> tuple[np.ndarray, list[str], Any] | None:
+def string_codes(values: Any) -> tuple[np.ndarray, list[str]] | None:
     """First-appearance codes and distinct values (distinct strings) of a pyarrow-backed
     string array without missing values (a dict over its values up to
     :data:`SMALL_STRINGS`, else pyarrow's dictionary encoding, without pandas' factorize
-    around either), and those distinct values as a pyarrow array (pyarrow's encoding; None
-    from the dict); None for any other array."""
+    around either); None for any other array."""
     if not isinstance(values.dtype, pd.StringDtype) or values.dtype.storage != "pyarrow":
         return None
     chunked = getattr(values, "_pa_array", None)
@@ -102,7 +101,7 @@ def string_codes(values: Any) -> tuple[np.ndarray, list[str], Any] | None:
             strings = chunked.to_pylist()
             codes = np.array([first.setdefault(v, len(first)) for v in strings],
                              dtype=np.int64)
-            return codes, list(first), None
+            return codes, list(first)
         encoded = chunked.combine_chunks().dictionary_encode()
         codes = np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
         # (the dictionary of a string array without nulls: Python strings, distinct)
@@ -111,7 +110,7 @@ def string_codes(values: Any) -> tuple[np.ndarray, list[str], Any] | None:
         return None
     if len(codes) != len(values):
         return None  # pragma: no cover
-    return codes, uniques, encoded.dictionary
+    return codes, uniques
 
 
 ARROW_ORDER = 5_000
@@ -119,27 +118,26 @@ ARROW_ORDER = 5_000
 item IDs: 41 against 173 ms for Python's two sorts); below, it leaves them to Python."""
 
 
-def ascii_r_order(strings: Any) -> np.ndarray | None:
+def ascii_r_order(strings: Sequence[str]) -> np.ndarray | None:
     """R's order of distinct strings (``frame._r_string_order``: by the lower-case string,
-    then by the case-swapped one) for a pyarrow string array of at least
-    :data:`ARROW_ORDER` strings that are all ASCII, by pyarrow's sort on those two keys
-    (for ASCII, Python's ``lower`` and ``swapcase`` are pyarrow's ``ascii_lower`` and
-    ``ascii_swapcase``, and both compare strings by code points); None otherwise (the
-    caller sorts in Python: beyond ASCII, Python's case mappings are Unicode's)."""
-    if strings is None or len(strings) < ARROW_ORDER:
+    then by the case-swapped one) where there are at least :data:`ARROW_ORDER` of them and
+    all are ASCII, by pyarrow's sort on those two keys (for ASCII, Python's ``lower`` and
+    ``swapcase`` are pyarrow's ``ascii_lower`` and ``ascii_swapcase``, and both compare
+    strings by code points); None otherwise (the caller sorts in Python: beyond ASCII,
+    Python's case mappings are Unicode's)."""
+    if len(strings) < ARROW_ORDER:
         return None
     try:
         import pyarrow as pa  # type: ignore[import-untyped]
         import pyarrow.compute as pc  # type: ignore[import-untyped]
 
-        if not (pa.types.is_string(strings.type) or pa.types.is_large_string(strings.type)
-                ) or strings.null_count or not (
-                pc.all(pc.string_is_ascii(strings)).as_py()):
+        array = pa.array(strings, type=pa.large_string())
+        if array.null_count or not pc.all(pc.string_is_ascii(array)).as_py():
             return None
-        keys = pa.table({"lower": pc.ascii_lower(strings),
-                         "swapped": pc.ascii_swapcase(strings)})
+        keys = pa.table({"lower": pc.ascii_lower(array),
+                         "swapped": pc.ascii_swapcase(array)})
         order = pc.sort_indices(keys, sort_keys=[("lower", "ascending"),
                                                  ("swapped", "ascending")])
-    except (ImportError, AttributeError, TypeError):  # pragma: no cover
-        return None
+    except (ImportError, AttributeError, TypeError, ValueError):  # pragma: no cover
+        return None  # (pyarrow missing, or values it does not take as strings)
     return np.asarray(order.to_numpy(zero_copy_only=False), dtype=np.int64)

@@ -95,15 +95,20 @@ def _r_sorted(uniq: list[Any], numeric: bool) -> list[Any]:
     if numeric:
         return sorted(uniq)
     if all(isinstance(s, str) for s in uniq):
-        return [uniq[k] for k in _r_string_order(uniq)]
+        return [uniq[k] for k in _r_string_order(uniq).tolist()]
     return sorted(uniq, key=lambda s: (str(s).lower(), str(s).swapcase()))
 
 
-def _r_string_order(strings: list[str]) -> list[int]:
-    """The positions of ``strings`` in :func:`_r_sorted`'s order: the same order as the key
-    (lower case, swapped case), by two stable sorts of the positions."""
+def _r_string_order(strings: list[str]) -> np.ndarray:
+    """The positions of the distinct ``strings`` in :func:`_r_sorted`'s order: the same
+    order as the key (lower case, swapped case), by two stable sorts of the positions
+    (many ASCII strings: by pyarrow's sort on the same keys, :func:`fastpd.ascii_r_order`)."""
+    fast = ascii_r_order(strings)
+    if fast is not None:
+        return fast
     order = sorted(range(len(strings)), key=[s.swapcase() for s in strings].__getitem__)
-    return sorted(order, key=[s.lower() for s in strings].__getitem__)
+    return np.array(sorted(order, key=[s.lower() for s in strings].__getitem__),
+                    dtype=np.int64)
 
 
 def is_categorical(values: pd.Series | pd.api.extensions.ExtensionArray) -> bool:
@@ -396,13 +401,11 @@ def _encode_factor(values: pd.api.extensions.ExtensionArray) -> tuple[np.ndarray
         return perm[codes], lv
     strings = string_codes(values)  # (pyarrow strings: their labels as they are)
     if strings is not None:
-        codes, labels, distinct = strings
-        order = ascii_r_order(distinct)  # (many ASCII labels: pyarrow's sort, the same order)
-        if order is None:
-            order = np.array(_r_string_order(labels), dtype=np.int64)  # (distinct already)
+        codes, labels = strings
+        order = _r_string_order(labels)  # (distinct already)
         perm = np.empty(len(labels), dtype=np.int64)
         perm[order] = np.arange(len(labels), dtype=np.int64)
-        return perm[codes], [labels[k] for k in order]
+        return perm[codes], [labels[k] for k in order.tolist()]
     if pd.api.types.is_bool_dtype(values.dtype):
         values = np.asarray(values, dtype=bool)
     elif pd.api.types.is_object_dtype(values.dtype):
