@@ -181,7 +181,7 @@ class Design:
         y = np.asarray(y, dtype=float)
         if y.shape != self.y.shape:
             raise DataError(f"new response has shape {y.shape}, the design has {self.y.shape}")
-        if not np.all(np.isfinite(y)):
+        if not np.isfinite(y).all():
             raise DataError("new response has missing or infinite values")
         # ``replace(self, y=y)`` without the constructor's route (every simulation refit
         # makes one): the same fields, the data table still unbuilt where it was, y frozen

@@ -135,7 +135,7 @@ class SatterthwaiteModel:
             if batch is None:
                 return np.array([at_theta(t)[:width] for t in thetas]).reshape(-1, width)
             out, own = batch
-            for i in np.flatnonzero(~own):
+            for i in (~own).nonzero()[0]:
                 out[i] = at_theta(thetas[i])[:width]
             return out
 

@@ -76,8 +76,9 @@ def assess(theta: np.ndarray, fmin: float, lower: np.ndarray, control: LmerContr
     (:func:`derivatives_from_gradient`: 2k + 1 gradients instead of lme4's 2k² criterion
     evaluations); else on lme4's ``deriv12`` (:func:`derivatives`; in one compiled call
     where ``compiled``, ``crit`` as a compiled criterion, is given)."""
-    bounded = np.isfinite(lower)
-    singular = bool(np.any(theta[bounded] < control.singular_tol))
+    tol = control.singular_tol  # (a few θ: Python's loop, not three NumPy calls)
+    singular = any(t < tol for t, lo in zip(theta.tolist(), lower.tolist(), strict=True)
+                   if math.isfinite(lo))
     stopped = ConvergenceStatus.from_return_code(return_code)
     if singular or not control.check_conv or crit is None:
         status = ConvergenceStatus.combine(singular, stopped)
@@ -210,7 +211,7 @@ def classify_convergence(g: np.ndarray, H: np.ndarray, tol: float, hess_tol: flo
         return out
     g = np.ascontiguousarray(g, dtype=float)
     H = np.ascontiguousarray(H, dtype=float)
-    if not (np.all(np.isfinite(g)) and np.all(np.isfinite(H))):
+    if not (np.isfinite(g).all() and np.isfinite(H).all()):
         out.append(("Model failed to converge: the criterion is not finite near the optimum, "
                     "so its gradient and Hessian cannot be evaluated",
                     ConvergenceStatus.GRADIENT))

@@ -496,8 +496,10 @@ class CrossProducts:
         n, p = X.shape
         centre, yc, dense = _centred(X, np.asarray(y, dtype=float), self.xtx, None)
         z1y, zry = rows.column_products(yc)
-        Z1tD = np.column_stack([self.Z1tD[:, :p], z1y])
-        ZrtD = None if self.ZrtD is None else np.column_stack([self.ZrtD[:, :p], zry])
+        # (np.column_stack's arrays, without its per-argument conversions)
+        Z1tD = np.concatenate((self.Z1tD[:, :p], z1y[:, None]), axis=1)
+        ZrtD = (None if self.ZrtD is None
+                else np.concatenate((self.ZrtD[:, :p], zry[:, None]), axis=1))
         return type(self)(n=n, p=p, levels=self.levels, Z1tZr=self.Z1tZr,
                              ZrtZr=self.ZrtZr, Z1tD=Z1tD, ZrtD=ZrtD, DtD=dense.T @ dense,
                              xtx=self.xtx, centre=centre, yc_ss=float(yc @ yc),
@@ -579,5 +581,5 @@ def _centred(X: np.ndarray, y: np.ndarray, xtx: np.ndarray, centre: np.ndarray |
         centre = centre_of(xtx, X.T @ y, X, y) if p and n else np.zeros(p)
     else:
         centre = np.array(centre, dtype=float)
-    yc = y - X @ centre if np.any(centre) else y
-    return centre, yc, np.column_stack([X, yc])
+    yc = y - X @ centre if centre.any() else y
+    return centre, yc, np.concatenate((X, yc[:, None]), axis=1)  # (np.column_stack's array)

@@ -642,7 +642,7 @@ class PLS:
             nonzero = self.products.Z1tD[:, -1] != 0  # once for all later responses)
             self._y_slots = (nonzero, A.indptr[1:][nonzero] - 1)
         nonzero, at = self._y_slots
-        if not np.array_equal(y_column != 0, nonzero):
+        if not ((y_column != 0) == nonzero).all():  # (the same rows: the same length)
             return None
         new = shallow_copy(A)  # (the same pattern, shared: canonical, nothing re-sorts it;
         new.data = A.data.copy()  # a shallow copy skips SciPy's checks of it)

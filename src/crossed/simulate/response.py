@@ -62,7 +62,7 @@ def _linear_predictor(fit: LmerFit | GlmerFit, nsim: int, rng: np.random.Generat
         eta = fit.eta if is_glmm(fit) else fit.fitted()  # type: ignore[union-attr]
         return np.asarray(eta, dtype=float)[:, None] + np.zeros((1, nsim))
     draws = _draws_of(fit)
-    mean = np.repeat(draws.fixed[:, None], nsim, axis=1)
+    mean = draws.fixed[:, None].repeat(nsim, axis=1)
     scale = random_scale(fit)
     for blk, T, intercept in zip(fit.design.random.blocks, draws.templates, draws.intercept,
                                  strict=True):

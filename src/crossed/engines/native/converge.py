@@ -93,7 +93,7 @@ there."""
 
 def _near_bound(theta: np.ndarray, lower: np.ndarray, control: LmerControl) -> np.ndarray:
     """The bounded thetas below ``control.edge_tol`` (indices)."""
-    return np.flatnonzero(np.isfinite(lower) & (theta < control.edge_tol))
+    return (np.isfinite(lower) & (theta < control.edge_tol)).nonzero()[0]
 
 
 def _restart(theta: np.ndarray, check: ConvergenceCheck, lower: np.ndarray,
@@ -146,7 +146,7 @@ def far_from_start(theta: np.ndarray) -> int | None:
     stopped with lme4's check passed at up to 0.048 above the optimum, depending on c and
     the last bits; lme4 1e-4 above it for c = 100 (with a gradient warning), 0.002 for
     c = 10. L-BFGS-B on the exact gradient reaches the floor from any of those stops."""
-    far = np.flatnonzero(np.abs(theta) > FAR_THETA)
+    far = (np.abs(theta) > FAR_THETA).nonzero()[0]
     return int(far[0]) if len(far) else None
 
 

@@ -358,9 +358,8 @@ def _run_compiled(crit: SmallCriterion | ScalarDeviance, algorithm: int, x0: np.
     n = len(x0)
     x = np.array(x0, dtype=float)
     bounds = np.ascontiguousarray(np.where(np.isfinite(lower), lower, -np.inf), dtype=float)
-    xtol = np.array(np.broadcast_to(np.asarray(xtol_abs, dtype=float), (n,)))
-    steps = (np.zeros(0) if step is None
-             else np.array(np.broadcast_to(np.asarray(step, dtype=float), (n,))))
+    xtol = _per_coordinate(xtol_abs, n)
+    steps = np.zeros(0) if step is None else _per_coordinate(step, n)
     address, data = crit.objective_address()
     crit.error = None
     crit.take_log()  # (a run's log is its own)
@@ -372,6 +371,17 @@ def _run_compiled(crit: SmallCriterion | ScalarDeviance, algorithm: int, x0: np.
     if code < 0:
         raise _NLOPT_ERRORS.get(code, RuntimeError)(f"nlopt: {_NLOPT_CODES.get(code, code)}")
     return x, code, float(fmin)
+
+
+def _per_coordinate(value: float | np.ndarray, n: int) -> np.ndarray:
+    """``value`` for each of ``n`` coordinates, a new array (a scalar repeated, as NLopt's
+    Python interface gives it, or a copy of ``n`` values; without broadcasting, whose
+    wrapper costs more than the copy)."""
+    if isinstance(value, float | int):
+        return np.full(n, float(value))
+    if isinstance(value, np.ndarray) and value.shape == (n,):
+        return np.array(value, dtype=float)
+    return np.array(np.broadcast_to(np.asarray(value, dtype=float), (n,)))
 
 
 _LBFGSB_CODES = {0: 1, 1: 5, 2: 1}
