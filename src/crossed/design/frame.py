@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import difflib
 import functools
+import math
 import numbers
 import re
 from collections.abc import Hashable
@@ -315,6 +316,9 @@ def check_finite(column: str, values: np.ndarray, what: str = "column") -> None:
             )
 
 
+_FLOAT_MAX = float(np.finfo(float).max)
+
+
 def clearly_finite(X: np.ndarray) -> bool:
     """Whether :func:`check_finite` passes every column of the 2-D array ``X`` (or the 1-D
     array ``X``), known
@@ -323,23 +327,23 @@ def clearly_finite(X: np.ndarray) -> bool:
     says only that the columns must be checked one by one."""
     if X.size == 0:
         return True
-    largest = max(float(np.max(X)), -float(np.min(X)))  # NaN where any value is NaN
-    return bool(largest <= np.sqrt(np.finfo(float).max / X.shape[0]))
+    largest = max(float(X.max()), -float(X.min()))  # NaN where any value is NaN
+    return bool(largest <= math.sqrt(_FLOAT_MAX / X.shape[0]))
 
 
 def check_scale(X: np.ndarray, names: tuple[str, ...], tol: float = 1e3) -> None:
     """lme4's ``check.scaleX``: warn when a continuous column of X (not only 0/1 values) has
     a standard deviation above ``tol`` or below ``1/tol``, or two of them differ by more
     than a factor ``tol``. The fit goes on, as in lme4."""
-    binary = np.all((X == 0) | (X == 1), axis=0) if X.size else np.ones(X.shape[1], bool)
-    cont = [int(j) for j in np.flatnonzero(~binary)]
+    binary = ((X == 0) | (X == 1)).all(axis=0) if X.size else np.ones(X.shape[1], bool)
+    cont = (~binary).nonzero()[0].tolist()
     if not cont or X.shape[0] < 2:
         return
-    sd = np.std(X[:, cont], axis=0, ddof=1)
+    sd = X[:, cont].std(axis=0, ddof=1)
     with np.errstate(divide="ignore"):
         logsd = np.log(sd)
-    spread = np.max(logsd) - np.min(logsd)
-    if np.max(np.abs(logsd)) > np.log(tol) or spread > np.log(tol):
+    spread = logsd.max() - logsd.min()
+    if np.abs(logsd).max() > np.log(tol) or spread > np.log(tol):
         shown = ", ".join(f"{names[j]} (sd {s:.3g})" for j, s in zip(cont, sd, strict=True))
         warn(
             "Some predictor variables are on very different scales: consider rescaling "
@@ -350,7 +354,7 @@ def check_scale(X: np.ndarray, names: tuple[str, ...], tol: float = 1e3) -> None
 def check_response_varies(y: np.ndarray, name: str) -> None:
     """A constant response has no variance to split: refuse it (lme4 ends with a zero
     residual SD and convergence warnings)."""
-    if len(y) and float(np.max(y)) == float(np.min(y)):
+    if len(y) and float(y.max()) == float(y.min()):
         raise DataError(
             f"response {name!r} is constant ({r_number(y[0])} in every row): there is no "
             "variance to model"
@@ -366,7 +370,7 @@ def check_binary_response(y: np.ndarray, name: str) -> None:
 
     lme4's ``lmer`` fits it without a word (a linear probability model); per-item
     correctness is usually a case for a logistic GLMM, so say so, and how."""
-    if len(y) and bool(np.all((y == 0.0) | (y == 1.0))):
+    if len(y) and bool(((y == 0.0) | (y == 1.0)).all()):
         warn(f"response {name!r} takes only the values 0 and 1: a linear mixed model treats "
              "it as continuous (a linear probability model); for correct/incorrect "
              "outcomes fit a logistic GLMM: crossed.glmer(formula, data, "

@@ -121,7 +121,7 @@ class ReBlock:
         (population), computed once per block (the design's warning and the native
         optimiser's rescaling read them)."""
         Z = self.Z
-        ones = np.all(Z == 1.0, axis=0)
+        ones = (Z == 1.0).all(axis=0)
         if len(Z) and ones.all():  # (intercepts alone: mean 1 and SD 0, exactly, without
             return ones, np.ones(Z.shape[1]), np.zeros(Z.shape[1])  # two passes over Z)
         return ones, Z.mean(axis=0), Z.std(axis=0)
@@ -146,7 +146,7 @@ class ReBlock:
         off = idx >= 0
         diag = np.diagonal(off).copy()
         np.fill_diagonal(off, False)
-        return np.flatnonzero(diag & ~off.any(axis=0) & ~off.any(axis=1))
+        return (diag & ~off.any(axis=0) & ~off.any(axis=1)).nonzero()[0]
 
     @property
     def nlevels(self) -> int:
@@ -193,8 +193,8 @@ class RandomDesign:
             if blk.q < 2 or len(blk.Z) < 2:
                 continue
             ones, mean, sd = blk.column_stats
-            for i0 in np.flatnonzero(ones):
-                for j in np.flatnonzero(blk.far_from_zero):
+            for i0 in ones.nonzero()[0]:
+                for j in blk.far_from_zero.nonzero()[0]:
                     if idx[max(i0, j), min(i0, j)] >= 0:
                         continue  # (correlated with the intercept: centred by the optimiser)
                     name = blk.column_names[j]

@@ -112,7 +112,7 @@ def derivatives(fun: Callable[[np.ndarray], float], x: np.ndarray, free: np.ndar
     evaluates them all in one call (a batched criterion, the points as the rows of an
     array), else ``fun`` one by one.
     """
-    idx = np.flatnonzero(free)
+    idx = np.asarray(free).nonzero()[0]
     m = len(idx)
     if m == 0:
         return np.zeros(0), np.zeros((0, 0))

@@ -374,7 +374,7 @@ class PLS:
             self._band = BandedBlocks(A11, first.theta_index) if self.q1 > 2 else None
             if self.q1 == 2:  # T = [[t0, 0], [t1, t2]] (θ positions, -1 = 0), A_s entries
                 self._t_2x2 = first.theta_index[[0, 1, 1], [0, 0, 1]].tolist()
-                self._a_2x2 = np.stack([A11[:, 0, 0], A11[:, 1, 0], A11[:, 1, 1]])
+                self._a_2x2 = np.array([A11[:, 0, 0], A11[:, 1, 0], A11[:, 1, 1]])  # (np.stack's)
                 self._a_2x2_max = (float(A11[:, 0, 0].max()), float(A11[:, 1, 1].max()))
         self.band = self._band
         if self.q1 == 1:  # (contiguous, for the compiled closed forms)

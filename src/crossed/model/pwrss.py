@@ -94,7 +94,7 @@ def collinear_levels(A: np.ndarray) -> bool:
         det = product - A[:, 1, 0] * A[:, 1, 0]
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.where((product > 0) & (det > 0), product / det, np.inf)
-        return bool(np.any((ratio >= CANCELLATION_LIMIT) & (ratio < RANK_DEFICIENT)))
+        return bool(((ratio >= CANCELLATION_LIMIT) & (ratio < RANK_DEFICIENT)).any())
     diag = np.einsum("sii->si", A)
     used = np.all(diag > 0, axis=1)
     if not used.any():

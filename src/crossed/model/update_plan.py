@@ -128,8 +128,9 @@ def map_cost(pattern: LevelPattern, q: int, r_rand: int, r: int) -> float:
     """The sparse map W's cost in :func:`plan_update`'s units: Σ_s m_s²/2 scattered
     multiply-adds for the m_s = q (columns met + the r − r_rand dense ones) nonzeros of
     level s's rows."""
-    u = (np.diff(pattern.indptr) + (r - r_rand)).astype(np.float64)
-    return float(np.sum((q * u) ** 2)) / 2.0
+    indptr = pattern.indptr
+    u = ((indptr[1:] - indptr[:-1]) + (r - r_rand)).astype(np.float64)  # (np.diff's)
+    return float(((q * u) ** 2).sum()) / 2.0
 
 
 def plan_update(pattern: LevelPattern, q: int, r_rand: int, r: int, groups: bool = False,

@@ -186,14 +186,14 @@ def _probe_newton(crit: Callable[[np.ndarray], float], theta: np.ndarray, fmin: 
         :data:`PROBE_GAIN`): the start of a continuation; else None.
     """
     g, H, free = check.gradient, check.hessian, check.free
-    if g is None or H is None or free is None or not np.any(free):
+    if g is None or H is None or free is None or not free.any():
         return [], None
     point = np.empty(len(theta))  # (the step and its predicted decrease: one compiled call)
     predicted = _core.newton_probe(np.ascontiguousarray(g, dtype=float),
-                                   np.ascontiguousarray(H, dtype=float), np.flatnonzero(free),
+                                   np.ascontiguousarray(H, dtype=float), free.nonzero()[0],
                                    np.ascontiguousarray(theta, dtype=float),
                                    np.ascontiguousarray(lower, dtype=float), point)
-    if not (predicted > gain * max(1.0, abs(fmin)) and np.all(np.isfinite(point))):
+    if not (predicted > gain * max(1.0, abs(fmin)) and np.isfinite(point).all()):
         return [], None
     value = float(crit(point))
     tried = [(point, value)]

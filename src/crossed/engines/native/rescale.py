@@ -82,10 +82,10 @@ def fixed_preconditioner(X: np.ndarray, xtx: np.ndarray | None = None) -> np.nda
     if X.shape[1] < 2 or X.shape[0] < X.shape[1]:
         return None
     gram = X.T @ X if xtx is None else xtx
-    d = np.sqrt(np.diag(gram))
-    if not np.all(np.isfinite(d)) or np.any(d == 0):
+    d = np.sqrt(gram.diagonal())  # (ndarray methods: np.diag's, np.all's, np.outer's values)
+    if not np.isfinite(d).all() or (d == 0).any():
         return None  # (a zero column: the rank check's business)
-    values = np.linalg.eigvalsh(gram / np.outer(d, d))
+    values = np.linalg.eigvalsh(gram / (d[:, None] * d[None, :]))
     if values[0] > values[-1] / FIXED_CONDITION:
         return None
     R = np.linalg.qr(X, mode="r")
@@ -231,7 +231,7 @@ def column_rescaling(blocks: Sequence[ReBlock]) -> ColumnRescaling | None:
         changed = False
         ranges = correlated_ranges(blk.theta_index)
         for a, b in ranges:
-            intercepts = np.flatnonzero(ones[a:b]) + a
+            intercepts = ones[a:b].nonzero()[0] + a
             if len(intercepts) != 1:
                 continue
             i0 = int(intercepts[0])
