@@ -390,7 +390,10 @@ def _plain_columns(expr: str, frame: Table) -> tuple[str, ...] | None:
         if values is None:  # (not a column, or a prepared factor)
             return None
         dtype = values.dtype  # (one column access: each costs ~10 µs in pandas 3)
-        if not pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype):
+        if isinstance(dtype, np.dtype):  # (NumPy's: pandas' two tests, by kind)
+            if dtype.kind not in "iufc":
+                return None
+        elif not pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype):
             return None
     if "0" in tokens and "1" in tokens:
         return None
@@ -688,7 +691,7 @@ def build_response(spec: ModelSpec, frame: Table) -> np.ndarray:
     response = spec.successes
     if isinstance(frame, PreparedFrame) and response in frame.values:
         values = frame.values[response]  # (prepare() made it float64)
-        if pd.api.types.is_numeric_dtype(values.dtype) and isinstance(values, np.ndarray):
+        if isinstance(values, np.ndarray) and values.dtype.kind in "biufc":  # (numeric)
             return check_numeric_response(values.view(), response)
     frame = table_of(frame)
     if response in frame.columns:

@@ -637,7 +637,7 @@ def check_numeric_response(y: np.ndarray, name: str) -> np.ndarray:
         raise DataError(f"response {name!r} has {int(undefined.sum())} undefined (NaN) "
                         "values after evaluation")
     check_finite(name, out, what="response")
-    spread = float(np.max(np.abs(out - np.mean(out)))) if out.size else 0.0
+    spread = float(np.abs(out - out.mean()).max()) if out.size else 0.0
     if 0.0 < spread < 1e-140:  # its squares (the residual variance) underflow
         raise DataError(f"response {name!r} varies by too little to fit (largest deviation "
                         f"from its mean {spread:.3g}); rescale it")
