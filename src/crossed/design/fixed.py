@@ -169,8 +169,10 @@ def _plain_matrix(columns: tuple[str, ...], frame: Table) -> np.ndarray:
     n = len(frame)
     if isinstance(frame, PreparedFrame):  # (the prepared columns, without a Series each)
         values = frame.values  # (plain columns are numeric)
-        return np.column_stack([np.ones(n) if c == "1" else np.asarray(values[c], dtype=float)
-                                for c in columns])
+        out = np.empty((n, len(columns)))  # (np.column_stack's array, column by column)
+        for j, c in enumerate(columns):
+            out[:, j] = 1.0 if c == "1" else np.asarray(values[c], dtype=float)
+        return out
     return np.column_stack([np.ones(n) if c == "1" else frame[c].to_numpy(dtype=float)
                             for c in columns])
 
@@ -507,7 +509,7 @@ def build_fixed(rhs: str, frame: Table, caret: bool = False,
             f"column{'s' if len(dropped) > 1 else ''} / coefficient"
             f"{'s' if len(dropped) > 1 else ''}: {', '.join(dropped)}",
         )
-    idx = tuple(int(i) for i in np.flatnonzero(keep))
+    idx = tuple(np.asarray(keep).nonzero()[0].tolist())
     kept_names = tuple(names[i] for i in idx)
     return FixedDesign(
         X=X[:, list(idx)],

@@ -277,7 +277,8 @@ def check_column(column: str, values: pd.api.extensions.ExtensionArray,
                 "first date) for a numeric predictor, or to strings for a factor"
             )
         return
-    if pd.api.types.is_object_dtype(dtype):
+    if (dtype.kind == "O" if isinstance(dtype, np.dtype)  # (NumPy's: pandas' test, by kind)
+            else pd.api.types.is_object_dtype(dtype)):
         kind = _object_kind(values, column)
         if kind == "times" and as_value:
             raise DataError(

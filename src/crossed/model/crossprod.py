@@ -45,7 +45,7 @@ def sparse_z(block: ReBlock, values: np.ndarray | None = None) -> sp.csr_matrix:
 def _entry_columns(blocks: Sequence[ReBlock]) -> tuple[np.ndarray, int]:
     """Each row's columns of the blocks' Z side by side: (n, Σq) in C order, each row's
     level's q columns of each block in column order, and the number of columns Σℓq."""
-    offsets = np.cumsum([0] + [b.nlevels * b.q for b in blocks])
+    offsets = np.array([0] + [b.nlevels * b.q for b in blocks]).cumsum()
     cols = np.concatenate([off + b.codes[:, None] * b.q + np.arange(b.q)[None, :]
                            for off, b in zip(offsets[:-1], blocks, strict=True)], axis=1)
     return cols.astype(np.int64, copy=False), int(offsets[-1])
@@ -107,10 +107,10 @@ def stored(A: np.ndarray, fmt: type[sp.csr_matrix] | type[sp.csc_matrix] = sp.cs
         indptr = np.concatenate(([0], np.cumsum(counts)))
         return fmt((A[nonzero], np.nonzero(nonzero)[1], indptr), shape=A.shape)
     indptr = np.zeros(A.shape[0] + 1, dtype=np.int32)
-    np.cumsum(counts, out=indptr[1:])
+    counts.cumsum(out=indptr[1:])
     new = shallow_copy(_empty(fmt, A.shape))
     new.data, new.indptr = A[nonzero], indptr
-    new.indices = np.nonzero(nonzero)[1].astype(np.int32)
+    new.indices = nonzero.nonzero()[1].astype(np.int32)
     new.has_canonical_format = True
     return new
 

@@ -240,7 +240,7 @@ def build_sparse_map(A1r: sp.csr_matrix, A11: np.ndarray, Arr: np.ndarray,
     W: Any  # numpy.ndarray or scipy.sparse.csr_matrix (and a list of parts below)
     if blocks is None:
         W = np.zeros((len(rows), W_updated.shape[1]))
-        W[np.searchsorted(rows, updated)] = W_updated
+        W[rows.searchsorted(updated)] = W_updated
     else:
         W = [_on_rows(rows, *block, ncls) for block in blocks]
         W = W[0] if len(W) == 1 else sp.hstack(W, format="csr")
@@ -249,7 +249,7 @@ def build_sparse_map(A1r: sp.csr_matrix, A11: np.ndarray, Arr: np.ndarray,
         if pairs is not None:  # (W's stored values at their rows and columns)
             pairs = replace(pairs, at=(np.searchsorted(rows, target), k))
     parts = row_parts(W)
-    identity = bool(len(rep) == A11.shape[0] and np.array_equal(rep, np.arange(len(rep))))
+    identity = bool(len(rep) == A11.shape[0] and (rep == np.arange(len(rep))).all())
     return SparseMap(W=W, rows=rows, i=rows // r, j=rows % r, arr=arr, rep=rep,
                      class_of=class_of, parts=parts, identity=identity, pairs=pairs)
 
@@ -363,7 +363,7 @@ class _EntryProducts(NamedTuple):
            ) -> _EntryProducts:
         l1 = len(class_of)
         return cls(q, np.ascontiguousarray(class_of, dtype=np.int64), ncls,
-                   ncls == l1 and bool(np.array_equal(class_of, np.arange(l1))),
+                   ncls == l1 and bool((np.asarray(class_of) == np.arange(l1)).all()),
                    np.ascontiguousarray(j, dtype=np.int64),
                    np.ascontiguousarray(i, dtype=np.int64))
 
