@@ -294,6 +294,9 @@ def check_column(column: str, values: pd.api.extensions.ExtensionArray,
             )
 
 
+_FLOAT_MAX = float(np.finfo(float).max)
+
+
 def check_finite(column: str, values: np.ndarray, what: str = "column") -> None:
     """Refuse infinite values and values too large to square (lme4 stops on
     ``NA/NaN/Inf``; its optimiser fails on overflow). Missing values are not looked at."""
@@ -309,15 +312,12 @@ def check_finite(column: str, values: np.ndarray, what: str = "column") -> None:
         )
     finite = np.abs(x[np.isfinite(x)])
     if finite.size:
-        largest = float(np.max(finite))
-        if largest > np.sqrt(np.finfo(float).max / finite.size):  # the sum of squares overflows
+        largest = float(finite.max())
+        if largest > math.sqrt(_FLOAT_MAX / finite.size):  # the sum of squares overflows
             raise DataError(
                 f"{what} {column!r} has values too large to fit (largest magnitude "
                 f"{largest:.3g}); rescale it"
             )
-
-
-_FLOAT_MAX = float(np.finfo(float).max)
 
 
 def clearly_finite(X: np.ndarray) -> bool:

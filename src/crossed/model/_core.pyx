@@ -1442,8 +1442,8 @@ cdef class SmallDense:
                 self.a, self.q, self.theta[self.i0], self.theta[self.i1],
                 self.theta[self.i2], self.tq, self.theta, self.scale_index, self.rr,
                 self.csr, self.dense, self.data, self.indices, self.indptr, self.rows,
-                self.row_of, self.col_of, self.src, self.count, self.arr, self.Arr, first, L, self.g, self.wg,
-                self.sc, self.blocks, self.tt, self.work, self.lead_rows, self.lead_start,
+                self.row_of, self.col_of, self.src, self.count, self.arr, self.Arr, first, L,
+                self.g, self.wg, self.sc, self.blocks, self.tt, self.work, self.lead_rows, self.lead_start,
                 self.grp_ptr, self.grp_levels, self.col_ptr, self.grp_cols, self.grp_vals,
                 self.mv, out)
 

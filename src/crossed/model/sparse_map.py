@@ -361,9 +361,9 @@ class _EntryProducts(NamedTuple):
     @classmethod
     def of(cls, q: int, class_of: np.ndarray, ncls: int, j: np.ndarray, i: np.ndarray
            ) -> _EntryProducts:
-        l1 = len(class_of)
-        return cls(q, np.ascontiguousarray(class_of, dtype=np.int64), ncls,
-                   ncls == l1 and bool((np.asarray(class_of) == np.arange(l1)).all()),
+        classes = np.ascontiguousarray(class_of, dtype=np.int64)
+        l1 = len(classes)
+        return cls(q, classes, ncls, ncls == l1 and bool((classes == np.arange(l1)).all()),
                    np.ascontiguousarray(j, dtype=np.int64),
                    np.ascontiguousarray(i, dtype=np.int64))
 
